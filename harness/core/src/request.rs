@@ -1,0 +1,115 @@
+//! Requests to a model and its responses.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, ToolCall, ToolSpec};
+
+/// Why a request is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// An ordinary step of a turn.
+    #[default]
+    Turn,
+    /// The compaction call: the last message asks for a summary of everything before it.
+    Compaction,
+}
+
+/// One call to a model: system prompt + tool schemas + the visible messages.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The system prompt (the same in every request of a session).
+    pub system: Arc<str>,
+    /// The tool list (the same in every request of a session).
+    pub tools: Arc<[ToolSpec]>,
+    /// The visible messages, in order.
+    pub messages: Vec<Arc<Message>>,
+    /// Why this request is made.
+    pub purpose: Purpose,
+    /// o200k tokens of the whole request: prefix plus every message.
+    pub tokens: u64,
+}
+
+impl Request {
+    /// Builds a request and sums its token count from the stored per-message counts.
+    pub fn new(
+        system: Arc<str>,
+        tools: Arc<[ToolSpec]>,
+        prefix_tokens: u32,
+        messages: Vec<Arc<Message>>,
+        purpose: Purpose,
+    ) -> Request {
+        let tokens = u64::from(prefix_tokens) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        Request { system, tools, messages, purpose, tokens }
+    }
+
+    /// The turn in progress: the turn of the last message.
+    pub fn current_turn(&self) -> u32 {
+        self.messages.last().map(|m| m.turn).unwrap_or(0)
+    }
+
+    /// Whether `needle` occurs anywhere the model can read in this request (system prompt,
+    /// any message's visible text or tool-call arguments).
+    pub fn contains_text(&self, needle: &str) -> bool {
+        if self.system.contains(needle) {
+            return true;
+        }
+        self.messages.iter().any(|m| {
+            m.text.contains(needle)
+                || m.card.as_deref().is_some_and(|c| c.contains(needle))
+                || m.tool_calls.iter().any(|c| c.args.to_string().contains(needle))
+        })
+    }
+}
+
+/// Token usage as a provider reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Input tokens read from the provider's cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// The whole prompt as the provider counted it.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The text part of the answer (may be empty when it only calls tools).
+    pub text: String,
+    /// The tool calls it asked for, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// o200k tokens of the answer (text and calls), counted by the harness.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// What the provider reported, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Response {
+    /// A response; the harness counts its output tokens.
+    pub fn new(text: impl Into<String>, tool_calls: Vec<ToolCall>, usage: Option<Usage>) -> Response {
+        let text = text.into();
+        let mut output_tokens = u64::from(crate::tokens::count(&text));
+        for c in &tool_calls {
+            output_tokens += u64::from(crate::tokens::count(&c.name) + crate::tokens::count(&c.canonical_args()));
+        }
+        Response { text, tool_calls, output_tokens, usage }
+    }
+}

@@ -1,0 +1,65 @@
+//! Token counting in o200k_base.
+//!
+//! Counting uses `bpe-openai` (measured about twice as fast as tiktoken-rs on this project's
+//! machine, with identical counts). A message's count is taken once, when it is built
+//! ([`crate::message::Message::sealed`]); a request's count is then a sum of stored numbers.
+//!
+//! The count of a message is the count of its rendering for counting: the role, the visible text
+//! (with any card), and each tool call's name and canonical arguments, plus a fixed overhead per
+//! message ([`MESSAGE_OVERHEAD`]) as in OpenAI's chat format.
+
+use crate::message::{Message, ToolSpec};
+
+/// Tokens added per message for the chat format's framing.
+pub const MESSAGE_OVERHEAD: u32 = 4;
+
+/// o200k_base tokens of a text.
+pub fn count(text: &str) -> u32 {
+    if text.is_empty() {
+        return 0;
+    }
+    u32::try_from(bpe_openai::o200k_base().count(text)).unwrap_or(u32::MAX)
+}
+
+/// Tokens of a message as rendered for counting.
+pub fn message_tokens(m: &Message) -> u32 {
+    let mut n = MESSAGE_OVERHEAD + count(&m.text);
+    if let Some(card) = &m.card {
+        n += count(card) + 1;
+    }
+    for call in &m.tool_calls {
+        n += count(&call.name) + count(&call.canonical_args()) + MESSAGE_OVERHEAD;
+    }
+    n
+}
+
+/// Tokens of a system prompt and tool list (the fixed prefix of every request).
+pub fn prefix_tokens(system: &str, tools: &[ToolSpec]) -> u32 {
+    let mut n = MESSAGE_OVERHEAD + count(system);
+    for t in tools {
+        n += count(&t.name) + count(&t.description) + count(&t.parameters.to_string()) + MESSAGE_OVERHEAD;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_known_o200k_strings() {
+        // Reference values from tiktoken's o200k_base.
+        assert_eq!(count("hello world"), 2);
+        assert_eq!(count(""), 0);
+        // "PORT", " =", " ", "808", "0"
+        assert_eq!(count("PORT = 8080"), 5);
+    }
+
+    #[test]
+    fn message_count_includes_card_and_calls() {
+        let plain = Message::user(1, "fix the build", None);
+        let carded = Message::user(1, "fix the build", Some("card text here".into()));
+        assert!(carded.tokens > plain.tokens);
+        assert_eq!(plain.tokens, MESSAGE_OVERHEAD + count("fix the build"));
+    }
+}
