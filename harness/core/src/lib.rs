@@ -1,6 +1,29 @@
-//! x
+//! # harness-core: foldbench's pure core
+//!
+//! Everything here is deterministic and does no IO — no files, no clock, no network, no
+//! processes. The runner crate (`harness-runner`) is the shell that does all of that.
+//!
+//! - [`message`]: [`message::Message`], [`message::ToolCall`], [`message::ToolSpec`]; messages
+//!   carry their o200k token count ([`tokens`]).
+//! - [`request`]: [`request::Request`] (system prompt + tools + visible messages) and
+//!   [`request::Response`].
+//! - [`context`]: the live [`context::Context`] a policy edits, and the prompt-cache simulation.
+//! - [`policy`]: the [`policy::Policy`] trait; policies return decisions, the runner acts.
+//! - [`fold`]: the card, `fold_unit` legality, the archive text and the fold result.
+//! - [`spec`]: task specs, validated completely with file:line:col problems ([`yaml`]).
+//! - [`events`]: the plain-data events of the session loop; [`metrics`] computes a cell's
+//!   numbers from them; [`record`] is the versioned cell record; [`render`] draws tables.
+//! - [`sim`]: the simulated agent, deterministic for a seed.
+pub mod context;
+pub mod events;
+pub mod fold;
+pub mod judge;
 pub mod message;
+pub mod metrics;
+pub mod policy;
 pub mod request;
+pub mod rng;
+pub mod sim;
 pub mod spec;
 pub mod tokens;
 pub mod yaml;

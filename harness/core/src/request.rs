@@ -100,6 +100,11 @@ pub struct Response {
     /// What the provider reported, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// For scripted agents only: text that a call's output must contain (call id, text). The
+    /// runner checks it against the real output; a miss makes the cell an error ("task is
+    /// broken"). Real models never set it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expects: Vec<(String, String)>,
 }
 
 impl Response {
@@ -110,6 +115,6 @@ impl Response {
         for c in &tool_calls {
             output_tokens += u64::from(crate::tokens::count(&c.name) + crate::tokens::count(&c.canonical_args()));
         }
-        Response { text, tool_calls, output_tokens, usage }
+        Response { text, tool_calls, output_tokens, usage, expects: Vec::new() }
     }
 }

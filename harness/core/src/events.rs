@@ -1,0 +1,176 @@
+//! The plain-data events the session loop emits. Metrics, the transcript writer and the progress
+//! display are consumers of these; nothing else crosses from the loop to them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::request::{Purpose, Usage};
+
+/// One thing that happened in a cell, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A user turn started.
+    TurnStarted {
+        /// Turn number.
+        turn: u32,
+        /// The user's words.
+        user: String,
+        /// Tokens of the card attached to the message, if one was.
+        card_tokens: Option<u32>,
+        /// Turns the card offered.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        card_turns: Vec<u32>,
+    },
+    /// A request was sent.
+    Request(RequestRecord),
+    /// The model answered.
+    Response {
+        /// Index of the request.
+        index: usize,
+        /// o200k output tokens.
+        output_tokens: u64,
+        /// Provider usage, when reported.
+        usage: Option<Usage>,
+        /// Milliseconds the model took.
+        model_ms: u64,
+    },
+    /// A tool call was executed (or refused).
+    ToolCall(ToolCallRecord),
+    /// The context was compacted.
+    Compaction {
+        /// Turn in progress.
+        turn: u32,
+        /// A fold policy's emergency path.
+        emergency: bool,
+        /// Input tokens of the summary call.
+        input_tokens: u64,
+        /// Output tokens of the summary.
+        output_tokens: u64,
+        /// Tokens rewritten into the cache because of the edit.
+        rewritten_tokens: u64,
+    },
+    /// A range was folded (or a strategy branch replaced by its report).
+    Fold {
+        /// Turn during which it was decided.
+        turn: u32,
+        /// First turn.
+        from: u32,
+        /// Last turn.
+        to: u32,
+        /// Archive path.
+        archive: String,
+        /// Archive sha256.
+        sha256: String,
+        /// Tokens of the replaced messages.
+        folded_tokens: u64,
+        /// Tokens of the result message.
+        result_tokens: u64,
+        /// Tokens rewritten into the cache because of the edit.
+        rewritten_tokens: u64,
+        /// `fold` or `strategy`.
+        kind: String,
+    },
+    /// A splice could not be made (the archive could not be written); the context is unchanged.
+    SpliceFailed {
+        /// Turn.
+        turn: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A strategy mode started.
+    StrategyEntered {
+        /// Turn.
+        turn: u32,
+        /// Mode.
+        mode: String,
+    },
+    /// A strategy mode ended.
+    StrategyEnded {
+        /// Turn.
+        turn: u32,
+        /// Mode.
+        mode: String,
+        /// Whether the user ended it with `/back`.
+        via_back: bool,
+        /// Tokens of the report that replaced the branch.
+        report_tokens: u64,
+    },
+    /// The turn ended.
+    TurnEnded {
+        /// Turn.
+        turn: u32,
+        /// The closing message.
+        closing: String,
+        /// Whether the step limit ended it.
+        step_limit: bool,
+        /// The strategy mode the policy is in after the turn.
+        mode: Option<String>,
+    },
+    /// A check ran.
+    Check {
+        /// What was checked.
+        label: String,
+        /// Whether it held.
+        passed: bool,
+        /// Output or reason when it failed.
+        detail: String,
+    },
+}
+
+/// What the harness recorded about one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// 0-based index in the cell.
+    pub index: usize,
+    /// Turn in progress.
+    pub turn: u32,
+    /// Why it was made.
+    pub purpose: Purpose,
+    /// o200k tokens of the request.
+    pub tokens: u64,
+    /// Tokens read from the simulated prompt cache.
+    pub cached_tokens: u64,
+    /// Tokens written to the simulated prompt cache.
+    pub written_tokens: u64,
+    /// Messages in the request.
+    pub messages: usize,
+    /// Ids of tool calls whose results are visible in the request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visible_results: Vec<String>,
+    /// What the policy did before the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The strategy mode in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// What the harness recorded about one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// Turn.
+    pub turn: u32,
+    /// Index of the request whose answer asked for it.
+    pub request: usize,
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Canonical arguments.
+    pub args: String,
+    /// Workspace-relative target path, if any.
+    pub target: Option<String>,
+    /// Fingerprint of the workspace before the call (workspace tools only).
+    pub fingerprint: Option<String>,
+    /// Whether the target is inside the archive folder.
+    pub archive_read: bool,
+    /// Whether the result was an error.
+    pub is_error: bool,
+    /// A policy's own tool (fold_unit, strategy_*).
+    pub policy_tool: bool,
+    /// What a policy tool did (serialised [`crate::policy::ToolOutcome`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<serde_json::Value>,
+    /// o200k tokens of the result.
+    pub result_tokens: u32,
+}

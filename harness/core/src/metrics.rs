@@ -1,0 +1,388 @@
+//! Metrics (DESIGN §9), computed by the harness from the events of a cell. The simulated agent
+//! never reports a number; everything here is measured from what happened.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::events::{Event, RequestRecord, ToolCallRecord};
+use crate::request::Purpose;
+use crate::spec::TaskSpec;
+
+/// Prices of one model, in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    /// Base input price.
+    pub input: f64,
+    /// Multiplier for cache writes.
+    #[serde(default = "default_write")]
+    pub cache_write: f64,
+    /// Multiplier for cache reads.
+    #[serde(default = "default_read")]
+    pub cache_read: f64,
+    /// Multiplier for output tokens.
+    #[serde(default = "default_output")]
+    pub output: f64,
+}
+
+fn default_write() -> f64 {
+    1.25
+}
+fn default_read() -> f64 {
+    0.1
+}
+fn default_output() -> f64 {
+    5.0
+}
+
+impl Default for Price {
+    fn default() -> Self {
+        Price { input: 3.0, cache_write: 1.25, cache_read: 0.1, output: 5.0 }
+    }
+}
+
+/// Summary statistics of request sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SizeStats {
+    /// Median.
+    pub median: f64,
+    /// 90th percentile (nearest rank).
+    pub p90: u64,
+    /// Largest.
+    pub max: u64,
+    /// Last request.
+    pub last: u64,
+    /// Sum.
+    pub total: u64,
+}
+
+impl SizeStats {
+    /// Statistics of a list of sizes (in request order).
+    pub fn of(sizes: &[u64]) -> SizeStats {
+        if sizes.is_empty() {
+            return SizeStats::default();
+        }
+        let mut sorted = sizes.to_vec();
+        sorted.sort_unstable();
+        SizeStats {
+            median: median_u64(&sorted),
+            p90: sorted[((sorted.len() as f64 * 0.9).ceil() as usize).clamp(1, sorted.len()) - 1],
+            max: sorted[sorted.len() - 1],
+            last: sizes[sizes.len() - 1],
+            total: sizes.iter().sum(),
+        }
+    }
+}
+
+/// Median of sorted values.
+pub fn median_u64(sorted: &[u64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        sorted[n / 2] as f64
+    } else {
+        (sorted[n / 2 - 1] as f64 + sorted[n / 2] as f64) / 2.0
+    }
+}
+
+/// Median of unsorted floats.
+pub fn median_f64(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Everything measured about one cell.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CellMetrics {
+    /// Requests of the turns (compaction calls excluded).
+    pub requests: usize,
+    /// Request sizes in o200k tokens.
+    pub request_tokens: SizeStats,
+    /// Provider-reported prompt sizes, when the model reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_request_tokens: Option<SizeStats>,
+    /// Workspace tool calls.
+    pub tool_calls: usize,
+    /// Tool calls by name (policy tools included).
+    pub tool_calls_by_name: BTreeMap<String, usize>,
+    /// Calls equal to an earlier call on an unchanged workspace.
+    pub reruns: usize,
+    /// Re-runs whose earlier result was not visible.
+    pub reruns_hidden: usize,
+    /// Re-runs whose earlier result was visible.
+    pub reruns_visible: usize,
+    /// Calls whose target is inside the archive folder.
+    pub archive_reads: usize,
+    /// Folds made.
+    pub folds: usize,
+    /// Illegal `fold_unit` calls.
+    pub fold_calls_rejected: usize,
+    /// Cards attached.
+    pub cards_shown: usize,
+    /// Cards answered with no `fold_unit` call.
+    pub cards_ignored: usize,
+    /// Tokens of all cards.
+    pub card_tokens: u64,
+    /// Folds whose range holds a turn of a unit that a later turn continues.
+    pub premature_folds: usize,
+    /// Folds followed within two turns by a read of their archive or a re-run of a call inside.
+    pub fold_regret: usize,
+    /// Tokens rewritten into the cache, one entry per fold.
+    pub rewritten_tokens_per_fold: Vec<u64>,
+    /// Compactions (emergency ones included).
+    pub compactions: usize,
+    /// Emergency compactions of fold policies.
+    pub emergency_compactions: usize,
+    /// Input tokens of the summary calls.
+    pub compaction_input_tokens: u64,
+    /// Output tokens of the summary calls.
+    pub compaction_output_tokens: u64,
+    /// Tokens rewritten into the cache, one entry per compaction.
+    pub rewritten_tokens_per_compaction: Vec<u64>,
+    /// Strategies entered.
+    pub strategies_entered: usize,
+    /// Strategies ended (yield or `/back`).
+    pub strategies_ended: usize,
+    /// Tokens of the reports that replaced strategy branches.
+    pub report_tokens: u64,
+    /// Cache reads over all requests.
+    pub cached_tokens: u64,
+    /// Cache writes over all requests.
+    pub written_tokens: u64,
+    /// Output tokens over all requests.
+    pub output_tokens: u64,
+    /// Dollars, from the price table.
+    pub cost: f64,
+}
+
+impl CellMetrics {
+    /// Total rewritten tokens of folds.
+    pub fn rewritten_fold_total(&self) -> u64 {
+        self.rewritten_tokens_per_fold.iter().sum()
+    }
+}
+
+/// A re-run found in the events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rerun {
+    /// Index of the call in the tool-call list.
+    pub call: usize,
+    /// Index of the earliest equal call.
+    pub earlier: usize,
+    /// Whether no equal earlier call's result was visible in the request that led to the call.
+    pub hidden: bool,
+}
+
+/// Finds the re-runs among workspace tool calls: same tool, same canonical arguments, same
+/// workspace fingerprint as an earlier call.
+pub fn find_reruns(calls: &[&ToolCallRecord], requests: &HashMap<usize, &RequestRecord>) -> Vec<Rerun> {
+    let mut seen: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, c) in calls.iter().enumerate() {
+        if c.policy_tool {
+            continue;
+        }
+        let Some(fp) = c.fingerprint.as_deref() else { continue };
+        let key = (c.name.as_str(), c.args.as_str(), fp);
+        if let Some(earlier) = seen.get(&key) {
+            let visible = requests
+                .get(&c.request)
+                .map(|r| earlier.iter().any(|&e| r.visible_results.contains(&calls[e].id)))
+                .unwrap_or(false);
+            out.push(Rerun { call: i, earlier: earlier[0], hidden: !visible });
+        }
+        seen.entry(key).or_default().push(i);
+    }
+    out
+}
+
+/// Computes a cell's metrics from its events. `spec` supplies the unit labels.
+pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> CellMetrics {
+    let mut m = CellMetrics::default();
+    let mut sizes = Vec::new();
+    let mut provider_sizes = Vec::new();
+    let mut requests: HashMap<usize, &RequestRecord> = HashMap::new();
+    let mut calls: Vec<&ToolCallRecord> = Vec::new();
+    let mut card_turns: Vec<u32> = Vec::new();
+    let mut folds: Vec<(u32, u32, u32, &str)> = Vec::new();
+    let mut cost_tokens = 0.0;
+    for e in events {
+        match e {
+            Event::TurnStarted { turn, card_tokens, .. } => {
+                if let Some(t) = card_tokens {
+                    m.cards_shown += 1;
+                    m.card_tokens += u64::from(*t);
+                    card_turns.push(*turn);
+                }
+            }
+            Event::Request(r) => {
+                requests.insert(r.index, r);
+                m.cached_tokens += r.cached_tokens;
+                m.written_tokens += r.written_tokens;
+                if r.purpose == Purpose::Turn {
+                    sizes.push(r.tokens);
+                }
+            }
+            Event::Response { index, output_tokens, usage, .. } => {
+                m.output_tokens += output_tokens;
+                let is_turn = requests.get(index).is_some_and(|r| r.purpose == Purpose::Turn);
+                match usage {
+                    Some(u) => {
+                        if is_turn {
+                            provider_sizes.push(u.prompt_tokens());
+                        }
+                        cost_tokens += u.input_tokens as f64
+                            + u.cache_write_tokens as f64 * price.cache_write
+                            + u.cache_read_tokens as f64 * price.cache_read
+                            + u.output_tokens as f64 * price.output;
+                    }
+                    None => {
+                        if let Some(r) = requests.get(index) {
+                            cost_tokens += r.written_tokens as f64 * price.cache_write + r.cached_tokens as f64 * price.cache_read;
+                        }
+                        cost_tokens += *output_tokens as f64 * price.output;
+                    }
+                }
+            }
+            Event::ToolCall(c) => {
+                *m.tool_calls_by_name.entry(c.name.clone()).or_default() += 1;
+                if !c.policy_tool {
+                    m.tool_calls += 1;
+                }
+                if c.archive_read {
+                    m.archive_reads += 1;
+                }
+                if c.policy_tool && c.name == "fold_unit" && c.outcome.as_ref().and_then(|o| o.get("outcome")).and_then(|o| o.as_str()) == Some("fold_rejected") {
+                    m.fold_calls_rejected += 1;
+                }
+                calls.push(c);
+            }
+            Event::Compaction { emergency, input_tokens, output_tokens, rewritten_tokens, .. } => {
+                m.compactions += 1;
+                if *emergency {
+                    m.emergency_compactions += 1;
+                }
+                m.compaction_input_tokens += input_tokens;
+                m.compaction_output_tokens += output_tokens;
+                m.rewritten_tokens_per_compaction.push(*rewritten_tokens);
+            }
+            Event::Fold { turn, from, to, archive, rewritten_tokens, kind, .. } => {
+                m.rewritten_tokens_per_fold.push(*rewritten_tokens);
+                if kind == "fold" {
+                    m.folds += 1;
+                    folds.push((*turn, *from, *to, archive.as_str()));
+                }
+            }
+            Event::StrategyEntered { .. } => m.strategies_entered += 1,
+            Event::StrategyEnded { report_tokens, .. } => {
+                m.strategies_ended += 1;
+                m.report_tokens += report_tokens;
+            }
+            _ => {}
+        }
+    }
+    m.requests = sizes.len();
+    m.request_tokens = SizeStats::of(&sizes);
+    if !provider_sizes.is_empty() {
+        m.provider_request_tokens = Some(SizeStats::of(&provider_sizes));
+    }
+    m.cost = cost_tokens * price.input / 1e6;
+    m.cards_ignored = card_turns
+        .iter()
+        .filter(|t| !calls.iter().any(|c| c.turn == **t && c.name == "fold_unit"))
+        .count();
+    let reruns = find_reruns(&calls, &requests);
+    m.reruns = reruns.len();
+    m.reruns_hidden = reruns.iter().filter(|r| r.hidden).count();
+    m.reruns_visible = m.reruns - m.reruns_hidden;
+    if let Some(spec) = spec {
+        m.premature_folds = folds
+            .iter()
+            .filter(|(turn, from, to, _)| (*from..=*to).any(|x| spec.continued_after(x, turn.saturating_sub(1))))
+            .count();
+    }
+    m.fold_regret = folds
+        .iter()
+        .filter(|(turn, from, to, archive)| {
+            let window = turn + 1..=turn + 2;
+            let read_back = calls.iter().any(|c| window.contains(&c.turn) && c.archive_read && c.target.as_deref().is_some_and(|t| archive.ends_with(t) || t.ends_with(archive) || t == ".foldbench/archive" || t == ".foldbench"));
+            let rerun_inside = reruns.iter().any(|r| window.contains(&calls[r.call].turn) && (*from..=*to).contains(&calls[r.earlier].turn));
+            read_back || rerun_inside
+        })
+        .count();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+
+    fn req(index: usize, turn: u32, tokens: u64, visible: &[&str]) -> Event {
+        Event::Request(RequestRecord {
+            index,
+            turn,
+            purpose: Purpose::Turn,
+            tokens,
+            cached_tokens: tokens / 2,
+            written_tokens: tokens - tokens / 2,
+            messages: 1,
+            visible_results: visible.iter().map(|s| s.to_string()).collect(),
+            action: None,
+            mode: None,
+        })
+    }
+
+    fn call(turn: u32, request: usize, id: &str, args: &str, fp: &str) -> Event {
+        Event::ToolCall(ToolCallRecord {
+            turn,
+            request,
+            id: id.into(),
+            name: "read_file".into(),
+            args: args.into(),
+            target: None,
+            fingerprint: Some(fp.into()),
+            archive_read: false,
+            is_error: false,
+            policy_tool: false,
+            outcome: None,
+            result_tokens: 1,
+        })
+    }
+
+    #[test]
+    fn reruns_need_equal_args_and_fingerprint_and_split_by_visibility() {
+        let events = vec![
+            req(0, 1, 100, &[]),
+            call(1, 0, "a", "{\"path\":\"x\"}", "f1"),
+            req(1, 2, 200, &["a"]),
+            call(2, 1, "b", "{\"path\":\"x\"}", "f1"), // visible re-run
+            req(2, 2, 300, &[]),
+            call(2, 2, "c", "{\"path\":\"x\"}", "f1"), // hidden: neither a nor b visible
+            call(2, 2, "d", "{\"path\":\"x\"}", "f2"), // workspace changed: not a re-run
+            call(2, 2, "e", "{\"path\":\"y\"}", "f1"), // other args
+        ];
+        let m = compute(&events, None, &Price::default());
+        assert_eq!((m.reruns, m.reruns_visible, m.reruns_hidden), (2, 1, 1));
+        assert_eq!(m.tool_calls, 5);
+        assert_eq!(m.request_tokens.median, 200.0);
+        assert_eq!(m.request_tokens.total, 600);
+        assert_eq!(m.request_tokens.last, 300);
+    }
+
+    #[test]
+    fn size_stats() {
+        let s = SizeStats::of(&[5, 1, 3, 10]);
+        assert_eq!((s.median, s.p90, s.max, s.last, s.total), (4.0, 10, 10, 10, 19));
+    }
+}

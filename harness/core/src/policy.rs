@@ -1,0 +1,200 @@
+//! The [`Policy`] trait: what the host does to the visible context.
+//!
+//! A policy never does IO. It answers the session loop's questions with plain values; when it
+//! needs a model call (a compaction summary) or a file write (an archive), it returns a decision
+//! ([`Plan::Compact`], [`Splice`]) and the runner carries it out, then reports back
+//! ([`Policy::apply_compaction`], [`Policy::apply_splice`]).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::message::{Message, ToolCall, ToolSpec};
+
+/// What to do before the next request.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Send these messages.
+    Send {
+        /// The visible messages.
+        messages: Vec<Arc<Message>>,
+        /// What the policy did to build them (for the request record), e.g. `trimmed 12 results`.
+        action: Option<String>,
+    },
+    /// Compact first: the runner asks the model for a summary of the context and then calls
+    /// [`Policy::apply_compaction`].
+    Compact {
+        /// Whether this is a fold policy's emergency path.
+        emergency: bool,
+    },
+}
+
+/// A card attached to a user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardOffer {
+    /// The rendered card text.
+    pub text: String,
+    /// The turns it offers.
+    pub turns: Vec<u32>,
+}
+
+/// The reply to a call of one of the policy's own tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolReply {
+    /// The result text the model reads.
+    pub text: String,
+    /// Whether the call was refused.
+    pub is_error: bool,
+    /// What happened, for the event stream.
+    pub outcome: ToolOutcome,
+}
+
+/// What a policy tool call did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// A legal `fold_unit`; the splice happens after the turn ends.
+    FoldAccepted {
+        /// First turn.
+        from: u32,
+        /// Last turn.
+        to: u32,
+    },
+    /// An illegal `fold_unit`.
+    FoldRejected {
+        /// The rule it broke.
+        reason: String,
+    },
+    /// A strategy was entered.
+    StrategyEntered {
+        /// Mode.
+        mode: String,
+        /// Goal.
+        goal: String,
+    },
+    /// The report slot was replaced.
+    StrategyReported {
+        /// Tokens of the new report.
+        tokens: u32,
+    },
+    /// The strategy ends after this turn.
+    StrategyYielded {
+        /// Why.
+        reason: String,
+    },
+    /// Any other refusal (bad arguments, a tool this policy does not have, …).
+    Refused {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why a splice is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SpliceKind {
+    /// A fold of turns `from..=to`.
+    Fold,
+    /// The end of a strategy: the branch is replaced by its latest report.
+    StrategyExit {
+        /// Mode.
+        mode: String,
+        /// The latest report, exactly as written.
+        report: String,
+        /// Whether the user ended it with `/back`.
+        via_back: bool,
+    },
+}
+
+/// A range the runner must archive, then hand back to [`Policy::apply_splice`].
+#[derive(Debug, Clone)]
+pub struct Splice {
+    /// First turn of the range.
+    pub from: u32,
+    /// Last turn of the range.
+    pub to: u32,
+    /// The original messages of the range, to be archived.
+    pub messages: Vec<Arc<Message>>,
+    /// Why.
+    pub kind: SpliceKind,
+}
+
+/// An archive that has been written and flushed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveRef {
+    /// Workspace-relative path.
+    pub path: String,
+    /// Hex sha256 of the file's bytes.
+    pub sha256: String,
+}
+
+/// A strategy mode the policy is in, for the event stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mode {
+    /// Mode name.
+    pub name: String,
+    /// Turn it was entered in.
+    pub since_turn: u32,
+}
+
+/// A context policy (DESIGN §7).
+pub trait Policy: Send {
+    /// The arm-facing name with parameters, e.g. `trim:keep=1`.
+    fn name(&self) -> String;
+
+    /// Tools the policy adds to the workspace tools (the same for the whole session).
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Called when a user turn starts, before its message is appended: a card to attach.
+    fn card(&mut self, _ctx: &Context, _prefix_tokens: u32) -> Option<CardOffer> {
+        None
+    }
+
+    /// Decides the next request.
+    fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan;
+
+    /// Replaces the context by a summary (after [`Plan::Compact`]).
+    fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
+        ctx.compact(summary);
+    }
+
+    /// Whether the policy handles this tool.
+    fn owns_tool(&self, _name: &str) -> bool {
+        false
+    }
+
+    /// Handles a call of one of its own tools.
+    fn handle_tool(&mut self, _ctx: &Context, call: &ToolCall) -> ToolReply {
+        let reason = format!("error: unknown tool `{}`", call.name);
+        ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::Refused { reason } }
+    }
+
+    /// Refuses a workspace tool call the current mode forbids (intent mode is read-only).
+    fn refuse_workspace_tool(&self, _call: &ToolCall) -> Option<String> {
+        None
+    }
+
+    /// Called when a turn ends: the ranges to archive and splice.
+    fn end_turn(&mut self, _ctx: &Context, _next_user: Option<&str>) -> Vec<Splice> {
+        Vec::new()
+    }
+
+    /// Replaces a spliced range by its result, once its archive exists. Returns the message it
+    /// put in place, or `None` when the range is no longer in the context.
+    fn apply_splice(&mut self, _ctx: &mut Context, _splice: &Splice, _archive: &ArchiveRef) -> Option<Arc<Message>> {
+        None
+    }
+
+    /// The strategy mode the policy is in, if any.
+    fn mode(&self) -> Option<Mode> {
+        None
+    }
+
+    /// The model's window this policy assumes when it was set per arm (`window=…`).
+    fn window(&self) -> Option<u64> {
+        None
+    }
+}
