@@ -21,6 +21,7 @@ pub mod judge;
 pub mod message;
 pub mod metrics;
 pub mod policy;
+pub mod record;
 pub mod request;
 pub mod rng;
 pub mod sim;

@@ -40,7 +40,7 @@ pub struct CardOffer {
 }
 
 /// The reply to a call of one of the policy's own tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolReply {
     /// The result text the model reads.
     pub text: String,
@@ -48,6 +48,15 @@ pub struct ToolReply {
     pub is_error: bool,
     /// What happened, for the event stream.
     pub outcome: ToolOutcome,
+    /// Messages the runner appends after the tool result (a strategy's rules).
+    pub append: Vec<Arc<Message>>,
+}
+
+impl ToolReply {
+    /// A refusal: an error result the model reads.
+    pub fn refused(reason: String) -> ToolReply {
+        ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::Refused { reason }, append: Vec::new() }
+    }
 }
 
 /// What a policy tool call did.
@@ -168,8 +177,7 @@ pub trait Policy: Send {
 
     /// Handles a call of one of its own tools.
     fn handle_tool(&mut self, _ctx: &Context, call: &ToolCall) -> ToolReply {
-        let reason = format!("error: unknown tool `{}`", call.name);
-        ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::Refused { reason } }
+        ToolReply::refused(format!("error: unknown tool `{}`", call.name))
     }
 
     /// Refuses a workspace tool call the current mode forbids (intent mode is read-only).

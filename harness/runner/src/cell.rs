@@ -1,0 +1,495 @@
+//! One cell: a task under one arm with one seed, run in a fresh temp git repo (DESIGN §5).
+//!
+//! For each turn the loop appends the user message (with the policy's card), then asks the
+//! policy for a plan, counts the request, calls the model, executes its tool calls in order and
+//! appends the results, until the model answers without a tool call or the step limit is
+//! reached. When the turn ends the policy's splices are archived (written, flushed, hashed) and
+//! only then applied. After the last turn the checks run and the diff is taken. Everything that
+//! happens is emitted as an [`Event`]; the metrics are computed from those events.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
+use harness_core::events::{Event, RequestRecord, ToolCallRecord};
+use harness_core::fold;
+use harness_core::message::{Message, MessageKind, ToolSpec};
+use harness_core::metrics::{self, Price};
+use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
+use harness_core::request::{Purpose, Request};
+use harness_core::spec::{Check, TaskSpec};
+use harness_core::tokens;
+use policies::PolicySpec;
+use sha2::{Digest, Sha256};
+
+use crate::model::Model;
+use crate::tools::{self, ToolLimits};
+use crate::workspace::{self, Workspace};
+
+/// The system prompt of every session.
+pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git repository. Use the tools to read, search, edit and \
+test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
+message that says what you found and what you changed, without calling a tool.";
+
+/// The instruction of the compaction call.
+pub const COMPACTION_PROMPT: &str = "Summarize the conversation so far for your own later use: every user request and \
+decision, what was done and concluded. Tool outputs will not be available afterwards.";
+
+/// Writes archives. The default writes into the workspace; tests inject failures.
+pub trait ArchiveWriter: Send + Sync {
+    /// Writes and flushes `bytes` at the workspace-relative path `rel` under `root`.
+    fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()>;
+}
+
+/// Writes archives as files, flushed to disk before returning.
+#[derive(Debug, Default)]
+pub struct FsArchive;
+
+impl ArchiveWriter for FsArchive {
+    fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let path = root.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut f = std::fs::File::create(&path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    }
+}
+
+/// What one cell runs.
+#[derive(Clone)]
+pub struct CellPlan {
+    /// Stable id `task/arm/model/seed`.
+    pub id: String,
+    /// The task.
+    pub task: Arc<TaskSpec>,
+    /// The folder the task's `repo` is relative to.
+    pub task_dir: PathBuf,
+    /// Arm label as written.
+    pub arm: String,
+    /// The policy.
+    pub policy: PolicySpec,
+    /// The model's name as written.
+    pub model_name: String,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Settings shared by the cells of a run.
+#[derive(Clone)]
+pub struct CellOptions {
+    /// Keep each workspace instead of removing it.
+    pub keep_workspaces: bool,
+    /// Tool limits.
+    pub tool_limits: ToolLimits,
+    /// Model requests per turn before the turn is cut.
+    pub max_steps: usize,
+    /// Prices per model name (`default` applies otherwise).
+    pub prices: HashMap<String, Price>,
+    /// Where archives are written.
+    pub archive_writer: Arc<dyn ArchiveWriter>,
+}
+
+impl Default for CellOptions {
+    fn default() -> Self {
+        CellOptions {
+            keep_workspaces: false,
+            tool_limits: ToolLimits::default(),
+            max_steps: 80,
+            prices: HashMap::new(),
+            archive_writer: Arc::new(FsArchive),
+        }
+    }
+}
+
+impl CellOptions {
+    /// The price of a model.
+    pub fn price(&self, model: &str) -> Price {
+        self.prices.get(model).or_else(|| self.prices.get("default")).copied().unwrap_or_default()
+    }
+}
+
+/// An archive the cell wrote, with its content.
+#[derive(Debug, Clone)]
+pub struct WrittenArchive {
+    /// Workspace-relative path.
+    pub path: String,
+    /// Hex sha256.
+    pub sha256: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Everything a cell produced.
+pub struct CellOutput {
+    /// The record.
+    pub record: CellRecord,
+    /// The events, in order.
+    pub events: Vec<Event>,
+    /// Every message the session appended, in order (the transcript).
+    pub transcript: Vec<Arc<Message>>,
+    /// The workspace diff against the fixture.
+    pub diff: String,
+    /// Archives written.
+    pub archives: Vec<WrittenArchive>,
+    /// The workspace folder, when kept.
+    pub kept_workspace: Option<PathBuf>,
+}
+
+/// Hex sha256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in d {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+struct Run<'a> {
+    plan: &'a CellPlan,
+    opts: &'a CellOptions,
+    model: &'a dyn Model,
+    events: Vec<Event>,
+    transcript: Vec<Arc<Message>>,
+    archives: Vec<WrittenArchive>,
+    on_event: &'a (dyn Fn(&str, &Event) + Send + Sync),
+    model_ms: u64,
+}
+
+impl Run<'_> {
+    fn emit(&mut self, e: Event) {
+        (self.on_event)(&self.plan.id, &e);
+        self.events.push(e);
+    }
+}
+
+/// Runs one cell to its record. Infrastructure failures end as a record with status `error`.
+pub async fn run_cell(
+    plan: &CellPlan,
+    opts: &CellOptions,
+    model: &dyn Model,
+    on_event: &(dyn Fn(&str, &Event) + Send + Sync),
+) -> CellOutput {
+    let started = Instant::now();
+    let mut run = Run { plan, opts, model, events: Vec::new(), transcript: Vec::new(), archives: Vec::new(), on_event, model_ms: 0 };
+    let mut diff = String::new();
+    let mut kept = None;
+    let mut closings: HashMap<u32, String> = HashMap::new();
+    let mut turns_run = 0;
+    let (status, error, checks, policy_name) = match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces) {
+        Err(e) => (Status::Error, Some(format!("workspace: {e}")), Vec::new(), plan.policy.label()),
+        Ok(ws) => {
+            let outcome = session(&mut run, &ws, &mut closings, &mut turns_run).await;
+            let policy_name = outcome.as_ref().map(|(n, _)| n.clone()).unwrap_or_else(|_| plan.policy.label());
+            let (status, error, checks) = match outcome {
+                Err(e) => (Status::Error, Some(e), Vec::new()),
+                Ok(_) => {
+                    let checks = run_checks(&ws, &plan.task, &closings, &opts.tool_limits).await;
+                    for c in &checks {
+                        run.emit(Event::Check { label: c.label.clone(), passed: c.passed, detail: c.detail.clone() });
+                    }
+                    let status = if checks.iter().all(|c| c.passed) { Status::Success } else { Status::Failure };
+                    (status, None, checks)
+                }
+            };
+            match ws.diff() {
+                Ok(d) => diff = d,
+                Err(e) => diff = format!("(diff unavailable: {e})"),
+            }
+            if opts.keep_workspaces {
+                kept = Some(ws.path().to_path_buf());
+            }
+            (status, error, checks, policy_name)
+        }
+    };
+    let price = opts.price(&plan.model_name);
+    let metrics = metrics::compute(&run.events, Some(&plan.task), &price);
+    let record = CellRecord {
+        version: RECORD_VERSION,
+        id: plan.id.clone(),
+        task: plan.task.name.clone(),
+        arm: plan.arm.clone(),
+        policy: policy_name,
+        model: plan.model_name.clone(),
+        seed: plan.seed,
+        status,
+        error,
+        checks,
+        turns: turns_run,
+        metrics,
+        wall_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        model_ms: run.model_ms,
+    };
+    CellOutput { record, events: run.events, transcript: run.transcript, diff, archives: run.archives, kept_workspace: kept }
+}
+
+/// The session loop. Returns the resolved policy name, or the infrastructure error.
+async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, String>, turns_run: &mut u32) -> Result<(String, ()), String> {
+    let plan = run.plan;
+    ws.run_setup(&plan.task.setup, run.opts.tool_limits.shell_timeout).await.map_err(|e| format!("setup: {e}"))?;
+    let window = run.model.window();
+    let mut policy = policies::build(&plan.policy, window)?;
+    let mut tool_list: Vec<ToolSpec> = tools::tool_specs();
+    tool_list.extend(policy.tools());
+    let tools: Arc<[ToolSpec]> = Arc::from(tool_list);
+    let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
+    let prefix = tokens::prefix_tokens(&system, &tools);
+    let mut ctx = Context::default();
+    let mut prev: Option<Vec<Arc<Message>>> = None;
+    let mut index = 0usize;
+    let spec = Arc::clone(&plan.task);
+    for (i, turn) in spec.turns.iter().enumerate() {
+        let t = i as u32 + 1;
+        *turns_run = t;
+        ctx.turn = t;
+        let card = policy.card(&ctx, prefix);
+        let user = Message::user(t, turn.user.clone(), card.as_ref().map(|c| c.text.clone()));
+        run.emit(Event::TurnStarted {
+            turn: t,
+            user: turn.user.clone(),
+            card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
+            card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
+        });
+        ctx.push(Arc::clone(&user));
+        run.transcript.push(user);
+        let mut closing = None;
+        for _step in 0..run.opts.max_steps {
+            let mut compactions_here = 0;
+            let (messages, action) = loop {
+                match policy.plan(&ctx, prefix) {
+                    Plan::Send { messages, action } => break (messages, action),
+                    Plan::Compact { .. } if compactions_here > 0 => break (ctx.messages.clone(), Some("compaction did not fit the window".into())),
+                    Plan::Compact { emergency } => {
+                        compactions_here += 1;
+                        compact(run, policy.as_mut(), &mut ctx, &system, &tools, prefix, &mut prev, &mut index, emergency).await?;
+                    }
+                }
+            };
+            let req = Request::new(Arc::clone(&system), Arc::clone(&tools), prefix, messages, Purpose::Turn);
+            let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
+            let this = index;
+            index += 1;
+            run.emit(Event::Request(RequestRecord {
+                index: this,
+                turn: t,
+                purpose: Purpose::Turn,
+                tokens: req.tokens,
+                cached_tokens: cached,
+                written_tokens: req.tokens.saturating_sub(cached),
+                messages: req.messages.len(),
+                visible_results: Context::visible_results(&req.messages),
+                action,
+                mode: policy.mode().map(|m| m.name),
+            }));
+            let began = Instant::now();
+            let resp = run.model.respond(&req, &plan.id).await.map_err(|e| e.to_string())?;
+            let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+            run.model_ms += ms;
+            prev = Some(req.messages);
+            run.emit(Event::Response { index: this, output_tokens: resp.output_tokens, usage: resp.usage, model_ms: ms });
+            let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
+            ctx.push(Arc::clone(&assistant));
+            run.transcript.push(assistant);
+            if resp.tool_calls.is_empty() {
+                closing = Some(resp.text.clone());
+                break;
+            }
+            for call in &resp.tool_calls {
+                let (result, record, append) = if policy.owns_tool(&call.name) {
+                    let reply = policy.handle_tool(&ctx, call);
+                    if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
+                        run.emit(Event::StrategyEntered { turn: t, mode: mode.clone() });
+                    }
+                    let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
+                    let record = ToolCallRecord {
+                        turn: t,
+                        request: this,
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        args: call.canonical_args(),
+                        target: None,
+                        fingerprint: None,
+                        archive_read: false,
+                        is_error: reply.is_error,
+                        policy_tool: true,
+                        outcome: serde_json::to_value(&reply.outcome).ok(),
+                        result_tokens: result.tokens,
+                    };
+                    (result, record, reply.append)
+                } else if let Some(reason) = policy.refuse_workspace_tool(call) {
+                    let result = Message::tool_result(t, call, reason, true);
+                    let record = tool_record(t, this, call, None, None, true, result.tokens);
+                    (result, record, Vec::new())
+                } else {
+                    let fp = ws.fingerprint().map_err(|e| format!("workspace fingerprint: {e}"))?;
+                    let out = tools::execute(ws.path(), call, &run.opts.tool_limits).await;
+                    if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
+                        if !out.text.contains(want.as_str()) {
+                            return Err(format!(
+                                "task is broken: turn {t}, {} {}: the output does not contain the expected {want:?}; output begins {:?}",
+                                call.name,
+                                call.canonical_args(),
+                                out.text.chars().take(200).collect::<String>()
+                            ));
+                        }
+                    }
+                    let result = Message::tool_result(t, call, out.text, out.is_error);
+                    let record = tool_record(t, this, call, out.target, Some(fp), out.is_error, result.tokens);
+                    (result, record, Vec::new())
+                };
+                run.emit(Event::ToolCall(record));
+                ctx.push(Arc::clone(&result));
+                run.transcript.push(result);
+                for m in append {
+                    ctx.push(Arc::clone(&m));
+                    run.transcript.push(m);
+                }
+            }
+        }
+        let step_limit = closing.is_none();
+        let closing = closing.unwrap_or_default();
+        closings.insert(t, closing.clone());
+        run.emit(Event::TurnEnded { turn: t, closing, step_limit, mode: policy.mode().map(|m| m.name) });
+        let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
+        for splice in policy.end_turn(&ctx, next_user) {
+            let kind = if matches!(splice.kind, SpliceKind::Fold) { "fold" } else { "strategy" };
+            let rel = format!("{}/{}", workspace::ARCHIVE_DIR, fold::archive_name(splice.from, splice.to, kind));
+            let bytes = fold::archive_text(splice.from, splice.to, &splice.messages).into_bytes();
+            if let Err(e) = run.opts.archive_writer.write(ws.path(), &rel, &bytes) {
+                run.emit(Event::SpliceFailed { turn: t, reason: format!("archive {rel}: {e}") });
+                continue;
+            }
+            let archive = ArchiveRef { path: rel.clone(), sha256: sha256_hex(&bytes) };
+            let before = prev.clone().unwrap_or_else(|| ctx.messages.clone());
+            let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
+            if let Some(msg) = policy.apply_splice(&mut ctx, &splice, &archive) {
+                let rewritten = rewritten_tokens(&before, &ctx.messages);
+                run.emit(Event::Fold {
+                    turn: t,
+                    from: splice.from,
+                    to: splice.to,
+                    archive: rel.clone(),
+                    sha256: archive.sha256.clone(),
+                    folded_tokens,
+                    result_tokens: u64::from(msg.tokens),
+                    rewritten_tokens: rewritten,
+                    kind: kind.into(),
+                });
+                if let SpliceKind::StrategyExit { mode, via_back, .. } = &splice.kind {
+                    run.emit(Event::StrategyEnded { turn: t, mode: mode.clone(), via_back: *via_back, report_tokens: u64::from(msg.tokens) });
+                }
+                run.transcript.push(msg);
+                run.archives.push(WrittenArchive { path: rel, sha256: archive.sha256, bytes });
+            } else {
+                run.emit(Event::SpliceFailed { turn: t, reason: format!("turns {}–{} are no longer in the context", splice.from, splice.to) });
+            }
+        }
+    }
+    Ok((policy.name(), ()))
+}
+
+fn tool_record(turn: u32, request: usize, call: &harness_core::message::ToolCall, target: Option<String>, fp: Option<String>, is_error: bool, tokens: u32) -> ToolCallRecord {
+    ToolCallRecord {
+        turn,
+        request,
+        id: call.id.clone(),
+        name: call.name.clone(),
+        args: call.canonical_args(),
+        archive_read: target.as_deref().is_some_and(workspace::is_archive_path),
+        target,
+        fingerprint: fp,
+        is_error,
+        policy_tool: false,
+        outcome: None,
+        result_tokens: tokens,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn compact(
+    run: &mut Run<'_>,
+    policy: &mut dyn Policy,
+    ctx: &mut Context,
+    system: &Arc<str>,
+    tools: &Arc<[ToolSpec]>,
+    prefix: u32,
+    prev: &mut Option<Vec<Arc<Message>>>,
+    index: &mut usize,
+    emergency: bool,
+) -> Result<(), String> {
+    let t = ctx.turn;
+    let mut messages = ctx.messages.clone();
+    messages.push(Message::user(t, COMPACTION_PROMPT, None));
+    let req = Request::new(Arc::clone(system), Arc::clone(tools), prefix, messages, Purpose::Compaction);
+    let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
+    let this = *index;
+    *index += 1;
+    run.emit(Event::Request(RequestRecord {
+        index: this,
+        turn: t,
+        purpose: Purpose::Compaction,
+        tokens: req.tokens,
+        cached_tokens: cached,
+        written_tokens: req.tokens.saturating_sub(cached),
+        messages: req.messages.len(),
+        visible_results: Vec::new(),
+        action: Some(if emergency { "emergency compaction".into() } else { "compaction".into() }),
+        mode: policy.mode().map(|m| m.name),
+    }));
+    let began = Instant::now();
+    let resp = run.model.respond(&req, &run.plan.id).await.map_err(|e| e.to_string())?;
+    let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    run.model_ms += ms;
+    run.emit(Event::Response { index: this, output_tokens: resp.output_tokens, usage: resp.usage, model_ms: ms });
+    let before = req.messages;
+    let summary = Message::host(t, resp.text, MessageKind::Summary);
+    policy.apply_compaction(ctx, Arc::clone(&summary));
+    run.transcript.push(summary);
+    let rewritten = rewritten_tokens(&before, &ctx.messages);
+    *prev = Some(before);
+    run.emit(Event::Compaction { turn: t, emergency, input_tokens: req.tokens, output_tokens: resp.output_tokens, rewritten_tokens: rewritten });
+    Ok(())
+}
+
+/// Runs a task's checks in the final workspace.
+pub async fn run_checks(ws: &Workspace, spec: &TaskSpec, closings: &HashMap<u32, String>, limits: &ToolLimits) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    for c in &spec.checks {
+        let (passed, detail) = match c {
+            Check::Shell(cmd) => match tools::run_shell(ws.path(), cmd, limits.shell_timeout.max(Duration::from_secs(60)), limits.output_cap).await {
+                Ok(r) if r.success() => (true, String::new()),
+                Ok(r) => (false, tail(&r.render(limits.shell_timeout), 2000)),
+                Err(e) => (false, format!("could not run: {e}")),
+            },
+            Check::FileContains { path, text } | Check::FileLacks { path, text } => {
+                let want = matches!(c, Check::FileContains { .. });
+                match tools::resolve(ws.path(), path).and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("cannot read {path}: {e}"))) {
+                    Ok(body) if body.contains(text.as_str()) == want => (true, String::new()),
+                    Ok(_) => (false, format!("{path} {} {text:?}", if want { "does not contain" } else { "still contains" })),
+                    Err(e) => (false, e),
+                }
+            }
+            Check::AnswerContains { turn, text } => {
+                let got = closings.get(turn).map(String::as_str).unwrap_or("");
+                if got.contains(text.as_str()) {
+                    (true, String::new())
+                } else {
+                    (false, format!("the closing message of turn {turn} does not contain {text:?}: {got:?}"))
+                }
+            }
+        };
+        out.push(CheckResult { label: c.label(), passed, detail });
+    }
+    out
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    chars[chars.len().saturating_sub(n)..].iter().collect()
+}

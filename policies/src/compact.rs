@@ -1,0 +1,48 @@
+//! `compact`: when a request would exceed `threshold × window`, the runner asks the model for a
+//! summary and the context becomes the summary and the current user message.
+
+use harness_core::context::Context;
+use harness_core::policy::{Plan, Policy};
+
+use crate::params::Params;
+
+/// Compaction on the water level.
+#[derive(Debug)]
+pub struct Compact {
+    threshold: f64,
+    window: u64,
+}
+
+impl Compact {
+    /// From `threshold` (default 0.9) and `window` (default: the model's).
+    pub fn from_params(p: &mut Params, window: u64) -> Result<Compact, String> {
+        let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
+        if threshold > 1.0 {
+            return Err(format!("parameter `threshold` is a fraction of the window (0 to 1), not {threshold}"));
+        }
+        Ok(Compact { threshold, window: p.take_u64("window")?.unwrap_or(window) })
+    }
+}
+
+/// Whether a context is worth compacting: more than a summary and the current user message.
+pub fn compactable(ctx: &Context) -> bool {
+    ctx.messages.len() > 2
+}
+
+impl Policy for Compact {
+    fn name(&self) -> String {
+        format!("compact:threshold={},window={}", self.threshold, self.window)
+    }
+
+    fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
+        let tokens = u64::from(prefix_tokens) + ctx.tokens();
+        if tokens as f64 > self.threshold * self.window as f64 && compactable(ctx) {
+            return Plan::Compact { emergency: false };
+        }
+        Plan::Send { messages: ctx.messages.clone(), action: None }
+    }
+
+    fn window(&self) -> Option<u64> {
+        Some(self.window)
+    }
+}

@@ -1,0 +1,31 @@
+//! `none`: the request is every message, as appended.
+
+use harness_core::context::Context;
+use harness_core::policy::{Plan, Policy};
+
+/// The policy that does nothing.
+#[derive(Debug)]
+pub struct NonePolicy {
+    window: u64,
+}
+
+impl NonePolicy {
+    /// A `none` policy (the window is only recorded).
+    pub fn new(window: u64) -> NonePolicy {
+        NonePolicy { window }
+    }
+}
+
+impl Policy for NonePolicy {
+    fn name(&self) -> String {
+        "none".into()
+    }
+
+    fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        Plan::Send { messages: ctx.messages.clone(), action: None }
+    }
+
+    fn window(&self) -> Option<u64> {
+        Some(self.window)
+    }
+}
