@@ -22,6 +22,7 @@ pub mod message;
 pub mod metrics;
 pub mod policy;
 pub mod record;
+pub mod render;
 pub mod request;
 pub mod rng;
 pub mod sim;

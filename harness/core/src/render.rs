@@ -1,0 +1,338 @@
+//! Reports rendered from cell records (never from memory): the per-arm summary, the A/B table,
+//! and the plain [`Table`] with its terminal (tabled), Markdown and CSV renderings. Renderers are
+//! pure: they return text; the runner decides where it goes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::metrics::{median_f64, CellMetrics};
+use crate::record::{CellRecord, Status};
+
+/// A table of strings with headers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Table {
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Rows, each as long as `headers`.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// For a terminal (tabled, rounded style).
+    pub fn to_terminal(&self) -> String {
+        let mut b = tabled::builder::Builder::default();
+        b.push_record(self.headers.clone());
+        for r in &self.rows {
+            b.push_record(r.clone());
+        }
+        let mut t = b.build();
+        t.with(tabled::settings::Style::rounded());
+        t.to_string()
+    }
+
+    /// GitHub-flavoured Markdown.
+    pub fn to_markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut s = format!("| {} |\n", self.headers.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
+        s.push_str(&format!("|{}\n", self.headers.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()));
+        for r in &self.rows {
+            s.push_str(&format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
+        }
+        s
+    }
+
+    /// RFC 4180 CSV.
+    pub fn to_csv(&self) -> String {
+        let field = |s: &str| {
+            if s.contains([',', '"', '\n']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        };
+        let mut out = String::new();
+        for r in std::iter::once(&self.headers).chain(&self.rows) {
+            out.push_str(&r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A number with at most one decimal, thousands grouped.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    if (x - x.round()).abs() < 1e-9 {
+        crate::fold::group_thousands(x.round().max(0.0) as u64)
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// The key that pairs a cell with its `none` baseline.
+fn pair_key(r: &CellRecord) -> (String, String, u64) {
+    (r.task.clone(), r.model.clone(), r.seed)
+}
+
+/// Each cell's median request divided by that of the `none` cell on the same task, model and
+/// seed (DESIGN §9 `ratio_to_none`), keyed by cell id.
+pub fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
+    let base: BTreeMap<(String, String, u64), f64> = records
+        .iter()
+        .filter(|r| r.arm == "none" && r.status != Status::Error)
+        .map(|r| (pair_key(r), r.metrics.request_tokens.median))
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| {
+            let b = base.get(&pair_key(r))?;
+            (*b > 0.0 && r.status != Status::Error).then(|| (r.id.clone(), r.metrics.request_tokens.median / b))
+        })
+        .collect()
+}
+
+/// One row of the per-arm summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmSummary {
+    /// Arm label.
+    pub arm: String,
+    /// Cells.
+    pub cells: usize,
+    /// Cells that succeeded.
+    pub successes: usize,
+    /// Cells that ended in error.
+    pub errors: usize,
+    /// Median over cells of the median request.
+    pub median_request_tokens: f64,
+    /// Median over cells of the last request.
+    pub median_last_request_tokens: f64,
+    /// Median over cells of `ratio_to_none`.
+    pub median_ratio_to_none: Option<f64>,
+    /// Median re-runs per cell.
+    pub median_reruns: f64,
+    /// Median hidden re-runs per cell.
+    pub median_reruns_hidden: f64,
+    /// Total archive reads.
+    pub archive_reads: usize,
+    /// Total folds.
+    pub folds: usize,
+    /// Total premature folds.
+    pub premature_folds: usize,
+    /// Total fold regret.
+    pub fold_regret: usize,
+    /// Total compactions.
+    pub compactions: usize,
+    /// Total cost.
+    pub cost: f64,
+    /// Median provider-reported request size, when a real model reported one.
+    pub median_provider_request_tokens: Option<f64>,
+}
+
+/// Groups records by arm (in first-seen order) and summarises each.
+pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
+    let ratios = ratios_to_none(records);
+    let mut arms: Vec<String> = Vec::new();
+    for r in records {
+        if !arms.contains(&r.arm) {
+            arms.push(r.arm.clone());
+        }
+    }
+    arms.into_iter()
+        .map(|arm| {
+            let cells: Vec<&CellRecord> = records.iter().filter(|r| r.arm == arm).collect();
+            let ok: Vec<&CellRecord> = cells.iter().copied().filter(|r| r.status != Status::Error).collect();
+            let med = |f: &dyn Fn(&CellMetrics) -> f64| median_f64(&ok.iter().map(|r| f(&r.metrics)).collect::<Vec<_>>());
+            let sum = |f: &dyn Fn(&CellMetrics) -> usize| ok.iter().map(|r| f(&r.metrics)).sum::<usize>();
+            let rs: Vec<f64> = ok.iter().filter_map(|r| ratios.get(&r.id).copied()).collect();
+            let prov: Vec<f64> = ok.iter().filter_map(|r| r.metrics.provider_request_tokens.map(|p| p.median)).collect();
+            ArmSummary {
+                arm,
+                cells: cells.len(),
+                successes: cells.iter().filter(|r| r.status == Status::Success).count(),
+                errors: cells.len() - ok.len(),
+                median_request_tokens: med(&|m| m.request_tokens.median),
+                median_last_request_tokens: med(&|m| m.request_tokens.last as f64),
+                median_ratio_to_none: (!rs.is_empty()).then(|| median_f64(&rs)),
+                median_reruns: med(&|m| m.reruns as f64),
+                median_reruns_hidden: med(&|m| m.reruns_hidden as f64),
+                archive_reads: sum(&|m| m.archive_reads),
+                folds: sum(&|m| m.folds),
+                premature_folds: sum(&|m| m.premature_folds),
+                fold_regret: sum(&|m| m.fold_regret),
+                compactions: sum(&|m| m.compactions),
+                cost: ok.iter().map(|r| r.metrics.cost).sum(),
+                median_provider_request_tokens: (!prov.is_empty()).then(|| median_f64(&prov)),
+            }
+        })
+        .collect()
+}
+
+/// The per-arm summary as a table.
+pub fn summary_table(records: &[CellRecord]) -> Table {
+    let rows = summarize(records);
+    let provider = rows.iter().any(|r| r.median_provider_request_tokens.is_some());
+    let mut headers: Vec<String> = [
+        "arm", "success", "median req", "× none", "last req", "re-runs", "hidden", "archive reads", "folds", "premature", "regret", "compactions", "cost $",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if provider {
+        headers.push("provider req".into());
+        headers.push("provider/o200k".into());
+    }
+    let rows = rows
+        .iter()
+        .map(|s| {
+            let mut row = vec![
+                s.arm.clone(),
+                if s.errors > 0 { format!("{}/{} ({} err)", s.successes, s.cells, s.errors) } else { format!("{}/{}", s.successes, s.cells) },
+                num(s.median_request_tokens),
+                s.median_ratio_to_none.map(|r| format!("{r:.2}")).unwrap_or_else(|| "–".into()),
+                num(s.median_last_request_tokens),
+                num(s.median_reruns),
+                num(s.median_reruns_hidden),
+                s.archive_reads.to_string(),
+                s.folds.to_string(),
+                s.premature_folds.to_string(),
+                s.fold_regret.to_string(),
+                s.compactions.to_string(),
+                format!("{:.4}", s.cost),
+            ];
+            if provider {
+                row.push(s.median_provider_request_tokens.map(num).unwrap_or_else(|| "–".into()));
+                row.push(match s.median_provider_request_tokens {
+                    Some(p) if s.median_request_tokens > 0.0 => format!("{:.2}", p / s.median_request_tokens),
+                    _ => "–".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    Table { headers, rows }
+}
+
+/// One metric of the A/B table: a name and how to read it from a record.
+pub struct AbMetric {
+    /// Row label.
+    pub label: &'static str,
+    /// The value of a cell.
+    pub value: fn(&CellRecord) -> f64,
+}
+
+/// The metrics of the A/B table.
+pub fn ab_metrics(with_folds: bool) -> Vec<AbMetric> {
+    let mut v = vec![
+        AbMetric { label: "success", value: |r| if r.status == Status::Success { 1.0 } else { 0.0 } },
+        AbMetric { label: "re-runs", value: |r| r.metrics.reruns as f64 },
+        AbMetric { label: "re-runs hidden", value: |r| r.metrics.reruns_hidden as f64 },
+        AbMetric { label: "median request tokens", value: |r| r.metrics.request_tokens.median },
+        AbMetric { label: "last request tokens", value: |r| r.metrics.request_tokens.last as f64 },
+        AbMetric { label: "total request tokens", value: |r| r.metrics.request_tokens.total as f64 },
+        AbMetric { label: "archive reads", value: |r| r.metrics.archive_reads as f64 },
+        AbMetric { label: "compactions", value: |r| r.metrics.compactions as f64 },
+    ];
+    if with_folds {
+        v.push(AbMetric { label: "folds", value: |r| r.metrics.folds as f64 });
+        v.push(AbMetric { label: "premature folds", value: |r| r.metrics.premature_folds as f64 });
+        v.push(AbMetric {
+            label: "rewritten tokens, median per fold",
+            value: |r| {
+                let mut v = r.metrics.rewritten_tokens_per_fold.clone();
+                v.sort_unstable();
+                crate::metrics::median_u64(&v)
+            },
+        });
+        v.push(AbMetric { label: "rewritten tokens, total", value: |r| r.metrics.rewritten_fold_total() as f64 });
+    }
+    v
+}
+
+/// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the
+/// seed's "4, 4, 4 against 0, 1, 1". `arms` gives the column order.
+pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
+    let with_folds = records.iter().any(|r| r.metrics.folds > 0 || r.arm.starts_with("fold"));
+    let mut headers = vec!["metric".to_string()];
+    for a in arms {
+        headers.push(format!("{a}: runs"));
+        headers.push(format!("{a}: median"));
+    }
+    let mut rows = Vec::new();
+    for m in ab_metrics(with_folds) {
+        let mut row = vec![m.label.to_string()];
+        for a in arms {
+            let mut cells: Vec<&CellRecord> = records.iter().filter(|r| &r.arm == a).collect();
+            cells.sort_by_key(|r| r.seed);
+            let values: Vec<f64> = cells.iter().filter(|r| r.status != Status::Error).map(|r| (m.value)(r)).collect();
+            let runs: Vec<String> = cells.iter().map(|r| if r.status == Status::Error { "err".into() } else { num((m.value)(r)) }).collect();
+            row.push(runs.join(", "));
+            row.push(num(median_f64(&values)));
+        }
+        rows.push(row);
+    }
+    Table { headers, rows }
+}
+
+/// Per-cell rows (for `report --format csv` and the cell listing).
+pub fn cells_table(records: &[CellRecord]) -> Table {
+    let ratios = ratios_to_none(records);
+    let headers = [
+        "id", "status", "requests", "median req", "p90 req", "max req", "last req", "total req", "× none", "tool calls", "re-runs", "hidden", "visible",
+        "archive reads", "folds", "rejected", "cards", "ignored", "card tokens", "premature", "regret", "compactions", "cached", "written", "cost $",
+        "wall ms", "error",
+    ];
+    let rows = records
+        .iter()
+        .map(|r| {
+            let m = &r.metrics;
+            vec![
+                r.id.clone(),
+                r.status.as_str().to_string(),
+                m.requests.to_string(),
+                format!("{}", m.request_tokens.median),
+                m.request_tokens.p90.to_string(),
+                m.request_tokens.max.to_string(),
+                m.request_tokens.last.to_string(),
+                m.request_tokens.total.to_string(),
+                ratios.get(&r.id).map(|x| format!("{x:.3}")).unwrap_or_default(),
+                m.tool_calls.to_string(),
+                m.reruns.to_string(),
+                m.reruns_hidden.to_string(),
+                m.reruns_visible.to_string(),
+                m.archive_reads.to_string(),
+                m.folds.to_string(),
+                m.fold_calls_rejected.to_string(),
+                m.cards_shown.to_string(),
+                m.cards_ignored.to_string(),
+                m.card_tokens.to_string(),
+                m.premature_folds.to_string(),
+                m.fold_regret.to_string(),
+                m.compactions.to_string(),
+                m.cached_tokens.to_string(),
+                m.written_tokens.to_string(),
+                format!("{:.6}", m.cost),
+                r.wall_ms.to_string(),
+                r.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    Table { headers: headers.iter().map(|s| s.to_string()).collect(), rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_markdown_escape() {
+        let t = Table { headers: vec!["a".into(), "b".into()], rows: vec![vec!["x,y".into(), "p|q".into()]] };
+        assert_eq!(t.to_csv(), "a,b\n\"x,y\",p|q\n");
+        assert!(t.to_markdown().contains("p\\|q"));
+        assert!(t.to_terminal().contains("x,y"));
+        assert_eq!(num(1234.0), "1,234");
+        assert_eq!(num(2.5), "2.5");
+    }
+}

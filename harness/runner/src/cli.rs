@@ -1,0 +1,506 @@
+//! The `foldbench` command line. `main.rs` only calls [`main`].
+//!
+//! Exit codes (the one place they are defined):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | all good |
+//! | 100 | cells failed (a check did not hold or a cell ended in error), or a regression |
+//! | 4 | no cell selected |
+//! | 2 | usage error or a bad spec/matrix file |
+//! | 1 | internal error (IO, an unexpected state) |
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use harness_core::message::Message;
+use harness_core::record::{CellRecord, Status};
+use harness_core::render;
+
+use crate::backends::BackendOptions;
+use crate::cell::CellOptions;
+use crate::run::{self, Arm, RunConfig};
+use crate::tasks;
+
+/// Exit code: all good.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: internal error.
+pub const EXIT_INTERNAL: i32 = 1;
+/// Exit code: usage or spec error.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: no cell selected.
+pub const EXIT_NO_CELLS: i32 = 4;
+/// Exit code: cells failed or a regression.
+pub const EXIT_FAILED: i32 = 100;
+
+/// foldbench: measure what coding agents' context policies (none, trim, compact, fold,
+/// fold+strategies) do to requests, re-runs, cache and success.
+#[derive(Debug, Parser)]
+#[command(name = "foldbench", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run tasks × policies × models × seeds and print the per-policy table.
+    Run(RunArgs),
+    /// Run two or more arms on one task and print each run's figures side by side.
+    Ab(AbArgs),
+    /// Render a report from a run directory's records.
+    Report(ReportArgs),
+    /// Validate task specs; prints every problem with file:line:col.
+    Validate {
+        /// Spec files or folders (default: tasks/).
+        paths: Vec<PathBuf>,
+    },
+    /// List the tasks with their turns, units, scripted tool calls and fixture size.
+    List {
+        /// Spec files or folders (default: tasks/).
+        paths: Vec<PathBuf>,
+    },
+    /// Print the fold result of turns FROM..=TO of a transcript (a run's transcript.jsonl).
+    Fold {
+        /// The transcript.
+        transcript: PathBuf,
+        /// First turn.
+        #[arg(long)]
+        from: u32,
+        /// Last turn.
+        #[arg(long)]
+        to: u32,
+    },
+}
+
+#[derive(Debug, clap::Args, Clone)]
+struct CommonRun {
+    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies).
+    #[arg(long = "policy")]
+    policies: Vec<String>,
+    /// Model: `sim[:judge=oracle|eager|lexical|never,recheck=P]`, `openai:NAME`,
+    /// `anthropic:NAME`, `replay:DIR`. Repeatable.
+    #[arg(long = "model")]
+    models: Vec<String>,
+    /// Run directory (default results/<run-id>); the same directory resumes a run.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Cells at once (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Keep each cell's workspace instead of removing it.
+    #[arg(long)]
+    keep_workspaces: bool,
+    /// Record every model exchange into this cassette folder.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Answer from this cassette folder (same as --model replay:DIR).
+    #[arg(long)]
+    replay: Option<PathBuf>,
+    /// Model requests per turn before a turn is cut.
+    #[arg(long, default_value_t = 80)]
+    max_steps: usize,
+    /// Timeout of one shell tool call, in seconds.
+    #[arg(long, default_value_t = 30)]
+    shell_timeout: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Task spec files or folders (default: tasks/).
+    #[arg(long = "tasks")]
+    tasks: Vec<PathBuf>,
+    /// Seeds: `1-3` or `1,2,5` (default 1-3).
+    #[arg(long, default_value = "1-3")]
+    seeds: String,
+    #[command(flatten)]
+    common: CommonRun,
+}
+
+#[derive(Debug, clap::Args)]
+struct AbArgs {
+    /// The task spec.
+    #[arg(long)]
+    task: PathBuf,
+    /// Arms, comma-separated policies: `none,trim` or `fold:timing=eager,fold:timing=pressure`
+    /// (a comma followed by a known policy name starts the next arm).
+    #[arg(long)]
+    arms: String,
+    /// Runs per arm (seeds 1..=N).
+    #[arg(long, default_value_t = 3)]
+    runs: u64,
+    #[command(flatten)]
+    common: CommonRun,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Md,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// The run directory.
+    run_dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// One row per cell instead of one per arm.
+    #[arg(long)]
+    cells: bool,
+}
+
+/// Runs the command line; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return EXIT_INTERNAL;
+        }
+    };
+    rt.block_on(dispatch(cli.command))
+}
+
+async fn dispatch(cmd: Command) -> i32 {
+    match cmd {
+        Command::Validate { paths } => validate(paths),
+        Command::List { paths } => list(paths),
+        Command::Run(a) => cmd_run(a).await,
+        Command::Ab(a) => cmd_ab(a).await,
+        Command::Report(a) => report(a),
+        Command::Fold { transcript, from, to } => fold_cmd(transcript, from, to),
+    }
+}
+
+fn default_tasks(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from("tasks")]
+    } else {
+        paths
+    }
+}
+
+fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
+    tasks::load_tasks(&default_tasks(paths)).map_err(|problems| {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        eprintln!("error: {} problem{} in the task specs", problems.len(), if problems.len() == 1 { "" } else { "s" });
+        EXIT_USAGE
+    })
+}
+
+fn validate(paths: Vec<PathBuf>) -> i32 {
+    match load(paths) {
+        Ok(t) => {
+            println!("{} task spec{} valid", t.len(), if t.len() == 1 { "" } else { "s" });
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
+fn dir_size(p: &std::path::Path) -> u64 {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                n += dir_size(&path);
+            } else if let Ok(m) = e.metadata() {
+                n += m.len();
+            }
+        }
+    }
+    n
+}
+
+fn list(paths: Vec<PathBuf>) -> i32 {
+    let tasks = match load(paths) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let table = render::Table {
+        headers: ["task", "turns", "units", "tool calls", "fixture", "description"].iter().map(|s| s.to_string()).collect(),
+        rows: tasks
+            .iter()
+            .map(|t| {
+                vec![
+                    t.spec.name.clone(),
+                    t.spec.turns.len().to_string(),
+                    t.spec.units().len().to_string(),
+                    t.spec.scripted_tool_calls().to_string(),
+                    format!("{:.1} KB", dir_size(&t.dir.join(&t.spec.repo)) as f64 / 1024.0),
+                    t.spec.description.clone(),
+                ]
+            })
+            .collect(),
+    };
+    println!("{}", table.to_terminal());
+    EXIT_OK
+}
+
+/// Parses `1-3` or `1,2,5`.
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let part = part.trim();
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| format!("bad seed range `{part}`"))?, b.trim().parse().map_err(|_| format!("bad seed range `{part}`"))?);
+            if a > b || b - a > 10_000 {
+                return Err(format!("bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"));
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(part.parse().map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?);
+        }
+    }
+    if out.is_empty() {
+        return Err("no seeds given".into());
+    }
+    Ok(out)
+}
+
+/// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy
+/// name; otherwise it separates parameters of the same arm.
+pub fn split_arms(s: &str) -> Vec<String> {
+    let mut arms: Vec<String> = Vec::new();
+    for piece in s.split(',') {
+        let name = piece.split(':').next().unwrap_or("").trim();
+        if policies::POLICIES.contains(&name) || arms.is_empty() {
+            arms.push(piece.trim().to_string());
+        } else if let Some(last) = arms.last_mut() {
+            last.push(',');
+            last.push_str(piece.trim());
+        }
+    }
+    arms
+}
+
+fn run_id() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let days = secs / 86_400;
+    let (y, m, d) = civil_from_days(days as i64);
+    let s = secs % 86_400;
+    format!("run-{y:04}{m:02}{d:02}-{:02}{:02}{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
+    let list: Vec<String> = if policies.is_empty() { policies::POLICIES.iter().map(|s| s.to_string()).collect() } else { policies.to_vec() };
+    let mut arms = Vec::new();
+    for p in list {
+        let spec = policies::parse_policy(&p)?;
+        policies::build(&spec, 200_000)?;
+        if arms.iter().any(|a: &Arm| a.label == p) {
+            return Err(format!("the arm `{p}` is given twice"));
+        }
+        arms.push(Arm { label: p, policy: spec });
+    }
+    Ok(arms)
+}
+
+fn config(common: &CommonRun, tasks: Vec<tasks::LoadedTask>, arms: Vec<Arm>, seeds: Vec<u64>) -> Result<RunConfig, String> {
+    let mut models = if common.models.is_empty() { vec!["sim".to_string()] } else { common.models.clone() };
+    if let Some(r) = &common.replay {
+        models = vec![format!("replay:{}", r.display())];
+    }
+    for m in &models {
+        run::parse_sim(m)?;
+    }
+    let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let mut cell = CellOptions { keep_workspaces: common.keep_workspaces, max_steps: common.max_steps, ..CellOptions::default() };
+    cell.tool_limits.shell_timeout = Duration::from_secs(common.shell_timeout.max(1));
+    Ok(RunConfig {
+        tasks,
+        arms,
+        models,
+        seeds,
+        out: common.out.clone().unwrap_or_else(|| PathBuf::from("results").join(run_id())),
+        jobs,
+        cell,
+        backend: BackendOptions { record: common.record.clone(), ..BackendOptions::default() },
+        progress: run::progress_wanted(),
+        only: None,
+    })
+}
+
+fn exit_for(records: &[CellRecord]) -> i32 {
+    if records.is_empty() {
+        EXIT_NO_CELLS
+    } else if records.iter().all(|r| r.status == Status::Success) {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+async fn cmd_run(a: RunArgs) -> i32 {
+    let tasks = match load(a.tasks) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let cfg = match parse_seeds(&a.seeds).and_then(|s| Ok((s, arms_of(&a.common.policies)?))).and_then(|(seeds, arms)| config(&a.common, tasks, arms, seeds)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let out = cfg.out.clone();
+    let started = std::time::Instant::now();
+    match run::run(cfg).await {
+        Ok(records) => {
+            println!("{}", render::summary_table(&records).to_terminal());
+            print_failures(&records);
+            eprintln!("{} cells in {:.1}s · records in {}", records.len(), started.elapsed().as_secs_f64(), out.join("cells.jsonl").display());
+            exit_for(&records)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            if e.contains("different matrix") || e.contains("unknown model") || e.contains("replay:") {
+                EXIT_USAGE
+            } else {
+                EXIT_INTERNAL
+            }
+        }
+    }
+}
+
+fn print_failures(records: &[CellRecord]) {
+    for r in records.iter().filter(|r| r.status != Status::Success) {
+        match &r.error {
+            Some(e) => eprintln!("error   {}: {e}", r.id),
+            None => {
+                let failed: Vec<&str> = r.checks.iter().filter(|c| !c.passed).map(|c| c.label.as_str()).collect();
+                eprintln!("failure {}: {}", r.id, failed.join("; "));
+            }
+        }
+    }
+}
+
+async fn cmd_ab(a: AbArgs) -> i32 {
+    let tasks = match load(vec![a.task.clone()]) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let labels = split_arms(&a.arms);
+    let seeds: Vec<u64> = (1..=a.runs.max(1)).collect();
+    let cfg = match arms_of(&labels).and_then(|arms| config(&a.common, tasks, arms, seeds)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match run::run(cfg).await {
+        Ok(records) => {
+            println!("{}", render::ab_table(&records, &labels).to_terminal());
+            print_failures(&records);
+            exit_for(&records)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_INTERNAL
+        }
+    }
+}
+
+fn report(a: ReportArgs) -> i32 {
+    let records = match crate::results::read_records(&a.run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let table = if a.cells { render::cells_table(&records) } else { render::summary_table(&records) };
+    match a.format {
+        Format::Table => println!("{}", table.to_terminal()),
+        Format::Md => print!("{}", table.to_markdown()),
+        Format::Csv => print!("{}", table.to_csv()),
+        Format::Json => {
+            let v = if a.cells { serde_json::to_string_pretty(&records) } else { serde_json::to_string_pretty(&render::summarize(&records)) };
+            match v {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_INTERNAL;
+                }
+            }
+        }
+    }
+    EXIT_OK
+}
+
+fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", path.display());
+            return EXIT_USAGE;
+        }
+    };
+    let mut messages = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match serde_json::from_str::<Message>(line) {
+            Ok(m) => messages.push(m.sealed()),
+            Err(e) => {
+                eprintln!("{}:{}:{}: not a transcript message: {e}", path.display(), i + 1, e.column());
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let range: Vec<Arc<Message>> = messages.into_iter().filter(|m| m.turn >= from && m.turn <= to).collect();
+    if from > to || range.is_empty() {
+        eprintln!("error: {} has no messages in turns {from}–{to}", path.display());
+        return EXIT_USAGE;
+    }
+    let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
+    let archive = format!("{}/{}", crate::workspace::ARCHIVE_DIR, harness_core::fold::archive_name(from, to, "fold"));
+    println!("{}", harness_core::fold::build_result(from, to, &range, &archive, &crate::cell::sha256_hex(&bytes)));
+    EXIT_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_and_arms() {
+        assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
+        assert!(parse_seeds("3-1").is_err());
+        assert_eq!(split_arms("none,trim"), vec!["none", "trim"]);
+        assert_eq!(split_arms("fold:timing=eager,fold:timing=pressure,pressure_tokens=9"), vec!["fold:timing=eager", "fold:timing=pressure,pressure_tokens=9"]);
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_000), (2024, 10, 4));
+    }
+}

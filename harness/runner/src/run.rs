@@ -1,0 +1,238 @@
+//! Running a matrix of cells: expansion into cells with stable ids, resume, concurrency, the
+//! progress display, and the records written as each cell ends.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use harness_core::events::Event;
+use harness_core::judge::Judge;
+use harness_core::record::{cell_id, CellRecord};
+use harness_core::sim::{Sim, SimConfig};
+use policies::PolicySpec;
+use serde::Serialize;
+
+use crate::backends::{self, BackendOptions};
+use crate::cell::{run_cell, CellOptions, CellPlan};
+use crate::model::{Model, SimModel};
+use crate::results::RunDir;
+use crate::tasks::LoadedTask;
+
+/// An arm: a policy as written, and its parsed spec.
+#[derive(Debug, Clone, Serialize)]
+pub struct Arm {
+    /// Label as written (`compact:window=4000`).
+    pub label: String,
+    /// Parsed spec.
+    #[serde(skip)]
+    pub policy: PolicySpec,
+}
+
+/// The sim's settings as written in a model label: `sim`, `sim:judge=eager,recheck=0`.
+#[derive(Debug, Clone, Copy)]
+pub struct SimSettings {
+    /// Re-check probability.
+    pub recheck: f64,
+    /// Judge.
+    pub judge: Judge,
+}
+
+/// Parses a sim model label.
+pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
+    let Some(rest) = label.strip_prefix("sim") else { return Ok(None) };
+    let mut s = SimSettings { recheck: 0.1, judge: Judge::Oracle };
+    let rest = match rest.strip_prefix(':') {
+        Some(r) => r,
+        None if rest.is_empty() => return Ok(Some(s)),
+        None => return Ok(None),
+    };
+    for kv in rest.split(',').filter(|x| !x.is_empty()) {
+        match kv.split_once('=') {
+            Some(("judge", j)) => s.judge = Judge::parse(j).ok_or_else(|| format!("sim: unknown judge `{j}`; expected oracle, eager, lexical, never"))?,
+            Some(("recheck", r)) => {
+                s.recheck = r.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| format!("sim: recheck must be a probability, not `{r}`"))?
+            }
+            _ => return Err(format!("sim: unknown setting `{kv}`; write sim:judge=oracle|eager|lexical|never,recheck=0.1")),
+        }
+    }
+    Ok(Some(s))
+}
+
+/// One cell of the expanded matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixCell {
+    /// Stable id.
+    pub id: String,
+    /// Task name.
+    pub task: String,
+    /// Arm label.
+    pub arm: String,
+    /// Model label.
+    pub model: String,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Expands tasks × arms × models × seeds into cells, in that nesting order.
+pub fn expand(tasks: &[LoadedTask], arms: &[Arm], models: &[String], seeds: &[u64]) -> Vec<MatrixCell> {
+    let mut out = Vec::new();
+    for t in tasks {
+        for a in arms {
+            for m in models {
+                for s in seeds {
+                    out.push(MatrixCell { id: cell_id(&t.spec.name, &a.label, m, *s), task: t.spec.name.clone(), arm: a.label.clone(), model: m.clone(), seed: *s });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a run needs.
+pub struct RunConfig {
+    /// Tasks.
+    pub tasks: Vec<LoadedTask>,
+    /// Arms.
+    pub arms: Vec<Arm>,
+    /// Model labels.
+    pub models: Vec<String>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// The run directory.
+    pub out: PathBuf,
+    /// Cells at once.
+    pub jobs: usize,
+    /// Cell settings.
+    pub cell: CellOptions,
+    /// Backend settings.
+    pub backend: BackendOptions,
+    /// Show a progress line on a terminal.
+    pub progress: bool,
+    /// Only these cells (all when `None`).
+    pub only: Option<Vec<String>>,
+}
+
+/// Whether a progress display fits: a terminal, and not under CI.
+pub fn progress_wanted() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
+}
+
+/// Runs the matrix; returns the records of every cell of the matrix (resumed ones included).
+pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
+    let mut cells = expand(&cfg.tasks, &cfg.arms, &cfg.models, &cfg.seeds);
+    if let Some(only) = &cfg.only {
+        cells.retain(|c| only.contains(&c.id));
+    }
+    let matrix = serde_json::json!({
+        "version": 1,
+        "tasks": cfg.tasks.iter().map(|t| serde_json::json!({"name": t.spec.name, "file": t.file})).collect::<Vec<_>>(),
+        "arms": cfg.arms,
+        "models": cfg.models,
+        "seeds": cfg.seeds,
+        "cells": cells,
+    });
+    let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
+    let todo: Vec<MatrixCell> = cells.iter().filter(|c| !done.contains(&c.id)).cloned().collect();
+    let tasks: HashMap<String, LoadedTask> = cfg.tasks.iter().map(|t| (t.spec.name.clone(), t.clone())).collect();
+    let arms: HashMap<String, Arm> = cfg.arms.iter().map(|a| (a.label.clone(), a.clone())).collect();
+    let mut shared: HashMap<(String, u64), Arc<dyn Model>> = HashMap::new();
+    let mut jobs = Vec::new();
+    for c in &todo {
+        let task = &tasks[&c.task];
+        let plan = CellPlan {
+            id: c.id.clone(),
+            task: Arc::clone(&task.spec),
+            task_dir: task.dir.clone(),
+            arm: c.arm.clone(),
+            policy: arms[&c.arm].policy.clone(),
+            model_name: c.model.clone(),
+            seed: c.seed,
+        };
+        let model: Arc<dyn Model> = match parse_sim(&c.model)? {
+            Some(s) => {
+                let sim = Sim::new(Arc::clone(&task.spec), SimConfig { seed: c.seed, recheck: s.recheck, judge: s.judge });
+                let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
+                backends::with_recording(m, &BackendOptions { epoch: c.seed, ..cfg.backend.clone() })?
+            }
+            None => match shared.get(&(c.model.clone(), c.seed)) {
+                Some(m) => Arc::clone(m),
+                None => {
+                    let m = backends::parse_model(&c.model, &BackendOptions { epoch: c.seed, ..cfg.backend.clone() })?;
+                    shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                    m
+                }
+            },
+        };
+        jobs.push((plan, model));
+    }
+    let total = cells.len();
+    let already = total - todo.len();
+    let progress = Arc::new(Mutex::new(Progress { enabled: cfg.progress, done: already, total, requests: 0 }));
+    let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = Arc::new(cfg.cell);
+    for (plan, model) in jobs {
+        let sem = Arc::clone(&sem);
+        let tx = tx.clone();
+        let opts = Arc::clone(&opts);
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let Ok(_permit) = sem.acquire_owned().await else { return };
+            let on_event = move |_id: &str, e: &Event| {
+                if let (Event::Request(_), Ok(mut p)) = (e, progress.lock()) {
+                    p.requests += 1;
+                }
+            };
+            let out = run_cell(&plan, &opts, model.as_ref(), &on_event).await;
+            let _ = tx.send(out);
+        });
+    }
+    drop(tx);
+    while let Some(out) = rx.recv().await {
+        dir.write_cell(&out).map_err(|e| format!("cannot write the record of {}: {e}", out.record.id))?;
+        if let Ok(mut p) = progress.lock() {
+            p.done += 1;
+            p.show(&out.record);
+        }
+    }
+    if let Ok(p) = progress.lock() {
+        p.finish();
+    }
+    let records = crate::results::read_records(dir.root())?;
+    let wanted: std::collections::HashSet<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    Ok(records.into_iter().filter(|r| wanted.contains(r.id.as_str())).collect())
+}
+
+struct Progress {
+    enabled: bool,
+    done: usize,
+    total: usize,
+    requests: usize,
+}
+
+impl Progress {
+    fn show(&self, last: &CellRecord) {
+        if !self.enabled {
+            return;
+        }
+        let width = 30;
+        let filled = if self.total == 0 { width } else { self.done * width / self.total };
+        eprint!(
+            "\r\x1b[2K[{}{}] {}/{} cells · {} requests · {} {}",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            self.done,
+            self.total,
+            self.requests,
+            last.status.as_str(),
+            last.id
+        );
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            eprintln!();
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Loading task specs from files and folders, with the file-system checks the pure parser cannot
+//! make (the fixture folder exists).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harness_core::spec::{self, TaskSpec};
+use harness_core::yaml::Problem;
+
+/// A loaded task and the folder its paths are relative to.
+#[derive(Debug, Clone)]
+pub struct LoadedTask {
+    /// The spec.
+    pub spec: Arc<TaskSpec>,
+    /// The spec file.
+    pub file: PathBuf,
+    /// Its folder.
+    pub dir: PathBuf,
+}
+
+/// The spec files named by `paths` (files as they are; folders: their `*.yaml`/`*.yml`, sorted).
+pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("cannot read folder {}: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")))
+                .collect();
+            files.sort();
+            out.extend(files);
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            let matches: Vec<PathBuf> = glob::glob(&p.to_string_lossy()).map(|g| g.filter_map(Result::ok).collect()).unwrap_or_default();
+            if matches.is_empty() {
+                return Err(format!("no task spec at {}: give a .yaml file or a folder of them", p.display()));
+            }
+            out.extend(matches);
+        }
+    }
+    Ok(out)
+}
+
+/// Loads one spec file and checks its fixture folder.
+pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
+    let name = file.display().to_string();
+    let text = std::fs::read(file).map_err(|e| vec![Problem { file: name.clone(), line: 1, col: 1, message: format!("cannot read the spec: {e}") }])?;
+    let text = String::from_utf8(text).map_err(|_| vec![Problem { file: name.clone(), line: 1, col: 1, message: "the spec is not UTF-8 text".into() }])?;
+    let spec = spec::load(&name, &text)?;
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let fixture = dir.join(&spec.repo);
+    if !fixture.is_dir() {
+        let (line, col) = spec.repo_pos;
+        return Err(vec![Problem {
+            file: name,
+            line,
+            col,
+            message: format!("fixture folder `{}` does not exist (looked for {}); create it or fix `repo`", spec.repo, fixture.display()),
+        }]);
+    }
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if stem != spec.name {
+        return Err(vec![Problem { file: name, line: 1, col: 1, message: format!("the task is named `{}` but its file is `{stem}`; make them equal", spec.name) }]);
+    }
+    Ok(LoadedTask { spec: Arc::new(spec), file: file.to_path_buf(), dir })
+}
+
+/// Loads every spec under `paths`; returns the tasks, or every problem of every spec.
+pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
+    let files = spec_files(paths).map_err(|m| vec![Problem { file: paths.first().map(|p| p.display().to_string()).unwrap_or_default(), line: 1, col: 1, message: m }])?;
+    let mut tasks = Vec::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        match load_task(f) {
+            Ok(t) => tasks.push(t),
+            Err(p) => problems.extend(p),
+        }
+    }
+    let mut names: Vec<&str> = tasks.iter().map(|t| t.spec.name.as_str()).collect();
+    names.sort_unstable();
+    for w in names.windows(2) {
+        if w[0] == w[1] {
+            problems.push(Problem { file: paths.first().map(|p| p.display().to_string()).unwrap_or_default(), line: 1, col: 1, message: format!("two tasks are named `{}`", w[0]) });
+        }
+    }
+    if problems.is_empty() {
+        Ok(tasks)
+    } else {
+        Err(problems)
+    }
+}
