@@ -1,1 +1,9 @@
+//! foldbench's integration tests: one binary, topic files beside it, insta snapshots in
+//! `snapshots/`.
 
+mod helpers;
+
+mod cli;
+mod folds;
+mod snapshots;
+mod suite;

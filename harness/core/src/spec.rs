@@ -196,6 +196,15 @@ fn tool_args(name: &str) -> (&'static [&'static str], &'static [&'static str]) {
     }
 }
 
+/// The `repo` field of a spec and where it is written, read even from a spec with other
+/// problems, so the runner can check the fixture folder and report that problem alongside.
+pub fn repo_field(file: &str, text: &str) -> Option<(String, (usize, usize))> {
+    let doc = yaml::parse(file, text).ok()?;
+    let repo = doc.get("repo")?.as_str()?.to_string();
+    let pos = yaml::Locator::new(text).locate(&key(&[], "repo"));
+    Some((repo, pos))
+}
+
 /// Parses and validates a task spec. `file` names the spec in messages.
 pub fn load(file: &str, text: &str) -> Result<TaskSpec, Vec<Problem>> {
     let doc = yaml::parse(file, text).map_err(|p| vec![p])?;

@@ -48,17 +48,26 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     let name = file.display().to_string();
     let text = std::fs::read(file).map_err(|e| vec![Problem { file: name.clone(), line: 1, col: 1, message: format!("cannot read the spec: {e}") }])?;
     let text = String::from_utf8(text).map_err(|_| vec![Problem { file: name.clone(), line: 1, col: 1, message: "the spec is not UTF-8 text".into() }])?;
-    let spec = spec::load(&name, &text)?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let fixture = dir.join(&spec.repo);
-    if !fixture.is_dir() {
-        let (line, col) = spec.repo_pos;
-        return Err(vec![Problem {
-            file: name,
+    let fixture_problem = spec::repo_field(&name, &text).and_then(|(repo, (line, col))| {
+        let fixture = dir.join(&repo);
+        (!fixture.is_dir()).then(|| Problem {
+            file: name.clone(),
             line,
             col,
-            message: format!("fixture folder `{}` does not exist (looked for {}); create it or fix `repo`", spec.repo, fixture.display()),
-        }]);
+            message: format!("fixture folder `{repo}` does not exist (looked for {}); create it or fix `repo`", fixture.display()),
+        })
+    });
+    let spec = match spec::load(&name, &text) {
+        Ok(s) => s,
+        Err(mut problems) => {
+            problems.extend(fixture_problem);
+            problems.sort_by_key(|p| (p.line, p.col));
+            return Err(problems);
+        }
+    };
+    if let Some(p) = fixture_problem {
+        return Err(vec![p]);
     }
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     if stem != spec.name {

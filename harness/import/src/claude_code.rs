@@ -1,0 +1,588 @@
+//! Claude Code session JSONL.
+//!
+//! Records (`type: user | assistant | system | attachment | progress | ...`) form a tree through
+//! `parentUuid`. The importer:
+//!
+//! - follows the **active branch**: from the leaf back through `parentUuid` (and
+//!   `logicalParentUuid` across a compaction boundary, whose `parentUuid` is null); records of
+//!   abandoned branches (edits, rewinds) are not read. The leaf is the last `user`/`assistant`
+//!   record that descends from the last assistant record: the last record of the file is not
+//!   always on the branch (bash-mode and local-command records can hang from the root);
+//! - **merges the lines of one API response** (same `message.id` + `requestId`, one content block
+//!   per line) into one assistant message: text blocks joined, `tool_use` blocks as calls;
+//!   thinking blocks are dropped (the provider strips them from later requests). The lines of a
+//!   response with parallel calls chain one after another, and each result hangs under its own
+//!   call's line, so a result may sit off the `parentUuid` chain: results whose nearest
+//!   user/assistant ancestor is a line of a response on the branch are read too;
+//! - **merges parallel tool results**: one tool message per `tool_result` block, in the order of
+//!   the calls (whatever order the lines came in); `toolUseResult` (a viewer copy) is ignored;
+//! - keeps **human turns** apart: a `user` record whose content has text (not only `tool_result`
+//!   blocks), not `isMeta`, not `isCompactSummary`, and whose text is not a slash-command wrapper
+//!   (`<command-name>`, `<command-message>`, `<command-args>`, `<local-command-stdout>`,
+//!   `<local-command-stderr>`, `<local-command-caveat>`), a bash-mode record (`<bash-input>`,
+//!   `<bash-stdout>`, `<bash-stderr>`) or an interruption notice (`[Request interrupted by
+//!   user`). Those non-prompts are **kept as user messages of the turn in progress** (Claude Code
+//!   sends them to the model, so they count in its context) but are not in `human_turns`. The
+//!   prompt's [`crate::HumanTurn::text`] leaves out IDE context blocks (`<ide_opened_file>`,
+//!   `<ide_selection>`, `<system-reminder>`) that precede the words;
+//! - **sidechains** (`isSidechain: true`, the Task tool's subagents) become their own sessions,
+//!   one per sidechain root, with `parent` set to the `sessionId`; their id is
+//!   `agent-<agentId>` when the records carry an `agentId` (subagent files), else
+//!   `<sessionId>/sidechain-<n>`. Inside a sidechain session the parent agent's task prompt is
+//!   turn 1 (the `isSidechain` rule only keeps sidechain records out of the main session);
+//! - keeps **compaction points**: a `compact_boundary` system record is an event (trigger and
+//!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
+//!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
+//!   the summary on ([`crate::RecordedRequest::context_start`]);
+//! - keeps `message.usage` per request (field-wise maximum over the response's lines: the lines
+//!   repeat the input counts and grow the output count);
+//! - drops assistant records of model `<synthetic>` (Claude Code's own error and notice messages,
+//!   not model calls), `attachment`, `progress`, hook `system` records, `summary` titles,
+//!   snapshots and queue records (not model context, or not recorded in a readable form).
+
+use std::collections::{HashMap, HashSet};
+
+use harness_core::message::ToolCall;
+use serde_json::{Map, Value};
+
+use crate::builder::Builder;
+use crate::error::ImportError;
+use crate::session::{EventKind, Format, ImportedSession};
+use crate::util::{self, flag, json_lines, push_part, s, Line};
+
+/// Record types Claude Code writes that carry no conversation content.
+const KNOWN_TYPES: &[&str] = &[
+    "user",
+    "assistant",
+    "system",
+    "attachment",
+    "progress",
+    "summary",
+    "file-history-snapshot",
+    "queue-operation",
+    "permission-mode",
+    "last-prompt",
+    "custom-title",
+    "agent-name",
+    "tag",
+];
+
+/// Prefixes of user text that is not a prompt.
+const NOT_PROMPTS: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
+];
+
+/// Prefixes of context blocks that accompany a prompt but are not its words.
+const CONTEXT_BLOCKS: &[&str] = &[
+    "<ide_opened_file>",
+    "<ide_selection>",
+    "<system-reminder>",
+    "<ide_diagnostics>",
+];
+
+/// Whether a parsed JSON-lines file looks like Claude Code (for detection).
+pub(crate) fn looks_like(v: &Map<String, Value>) -> bool {
+    let t = s(v, "type").unwrap_or("");
+    ((v.contains_key("sessionId") || v.contains_key("parentUuid")) && KNOWN_TYPES.contains(&t))
+        || (t == "file-history-snapshot" && v.contains_key("snapshot"))
+        || (t == "summary" && v.contains_key("leafUuid"))
+}
+
+/// Imports one Claude Code file: the main session (when it has one) then its sidechains.
+pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, ImportError> {
+    let (lines, warnings) = json_lines(file, text)?;
+    if !lines.iter().any(|l| looks_like(&l.v)) {
+        return Err(ImportError::WrongShape {
+            file: file.to_string(),
+            format: Format::ClaudeCode,
+            detail: "no record has a Claude Code `type` with `sessionId`/`parentUuid`".into(),
+        });
+    }
+    let mut skipped = Vec::new();
+    for l in &lines {
+        match s(&l.v, "type") {
+            None => skipped.push((l.no, "skipped: a record without `type`".to_string())),
+            Some(t) if !KNOWN_TYPES.contains(&t) => {
+                // New record types appear with new Claude Code versions; they carry no
+                // conversation content we know how to read.
+            }
+            Some(_) => {}
+        }
+    }
+    let tree = Tree::new(&lines);
+    // The session's id: the file's own name when a record names it (a resumed session's file
+    // may carry records of the session it resumed), else the first `sessionId`.
+    let stem = file_stem(file);
+    let session_id = if lines.iter().any(|l| s(&l.v, "sessionId") == Some(stem.as_str())) {
+        stem
+    } else {
+        lines.iter().find_map(|l| s(&l.v, "sessionId")).map(str::to_string).unwrap_or(stem)
+    };
+
+    let mut sessions = Vec::new();
+    // The main session.
+    let main: Vec<usize> = (0..lines.len())
+        .filter(|&i| tree.is_node(i) && !tree.sidechain[i])
+        .collect();
+    if main.iter().any(|&i| tree.is_turn_record(i)) {
+        let mut b = Builder::new(session_id.clone(), Format::ClaudeCode, file);
+        build(&mut b, &lines, &tree, &main, false);
+        sessions.push(b.finish());
+    }
+    // Sidechains, one session per root, in order of first appearance.
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut group_of_root: HashMap<usize, usize> = HashMap::new();
+    for i in (0..lines.len()).filter(|&i| tree.is_node(i) && tree.sidechain[i]) {
+        let root = tree.sidechain_root(i);
+        let g = *group_of_root.entry(root).or_insert_with(|| {
+            groups.push((root, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1.push(i);
+    }
+    let mut ids_used: HashMap<String, usize> = HashMap::new();
+    let mut anonymous = 0;
+    for (_, members) in &groups {
+        if !members.iter().any(|&i| tree.is_turn_record(i)) {
+            continue;
+        }
+        let agent = members.iter().find_map(|&i| s(&lines[i].v, "agentId"));
+        let base = match agent {
+            Some(a) => format!("agent-{a}"),
+            None => {
+                anonymous += 1;
+                format!("{session_id}/sidechain-{anonymous}")
+            }
+        };
+        let n = ids_used.entry(base.clone()).or_insert(0);
+        *n += 1;
+        let id = if *n == 1 { base } else { format!("{base}-{n}") };
+        let parent = members
+            .iter()
+            .find_map(|&i| s(&lines[i].v, "sessionId"))
+            .map(str::to_string);
+        let mut b = Builder::new(id, Format::ClaudeCode, file);
+        b.set_parent(parent.or_else(|| Some(session_id.clone())));
+        build(&mut b, &lines, &tree, members, true);
+        sessions.push(b.finish());
+    }
+    let mut file_warnings = warnings;
+    file_warnings.extend(skipped.into_iter().map(|(line, message)| crate::Warning {
+        file: file.to_string(),
+        line,
+        message,
+    }));
+    match sessions.first_mut() {
+        Some(first) => {
+            let mut w = file_warnings;
+            w.append(&mut first.warnings);
+            first.warnings = w;
+        }
+        None => {
+            if let Some(w) = file_warnings.first() {
+                return Err(ImportError::NoRecords {
+                    file: file.to_string(),
+                    skipped: file_warnings.len(),
+                    first_line: w.line,
+                    first: w.message.clone(),
+                });
+            }
+        }
+    }
+    Ok(sessions)
+}
+
+/// The file name without folders and extension.
+pub(crate) fn file_stem(file: &str) -> String {
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let base = base.strip_suffix(".jsonl").unwrap_or(base);
+    base.to_string()
+}
+
+/// The `parentUuid` tree of a file.
+struct Tree {
+    /// Per line: the record's uuid (None for records outside the tree).
+    uuid: Vec<Option<String>>,
+    /// Per line: the parent line index (`parentUuid`, or `logicalParentUuid` when that is null).
+    parent: Vec<Option<usize>>,
+    /// Per line: `isSidechain`.
+    sidechain: Vec<bool>,
+    /// Per line: the record type.
+    kind: Vec<String>,
+    /// Per line: the response key of an assistant record (`message.id` + `requestId`).
+    key: Vec<Option<String>>,
+}
+
+impl Tree {
+    fn new(lines: &[Line]) -> Tree {
+        let mut index = HashMap::new();
+        let mut uuid = Vec::with_capacity(lines.len());
+        for (i, l) in lines.iter().enumerate() {
+            let u = s(&l.v, "uuid").map(str::to_string);
+            if let Some(u) = &u {
+                index.entry(u.clone()).or_insert(i);
+            }
+            uuid.push(u);
+        }
+        // A duplicate uuid later in the file is the same record written again: not a node.
+        for (i, u) in uuid.iter_mut().enumerate() {
+            if u.as_ref().is_some_and(|u| index.get(u) != Some(&i)) {
+                *u = None;
+            }
+        }
+        let parent = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let p = s(&l.v, "parentUuid").or_else(|| s(&l.v, "logicalParentUuid"));
+                p.and_then(|p| index.get(p).copied()).filter(|&p| p != i)
+            })
+            .collect();
+        let sidechain = lines.iter().map(|l| flag(&l.v, "isSidechain")).collect();
+        let kind = lines
+            .iter()
+            .map(|l| s(&l.v, "type").unwrap_or("").to_string())
+            .collect();
+        let key = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if s(&l.v, "type") != Some("assistant") {
+                    return None;
+                }
+                let msg = l.v.get("message");
+                let id = msg.and_then(|m| m.get("id")).and_then(Value::as_str);
+                match id {
+                    Some(id) => Some(format!("{id}\u{1f}{}", s(&l.v, "requestId").unwrap_or(""))),
+                    None => Some(format!("\u{1f}line{i}")),
+                }
+            })
+            .collect();
+        Tree {
+            uuid,
+            parent,
+            sidechain,
+            kind,
+            key,
+        }
+    }
+
+    /// Whether line `i` is a node of the conversation tree.
+    fn is_node(&self, i: usize) -> bool {
+        self.uuid[i].is_some()
+    }
+
+    /// Whether line `i` is a user or assistant record.
+    fn is_turn_record(&self, i: usize) -> bool {
+        matches!(self.kind[i].as_str(), "user" | "assistant")
+    }
+
+    /// The first record of the sidechain line `i` belongs to.
+    fn sidechain_root(&self, i: usize) -> usize {
+        let mut cur = i;
+        let mut seen = HashSet::new();
+        while let Some(p) = self.parent[cur] {
+            if !self.sidechain[p] || !seen.insert(p) {
+                break;
+            }
+            cur = p;
+        }
+        cur
+    }
+
+    /// Whether `i` is `ancestor` or descends from it (memoised; cycles count as no).
+    fn descends(&self, i: usize, ancestor: usize, memo: &mut HashMap<usize, bool>) -> bool {
+        let mut path = Vec::new();
+        let mut cur = Some(i);
+        let answer = loop {
+            let Some(c) = cur else { break false };
+            if c == ancestor {
+                break true;
+            }
+            if let Some(&known) = memo.get(&c) {
+                break known;
+            }
+            if path.len() > self.parent.len() {
+                break false;
+            }
+            path.push(c);
+            cur = self.parent[c];
+        };
+        for p in path {
+            memo.insert(p, answer);
+        }
+        answer
+    }
+
+    /// The nearest ancestor of `i` that is a user or assistant record.
+    fn anchor(&self, i: usize) -> Option<usize> {
+        let mut cur = self.parent[i];
+        let mut steps = 0;
+        while let Some(p) = cur {
+            if self.is_turn_record(p) {
+                return Some(p);
+            }
+            steps += 1;
+            if steps > self.parent.len() {
+                return None;
+            }
+            cur = self.parent[p];
+        }
+        None
+    }
+}
+
+/// Whether a user record holds tool results.
+fn has_tool_result(v: &Map<String, Value>) -> bool {
+    v.get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+        })
+}
+
+/// The active branch of a group of records, in file order.
+fn active_branch(lines: &[Line], tree: &Tree, members: &[usize]) -> Vec<usize> {
+    let in_group: HashSet<usize> = members.iter().copied().collect();
+    // The leaf: the last record that descends from the last model answer. (The last record of
+    // the file is not always on the active branch: bash-mode and local-command records may hang
+    // anywhere in the tree.)
+    let Some(&answer) = members
+        .iter()
+        .rev()
+        .find(|&&i| tree.kind[i] == "assistant")
+        .or_else(|| members.iter().rev().find(|&&i| tree.is_turn_record(i)))
+    else {
+        return Vec::new();
+    };
+    let mut memo: HashMap<usize, bool> = HashMap::new();
+    let leaf = members
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&i| tree.is_turn_record(i))
+        .find(|&i| tree.descends(i, answer, &mut memo))
+        .unwrap_or(answer);
+    let mut included: HashSet<usize> = HashSet::new();
+    let mut cur = Some(leaf);
+    while let Some(i) = cur {
+        if !in_group.contains(&i) || !included.insert(i) {
+            break;
+        }
+        cur = tree.parent[i];
+    }
+    // Every line of a response on the branch.
+    let keys: HashSet<&str> = included
+        .iter()
+        .filter_map(|&i| tree.key[i].as_deref())
+        .collect();
+    for &i in members {
+        if tree.key[i].as_deref().is_some_and(|k| keys.contains(k)) {
+            included.insert(i);
+        }
+    }
+    // Results hanging under a line of an included response, off the chain. A result can itself
+    // be the parent of the next result, so repeat until nothing changes.
+    loop {
+        let mut added = false;
+        for &i in members {
+            if included.contains(&i) || tree.kind[i] != "user" || !has_tool_result(&lines[i].v) {
+                continue;
+            }
+            if tree.anchor(i).is_some_and(|a| included.contains(&a)) {
+                included.insert(i);
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    let mut out: Vec<usize> = included.into_iter().collect();
+    out.sort_unstable();
+    out
+}
+
+/// Feeds the active branch of `members` to the builder.
+fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidechain: bool) {
+    let branch = active_branch(lines, tree, members);
+    // All branch lines of each response, in file order.
+    let mut response_lines: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &i in &branch {
+        if let Some(k) = tree.key[i].as_deref() {
+            response_lines.entry(k).or_default().push(i);
+        }
+    }
+    let mut done: HashSet<&str> = HashSet::new();
+    for &i in &branch {
+        let l = &lines[i];
+        match tree.kind[i].as_str() {
+            "assistant" => {
+                let Some(k) = tree.key[i].as_deref() else {
+                    continue;
+                };
+                if !done.insert(k) {
+                    continue;
+                }
+                let parts = response_lines.get(k).map(Vec::as_slice).unwrap_or(&[]);
+                assistant(b, lines, parts);
+            }
+            "user" => user(b, l, sidechain),
+            "system" if s(&l.v, "subtype") == Some("compact_boundary") => {
+                let meta = l.v.get("compactMetadata");
+                let trigger = meta
+                    .and_then(|m| m.get("trigger"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let pre = meta
+                    .and_then(|m| m.get("preTokens"))
+                    .and_then(Value::as_u64);
+                b.compaction(EventKind::CompactBoundary, trigger, pre);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One API response from its lines.
+fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
+    let mut text = String::new();
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut usage = None;
+    let mut response_id = None;
+    let mut synthetic = false;
+    for &i in parts {
+        let l = &lines[i];
+        let Some(msg) = l.v.get("message").and_then(Value::as_object) else {
+            b.warn(l.no, "skipped: an assistant record without `message`");
+            continue;
+        };
+        if s(msg, "model") == Some("<synthetic>") {
+            synthetic = true;
+        }
+        if response_id.is_none() {
+            response_id = s(msg, "id").map(str::to_string);
+        }
+        usage = util::max_usage(usage, msg.get("usage").and_then(util::usage));
+        match msg.get("content") {
+            Some(Value::String(t)) => push_part(&mut text, t),
+            Some(Value::Array(blocks)) => {
+                for blk in blocks {
+                    match blk.get("type").and_then(Value::as_str) {
+                        Some("text") => push_part(
+                            &mut text,
+                            blk.get("text").and_then(Value::as_str).unwrap_or(""),
+                        ),
+                        Some("tool_use" | "server_tool_use") => {
+                            let id = blk.get("id").and_then(Value::as_str).unwrap_or("");
+                            if id.is_empty() {
+                                b.warn(l.no, "skipped: a tool_use block without `id`");
+                            } else if !calls.iter().any(|c| c.id == id) {
+                                calls.push(ToolCall {
+                                    id: id.to_string(),
+                                    name: blk
+                                        .get("name")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("")
+                                        .to_string(),
+                                    args: blk
+                                        .get("input")
+                                        .cloned()
+                                        .unwrap_or(Value::Object(Map::new())),
+                                });
+                            }
+                        }
+                        _ => {} // thinking, redacted_thinking: not read back by later requests
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if synthetic {
+        return;
+    }
+    b.assistant(text, calls, response_id, usage);
+}
+
+/// One user record: tool results, a prompt, a compaction summary or another user message.
+fn user(b: &mut Builder, l: &Line, sidechain: bool) {
+    let Some(content) = l.v.get("message").and_then(|m| m.get("content")) else {
+        b.warn(l.no, "skipped: a user record without `message.content`");
+        return;
+    };
+    let mut texts: Vec<String> = Vec::new();
+    match content {
+        Value::String(t) => texts.push(t.clone()),
+        Value::Array(blocks) => {
+            for blk in blocks {
+                if blk.get("type").and_then(Value::as_str) == Some("tool_result") {
+                    let id = blk.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                    let out = util::content_text(blk.get("content").unwrap_or(&Value::Null));
+                    let is_error = blk
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    b.tool_result(l.no, id, out, is_error);
+                } else {
+                    let t = util::block_text(blk);
+                    if !t.is_empty() {
+                        texts.push(t);
+                    }
+                }
+            }
+        }
+        _ => {
+            b.warn(
+                l.no,
+                "skipped: user content that is neither text nor blocks",
+            );
+            return;
+        }
+    }
+    if texts.is_empty() {
+        return;
+    }
+    let mut all = String::new();
+    for t in &texts {
+        push_part(&mut all, t);
+    }
+    if flag(&l.v, "isCompactSummary") {
+        b.summary(all, EventKind::CompactSummary);
+        return;
+    }
+    let not_prompt = |t: &String| {
+        let t = t.trim_start();
+        NOT_PROMPTS.iter().any(|p| t.starts_with(p))
+    };
+    let is_prompt = !flag(&l.v, "isMeta")
+        && (sidechain || !flag(&l.v, "isSidechain"))
+        && !texts.iter().all(not_prompt)
+        && !texts.iter().all(|t| t.trim().is_empty());
+    if !is_prompt {
+        b.user(all);
+        return;
+    }
+    let mut words = String::new();
+    for t in &texts {
+        let tt = t.trim_start();
+        if !CONTEXT_BLOCKS.iter().any(|p| tt.starts_with(p)) {
+            push_part(&mut words, t);
+        }
+    }
+    if words.is_empty() {
+        words = all.clone();
+    }
+    b.human(all, words, s(&l.v, "uuid").map(str::to_string));
+}

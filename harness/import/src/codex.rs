@@ -1,0 +1,496 @@
+//! Codex rollout JSONL, current and legacy.
+//!
+//! Current lines are `{timestamp, type, payload}` with `type` one of `session_meta`,
+//! `response_item`, `compacted`, `turn_context`, `event_msg` (openai/codex
+//! `codex-rs/protocol/src/protocol.rs`, `RolloutItem`). Legacy files start with a bare
+//! `{id, timestamp, instructions}` line and continue with bare response items (and
+//! `{"record_type": "state"}` markers, skipped).
+//!
+//! Response items (`codex-rs/protocol/src/models.rs`, `ResponseItem`):
+//!
+//! - `message`: role `user` is a human turn unless it is injected context (`<environment_context>`,
+//!   `<user_instructions>`, `# AGENTS.md instructions for`, `<skill>`, `<user_shell_command>`,
+//!   `<turn_aborted>`, ...), which is kept as a user message of the turn in progress, as are
+//!   `developer` and `system` messages; role `assistant` (`output_text`) is model text;
+//! - `function_call` {name, arguments (a JSON string, parsed; kept as a string when it is not
+//!   JSON), call_id}, `custom_tool_call` {name, input, call_id} (arguments `{"input": ...}`),
+//!   `local_shell_call` {call_id, action} (tool `local_shell`), `web_search_call` (tool
+//!   `web_search`, no result) are calls;
+//! - `function_call_output` / `custom_tool_call_output` {call_id, output} are results joined to
+//!   their call on `call_id` (output a string, `{content, success}`, or content items; `success:
+//!   false` marks an error);
+//! - `reasoning` belongs to the response but its text is not kept (it is encrypted or a summary).
+//!
+//! The assistant-side items between two non-assistant items (or two `token_count` rows) are one
+//! model response: one assistant message and one request. `event_msg` `token_count` rows give
+//! the request's usage (`info.last_token_usage`, or the difference of `total_token_usage`);
+//! Codex repeats identical rows (rate-limit updates), and a row whose `total_token_usage` equals
+//! the previous row's is skipped. Usage maps `input_tokens - cached_input_tokens` to uncached
+//! input, `cached_input_tokens` to cache reads, `output_tokens` to output.
+//!
+//! `compacted` {message, replacement_history} is a compaction point: the replacement history
+//! (when present) is added as non-turn messages, then the message as the summary; requests after
+//! it read from there on.
+//!
+//! Forks: `session_meta.forked_from_id` (or `parent_thread_id`, or
+//! `source.subagent.thread_spawn.parent_thread_id`) sets `parent`. A fork's file repeats the
+//! parent's rollout after its own `session_meta`, starting with the parent's `session_meta`.
+//! Codex writes that replay in one burst when the fork is created, so the importer drops the
+//! lines from the second `session_meta` while their timestamps stay within
+//! [`REPLAY_WINDOW_MS`] of it, and records their message count in
+//! [`crate::ImportedSession::dropped_prefix`]. When the parent's file is imported too,
+//! [`crate::link_forks`] drops a replayed prefix exactly (by comparing messages).
+
+use harness_core::message::ToolCall;
+use harness_core::request::Usage;
+use serde_json::{Map, Value};
+
+use crate::builder::Builder;
+use crate::error::ImportError;
+use crate::session::{EventKind, Format, ImportedSession, Warning};
+use crate::util::{self, json_lines, push_part, s, Line};
+
+/// How long after a replayed parent `session_meta` lines still count as the fork's replay.
+pub const REPLAY_WINDOW_MS: i64 = 1000;
+
+const ROLLOUT_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "compacted",
+    "turn_context",
+    "event_msg",
+];
+
+const ITEM_TYPES: &[&str] = &[
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "web_search_call",
+];
+
+/// Prefixes of user messages Codex injects (not typed by the user).
+const CONTEXTUAL: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions for",
+    "<INSTRUCTIONS>",
+    "<skill>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<permissions instructions>",
+];
+
+/// Whether a line looks like a current rollout line.
+pub(crate) fn looks_like(v: &Map<String, Value>) -> bool {
+    s(v, "type").is_some_and(|t| ROLLOUT_TYPES.contains(&t)) && v.contains_key("payload")
+}
+
+/// Whether a line looks like a legacy rollout line (its meta line, a state marker or a bare
+/// response item).
+pub(crate) fn looks_like_legacy(v: &Map<String, Value>) -> bool {
+    if v.contains_key("payload") {
+        return false;
+    }
+    if v.contains_key("record_type") {
+        return true;
+    }
+    match s(v, "type") {
+        Some(t) => {
+            ITEM_TYPES.contains(&t)
+                && (v.contains_key("role")
+                    || v.contains_key("call_id")
+                    || v.contains_key("summary"))
+        }
+        None => s(v, "id").is_some() && s(v, "timestamp").is_some() && !v.contains_key("sessionId"),
+    }
+}
+
+/// The conversation as it is read: the builder plus the response being assembled.
+struct Conv {
+    b: Builder,
+    open: bool,
+    text: String,
+    calls: Vec<ToolCall>,
+    web_searches: usize,
+    last_total: Option<Value>,
+}
+
+impl Conv {
+    fn new(b: Builder) -> Conv {
+        Conv {
+            b,
+            open: false,
+            text: String::new(),
+            calls: Vec::new(),
+            web_searches: 0,
+            last_total: None,
+        }
+    }
+
+    /// Closes the last response and returns the session.
+    fn finish(mut self) -> ImportedSession {
+        self.close();
+        self.b.finish()
+    }
+
+    /// Ends the response being assembled: one assistant message, one request.
+    fn close(&mut self) {
+        if !self.open {
+            return;
+        }
+        self.open = false;
+        let text = std::mem::take(&mut self.text);
+        let calls = std::mem::take(&mut self.calls);
+        self.b.assistant(text, calls, None, None);
+    }
+
+    fn item(&mut self, line: usize, p: &Map<String, Value>) {
+        let t = s(p, "type").unwrap_or("");
+        match t {
+            "message" => {
+                let role = s(p, "role").unwrap_or("");
+                let text = util::content_text(p.get("content").unwrap_or(&Value::Null));
+                match role {
+                    "assistant" => {
+                        self.open = true;
+                        push_part(&mut self.text, &text);
+                    }
+                    "user" => {
+                        self.close();
+                        let trimmed = text.trim_start();
+                        if CONTEXTUAL.iter().any(|c| trimmed.starts_with(c)) || trimmed.is_empty() {
+                            self.b.user(text);
+                        } else {
+                            let id = s(p, "id").map(str::to_string);
+                            self.b.human(text.clone(), text, id);
+                        }
+                    }
+                    _ => {
+                        self.close();
+                        self.b.user(text);
+                    }
+                }
+            }
+            "reasoning" => self.open = true,
+            "function_call" => {
+                let args = match s(p, "arguments") {
+                    Some(a) => {
+                        serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.to_string()))
+                    }
+                    None => p
+                        .get("arguments")
+                        .cloned()
+                        .unwrap_or(Value::Object(Map::new())),
+                };
+                self.call(line, p, args);
+            }
+            "custom_tool_call" => {
+                let mut args = Map::new();
+                args.insert(
+                    "input".into(),
+                    p.get("input").cloned().unwrap_or(Value::Null),
+                );
+                self.call(line, p, Value::Object(args));
+            }
+            "local_shell_call" => {
+                let args = p.get("action").cloned().unwrap_or(Value::Null);
+                let id = s(p, "call_id")
+                    .or_else(|| s(p, "id"))
+                    .unwrap_or("")
+                    .to_string();
+                self.push_call(line, id, "local_shell".into(), args);
+            }
+            "web_search_call" => {
+                self.web_searches += 1;
+                let id = s(p, "id")
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("web_search-{}", self.web_searches));
+                let args = p.get("action").cloned().unwrap_or(Value::Null);
+                self.push_call(line, id, "web_search".into(), args);
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                self.close();
+                let call_id = s(p, "call_id").unwrap_or("");
+                let (text, is_error) = output_text(p.get("output").unwrap_or(&Value::Null));
+                self.b.tool_result(line, call_id, text, is_error);
+            }
+            _ => {} // ghost_snapshot, compaction, other: not conversation content
+        }
+    }
+
+    fn call(&mut self, line: usize, p: &Map<String, Value>, args: Value) {
+        let id = s(p, "call_id")
+            .or_else(|| s(p, "id"))
+            .unwrap_or("")
+            .to_string();
+        let name = s(p, "name").unwrap_or("").to_string();
+        self.push_call(line, id, name, args);
+    }
+
+    fn push_call(&mut self, line: usize, id: String, name: String, args: Value) {
+        if id.is_empty() {
+            self.b.warn(
+                line,
+                format!("a `{name}` call without `call_id`: its result cannot be joined"),
+            );
+        }
+        self.open = true;
+        self.calls.push(ToolCall { id, name, args });
+    }
+
+    /// A `compacted` item.
+    fn compacted(&mut self, p: &Map<String, Value>) {
+        self.close();
+        self.b.compaction(EventKind::Compacted, None, None);
+        if let Some(Value::Array(items)) = p.get("replacement_history") {
+            for it in items {
+                let Some(o) = it.as_object() else { continue };
+                if s(o, "type") != Some("message") {
+                    continue;
+                }
+                let text = util::content_text(o.get("content").unwrap_or(&Value::Null));
+                if s(o, "role") == Some("assistant") {
+                    self.b.assistant_without_request(text);
+                } else {
+                    self.b.user(text);
+                }
+            }
+        }
+        let message = s(p, "message").unwrap_or("");
+        if !message.is_empty() {
+            self.b.summary_message(message.to_string());
+        }
+    }
+
+    /// A `token_count` event.
+    fn token_count(&mut self, p: &Map<String, Value>) {
+        let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
+            return;
+        };
+        let total = info.get("total_token_usage").cloned();
+        if total.is_some() && total == self.last_total {
+            return; // a repeated row
+        }
+        let last = info.get("last_token_usage").filter(|l| !l.is_null());
+        let usage = match (last, &total, &self.last_total) {
+            (Some(l), _, _) => codex_usage(l),
+            (None, Some(t), Some(prev)) => diff_usage(t, prev),
+            (None, Some(t), None) => codex_usage(t),
+            (None, None, _) => return,
+        };
+        self.last_total = total;
+        self.close();
+        let n = self.b.request_count();
+        if n > 0 && !self.b.has_usage(n - 1) {
+            self.b.set_usage(n - 1, usage);
+        }
+    }
+}
+
+/// Codex `TokenUsage` → core usage.
+fn codex_usage(v: &Value) -> Usage {
+    let input = util::n(v, "input_tokens");
+    let cached = util::n(v, "cached_input_tokens");
+    Usage {
+        input_tokens: input.saturating_sub(cached),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: util::n(v, "output_tokens"),
+    }
+}
+
+/// The usage between two cumulative rows.
+fn diff_usage(total: &Value, prev: &Value) -> Usage {
+    let d = |k: &str| util::n(total, k).saturating_sub(util::n(prev, k));
+    let input = d("input_tokens");
+    let cached = d("cached_input_tokens");
+    Usage {
+        input_tokens: input.saturating_sub(cached),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: d("output_tokens"),
+    }
+}
+
+/// The text of a tool output and whether it is an error.
+fn output_text(v: &Value) -> (String, bool) {
+    match v {
+        Value::String(t) => (t.clone(), false),
+        Value::Object(o) => {
+            let ok = o.get("success").and_then(Value::as_bool).unwrap_or(true);
+            let text = match o.get("content") {
+                Some(c) => util::content_text(c),
+                None => util::content_text(o.get("output").unwrap_or(&Value::Null)),
+            };
+            (text, !ok)
+        }
+        Value::Array(_) => (util::content_text(v), false),
+        Value::Null => (String::new(), false),
+        other => (other.to_string(), false),
+    }
+}
+
+/// The parent session named by a `session_meta` payload.
+fn parent_of(meta: &Map<String, Value>) -> Option<String> {
+    if let Some(p) = s(meta, "forked_from_id")
+        .or_else(|| s(meta, "forked_from"))
+        .or_else(|| s(meta, "parent_thread_id"))
+    {
+        return Some(p.to_string());
+    }
+    meta.get("source")
+        .and_then(|src| src.get("subagent"))
+        .and_then(|sa| sa.get("thread_spawn"))
+        .and_then(|ts| ts.get("parent_thread_id"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The instructions a `session_meta` payload records.
+fn instructions_of(meta: &Map<String, Value>) -> Option<String> {
+    match meta.get("base_instructions") {
+        Some(Value::Object(o)) => s(o, "text").map(str::to_string),
+        Some(Value::String(t)) => Some(t.clone()),
+        _ => s(meta, "instructions").map(str::to_string),
+    }
+}
+
+/// Imports a current-format rollout.
+pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, ImportError> {
+    let (lines, warnings) = json_lines(file, text)?;
+    if !lines.iter().any(|l| looks_like(&l.v)) {
+        return Err(ImportError::WrongShape {
+            file: file.to_string(),
+            format: Format::Codex,
+            detail: "no `{timestamp, type, payload}` rollout line".into(),
+        });
+    }
+    let meta_line = lines
+        .iter()
+        .find(|l| s(&l.v, "type") == Some("session_meta"));
+    let meta = meta_line
+        .and_then(|l| l.v.get("payload"))
+        .and_then(Value::as_object);
+    let own_id = meta.and_then(|m| s(m, "id")).map(str::to_string);
+    let id = own_id
+        .clone()
+        .unwrap_or_else(|| crate::claude_code::file_stem(file));
+    let mut b = Builder::new(id, Format::Codex, file);
+    b.add_warnings(warnings);
+    b.set_parent(meta.and_then(parent_of));
+    b.set_system(meta.and_then(instructions_of));
+    let mut conv = Conv::new(b);
+    // The replay of a parent's rollout inside a fork: (its start time, a throwaway conversation
+    // that reads it to count its messages).
+    let mut replay: Option<(Option<i64>, Conv)> = None;
+    let mut dropped = 0;
+    let mut seen_meta = false;
+    for l in &lines {
+        let ts = s(&l.v, "timestamp").and_then(util::timestamp_ms);
+        if let Some((start, r)) = replay.as_mut() {
+            let inside = match (*start, ts) {
+                (Some(a), Some(t)) => t - a <= REPLAY_WINDOW_MS,
+                _ => true,
+            };
+            if inside {
+                if s(&l.v, "type") != Some("session_meta") {
+                    feed(r, l);
+                }
+                continue;
+            }
+            if let Some((_, r)) = replay.take() {
+                conv.b.continue_turns(r.b.turns());
+                dropped += r.finish().messages.len();
+            }
+        }
+        if s(&l.v, "type") == Some("session_meta") {
+            let id =
+                l.v.get("payload")
+                    .and_then(|p| p.get("id"))
+                    .and_then(Value::as_str);
+            if seen_meta && id.is_some() && id != own_id.as_deref() {
+                replay = Some((ts, Conv::new(Builder::new("replay", Format::Codex, file))));
+            }
+            seen_meta = true;
+            continue;
+        }
+        feed(&mut conv, l);
+    }
+    if let Some((_, r)) = replay.take() {
+        conv.b.continue_turns(r.b.turns());
+        dropped += r.finish().messages.len();
+    }
+    conv.b.set_dropped_prefix(dropped);
+    Ok(vec![conv.finish()])
+}
+
+/// One rollout line other than `session_meta`.
+fn feed(conv: &mut Conv, l: &Line) {
+    let Some(t) = s(&l.v, "type") else {
+        conv.b.warn(l.no, "skipped: a line without `type`");
+        return;
+    };
+    let Some(p) = l.v.get("payload").and_then(Value::as_object) else {
+        if ROLLOUT_TYPES.contains(&t) {
+            conv.b.warn(
+                l.no,
+                format!("skipped: a `{t}` line without an object `payload`"),
+            );
+        } else {
+            conv.b
+                .warn(l.no, format!("skipped: unknown line type `{t}`"));
+        }
+        return;
+    };
+    match t {
+        "response_item" => conv.item(l.no, p),
+        "compacted" => conv.compacted(p),
+        "turn_context" => conv.close(),
+        "event_msg" if s(p, "type") == Some("token_count") => conv.token_count(p),
+        _ => {} // other events duplicate response items; newer item types carry nothing we read
+    }
+}
+
+/// Imports a legacy rollout (bare items).
+pub(crate) fn import_legacy(file: &str, text: &str) -> Result<Vec<ImportedSession>, ImportError> {
+    let (lines, warnings) = json_lines(file, text)?;
+    if !lines.iter().any(|l| looks_like_legacy(&l.v)) {
+        return Err(ImportError::WrongShape {
+            file: file.to_string(),
+            format: Format::CodexLegacy,
+            detail: "no `{id, timestamp}` meta line and no bare response item".into(),
+        });
+    }
+    let meta = lines
+        .iter()
+        .find(|l| s(&l.v, "type").is_none() && !l.v.contains_key("record_type"));
+    let id = meta
+        .and_then(|m| s(&m.v, "id"))
+        .map(str::to_string)
+        .unwrap_or_else(|| crate::claude_code::file_stem(file));
+    let mut b = Builder::new(id, Format::CodexLegacy, file);
+    b.add_warnings(warnings);
+    b.set_system(meta.and_then(|m| instructions_of(&m.v)));
+    let mut conv = Conv::new(b);
+    let mut extra: Vec<Warning> = Vec::new();
+    for l in &lines {
+        if l.v.contains_key("record_type") || meta.is_some_and(|m| m.no == l.no) {
+            continue;
+        }
+        match s(&l.v, "type") {
+            Some(_) => conv.item(l.no, &l.v),
+            None => extra.push(Warning {
+                file: file.to_string(),
+                line: l.no,
+                message: "skipped: a line without `type`".into(),
+            }),
+        }
+    }
+    conv.b.add_warnings(extra);
+    Ok(vec![conv.finish()])
+}

@@ -1,0 +1,197 @@
+//! The imported session model: what every importer produces.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use harness_core::message::Message;
+use harness_core::request::Usage;
+use serde::{Deserialize, Serialize};
+
+/// A transcript format this crate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Claude Code session JSONL (`~/.claude/projects/<project>/<session>.jsonl`, and its
+    /// subagent files `agent-*.jsonl`).
+    ClaudeCode,
+    /// Codex rollout JSONL: `{timestamp, type, payload}` lines (`~/.codex/sessions/...`).
+    Codex,
+    /// The older Codex rollout: a bare `{id, timestamp, instructions}` first line, then bare
+    /// response items.
+    CodexLegacy,
+    /// mini-swe-agent `.traj.json` (`trajectory_format: mini-swe-agent-1.x`).
+    MiniSweAgent,
+    /// SWE-agent `.traj` (`history` and/or `trajectory`).
+    SweAgent,
+    /// OpenHands evaluation `output.jsonl`: one run per line, each with its event `history`.
+    OpenHands,
+}
+
+impl Format {
+    /// Every format, in the order detection reports them.
+    pub const ALL: [Format; 6] = [
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::CodexLegacy,
+        Format::MiniSweAgent,
+        Format::SweAgent,
+        Format::OpenHands,
+    ];
+
+    /// The format's name as the command line spells it (`claude-code`, `codex`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::CodexLegacy => "codex-legacy",
+            Format::MiniSweAgent => "mini-swe-agent",
+            Format::SweAgent => "swe-agent",
+            Format::OpenHands => "openhands",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is none of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}`; expected one of claude-code, codex, codex-legacy, mini-swe-agent, swe-agent, openhands")]
+pub struct UnknownFormatName(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormatName;
+
+    fn from_str(s: &str) -> Result<Format, UnknownFormatName> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormatName(s.to_string()))
+    }
+}
+
+/// One imported session: the active branch of a recorded conversation, in the core's message
+/// model, with what the transcript recorded about each model call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportedSession {
+    /// The session's id: Claude Code's `sessionId` (`agent-<agentId>` for a subagent,
+    /// `<sessionId>/sidechain-<n>` for an inline sidechain), Codex's session id, the SWE-bench
+    /// instance id, or the file name when the transcript names none.
+    pub id: String,
+    /// The format it was read from.
+    pub format: Format,
+    /// The file it was read from (as the caller named it).
+    pub source: String,
+    /// The parent session for a sidechain, subagent or fork.
+    pub parent: Option<String>,
+    /// The system prompt when the transcript records it (Codex instructions, the trajectories'
+    /// system message). Claude Code files do not.
+    pub system: Option<String>,
+    /// The active branch in order: human turns and other user-role messages, assistant messages
+    /// (one per model response, its content blocks merged), tool results (one per tool call,
+    /// parallel results in call order). Messages before the first human turn have turn 0.
+    pub messages: Vec<Arc<Message>>,
+    /// One per model call, in order.
+    pub requests: Vec<RecordedRequest>,
+    /// Compaction points.
+    pub events: Vec<SessionEvent>,
+    /// The human prompts, turn 1, 2, ...
+    pub human_turns: Vec<HumanTurn>,
+    /// Messages of a fork's replayed parent history that were dropped from the front of
+    /// `messages` (0 when nothing was dropped). The fork's first requests also read them.
+    pub dropped_prefix: usize,
+    /// What was skipped, with file and line.
+    pub warnings: Vec<Warning>,
+}
+
+impl ImportedSession {
+    /// The context of a request as recorded: `messages[context_start..context]`.
+    pub fn context(&self, request: &RecordedRequest) -> &[Arc<Message>] {
+        let end = request.context.min(self.messages.len());
+        let start = request.context_start.min(end);
+        &self.messages[start..end]
+    }
+}
+
+/// One call to the model, as the transcript recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// Index in `messages` of the assistant message this call produced.
+    pub message: usize,
+    /// The number of messages before that message: `messages[context_start..context]` was the
+    /// context of the call. (Equal to `message`: the answer is appended right after its context.)
+    pub context: usize,
+    /// The first message the call read: 0, or after a compaction the index of the first message
+    /// after the compaction point (the summary).
+    pub context_start: usize,
+    /// The provider's response id, when recorded (Claude Code `message.id`, OpenHands and
+    /// mini-swe-agent `response.id`).
+    pub response_id: Option<String>,
+    /// The usage the provider reported for this call, when recorded.
+    pub usage: Option<Usage>,
+}
+
+/// What happened at a point of the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// Claude Code's `compact_boundary` system record: the context was compacted here.
+    CompactBoundary,
+    /// Claude Code's `isCompactSummary` user record: the summary message at `message`.
+    CompactSummary,
+    /// Codex's `compacted` item: the history was replaced here; the summary (when the item has
+    /// text) is the message at `message`.
+    Compacted,
+}
+
+/// A compaction point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// Index in `messages` of the first message after the point (may equal `messages.len()`).
+    pub message: usize,
+    /// What triggered it (`auto`, `manual`), when recorded.
+    pub trigger: Option<String>,
+    /// The context size before compaction, when recorded (`compactMetadata.preTokens`).
+    pub pre_tokens: Option<u64>,
+}
+
+/// One human prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanTurn {
+    /// The turn it opens (1-based).
+    pub turn: u32,
+    /// Index in `messages` of the prompt.
+    pub message: usize,
+    /// The record's id: Claude Code's `uuid` (the key of the labels files), OpenHands' event id;
+    /// `None` where the format has none.
+    pub id: Option<String>,
+    /// The prompt's words (for Claude Code without the IDE context blocks that precede them).
+    pub text: String,
+}
+
+/// Something the importer skipped or could not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// The file.
+    pub file: String,
+    /// The 1-based line, or 0 when the warning is about the file as a whole.
+    pub line: usize,
+    /// What was skipped and why.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Imports every transcript in `../shared/data` (the real sessions beside the repository) when
+//! it is there; skips with a message when it is not. Set `FOLDBENCH_DATA` to read another folder.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use harness_import::fs::import_paths;
+use harness_import::{Format, ImportedSession};
+
+fn data_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FOLDBENCH_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// The labelled prompts of a labels file: uuid → is a prompt (`n` not null).
+fn labels(text: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut uuid: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(u) = t.strip_prefix("- uuid:") {
+            uuid = Some(u.trim().trim_matches('"').to_string());
+        } else if let Some(n) = t.strip_prefix("n:") {
+            if let Some(u) = uuid.take() {
+                out.push((u, n.trim() != "null"));
+            }
+        }
+    }
+    out
+}
+
+#[derive(Default)]
+struct Row {
+    files: usize,
+    sessions: usize,
+    turns: usize,
+    requests: usize,
+    with_usage: usize,
+    messages: usize,
+    tokens: u64,
+    warnings: usize,
+}
+
+#[test]
+fn imports_everything_in_shared_data() {
+    let Some(dir) = data_dir() else {
+        println!(
+            "skipped: no real sessions at ../shared/data (set FOLDBENCH_DATA to point elsewhere)"
+        );
+        return;
+    };
+    let report = import_paths(std::slice::from_ref(&dir), None).expect("the folder can be walked");
+    for (path, e) in &report.errors {
+        println!("error: {}: {e}", path.display());
+    }
+    assert!(
+        report.errors.is_empty(),
+        "{} files failed",
+        report.errors.len()
+    );
+
+    let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
+    let mut files_seen: HashMap<&str, Vec<&str>> = HashMap::new();
+    for s in &report.sessions {
+        let r = rows.entry(s.format.name()).or_default();
+        r.sessions += 1;
+        r.turns += s.human_turns.len();
+        r.requests += s.requests.len();
+        r.with_usage += s.requests.iter().filter(|q| q.usage.is_some()).count();
+        r.messages += s.messages.len();
+        r.tokens += s.messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        r.warnings += s.warnings.len();
+        files_seen
+            .entry(s.format.name())
+            .or_default()
+            .push(&s.source);
+        for w in &s.warnings {
+            println!("warning: {w}");
+        }
+    }
+    for (fmt, files) in &mut files_seen {
+        files.sort_unstable();
+        files.dedup();
+        if let Some(r) = rows.get_mut(fmt) {
+            r.files = files.len();
+        }
+    }
+    println!("{} files read", report.files);
+    println!("format          files sessions turns requests usage messages   tokens warnings");
+    for (fmt, r) in &rows {
+        println!(
+            "{fmt:<15} {:>5} {:>8} {:>5} {:>8} {:>5} {:>8} {:>8} {:>8}",
+            r.files,
+            r.sessions,
+            r.turns,
+            r.requests,
+            r.with_usage,
+            r.messages,
+            r.tokens,
+            r.warnings
+        );
+    }
+
+    // No warnings explode: at most one per file read.
+    let warnings: usize = rows.values().map(|r| r.warnings).sum();
+    assert!(
+        warnings <= report.files,
+        "{warnings} warnings for {} files",
+        report.files
+    );
+
+    // Every session has requests that point at assistant messages inside it.
+    for s in &report.sessions {
+        check_invariants(s);
+    }
+
+    // Claude Code: every main session whose file has two or more human prompts by the data
+    // README's rule (counted here over all records, whatever the branch) has human turns,
+    // requests, and usage on every request.
+    let claude_main: Vec<&ImportedSession> = report
+        .sessions
+        .iter()
+        .filter(|s| s.format == Format::ClaudeCode && s.parent.is_none())
+        .collect();
+    let mut multi = 0;
+    for s in &claude_main {
+        let text = std::fs::read_to_string(&s.source).expect("session file reads");
+        if readme_prompts(&text) < 2 {
+            continue;
+        }
+        multi += 1;
+        assert!(!s.human_turns.is_empty(), "{}: no human turn", s.id);
+        assert!(
+            !s.requests.is_empty(),
+            "{}: human turns but no requests",
+            s.id
+        );
+        assert!(
+            s.requests.iter().all(|r| r.usage.is_some()),
+            "{}: a request without usage",
+            s.id
+        );
+    }
+    let strict = claude_main
+        .iter()
+        .filter(|s| s.human_turns.len() >= 2)
+        .count();
+    println!(
+        "claude code: {} main sessions, {multi} with two or more prompts in the file, {strict} with two or more human turns imported",
+        claude_main.len()
+    );
+    assert!(multi > 0);
+
+    // Where labels exist, the human turns are exactly the labelled prompts, in order.
+    let labels_dir = dir.join("labels/claude-code");
+    let mut checked = 0;
+    if let Ok(entries) = std::fs::read_dir(&labels_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Some(id) = name.strip_suffix(".yaml") else {
+                continue;
+            };
+            let Some(s) = claude_main.iter().find(|s| s.id == id) else {
+                continue;
+            };
+            let text = std::fs::read_to_string(e.path()).expect("labels file reads");
+            let want: Vec<String> = labels(&text)
+                .into_iter()
+                .filter(|(_, p)| *p)
+                .map(|(u, _)| u)
+                .collect();
+            let got: Vec<String> = s.human_turns.iter().filter_map(|t| t.id.clone()).collect();
+            assert_eq!(got, want, "{id}: human turns differ from the labels");
+            checked += 1;
+        }
+    }
+    println!("human turns match the labels of {checked} sessions");
+}
+
+/// Prompts by the data README's rule: `type: user` records whose content has text (not only
+/// `tool_result` blocks), not `isMeta`, not `isSidechain`, not `isCompactSummary`, whose text is
+/// not only slash-command wrappers, bash-mode records or interruption notices.
+fn readme_prompts(text: &str) -> usize {
+    const NOT_PROMPTS: &[&str] = &[
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-caveat>",
+        "<bash-input>",
+        "<bash-stdout>",
+        "[Request interrupted by user",
+    ];
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| {
+            r["type"] == "user"
+                && r["isMeta"] != true
+                && r["isSidechain"] != true
+                && r["isCompactSummary"] != true
+        })
+        .filter(|r| {
+            let texts: Vec<String> = match &r["message"]["content"] {
+                serde_json::Value::String(t) => vec![t.clone()],
+                serde_json::Value::Array(b) => b
+                    .iter()
+                    .filter(|b| b["type"] != "tool_result")
+                    .map(|b| b["text"].as_str().unwrap_or("[image]").to_string())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            !texts.is_empty()
+                && !texts
+                    .iter()
+                    .all(|t| NOT_PROMPTS.iter().any(|p| t.trim_start().starts_with(p)))
+        })
+        .count()
+}
+
+fn check_invariants(s: &ImportedSession) {
+    use harness_core::message::Role;
+    for r in &s.requests {
+        assert_eq!(
+            s.messages[r.message].role,
+            Role::Assistant,
+            "{}: a request's message is not the model's",
+            s.id
+        );
+        assert!(r.context_start <= r.context && r.context == r.message);
+    }
+    for (i, t) in s.human_turns.iter().enumerate() {
+        assert_eq!(t.turn as usize, i + 1 + s.human_turns[0].turn as usize - 1);
+        assert_eq!(s.messages[t.message].turn, t.turn);
+    }
+    for e in &s.events {
+        assert!(e.message <= s.messages.len());
+    }
+    // Tool results answer calls made before them.
+    let mut calls = std::collections::HashSet::new();
+    for m in &s.messages {
+        for c in &m.tool_calls {
+            calls.insert(c.id.clone());
+        }
+        if let Some(id) = &m.tool_call_id {
+            assert!(
+                calls.contains(id) || m.tool_name.as_deref() == Some("unknown"),
+                "{}: result before its call",
+                s.id
+            );
+        }
+    }
+}

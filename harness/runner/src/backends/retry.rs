@@ -1,0 +1,427 @@
+//! The HTTP engine shared by the provider backends: a per-provider cap on requests in flight,
+//! retries with exponential backoff and jitter, `Retry-After`, time-outs, and error messages that
+//! never carry a secret.
+//!
+//! What is retried: HTTP 408, 429 and every 5xx status, connection errors and time-outs. Any other
+//! status fails at once. A `Retry-After` header given in seconds (integer or decimal) replaces the
+//! computed backoff for that wait (capped at [`MAX_RETRY_AFTER`]); the HTTP-date form is ignored.
+//! Between attempts the request holds no slot of the in-flight cap, so a waiting request does not
+//! block the others.
+//!
+//! Secrets: error messages never include request headers or the request URL (the base URL comes
+//! from the host environment); bodies of error responses are included with every known secret
+//! replaced by `[redacted]` and cut to [`ERROR_BODY_LIMIT`] characters.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderValue, CONTENT_TYPE};
+use reqwest::StatusCode;
+use tokio::sync::Semaphore;
+
+use crate::model::ModelError;
+
+/// The longest error-response body excerpt kept in an error message, in characters.
+pub const ERROR_BODY_LIMIT: usize = 500;
+
+/// The longest wait a `Retry-After` header can impose.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// The longest computed backoff between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How often and how patiently a request is tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (so at most `max_retries + 1` attempts).
+    pub max_retries: u32,
+    /// The first backoff; each further one doubles, up to [`MAX_BACKOFF`], with jitter.
+    pub base_delay: Duration,
+    /// Time-out of one attempt, from sending the request to the end of the response body.
+    pub timeout: Duration,
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed, without a
+    /// `Retry-After`: `base_delay * 2^(attempt-1)`, capped, then jittered into `[d/2, d]`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let exp = attempt.saturating_sub(1).min(20);
+        let full = self.base_delay.saturating_mul(1u32 << exp).min(MAX_BACKOFF);
+        let half = full / 2;
+        let span = u64::try_from((full - half).as_nanos()).unwrap_or(u64::MAX);
+        let extra = if span == 0 {
+            0
+        } else {
+            jitter_u64() % (span + 1)
+        };
+        half + Duration::from_nanos(extra)
+    }
+}
+
+/// A number from a tiny xorshift generator seeded by the clock and a counter; good enough to
+/// spread retries of concurrent requests apart.
+fn jitter_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = nanos ^ COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    if x == 0 {
+        x = 0x2545_f491_4f6c_dd1d;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
+/// The in-flight cap shared by every model of one provider endpoint (`key`, e.g.
+/// `openai https://api.openai.com/v1`) built with the same `cap` (a run uses one cap, so in
+/// practice: by every model of the endpoint).
+pub fn provider_semaphore(key: &str, cap: usize) -> Arc<Semaphore> {
+    let cap = cap.max(1);
+    let key = format!("{key} cap={cap}");
+    static REGISTRY: OnceLock<Mutex<HashMap<String, Arc<Semaphore>>>> = OnceLock::new();
+    let registry = REGISTRY.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = match registry.lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.entry(key)
+        .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+        .clone()
+}
+
+/// Replaces every secret (non-empty) in `text` with `[redacted]`.
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+    }
+    out
+}
+
+/// Redacts `text` and cuts it to `limit` characters (marking the cut).
+pub fn excerpt(text: &str, secrets: &[String], limit: usize) -> String {
+    let clean = redact(text.trim(), secrets);
+    match clean.char_indices().nth(limit) {
+        Some((at, _)) => format!("{}… (truncated)", &clean[..at]),
+        None => clean,
+    }
+}
+
+/// The outcome of one attempt.
+enum Attempt {
+    /// A 2xx answer with its body.
+    Done(Vec<u8>),
+    /// Worth another try; `retry_after` if the server asked for a wait.
+    Retry {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    /// Final.
+    Fatal(ModelError),
+}
+
+/// Posts JSON to one provider with the cap, retries and redaction described in the module docs.
+pub struct Engine {
+    /// Model name for error messages (`openai:gpt-4o-mini`).
+    model: String,
+    client: reqwest::Client,
+    semaphore: Arc<Semaphore>,
+    policy: RetryPolicy,
+    secrets: Vec<String>,
+}
+
+impl Engine {
+    /// An engine for `model` (the name used in errors), sharing `semaphore` with the other models
+    /// of its provider; `secrets` are redacted from every message.
+    pub fn new(
+        model: &str,
+        semaphore: Arc<Semaphore>,
+        policy: RetryPolicy,
+        secrets: Vec<String>,
+    ) -> Result<Engine, String> {
+        let client = reqwest::Client::builder()
+            .timeout(policy.timeout)
+            .build()
+            .map_err(|e| format!("model {model}: cannot build the http client: {e}"))?;
+        let secrets = secrets.into_iter().filter(|s| !s.is_empty()).collect();
+        Ok(Engine {
+            model: model.to_string(),
+            client,
+            semaphore,
+            policy,
+            secrets,
+        })
+    }
+
+    /// The retry policy.
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+
+    /// POSTs `body` to `url` with `headers`, retrying as the module docs say, and returns the
+    /// parsed JSON answer.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, ModelError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| self.other(format!("cannot encode the request: {e}")))?;
+        let attempts = self.policy.max_retries.saturating_add(1);
+        let mut last = String::new();
+        for attempt in 1..=attempts {
+            let outcome = {
+                let _permit = self.semaphore.acquire().await.map_err(|_| {
+                    self.other("the provider's request limiter was closed".to_string())
+                })?;
+                self.attempt(url, headers, bytes.clone(), attempt, attempts)
+                    .await
+            };
+            match outcome {
+                Attempt::Done(body) => return self.parse(&body),
+                Attempt::Fatal(err) => return Err(err),
+                Attempt::Retry {
+                    reason,
+                    retry_after,
+                } => {
+                    if attempt < attempts {
+                        let wait = match retry_after {
+                            Some(d) => d.min(MAX_RETRY_AFTER),
+                            None => self.policy.backoff(attempt),
+                        };
+                        eprintln!(
+                            "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
+                            self.model,
+                            first_line(&reason),
+                            wait.as_secs_f64()
+                        );
+                        tokio::time::sleep(wait).await;
+                    }
+                    last = reason;
+                }
+            }
+        }
+        Err(ModelError::Transport {
+            model: self.model.clone(),
+            message: format!("gave up after {attempts} attempts: {last}"),
+        })
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+        attempt: u32,
+        attempts: u32,
+    ) -> Attempt {
+        let mut rb = self
+            .client
+            .post(url)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in headers {
+            rb = rb.header(*name, value.as_str());
+        }
+        let resp = match rb.body(body).send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                return Attempt::Retry {
+                    reason: self.describe(&e),
+                    retry_after: None,
+                }
+            }
+        };
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let body = resp.bytes().await;
+        if status.is_success() {
+            return match body {
+                Ok(b) => Attempt::Done(b.to_vec()),
+                Err(e) if e.is_timeout() => Attempt::Retry {
+                    reason: self.describe(&e),
+                    retry_after: None,
+                },
+                Err(e) => Attempt::Fatal(self.malformed(format!(
+                    "the response body was cut short or unreadable: {}",
+                    self.describe(&e)
+                ))),
+            };
+        }
+        let text = body
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let detail = excerpt(&text, &self.secrets, ERROR_BODY_LIMIT);
+        let reason = if detail.is_empty() {
+            format!("http {status}")
+        } else {
+            format!("http {status}: {detail}")
+        };
+        if retryable(status) {
+            Attempt::Retry {
+                reason,
+                retry_after,
+            }
+        } else {
+            Attempt::Fatal(ModelError::Transport {
+                model: self.model.clone(),
+                message: format!("{reason} (not retried; attempt {attempt} of {attempts})"),
+            })
+        }
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<serde_json::Value, ModelError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(self.malformed("the response body is empty".to_string()));
+        }
+        serde_json::from_slice(body).map_err(|e| {
+            let what = if e.is_eof() {
+                "the response body is truncated JSON"
+            } else {
+                "the response body is not JSON"
+            };
+            let text = String::from_utf8_lossy(body);
+            self.malformed(format!(
+                "{what} ({e}); body starts: {}",
+                excerpt(&text, &self.secrets, 200)
+            ))
+        })
+    }
+
+    /// A reqwest error in words, without the URL, redacted.
+    fn describe(&self, e: &reqwest::Error) -> String {
+        let kind = if e.is_timeout() {
+            format!(
+                "request timed out after {:.1}s",
+                self.policy.timeout.as_secs_f64()
+            )
+        } else if e.is_connect() {
+            "connection failed".to_string()
+        } else if e.is_body() || e.is_decode() {
+            "reading the response body failed".to_string()
+        } else {
+            "request failed".to_string()
+        };
+        let mut chain = Vec::new();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            chain.push(s.to_string());
+            source = s.source();
+        }
+        if chain.is_empty() {
+            kind
+        } else {
+            redact(&format!("{kind}: {}", chain.join(": ")), &self.secrets)
+        }
+    }
+
+    /// A malformed-response error for this model.
+    pub fn malformed(&self, message: String) -> ModelError {
+        ModelError::Malformed {
+            model: self.model.clone(),
+            message: redact(&message, &self.secrets),
+        }
+    }
+
+    fn other(&self, message: String) -> ModelError {
+        ModelError::Other {
+            model: self.model.clone(),
+            message,
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(160) {
+        Some((at, _)) => &line[..at],
+        None => line,
+    }
+}
+
+/// Whether a status is worth another attempt: 408, 429, 5xx.
+pub fn retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error()
+}
+
+/// A `Retry-After` value in seconds (integer or decimal); `None` for dates and nonsense.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    if secs.is_finite() && secs >= 0.0 {
+        Some(Duration::from_secs_f64(
+            secs.min(MAX_RETRY_AFTER.as_secs_f64()),
+        ))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_cap() {
+        let p = RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_millis(100),
+            timeout: Duration::from_secs(1),
+        };
+        for _ in 0..50 {
+            let d1 = p.backoff(1);
+            assert!(
+                d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100),
+                "{d1:?}"
+            );
+            let d3 = p.backoff(3);
+            assert!(
+                d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400),
+                "{d3:?}"
+            );
+            assert!(p.backoff(40) <= MAX_BACKOFF);
+        }
+    }
+
+    #[test]
+    fn retry_after_seconds_only() {
+        assert_eq!(parse_retry_after("1"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("-3"), None);
+        assert_eq!(parse_retry_after("100000"), Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn excerpt_redacts_then_truncates() {
+        let secrets = vec!["sk-secret".to_string()];
+        let body = format!("bad key sk-secret {}", "x".repeat(1000));
+        let e = excerpt(&body, &secrets, ERROR_BODY_LIMIT);
+        assert!(!e.contains("sk-secret"));
+        assert!(e.starts_with("bad key [redacted] xxx"));
+        assert!(e.chars().count() <= ERROR_BODY_LIMIT + 20);
+        assert_eq!(excerpt("short", &secrets, 500), "short");
+    }
+
+    #[test]
+    fn retryable_statuses() {
+        assert!(retryable(StatusCode::TOO_MANY_REQUESTS));
+        assert!(retryable(StatusCode::INTERNAL_SERVER_ERROR));
+        assert!(retryable(StatusCode::from_u16(529).unwrap()));
+        assert!(!retryable(StatusCode::BAD_REQUEST));
+        assert!(!retryable(StatusCode::UNAUTHORIZED));
+    }
+}

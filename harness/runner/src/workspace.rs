@@ -1,0 +1,555 @@
+//! A cell's workspace: a temp dir holding a copy of the task's fixture, committed as the first
+//! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git.
+//!
+//! The workspace gives the runner what it needs around the tools: the setup commands, a
+//! fingerprint of the files (to check that two arms start from and end in the same state) and
+//! the diff against the fixture (saved with the cell's record).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use git2::{DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, Signature, Time};
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::tools::{self, ToolLimits};
+
+/// The archive folder, relative to the workspace root. Policies write folded turns and strategy
+/// branches here; the model may read them back; git ignores them.
+pub const ARCHIVE_DIR: &str = ".foldbench/archive";
+
+/// The folder excluded from git (and from the fingerprint and the diff), holding the archive.
+const FOLDBENCH_DIR: &str = ".foldbench";
+
+/// Errors of creating or using a workspace.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// A filesystem operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, naming the path.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A git operation failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    /// The fixture cannot be used as it is (not a directory, contains a symlink, ...).
+    #[error("fixture {path}: {problem}")]
+    Fixture {
+        /// The offending path in the fixture.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A setup command failed (non-zero exit or timeout).
+    #[error("setup command `{command}` failed ({reason}); its output:\n{output}")]
+    Setup {
+        /// The command as written in the task spec.
+        command: String,
+        /// `exit code N`, `timed out after Ns`, ...
+        reason: String,
+        /// What the command printed (stdout and stderr merged, capped).
+        output: String,
+    },
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> WorkspaceError {
+    let context = context.into();
+    move |source| WorkspaceError::Io { context, source }
+}
+
+/// A fixture copy in a temp dir, committed as the first commit of a fresh git repo.
+///
+/// Dropping it removes the temp dir, unless it was created with `keep`.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    base: Oid,
+    /// Owns the temp dir (removed on drop); `None` when the workspace is kept.
+    _tmp: Option<TempDir>,
+}
+
+impl Workspace {
+    /// Same as the module's [`ARCHIVE_DIR`].
+    pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
+
+    /// Creates a workspace from the fixture folder: a fresh temp dir (prefix `foldbench-`), the
+    /// fixture copied into it (regular files and directories, executable bits kept; a symlink
+    /// in the fixture is an error), `git init`, everything staged and committed as the first
+    /// commit (author and committer `foldbench <foldbench@localhost>` at time 0, so the ids are
+    /// deterministic), and `.foldbench/` written to `.git/info/exclude`.
+    ///
+    /// With `keep`, the temp dir is left in place when the workspace is dropped.
+    pub fn create(fixture: &Path, keep: bool) -> Result<Workspace, WorkspaceError> {
+        let meta = fs::metadata(fixture)
+            .map_err(io_err(format!("cannot read fixture {}", fixture.display())))?;
+        if !meta.is_dir() {
+            return Err(WorkspaceError::Fixture {
+                path: fixture.to_path_buf(),
+                problem: "not a directory".to_string(),
+            });
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix("foldbench-")
+            .tempdir()
+            .map_err(io_err("cannot create a temp dir"))?;
+        let root = tmp
+            .path()
+            .canonicalize()
+            .map_err(io_err("cannot resolve the temp dir"))?;
+        copy_tree(fixture, &root)?;
+        let base = init_repo(&root)?;
+        let tmp = if keep {
+            let _ = tmp.keep();
+            None
+        } else {
+            Some(tmp)
+        };
+        Ok(Workspace {
+            root,
+            base,
+            _tmp: tmp,
+        })
+    }
+
+    /// The workspace root (absolute, canonical).
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The archive folder's absolute path (it need not exist yet).
+    pub fn archive_dir(&self) -> PathBuf {
+        self.root.join(ARCHIVE_DIR)
+    }
+
+    /// The id of the first commit (the fixture as it was copied).
+    pub fn base_commit(&self) -> String {
+        self.base.to_string()
+    }
+
+    /// Same as the module's [`is_archive_path`].
+    pub fn is_archive_path(rel: &str) -> bool {
+        is_archive_path(rel)
+    }
+
+    /// Runs the task's setup commands in order, with the shell tool's runner (same directory,
+    /// environment and process-group handling). The first command that exits non-zero or times
+    /// out is an error naming it, with its output.
+    pub async fn run_setup(
+        &self,
+        commands: &[String],
+        timeout: Duration,
+    ) -> Result<(), WorkspaceError> {
+        let cap = ToolLimits::default().output_cap;
+        for command in commands {
+            let run = tools::run_shell(&self.root, command, timeout, cap)
+                .await
+                .map_err(io_err(format!("cannot run setup command `{command}`")))?;
+            if run.success() {
+                continue;
+            }
+            let reason = if run.timed_out {
+                format!("timed out after {}s", timeout.as_secs_f64())
+            } else {
+                match run.status {
+                    Some(s) => match s.code() {
+                        Some(code) => format!("exit code {code}"),
+                        None => format!("terminated: {s}"),
+                    },
+                    None => "no exit status".to_string(),
+                }
+            };
+            return Err(WorkspaceError::Setup {
+                command: command.clone(),
+                reason,
+                output: run.output,
+            });
+        }
+        Ok(())
+    }
+
+    /// Hex sha256 over every regular file below the root except `.git/` and `.foldbench/`: the
+    /// files in order of their relative paths, each contributing its path bytes, a 0 byte, its
+    /// content and a 0 byte. Symlinks are not followed. Equal files give equal fingerprints.
+    pub fn fingerprint(&self) -> io::Result<String> {
+        let mut files = Vec::new();
+        collect_regular_files(&self.root, "", &mut files)?;
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut hasher = Sha256::new();
+        for (rel, abs) in files {
+            hasher.update(rel.as_bytes());
+            hasher.update([0u8]);
+            let mut file = fs::File::open(&abs)?;
+            io::copy(&mut file, &mut hasher)?;
+            hasher.update([0u8]);
+        }
+        Ok(hex(&hasher.finalize()))
+    }
+
+    /// The changes since the first commit as a unified diff (git patch text): the first
+    /// commit's tree against the working tree (through the index), untracked files included
+    /// with their content, the archive folder excluded. Empty when nothing changed.
+    pub fn diff(&self) -> Result<String, WorkspaceError> {
+        let repo = Repository::open(&self.root)?;
+        let tree = repo.find_commit(self.base)?.tree()?;
+        let mut opts = DiffOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .show_untracked_content(true);
+        let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+        let mut out = Vec::new();
+        diff.print(DiffFormat::Patch, |delta, _hunk, line| {
+            let in_archive = [delta.old_file().path(), delta.new_file().path()]
+                .into_iter()
+                .flatten()
+                .any(|p| p.starts_with(FOLDBENCH_DIR));
+            if in_archive {
+                return true;
+            }
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                out.push(line.origin() as u8);
+            }
+            out.extend_from_slice(line.content());
+            true
+        })?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// Whether a workspace-relative path is inside the archive folder (`.foldbench/archive` or
+/// below). The path is normalised lexically first (`./`, `a/../`); paths that cannot be
+/// normalised (absolute, escaping) are not archive paths.
+pub fn is_archive_path(rel: &str) -> bool {
+    match tools::normalize(rel) {
+        Ok(norm) => {
+            norm == ARCHIVE_DIR
+                || norm
+                    .strip_prefix(ARCHIVE_DIR)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Copies the fixture tree `src` into the existing directory `dst`.
+fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(src)
+        .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?
+        .collect::<Result<_, _>>()
+        .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let from = entry.path();
+        let to = dst.join(entry.file_name());
+        let ft = entry
+            .file_type()
+            .map_err(io_err(format!("cannot stat {}", from.display())))?;
+        if ft.is_symlink() {
+            return Err(WorkspaceError::Fixture {
+                path: from,
+                problem: "symlinks are not allowed in fixtures".to_string(),
+            });
+        }
+        if entry.file_name() == ".git" {
+            return Err(WorkspaceError::Fixture {
+                path: from,
+                problem: "a fixture must not contain a `.git` folder".to_string(),
+            });
+        }
+        if ft.is_dir() {
+            fs::create_dir(&to).map_err(io_err(format!("cannot create {}", to.display())))?;
+            copy_tree(&from, &to)?;
+        } else if ft.is_file() {
+            // fs::copy copies the permission bits too (the executable bit included).
+            fs::copy(&from, &to).map_err(io_err(format!(
+                "cannot copy {} to {}",
+                from.display(),
+                to.display()
+            )))?;
+        } else {
+            return Err(WorkspaceError::Fixture {
+                path: from,
+                problem: "only regular files and directories are allowed in fixtures".to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
+fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
+    let mut init = git2::RepositoryInitOptions::new();
+    init.initial_head("main");
+    let repo = Repository::init_opts(root, &init)?;
+
+    let info = repo.path().join("info");
+    fs::create_dir_all(&info).map_err(io_err(format!("cannot create {}", info.display())))?;
+    let exclude = info.join("exclude");
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&exclude)
+        .map_err(io_err(format!("cannot open {}", exclude.display())))?;
+    f.write_all(format!("\n{FOLDBENCH_DIR}/\n").as_bytes())
+        .map_err(io_err(format!("cannot write {}", exclude.display())))?;
+
+    let mut index = repo.index()?;
+    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+    index.write()?;
+    let tree_id = index.write_tree()?;
+    let tree = repo.find_tree(tree_id)?;
+    let sig = Signature::new("foldbench", "foldbench@localhost", &Time::new(0, 0))?;
+    let oid = repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])?;
+    Ok(oid)
+}
+
+/// Collects `(relative path, absolute path)` of the regular files below `dir`, skipping `.git`
+/// and `.foldbench` at the root; symlinks are neither followed nor collected.
+fn collect_regular_files(
+    dir: &Path,
+    prefix: &str,
+    out: &mut Vec<(String, PathBuf)>,
+) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if prefix.is_empty() && (name == ".git" || name == FOLDBENCH_DIR) {
+            continue;
+        }
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let ft = entry.file_type()?;
+        if ft.is_dir() {
+            collect_regular_files(&entry.path(), &rel, out)?;
+        } else if ft.is_file() {
+            out.push((rel, entry.path()));
+        }
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn fixture() -> TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path();
+        fs::create_dir_all(p.join("src/pkg")).expect("mkdir");
+        fs::write(p.join("src/session.py"), "PORT = 8080\n").expect("write");
+        fs::write(p.join("src/pkg/__init__.py"), "").expect("write");
+        fs::write(p.join("README.md"), "# fixture\n").expect("write");
+        fs::write(p.join("run.sh"), "#!/bin/sh\necho hi\n").expect("write");
+        fs::set_permissions(p.join("run.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir
+    }
+
+    fn write_archive(ws: &Workspace) {
+        fs::create_dir_all(ws.archive_dir()).expect("mkdir");
+        fs::write(ws.archive_dir().join("x"), "archived turn\n").expect("write");
+    }
+
+    #[test]
+    fn create_commits_the_fixture() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        assert!(ws
+            .path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("foldbench-")));
+        let repo = Repository::open(ws.path()).expect("open");
+        let head = repo.head().expect("head").peel_to_commit().expect("commit");
+        assert_eq!(head.id().to_string(), ws.base_commit());
+        assert_eq!(head.parent_count(), 0);
+        assert_eq!(head.author().name(), Some("foldbench"));
+        assert_eq!(head.author().email(), Some("foldbench@localhost"));
+        assert_eq!(head.time().seconds(), 0);
+        let tree = head.tree().expect("tree");
+        for path in [
+            "src/session.py",
+            "src/pkg/__init__.py",
+            "README.md",
+            "run.sh",
+        ] {
+            assert!(tree.get_path(Path::new(path)).is_ok(), "{path} committed");
+        }
+        let run = tree.get_path(Path::new("run.sh")).expect("run.sh");
+        assert_eq!(run.filemode(), 0o100755, "executable bit kept");
+        let mode = fs::metadata(ws.path().join("run.sh"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o111, 0);
+        assert_eq!(
+            fs::read_to_string(ws.path().join("src/session.py")).expect("read"),
+            "PORT = 8080\n"
+        );
+        // Same fixture, same commit id.
+        let ws2 = Workspace::create(fx.path(), false).expect("create");
+        assert_eq!(ws.base_commit(), ws2.base_commit());
+        assert_eq!(
+            ws.fingerprint().expect("fp"),
+            ws2.fingerprint().expect("fp")
+        );
+        assert!(ws.diff().expect("diff").is_empty());
+    }
+
+    #[test]
+    fn archive_is_invisible_to_git_fingerprint_and_diff() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let before = ws.fingerprint().expect("fp");
+        write_archive(&ws);
+        let repo = Repository::open(ws.path()).expect("open");
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true).recurse_untracked_dirs(true);
+        let statuses = repo.statuses(Some(&mut opts)).expect("status");
+        assert_eq!(statuses.len(), 0, "git status is clean");
+        assert_eq!(ws.diff().expect("diff"), "");
+        assert_eq!(ws.fingerprint().expect("fp"), before);
+        let exclude =
+            fs::read_to_string(ws.path().join(".git/info/exclude")).expect("read exclude");
+        assert!(exclude.lines().any(|l| l == ".foldbench/"));
+    }
+
+    #[test]
+    fn fingerprint_changes_with_files() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let a = ws.fingerprint().expect("fp");
+        assert_eq!(a.len(), 64);
+        fs::write(ws.path().join("src/session.py"), "PORT = 0\n").expect("write");
+        let b = ws.fingerprint().expect("fp");
+        assert_ne!(a, b);
+        fs::write(ws.path().join("src/session.py"), "PORT = 8080\n").expect("write");
+        assert_eq!(
+            ws.fingerprint().expect("fp"),
+            a,
+            "same files, same fingerprint"
+        );
+        fs::write(ws.path().join("new.txt"), "").expect("write");
+        assert_ne!(ws.fingerprint().expect("fp"), a);
+    }
+
+    #[test]
+    fn diff_shows_edits_and_new_files() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        write_archive(&ws);
+        fs::write(ws.path().join("src/session.py"), "PORT = 0\n").expect("write");
+        fs::write(ws.path().join("notes.txt"), "new file\n").expect("write");
+        let diff = ws.diff().expect("diff");
+        assert!(
+            diff.contains("diff --git a/src/session.py b/src/session.py"),
+            "{diff}"
+        );
+        assert!(diff.contains("-PORT = 8080\n"), "{diff}");
+        assert!(diff.contains("+PORT = 0\n"), "{diff}");
+        assert!(diff.contains("b/notes.txt"), "{diff}");
+        assert!(diff.contains("+new file\n"), "{diff}");
+        assert!(!diff.contains("archived turn"), "{diff}");
+        assert!(!diff.contains(".foldbench"), "{diff}");
+    }
+
+    #[test]
+    fn fixture_symlink_is_refused() {
+        let fx = fixture();
+        symlink("/etc/passwd", fx.path().join("passwd")).expect("symlink");
+        let err = Workspace::create(fx.path(), false).expect_err("must fail");
+        assert!(matches!(err, WorkspaceError::Fixture { .. }), "{err}");
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
+
+    #[test]
+    fn missing_fixture_is_an_error() {
+        let fx = fixture();
+        let err = Workspace::create(&fx.path().join("nope"), false).expect_err("must fail");
+        assert!(matches!(err, WorkspaceError::Io { .. }), "{err}");
+    }
+
+    #[test]
+    fn keep_leaves_the_dir() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), true).expect("create");
+        let path = ws.path().to_path_buf();
+        drop(ws);
+        assert!(path.join("src/session.py").exists());
+        fs::remove_dir_all(&path).expect("cleanup");
+
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let path = ws.path().to_path_buf();
+        drop(ws);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn archive_paths() {
+        assert!(is_archive_path(".foldbench/archive"));
+        assert!(is_archive_path(".foldbench/archive/fold-1-2.md"));
+        assert!(is_archive_path("./.foldbench/archive/x"));
+        assert!(Workspace::is_archive_path("src/../.foldbench/archive/x"));
+        assert!(!is_archive_path(".foldbench/archived"));
+        assert!(!is_archive_path(".foldbench"));
+        assert!(!is_archive_path("src/.foldbench/archive/x"));
+        assert!(!is_archive_path("../.foldbench/archive/x"));
+        assert_eq!(Workspace::ARCHIVE_DIR, ".foldbench/archive");
+    }
+
+    #[tokio::test]
+    async fn setup_runs_and_reports_failures() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        ws.run_setup(
+            &[
+                "echo made > made.txt".to_string(),
+                "test -f made.txt".to_string(),
+            ],
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("setup ok");
+        assert!(ws.path().join("made.txt").exists());
+
+        let err = ws
+            .run_setup(
+                &[
+                    "true".to_string(),
+                    "echo broken-step; exit 4".to_string(),
+                    "touch never.txt".to_string(),
+                ],
+                Duration::from_secs(10),
+            )
+            .await
+            .expect_err("must fail");
+        let text = err.to_string();
+        assert!(text.contains("`echo broken-step; exit 4`"), "{text}");
+        assert!(text.contains("exit code 4"), "{text}");
+        assert!(text.contains("broken-step"), "{text}");
+        assert!(!ws.path().join("never.txt").exists());
+
+        let err = ws
+            .run_setup(&["sleep 100".to_string()], Duration::from_secs(1))
+            .await
+            .expect_err("must time out");
+        assert!(err.to_string().contains("timed out"), "{err}");
+    }
+}

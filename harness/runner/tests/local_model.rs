@@ -1,0 +1,122 @@
+//! End-to-end check of the `openai` backend against a real local model server.
+//!
+//! Runs only when `FOLDBENCH_LOCAL_MODEL_URL` is set (start the server with
+//! `export $(tests/local-model.sh)`); otherwise it prints a skip message and passes. The model is
+//! tiny and its choices are close to coin flips: the test asserts on the harness (the request is
+//! accepted, the answer parses, usage is recorded), never on the model's quality.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness_core::message::{Message, ToolCall, ToolSpec};
+use harness_core::request::{Purpose, Request};
+use harness_core::tokens::prefix_tokens;
+use harness_runner::backends::{BackendOptions, OpenAiModel};
+use harness_runner::model::Model;
+use harness_runner::tools::tool_specs;
+use serde_json::json;
+
+const SYSTEM: &str =
+    "You are a coding agent working in a small repository. Use the tools to inspect files \
+                      before answering. Answer briefly.";
+
+fn request(messages: Vec<Arc<Message>>) -> Request {
+    let tools: Arc<[ToolSpec]> = Arc::from(tool_specs());
+    let prefix = prefix_tokens(SYSTEM, &tools);
+    Request::new(Arc::from(SYSTEM), tools, prefix, messages, Purpose::Turn)
+}
+
+#[tokio::test]
+async fn local_model_answers_with_workspace_tools() {
+    let Ok(url) = std::env::var("FOLDBENCH_LOCAL_MODEL_URL") else {
+        eprintln!("skip: FOLDBENCH_LOCAL_MODEL_URL is not set (start a server with `export $(tests/local-model.sh)`)");
+        return;
+    };
+    let name = std::env::var("FOLDBENCH_LOCAL_MODEL")
+        .unwrap_or_else(|_| "smollm2-135m-instruct".to_string());
+    let opts = BackendOptions {
+        timeout: Duration::from_secs(300),
+        max_retries: 1,
+        in_flight: 1,
+        ..Default::default()
+    };
+    let model =
+        OpenAiModel::new(&name, &url, std::env::var("OPENAI_API_KEY").ok(), &opts).expect("model");
+
+    // 1. A first request with the six workspace tools.
+    let user = Message::user(
+        1,
+        "List the files in the repository root, then read README.md.",
+        None,
+    );
+    let first = request(vec![user.clone()]);
+    let t = Instant::now();
+    let r = model
+        .respond(&first, "local/first")
+        .await
+        .expect("the first request fails");
+    let secs = t.elapsed().as_secs_f64();
+    let usage = r.usage.expect("the server reports usage");
+    assert!(
+        usage.prompt_tokens() > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+    for c in &r.tool_calls {
+        assert!(
+            !c.name.is_empty() && !c.id.is_empty() && c.args.is_object(),
+            "{c:?}"
+        );
+    }
+    eprintln!(
+        "local model, first request: {:.2}s, prompt {} tokens (o200k estimate {}), output {} tokens ({:.1} tokens/s overall), {} tool call(s), text {:?}",
+        secs,
+        usage.prompt_tokens(),
+        first.tokens,
+        usage.output_tokens,
+        usage.output_tokens as f64 / secs,
+        r.tool_calls.len(),
+        r.text.chars().take(120).collect::<String>()
+    );
+
+    // 2. A follow-up holding an assistant tool call (content "") and a tool result: the shapes
+    //    some servers reject with HTTP 500 when written differently.
+    let calls = if r.tool_calls.is_empty() {
+        vec![ToolCall {
+            id: "call_local_1".into(),
+            name: "list_dir".into(),
+            args: json!({"path": "."}),
+        }]
+    } else {
+        r.tool_calls.clone()
+    };
+    let mut messages = vec![user, Message::assistant(1, "", calls.clone())];
+    for c in &calls {
+        messages.push(Message::tool_result(
+            1,
+            c,
+            "README.md\nsrc/\nCargo.toml",
+            false,
+        ));
+    }
+    let second = request(messages);
+    let t = Instant::now();
+    let r2 = model
+        .respond(&second, "local/second")
+        .await
+        .expect("the follow-up request fails");
+    let secs = t.elapsed().as_secs_f64();
+    let usage2 = r2.usage.expect("the server reports usage");
+    assert!(
+        usage2.prompt_tokens() > usage.prompt_tokens() / 2,
+        "{usage2:?}"
+    );
+    eprintln!(
+        "local model, follow-up: {:.2}s, prompt {} tokens (o200k estimate {}; cached {}), output {} tokens ({:.1} tokens/s overall)",
+        secs,
+        usage2.prompt_tokens(),
+        second.tokens,
+        usage2.cache_read_tokens,
+        usage2.output_tokens,
+        usage2.output_tokens as f64 / secs
+    );
+}

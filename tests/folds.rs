@@ -1,0 +1,74 @@
+//! Folds and strategies end to end: archives match their results, the prefix never changes in a
+//! strategy session, a failed archive write leaves the context consistent, premature folds are
+//! counted from the labels.
+
+use std::sync::Arc;
+
+use harness_core::events::Event;
+use harness_core::judge::Judge;
+use harness_core::message::MessageKind;
+use harness_core::record::Status;
+use harness_runner::cell::{ArchiveWriter, CellOptions};
+
+use crate::helpers::{run_one, task};
+
+#[test]
+fn every_archive_hashes_to_the_sha256_in_its_result() {
+    let t = task("return-to-login");
+    for policy in ["fold:card_after_tool_calls=2", "fold+strategies:card_after_tool_calls=2"] {
+        let (out, _) = run_one(&t, policy, Judge::Eager, CellOptions::default());
+        assert!(!out.archives.is_empty(), "{policy}: the eager judge folds");
+        for a in &out.archives {
+            assert_eq!(harness_runner::cell::sha256_hex(&a.bytes), a.sha256);
+            let result = out
+                .transcript
+                .iter()
+                .find(|m| matches!(&m.kind, MessageKind::FoldResult { archive, .. } | MessageKind::StrategyReport { archive, .. } if archive == &a.path))
+                .expect("a result points at the archive");
+            assert!(result.text.contains(&format!("sha256 {}", a.sha256)), "{}", result.text);
+        }
+    }
+}
+
+#[test]
+fn folding_before_a_return_is_premature_only_for_the_eager_judge() {
+    let t = task("return-to-login");
+    let (eager, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Eager, CellOptions::default());
+    let (oracle, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Oracle, CellOptions::default());
+    assert_eq!(eager.record.status, Status::Success, "{:?}", eager.record.error);
+    assert_eq!(oracle.record.status, Status::Success, "{:?}", oracle.record.error);
+    assert!(eager.record.metrics.premature_folds >= 1, "{:?}", eager.record.metrics);
+    assert_eq!(oracle.record.metrics.premature_folds, 0);
+}
+
+#[test]
+fn a_strategy_session_never_changes_the_system_prompt_or_the_tools() {
+    let t = task("errand-flaky-ci");
+    let (out, model) = run_one(&t, "fold+strategies", Judge::Oracle, CellOptions::default());
+    assert_eq!(out.record.status, Status::Success, "{:?}", out.record.error);
+    assert!(out.record.metrics.strategies_entered >= 1 && out.record.metrics.strategies_ended >= 1);
+    let seen = model.seen.lock().unwrap();
+    assert!(seen.len() > 3);
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "system prompt and tool list are identical in every request");
+    assert!(out.events.iter().any(|e| matches!(e, Event::Request(r) if r.mode.as_deref() == Some("errand"))), "the mode is part of the events");
+}
+
+struct Failing;
+
+impl ArchiveWriter for Failing {
+    fn write(&self, _root: &std::path::Path, _rel: &str, _bytes: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("disk full (injected)"))
+    }
+}
+
+#[test]
+fn a_failed_archive_write_leaves_the_context_unchanged() {
+    let t = task("return-to-login");
+    let opts = CellOptions { archive_writer: Arc::new(Failing), ..CellOptions::default() };
+    let (out, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Eager, opts);
+    assert!(out.events.iter().any(|e| matches!(e, Event::SpliceFailed { .. })));
+    assert!(!out.events.iter().any(|e| matches!(e, Event::Fold { .. })));
+    assert!(!out.transcript.iter().any(|m| matches!(m.kind, MessageKind::FoldResult { .. })), "no result points at a missing archive");
+    assert_eq!(out.record.metrics.folds, 0);
+    assert_ne!(out.record.status, Status::Error);
+}

@@ -1,0 +1,100 @@
+//! Shared helpers: the repo's paths, running cells through the library, the built binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use harness_core::events::Event;
+use harness_core::message::ToolSpec;
+use harness_core::record::CellRecord;
+use harness_core::request::Request;
+use harness_runner::backends::BackendOptions;
+use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
+use harness_runner::model::{Model, ModelFuture, SimModel};
+use harness_runner::run::{self, Arm, RunConfig};
+use harness_runner::tasks::{self, LoadedTask};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+/// A task of the suite.
+pub fn task(name: &str) -> LoadedTask {
+    tasks::load_task(&root().join("tasks").join(format!("{name}.yaml"))).unwrap_or_else(|p| panic!("{name}: {p:?}"))
+}
+
+/// Every task of the suite.
+pub fn all_tasks() -> Vec<LoadedTask> {
+    tasks::load_tasks(&[root().join("tasks")]).unwrap_or_else(|p| panic!("{p:?}"))
+}
+
+/// Arms from policy texts.
+pub fn arms(labels: &[&str]) -> Vec<Arm> {
+    labels.iter().map(|l| Arm { label: l.to_string(), policy: policies::parse_policy(l).unwrap() }).collect()
+}
+
+/// Runs a matrix through the library into a temp run directory.
+pub fn run_matrix(tasks: Vec<LoadedTask>, arm_labels: &[&str], model: &str, seeds: &[u64], out: &Path) -> Vec<CellRecord> {
+    let cfg = RunConfig {
+        tasks,
+        arms: arms(arm_labels),
+        models: vec![model.to_string()],
+        seeds: seeds.to_vec(),
+        out: out.to_path_buf(),
+        jobs: 2,
+        cell: CellOptions::default(),
+        backend: BackendOptions::default(),
+        progress: false,
+        only: None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(run::run(cfg)).unwrap()
+}
+
+/// A model that records what every request carried before the sim answers it.
+pub struct Recording {
+    inner: SimModel,
+    /// (system prompt, tool list) of every request.
+    pub seen: Mutex<Vec<(String, Vec<ToolSpec>)>>,
+}
+
+impl Model for Recording {
+    fn name(&self) -> String {
+        "sim".into()
+    }
+
+    fn respond<'a>(&'a self, req: &'a Request, cell: &'a str) -> ModelFuture<'a> {
+        if let Ok(mut s) = self.seen.lock() {
+            s.push((req.system.to_string(), req.tools.to_vec()));
+        }
+        self.inner.respond(req, cell)
+    }
+}
+
+/// Runs one cell with the sim (oracle unless `judge` says otherwise) and options.
+pub fn run_one(t: &LoadedTask, policy: &str, judge: harness_core::judge::Judge, opts: CellOptions) -> (CellOutput, Arc<Recording>) {
+    let sim = harness_core::sim::Sim::new(Arc::clone(&t.spec), harness_core::sim::SimConfig { seed: 1, recheck: 0.1, judge });
+    let model = Arc::new(Recording { inner: SimModel::new(sim), seen: Mutex::new(Vec::new()) });
+    let plan = CellPlan {
+        id: format!("{}/{policy}/sim/1", t.spec.name),
+        task: Arc::clone(&t.spec),
+        task_dir: t.dir.clone(),
+        arm: policy.to_string(),
+        policy: policies::parse_policy(policy).unwrap(),
+        model_name: "sim".into(),
+        seed: 1,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let on_event = |_: &str, _: &Event| {};
+    let out = rt.block_on(run_cell(&plan, &opts, model.as_ref(), &on_event));
+    (out, model)
+}
+
+/// The `foldbench` binary cargo built beside this test binary.
+pub fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join("foldbench");
+    assert!(bin.exists(), "{} is missing: run the tests with `cargo test --workspace`, which builds it", bin.display());
+    bin
+}
