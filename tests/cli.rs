@@ -28,23 +28,57 @@ checks:
   - shell: "true"
 "#;
     std::fs::write(dir.path().join("broken.yaml"), spec).unwrap();
-    let out = Command::new(binary()).arg("validate").arg(dir.path()).output().unwrap();
+    let out = Command::new(binary())
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let file = dir.path().join("broken.yaml").display().to_string();
-    assert!(err.contains(&format!("{file}:3:1: fixture folder `fixtures/nowhere` does not exist")), "{err}");
-    assert!(err.contains(&format!("{file}:4:1: unknown field `colour`")), "{err}");
-    assert!(err.contains(&format!("{file}:14:13: turn 2 `needs` \"B = 2\", but no earlier step `expect`s it")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:3:1: fixture folder `fixtures/nowhere` does not exist"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{file}:4:1: unknown field `colour`")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{file}:14:13: turn 2 `needs` \"B = 2\", but no earlier step `expect`s it"
+        )),
+        "{err}"
+    );
 }
 
 #[test]
 fn the_suite_validates_and_bad_usage_exits_2() {
-    let ok = Command::new(binary()).current_dir(root()).args(["validate", "tasks"]).output().unwrap();
-    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
-    let bad = Command::new(binary()).current_dir(root()).args(["run", "--policy", "nonsense"]).output().unwrap();
+    let ok = Command::new(binary())
+        .current_dir(root())
+        .args(["validate", "tasks"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = Command::new(binary())
+        .current_dir(root())
+        .args(["run", "--policy", "nonsense"])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown policy `nonsense`"));
-    let garbage = Command::new(binary()).current_dir(root()).args(["report", "/nonexistent/run"]).output().unwrap();
+    let garbage = Command::new(binary())
+        .current_dir(root())
+        .args(["report", "/nonexistent/run"])
+        .output()
+        .unwrap();
     assert_eq!(garbage.status.code(), Some(2));
 }
 
@@ -54,31 +88,70 @@ fn a_killed_run_resumes_without_torn_lines_or_duplicates() {
     let args = |o: &std::path::Path| {
         let mut c = Command::new(binary());
         c.current_dir(root())
-            .args(["run", "--tasks", "tasks/trim-rerun.yaml", "--policy", "none", "--policy", "trim", "--seeds", "1-4", "--jobs", "1", "--out"])
+            .args([
+                "run",
+                "--tasks",
+                "tasks/trim-rerun.yaml",
+                "--policy",
+                "none",
+                "--policy",
+                "trim",
+                "--seeds",
+                "1-4",
+                "--jobs",
+                "1",
+                "--out",
+            ])
             .arg(o)
             .env("CI", "true");
         c
     };
-    let mut child = args(out.path()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = args(out.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let cells = out.path().join("cells.jsonl");
     let start = Instant::now();
-    while std::fs::read_to_string(&cells).map(|s| s.lines().count()).unwrap_or(0) < 2 && start.elapsed() < Duration::from_secs(120) {
+    while std::fs::read_to_string(&cells)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+        < 2
+        && start.elapsed() < Duration::from_secs(120)
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = std::fs::read_to_string(&cells).unwrap().lines().count();
-    assert!((2..8).contains(&before), "killed mid-matrix: {before} cells done");
+    assert!(
+        (2..8).contains(&before),
+        "killed mid-matrix: {before} cells done"
+    );
     // A torn last line, as a kill in the middle of a write leaves it.
     let mut text = std::fs::read_to_string(&cells).unwrap();
     text.push_str("{\"version\":1,\"id\":\"trim-re");
     std::fs::write(&cells, text).unwrap();
     let again = args(out.path()).output().unwrap();
-    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
-    let lines: Vec<String> = std::fs::read_to_string(&cells).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let lines: Vec<String> = std::fs::read_to_string(&cells)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
     let mut ids: Vec<String> = lines
         .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("no torn line")["id"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("no torn line")["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(ids.len(), 8);
     ids.sort();

@@ -15,7 +15,10 @@ use crate::helpers::{run_one, task};
 #[test]
 fn every_archive_hashes_to_the_sha256_in_its_result() {
     let t = task("return-to-login");
-    for policy in ["fold:card_after_tool_calls=2", "fold+strategies:card_after_tool_calls=2"] {
+    for policy in [
+        "fold:card_after_tool_calls=2",
+        "fold+strategies:card_after_tool_calls=2",
+    ] {
         let (out, _) = run_one(&t, policy, Judge::Eager, CellOptions::default());
         assert!(!out.archives.is_empty(), "{policy}: the eager judge folds");
         for a in &out.archives {
@@ -25,7 +28,11 @@ fn every_archive_hashes_to_the_sha256_in_its_result() {
                 .iter()
                 .find(|m| matches!(&m.kind, MessageKind::FoldResult { archive, .. } | MessageKind::StrategyReport { archive, .. } if archive == &a.path))
                 .expect("a result points at the archive");
-            assert!(result.text.contains(&format!("sha256 {}", a.sha256)), "{}", result.text);
+            assert!(
+                result.text.contains(&format!("sha256 {}", a.sha256)),
+                "{}",
+                result.text
+            );
         }
     }
 }
@@ -33,11 +40,35 @@ fn every_archive_hashes_to_the_sha256_in_its_result() {
 #[test]
 fn folding_before_a_return_is_premature_only_for_the_eager_judge() {
     let t = task("return-to-login");
-    let (eager, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Eager, CellOptions::default());
-    let (oracle, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Oracle, CellOptions::default());
-    assert_eq!(eager.record.status, Status::Success, "{:?}", eager.record.error);
-    assert_eq!(oracle.record.status, Status::Success, "{:?}", oracle.record.error);
-    assert!(eager.record.metrics.premature_folds >= 1, "{:?}", eager.record.metrics);
+    let (eager, _) = run_one(
+        &t,
+        "fold:card_after_tool_calls=2",
+        Judge::Eager,
+        CellOptions::default(),
+    );
+    let (oracle, _) = run_one(
+        &t,
+        "fold:card_after_tool_calls=2",
+        Judge::Oracle,
+        CellOptions::default(),
+    );
+    assert_eq!(
+        eager.record.status,
+        Status::Success,
+        "{:?}",
+        eager.record.error
+    );
+    assert_eq!(
+        oracle.record.status,
+        Status::Success,
+        "{:?}",
+        oracle.record.error
+    );
+    assert!(
+        eager.record.metrics.premature_folds >= 1,
+        "{:?}",
+        eager.record.metrics
+    );
     assert_eq!(oracle.record.metrics.premature_folds, 0);
 }
 
@@ -49,8 +80,16 @@ fn a_strategy_session_never_changes_the_system_prompt_or_the_tools() {
     assert!(out.record.metrics.strategies_entered >= 1 && out.record.metrics.strategies_ended >= 1);
     let seen = model.seen.lock().unwrap();
     assert!(seen.len() > 3);
-    assert!(seen.windows(2).all(|w| w[0] == w[1]), "system prompt and tool list are identical in every request");
-    assert!(out.events.iter().any(|e| matches!(e, Event::Request(r) if r.mode.as_deref() == Some("errand"))), "the mode is part of the events");
+    assert!(
+        seen.windows(2).all(|w| w[0] == w[1]),
+        "system prompt and tool list are identical in every request"
+    );
+    assert!(
+        out.events
+            .iter()
+            .any(|e| matches!(e, Event::Request(r) if r.mode.as_deref() == Some("errand"))),
+        "the mode is part of the events"
+    );
 }
 
 struct Failing;
@@ -64,11 +103,22 @@ impl ArchiveWriter for Failing {
 #[test]
 fn a_failed_archive_write_leaves_the_context_unchanged() {
     let t = task("return-to-login");
-    let opts = CellOptions { archive_writer: Arc::new(Failing), ..CellOptions::default() };
+    let opts = CellOptions {
+        archive_writer: Arc::new(Failing),
+        ..CellOptions::default()
+    };
     let (out, _) = run_one(&t, "fold:card_after_tool_calls=2", Judge::Eager, opts);
-    assert!(out.events.iter().any(|e| matches!(e, Event::SpliceFailed { .. })));
+    assert!(out
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::SpliceFailed { .. })));
     assert!(!out.events.iter().any(|e| matches!(e, Event::Fold { .. })));
-    assert!(!out.transcript.iter().any(|m| matches!(m.kind, MessageKind::FoldResult { .. })), "no result points at a missing archive");
+    assert!(
+        !out.transcript
+            .iter()
+            .any(|m| matches!(m.kind, MessageKind::FoldResult { .. })),
+        "no result points at a missing archive"
+    );
     assert_eq!(out.record.metrics.folds, 0);
     assert_ne!(out.record.status, Status::Error);
 }

@@ -15,12 +15,16 @@ use harness_runner::tasks::{self, LoadedTask};
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// A task of the suite.
 pub fn task(name: &str) -> LoadedTask {
-    tasks::load_task(&root().join("tasks").join(format!("{name}.yaml"))).unwrap_or_else(|p| panic!("{name}: {p:?}"))
+    tasks::load_task(&root().join("tasks").join(format!("{name}.yaml")))
+        .unwrap_or_else(|p| panic!("{name}: {p:?}"))
 }
 
 /// Every task of the suite.
@@ -30,11 +34,23 @@ pub fn all_tasks() -> Vec<LoadedTask> {
 
 /// Arms from policy texts.
 pub fn arms(labels: &[&str]) -> Vec<Arm> {
-    labels.iter().map(|l| Arm { label: l.to_string(), policy: policies::parse_policy(l).unwrap() }).collect()
+    labels
+        .iter()
+        .map(|l| Arm {
+            label: l.to_string(),
+            policy: policies::parse_policy(l).unwrap(),
+        })
+        .collect()
 }
 
 /// Runs a matrix through the library into a temp run directory.
-pub fn run_matrix(tasks: Vec<LoadedTask>, arm_labels: &[&str], model: &str, seeds: &[u64], out: &Path) -> Vec<CellRecord> {
+pub fn run_matrix(
+    tasks: Vec<LoadedTask>,
+    arm_labels: &[&str],
+    model: &str,
+    seeds: &[u64],
+    out: &Path,
+) -> Vec<CellRecord> {
     let cfg = RunConfig {
         tasks,
         arms: arms(arm_labels),
@@ -47,7 +63,11 @@ pub fn run_matrix(tasks: Vec<LoadedTask>, arm_labels: &[&str], model: &str, seed
         progress: false,
         only: None,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(run::run(cfg)).unwrap()
 }
 
@@ -72,9 +92,24 @@ impl Model for Recording {
 }
 
 /// Runs one cell with the sim (oracle unless `judge` says otherwise) and options.
-pub fn run_one(t: &LoadedTask, policy: &str, judge: harness_core::judge::Judge, opts: CellOptions) -> (CellOutput, Arc<Recording>) {
-    let sim = harness_core::sim::Sim::new(Arc::clone(&t.spec), harness_core::sim::SimConfig { seed: 1, recheck: 0.1, judge });
-    let model = Arc::new(Recording { inner: SimModel::new(sim), seen: Mutex::new(Vec::new()) });
+pub fn run_one(
+    t: &LoadedTask,
+    policy: &str,
+    judge: harness_core::judge::Judge,
+    opts: CellOptions,
+) -> (CellOutput, Arc<Recording>) {
+    let sim = harness_core::sim::Sim::new(
+        Arc::clone(&t.spec),
+        harness_core::sim::SimConfig {
+            seed: 1,
+            recheck: 0.1,
+            judge,
+        },
+    );
+    let model = Arc::new(Recording {
+        inner: SimModel::new(sim),
+        seen: Mutex::new(Vec::new()),
+    });
     let plan = CellPlan {
         id: format!("{}/{policy}/sim/1", t.spec.name),
         task: Arc::clone(&t.spec),
@@ -84,7 +119,10 @@ pub fn run_one(t: &LoadedTask, policy: &str, judge: harness_core::judge::Judge, 
         model_name: "sim".into(),
         seed: 1,
     };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let on_event = |_: &str, _: &Event| {};
     let out = rt.block_on(run_cell(&plan, &opts, model.as_ref(), &on_event));
     (out, model)
@@ -95,6 +133,10 @@ pub fn binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let bin = dir.join("foldbench");
-    assert!(bin.exists(), "{} is missing: run the tests with `cargo test --workspace`, which builds it", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
+        bin.display()
+    );
     bin
 }

@@ -14,39 +14,88 @@ use crate::helpers::{all_tasks, run_matrix, task};
 fn every_task_succeeds_under_none_with_the_oracle() {
     let out = tempfile::tempdir().unwrap();
     let records = run_matrix(all_tasks(), &["none"], "sim", &[1], out.path());
-    assert!(records.len() >= 12, "at least twelve tasks, found {}", records.len());
+    assert!(
+        records.len() >= 12,
+        "at least twelve tasks, found {}",
+        records.len()
+    );
     for r in &records {
-        assert_eq!(r.status, Status::Success, "{}: {:?} {:?}", r.id, r.error, r.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>());
+        assert_eq!(
+            r.status,
+            Status::Success,
+            "{}: {:?} {:?}",
+            r.id,
+            r.error,
+            r.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>()
+        );
     }
 }
 
 #[test]
 fn every_task_fails_its_checks_when_its_edits_are_skipped() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     for t in all_tasks() {
         let ws = Workspace::create(&t.dir.join(&t.spec.repo), false).unwrap();
-        rt.block_on(ws.run_setup(&t.spec.setup, std::time::Duration::from_secs(60))).unwrap();
+        rt.block_on(ws.run_setup(&t.spec.setup, std::time::Duration::from_secs(60)))
+            .unwrap();
         // The closing messages as scripted, so only the skipped edits can make a check fail.
-        let closings: HashMap<u32, String> = t.spec.turns.iter().enumerate().map(|(i, turn)| (i as u32 + 1, turn.say().to_string())).collect();
-        let edits = t.spec.turns.iter().flat_map(|x| &x.script).filter(|s| s.is_edit() && matches!(s.action, Action::Tool { .. })).count();
-        assert!(edits > 0, "{}: a task with no edits cannot be broken", t.spec.name);
+        let closings: HashMap<u32, String> = t
+            .spec
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, turn)| (i as u32 + 1, turn.say().to_string()))
+            .collect();
+        let edits = t
+            .spec
+            .turns
+            .iter()
+            .flat_map(|x| &x.script)
+            .filter(|s| s.is_edit() && matches!(s.action, Action::Tool { .. }))
+            .count();
+        assert!(
+            edits > 0,
+            "{}: a task with no edits cannot be broken",
+            t.spec.name
+        );
         let checks = rt.block_on(run_checks(&ws, &t.spec, &closings, &ToolLimits::default()));
-        assert!(checks.iter().any(|c| !c.passed), "{}: every check passed without the task's edits: {checks:?}", t.spec.name);
+        assert!(
+            checks.iter().any(|c| !c.passed),
+            "{}: every check passed without the task's edits: {checks:?}",
+            t.spec.name
+        );
     }
 }
 
 #[test]
 fn trim_reruns_the_four_turn_one_calls_and_none_does_not() {
     let out = tempfile::tempdir().unwrap();
-    let records = run_matrix(vec![task("trim-rerun")], &["none", "trim"], "sim", &[1, 2, 3], out.path());
+    let records = run_matrix(
+        vec![task("trim-rerun")],
+        &["none", "trim"],
+        "sim",
+        &[1, 2, 3],
+        out.path(),
+    );
     assert_eq!(records.len(), 6);
     for r in &records {
         assert_eq!(r.status, Status::Success, "{}", r.id);
         if r.arm == "trim" {
-            assert_eq!(r.metrics.reruns, 4, "{}: trim re-runs every turn-1 call", r.id);
+            assert_eq!(
+                r.metrics.reruns, 4,
+                "{}: trim re-runs every turn-1 call",
+                r.id
+            );
             assert_eq!(r.metrics.reruns_hidden, 4, "{}", r.id);
         } else {
-            assert!(r.metrics.reruns <= 1, "{}: none re-runs at most one call", r.id);
+            assert!(
+                r.metrics.reruns <= 1,
+                "{}: none re-runs at most one call",
+                r.id
+            );
         }
     }
 }
@@ -54,8 +103,17 @@ fn trim_reruns_the_four_turn_one_calls_and_none_does_not() {
 #[test]
 fn a_small_window_compacts_and_counts_the_summary() {
     let out = tempfile::tempdir().unwrap();
-    let records = run_matrix(vec![task("large-logs")], &["none", "compact:window=4000"], "sim", &[1], out.path());
-    let c = records.iter().find(|r| r.arm.starts_with("compact")).unwrap();
+    let records = run_matrix(
+        vec![task("large-logs")],
+        &["none", "compact:window=4000"],
+        "sim",
+        &[1],
+        out.path(),
+    );
+    let c = records
+        .iter()
+        .find(|r| r.arm.starts_with("compact"))
+        .unwrap();
     assert!(c.metrics.compactions >= 1);
     assert!(c.metrics.compaction_output_tokens > 0 && c.metrics.compaction_input_tokens > 0);
     let n = records.iter().find(|r| r.arm == "none").unwrap();

@@ -18,9 +18,14 @@ impl Compact {
     pub fn from_params(p: &mut Params, window: u64) -> Result<Compact, String> {
         let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
         if threshold > 1.0 {
-            return Err(format!("parameter `threshold` is a fraction of the window (0 to 1), not {threshold}"));
+            return Err(format!(
+                "parameter `threshold` is a fraction of the window (0 to 1), not {threshold}"
+            ));
         }
-        Ok(Compact { threshold, window: p.take_u64("window")?.unwrap_or(window) })
+        Ok(Compact {
+            threshold,
+            window: p.take_u64("window")?.unwrap_or(window),
+        })
     }
 }
 
@@ -31,7 +36,10 @@ pub fn compactable(ctx: &Context) -> bool {
 
 impl Policy for Compact {
     fn name(&self) -> String {
-        format!("compact:threshold={},window={}", self.threshold, self.window)
+        format!(
+            "compact:threshold={},window={}",
+            self.threshold, self.window
+        )
     }
 
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
@@ -39,7 +47,10 @@ impl Policy for Compact {
         if tokens as f64 > self.threshold * self.window as f64 && compactable(ctx) {
             return Plan::Compact { emergency: false };
         }
-        Plan::Send { messages: ctx.messages.clone(), action: None }
+        Plan::Send {
+            messages: ctx.messages.clone(),
+            action: None,
+        }
     }
 
     fn window(&self) -> Option<u64> {

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use harness_core::context::Context;
 use harness_core::fold::{self, check_fold};
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
-use harness_core::policy::{ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, SpliceKind, ToolOutcome, ToolReply};
+use harness_core::policy::{
+    ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, SpliceKind, ToolOutcome, ToolReply,
+};
 use harness_core::spec::{BACK, MODES};
 use harness_core::tokens;
 use serde_json::json;
@@ -80,7 +82,8 @@ impl Fold {
         };
         Ok(Fold {
             strategies,
-            after_calls: usize::try_from(p.take_u64("card_after_tool_calls")?.unwrap_or(20)).unwrap_or(usize::MAX),
+            after_calls: usize::try_from(p.take_u64("card_after_tool_calls")?.unwrap_or(20))
+                .unwrap_or(usize::MAX),
             after_tokens: p.take_u64("card_after_tokens")?.unwrap_or(100_000),
             timing,
             pressure_tokens: p.take_u64("pressure_tokens")?.unwrap_or(window / 2),
@@ -91,12 +94,25 @@ impl Fold {
     }
 
     fn fold_tool(&mut self, ctx: &Context, call: &ToolCall) -> ToolReply {
-        let num = |k: &str| call.args.get(k).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())));
+        let num = |k: &str| {
+            call.args.get(k).and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            })
+        };
         let (Some(from), Some(to)) = (num("from"), num("to")) else {
             let reason = "error: fold_unit needs two turn numbers, `from` and `to`".to_string();
-            return ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::FoldRejected { reason }, append: Vec::new() };
+            return ToolReply {
+                text: reason.clone(),
+                is_error: true,
+                outcome: ToolOutcome::FoldRejected { reason },
+                append: Vec::new(),
+            };
         };
-        let (from, to) = (u32::try_from(from).unwrap_or(u32::MAX), u32::try_from(to).unwrap_or(u32::MAX));
+        let (from, to) = (
+            u32::try_from(from).unwrap_or(u32::MAX),
+            u32::try_from(to).unwrap_or(u32::MAX),
+        );
         let mut rule = check_fold(ctx, from, to, &self.pending);
         if rule.is_ok() {
             if let Some(m) = &self.mode {
@@ -108,7 +124,11 @@ impl Fold {
         match rule {
             Ok(()) => {
                 self.pending.push((from, to));
-                let range = if from == to { format!("turn {from}") } else { format!("turns {from}–{to}") };
+                let range = if from == to {
+                    format!("turn {from}")
+                } else {
+                    format!("turns {from}–{to}")
+                };
                 ToolReply {
                     text: format!("ok: {range} will be folded when this turn ends; the originals go to an archive you can read back"),
                     is_error: false,
@@ -116,7 +136,12 @@ impl Fold {
                     append: Vec::new(),
                 }
             }
-            Err(reason) => ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::FoldRejected { reason }, append: Vec::new() },
+            Err(reason) => ToolReply {
+                text: reason.clone(),
+                is_error: true,
+                outcome: ToolOutcome::FoldRejected { reason },
+                append: Vec::new(),
+            },
         }
     }
 
@@ -124,20 +149,41 @@ impl Fold {
         match call.name.as_str() {
             "strategy_request" => {
                 let (Some(name), Some(goal)) = (call.str_arg("name"), call.str_arg("goal")) else {
-                    return ToolReply::refused("error: strategy_request needs `name` and `goal`".into());
+                    return ToolReply::refused(
+                        "error: strategy_request needs `name` and `goal`".into(),
+                    );
                 };
                 if let Some(m) = &self.mode {
-                    return ToolReply::refused(format!("error: already in the {} strategy; strategies do not nest: yield it first", m.name));
+                    return ToolReply::refused(format!(
+                        "error: already in the {} strategy; strategies do not nest: yield it first",
+                        m.name
+                    ));
                 }
                 if !MODES.contains(&name) {
-                    return ToolReply::refused(format!("error: unknown strategy `{name}`; the modes are {}", MODES.join(", ")));
+                    return ToolReply::refused(format!(
+                        "error: unknown strategy `{name}`; the modes are {}",
+                        MODES.join(", ")
+                    ));
                 }
-                self.mode = Some(ActiveMode { name: name.into(), goal: goal.into(), since_turn: ctx.turn, report: None, yielded: false });
-                let rules = Message::host(ctx.turn, mode_rules(name, goal), MessageKind::StrategyRules { mode: name.into() });
+                self.mode = Some(ActiveMode {
+                    name: name.into(),
+                    goal: goal.into(),
+                    since_turn: ctx.turn,
+                    report: None,
+                    yielded: false,
+                });
+                let rules = Message::host(
+                    ctx.turn,
+                    mode_rules(name, goal),
+                    MessageKind::StrategyRules { mode: name.into() },
+                );
                 ToolReply {
                     text: format!("entered the {name} strategy; its rules follow"),
                     is_error: false,
-                    outcome: ToolOutcome::StrategyEntered { mode: name.into(), goal: goal.into() },
+                    outcome: ToolOutcome::StrategyEntered {
+                        mode: name.into(),
+                        goal: goal.into(),
+                    },
                     append: vec![rules],
                 }
             }
@@ -146,7 +192,9 @@ impl Fold {
                     return ToolReply::refused("error: strategy_report needs `text`".into());
                 };
                 let Some(m) = &mut self.mode else {
-                    return ToolReply::refused("error: no strategy is open; strategy_report belongs inside one".into());
+                    return ToolReply::refused(
+                        "error: no strategy is open; strategy_report belongs inside one".into(),
+                    );
                 };
                 m.report = Some(text.to_string());
                 let n = tokens::count(text);
@@ -160,7 +208,9 @@ impl Fold {
             _ => {
                 let reason = call.str_arg("reason").unwrap_or("").to_string();
                 let Some(m) = &mut self.mode else {
-                    return ToolReply::refused("error: no strategy is open; there is nothing to yield".into());
+                    return ToolReply::refused(
+                        "error: no strategy is open; there is nothing to yield".into(),
+                    );
                 };
                 m.yielded = true;
                 ToolReply {
@@ -203,12 +253,19 @@ pub fn fold_tools(strategies: bool) -> Vec<ToolSpec> {
 
 impl Policy for Fold {
     fn name(&self) -> String {
-        let base = if self.strategies { "fold+strategies" } else { "fold" };
+        let base = if self.strategies {
+            "fold+strategies"
+        } else {
+            "fold"
+        };
         let timing = match self.timing {
             Timing::Eager => "eager".to_string(),
             Timing::Pressure => format!("pressure,pressure_tokens={}", self.pressure_tokens),
         };
-        format!("{base}:card_after_tool_calls={},card_after_tokens={},timing={timing}", self.after_calls, self.after_tokens)
+        format!(
+            "{base}:card_after_tool_calls={},card_after_tokens={},timing={timing}",
+            self.after_calls, self.after_tokens
+        )
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
@@ -216,33 +273,56 @@ impl Policy for Fold {
     }
 
     fn card(&mut self, ctx: &Context, prefix_tokens: u32) -> Option<CardOffer> {
-        let turns: Vec<_> = ctx.live_turns().into_iter().filter(|t| t.turn < ctx.turn).collect();
-        let last_fold = ctx.folded_turns().iter().map(|(_, b)| *b).max().unwrap_or(0);
+        let turns: Vec<_> = ctx
+            .live_turns()
+            .into_iter()
+            .filter(|t| t.turn < ctx.turn)
+            .collect();
+        let last_fold = ctx
+            .folded_turns()
+            .iter()
+            .map(|(_, b)| *b)
+            .max()
+            .unwrap_or(0);
         let since: Vec<_> = turns.iter().filter(|t| t.turn > last_fold).collect();
         let calls: usize = since.iter().map(|t| t.tool_calls).sum();
         let toks: u64 = since.iter().map(|t| t.tokens).sum();
         if turns.is_empty() || (calls < self.after_calls && toks < self.after_tokens) {
             return None;
         }
-        if self.timing == Timing::Pressure && u64::from(prefix_tokens) + ctx.tokens() <= self.pressure_tokens {
+        if self.timing == Timing::Pressure
+            && u64::from(prefix_tokens) + ctx.tokens() <= self.pressure_tokens
+        {
             return None;
         }
         if let Some(m) = &self.mode {
             // Inside a strategy the open frame is not foldable; offer only what came before it.
-            let before: Vec<_> = turns.into_iter().filter(|t| t.turn < m.since_turn).collect();
+            let before: Vec<_> = turns
+                .into_iter()
+                .filter(|t| t.turn < m.since_turn)
+                .collect();
             if before.is_empty() {
                 return None;
             }
-            return Some(CardOffer { text: fold::render_card(&before), turns: before.iter().map(|t| t.turn).collect() });
+            return Some(CardOffer {
+                text: fold::render_card(&before),
+                turns: before.iter().map(|t| t.turn).collect(),
+            });
         }
-        Some(CardOffer { text: fold::render_card(&turns), turns: turns.iter().map(|t| t.turn).collect() })
+        Some(CardOffer {
+            text: fold::render_card(&turns),
+            turns: turns.iter().map(|t| t.turn).collect(),
+        })
     }
 
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
         if u64::from(prefix_tokens) + ctx.tokens() > self.window && compactable(ctx) {
             return Plan::Compact { emergency: true };
         }
-        Plan::Send { messages: ctx.messages.clone(), action: None }
+        Plan::Send {
+            messages: ctx.messages.clone(),
+            action: None,
+        }
     }
 
     fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
@@ -260,7 +340,12 @@ impl Policy for Fold {
     fn handle_tool(&mut self, ctx: &Context, call: &ToolCall) -> ToolReply {
         if call.name == "fold_unit" {
             self.fold_tool(ctx, call)
-        } else if self.strategies && matches!(call.name.as_str(), "strategy_request" | "strategy_report" | "strategy_yield") {
+        } else if self.strategies
+            && matches!(
+                call.name.as_str(),
+                "strategy_request" | "strategy_report" | "strategy_yield"
+            )
+        {
             self.strategy_tool(ctx, call)
         } else {
             ToolReply::refused(format!("error: unknown tool `{}`", call.name))
@@ -278,7 +363,12 @@ impl Policy for Fold {
             .into_iter()
             .filter_map(|(from, to)| {
                 let (s, e) = ctx.turn_range(from, to)?;
-                Some(Splice { from, to, messages: ctx.messages[s..e].to_vec(), kind: SpliceKind::Fold })
+                Some(Splice {
+                    from,
+                    to,
+                    messages: ctx.messages[s..e].to_vec(),
+                    kind: SpliceKind::Fold,
+                })
             })
             .collect();
         let back = next_user.is_some_and(|u| u.trim() == BACK);
@@ -291,7 +381,10 @@ impl Policy for Fold {
                         messages: ctx.messages[s..e].to_vec(),
                         kind: SpliceKind::StrategyExit {
                             mode: m.name.clone(),
-                            report: m.report.clone().unwrap_or_else(|| "(no report was written)".into()),
+                            report: m
+                                .report
+                                .clone()
+                                .unwrap_or_else(|| "(no report was written)".into()),
                             via_back: back && !m.yielded,
                         },
                     });
@@ -301,19 +394,42 @@ impl Policy for Fold {
         out
     }
 
-    fn apply_splice(&mut self, ctx: &mut Context, splice: &Splice, archive: &ArchiveRef) -> Option<Arc<Message>> {
+    fn apply_splice(
+        &mut self,
+        ctx: &mut Context,
+        splice: &Splice,
+        archive: &ArchiveRef,
+    ) -> Option<Arc<Message>> {
         match &splice.kind {
-            SpliceKind::Fold => fold::splice_fold(ctx, splice.from, splice.to, &archive.path, &archive.sha256),
+            SpliceKind::Fold => {
+                fold::splice_fold(ctx, splice.from, splice.to, &archive.path, &archive.sha256)
+            }
             SpliceKind::StrategyExit { mode, report, .. } => {
-                let goal = self.mode.as_ref().map(|m| m.goal.clone()).unwrap_or_default();
+                let goal = self
+                    .mode
+                    .as_ref()
+                    .map(|m| m.goal.clone())
+                    .unwrap_or_default();
                 self.mode = None;
                 let (s, e) = ctx.turn_range(splice.from, splice.to)?;
-                let range = if splice.from == splice.to { format!("turn {}", splice.from) } else { format!("turns {}–{}", splice.from, splice.to) };
+                let range = if splice.from == splice.to {
+                    format!("turn {}", splice.from)
+                } else {
+                    format!("turns {}–{}", splice.from, splice.to)
+                };
                 let text = format!(
                     "[strategy {mode} ended] {range} archived. Archive: {} (sha256 {})\nGoal: {goal}\nReport:\n{report}",
                     archive.path, archive.sha256
                 );
-                let msg = Message::host(splice.to, text, MessageKind::StrategyReport { mode: mode.clone(), archive: archive.path.clone(), sha256: archive.sha256.clone() });
+                let msg = Message::host(
+                    splice.to,
+                    text,
+                    MessageKind::StrategyReport {
+                        mode: mode.clone(),
+                        archive: archive.path.clone(),
+                        sha256: archive.sha256.clone(),
+                    },
+                );
                 ctx.splice(s, e, msg.clone());
                 Some(msg)
             }
@@ -321,7 +437,10 @@ impl Policy for Fold {
     }
 
     fn mode(&self) -> Option<Mode> {
-        self.mode.as_ref().map(|m| Mode { name: m.name.clone(), since_turn: m.since_turn })
+        self.mode.as_ref().map(|m| Mode {
+            name: m.name.clone(),
+            since_turn: m.since_turn,
+        })
     }
 
     fn window(&self) -> Option<u64> {
@@ -340,7 +459,11 @@ mod tests {
             c.turn = t;
             c.push(Message::user(t, format!("do thing {t}"), None));
             for i in 0..calls_per_turn {
-                let k = ToolCall { id: format!("c{t}-{i}"), name: "read_file".into(), args: json!({"path": format!("f{t}.py")}) };
+                let k = ToolCall {
+                    id: format!("c{t}-{i}"),
+                    name: "read_file".into(),
+                    args: json!({"path": format!("f{t}.py")}),
+                };
                 c.push(Message::assistant(t, "", vec![k.clone()]));
                 c.push(Message::tool_result(t, &k, format!("content {t}"), false));
             }
@@ -350,11 +473,20 @@ mod tests {
     }
 
     fn fold(spec: &str) -> Fold {
-        Fold::from_params(&mut parse_policy(spec).unwrap().params(), 200_000, spec.starts_with("fold+")).unwrap()
+        Fold::from_params(
+            &mut parse_policy(spec).unwrap().params(),
+            200_000,
+            spec.starts_with("fold+"),
+        )
+        .unwrap()
     }
 
     fn call(name: &str, args: serde_json::Value) -> ToolCall {
-        ToolCall { id: "x".into(), name: name.into(), args }
+        ToolCall {
+            id: "x".into(),
+            name: name.into(),
+            args,
+        }
     }
 
     #[test]
@@ -391,10 +523,22 @@ mod tests {
         assert!(again.text.contains("already folded"), "{}", again.text);
         let splices = f.end_turn(&c, None);
         assert_eq!(splices.len(), 1);
-        let msg = f.apply_splice(&mut c, &splices[0], &ArchiveRef { path: "a.txt".into(), sha256: "00".into() }).unwrap();
+        let msg = f
+            .apply_splice(
+                &mut c,
+                &splices[0],
+                &ArchiveRef {
+                    path: "a.txt".into(),
+                    sha256: "00".into(),
+                },
+            )
+            .unwrap();
         assert!(msg.text.contains("turns 1–2"));
         assert_eq!(c.folded_turns(), vec![(1, 2)]);
-        assert!(f.handle_tool(&c, &call("fold_unit", json!({"from": 2, "to": 3}))).text.contains("already folded"));
+        assert!(f
+            .handle_tool(&c, &call("fold_unit", json!({"from": 2, "to": 3})))
+            .text
+            .contains("already folded"));
     }
 
     #[test]
@@ -402,18 +546,52 @@ mod tests {
         let mut f = fold("fold+strategies");
         let mut c = session(2, 1);
         let tools_before = f.tools();
-        let r = f.handle_tool(&c, &call("strategy_request", json!({"name": "errand", "goal": "find out why CI is flaky"})));
+        let r = f.handle_tool(
+            &c,
+            &call(
+                "strategy_request",
+                json!({"name": "errand", "goal": "find out why CI is flaky"}),
+            ),
+        );
         assert_eq!(r.append.len(), 1);
         assert!(r.append[0].text.contains("Do only this task"));
-        assert!(f.handle_tool(&c, &call("strategy_request", json!({"name": "errand", "goal": "x"}))).is_error);
-        f.handle_tool(&c, &call("strategy_report", json!({"text": "3 failures, all EADDRINUSE"})));
-        f.handle_tool(&c, &call("strategy_report", json!({"text": "tests share port 8080; fix: bind :0"})));
+        assert!(
+            f.handle_tool(
+                &c,
+                &call("strategy_request", json!({"name": "errand", "goal": "x"}))
+            )
+            .is_error
+        );
+        f.handle_tool(
+            &c,
+            &call(
+                "strategy_report",
+                json!({"text": "3 failures, all EADDRINUSE"}),
+            ),
+        );
+        f.handle_tool(
+            &c,
+            &call(
+                "strategy_report",
+                json!({"text": "tests share port 8080; fix: bind :0"}),
+            ),
+        );
         f.handle_tool(&c, &call("strategy_yield", json!({"reason": "done"})));
         let splices = f.end_turn(&c, None);
         assert_eq!(splices.len(), 1);
-        f.apply_splice(&mut c, &splices[0], &ArchiveRef { path: "b.txt".into(), sha256: "11".into() }).unwrap();
+        f.apply_splice(
+            &mut c,
+            &splices[0],
+            &ArchiveRef {
+                path: "b.txt".into(),
+                sha256: "11".into(),
+            },
+        )
+        .unwrap();
         let last = c.messages.last().unwrap();
-        assert!(last.text.ends_with("Report:\ntests share port 8080; fix: bind :0"));
+        assert!(last
+            .text
+            .ends_with("Report:\ntests share port 8080; fix: bind :0"));
         assert!(!last.text.contains("EADDRINUSE"));
         assert!(f.mode().is_none());
         assert_eq!(tools_before, f.tools(), "the tool list never changes");
@@ -423,10 +601,23 @@ mod tests {
     fn intent_is_read_only_and_back_ends_the_mode() {
         let mut f = fold("fold+strategies");
         let c = session(1, 1);
-        f.handle_tool(&c, &call("strategy_request", json!({"name": "intent", "goal": "agree"})));
-        assert!(f.refuse_workspace_tool(&call("edit_file", json!({}))).is_some());
-        assert!(f.refuse_workspace_tool(&call("read_file", json!({}))).is_none());
+        f.handle_tool(
+            &c,
+            &call(
+                "strategy_request",
+                json!({"name": "intent", "goal": "agree"}),
+            ),
+        );
+        assert!(f
+            .refuse_workspace_tool(&call("edit_file", json!({})))
+            .is_some());
+        assert!(f
+            .refuse_workspace_tool(&call("read_file", json!({})))
+            .is_none());
         let s = f.end_turn(&c, Some("/back"));
-        assert!(matches!(&s[0].kind, SpliceKind::StrategyExit { via_back: true, .. }));
+        assert!(matches!(
+            &s[0].kind,
+            SpliceKind::StrategyExit { via_back: true, .. }
+        ));
     }
 }

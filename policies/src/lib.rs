@@ -30,12 +30,19 @@ pub const POLICIES: [&str; 5] = ["none", "trim", "compact", "fold", "fold+strate
 pub fn build(spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, String> {
     let mut p = spec.params();
     let policy: Box<dyn Policy> = match spec.name.as_str() {
-        "none" => Box::new(none::NonePolicy::new(p.take_u64("window")?.unwrap_or(window))),
+        "none" => Box::new(none::NonePolicy::new(
+            p.take_u64("window")?.unwrap_or(window),
+        )),
         "trim" => Box::new(trim::Trim::from_params(&mut p, window)?),
         "compact" => Box::new(compact::Compact::from_params(&mut p, window)?),
         "fold" => Box::new(fold::Fold::from_params(&mut p, window, false)?),
         "fold+strategies" => Box::new(fold::Fold::from_params(&mut p, window, true)?),
-        other => return Err(format!("unknown policy `{other}`; expected one of: {}", POLICIES.join(", "))),
+        other => {
+            return Err(format!(
+                "unknown policy `{other}`; expected one of: {}",
+                POLICIES.join(", ")
+            ))
+        }
     };
     p.finish(&spec.name)?;
     Ok(policy)

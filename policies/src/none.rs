@@ -22,7 +22,10 @@ impl Policy for NonePolicy {
     }
 
     fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
-        Plan::Send { messages: ctx.messages.clone(), action: None }
+        Plan::Send {
+            messages: ctx.messages.clone(),
+            action: None,
+        }
     }
 
     fn window(&self) -> Option<u64> {

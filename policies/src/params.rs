@@ -19,14 +19,20 @@ impl PolicySpec {
         if self.params.is_empty() {
             self.name.clone()
         } else {
-            let kv: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let kv: Vec<String> = self
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             format!("{}:{}", self.name, kv.join(","))
         }
     }
 
     /// The parameters, to be taken one by one.
     pub fn params(&self) -> Params {
-        Params { left: self.params.clone() }
+        Params {
+            left: self.params.clone(),
+        }
     }
 }
 
@@ -37,18 +43,25 @@ pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
         None => (s.trim(), None),
     };
     if name.is_empty() {
-        return Err(format!("policy `{s}` has no name; write NAME or NAME:key=value,..."));
+        return Err(format!(
+            "policy `{s}` has no name; write NAME or NAME:key=value,..."
+        ));
     }
     let mut params = BTreeMap::new();
     if let Some(rest) = rest {
         for kv in rest.split(',').filter(|x| !x.trim().is_empty()) {
             let Some((k, v)) = kv.split_once('=') else {
-                return Err(format!("policy `{s}`: parameter `{kv}` needs the form key=value"));
+                return Err(format!(
+                    "policy `{s}`: parameter `{kv}` needs the form key=value"
+                ));
             };
             params.insert(k.trim().to_string(), v.trim().to_string());
         }
     }
-    Ok(PolicySpec { name: name.to_string(), params })
+    Ok(PolicySpec {
+        name: name.to_string(),
+        params,
+    })
 }
 
 /// Parameters not yet taken; [`Params::finish`] reports the ones no policy knows.
@@ -62,7 +75,11 @@ impl Params {
     pub fn take_u64(&mut self, key: &str) -> Result<Option<u64>, String> {
         match self.left.remove(key) {
             None => Ok(None),
-            Some(v) => v.replace('_', "").parse().map(Some).map_err(|_| format!("parameter `{key}` must be a whole number, not `{v}`")),
+            Some(v) => v
+                .replace('_', "")
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("parameter `{key}` must be a whole number, not `{v}`")),
         }
     }
 
@@ -72,7 +89,9 @@ impl Params {
             None => Ok(None),
             Some(v) => match v.parse::<f64>() {
                 Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
-                _ => Err(format!("parameter `{key}` must be a positive number, not `{v}`")),
+                _ => Err(format!(
+                    "parameter `{key}` must be a positive number, not `{v}`"
+                )),
             },
         }
     }
@@ -82,7 +101,10 @@ impl Params {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) if choices.contains(&v.as_str()) => Ok(Some(v)),
-            Some(v) => Err(format!("parameter `{key}` must be one of {}, not `{v}`", choices.join(", "))),
+            Some(v) => Err(format!(
+                "parameter `{key}` must be one of {}, not `{v}`",
+                choices.join(", ")
+            )),
         }
     }
 
@@ -106,8 +128,14 @@ mod tests {
         assert_eq!(p.label(), "trim:keep=1,mode=placeholder");
         assert!(parse_policy("trim:keep").is_err());
         assert!(parse_policy(":x=1").is_err());
-        assert!(crate::build(&parse_policy("trim:kep=1").unwrap(), 1000).err().unwrap().contains("no parameter `kep`"));
-        assert!(crate::build(&parse_policy("nope").unwrap(), 1000).err().unwrap().contains("unknown policy"));
+        assert!(crate::build(&parse_policy("trim:kep=1").unwrap(), 1000)
+            .err()
+            .unwrap()
+            .contains("no parameter `kep`"));
+        assert!(crate::build(&parse_policy("nope").unwrap(), 1000)
+            .err()
+            .unwrap()
+            .contains("unknown policy"));
         assert!(crate::build(&parse_policy("compact:window=4000").unwrap(), 1000).is_ok());
     }
 }

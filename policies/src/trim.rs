@@ -31,8 +31,10 @@ impl Trim {
     /// From `keep` (default 0), `mode` (drop|placeholder) and `trigger_tokens`.
     pub fn from_params(p: &mut Params, _window: u64) -> Result<Trim, String> {
         Ok(Trim {
-            keep: u32::try_from(p.take_u64("keep")?.unwrap_or(0)).map_err(|_| "parameter `keep` is too large".to_string())?,
-            placeholder: p.take_choice("mode", &["drop", "placeholder"])?.as_deref() == Some("placeholder"),
+            keep: u32::try_from(p.take_u64("keep")?.unwrap_or(0))
+                .map_err(|_| "parameter `keep` is too large".to_string())?,
+            placeholder: p.take_choice("mode", &["drop", "placeholder"])?.as_deref()
+                == Some("placeholder"),
             trigger_tokens: p.take_u64("trigger_tokens")?,
             memo: HashMap::new(),
         })
@@ -68,7 +70,15 @@ impl Trim {
 
 impl Policy for Trim {
     fn name(&self) -> String {
-        let mut s = format!("trim:keep={},mode={}", self.keep, if self.placeholder { "placeholder" } else { "drop" });
+        let mut s = format!(
+            "trim:keep={},mode={}",
+            self.keep,
+            if self.placeholder {
+                "placeholder"
+            } else {
+                "drop"
+            }
+        );
         if let Some(t) = self.trigger_tokens {
             s.push_str(&format!(",trigger_tokens={t}"));
         }
@@ -78,14 +88,19 @@ impl Policy for Trim {
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
         if let Some(trigger) = self.trigger_tokens {
             if u64::from(prefix_tokens) + ctx.tokens() <= trigger {
-                return Plan::Send { messages: ctx.messages.clone(), action: None };
+                return Plan::Send {
+                    messages: ctx.messages.clone(),
+                    action: None,
+                };
             }
         }
         let oldest_kept = ctx.turn.saturating_sub(self.keep);
         let mut out = Vec::with_capacity(ctx.messages.len());
         let mut trimmed = 0;
         for m in &ctx.messages {
-            let old = m.turn < oldest_kept && (m.role == Role::Tool || (m.role == Role::Assistant && !m.tool_calls.is_empty()));
+            let old = m.turn < oldest_kept
+                && (m.role == Role::Tool
+                    || (m.role == Role::Assistant && !m.tool_calls.is_empty()));
             if !old {
                 out.push(Arc::clone(m));
                 continue;
@@ -98,7 +113,10 @@ impl Policy for Trim {
             }
         }
         let action = (trimmed > 0).then(|| format!("trimmed {trimmed} tool results"));
-        Plan::Send { messages: out, action }
+        Plan::Send {
+            messages: out,
+            action,
+        }
     }
 }
 
@@ -114,7 +132,11 @@ mod tests {
         for t in 1..=2 {
             c.turn = t;
             c.push(Message::user(t, format!("u{t}"), None));
-            let k = ToolCall { id: format!("c{t}"), name: "read_file".into(), args: json!({"path": "a"}) };
+            let k = ToolCall {
+                id: format!("c{t}"),
+                name: "read_file".into(),
+                args: json!({"path": "a"}),
+            };
             c.push(Message::assistant(t, "", vec![k.clone()]));
             c.push(Message::tool_result(t, &k, "OUTPUT", false));
             c.push(Message::assistant(t, format!("done {t}"), vec![]));
@@ -134,8 +156,15 @@ mod tests {
     fn drop_removes_old_calls_and_results() {
         let c = ctx();
         let m = plan("trim", &c);
-        assert_eq!(m.len(), 6, "turn 1 keeps its user and closing messages only");
-        assert!(m.iter().filter(|x| x.turn == 1).all(|x| x.tool_calls.is_empty() && x.role != Role::Tool));
+        assert_eq!(
+            m.len(),
+            6,
+            "turn 1 keeps its user and closing messages only"
+        );
+        assert!(m
+            .iter()
+            .filter(|x| x.turn == 1)
+            .all(|x| x.tool_calls.is_empty() && x.role != Role::Tool));
         assert_eq!(m.iter().filter(|x| x.role == Role::Tool).count(), 1);
     }
 
@@ -159,7 +188,11 @@ mod tests {
     #[test]
     fn trimmed_messages_are_memoised() {
         let c = ctx();
-        let mut p = Trim::from_params(&mut parse_policy("trim:mode=placeholder").unwrap().params(), 0).unwrap();
+        let mut p = Trim::from_params(
+            &mut parse_policy("trim:mode=placeholder").unwrap().params(),
+            0,
+        )
+        .unwrap();
         let ids = |p: &mut Trim| match p.plan(&c, 0) {
             Plan::Send { messages, .. } => messages.iter().map(|m| m.id).collect::<Vec<_>>(),
             Plan::Compact { .. } => Vec::new(),

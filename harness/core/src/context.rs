@@ -33,7 +33,9 @@ pub struct TurnInfo {
 pub fn call_path(call: &ToolCall) -> Option<String> {
     match call.name.as_str() {
         "read_file" | "edit_file" | "write_file" | "grep" | "list_files" => {
-            call.str_arg("path").map(normalize_path).or_else(|| (call.name == "grep" || call.name == "list_files").then(|| ".".to_string()))
+            call.str_arg("path").map(normalize_path).or_else(|| {
+                (call.name == "grep" || call.name == "list_files").then(|| ".".to_string())
+            })
         }
         _ => None,
     }
@@ -41,7 +43,10 @@ pub fn call_path(call: &ToolCall) -> Option<String> {
 
 /// Normalises a workspace-relative path for display and comparison (`./a//b` → `a/b`).
 pub fn normalize_path(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let parts: Vec<&str> = p
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     if parts.is_empty() {
         ".".to_string()
     } else {
@@ -63,8 +68,15 @@ impl Context {
     /// Index range `[start, end)` of the messages of turns `from..=to`, if those turns are
     /// present as plain (unfolded) messages and contiguous.
     pub fn turn_range(&self, from: u32, to: u32) -> Option<(usize, usize)> {
-        let start = self.messages.iter().position(|m| m.turn >= from && m.turn <= to)?;
-        let end = self.messages.iter().rposition(|m| m.turn >= from && m.turn <= to)? + 1;
+        let start = self
+            .messages
+            .iter()
+            .position(|m| m.turn >= from && m.turn <= to)?;
+        let end = self
+            .messages
+            .iter()
+            .rposition(|m| m.turn >= from && m.turn <= to)?
+            + 1;
         Some((start, end))
     }
 
@@ -83,11 +95,23 @@ impl Context {
     pub fn live_turns(&self) -> Vec<TurnInfo> {
         let mut out: Vec<TurnInfo> = Vec::new();
         for m in &self.messages {
-            if matches!(m.kind, MessageKind::FoldResult { .. } | MessageKind::Summary | MessageKind::StrategyReport { .. }) || m.turn == 0 {
+            if matches!(
+                m.kind,
+                MessageKind::FoldResult { .. }
+                    | MessageKind::Summary
+                    | MessageKind::StrategyReport { .. }
+            ) || m.turn == 0
+            {
                 continue;
             }
             if out.last().is_none_or(|t| t.turn != m.turn) {
-                out.push(TurnInfo { turn: m.turn, tokens: 0, paths: Vec::new(), user: String::new(), tool_calls: 0 });
+                out.push(TurnInfo {
+                    turn: m.turn,
+                    tokens: 0,
+                    paths: Vec::new(),
+                    user: String::new(),
+                    tool_calls: 0,
+                });
             }
             let Some(t) = out.last_mut() else { continue };
             t.tokens += u64::from(m.tokens);
@@ -114,7 +138,12 @@ impl Context {
     /// Replaces everything before the current turn's user message by a summary, and drops the
     /// current turn's progress too: the context becomes the summary and the current user message.
     pub fn compact(&mut self, summary: Arc<Message>) {
-        let current = self.messages.iter().rev().find(|m| m.is_human() && m.turn == self.turn).cloned();
+        let current = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.is_human() && m.turn == self.turn)
+            .cloned();
         self.messages.clear();
         self.messages.push(summary);
         if let Some(u) = current {
@@ -135,17 +164,34 @@ impl Context {
 /// Tokens that were in the cached prefix before an edit and must be written again after it:
 /// the messages of `old` after the first position where `new` differs that survive in `new`.
 pub fn rewritten_tokens(old: &[Arc<Message>], new: &[Arc<Message>]) -> u64 {
-    let common = old.iter().zip(new).take_while(|(a, b)| a.id == b.id).count();
+    let common = old
+        .iter()
+        .zip(new)
+        .take_while(|(a, b)| a.id == b.id)
+        .count();
     let survivors: std::collections::HashSet<u64> = new[common..].iter().map(|m| m.id).collect();
-    old[common..].iter().filter(|m| survivors.contains(&m.id)).map(|m| u64::from(m.tokens)).sum()
+    old[common..]
+        .iter()
+        .filter(|m| survivors.contains(&m.id))
+        .map(|m| u64::from(m.tokens))
+        .sum()
 }
 
 /// The prompt-cache simulation: tokens of the longest common prefix of two requests, counting
 /// the fixed prefix (system prompt and tools) and then whole messages that are the same message.
-pub fn cached_prefix_tokens(prefix_tokens: u32, prev: Option<&[Arc<Message>]>, next: &[Arc<Message>]) -> u64 {
+pub fn cached_prefix_tokens(
+    prefix_tokens: u32,
+    prev: Option<&[Arc<Message>]>,
+    next: &[Arc<Message>],
+) -> u64 {
     let Some(prev) = prev else { return 0 };
     u64::from(prefix_tokens)
-        + prev.iter().zip(next).take_while(|(a, b)| a.id == b.id).map(|(_, b)| u64::from(b.tokens)).sum::<u64>()
+        + prev
+            .iter()
+            .zip(next)
+            .take_while(|(a, b)| a.id == b.id)
+            .map(|(_, b)| u64::from(b.tokens))
+            .sum::<u64>()
 }
 
 #[cfg(test)]
@@ -154,12 +200,18 @@ mod tests {
     use serde_json::json;
 
     fn call(id: &str, name: &str, path: &str) -> ToolCall {
-        ToolCall { id: id.into(), name: name.into(), args: json!({ "path": path }) }
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            args: json!({ "path": path }),
+        }
     }
 
     fn two_turns() -> Context {
-        let mut c = Context::default();
-        c.turn = 1;
+        let mut c = Context {
+            turn: 1,
+            ..Context::default()
+        };
         c.push(Message::user(1, "read a", None));
         let k = call("c1", "read_file", "./src//a.py");
         c.push(Message::assistant(1, "", vec![k.clone()]));
@@ -187,7 +239,10 @@ mod tests {
         let old = c.messages.clone();
         let mut new = c.clone();
         new.splice(0, 4, Message::host(1, "folded", MessageKind::Plain));
-        assert_eq!(rewritten_tokens(&old, &new.messages), u64::from(old[4].tokens));
+        assert_eq!(
+            rewritten_tokens(&old, &new.messages),
+            u64::from(old[4].tokens)
+        );
         assert_eq!(cached_prefix_tokens(10, Some(&old), &old), 10 + c.tokens());
         assert_eq!(cached_prefix_tokens(10, None, &old), 0);
     }

@@ -17,10 +17,25 @@ pub fn render_card(turns: &[TurnInfo]) -> String {
     let calls: usize = turns.iter().map(|t| t.tool_calls).sum();
     let mut s = String::new();
     let _ = writeln!(s, "{CARD_HEADER}");
-    let _ = writeln!(s, "Work since the last fold: {} turns, {} tool calls. The host numbered the turns:", turns.len(), calls);
+    let _ = writeln!(
+        s,
+        "Work since the last fold: {} turns, {} tool calls. The host numbered the turns:",
+        turns.len(),
+        calls
+    );
     for t in turns {
-        let paths = if t.paths.is_empty() { "no paths".to_string() } else { t.paths.join(", ") };
-        let _ = writeln!(s, "  turn {} · {} tokens · {}", t.turn, group_thousands(t.tokens), paths);
+        let paths = if t.paths.is_empty() {
+            "no paths".to_string()
+        } else {
+            t.paths.join(", ")
+        };
+        let _ = writeln!(
+            s,
+            "  turn {} · {} tokens · {}",
+            t.turn,
+            group_thousands(t.tokens),
+            paths
+        );
         let _ = writeln!(s, "    user: {:?}", t.user);
     }
     let _ = writeln!(
@@ -47,7 +62,7 @@ pub fn group_thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -61,7 +76,9 @@ pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> 
     let current = ctx.turn;
     for t in [from, to] {
         if t == 0 || t > current {
-            return Err(format!("error: turn {t} does not exist; the turns so far are 1 to {current}"));
+            return Err(format!(
+                "error: turn {t} does not exist; the turns so far are 1 to {current}"
+            ));
         }
     }
     if from > to {
@@ -70,7 +87,11 @@ pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> 
     if to == current || from == current {
         return Err(format!("error: turn {current} is the turn in progress and cannot be folded; fold turns before it"));
     }
-    for (a, b) in ctx.folded_turns().into_iter().chain(pending.iter().copied()) {
+    for (a, b) in ctx
+        .folded_turns()
+        .into_iter()
+        .chain(pending.iter().copied())
+    {
         if a <= to && from <= b {
             return Err(format!(
                 "error: turns {a}–{b} were already folded and overlap {from}–{to}; folds do not nest: choose turns outside earlier folds"
@@ -78,7 +99,9 @@ pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> 
         }
     }
     if ctx.turn_range(from, to).is_none() {
-        return Err(format!("error: turns {from}–{to} are no longer in the context (compacted or folded away)"));
+        return Err(format!(
+            "error: turns {from}–{to} are no longer in the context (compacted or folded away)"
+        ));
     }
     Ok(())
 }
@@ -86,7 +109,10 @@ pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> 
 /// Renders the original messages of a range as the archive's text: one block per message with a
 /// header line, so read_file and grep find what they look for.
 pub fn archive_text(from: u32, to: u32, messages: &[Arc<Message>]) -> String {
-    let mut s = format!("# foldbench archive v1: turns {from}-{to}, {} messages\n", messages.len());
+    let mut s = format!(
+        "# foldbench archive v1: turns {from}-{to}, {} messages\n",
+        messages.len()
+    );
     for m in messages {
         let who = match m.role {
             Role::User if m.is_human() => "user".to_string(),
@@ -118,7 +144,13 @@ pub fn archive_name(from: u32, to: u32, kind: &str) -> String {
 /// Builds the fold result with no model call: an index (tool calls by name, paths touched, shell
 /// commands), every user message of the range word for word, the model's own closing message,
 /// and the archive's path and sha256.
-pub fn build_result(from: u32, to: u32, messages: &[Arc<Message>], archive: &str, sha256: &str) -> String {
+pub fn build_result(
+    from: u32,
+    to: u32,
+    messages: &[Arc<Message>],
+    archive: &str,
+    sha256: &str,
+) -> String {
     let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
     let mut paths: Vec<String> = Vec::new();
     let mut calls = 0;
@@ -133,8 +165,13 @@ pub fn build_result(from: u32, to: u32, messages: &[Arc<Message>], archive: &str
             }
         }
     }
-    let range = if from == to { format!("turn {from}") } else { format!("turns {from}–{to}") };
-    let mut s = format!("[fold] {range} folded by the host. Archive: {archive} (sha256 {sha256})\n");
+    let range = if from == to {
+        format!("turn {from}")
+    } else {
+        format!("turns {from}–{to}")
+    };
+    let mut s =
+        format!("[fold] {range} folded by the host. Archive: {archive} (sha256 {sha256})\n");
     let names: Vec<String> = by_name.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
     let shells = by_name.get("shell").copied().unwrap_or(0);
     let _ = writeln!(
@@ -142,13 +179,21 @@ pub fn build_result(from: u32, to: u32, messages: &[Arc<Message>], archive: &str
         "Index: {calls} tool calls{}{}; {shells} shell commands; paths: {}",
         if names.is_empty() { "" } else { " — " },
         names.join(", "),
-        if paths.is_empty() { "none".to_string() } else { paths.join(", ") }
+        if paths.is_empty() {
+            "none".to_string()
+        } else {
+            paths.join(", ")
+        }
     );
     s.push_str("User messages, word for word:\n");
     for m in messages.iter().filter(|m| m.is_human()) {
         let _ = writeln!(s, "  turn {}: {:?}", m.turn, m.text);
     }
-    match messages.iter().rev().find(|m| m.role == Role::Assistant && m.is_closing() && !m.text.is_empty()) {
+    match messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && m.is_closing() && !m.text.is_empty())
+    {
         Some(c) => {
             let _ = write!(s, "Closing message (turn {}):\n{}", c.turn, c.text);
         }
@@ -166,23 +211,52 @@ pub fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
     }
     let after = first.split_once("turn")?.1;
     let after = after.strip_prefix('s').unwrap_or(after).trim_start();
-    let range: String = after.chars().take_while(|c| c.is_ascii_digit() || *c == '–' || *c == '-').collect();
+    let range: String = after
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '–' || *c == '-')
+        .collect();
     let mut parts = range.split(['–', '-']).filter(|s| !s.is_empty());
     let from: u32 = parts.next()?.parse().ok()?;
     let to: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(from);
-    let archive = first.split_once("Archive: ")?.1.split(' ').next()?.to_string();
+    let archive = first
+        .split_once("Archive: ")?
+        .1
+        .split(' ')
+        .next()?
+        .to_string();
     Some((from, to, archive))
 }
 
 /// The fold result message for a range.
-pub fn result_message(from: u32, to: u32, messages: &[Arc<Message>], archive: &str, sha256: &str) -> Arc<Message> {
+pub fn result_message(
+    from: u32,
+    to: u32,
+    messages: &[Arc<Message>],
+    archive: &str,
+    sha256: &str,
+) -> Arc<Message> {
     let text = build_result(from, to, messages, archive, sha256);
-    Message::host(to, text, MessageKind::FoldResult { from, to, archive: archive.to_string(), sha256: sha256.to_string() })
+    Message::host(
+        to,
+        text,
+        MessageKind::FoldResult {
+            from,
+            to,
+            archive: archive.to_string(),
+            sha256: sha256.to_string(),
+        },
+    )
 }
 
 /// Splices a fold result in place of turns `from..=to`. Returns `None` (context unchanged) when
 /// the range is not in the context.
-pub fn splice_fold(ctx: &mut Context, from: u32, to: u32, archive: &str, sha256: &str) -> Option<Arc<Message>> {
+pub fn splice_fold(
+    ctx: &mut Context,
+    from: u32,
+    to: u32,
+    archive: &str,
+    sha256: &str,
+) -> Option<Arc<Message>> {
     let (start, end) = ctx.turn_range(from, to)?;
     let originals = ctx.messages[start..end].to_vec();
     let msg = result_message(from, to, &originals, archive, sha256);
@@ -201,7 +275,11 @@ mod tests {
         for t in 1..=turns {
             c.turn = t;
             c.push(Message::user(t, format!("do thing {t}"), None));
-            let k = ToolCall { id: format!("c{t}"), name: "read_file".into(), args: json!({"path": format!("f{t}.py")}) };
+            let k = ToolCall {
+                id: format!("c{t}"),
+                name: "read_file".into(),
+                args: json!({"path": format!("f{t}.py")}),
+            };
             c.push(Message::assistant(t, "", vec![k.clone()]));
             c.push(Message::tool_result(t, &k, format!("content {t}"), false));
             c.push(Message::assistant(t, format!("finished {t}"), vec![]));
@@ -213,13 +291,23 @@ mod tests {
     fn illegal_folds_say_which_rule_they_break() {
         let mut c = session(4);
         assert!(check_fold(&c, 3, 1, &[]).unwrap_err().contains("reversed"));
-        assert!(check_fold(&c, 1, 9, &[]).unwrap_err().contains("turn 9 does not exist"));
-        assert!(check_fold(&c, 0, 1, &[]).unwrap_err().contains("turn 0 does not exist"));
-        assert!(check_fold(&c, 2, 4, &[]).unwrap_err().contains("in progress"));
+        assert!(check_fold(&c, 1, 9, &[])
+            .unwrap_err()
+            .contains("turn 9 does not exist"));
+        assert!(check_fold(&c, 0, 1, &[])
+            .unwrap_err()
+            .contains("turn 0 does not exist"));
+        assert!(check_fold(&c, 2, 4, &[])
+            .unwrap_err()
+            .contains("in progress"));
         assert!(check_fold(&c, 1, 2, &[]).is_ok());
         splice_fold(&mut c, 1, 2, "a", "b").unwrap();
-        assert!(check_fold(&c, 2, 3, &[]).unwrap_err().contains("already folded"));
-        assert!(check_fold(&c, 3, 3, &[(3, 3)]).unwrap_err().contains("already folded"));
+        assert!(check_fold(&c, 2, 3, &[])
+            .unwrap_err()
+            .contains("already folded"));
+        assert!(check_fold(&c, 3, 3, &[(3, 3)])
+            .unwrap_err()
+            .contains("already folded"));
         assert!(check_fold(&c, 3, 3, &[]).is_ok());
     }
 
@@ -228,11 +316,20 @@ mod tests {
         let c = session(3);
         let (s, e) = c.turn_range(1, 2).unwrap();
         let r = build_result(1, 2, &c.messages[s..e], ".foldbench/archive/x.txt", "abc");
-        assert!(r.contains("Index: 2 tool calls — read_file ×2; 0 shell commands; paths: f1.py, f2.py"), "{r}");
-        assert!(r.contains("turn 1: \"do thing 1\"") && r.contains("turn 2: \"do thing 2\""), "{r}");
+        assert!(
+            r.contains("Index: 2 tool calls — read_file ×2; 0 shell commands; paths: f1.py, f2.py"),
+            "{r}"
+        );
+        assert!(
+            r.contains("turn 1: \"do thing 1\"") && r.contains("turn 2: \"do thing 2\""),
+            "{r}"
+        );
         assert!(r.ends_with("Closing message (turn 2):\nfinished 2"), "{r}");
         assert!(r.contains("sha256 abc"));
-        assert_eq!(archive_pointer(&r), Some((1, 2, ".foldbench/archive/x.txt".to_string())));
+        assert_eq!(
+            archive_pointer(&r),
+            Some((1, 2, ".foldbench/archive/x.txt".to_string()))
+        );
         let one = build_result(3, 3, &c.messages[8..], "a/b.txt", "f");
         assert_eq!(archive_pointer(&one), Some((3, 3, "a/b.txt".to_string())));
     }

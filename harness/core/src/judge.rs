@@ -67,7 +67,12 @@ pub fn is_open(p: &CardPoint, turn: u32) -> bool {
 
 /// The ranges a judge folds at a card point, in order.
 pub fn ranges(judge: Judge, p: &CardPoint) -> Vec<(u32, u32)> {
-    let offered: Vec<u32> = p.offered.iter().copied().filter(|t| *t < p.current).collect();
+    let offered: Vec<u32> = p
+        .offered
+        .iter()
+        .copied()
+        .filter(|t| *t < p.current)
+        .collect();
     if offered.is_empty() {
         return Vec::new();
     }
@@ -78,7 +83,11 @@ pub fn ranges(judge: Judge, p: &CardPoint) -> Vec<(u32, u32)> {
         Judge::Lexical => {
             // Segment the offered turns and the current one into units by the rule; everything
             // before the segment the current turn belongs to is closed.
-            let short = |t: u32| (p.user)(t).map(|u| u.chars().count() <= LEXICAL_SHORT).unwrap_or(false);
+            let short = |t: u32| {
+                (p.user)(t)
+                    .map(|u| u.chars().count() <= LEXICAL_SHORT)
+                    .unwrap_or(false)
+            };
             let mut open_start = p.current;
             if short(p.current) {
                 // The current turn continues the previous segment: walk back while short.
@@ -115,12 +124,25 @@ fn runs(turns: &[u32], keep: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
 mod tests {
     use super::*;
 
-    fn point(users: &'static [&'static str], units: &'static [&'static str], current: u32) -> Vec<(Judge, Vec<(u32, u32)>)> {
+    fn point(
+        users: &'static [&'static str],
+        units: &'static [&'static str],
+        current: u32,
+    ) -> Vec<(Judge, Vec<(u32, u32)>)> {
         let offered: Vec<u32> = (1..current).collect();
         let user = move |t: u32| users.get(t as usize - 1).map(|s| s.to_string());
         let unit = move |t: u32| units.get(t as usize - 1).map(|s| s.to_string());
-        let p = CardPoint { offered: &offered, current, user: &user, unit: &unit, last_turn: units.len() as u32 };
-        [Judge::Oracle, Judge::Eager, Judge::Lexical, Judge::Never].into_iter().map(|j| (j, ranges(j, &p))).collect()
+        let p = CardPoint {
+            offered: &offered,
+            current,
+            user: &user,
+            unit: &unit,
+            last_turn: units.len() as u32,
+        };
+        [Judge::Oracle, Judge::Eager, Judge::Lexical, Judge::Never]
+            .into_iter()
+            .map(|j| (j, ranges(j, &p)))
+            .collect()
     }
 
     #[test]
@@ -135,16 +157,27 @@ mod tests {
         let r = point(users, units, 3);
         assert_eq!(r[0].1, vec![(1, 1)], "oracle folds login only");
         assert_eq!(r[1].1, vec![(1, 2)], "eager folds everything");
-        assert_eq!(r[2].1, vec![(1, 1)], "lexical: the short message continues build");
+        assert_eq!(
+            r[2].1,
+            vec![(1, 1)],
+            "lexical: the short message continues build"
+        );
         assert!(r[3].1.is_empty());
     }
 
     #[test]
     fn oracle_keeps_units_that_return_later() {
-        let users: &[&str] = &["a long first message about the login problem we have", "build things now please, it is slow", "more build"];
+        let users: &[&str] = &[
+            "a long first message about the login problem we have",
+            "build things now please, it is slow",
+            "more build",
+        ];
         let units: &[&str] = &["login", "build", "build", "login"];
         let r = point(users, units, 3);
-        assert!(r[0].1.is_empty(), "login returns at turn 4, build continues: nothing closed");
+        assert!(
+            r[0].1.is_empty(),
+            "login returns at turn 4, build continues: nothing closed"
+        );
         let users2: &[&str] = &["x", "y", "z", "w"];
         let units2: &[&str] = &["a", "b", "a", "c", "c"];
         let r2 = point(users2, units2, 4);
@@ -154,7 +187,10 @@ mod tests {
     #[test]
     fn lexical_errs_on_short_new_work() {
         // A short message that starts a new unit: lexical keeps the old one open (a late fold).
-        let users: &[&str] = &["please investigate why the nightly job keeps failing on the runners", "now fix the README"];
+        let users: &[&str] = &[
+            "please investigate why the nightly job keeps failing on the runners",
+            "now fix the README",
+        ];
         let units: &[&str] = &["nightly", "readme"];
         let r = point(users, units, 2);
         assert_eq!(r[0].1, vec![(1, 1)]);

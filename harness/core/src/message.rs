@@ -181,14 +181,23 @@ impl Message {
     }
 
     /// An assistant message with text and tool calls.
-    pub fn assistant(turn: u32, text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Arc<Message> {
+    pub fn assistant(
+        turn: u32,
+        text: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+    ) -> Arc<Message> {
         let mut m = Message::build(Role::Assistant, turn, text.into());
         m.tool_calls = tool_calls;
         m.sealed()
     }
 
     /// A tool result.
-    pub fn tool_result(turn: u32, call: &ToolCall, text: impl Into<String>, is_error: bool) -> Arc<Message> {
+    pub fn tool_result(
+        turn: u32,
+        call: &ToolCall,
+        text: impl Into<String>,
+        is_error: bool,
+    ) -> Arc<Message> {
         let mut m = Message::build(Role::Tool, turn, text.into());
         m.tool_call_id = Some(call.id.clone());
         m.tool_name = Some(call.name.clone());

@@ -37,7 +37,12 @@ fn default_output() -> f64 {
 
 impl Default for Price {
     fn default() -> Self {
-        Price { input: 3.0, cache_write: 1.25, cache_read: 0.1, output: 5.0 }
+        Price {
+            input: 3.0,
+            cache_write: 1.25,
+            cache_read: 0.1,
+            output: 5.0,
+        }
     }
 }
 
@@ -185,21 +190,34 @@ pub struct Rerun {
 
 /// Finds the re-runs among workspace tool calls: same tool, same canonical arguments, same
 /// workspace fingerprint as an earlier call.
-pub fn find_reruns(calls: &[&ToolCallRecord], requests: &HashMap<usize, &RequestRecord>) -> Vec<Rerun> {
+pub fn find_reruns(
+    calls: &[&ToolCallRecord],
+    requests: &HashMap<usize, &RequestRecord>,
+) -> Vec<Rerun> {
     let mut seen: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
     let mut out = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         if c.policy_tool {
             continue;
         }
-        let Some(fp) = c.fingerprint.as_deref() else { continue };
+        let Some(fp) = c.fingerprint.as_deref() else {
+            continue;
+        };
         let key = (c.name.as_str(), c.args.as_str(), fp);
         if let Some(earlier) = seen.get(&key) {
             let visible = requests
                 .get(&c.request)
-                .map(|r| earlier.iter().any(|&e| r.visible_results.contains(&calls[e].id)))
+                .map(|r| {
+                    earlier
+                        .iter()
+                        .any(|&e| r.visible_results.contains(&calls[e].id))
+                })
                 .unwrap_or(false);
-            out.push(Rerun { call: i, earlier: earlier[0], hidden: !visible });
+            out.push(Rerun {
+                call: i,
+                earlier: earlier[0],
+                hidden: !visible,
+            });
         }
         seen.entry(key).or_default().push(i);
     }
@@ -218,12 +236,14 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
     let mut cost_tokens = 0.0;
     for e in events {
         match e {
-            Event::TurnStarted { turn, card_tokens, .. } => {
-                if let Some(t) = card_tokens {
-                    m.cards_shown += 1;
-                    m.card_tokens += u64::from(*t);
-                    card_turns.push(*turn);
-                }
+            Event::TurnStarted {
+                turn,
+                card_tokens: Some(t),
+                ..
+            } => {
+                m.cards_shown += 1;
+                m.card_tokens += u64::from(*t);
+                card_turns.push(*turn);
             }
             Event::Request(r) => {
                 requests.insert(r.index, r);
@@ -233,9 +253,16 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                     sizes.push(r.tokens);
                 }
             }
-            Event::Response { index, output_tokens, usage, .. } => {
+            Event::Response {
+                index,
+                output_tokens,
+                usage,
+                ..
+            } => {
                 m.output_tokens += output_tokens;
-                let is_turn = requests.get(index).is_some_and(|r| r.purpose == Purpose::Turn);
+                let is_turn = requests
+                    .get(index)
+                    .is_some_and(|r| r.purpose == Purpose::Turn);
                 match usage {
                     Some(u) => {
                         if is_turn {
@@ -248,7 +275,8 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                     }
                     None => {
                         if let Some(r) = requests.get(index) {
-                            cost_tokens += r.written_tokens as f64 * price.cache_write + r.cached_tokens as f64 * price.cache_read;
+                            cost_tokens += r.written_tokens as f64 * price.cache_write
+                                + r.cached_tokens as f64 * price.cache_read;
                         }
                         cost_tokens += *output_tokens as f64 * price.output;
                     }
@@ -262,12 +290,25 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                 if c.archive_read {
                     m.archive_reads += 1;
                 }
-                if c.policy_tool && c.name == "fold_unit" && c.outcome.as_ref().and_then(|o| o.get("outcome")).and_then(|o| o.as_str()) == Some("fold_rejected") {
+                if c.policy_tool
+                    && c.name == "fold_unit"
+                    && c.outcome
+                        .as_ref()
+                        .and_then(|o| o.get("outcome"))
+                        .and_then(|o| o.as_str())
+                        == Some("fold_rejected")
+                {
                     m.fold_calls_rejected += 1;
                 }
                 calls.push(c);
             }
-            Event::Compaction { emergency, input_tokens, output_tokens, rewritten_tokens, .. } => {
+            Event::Compaction {
+                emergency,
+                input_tokens,
+                output_tokens,
+                rewritten_tokens,
+                ..
+            } => {
                 m.compactions += 1;
                 if *emergency {
                     m.emergency_compactions += 1;
@@ -276,7 +317,15 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                 m.compaction_output_tokens += output_tokens;
                 m.rewritten_tokens_per_compaction.push(*rewritten_tokens);
             }
-            Event::Fold { turn, from, to, archive, rewritten_tokens, kind, .. } => {
+            Event::Fold {
+                turn,
+                from,
+                to,
+                archive,
+                rewritten_tokens,
+                kind,
+                ..
+            } => {
                 m.rewritten_tokens_per_fold.push(*rewritten_tokens);
                 if kind == "fold" {
                     m.folds += 1;
@@ -308,15 +357,29 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
     if let Some(spec) = spec {
         m.premature_folds = folds
             .iter()
-            .filter(|(turn, from, to, _)| (*from..=*to).any(|x| spec.continued_after(x, turn.saturating_sub(1))))
+            .filter(|(turn, from, to, _)| {
+                (*from..=*to).any(|x| spec.continued_after(x, turn.saturating_sub(1)))
+            })
             .count();
     }
     m.fold_regret = folds
         .iter()
         .filter(|(turn, from, to, archive)| {
             let window = turn + 1..=turn + 2;
-            let read_back = calls.iter().any(|c| window.contains(&c.turn) && c.archive_read && c.target.as_deref().is_some_and(|t| archive.ends_with(t) || t.ends_with(archive) || t == ".foldbench/archive" || t == ".foldbench"));
-            let rerun_inside = reruns.iter().any(|r| window.contains(&calls[r.call].turn) && (*from..=*to).contains(&calls[r.earlier].turn));
+            let read_back = calls.iter().any(|c| {
+                window.contains(&c.turn)
+                    && c.archive_read
+                    && c.target.as_deref().is_some_and(|t| {
+                        archive.ends_with(t)
+                            || t.ends_with(archive)
+                            || t == ".foldbench/archive"
+                            || t == ".foldbench"
+                    })
+            });
+            let rerun_inside = reruns.iter().any(|r| {
+                window.contains(&calls[r.call].turn)
+                    && (*from..=*to).contains(&calls[r.earlier].turn)
+            });
             read_back || rerun_inside
         })
         .count();
@@ -383,6 +446,9 @@ mod tests {
     #[test]
     fn size_stats() {
         let s = SizeStats::of(&[5, 1, 3, 10]);
-        assert_eq!((s.median, s.p90, s.max, s.last, s.total), (4.0, 10, 10, 10, 19));
+        assert_eq!(
+            (s.median, s.p90, s.max, s.last, s.total),
+            (4.0, 10, 10, 10, 19)
+        );
     }
 }

@@ -55,7 +55,12 @@ pub struct ToolReply {
 impl ToolReply {
     /// A refusal: an error result the model reads.
     pub fn refused(reason: String) -> ToolReply {
-        ToolReply { text: reason.clone(), is_error: true, outcome: ToolOutcome::Refused { reason }, append: Vec::new() }
+        ToolReply {
+            text: reason.clone(),
+            is_error: true,
+            outcome: ToolOutcome::Refused { reason },
+            append: Vec::new(),
+        }
     }
 }
 
@@ -192,7 +197,12 @@ pub trait Policy: Send {
 
     /// Replaces a spliced range by its result, once its archive exists. Returns the message it
     /// put in place, or `None` when the range is no longer in the context.
-    fn apply_splice(&mut self, _ctx: &mut Context, _splice: &Splice, _archive: &ArchiveRef) -> Option<Arc<Message>> {
+    fn apply_splice(
+        &mut self,
+        _ctx: &mut Context,
+        _splice: &Splice,
+        _archive: &ArchiveRef,
+    ) -> Option<Arc<Message>> {
         None
     }
 

@@ -34,10 +34,27 @@ impl Table {
     /// GitHub-flavoured Markdown.
     pub fn to_markdown(&self) -> String {
         let esc = |s: &str| s.replace('|', "\\|");
-        let mut s = format!("| {} |\n", self.headers.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
-        s.push_str(&format!("|{}\n", self.headers.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()));
+        let mut s = format!(
+            "| {} |\n",
+            self.headers
+                .iter()
+                .map(|h| esc(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        s.push_str(&format!(
+            "|{}\n",
+            self.headers
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+                .collect::<String>()
+        ));
         for r in &self.rows {
-            s.push_str(&format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
+            s.push_str(&format!(
+                "| {} |\n",
+                r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+            ));
         }
         s
     }
@@ -89,7 +106,8 @@ pub fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
         .iter()
         .filter_map(|r| {
             let b = base.get(&pair_key(r))?;
-            (*b > 0.0 && r.status != Status::Error).then(|| (r.id.clone(), r.metrics.request_tokens.median / b))
+            (*b > 0.0 && r.status != Status::Error)
+                .then(|| (r.id.clone(), r.metrics.request_tokens.median / b))
         })
         .collect()
 }
@@ -143,11 +161,24 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
     arms.into_iter()
         .map(|arm| {
             let cells: Vec<&CellRecord> = records.iter().filter(|r| r.arm == arm).collect();
-            let ok: Vec<&CellRecord> = cells.iter().copied().filter(|r| r.status != Status::Error).collect();
-            let med = |f: &dyn Fn(&CellMetrics) -> f64| median_f64(&ok.iter().map(|r| f(&r.metrics)).collect::<Vec<_>>());
-            let sum = |f: &dyn Fn(&CellMetrics) -> usize| ok.iter().map(|r| f(&r.metrics)).sum::<usize>();
-            let rs: Vec<f64> = ok.iter().filter_map(|r| ratios.get(&r.id).copied()).collect();
-            let prov: Vec<f64> = ok.iter().filter_map(|r| r.metrics.provider_request_tokens.map(|p| p.median)).collect();
+            let ok: Vec<&CellRecord> = cells
+                .iter()
+                .copied()
+                .filter(|r| r.status != Status::Error)
+                .collect();
+            let med = |f: &dyn Fn(&CellMetrics) -> f64| {
+                median_f64(&ok.iter().map(|r| f(&r.metrics)).collect::<Vec<_>>())
+            };
+            let sum =
+                |f: &dyn Fn(&CellMetrics) -> usize| ok.iter().map(|r| f(&r.metrics)).sum::<usize>();
+            let rs: Vec<f64> = ok
+                .iter()
+                .filter_map(|r| ratios.get(&r.id).copied())
+                .collect();
+            let prov: Vec<f64> = ok
+                .iter()
+                .filter_map(|r| r.metrics.provider_request_tokens.map(|p| p.median))
+                .collect();
             ArmSummary {
                 arm,
                 cells: cells.len(),
@@ -173,9 +204,23 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
 /// The per-arm summary as a table.
 pub fn summary_table(records: &[CellRecord]) -> Table {
     let rows = summarize(records);
-    let provider = rows.iter().any(|r| r.median_provider_request_tokens.is_some());
+    let provider = rows
+        .iter()
+        .any(|r| r.median_provider_request_tokens.is_some());
     let mut headers: Vec<String> = [
-        "arm", "success", "median req", "× none", "last req", "re-runs", "hidden", "archive reads", "folds", "premature", "regret", "compactions", "cost $",
+        "arm",
+        "success",
+        "median req",
+        "× none",
+        "last req",
+        "re-runs",
+        "hidden",
+        "archive reads",
+        "folds",
+        "premature",
+        "regret",
+        "compactions",
+        "cost $",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -189,9 +234,15 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
         .map(|s| {
             let mut row = vec![
                 s.arm.clone(),
-                if s.errors > 0 { format!("{}/{} ({} err)", s.successes, s.cells, s.errors) } else { format!("{}/{}", s.successes, s.cells) },
+                if s.errors > 0 {
+                    format!("{}/{} ({} err)", s.successes, s.cells, s.errors)
+                } else {
+                    format!("{}/{}", s.successes, s.cells)
+                },
                 num(s.median_request_tokens),
-                s.median_ratio_to_none.map(|r| format!("{r:.2}")).unwrap_or_else(|| "–".into()),
+                s.median_ratio_to_none
+                    .map(|r| format!("{r:.2}"))
+                    .unwrap_or_else(|| "–".into()),
                 num(s.median_last_request_tokens),
                 num(s.median_reruns),
                 num(s.median_reruns_hidden),
@@ -203,9 +254,15 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                 format!("{:.4}", s.cost),
             ];
             if provider {
-                row.push(s.median_provider_request_tokens.map(num).unwrap_or_else(|| "–".into()));
+                row.push(
+                    s.median_provider_request_tokens
+                        .map(num)
+                        .unwrap_or_else(|| "–".into()),
+                );
                 row.push(match s.median_provider_request_tokens {
-                    Some(p) if s.median_request_tokens > 0.0 => format!("{:.2}", p / s.median_request_tokens),
+                    Some(p) if s.median_request_tokens > 0.0 => {
+                        format!("{:.2}", p / s.median_request_tokens)
+                    }
                     _ => "–".into(),
                 });
             }
@@ -226,18 +283,54 @@ pub struct AbMetric {
 /// The metrics of the A/B table.
 pub fn ab_metrics(with_folds: bool) -> Vec<AbMetric> {
     let mut v = vec![
-        AbMetric { label: "success", value: |r| if r.status == Status::Success { 1.0 } else { 0.0 } },
-        AbMetric { label: "re-runs", value: |r| r.metrics.reruns as f64 },
-        AbMetric { label: "re-runs hidden", value: |r| r.metrics.reruns_hidden as f64 },
-        AbMetric { label: "median request tokens", value: |r| r.metrics.request_tokens.median },
-        AbMetric { label: "last request tokens", value: |r| r.metrics.request_tokens.last as f64 },
-        AbMetric { label: "total request tokens", value: |r| r.metrics.request_tokens.total as f64 },
-        AbMetric { label: "archive reads", value: |r| r.metrics.archive_reads as f64 },
-        AbMetric { label: "compactions", value: |r| r.metrics.compactions as f64 },
+        AbMetric {
+            label: "success",
+            value: |r| {
+                if r.status == Status::Success {
+                    1.0
+                } else {
+                    0.0
+                }
+            },
+        },
+        AbMetric {
+            label: "re-runs",
+            value: |r| r.metrics.reruns as f64,
+        },
+        AbMetric {
+            label: "re-runs hidden",
+            value: |r| r.metrics.reruns_hidden as f64,
+        },
+        AbMetric {
+            label: "median request tokens",
+            value: |r| r.metrics.request_tokens.median,
+        },
+        AbMetric {
+            label: "last request tokens",
+            value: |r| r.metrics.request_tokens.last as f64,
+        },
+        AbMetric {
+            label: "total request tokens",
+            value: |r| r.metrics.request_tokens.total as f64,
+        },
+        AbMetric {
+            label: "archive reads",
+            value: |r| r.metrics.archive_reads as f64,
+        },
+        AbMetric {
+            label: "compactions",
+            value: |r| r.metrics.compactions as f64,
+        },
     ];
     if with_folds {
-        v.push(AbMetric { label: "folds", value: |r| r.metrics.folds as f64 });
-        v.push(AbMetric { label: "premature folds", value: |r| r.metrics.premature_folds as f64 });
+        v.push(AbMetric {
+            label: "folds",
+            value: |r| r.metrics.folds as f64,
+        });
+        v.push(AbMetric {
+            label: "premature folds",
+            value: |r| r.metrics.premature_folds as f64,
+        });
         v.push(AbMetric {
             label: "rewritten tokens, median per fold",
             value: |r| {
@@ -246,7 +339,10 @@ pub fn ab_metrics(with_folds: bool) -> Vec<AbMetric> {
                 crate::metrics::median_u64(&v)
             },
         });
-        v.push(AbMetric { label: "rewritten tokens, total", value: |r| r.metrics.rewritten_fold_total() as f64 });
+        v.push(AbMetric {
+            label: "rewritten tokens, total",
+            value: |r| r.metrics.rewritten_fold_total() as f64,
+        });
     }
     v
 }
@@ -254,7 +350,9 @@ pub fn ab_metrics(with_folds: bool) -> Vec<AbMetric> {
 /// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the
 /// seed's "4, 4, 4 against 0, 1, 1". `arms` gives the column order.
 pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
-    let with_folds = records.iter().any(|r| r.metrics.folds > 0 || r.arm.starts_with("fold"));
+    let with_folds = records
+        .iter()
+        .any(|r| r.metrics.folds > 0 || r.arm.starts_with("fold"));
     let mut headers = vec!["metric".to_string()];
     for a in arms {
         headers.push(format!("{a}: runs"));
@@ -266,8 +364,21 @@ pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
         for a in arms {
             let mut cells: Vec<&CellRecord> = records.iter().filter(|r| &r.arm == a).collect();
             cells.sort_by_key(|r| r.seed);
-            let values: Vec<f64> = cells.iter().filter(|r| r.status != Status::Error).map(|r| (m.value)(r)).collect();
-            let runs: Vec<String> = cells.iter().map(|r| if r.status == Status::Error { "err".into() } else { num((m.value)(r)) }).collect();
+            let values: Vec<f64> = cells
+                .iter()
+                .filter(|r| r.status != Status::Error)
+                .map(|r| (m.value)(r))
+                .collect();
+            let runs: Vec<String> = cells
+                .iter()
+                .map(|r| {
+                    if r.status == Status::Error {
+                        "err".into()
+                    } else {
+                        num((m.value)(r))
+                    }
+                })
+                .collect();
             row.push(runs.join(", "));
             row.push(num(median_f64(&values)));
         }
@@ -280,9 +391,33 @@ pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
 pub fn cells_table(records: &[CellRecord]) -> Table {
     let ratios = ratios_to_none(records);
     let headers = [
-        "id", "status", "requests", "median req", "p90 req", "max req", "last req", "total req", "× none", "tool calls", "re-runs", "hidden", "visible",
-        "archive reads", "folds", "rejected", "cards", "ignored", "card tokens", "premature", "regret", "compactions", "cached", "written", "cost $",
-        "wall ms", "error",
+        "id",
+        "status",
+        "requests",
+        "median req",
+        "p90 req",
+        "max req",
+        "last req",
+        "total req",
+        "× none",
+        "tool calls",
+        "re-runs",
+        "hidden",
+        "visible",
+        "archive reads",
+        "folds",
+        "rejected",
+        "cards",
+        "ignored",
+        "card tokens",
+        "premature",
+        "regret",
+        "compactions",
+        "cached",
+        "written",
+        "cost $",
+        "wall ms",
+        "error",
     ];
     let rows = records
         .iter()
@@ -297,7 +432,10 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.request_tokens.max.to_string(),
                 m.request_tokens.last.to_string(),
                 m.request_tokens.total.to_string(),
-                ratios.get(&r.id).map(|x| format!("{x:.3}")).unwrap_or_default(),
+                ratios
+                    .get(&r.id)
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_default(),
                 m.tool_calls.to_string(),
                 m.reruns.to_string(),
                 m.reruns_hidden.to_string(),
@@ -319,7 +457,10 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.iter().map(|s| s.to_string()).collect(), rows }
+    Table {
+        headers: headers.iter().map(|s| s.to_string()).collect(),
+        rows,
+    }
 }
 
 #[cfg(test)]
@@ -328,7 +469,10 @@ mod tests {
 
     #[test]
     fn csv_and_markdown_escape() {
-        let t = Table { headers: vec!["a".into(), "b".into()], rows: vec![vec!["x,y".into(), "p|q".into()]] };
+        let t = Table {
+            headers: vec!["a".into(), "b".into()],
+            rows: vec![vec!["x,y".into(), "p|q".into()]],
+        };
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",p|q\n");
         assert!(t.to_markdown().contains("p\\|q"));
         assert!(t.to_terminal().contains("x,y"));

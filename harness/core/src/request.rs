@@ -41,8 +41,15 @@ impl Request {
         messages: Vec<Arc<Message>>,
         purpose: Purpose,
     ) -> Request {
-        let tokens = u64::from(prefix_tokens) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        Request { system, tools, messages, purpose, tokens }
+        let tokens =
+            u64::from(prefix_tokens) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        Request {
+            system,
+            tools,
+            messages,
+            purpose,
+            tokens,
+        }
     }
 
     /// The turn in progress: the turn of the last message.
@@ -59,7 +66,9 @@ impl Request {
         self.messages.iter().any(|m| {
             m.text.contains(needle)
                 || m.card.as_deref().is_some_and(|c| c.contains(needle))
-                || m.tool_calls.iter().any(|c| c.args.to_string().contains(needle))
+                || m.tool_calls
+                    .iter()
+                    .any(|c| c.args.to_string().contains(needle))
         })
     }
 }
@@ -109,12 +118,24 @@ pub struct Response {
 
 impl Response {
     /// A response; the harness counts its output tokens.
-    pub fn new(text: impl Into<String>, tool_calls: Vec<ToolCall>, usage: Option<Usage>) -> Response {
+    pub fn new(
+        text: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+        usage: Option<Usage>,
+    ) -> Response {
         let text = text.into();
         let mut output_tokens = u64::from(crate::tokens::count(&text));
         for c in &tool_calls {
-            output_tokens += u64::from(crate::tokens::count(&c.name) + crate::tokens::count(&c.canonical_args()));
+            output_tokens += u64::from(
+                crate::tokens::count(&c.name) + crate::tokens::count(&c.canonical_args()),
+            );
         }
-        Response { text, tool_calls, output_tokens, usage, expects: Vec::new() }
+        Response {
+            text,
+            tool_calls,
+            output_tokens,
+            usage,
+            expects: Vec::new(),
+        }
     }
 }

@@ -47,14 +47,18 @@ mod tests {
 
     #[test]
     fn deterministic_and_spread() {
-        let a: Vec<u64> = (0..3).map({
-            let mut r = Rng::new(1);
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..3).map({
-            let mut r = Rng::new(1);
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..3)
+            .map({
+                let mut r = Rng::new(1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..3)
+            .map({
+                let mut r = Rng::new(1);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         let mut r = Rng::new(7);
         let hits = (0..10_000).filter(|_| r.next_f64() < 0.1).count();

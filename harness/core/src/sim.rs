@@ -39,7 +39,11 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { seed: 1, recheck: 0.1, judge: Judge::Oracle }
+        SimConfig {
+            seed: 1,
+            recheck: 0.1,
+            judge: Judge::Oracle,
+        }
     }
 }
 
@@ -70,7 +74,9 @@ impl Sim {
         for (i, t) in spec.turns.iter().enumerate() {
             for s in &t.script {
                 if let (Some(e), Action::Tool { name, args }) = (&s.expect, &s.action) {
-                    sources.entry(e.clone()).or_insert((i as u32 + 1, name.clone(), args.clone()));
+                    sources
+                        .entry(e.clone())
+                        .or_insert((i as u32 + 1, name.clone(), args.clone()));
                 }
             }
         }
@@ -93,7 +99,11 @@ impl Sim {
 
     fn call(&mut self, name: &str, args: serde_json::Value) -> ToolCall {
         self.calls += 1;
-        ToolCall { id: format!("sim-{}-{}", self.turn, self.calls), name: name.to_string(), args }
+        ToolCall {
+            id: format!("sim-{}-{}", self.turn, self.calls),
+            name: name.to_string(),
+            args,
+        }
     }
 
     /// Answers one request.
@@ -109,14 +119,22 @@ impl Sim {
             self.yielded = false;
             self.noise_rolled = None;
             self.attempted.clear();
-            let strategy_turn = self.spec.turns.get((t as usize).wrapping_sub(1)).is_some_and(|x| x.strategy.is_some());
+            let strategy_turn = self
+                .spec
+                .turns
+                .get((t as usize).wrapping_sub(1))
+                .is_some_and(|x| x.strategy.is_some());
             if !strategy_turn {
                 self.entered = false;
             }
         }
         let spec = Arc::clone(&self.spec);
         let Some(ts) = spec.turns.get((t as usize).wrapping_sub(1)) else {
-            return Response::new("There is nothing more in my plan for this.", Vec::new(), None);
+            return Response::new(
+                "There is nothing more in my plan for this.",
+                Vec::new(),
+                None,
+            );
         };
         let strategies = req.tools.iter().any(|x| x.name == "strategy_request");
 
@@ -170,9 +188,17 @@ impl Sim {
                 }
                 Action::Say(text) => {
                     let next_is_back = spec.turns.get(t as usize).is_some_and(|n| n.is_back());
-                    if strategies && self.entered && ts.strategy.is_some() && !self.yielded && !next_is_back {
+                    if strategies
+                        && self.entered
+                        && ts.strategy.is_some()
+                        && !self.yielded
+                        && !next_is_back
+                    {
                         self.yielded = true;
-                        let c = self.call("strategy_yield", json!({ "reason": format!("done: {text}") }));
+                        let c = self.call(
+                            "strategy_yield",
+                            json!({ "reason": format!("done: {text}") }),
+                        );
                         return Response::new("", vec![c], None);
                     }
                     self.step += 1;
@@ -185,28 +211,63 @@ impl Sim {
 
     /// The fold_unit calls that answer the card of the current user message, if it has one.
     fn answer_card(&mut self, req: &Request, t: u32) -> Vec<ToolCall> {
-        let Some(card) = req.messages.iter().rev().find(|m| m.is_human() && m.turn == t).and_then(|m| m.card.clone()) else {
+        let Some(card) = req
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.is_human() && m.turn == t)
+            .and_then(|m| m.card.clone())
+        else {
             return Vec::new();
         };
         let offered = card_turns(&card);
         // The judge reads the user messages from the card and the request, and (oracle only)
         // the unit labels.
-        let current_user = req.messages.iter().rev().find(|m| m.is_human() && m.turn == t).map(|m| m.text.clone());
+        let current_user = req
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.is_human() && m.turn == t)
+            .map(|m| m.text.clone());
         let user_lines: HashMap<u32, String> = card
             .lines()
             .zip(card.lines().skip(1))
             .filter_map(|(a, b)| {
-                let n: u32 = a.trim_start().strip_prefix("turn ")?.split(' ').next()?.parse().ok()?;
+                let n: u32 = a
+                    .trim_start()
+                    .strip_prefix("turn ")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()?;
                 let u = b.trim_start().strip_prefix("user: ")?;
-                Some((n, serde_json::from_str::<String>(u).unwrap_or_else(|_| u.to_string())))
+                Some((
+                    n,
+                    serde_json::from_str::<String>(u).unwrap_or_else(|_| u.to_string()),
+                ))
             })
             .collect();
         let spec = &self.spec;
-        let user = |x: u32| if x == t { current_user.clone() } else { user_lines.get(&x).cloned() };
+        let user = |x: u32| {
+            if x == t {
+                current_user.clone()
+            } else {
+                user_lines.get(&x).cloned()
+            }
+        };
         let unit = |x: u32| spec.unit_of(x).map(str::to_string);
-        let p = CardPoint { offered: &offered, current: t, user: &user, unit: &unit, last_turn: spec.turns.len() as u32 };
+        let p = CardPoint {
+            offered: &offered,
+            current: t,
+            user: &user,
+            unit: &unit,
+            last_turn: spec.turns.len() as u32,
+        };
         let ranges = judge::ranges(self.cfg.judge, &p);
-        ranges.into_iter().map(|(a, b)| self.call("fold_unit", json!({ "from": a, "to": b }))).collect()
+        ranges
+            .into_iter()
+            .map(|(a, b)| self.call("fold_unit", json!({ "from": a, "to": b })))
+            .collect()
     }
 
     /// A call that recovers the first missing fact, if any fact is missing.
@@ -217,12 +278,19 @@ impl Sim {
             }
             self.attempted.insert(fact.clone());
             let (src_turn, name, args) = self.sources.get(fact)?.clone();
-            let archive = req.messages.iter().filter(|m| m.role == Role::User && !m.is_human()).find_map(|m| {
-                let (a, b, path) = archive_pointer(&m.text)?;
-                (a <= src_turn && src_turn <= b).then_some(path)
-            });
+            let archive = req
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::User && !m.is_human())
+                .find_map(|m| {
+                    let (a, b, path) = archive_pointer(&m.text)?;
+                    (a <= src_turn && src_turn <= b).then_some(path)
+                });
             return Some(match archive {
-                Some(path) => self.call("grep", json!({ "pattern": regex_escape(fact), "path": path })),
+                Some(path) => self.call(
+                    "grep",
+                    json!({ "pattern": regex_escape(fact), "path": path }),
+                ),
                 None => self.call(&name, args),
             });
         }
@@ -279,7 +347,12 @@ pub fn summary(req: &Request) -> String {
                 }
             }
             (Role::User, MessageKind::FoldResult { .. } | MessageKind::StrategyReport { .. }) => {
-                let _ = writeln!(s, "- host (turn {}): {}", m.turn, m.text.replace('\n', "\n  "));
+                let _ = writeln!(
+                    s,
+                    "- host (turn {}): {}",
+                    m.turn,
+                    m.text.replace('\n', "\n  ")
+                );
             }
             (Role::Assistant, _) if m.is_closing() && !m.text.is_empty() => {
                 let _ = writeln!(s, "- assistant (turn {}): {}", m.turn, m.text);
@@ -316,12 +389,26 @@ checks:
 "#;
 
     fn req(msgs: Vec<Arc<Message>>, tools: &[&str]) -> Request {
-        let tools: Vec<ToolSpec> = tools.iter().map(|n| ToolSpec { name: n.to_string(), description: String::new(), parameters: json!({}) }).collect();
+        let tools: Vec<ToolSpec> = tools
+            .iter()
+            .map(|n| ToolSpec {
+                name: n.to_string(),
+                description: String::new(),
+                parameters: json!({}),
+            })
+            .collect();
         Request::new(Arc::from("sys"), Arc::from(tools), 0, msgs, Purpose::Turn)
     }
 
     fn sim(recheck: f64) -> Sim {
-        Sim::new(Arc::new(spec::load("t.yaml", SPEC).unwrap()), SimConfig { seed: 3, recheck, judge: Judge::Oracle })
+        Sim::new(
+            Arc::new(spec::load("t.yaml", SPEC).unwrap()),
+            SimConfig {
+                seed: 3,
+                recheck,
+                judge: Judge::Oracle,
+            },
+        )
     }
 
     #[test]
@@ -340,7 +427,10 @@ checks:
         let u2 = Message::user(2, "now use it", None);
         let mut s2 = sim(0.0);
         s2.turn = 1;
-        let r = s2.respond(&req(vec![u1.clone(), a1, out, close.clone(), u2.clone()], &[]));
+        let r = s2.respond(&req(
+            vec![u1.clone(), a1, out, close.clone(), u2.clone()],
+            &[],
+        ));
         assert_eq!(r.tool_calls[0].name, "edit_file");
         // Turn 2 with the fact gone (trimmed): re-run the producing read first.
         let r = s.respond(&req(vec![u1, close, u2], &[]));
@@ -351,16 +441,29 @@ checks:
     #[test]
     fn greps_the_archive_when_a_fold_covers_the_source() {
         let mut s = sim(0.0);
-        let fold = crate::fold::result_message(1, 1, &[Message::user(1, "look at a", None)], ".foldbench/archive/f.txt", "00");
+        let fold = crate::fold::result_message(
+            1,
+            1,
+            &[Message::user(1, "look at a", None)],
+            ".foldbench/archive/f.txt",
+            "00",
+        );
         let u2 = Message::user(2, "now use it", None);
         let r = s.respond(&req(vec![fold, u2], &[]));
         assert_eq!(r.tool_calls[0].name, "grep");
-        assert_eq!(r.tool_calls[0].args, json!({ "pattern": "A = 1", "path": ".foldbench/archive/f.txt" }));
+        assert_eq!(
+            r.tool_calls[0].args,
+            json!({ "pattern": "A = 1", "path": ".foldbench/archive/f.txt" })
+        );
     }
 
     #[test]
     fn summary_keeps_users_and_closings_only() {
-        let k = ToolCall { id: "1".into(), name: "shell".into(), args: json!({"command": "ls"}) };
+        let k = ToolCall {
+            id: "1".into(),
+            name: "shell".into(),
+            args: json!({"command": "ls"}),
+        };
         let msgs = vec![
             Message::user(1, "hello", None),
             Message::assistant(1, "", vec![k.clone()]),

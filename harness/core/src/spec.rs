@@ -12,7 +12,14 @@ use serde_yaml::Value;
 use crate::yaml::{self, child, key, Problem, Reader, Seg};
 
 /// The workspace tools a script step may call.
-pub const WORKSPACE_TOOLS: [&str; 6] = ["read_file", "list_files", "grep", "edit_file", "write_file", "shell"];
+pub const WORKSPACE_TOOLS: [&str; 6] = [
+    "read_file",
+    "list_files",
+    "grep",
+    "edit_file",
+    "write_file",
+    "shell",
+];
 
 /// Strategy modes (DESIGN §7).
 pub const MODES: [&str; 4] = ["errand", "triage", "intent", "counsel"];
@@ -144,7 +151,9 @@ impl Check {
             Check::Shell(c) => format!("shell: {c}"),
             Check::FileContains { path, text } => format!("file_contains {path}: {text:?}"),
             Check::FileLacks { path, text } => format!("file_lacks {path}: {text:?}"),
-            Check::AnswerContains { turn, text } => format!("answer_contains turn {turn}: {text:?}"),
+            Check::AnswerContains { turn, text } => {
+                format!("answer_contains turn {turn}: {text:?}")
+            }
         }
     }
 }
@@ -152,7 +161,11 @@ impl Check {
 impl TaskSpec {
     /// Number of tool steps in the script.
     pub fn scripted_tool_calls(&self) -> usize {
-        self.turns.iter().flat_map(|t| &t.script).filter(|s| matches!(s.action, Action::Tool { .. })).count()
+        self.turns
+            .iter()
+            .flat_map(|t| &t.script)
+            .filter(|s| matches!(s.action, Action::Tool { .. }))
+            .count()
     }
 
     /// Distinct units, in order of first appearance.
@@ -168,13 +181,20 @@ impl TaskSpec {
 
     /// The unit label of a turn (1-based).
     pub fn unit_of(&self, turn: u32) -> Option<&str> {
-        self.turns.get((turn as usize).checked_sub(1)?).map(|t| t.unit.as_str())
+        self.turns
+            .get((turn as usize).checked_sub(1)?)
+            .map(|t| t.unit.as_str())
     }
 
     /// Whether the unit of `turn` is continued by a turn after `after` (1-based turns).
     pub fn continued_after(&self, turn: u32, after: u32) -> bool {
-        let Some(unit) = self.unit_of(turn) else { return false };
-        self.turns.iter().skip(after as usize).any(|t| t.unit == unit)
+        let Some(unit) = self.unit_of(turn) else {
+            return false;
+        };
+        self.turns
+            .iter()
+            .skip(after as usize)
+            .any(|t| t.unit == unit)
     }
 }
 
@@ -214,7 +234,10 @@ pub fn load(file: &str, text: &str) -> Result<TaskSpec, Vec<Problem>> {
         if let Some(spec) = spec {
             return Ok(spec);
         }
-        r.problem(&[], "the spec is empty; a task needs name, repo, turns and checks");
+        r.problem(
+            &[],
+            "the spec is empty; a task needs name, repo, turns and checks",
+        );
     }
     Err(r.problems)
 }
@@ -237,13 +260,22 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
         match k.as_str() {
             "name" => {
                 if let Some(n) = r.string(&p, v, "`name`") {
-                    if n.is_empty() || !n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-                        r.problem(&p, format!("`name` {n:?} must be lowercase letters, digits and dashes"));
+                    if n.is_empty()
+                        || !n
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    {
+                        r.problem(
+                            &p,
+                            format!("`name` {n:?} must be lowercase letters, digits and dashes"),
+                        );
                     }
                     spec.name = n;
                 }
             }
-            "description" => spec.description = r.string(&p, v, "`description`").unwrap_or_default(),
+            "description" => {
+                spec.description = r.string(&p, v, "`description`").unwrap_or_default()
+            }
             "repo" => {
                 spec.repo_pos = r.locate(&p);
                 if let Some(repo) = r.string(&p, v, "`repo`") {
@@ -271,16 +303,20 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
             _ => {}
         }
     }
-    if doc.as_mapping().is_none() {
-        return None;
-    }
+    doc.as_mapping()?;
     for required in ["name", "repo", "turns", "checks"] {
         if !seen.contains(required) {
-            r.problem(&[], format!("missing field `{required}`; see DESIGN §4 for the spec format"));
+            r.problem(
+                &[],
+                format!("missing field `{required}`; see DESIGN §4 for the spec format"),
+            );
         }
     }
     if seen.contains("turns") && spec.turns.is_empty() && r.problems.is_empty() {
-        r.problem(&key(&[], "turns"), "`turns` is empty; a task needs at least one turn");
+        r.problem(
+            &key(&[], "turns"),
+            "`turns` is empty; a task needs at least one turn",
+        );
     }
     validate_semantics(r, &spec);
     Some(spec)
@@ -289,10 +325,14 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
 fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec> {
     let what = format!("turn {n}");
     let fields = r.mapping(p, v, &what, &TURN);
-    if v.as_mapping().is_none() {
-        return None;
-    }
-    let mut turn = TurnSpec { user: String::new(), unit: String::new(), needs: Vec::new(), strategy: None, script: Vec::new() };
+    v.as_mapping()?;
+    let mut turn = TurnSpec {
+        user: String::new(),
+        unit: String::new(),
+        needs: Vec::new(),
+        strategy: None,
+        script: Vec::new(),
+    };
     let mut has = BTreeSet::new();
     for (k, val) in &fields {
         let kp = key(p, k);
@@ -304,7 +344,13 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
             "strategy" => {
                 if let Some(s) = r.string(&kp, val, "`strategy`") {
                     if !MODES.contains(&s.as_str()) {
-                        r.problem(&kp, format!("unknown strategy `{s}`; expected one of: {}", MODES.join(", ")));
+                        r.problem(
+                            &kp,
+                            format!(
+                                "unknown strategy `{s}`; expected one of: {}",
+                                MODES.join(", ")
+                            ),
+                        );
                     }
                     turn.strategy = Some(s);
                 }
@@ -312,7 +358,10 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
             "script" => {
                 let steps = r.sequence(&kp, val, "`script`");
                 if steps.is_empty() && val.as_sequence().is_some() {
-                    r.problem(&kp, format!("{what} has an empty script; give at least a `say` step"));
+                    r.problem(
+                        &kp,
+                        format!("{what} has an empty script; give at least a `say` step"),
+                    );
                 }
                 for (i, s) in steps.iter().enumerate() {
                     if let Some(step) = read_step(r, &child(&kp, Seg::Index(i)), s) {
@@ -336,9 +385,7 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
     allowed.extend(["say", "report"]);
     allowed.extend(STEP_EXTRA);
     let fields = r.mapping(p, v, "a script step", &allowed);
-    if v.as_mapping().is_none() {
-        return None;
-    }
+    v.as_mapping()?;
     let mut action = None;
     let mut expect = None;
     let mut needs = Vec::new();
@@ -363,14 +410,30 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         }
     }
     if actions == 0 {
-        r.problem(p, format!("a script step needs one action: one of {}, say, report", WORKSPACE_TOOLS.join(", ")));
+        r.problem(
+            p,
+            format!(
+                "a script step needs one action: one of {}, say, report",
+                WORKSPACE_TOOLS.join(", ")
+            ),
+        );
     } else if actions > 1 {
-        r.problem(p, "a script step has more than one action; split it into several steps");
+        r.problem(
+            p,
+            "a script step has more than one action; split it into several steps",
+        );
     }
     if expect.is_some() && !matches!(action, Some(Action::Tool { .. })) && actions == 1 {
-        r.problem(&key(p, "expect"), "`expect` belongs on a tool step (it checks the tool's output)");
+        r.problem(
+            &key(p, "expect"),
+            "`expect` belongs on a tool step (it checks the tool's output)",
+        );
     }
-    action.map(|action| Step { action, expect, needs })
+    action.map(|action| Step {
+        action,
+        expect,
+        needs,
+    })
 }
 
 fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Action> {
@@ -378,7 +441,11 @@ fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Ac
     let mut allowed: Vec<&str> = required.to_vec();
     allowed.extend(optional);
     let what = format!("`{tool}` arguments");
-    let fields = if v.is_null() && required.is_empty() { Vec::new() } else { r.mapping(p, v, &what, &allowed) };
+    let fields = if v.is_null() && required.is_empty() {
+        Vec::new()
+    } else {
+        r.mapping(p, v, &what, &allowed)
+    };
     let mut args = serde_json::Map::new();
     for (k, val) in &fields {
         let kp = key(p, k);
@@ -395,16 +462,25 @@ fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Ac
             r.problem(p, format!("`{tool}` needs the argument `{req}`"));
         }
     }
-    Some(Action::Tool { name: tool.to_string(), args: serde_json::Value::Object(args) })
+    Some(Action::Tool {
+        name: tool.to_string(),
+        args: serde_json::Value::Object(args),
+    })
 }
 
 fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
     let fields = r.mapping(p, v, "a check", &CHECKS);
     if fields.len() != 1 {
-        if v.as_mapping().is_some() && fields.is_empty() && r.problems.iter().all(|x| x.line != r.locate(p).0) {
+        if v.as_mapping().is_some()
+            && fields.is_empty()
+            && r.problems.iter().all(|x| x.line != r.locate(p).0)
+        {
             r.problem(p, format!("a check needs one of: {}", CHECKS.join(", ")));
         } else if fields.len() > 1 {
-            r.problem(p, "a check has more than one kind; write one check per list item");
+            r.problem(
+                p,
+                "a check has more than one kind; write one check per list item",
+            );
         }
         return None;
     }
@@ -424,7 +500,11 @@ fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
             let path = get(r, "path");
             let text = get(r, "text");
             let (path, text) = (path?, text?);
-            Some(if k == "file_contains" { Check::FileContains { path, text } } else { Check::FileLacks { path, text } })
+            Some(if k == "file_contains" {
+                Check::FileContains { path, text }
+            } else {
+                Check::FileLacks { path, text }
+            })
         }
         _ => {
             let f = r.mapping(&kp, val, "`answer_contains`", &["turn", "text"]);
@@ -443,7 +523,10 @@ fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
             if text.is_none() && !f.iter().any(|(n, _)| n == "text") {
                 r.problem(&kp, "`answer_contains` needs `text`");
             }
-            Some(Check::AnswerContains { turn: u32::try_from(turn?).unwrap_or(u32::MAX), text: text? })
+            Some(Check::AnswerContains {
+                turn: u32::try_from(turn?).unwrap_or(u32::MAX),
+                text: text?,
+            })
         }
     }
 }
@@ -465,12 +548,24 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
             }
         }
         let sp = key(&p, "script");
-        let says = turn.script.iter().filter(|s| matches!(s.action, Action::Say(_))).count();
+        let says = turn
+            .script
+            .iter()
+            .filter(|s| matches!(s.action, Action::Say(_)))
+            .count();
         if !turn.script.is_empty() {
             if says == 0 {
-                r.problem(&sp, format!("turn {n} has no `say` step; end its script with the closing message"));
+                r.problem(
+                    &sp,
+                    format!("turn {n} has no `say` step; end its script with the closing message"),
+                );
             } else if says > 1 {
-                r.problem(&sp, format!("turn {n} has {says} `say` steps; a turn has exactly one closing message"));
+                r.problem(
+                    &sp,
+                    format!(
+                        "turn {n} has {says} `say` steps; a turn has exactly one closing message"
+                    ),
+                );
             } else if !matches!(turn.script.last().map(|s| &s.action), Some(Action::Say(_))) {
                 r.problem(&sp, format!("turn {n}: `say` must be the last step (the model answers without a tool call to end a turn)"));
             }
@@ -487,7 +582,10 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
             }
             if let Some(e) = &step.expect {
                 if e.is_empty() {
-                    r.problem(&key(&stp, "expect"), "`expect` is empty; give a text the output must contain");
+                    r.problem(
+                        &key(&stp, "expect"),
+                        "`expect` is empty; give a text the output must contain",
+                    );
                 }
                 expected.entry(e.as_str()).or_insert(n);
             }
@@ -499,7 +597,10 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
             if *turn == 0 || *turn as usize > spec.turns.len() {
                 r.problem(
                     &key(&key(&child(&cp, Seg::Index(i)), "answer_contains"), "turn"),
-                    format!("`answer_contains` names turn {turn}, but the task has turns 1 to {}", spec.turns.len()),
+                    format!(
+                        "`answer_contains` names turn {turn}, but the task has turns 1 to {}",
+                        spec.turns.len()
+                    ),
                 );
             }
         }
@@ -550,22 +651,47 @@ checks:
             .replace("      - say: \"found it\"\n", "");
         let problems = load("bad.yaml", &bad).unwrap_err();
         let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(text.iter().any(|t| t.starts_with("bad.yaml:3:1: unknown field `colour`")), "{text:#?}");
-        assert!(text.iter().any(|t| t.starts_with("bad.yaml:8:5: turn 1 has no `say` step")), "{text:#?}");
-        assert!(text.iter().any(|t| t.starts_with("bad.yaml:13:13: turn 2 `needs` \"PORT = 9090\"")), "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("bad.yaml:3:1: unknown field `colour`")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("bad.yaml:8:5: turn 1 has no `say` step")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("bad.yaml:13:13: turn 2 `needs` \"PORT = 9090\"")),
+            "{text:#?}"
+        );
         assert_eq!(problems.len(), 3, "{text:#?}");
     }
 
     #[test]
     fn rejects_unknown_tools_and_missing_arguments() {
-        let bad = GOOD.replace("read_file: { path: src/a.py }", "read_fil: { path: src/a.py }").replace(
-            "edit_file: { path: src/a.py, old: \"PORT = 8080\", new: \"PORT = 0\" }",
-            "edit_file: { path: src/a.py, new: \"PORT = 0\" }",
-        );
+        let bad = GOOD
+            .replace(
+                "read_file: { path: src/a.py }",
+                "read_fil: { path: src/a.py }",
+            )
+            .replace(
+                "edit_file: { path: src/a.py, old: \"PORT = 8080\", new: \"PORT = 0\" }",
+                "edit_file: { path: src/a.py, new: \"PORT = 0\" }",
+            );
         let problems = load("bad.yaml", &bad).unwrap_err();
         let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(text.iter().any(|t| t.contains("unknown field `read_fil` in a script step")), "{text:#?}");
-        assert!(text.iter().any(|t| t.contains("`edit_file` needs the argument `old`")), "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.contains("unknown field `read_fil` in a script step")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("`edit_file` needs the argument `old`")),
+            "{text:#?}"
+        );
     }
 
     #[test]
@@ -576,13 +702,30 @@ checks:
         ).replace("turn: 2", "turn: 7");
         let problems = load("bad.yaml", &bad).unwrap_err();
         let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(text.iter().any(|t| t.contains("turn 2 has an empty script")), "{text:#?}");
-        assert!(text.iter().any(|t| t.contains("names turn 7, but the task has turns 1 to 2")), "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.contains("turn 2 has an empty script")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("names turn 7, but the task has turns 1 to 2")),
+            "{text:#?}"
+        );
     }
 
     #[test]
     fn never_panics_on_odd_documents() {
-        for doc in ["", "[]", "3", "name: [", "turns: 5", "turns: [1, 2]", "checks: [{}]", "\u{0}"] {
+        for doc in [
+            "",
+            "[]",
+            "3",
+            "name: [",
+            "turns: 5",
+            "turns: [1, 2]",
+            "checks: [{}]",
+            "\u{0}",
+        ] {
             let _ = load("odd.yaml", doc);
         }
     }

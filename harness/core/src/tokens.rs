@@ -37,7 +37,10 @@ pub fn message_tokens(m: &Message) -> u32 {
 pub fn prefix_tokens(system: &str, tools: &[ToolSpec]) -> u32 {
     let mut n = MESSAGE_OVERHEAD + count(system);
     for t in tools {
-        n += count(&t.name) + count(&t.description) + count(&t.parameters.to_string()) + MESSAGE_OVERHEAD;
+        n += count(&t.name)
+            + count(&t.description)
+            + count(&t.parameters.to_string())
+            + MESSAGE_OVERHEAD;
     }
     n
 }

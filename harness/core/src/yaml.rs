@@ -28,7 +28,11 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.col, self.message
+        )
     }
 }
 
@@ -64,11 +68,19 @@ pub fn path_string(path: &[Seg]) -> String {
 /// Parses YAML text into a value. This is the only call of `serde_yaml` in foldbench.
 pub fn parse(file: &str, text: &str) -> Result<Value, Problem> {
     serde_yaml::from_str::<Value>(text).map_err(|e| {
-        let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+        let (line, col) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((1, 1));
         let msg = e.to_string();
         // serde_yaml appends " at line L column C"; the position is already in front.
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        Problem { file: file.to_string(), line, col, message: format!("invalid YAML: {msg}") }
+        Problem {
+            file: file.to_string(),
+            line,
+            col,
+            message: format!("invalid YAML: {msg}"),
+        }
     })
 }
 
@@ -225,7 +237,13 @@ fn strip_comment(v: &str) -> &str {
 }
 
 /// Indexes the keys of a one-line flow mapping `{ a: 1, b: "x" }`.
-fn index_flow_mapping(parent: &Path, v: &str, line: usize, col: usize, out: &mut Vec<(Path, usize, usize)>) {
+fn index_flow_mapping(
+    parent: &Path,
+    v: &str,
+    line: usize,
+    col: usize,
+    out: &mut Vec<(Path, usize, usize)>,
+) {
     for (start, part) in flow_parts(v) {
         if let Some((key, _)) = split_key(part.trim_start()) {
             let lead = part.len() - part.trim_start().len();
@@ -237,7 +255,13 @@ fn index_flow_mapping(parent: &Path, v: &str, line: usize, col: usize, out: &mut
 }
 
 /// Indexes the items of a one-line flow sequence `["a", "b"]`.
-fn index_flow_sequence(parent: &Path, v: &str, line: usize, col: usize, out: &mut Vec<(Path, usize, usize)>) {
+fn index_flow_sequence(
+    parent: &Path,
+    v: &str,
+    line: usize,
+    col: usize,
+    out: &mut Vec<(Path, usize, usize)>,
+) {
     for (i, (start, part)) in flow_parts(v).into_iter().enumerate() {
         if part.trim().is_empty() {
             continue;
@@ -296,13 +320,22 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// A reader for `text` (already parsed), named `file` in messages.
     pub fn new(file: &'a str, text: &str) -> Reader<'a> {
-        Reader { file, locator: Locator::new(text), problems: Vec::new() }
+        Reader {
+            file,
+            locator: Locator::new(text),
+            problems: Vec::new(),
+        }
     }
 
     /// Records a problem at `path`.
     pub fn problem(&mut self, path: &[Seg], message: impl Into<String>) {
         let (line, col) = self.locator.locate(path);
-        self.problems.push(Problem { file: self.file.to_string(), line, col, message: message.into() });
+        self.problems.push(Problem {
+            file: self.file.to_string(),
+            line,
+            col,
+            message: message.into(),
+        });
     }
 
     /// The position of a path.
@@ -317,7 +350,13 @@ impl<'a> Reader<'a> {
 
     /// Checks that `v` is a mapping with only `allowed` keys; reports each unknown key.
     /// Returns the mapping's string keys and values.
-    pub fn mapping<'v>(&mut self, path: &[Seg], v: &'v Value, what: &str, allowed: &[&str]) -> Vec<(String, &'v Value)> {
+    pub fn mapping<'v>(
+        &mut self,
+        path: &[Seg],
+        v: &'v Value,
+        what: &str,
+        allowed: &[&str],
+    ) -> Vec<(String, &'v Value)> {
         let Some(map) = v.as_mapping() else {
             self.problem(path, format!("{what} must be a mapping, found {}", kind(v)));
             return Vec::new();
@@ -331,7 +370,13 @@ impl<'a> Reader<'a> {
             let mut p = path.to_vec();
             p.push(Seg::Key(key.to_string()));
             if !allowed.contains(&key) {
-                self.problem(&p, format!("unknown field `{key}` in {what}; expected one of: {}", allowed.join(", ")));
+                self.problem(
+                    &p,
+                    format!(
+                        "unknown field `{key}` in {what}; expected one of: {}",
+                        allowed.join(", ")
+                    ),
+                );
                 continue;
             }
             out.push((key.to_string(), val));
@@ -357,7 +402,10 @@ impl<'a> Reader<'a> {
         match v.as_u64() {
             Some(n) => Some(n),
             None => {
-                self.problem(path, format!("{what} must be a non-negative integer, found {}", kind(v)));
+                self.problem(
+                    path,
+                    format!("{what} must be a non-negative integer, found {}", kind(v)),
+                );
                 None
             }
         }
@@ -437,14 +485,42 @@ mod tests {
         let loc = Locator::new(text);
         assert_eq!(loc.locate(&[k("name")]), (1, 1));
         assert_eq!(loc.locate(&[k("turns"), Seg::Index(0), k("user")]), (3, 5));
-        assert_eq!(loc.locate(&[k("turns"), Seg::Index(0), k("script"), Seg::Index(0), k("expect")]), (6, 9));
         assert_eq!(
-            loc.locate(&[k("turns"), Seg::Index(0), k("script"), Seg::Index(0), k("read_file"), k("path")]),
+            loc.locate(&[
+                k("turns"),
+                Seg::Index(0),
+                k("script"),
+                Seg::Index(0),
+                k("expect")
+            ]),
+            (6, 9)
+        );
+        assert_eq!(
+            loc.locate(&[
+                k("turns"),
+                Seg::Index(0),
+                k("script"),
+                Seg::Index(0),
+                k("read_file"),
+                k("path")
+            ]),
             (5, 22)
         );
-        assert_eq!(loc.locate(&[k("turns"), Seg::Index(0), k("script"), Seg::Index(1), k("say")]), (7, 9));
+        assert_eq!(
+            loc.locate(&[
+                k("turns"),
+                Seg::Index(0),
+                k("script"),
+                Seg::Index(1),
+                k("say")
+            ]),
+            (7, 9)
+        );
         assert_eq!(loc.locate(&[k("turns"), Seg::Index(1), k("user")]), (8, 5));
-        assert_eq!(loc.locate(&[k("turns"), Seg::Index(1), k("needs"), Seg::Index(1)]), (9, 18));
+        assert_eq!(
+            loc.locate(&[k("turns"), Seg::Index(1), k("needs"), Seg::Index(1)]),
+            (9, 18)
+        );
     }
 
     #[test]

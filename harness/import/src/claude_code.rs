@@ -122,10 +122,17 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     // The session's id: the file's own name when a record names it (a resumed session's file
     // may carry records of the session it resumed), else the first `sessionId`.
     let stem = file_stem(file);
-    let session_id = if lines.iter().any(|l| s(&l.v, "sessionId") == Some(stem.as_str())) {
+    let session_id = if lines
+        .iter()
+        .any(|l| s(&l.v, "sessionId") == Some(stem.as_str()))
+    {
         stem
     } else {
-        lines.iter().find_map(|l| s(&l.v, "sessionId")).map(str::to_string).unwrap_or(stem)
+        lines
+            .iter()
+            .find_map(|l| s(&l.v, "sessionId"))
+            .map(str::to_string)
+            .unwrap_or(stem)
     };
 
     let mut sessions = Vec::new();

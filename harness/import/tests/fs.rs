@@ -9,7 +9,9 @@ const S: &str = "11111111-0000-4000-8000-000000000001";
 const T: &str = "22222222-0000-4000-8000-000000000002";
 
 fn fixture(rel: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel);
     std::fs::read_to_string(path).expect("fixture reads")
 }
 
@@ -24,16 +26,51 @@ fn put(root: &Path, rel: &str, text: &str) -> PathBuf {
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path();
-    put(root, &format!("proj/{S}.jsonl"), &fixture("claude-code/sidechain.jsonl"));
-    put(root, "proj/agent-a1b2c3.jsonl", &fixture("claude-code/agent-a1b2c3.jsonl"));
-    put(root, &format!("proj/{T}.jsonl"), &fixture("claude-code/branches.jsonl"));
-    put(root, &format!("proj/{T}/subagents/agent-zz.jsonl"), &fixture("claude-code/agent-a1b2c3.jsonl"));
-    put(root, &format!("proj/{T}/subagents/agent-zz.meta.json"), "{\"agentType\":\"general-purpose\"}");
-    put(root, "proj/orphans/agent-lost.jsonl", &fixture("claude-code/agent-a1b2c3.jsonl"));
+    put(
+        root,
+        &format!("proj/{S}.jsonl"),
+        &fixture("claude-code/sidechain.jsonl"),
+    );
+    put(
+        root,
+        "proj/agent-a1b2c3.jsonl",
+        &fixture("claude-code/agent-a1b2c3.jsonl"),
+    );
+    put(
+        root,
+        &format!("proj/{T}.jsonl"),
+        &fixture("claude-code/branches.jsonl").replace(S, T),
+    );
+    let zz = fixture("claude-code/agent-a1b2c3.jsonl")
+        .replace(S, T)
+        .replace("a1b2c3", "zz");
+    put(root, &format!("proj/{T}/subagents/agent-zz.jsonl"), &zz);
+    put(
+        root,
+        &format!("proj/{T}/subagents/agent-zz.meta.json"),
+        "{\"agentType\":\"general-purpose\"}",
+    );
+    put(
+        root,
+        "proj/orphans/agent-lost.jsonl",
+        &fixture("claude-code/agent-a1b2c3.jsonl"),
+    );
     put(root, "proj/notes.md", "not a transcript");
-    put(root, "codex/2025/10/01/rollout-parent.jsonl", &fixture("codex/parent.jsonl"));
-    put(root, "codex/2025/10/03/rollout-fork.jsonl", &fixture("codex/fork-named.jsonl"));
-    put(root, "runs/demo.traj.json", &fixture("mini-swe-agent/demo__demo-1.traj.json"));
+    put(
+        root,
+        "codex/2025/10/01/rollout-parent.jsonl",
+        &fixture("codex/parent.jsonl"),
+    );
+    put(
+        root,
+        "codex/2025/10/03/rollout-fork.jsonl",
+        &fixture("codex/fork-named.jsonl"),
+    );
+    put(
+        root,
+        "runs/demo.traj.json",
+        &fixture("mini-swe-agent/demo__demo-1.traj.json"),
+    );
     put(root, "runs/empty.jsonl", "");
     dir
 }
@@ -43,20 +80,44 @@ fn discover_finds_transcripts_and_pairs_subagent_files() {
     let dir = tree();
     let root = dir.path();
     let found = discover(&[root.to_path_buf()]).expect("walks");
-    let rel = |p: &Path| p.strip_prefix(root).expect("under root").display().to_string();
+    let rel = |p: &Path| {
+        p.strip_prefix(root)
+            .expect("under root")
+            .display()
+            .to_string()
+    };
     let names: Vec<String> = found.iter().map(|d| rel(&d.path)).collect();
-    assert!(!names.iter().any(|n| n.ends_with(".md") || n.ends_with(".meta.json")), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with(".md") || n.ends_with(".meta.json")),
+        "{names:?}"
+    );
     assert_eq!(found.len(), 9, "{names:?}");
     // A subagent file beside its session follows it; so does one in <session>/subagents/.
-    let pos = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n} in {names:?}"));
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n} in {names:?}"))
+    };
     let s = pos(&format!("proj/{S}.jsonl"));
     assert_eq!(names[s + 1], "proj/agent-a1b2c3.jsonl");
-    assert_eq!(found[s + 1].subagent_of.as_deref(), Some(found[s].path.as_path()));
+    assert_eq!(
+        found[s + 1].subagent_of.as_deref(),
+        Some(found[s].path.as_path())
+    );
     let t = pos(&format!("proj/{T}.jsonl"));
     assert_eq!(names[t + 1], format!("proj/{T}/subagents/agent-zz.jsonl"));
-    assert_eq!(found[t + 1].subagent_of.as_deref(), Some(found[t].path.as_path()));
+    assert_eq!(
+        found[t + 1].subagent_of.as_deref(),
+        Some(found[t].path.as_path())
+    );
     // A subagent file whose session is not there comes last, unpaired.
-    assert_eq!(names.last().map(String::as_str), Some("proj/orphans/agent-lost.jsonl"));
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("proj/orphans/agent-lost.jsonl")
+    );
     assert_eq!(found.last().and_then(|d| d.subagent_of.clone()), None);
     // A file named directly is taken as given.
     let one = discover(&[root.join("proj/notes.md")]).expect("a file");
@@ -70,18 +131,41 @@ fn import_paths_reads_everything_links_forks_and_reports_bad_files() {
     assert_eq!(report.files, 9);
     assert_eq!(report.errors.len(), 1);
     assert!(report.errors[0].0.ends_with("runs/empty.jsonl"));
-    assert!(matches!(report.errors[0].1, FileError::Import(ImportError::Empty { .. })));
+    assert!(matches!(
+        report.errors[0].1,
+        FileError::Import(ImportError::Empty { .. })
+    ));
     let ids: Vec<&str> = report.sessions.iter().map(|s| s.id.as_str()).collect();
-    assert!(ids.contains(&S) && ids.contains(&T) && ids.contains(&"demo__demo-1"), "{ids:?}");
-    let subagents: Vec<_> = report.sessions.iter().filter(|s| s.id == "agent-a1b2c3").collect();
-    assert_eq!(subagents.len(), 3, "the same subagent fixture in three places");
+    assert!(
+        ids.contains(&S) && ids.contains(&T) && ids.contains(&"demo__demo-1"),
+        "{ids:?}"
+    );
+    let subagents: Vec<_> = report
+        .sessions
+        .iter()
+        .filter(|s| s.id == "agent-a1b2c3")
+        .collect();
+    assert_eq!(
+        subagents.len(),
+        2,
+        "the same subagent fixture in two places"
+    );
     assert!(subagents.iter().all(|s| s.parent.as_deref() == Some(S)));
+    let zz = report
+        .sessions
+        .iter()
+        .find(|s| s.id == "agent-zz")
+        .expect("the subagents/ file");
+    assert_eq!(zz.parent.as_deref(), Some(T));
     let fork = report
         .sessions
         .iter()
         .find(|s| s.id == "0199c000-0000-7000-8000-00000000000c")
         .expect("the fork is imported");
-    assert_eq!(fork.parent.as_deref(), Some("0199a000-0000-7000-8000-00000000000a"));
+    assert_eq!(
+        fork.parent.as_deref(),
+        Some("0199a000-0000-7000-8000-00000000000a")
+    );
     assert_eq!(fork.dropped_prefix, 6);
 }
 

@@ -36,7 +36,8 @@ test the code; paths are relative to the repository root. When the user's reques
 message that says what you found and what you changed, without calling a tool.";
 
 /// The instruction of the compaction call.
-pub const COMPACTION_PROMPT: &str = "Summarize the conversation so far for your own later use: every user request and \
+pub const COMPACTION_PROMPT: &str =
+    "Summarize the conversation so far for your own later use: every user request and \
 decision, what was done and concluded. Tool outputs will not be available afterwards.";
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
@@ -110,7 +111,11 @@ impl Default for CellOptions {
 impl CellOptions {
     /// The price of a model.
     pub fn price(&self, model: &str) -> Price {
-        self.prices.get(model).or_else(|| self.prices.get("default")).copied().unwrap_or_default()
+        self.prices
+            .get(model)
+            .or_else(|| self.prices.get("default"))
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -177,37 +182,64 @@ pub async fn run_cell(
     on_event: &(dyn Fn(&str, &Event) + Send + Sync),
 ) -> CellOutput {
     let started = Instant::now();
-    let mut run = Run { plan, opts, model, events: Vec::new(), transcript: Vec::new(), archives: Vec::new(), on_event, model_ms: 0 };
+    let mut run = Run {
+        plan,
+        opts,
+        model,
+        events: Vec::new(),
+        transcript: Vec::new(),
+        archives: Vec::new(),
+        on_event,
+        model_ms: 0,
+    };
     let mut diff = String::new();
     let mut kept = None;
     let mut closings: HashMap<u32, String> = HashMap::new();
     let mut turns_run = 0;
-    let (status, error, checks, policy_name) = match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces) {
-        Err(e) => (Status::Error, Some(format!("workspace: {e}")), Vec::new(), plan.policy.label()),
-        Ok(ws) => {
-            let outcome = session(&mut run, &ws, &mut closings, &mut turns_run).await;
-            let policy_name = outcome.as_ref().map(|(n, _)| n.clone()).unwrap_or_else(|_| plan.policy.label());
-            let (status, error, checks) = match outcome {
-                Err(e) => (Status::Error, Some(e), Vec::new()),
-                Ok(_) => {
-                    let checks = run_checks(&ws, &plan.task, &closings, &opts.tool_limits).await;
-                    for c in &checks {
-                        run.emit(Event::Check { label: c.label.clone(), passed: c.passed, detail: c.detail.clone() });
+    let (status, error, checks, policy_name) =
+        match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces) {
+            Err(e) => (
+                Status::Error,
+                Some(format!("workspace: {e}")),
+                Vec::new(),
+                plan.policy.label(),
+            ),
+            Ok(ws) => {
+                let outcome = session(&mut run, &ws, &mut closings, &mut turns_run).await;
+                let policy_name = outcome
+                    .as_ref()
+                    .map(|(n, _)| n.clone())
+                    .unwrap_or_else(|_| plan.policy.label());
+                let (status, error, checks) = match outcome {
+                    Err(e) => (Status::Error, Some(e), Vec::new()),
+                    Ok(_) => {
+                        let checks =
+                            run_checks(&ws, &plan.task, &closings, &opts.tool_limits).await;
+                        for c in &checks {
+                            run.emit(Event::Check {
+                                label: c.label.clone(),
+                                passed: c.passed,
+                                detail: c.detail.clone(),
+                            });
+                        }
+                        let status = if checks.iter().all(|c| c.passed) {
+                            Status::Success
+                        } else {
+                            Status::Failure
+                        };
+                        (status, None, checks)
                     }
-                    let status = if checks.iter().all(|c| c.passed) { Status::Success } else { Status::Failure };
-                    (status, None, checks)
+                };
+                match ws.diff() {
+                    Ok(d) => diff = d,
+                    Err(e) => diff = format!("(diff unavailable: {e})"),
                 }
-            };
-            match ws.diff() {
-                Ok(d) => diff = d,
-                Err(e) => diff = format!("(diff unavailable: {e})"),
+                if opts.keep_workspaces {
+                    kept = Some(ws.path().to_path_buf());
+                }
+                (status, error, checks, policy_name)
             }
-            if opts.keep_workspaces {
-                kept = Some(ws.path().to_path_buf());
-            }
-            (status, error, checks, policy_name)
-        }
-    };
+        };
     let price = opts.price(&plan.model_name);
     let metrics = metrics::compute(&run.events, Some(&plan.task), &price);
     let record = CellRecord {
@@ -226,13 +258,27 @@ pub async fn run_cell(
         wall_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         model_ms: run.model_ms,
     };
-    CellOutput { record, events: run.events, transcript: run.transcript, diff, archives: run.archives, kept_workspace: kept }
+    CellOutput {
+        record,
+        events: run.events,
+        transcript: run.transcript,
+        diff,
+        archives: run.archives,
+        kept_workspace: kept,
+    }
 }
 
 /// The session loop. Returns the resolved policy name, or the infrastructure error.
-async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, String>, turns_run: &mut u32) -> Result<(String, ()), String> {
+async fn session(
+    run: &mut Run<'_>,
+    ws: &Workspace,
+    closings: &mut HashMap<u32, String>,
+    turns_run: &mut u32,
+) -> Result<(String, ()), String> {
     let plan = run.plan;
-    ws.run_setup(&plan.task.setup, run.opts.tool_limits.shell_timeout).await.map_err(|e| format!("setup: {e}"))?;
+    ws.run_setup(&plan.task.setup, run.opts.tool_limits.shell_timeout)
+        .await
+        .map_err(|e| format!("setup: {e}"))?;
     let window = run.model.window();
     let mut policy = policies::build(&plan.policy, window)?;
     let mut tool_list: Vec<ToolSpec> = tools::tool_specs();
@@ -264,14 +310,36 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
             let (messages, action) = loop {
                 match policy.plan(&ctx, prefix) {
                     Plan::Send { messages, action } => break (messages, action),
-                    Plan::Compact { .. } if compactions_here > 0 => break (ctx.messages.clone(), Some("compaction did not fit the window".into())),
+                    Plan::Compact { .. } if compactions_here > 0 => {
+                        break (
+                            ctx.messages.clone(),
+                            Some("compaction did not fit the window".into()),
+                        )
+                    }
                     Plan::Compact { emergency } => {
                         compactions_here += 1;
-                        compact(run, policy.as_mut(), &mut ctx, &system, &tools, prefix, &mut prev, &mut index, emergency).await?;
+                        compact(
+                            run,
+                            policy.as_mut(),
+                            &mut ctx,
+                            &system,
+                            &tools,
+                            prefix,
+                            &mut prev,
+                            &mut index,
+                            emergency,
+                        )
+                        .await?;
                     }
                 }
             };
-            let req = Request::new(Arc::clone(&system), Arc::clone(&tools), prefix, messages, Purpose::Turn);
+            let req = Request::new(
+                Arc::clone(&system),
+                Arc::clone(&tools),
+                prefix,
+                messages,
+                Purpose::Turn,
+            );
             let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
             let this = index;
             index += 1;
@@ -288,11 +356,20 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
                 mode: policy.mode().map(|m| m.name),
             }));
             let began = Instant::now();
-            let resp = run.model.respond(&req, &plan.id).await.map_err(|e| e.to_string())?;
+            let resp = run
+                .model
+                .respond(&req, &plan.id)
+                .await
+                .map_err(|e| e.to_string())?;
             let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
             run.model_ms += ms;
             prev = Some(req.messages);
-            run.emit(Event::Response { index: this, output_tokens: resp.output_tokens, usage: resp.usage, model_ms: ms });
+            run.emit(Event::Response {
+                index: this,
+                output_tokens: resp.output_tokens,
+                usage: resp.usage,
+                model_ms: ms,
+            });
             let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
             ctx.push(Arc::clone(&assistant));
             run.transcript.push(assistant);
@@ -304,7 +381,10 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
                 let (result, record, append) = if policy.owns_tool(&call.name) {
                     let reply = policy.handle_tool(&ctx, call);
                     if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
-                        run.emit(Event::StrategyEntered { turn: t, mode: mode.clone() });
+                        run.emit(Event::StrategyEntered {
+                            turn: t,
+                            mode: mode.clone(),
+                        });
                     }
                     let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
                     let record = ToolCallRecord {
@@ -327,7 +407,9 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
                     let record = tool_record(t, this, call, None, None, true, result.tokens);
                     (result, record, Vec::new())
                 } else {
-                    let fp = ws.fingerprint().map_err(|e| format!("workspace fingerprint: {e}"))?;
+                    let fp = ws
+                        .fingerprint()
+                        .map_err(|e| format!("workspace fingerprint: {e}"))?;
                     let out = tools::execute(ws.path(), call, &run.opts.tool_limits).await;
                     if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
                         if !out.text.contains(want.as_str()) {
@@ -340,7 +422,15 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
                         }
                     }
                     let result = Message::tool_result(t, call, out.text, out.is_error);
-                    let record = tool_record(t, this, call, out.target, Some(fp), out.is_error, result.tokens);
+                    let record = tool_record(
+                        t,
+                        this,
+                        call,
+                        out.target,
+                        Some(fp),
+                        out.is_error,
+                        result.tokens,
+                    );
                     (result, record, Vec::new())
                 };
                 run.emit(Event::ToolCall(record));
@@ -355,17 +445,36 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
         let step_limit = closing.is_none();
         let closing = closing.unwrap_or_default();
         closings.insert(t, closing.clone());
-        run.emit(Event::TurnEnded { turn: t, closing, step_limit, mode: policy.mode().map(|m| m.name) });
+        run.emit(Event::TurnEnded {
+            turn: t,
+            closing,
+            step_limit,
+            mode: policy.mode().map(|m| m.name),
+        });
         let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
         for splice in policy.end_turn(&ctx, next_user) {
-            let kind = if matches!(splice.kind, SpliceKind::Fold) { "fold" } else { "strategy" };
-            let rel = format!("{}/{}", workspace::ARCHIVE_DIR, fold::archive_name(splice.from, splice.to, kind));
+            let kind = if matches!(splice.kind, SpliceKind::Fold) {
+                "fold"
+            } else {
+                "strategy"
+            };
+            let rel = format!(
+                "{}/{}",
+                workspace::ARCHIVE_DIR,
+                fold::archive_name(splice.from, splice.to, kind)
+            );
             let bytes = fold::archive_text(splice.from, splice.to, &splice.messages).into_bytes();
             if let Err(e) = run.opts.archive_writer.write(ws.path(), &rel, &bytes) {
-                run.emit(Event::SpliceFailed { turn: t, reason: format!("archive {rel}: {e}") });
+                run.emit(Event::SpliceFailed {
+                    turn: t,
+                    reason: format!("archive {rel}: {e}"),
+                });
                 continue;
             }
-            let archive = ArchiveRef { path: rel.clone(), sha256: sha256_hex(&bytes) };
+            let archive = ArchiveRef {
+                path: rel.clone(),
+                sha256: sha256_hex(&bytes),
+            };
             let before = prev.clone().unwrap_or_else(|| ctx.messages.clone());
             let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
             if let Some(msg) = policy.apply_splice(&mut ctx, &splice, &archive) {
@@ -382,19 +491,42 @@ async fn session(run: &mut Run<'_>, ws: &Workspace, closings: &mut HashMap<u32, 
                     kind: kind.into(),
                 });
                 if let SpliceKind::StrategyExit { mode, via_back, .. } = &splice.kind {
-                    run.emit(Event::StrategyEnded { turn: t, mode: mode.clone(), via_back: *via_back, report_tokens: u64::from(msg.tokens) });
+                    run.emit(Event::StrategyEnded {
+                        turn: t,
+                        mode: mode.clone(),
+                        via_back: *via_back,
+                        report_tokens: u64::from(msg.tokens),
+                    });
                 }
                 run.transcript.push(msg);
-                run.archives.push(WrittenArchive { path: rel, sha256: archive.sha256, bytes });
+                run.archives.push(WrittenArchive {
+                    path: rel,
+                    sha256: archive.sha256,
+                    bytes,
+                });
             } else {
-                run.emit(Event::SpliceFailed { turn: t, reason: format!("turns {}–{} are no longer in the context", splice.from, splice.to) });
+                run.emit(Event::SpliceFailed {
+                    turn: t,
+                    reason: format!(
+                        "turns {}–{} are no longer in the context",
+                        splice.from, splice.to
+                    ),
+                });
             }
         }
     }
     Ok((policy.name(), ()))
 }
 
-fn tool_record(turn: u32, request: usize, call: &harness_core::message::ToolCall, target: Option<String>, fp: Option<String>, is_error: bool, tokens: u32) -> ToolCallRecord {
+fn tool_record(
+    turn: u32,
+    request: usize,
+    call: &harness_core::message::ToolCall,
+    target: Option<String>,
+    fp: Option<String>,
+    is_error: bool,
+    tokens: u32,
+) -> ToolCallRecord {
     ToolCallRecord {
         turn,
         request,
@@ -426,7 +558,13 @@ async fn compact(
     let t = ctx.turn;
     let mut messages = ctx.messages.clone();
     messages.push(Message::user(t, COMPACTION_PROMPT, None));
-    let req = Request::new(Arc::clone(system), Arc::clone(tools), prefix, messages, Purpose::Compaction);
+    let req = Request::new(
+        Arc::clone(system),
+        Arc::clone(tools),
+        prefix,
+        messages,
+        Purpose::Compaction,
+    );
     let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
     let this = *index;
     *index += 1;
@@ -439,39 +577,82 @@ async fn compact(
         written_tokens: req.tokens.saturating_sub(cached),
         messages: req.messages.len(),
         visible_results: Vec::new(),
-        action: Some(if emergency { "emergency compaction".into() } else { "compaction".into() }),
+        action: Some(if emergency {
+            "emergency compaction".into()
+        } else {
+            "compaction".into()
+        }),
         mode: policy.mode().map(|m| m.name),
     }));
     let began = Instant::now();
-    let resp = run.model.respond(&req, &run.plan.id).await.map_err(|e| e.to_string())?;
+    let resp = run
+        .model
+        .respond(&req, &run.plan.id)
+        .await
+        .map_err(|e| e.to_string())?;
     let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
     run.model_ms += ms;
-    run.emit(Event::Response { index: this, output_tokens: resp.output_tokens, usage: resp.usage, model_ms: ms });
+    run.emit(Event::Response {
+        index: this,
+        output_tokens: resp.output_tokens,
+        usage: resp.usage,
+        model_ms: ms,
+    });
     let before = req.messages;
     let summary = Message::host(t, resp.text, MessageKind::Summary);
     policy.apply_compaction(ctx, Arc::clone(&summary));
     run.transcript.push(summary);
     let rewritten = rewritten_tokens(&before, &ctx.messages);
     *prev = Some(before);
-    run.emit(Event::Compaction { turn: t, emergency, input_tokens: req.tokens, output_tokens: resp.output_tokens, rewritten_tokens: rewritten });
+    run.emit(Event::Compaction {
+        turn: t,
+        emergency,
+        input_tokens: req.tokens,
+        output_tokens: resp.output_tokens,
+        rewritten_tokens: rewritten,
+    });
     Ok(())
 }
 
 /// Runs a task's checks in the final workspace.
-pub async fn run_checks(ws: &Workspace, spec: &TaskSpec, closings: &HashMap<u32, String>, limits: &ToolLimits) -> Vec<CheckResult> {
+pub async fn run_checks(
+    ws: &Workspace,
+    spec: &TaskSpec,
+    closings: &HashMap<u32, String>,
+    limits: &ToolLimits,
+) -> Vec<CheckResult> {
     let mut out = Vec::new();
     for c in &spec.checks {
         let (passed, detail) = match c {
-            Check::Shell(cmd) => match tools::run_shell(ws.path(), cmd, limits.shell_timeout.max(Duration::from_secs(60)), limits.output_cap).await {
+            Check::Shell(cmd) => match tools::run_shell(
+                ws.path(),
+                cmd,
+                limits.shell_timeout.max(Duration::from_secs(60)),
+                limits.output_cap,
+            )
+            .await
+            {
                 Ok(r) if r.success() => (true, String::new()),
                 Ok(r) => (false, tail(&r.render(limits.shell_timeout), 2000)),
                 Err(e) => (false, format!("could not run: {e}")),
             },
             Check::FileContains { path, text } | Check::FileLacks { path, text } => {
                 let want = matches!(c, Check::FileContains { .. });
-                match tools::resolve(ws.path(), path).and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("cannot read {path}: {e}"))) {
+                match tools::resolve(ws.path(), path).and_then(|p| {
+                    std::fs::read_to_string(&p).map_err(|e| format!("cannot read {path}: {e}"))
+                }) {
                     Ok(body) if body.contains(text.as_str()) == want => (true, String::new()),
-                    Ok(_) => (false, format!("{path} {} {text:?}", if want { "does not contain" } else { "still contains" })),
+                    Ok(_) => (
+                        false,
+                        format!(
+                            "{path} {} {text:?}",
+                            if want {
+                                "does not contain"
+                            } else {
+                                "still contains"
+                            }
+                        ),
+                    ),
                     Err(e) => (false, e),
                 }
             }
@@ -480,11 +661,20 @@ pub async fn run_checks(ws: &Workspace, spec: &TaskSpec, closings: &HashMap<u32,
                 if got.contains(text.as_str()) {
                     (true, String::new())
                 } else {
-                    (false, format!("the closing message of turn {turn} does not contain {text:?}: {got:?}"))
+                    (
+                        false,
+                        format!(
+                            "the closing message of turn {turn} does not contain {text:?}: {got:?}"
+                        ),
+                    )
                 }
             }
         };
-        out.push(CheckResult { label: c.label(), passed, detail });
+        out.push(CheckResult {
+            label: c.label(),
+            passed,
+            detail,
+        });
     }
     out
 }

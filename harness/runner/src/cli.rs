@@ -165,7 +165,10 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -182,7 +185,11 @@ async fn dispatch(cmd: Command) -> i32 {
         Command::Run(a) => cmd_run(a).await,
         Command::Ab(a) => cmd_ab(a).await,
         Command::Report(a) => report(a),
-        Command::Fold { transcript, from, to } => fold_cmd(transcript, from, to),
+        Command::Fold {
+            transcript,
+            from,
+            to,
+        } => fold_cmd(transcript, from, to),
     }
 }
 
@@ -199,7 +206,11 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
         for p in &problems {
             eprintln!("{p}");
         }
-        eprintln!("error: {} problem{} in the task specs", problems.len(), if problems.len() == 1 { "" } else { "s" });
+        eprintln!(
+            "error: {} problem{} in the task specs",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
         EXIT_USAGE
     })
 }
@@ -207,7 +218,11 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
 fn validate(paths: Vec<PathBuf>) -> i32 {
     match load(paths) {
         Ok(t) => {
-            println!("{} task spec{} valid", t.len(), if t.len() == 1 { "" } else { "s" });
+            println!(
+                "{} task spec{} valid",
+                t.len(),
+                if t.len() == 1 { "" } else { "s" }
+            );
             EXIT_OK
         }
         Err(code) => code,
@@ -235,7 +250,17 @@ fn list(paths: Vec<PathBuf>) -> i32 {
         Err(c) => return c,
     };
     let table = render::Table {
-        headers: ["task", "turns", "units", "tool calls", "fixture", "description"].iter().map(|s| s.to_string()).collect(),
+        headers: [
+            "task",
+            "turns",
+            "units",
+            "tool calls",
+            "fixture",
+            "description",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         rows: tasks
             .iter()
             .map(|t| {
@@ -244,7 +269,10 @@ fn list(paths: Vec<PathBuf>) -> i32 {
                     t.spec.turns.len().to_string(),
                     t.spec.units().len().to_string(),
                     t.spec.scripted_tool_calls().to_string(),
-                    format!("{:.1} KB", dir_size(&t.dir.join(&t.spec.repo)) as f64 / 1024.0),
+                    format!(
+                        "{:.1} KB",
+                        dir_size(&t.dir.join(&t.spec.repo)) as f64 / 1024.0
+                    ),
                     t.spec.description.clone(),
                 ]
             })
@@ -260,13 +288,25 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
         let part = part.trim();
         if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| format!("bad seed range `{part}`"))?, b.trim().parse().map_err(|_| format!("bad seed range `{part}`"))?);
+            let (a, b): (u64, u64) = (
+                a.trim()
+                    .parse()
+                    .map_err(|_| format!("bad seed range `{part}`"))?,
+                b.trim()
+                    .parse()
+                    .map_err(|_| format!("bad seed range `{part}`"))?,
+            );
             if a > b || b - a > 10_000 {
-                return Err(format!("bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"));
+                return Err(format!(
+                    "bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"
+                ));
             }
             out.extend(a..=b);
         } else {
-            out.push(part.parse().map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?);
+            out.push(
+                part.parse()
+                    .map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?,
+            );
         }
     }
     if out.is_empty() {
@@ -292,11 +332,19 @@ pub fn split_arms(s: &str) -> Vec<String> {
 }
 
 fn run_id() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let days = secs / 86_400;
     let (y, m, d) = civil_from_days(days as i64);
     let s = secs % 86_400;
-    format!("run-{y:04}{m:02}{d:02}-{:02}{:02}{:02}", s / 3600, (s / 60) % 60, s % 60)
+    format!(
+        "run-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60
+    )
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -314,7 +362,11 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
-    let list: Vec<String> = if policies.is_empty() { policies::POLICIES.iter().map(|s| s.to_string()).collect() } else { policies.to_vec() };
+    let list: Vec<String> = if policies.is_empty() {
+        policies::POLICIES.iter().map(|s| s.to_string()).collect()
+    } else {
+        policies.to_vec()
+    };
     let mut arms = Vec::new();
     for p in list {
         let spec = policies::parse_policy(&p)?;
@@ -322,31 +374,57 @@ fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
         if arms.iter().any(|a: &Arm| a.label == p) {
             return Err(format!("the arm `{p}` is given twice"));
         }
-        arms.push(Arm { label: p, policy: spec });
+        arms.push(Arm {
+            label: p,
+            policy: spec,
+        });
     }
     Ok(arms)
 }
 
-fn config(common: &CommonRun, tasks: Vec<tasks::LoadedTask>, arms: Vec<Arm>, seeds: Vec<u64>) -> Result<RunConfig, String> {
-    let mut models = if common.models.is_empty() { vec!["sim".to_string()] } else { common.models.clone() };
+fn config(
+    common: &CommonRun,
+    tasks: Vec<tasks::LoadedTask>,
+    arms: Vec<Arm>,
+    seeds: Vec<u64>,
+) -> Result<RunConfig, String> {
+    let mut models = if common.models.is_empty() {
+        vec!["sim".to_string()]
+    } else {
+        common.models.clone()
+    };
     if let Some(r) = &common.replay {
         models = vec![format!("replay:{}", r.display())];
     }
     for m in &models {
         run::parse_sim(m)?;
     }
-    let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-    let mut cell = CellOptions { keep_workspaces: common.keep_workspaces, max_steps: common.max_steps, ..CellOptions::default() };
+    let jobs = common.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let mut cell = CellOptions {
+        keep_workspaces: common.keep_workspaces,
+        max_steps: common.max_steps,
+        ..CellOptions::default()
+    };
     cell.tool_limits.shell_timeout = Duration::from_secs(common.shell_timeout.max(1));
     Ok(RunConfig {
         tasks,
         arms,
         models,
         seeds,
-        out: common.out.clone().unwrap_or_else(|| PathBuf::from("results").join(run_id())),
+        out: common
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(run_id())),
         jobs,
         cell,
-        backend: BackendOptions { record: common.record.clone(), ..BackendOptions::default() },
+        backend: BackendOptions {
+            record: common.record.clone(),
+            ..BackendOptions::default()
+        },
         progress: run::progress_wanted(),
         only: None,
     })
@@ -367,7 +445,10 @@ async fn cmd_run(a: RunArgs) -> i32 {
         Ok(t) => t,
         Err(c) => return c,
     };
-    let cfg = match parse_seeds(&a.seeds).and_then(|s| Ok((s, arms_of(&a.common.policies)?))).and_then(|(seeds, arms)| config(&a.common, tasks, arms, seeds)) {
+    let cfg = match parse_seeds(&a.seeds)
+        .and_then(|s| Ok((s, arms_of(&a.common.policies)?)))
+        .and_then(|(seeds, arms)| config(&a.common, tasks, arms, seeds))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -380,12 +461,20 @@ async fn cmd_run(a: RunArgs) -> i32 {
         Ok(records) => {
             println!("{}", render::summary_table(&records).to_terminal());
             print_failures(&records);
-            eprintln!("{} cells in {:.1}s · records in {}", records.len(), started.elapsed().as_secs_f64(), out.join("cells.jsonl").display());
+            eprintln!(
+                "{} cells in {:.1}s · records in {}",
+                records.len(),
+                started.elapsed().as_secs_f64(),
+                out.join("cells.jsonl").display()
+            );
             exit_for(&records)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            if e.contains("different matrix") || e.contains("unknown model") || e.contains("replay:") {
+            if e.contains("different matrix")
+                || e.contains("unknown model")
+                || e.contains("replay:")
+            {
                 EXIT_USAGE
             } else {
                 EXIT_INTERNAL
@@ -399,7 +488,12 @@ fn print_failures(records: &[CellRecord]) {
         match &r.error {
             Some(e) => eprintln!("error   {}: {e}", r.id),
             None => {
-                let failed: Vec<&str> = r.checks.iter().filter(|c| !c.passed).map(|c| c.label.as_str()).collect();
+                let failed: Vec<&str> = r
+                    .checks
+                    .iter()
+                    .filter(|c| !c.passed)
+                    .map(|c| c.label.as_str())
+                    .collect();
                 eprintln!("failure {}: {}", r.id, failed.join("; "));
             }
         }
@@ -441,13 +535,21 @@ fn report(a: ReportArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let table = if a.cells { render::cells_table(&records) } else { render::summary_table(&records) };
+    let table = if a.cells {
+        render::cells_table(&records)
+    } else {
+        render::summary_table(&records)
+    };
     match a.format {
         Format::Table => println!("{}", table.to_terminal()),
         Format::Md => print!("{}", table.to_markdown()),
         Format::Csv => print!("{}", table.to_csv()),
         Format::Json => {
-            let v = if a.cells { serde_json::to_string_pretty(&records) } else { serde_json::to_string_pretty(&render::summarize(&records)) };
+            let v = if a.cells {
+                serde_json::to_string_pretty(&records)
+            } else {
+                serde_json::to_string_pretty(&render::summarize(&records))
+            };
             match v {
                 Ok(s) => println!("{s}"),
                 Err(e) => {
@@ -469,23 +571,51 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
         }
     };
     let mut messages = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         match serde_json::from_str::<Message>(line) {
             Ok(m) => messages.push(m.sealed()),
             Err(e) => {
-                eprintln!("{}:{}:{}: not a transcript message: {e}", path.display(), i + 1, e.column());
+                eprintln!(
+                    "{}:{}:{}: not a transcript message: {e}",
+                    path.display(),
+                    i + 1,
+                    e.column()
+                );
                 return EXIT_USAGE;
             }
         }
     }
-    let range: Vec<Arc<Message>> = messages.into_iter().filter(|m| m.turn >= from && m.turn <= to).collect();
+    let range: Vec<Arc<Message>> = messages
+        .into_iter()
+        .filter(|m| m.turn >= from && m.turn <= to)
+        .collect();
     if from > to || range.is_empty() {
-        eprintln!("error: {} has no messages in turns {from}–{to}", path.display());
+        eprintln!(
+            "error: {} has no messages in turns {from}–{to}",
+            path.display()
+        );
         return EXIT_USAGE;
     }
     let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
-    let archive = format!("{}/{}", crate::workspace::ARCHIVE_DIR, harness_core::fold::archive_name(from, to, "fold"));
-    println!("{}", harness_core::fold::build_result(from, to, &range, &archive, &crate::cell::sha256_hex(&bytes)));
+    let archive = format!(
+        "{}/{}",
+        crate::workspace::ARCHIVE_DIR,
+        harness_core::fold::archive_name(from, to, "fold")
+    );
+    println!(
+        "{}",
+        harness_core::fold::build_result(
+            from,
+            to,
+            &range,
+            &archive,
+            &crate::cell::sha256_hex(&bytes)
+        )
+    );
     EXIT_OK
 }
 
@@ -499,7 +629,13 @@ mod tests {
         assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
         assert!(parse_seeds("3-1").is_err());
         assert_eq!(split_arms("none,trim"), vec!["none", "trim"]);
-        assert_eq!(split_arms("fold:timing=eager,fold:timing=pressure,pressure_tokens=9"), vec!["fold:timing=eager", "fold:timing=pressure,pressure_tokens=9"]);
+        assert_eq!(
+            split_arms("fold:timing=eager,fold:timing=pressure,pressure_tokens=9"),
+            vec![
+                "fold:timing=eager",
+                "fold:timing=pressure,pressure_tokens=9"
+            ]
+        );
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_000), (2024, 10, 4));
     }

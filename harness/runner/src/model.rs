@@ -74,7 +74,9 @@ pub struct SimModel {
 impl SimModel {
     /// Wraps a sim.
     pub fn new(sim: Sim) -> SimModel {
-        SimModel { sim: Mutex::new(sim) }
+        SimModel {
+            sim: Mutex::new(sim),
+        }
     }
 }
 
@@ -86,7 +88,10 @@ impl Model for SimModel {
     fn respond<'a>(&'a self, req: &'a Request, _cell: &'a str) -> ModelFuture<'a> {
         let result = match self.sim.lock() {
             Ok(mut sim) => Ok(sim.respond(req)),
-            Err(_) => Err(ModelError::Other { model: "sim".into(), message: "the simulated agent panicked earlier".into() }),
+            Err(_) => Err(ModelError::Other {
+                model: "sim".into(),
+                message: "the simulated agent panicked earlier".into(),
+            }),
         };
         Box::pin(async move { result })
     }

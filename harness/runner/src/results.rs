@@ -33,18 +33,32 @@ pub struct RunDir {
 
 /// A path-safe folder name for a cell id.
 pub fn cell_folder(id: &str) -> String {
-    id.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=' | '+') { c } else { '_' }).collect()
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=' | '+') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Cuts a torn last line (no trailing newline, or not valid JSON) off a JSONL file.
 pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
-    let Ok(bytes) = fs::read(path) else { return Ok(()) };
+    let Ok(bytes) = fs::read(path) else {
+        return Ok(());
+    };
     if bytes.is_empty() {
         return Ok(());
     }
     let mut keep = bytes.len();
     if !bytes.ends_with(b"\n") {
-        keep = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+        keep = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
     }
     if keep != bytes.len() {
         let f = OpenOptions::new().write(true).open(path)?;
@@ -57,7 +71,12 @@ pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
 /// Reads the cell records of a run directory (skipping lines that do not parse).
 pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
     let path = dir.join("cells.jsonl");
-    let f = File::open(&path).map_err(|e| format!("cannot open {}: {e}; is this a run directory?", path.display()))?;
+    let f = File::open(&path).map_err(|e| {
+        format!(
+            "cannot open {}: {e}; is this a run directory?",
+            path.display()
+        )
+    })?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
         let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
@@ -66,7 +85,14 @@ pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
         }
         match serde_json::from_str::<CellRecord>(&line) {
             Ok(r) => out.push(r),
-            Err(e) => return Err(format!("{}:{}:{}: not a cell record: {e}", path.display(), i + 1, e.column())),
+            Err(e) => {
+                return Err(format!(
+                    "{}:{}:{}: not a cell record: {e}",
+                    path.display(),
+                    i + 1,
+                    e.column()
+                ))
+            }
         }
     }
     Ok(out)
@@ -75,11 +101,16 @@ pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
 impl RunDir {
     /// Creates or reopens a run directory. `matrix` is the resolved matrix as JSON; reopening a
     /// directory that holds another matrix is refused.
-    pub fn open(root: &Path, matrix: &serde_json::Value) -> Result<(RunDir, HashSet<String>), String> {
-        fs::create_dir_all(root.join("cells")).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    pub fn open(
+        root: &Path,
+        matrix: &serde_json::Value,
+    ) -> Result<(RunDir, HashSet<String>), String> {
+        fs::create_dir_all(root.join("cells"))
+            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
         let mpath = root.join("matrix.json");
         if let Ok(old) = fs::read_to_string(&mpath) {
-            let old: serde_json::Value = serde_json::from_str(&old).map_err(|e| format!("{}: {e}", mpath.display()))?;
+            let old: serde_json::Value =
+                serde_json::from_str(&old).map_err(|e| format!("{}: {e}", mpath.display()))?;
             if old.get("cells") != matrix.get("cells") {
                 return Err(format!(
                     "{} holds a run of a different matrix; give another --out to start a new run, or the same arguments to resume it",
@@ -88,15 +119,33 @@ impl RunDir {
             }
         } else {
             let text = serde_json::to_string_pretty(matrix).map_err(|e| e.to_string())?;
-            write_atomic(&mpath, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", mpath.display()))?;
+            write_atomic(&mpath, text.as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", mpath.display()))?;
         }
         let cpath = root.join("cells.jsonl");
         let rpath = root.join("requests.jsonl");
         repair_jsonl(&cpath).map_err(|e| format!("cannot repair {}: {e}", cpath.display()))?;
         repair_jsonl(&rpath).map_err(|e| format!("cannot repair {}: {e}", rpath.display()))?;
-        let done: HashSet<String> = if cpath.exists() { read_records(root)?.into_iter().map(|r| r.id).collect() } else { HashSet::new() };
-        let open = |p: &Path| OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("cannot open {}: {e}", p.display()));
-        Ok((RunDir { root: root.to_path_buf(), cells: open(&cpath)?, requests: open(&rpath)? }, done))
+        let done: HashSet<String> = if cpath.exists() {
+            read_records(root)?.into_iter().map(|r| r.id).collect()
+        } else {
+            HashSet::new()
+        };
+        let open = |p: &Path| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("cannot open {}: {e}", p.display()))
+        };
+        Ok((
+            RunDir {
+                root: root.to_path_buf(),
+                cells: open(&cpath)?,
+                requests: open(&rpath)?,
+            },
+            done,
+        ))
     }
 
     /// The folder.
@@ -123,7 +172,10 @@ impl RunDir {
         write_atomic(&dir.join("events.jsonl"), events.as_bytes())?;
         write_atomic(&dir.join("diff.patch"), out.diff.as_bytes())?;
         for a in &out.archives {
-            let name = Path::new(&a.path).file_name().map(|n| n.to_owned()).unwrap_or_default();
+            let name = Path::new(&a.path)
+                .file_name()
+                .map(|n| n.to_owned())
+                .unwrap_or_default();
             fs::create_dir_all(dir.join("archive"))?;
             write_atomic(&dir.join("archive").join(name), &a.bytes)?;
         }
@@ -133,7 +185,10 @@ impl RunDir {
                 let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
                 if let Some(o) = v.as_object_mut() {
                     o.remove("visible_results");
-                    o.insert("cell".into(), serde_json::Value::String(out.record.id.clone()));
+                    o.insert(
+                        "cell".into(),
+                        serde_json::Value::String(out.record.id.clone()),
+                    );
                 }
                 reqs.push_str(&v.to_string());
                 reqs.push('\n');
@@ -151,7 +206,10 @@ impl RunDir {
 
 /// Writes a file through a temporary name and a rename, so it is never seen half-written.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
     {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -178,6 +236,9 @@ mod tests {
 
     #[test]
     fn folder_names_are_safe() {
-        assert_eq!(cell_folder("t/compact:window=4000/sim/1"), "t_compact_window=4000_sim_1");
+        assert_eq!(
+            cell_folder("t/compact:window=4000/sim/1"),
+            "t_compact_window=4000_sim_1"
+        );
     }
 }

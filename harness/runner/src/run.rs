@@ -40,8 +40,13 @@ pub struct SimSettings {
 
 /// Parses a sim model label.
 pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
-    let Some(rest) = label.strip_prefix("sim") else { return Ok(None) };
-    let mut s = SimSettings { recheck: 0.1, judge: Judge::Oracle };
+    let Some(rest) = label.strip_prefix("sim") else {
+        return Ok(None);
+    };
+    let mut s = SimSettings {
+        recheck: 0.1,
+        judge: Judge::Oracle,
+    };
     let rest = match rest.strip_prefix(':') {
         Some(r) => r,
         None if rest.is_empty() => return Ok(Some(s)),
@@ -75,13 +80,24 @@ pub struct MatrixCell {
 }
 
 /// Expands tasks × arms × models × seeds into cells, in that nesting order.
-pub fn expand(tasks: &[LoadedTask], arms: &[Arm], models: &[String], seeds: &[u64]) -> Vec<MatrixCell> {
+pub fn expand(
+    tasks: &[LoadedTask],
+    arms: &[Arm],
+    models: &[String],
+    seeds: &[u64],
+) -> Vec<MatrixCell> {
     let mut out = Vec::new();
     for t in tasks {
         for a in arms {
             for m in models {
                 for s in seeds {
-                    out.push(MatrixCell { id: cell_id(&t.spec.name, &a.label, m, *s), task: t.spec.name.clone(), arm: a.label.clone(), model: m.clone(), seed: *s });
+                    out.push(MatrixCell {
+                        id: cell_id(&t.spec.name, &a.label, m, *s),
+                        task: t.spec.name.clone(),
+                        arm: a.label.clone(),
+                        model: m.clone(),
+                        seed: *s,
+                    });
                 }
             }
         }
@@ -133,9 +149,21 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
         "cells": cells,
     });
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
-    let todo: Vec<MatrixCell> = cells.iter().filter(|c| !done.contains(&c.id)).cloned().collect();
-    let tasks: HashMap<String, LoadedTask> = cfg.tasks.iter().map(|t| (t.spec.name.clone(), t.clone())).collect();
-    let arms: HashMap<String, Arm> = cfg.arms.iter().map(|a| (a.label.clone(), a.clone())).collect();
+    let todo: Vec<MatrixCell> = cells
+        .iter()
+        .filter(|c| !done.contains(&c.id))
+        .cloned()
+        .collect();
+    let tasks: HashMap<String, LoadedTask> = cfg
+        .tasks
+        .iter()
+        .map(|t| (t.spec.name.clone(), t.clone()))
+        .collect();
+    let arms: HashMap<String, Arm> = cfg
+        .arms
+        .iter()
+        .map(|a| (a.label.clone(), a.clone()))
+        .collect();
     let mut shared: HashMap<(String, u64), Arc<dyn Model>> = HashMap::new();
     let mut jobs = Vec::new();
     for c in &todo {
@@ -151,14 +179,33 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
         };
         let model: Arc<dyn Model> = match parse_sim(&c.model)? {
             Some(s) => {
-                let sim = Sim::new(Arc::clone(&task.spec), SimConfig { seed: c.seed, recheck: s.recheck, judge: s.judge });
+                let sim = Sim::new(
+                    Arc::clone(&task.spec),
+                    SimConfig {
+                        seed: c.seed,
+                        recheck: s.recheck,
+                        judge: s.judge,
+                    },
+                );
                 let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
-                backends::with_recording(m, &BackendOptions { epoch: c.seed, ..cfg.backend.clone() })?
+                backends::with_recording(
+                    m,
+                    &BackendOptions {
+                        epoch: c.seed,
+                        ..cfg.backend.clone()
+                    },
+                )?
             }
             None => match shared.get(&(c.model.clone(), c.seed)) {
                 Some(m) => Arc::clone(m),
                 None => {
-                    let m = backends::parse_model(&c.model, &BackendOptions { epoch: c.seed, ..cfg.backend.clone() })?;
+                    let m = backends::parse_model(
+                        &c.model,
+                        &BackendOptions {
+                            epoch: c.seed,
+                            ..cfg.backend.clone()
+                        },
+                    )?;
                     shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                     m
                 }
@@ -168,7 +215,12 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
     }
     let total = cells.len();
     let already = total - todo.len();
-    let progress = Arc::new(Mutex::new(Progress { enabled: cfg.progress, done: already, total, requests: 0 }));
+    let progress = Arc::new(Mutex::new(Progress {
+        enabled: cfg.progress,
+        done: already,
+        total,
+        requests: 0,
+    }));
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let opts = Arc::new(cfg.cell);
@@ -178,7 +230,9 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
         let opts = Arc::clone(&opts);
         let progress = Arc::clone(&progress);
         tokio::spawn(async move {
-            let Ok(_permit) = sem.acquire_owned().await else { return };
+            let Ok(_permit) = sem.acquire_owned().await else {
+                return;
+            };
             let on_event = move |_id: &str, e: &Event| {
                 if let (Event::Request(_), Ok(mut p)) = (e, progress.lock()) {
                     p.requests += 1;
@@ -190,7 +244,8 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
     }
     drop(tx);
     while let Some(out) = rx.recv().await {
-        dir.write_cell(&out).map_err(|e| format!("cannot write the record of {}: {e}", out.record.id))?;
+        dir.write_cell(&out)
+            .map_err(|e| format!("cannot write the record of {}: {e}", out.record.id))?;
         if let Ok(mut p) = progress.lock() {
             p.done += 1;
             p.show(&out.record);
@@ -201,7 +256,10 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
     }
     let records = crate::results::read_records(dir.root())?;
     let wanted: std::collections::HashSet<&str> = cells.iter().map(|c| c.id.as_str()).collect();
-    Ok(records.into_iter().filter(|r| wanted.contains(r.id.as_str())).collect())
+    Ok(records
+        .into_iter()
+        .filter(|r| wanted.contains(r.id.as_str()))
+        .collect())
 }
 
 struct Progress {
@@ -217,7 +275,7 @@ impl Progress {
             return;
         }
         let width = 30;
-        let filled = if self.total == 0 { width } else { self.done * width / self.total };
+        let filled = (self.done * width).checked_div(self.total).unwrap_or(width);
         eprint!(
             "\r\x1b[2K[{}{}] {}/{} cells · {} requests · {} {}",
             "#".repeat(filled),

@@ -26,16 +26,24 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
                 .map_err(|e| format!("cannot read folder {}: {e}", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file() && matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")))
+                .filter(|f| {
+                    f.is_file()
+                        && matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
+                })
                 .collect();
             files.sort();
             out.extend(files);
         } else if p.is_file() {
             out.push(p.clone());
         } else {
-            let matches: Vec<PathBuf> = glob::glob(&p.to_string_lossy()).map(|g| g.filter_map(Result::ok).collect()).unwrap_or_default();
+            let matches: Vec<PathBuf> = glob::glob(&p.to_string_lossy())
+                .map(|g| g.filter_map(Result::ok).collect())
+                .unwrap_or_default();
             if matches.is_empty() {
-                return Err(format!("no task spec at {}: give a .yaml file or a folder of them", p.display()));
+                return Err(format!(
+                    "no task spec at {}: give a .yaml file or a folder of them",
+                    p.display()
+                ));
             }
             out.extend(matches);
         }
@@ -46,8 +54,22 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 /// Loads one spec file and checks its fixture folder.
 pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     let name = file.display().to_string();
-    let text = std::fs::read(file).map_err(|e| vec![Problem { file: name.clone(), line: 1, col: 1, message: format!("cannot read the spec: {e}") }])?;
-    let text = String::from_utf8(text).map_err(|_| vec![Problem { file: name.clone(), line: 1, col: 1, message: "the spec is not UTF-8 text".into() }])?;
+    let text = std::fs::read(file).map_err(|e| {
+        vec![Problem {
+            file: name.clone(),
+            line: 1,
+            col: 1,
+            message: format!("cannot read the spec: {e}"),
+        }]
+    })?;
+    let text = String::from_utf8(text).map_err(|_| {
+        vec![Problem {
+            file: name.clone(),
+            line: 1,
+            col: 1,
+            message: "the spec is not UTF-8 text".into(),
+        }]
+    })?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let fixture_problem = spec::repo_field(&name, &text).and_then(|(repo, (line, col))| {
         let fixture = dir.join(&repo);
@@ -55,7 +77,10 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
             file: name.clone(),
             line,
             col,
-            message: format!("fixture folder `{repo}` does not exist (looked for {}); create it or fix `repo`", fixture.display()),
+            message: format!(
+                "fixture folder `{repo}` does not exist (looked for {}); create it or fix `repo`",
+                fixture.display()
+            ),
         })
     });
     let spec = match spec::load(&name, &text) {
@@ -71,14 +96,36 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     }
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     if stem != spec.name {
-        return Err(vec![Problem { file: name, line: 1, col: 1, message: format!("the task is named `{}` but its file is `{stem}`; make them equal", spec.name) }]);
+        return Err(vec![Problem {
+            file: name,
+            line: 1,
+            col: 1,
+            message: format!(
+                "the task is named `{}` but its file is `{stem}`; make them equal",
+                spec.name
+            ),
+        }]);
     }
-    Ok(LoadedTask { spec: Arc::new(spec), file: file.to_path_buf(), dir })
+    Ok(LoadedTask {
+        spec: Arc::new(spec),
+        file: file.to_path_buf(),
+        dir,
+    })
 }
 
 /// Loads every spec under `paths`; returns the tasks, or every problem of every spec.
 pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
-    let files = spec_files(paths).map_err(|m| vec![Problem { file: paths.first().map(|p| p.display().to_string()).unwrap_or_default(), line: 1, col: 1, message: m }])?;
+    let files = spec_files(paths).map_err(|m| {
+        vec![Problem {
+            file: paths
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            line: 1,
+            col: 1,
+            message: m,
+        }]
+    })?;
     let mut tasks = Vec::new();
     let mut problems = Vec::new();
     for f in &files {
@@ -91,7 +138,15 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
     names.sort_unstable();
     for w in names.windows(2) {
         if w[0] == w[1] {
-            problems.push(Problem { file: paths.first().map(|p| p.display().to_string()).unwrap_or_default(), line: 1, col: 1, message: format!("two tasks are named `{}`", w[0]) });
+            problems.push(Problem {
+                file: paths
+                    .first()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                line: 1,
+                col: 1,
+                message: format!("two tasks are named `{}`", w[0]),
+            });
         }
     }
     if problems.is_empty() {
