@@ -119,4 +119,9 @@ fn a_small_window_compacts_and_counts_the_summary() {
     let n = records.iter().find(|r| r.arm == "none").unwrap();
     assert_eq!(n.metrics.compactions, 0);
     assert!(c.metrics.request_tokens.max < n.metrics.request_tokens.max);
+    assert!(
+        c.metrics.reruns_hidden >= 1,
+        "a fact the summary dropped is fetched again: {:?}",
+        c.metrics
+    );
 }

@@ -255,11 +255,18 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
         p.finish();
     }
     let records = crate::results::read_records(dir.root())?;
-    let wanted: std::collections::HashSet<&str> = cells.iter().map(|c| c.id.as_str()).collect();
-    Ok(records
+    // In matrix order, so tables list arms as they were given.
+    let order: HashMap<&str, usize> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    let mut records: Vec<CellRecord> = records
         .into_iter()
-        .filter(|r| wanted.contains(r.id.as_str()))
-        .collect())
+        .filter(|r| order.contains_key(r.id.as_str()))
+        .collect();
+    records.sort_by_key(|r| order[r.id.as_str()]);
+    Ok(records)
 }
 
 struct Progress {
