@@ -416,9 +416,39 @@ pub fn sandbox_env() -> Vec<(String, String)> {
             "/usr/local/bin:/usr/bin:/bin".to_string(),
         ));
     }
+    if let Some(dir) = python_dir() {
+        for (k, v) in env.iter_mut() {
+            if k == "PATH" && !v.split(':').next().is_some_and(|first| first == dir) {
+                *v = format!("{dir}:{v}");
+            }
+        }
+    }
     env.extend(FIXED.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     env.sort();
     env
+}
+
+/// The folder of the real `python3` interpreter, when `python3` on the PATH is a shim that
+/// resolves elsewhere (pyenv, asdf). A shim costs about 100 ms per start, which dominated the
+/// wall time of whole matrices; the shell's PATH puts the interpreter's own folder first.
+/// Resolved once per process.
+fn python_dir() -> Option<&'static str> {
+    static DIR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let dir = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !dir.is_empty() && Path::new(&dir).join("python3").exists())
+            .then_some(dir)
+    })
+    .as_deref()
 }
 
 /// Whether an environment variable's name marks it as a secret the shell must not see.
