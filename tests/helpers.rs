@@ -62,6 +62,7 @@ pub fn run_matrix(
         backend: BackendOptions::default(),
         progress: false,
         only: None,
+        replay: None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -139,4 +140,31 @@ pub fn binary() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// Builds a judgement dataset through the library from `--from` paths (tasks, data folders,
+/// labels files), as `foldbench judge build` does with its defaults.
+pub fn judge_build(from: &[PathBuf]) -> Vec<harness_core::judgement::Item> {
+    let sources = harness_runner::judge::classify(from).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(harness_runner::judge::build(
+        &sources,
+        harness_core::judgement::DEFAULT_TOOL_OUTPUT_CAP,
+        2,
+        &|w: &str| eprintln!("warning: {w}"),
+    ))
+    .unwrap()
+}
+
+/// The real sessions beside the repository (`../shared/data`, or `FOLDBENCH_DATA`), if present.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FOLDBENCH_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => root().join("../shared/data"),
+    };
+    dir.join("labels").is_dir().then_some(dir)
 }

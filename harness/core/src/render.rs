@@ -194,7 +194,7 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 premature_folds: sum(&|m| m.premature_folds),
                 fold_regret: sum(&|m| m.fold_regret),
                 compactions: sum(&|m| m.compactions),
-                cost: ok.iter().map(|r| r.metrics.cost).sum(),
+                cost: ok.iter().map(|r| r.metrics.cost).sum::<f64>() + 0.0,
                 median_provider_request_tokens: (!prov.is_empty()).then(|| median_f64(&prov)),
             }
         })

@@ -421,7 +421,8 @@ async fn session(
                             ));
                         }
                     }
-                    let result = Message::tool_result(t, call, out.text, out.is_error);
+                    let text = relative_to(ws.path(), out.text);
+                    let result = Message::tool_result(t, call, text, out.is_error);
                     let record = tool_record(
                         t,
                         this,
@@ -670,6 +671,7 @@ pub async fn run_checks(
                 }
             }
         };
+        let detail = relative_to(ws.path(), detail);
         out.push(CheckResult {
             label: c.label(),
             passed,
@@ -677,6 +679,18 @@ pub async fn run_checks(
         });
     }
     out
+}
+
+/// Makes the workspace's absolute paths in a text relative (`/tmp/foldbench-x1y2/src/a.py` →
+/// `src/a.py`), so outputs do not depend on the temp folder's random name: transcripts, cassette
+/// keys and records stay the same from run to run.
+pub fn relative_to(root: &Path, text: String) -> String {
+    let prefix = format!("{}/", root.display());
+    if text.contains(&prefix) {
+        text.replace(&prefix, "")
+    } else {
+        text
+    }
 }
 
 fn tail(s: &str, n: usize) -> String {

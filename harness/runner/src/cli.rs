@@ -9,12 +9,19 @@
 //! | 4 | no cell selected |
 //! | 2 | usage error or a bad spec/matrix file |
 //! | 1 | internal error (IO, an unexpected state) |
+//!
+//! Per command: `run`/`ab` — 0 every cell succeeded, 100 a cell failed or ended in error, 4 the
+//! matrix or the `--partition` selected no cell; `list` — 4 when no cell is selected; `merge` —
+//! 2 shards of different matrices or a cell in two shards, 100 cells of the matrix in no shard;
+//! `compare` — 100 a metric regressed beyond its threshold with `--fail-on-regression`, 4 the
+//! runs share no cell; `validate` and every reader of a matrix file or spec — 2 with every
+//! problem printed as file:line:col.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use harness_core::message::Message;
 use harness_core::record::{CellRecord, Status};
 use harness_core::render;
@@ -48,17 +55,27 @@ pub struct Cli {
 enum Command {
     /// Run tasks × policies × models × seeds and print the per-policy table.
     Run(RunArgs),
+    /// Boundary judgement: build a dataset of cards, score models and baselines on it.
+    #[command(subcommand)]
+    Judge(crate::judge::JudgeCommand),
     /// Run two or more arms on one task and print each run's figures side by side.
     Ab(AbArgs),
-    /// Render a report from a run directory's records.
-    Report(ReportArgs),
+    /// Render a report from a run directory's records (table, Markdown, CSV, JSON, JUnit, SVG).
+    Report(crate::report::ReportArgs),
+    /// Join the run directories of the shards of one matrix into one run directory.
+    Merge(crate::merge::MergeArgs),
+    /// Compare two runs cell by cell: deltas, a sign test, flips; fail CI on a regression.
+    Compare(crate::compare::CompareArgs),
     /// Validate task specs; prints every problem with file:line:col.
     Validate {
         /// Spec files or folders (default: tasks/).
         paths: Vec<PathBuf>,
     },
+    /// List the cells of the matrix with their ids and shard (the tasks when no matrix is in
+    /// play, or with --tasks-only).
+    List(crate::matrix::ListArgs),
     /// List the tasks with their turns, units, scripted tool calls and fixture size.
-    List {
+    Tasks {
         /// Spec files or folders (default: tasks/).
         paths: Vec<PathBuf>,
     },
@@ -73,6 +90,12 @@ enum Command {
         #[arg(long)]
         to: u32,
     },
+    /// Replay recorded sessions (Claude Code, Codex, ...) under each policy: every request's
+    /// size, cache and cost, the seed's figures, and the reconstruction against recorded usage.
+    Replay(crate::replay_cmd::ReplayArgs),
+    /// Split what the model read in recorded sessions into work in progress, conclusions and
+    /// steps of finished work.
+    Analyze(crate::replay_cmd::AnalyzeArgs),
 }
 
 #[derive(Debug, clap::Args, Clone)]
@@ -96,7 +119,8 @@ struct CommonRun {
     /// Record every model exchange into this cassette folder.
     #[arg(long)]
     record: Option<PathBuf>,
-    /// Answer from this cassette folder (same as --model replay:DIR).
+    /// Answer from this cassette folder: with --model, the cells keep that model's label (the
+    /// ids of the recorded run); alone, it is the same as --model replay:DIR.
     #[arg(long)]
     replay: Option<PathBuf>,
     /// Model requests per turn before a turn is cut.
@@ -109,12 +133,14 @@ struct CommonRun {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// Task spec files or folders (default: tasks/).
+    /// Task spec files or folders (default: the matrix file's, or tasks/).
     #[arg(long = "tasks")]
     tasks: Vec<PathBuf>,
-    /// Seeds: `1-3` or `1,2,5` (default 1-3).
-    #[arg(long, default_value = "1-3")]
-    seeds: String,
+    /// Seeds: `1-3` or `1,2,5` (default: the matrix file's, or 1-3).
+    #[arg(long)]
+    seeds: Option<String>,
+    #[command(flatten)]
+    matrix: crate::matrix::MatrixArgs,
     #[command(flatten)]
     common: CommonRun,
 }
@@ -133,26 +159,6 @@ struct AbArgs {
     runs: u64,
     #[command(flatten)]
     common: CommonRun,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Format {
-    Table,
-    Md,
-    Csv,
-    Json,
-}
-
-#[derive(Debug, clap::Args)]
-struct ReportArgs {
-    /// The run directory.
-    run_dir: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
-    /// One row per cell instead of one per arm.
-    #[arg(long)]
-    cells: bool,
 }
 
 /// Runs the command line; returns the exit code.
@@ -181,15 +187,22 @@ pub fn main() -> i32 {
 async fn dispatch(cmd: Command) -> i32 {
     match cmd {
         Command::Validate { paths } => validate(paths),
-        Command::List { paths } => list(paths),
+        Command::List(a) if a.lists_tasks() => list(a.paths),
+        Command::List(a) => crate::matrix::list(a),
+        Command::Tasks { paths } => list(paths),
+        Command::Merge(a) => crate::merge::cmd(a),
+        Command::Compare(a) => crate::compare::cmd(a),
         Command::Run(a) => cmd_run(a).await,
+        Command::Judge(c) => crate::judge::main(c).await,
         Command::Ab(a) => cmd_ab(a).await,
-        Command::Report(a) => report(a),
+        Command::Report(a) => crate::report::cmd(a),
         Command::Fold {
             transcript,
             from,
             to,
         } => fold_cmd(transcript, from, to),
+        Command::Replay(a) => crate::replay_cmd::replay(a),
+        Command::Analyze(a) => crate::replay_cmd::analyze(a),
     }
 }
 
@@ -282,37 +295,9 @@ fn list(paths: Vec<PathBuf>) -> i32 {
     EXIT_OK
 }
 
-/// Parses `1-3` or `1,2,5`.
+/// Parses `1-3` or `1,2,5` (see `harness_core::matrix::parse_seeds`).
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let part = part.trim();
-        if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (u64, u64) = (
-                a.trim()
-                    .parse()
-                    .map_err(|_| format!("bad seed range `{part}`"))?,
-                b.trim()
-                    .parse()
-                    .map_err(|_| format!("bad seed range `{part}`"))?,
-            );
-            if a > b || b - a > 10_000 {
-                return Err(format!(
-                    "bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"
-                ));
-            }
-            out.extend(a..=b);
-        } else {
-            out.push(
-                part.parse()
-                    .map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?,
-            );
-        }
-    }
-    if out.is_empty() {
-        return Err("no seeds given".into());
-    }
-    Ok(out)
+    harness_core::matrix::parse_seeds(s)
 }
 
 /// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy
@@ -388,14 +373,11 @@ fn config(
     arms: Vec<Arm>,
     seeds: Vec<u64>,
 ) -> Result<RunConfig, String> {
-    let mut models = if common.models.is_empty() {
-        vec!["sim".to_string()]
-    } else {
-        common.models.clone()
+    let models = match (&common.replay, common.models.is_empty()) {
+        (Some(r), true) => vec![format!("replay:{}", r.display())],
+        (None, true) => vec!["sim".to_string()],
+        _ => common.models.clone(),
     };
-    if let Some(r) = &common.replay {
-        models = vec![format!("replay:{}", r.display())];
-    }
     for m in &models {
         run::parse_sim(m)?;
     }
@@ -427,6 +409,7 @@ fn config(
         },
         progress: run::progress_wanted(),
         only: None,
+        replay: common.replay.clone(),
     })
 }
 
@@ -441,24 +424,45 @@ fn exit_for(records: &[CellRecord]) -> i32 {
 }
 
 async fn cmd_run(a: RunArgs) -> i32 {
-    let tasks = match load(a.tasks) {
-        Ok(t) => t,
-        Err(c) => return c,
+    // The matrix: foldbench.yaml (or --config) and --profile, with the flags over it.
+    let mut models = a.common.models.clone();
+    if let (Some(r), true) = (&a.common.replay, models.is_empty()) {
+        models = vec![format!("replay:{}", r.display())];
+    }
+    let overrides = crate::matrix::Overrides {
+        tasks: a.tasks.clone(),
+        seeds: a.seeds.clone(),
+        policies: a.common.policies.clone(),
+        models,
     };
-    let cfg = match parse_seeds(&a.seeds)
-        .and_then(|s| Ok((s, arms_of(&a.common.policies)?)))
-        .and_then(|(seeds, arms)| config(&a.common, tasks, arms, seeds))
-    {
+    let plan = match crate::matrix::plan(&a.matrix, &overrides) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut common = a.common.clone();
+    common.models = plan.models.clone();
+    let mut cfg = match config(
+        &common,
+        plan.tasks.clone(),
+        plan.arms.clone(),
+        plan.seeds.clone(),
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_USAGE;
         }
     };
+    cfg.cell.prices = plan.prices.clone();
+    cfg.only = plan.only();
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
-    match run::run(cfg).await {
+    match run::run_selected(cfg, plan.selection()).await {
         Ok(records) => {
+            if records.is_empty() {
+                eprintln!("error: no cell selected (the matrix or its partition is empty)");
+                return EXIT_NO_CELLS;
+            }
             println!("{}", render::summary_table(&records).to_terminal());
             print_failures(&records);
             eprintln!(
@@ -525,41 +529,6 @@ async fn cmd_ab(a: AbArgs) -> i32 {
             EXIT_INTERNAL
         }
     }
-}
-
-fn report(a: ReportArgs) -> i32 {
-    let records = match crate::results::read_records(&a.run_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let table = if a.cells {
-        render::cells_table(&records)
-    } else {
-        render::summary_table(&records)
-    };
-    match a.format {
-        Format::Table => println!("{}", table.to_terminal()),
-        Format::Md => print!("{}", table.to_markdown()),
-        Format::Csv => print!("{}", table.to_csv()),
-        Format::Json => {
-            let v = if a.cells {
-                serde_json::to_string_pretty(&records)
-            } else {
-                serde_json::to_string_pretty(&render::summarize(&records))
-            };
-            match v {
-                Ok(s) => println!("{s}"),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_INTERNAL;
-                }
-            }
-        }
-    }
-    EXIT_OK
 }
 
 fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {

@@ -24,8 +24,8 @@ use crate::tasks::LoadedTask;
 pub struct Arm {
     /// Label as written (`compact:window=4000`).
     pub label: String,
-    /// Parsed spec.
-    #[serde(skip)]
+    /// Parsed spec (recorded in `matrix.json`, so runs that bind one label to different
+    /// parameters are different matrices).
     pub policy: PolicySpec,
 }
 
@@ -65,7 +65,7 @@ pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
 }
 
 /// One cell of the expanded matrix.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MatrixCell {
     /// Stable id.
     pub id: String,
@@ -127,6 +127,9 @@ pub struct RunConfig {
     pub progress: bool,
     /// Only these cells (all when `None`).
     pub only: Option<Vec<String>>,
+    /// Answer every model from this cassette folder while keeping the models' labels (and so the
+    /// cell ids) of the run that recorded it.
+    pub replay: Option<PathBuf>,
 }
 
 /// Whether a progress display fits: a terminal, and not under CI.
@@ -134,20 +137,56 @@ pub fn progress_wanted() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
 }
 
+/// The matrix a run belongs to, when it is not the plain cross product of [`RunConfig`], and the
+/// shard of it that the run executes (see `harness_core::matrix`).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Every cell of the matrix (default: [`expand`] of the config), e.g. with arms on their own
+    /// models.
+    pub cells: Option<Vec<MatrixCell>>,
+    /// The shard as written (`hash:1/2`), recorded in `matrix.json`; the cells of the shard are
+    /// given by [`RunConfig::only`].
+    pub partition: Option<String>,
+}
+
 /// Runs the matrix; returns the records of every cell of the matrix (resumed ones included).
 pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
-    let mut cells = expand(&cfg.tasks, &cfg.arms, &cfg.models, &cfg.seeds);
+    run_selected(cfg, Selection::default()).await
+}
+
+/// Runs the cells of `cfg.only` (all when `None`) of a matrix. `matrix.json` records the full
+/// matrix, the partition and the selection, so shards of one matrix can be merged and checked.
+pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellRecord>, String> {
+    let all = sel
+        .cells
+        .unwrap_or_else(|| expand(&cfg.tasks, &cfg.arms, &cfg.models, &cfg.seeds));
+    let mut cells = all.clone();
     if let Some(only) = &cfg.only {
-        cells.retain(|c| only.contains(&c.id));
+        let only: std::collections::HashSet<&str> = only.iter().map(String::as_str).collect();
+        cells.retain(|c| only.contains(c.id.as_str()));
     }
-    let matrix = serde_json::json!({
+    let mut matrix = serde_json::json!({
         "version": 1,
         "tasks": cfg.tasks.iter().map(|t| serde_json::json!({"name": t.spec.name, "file": t.file})).collect::<Vec<_>>(),
         "arms": cfg.arms,
         "models": cfg.models,
         "seeds": cfg.seeds,
-        "cells": cells,
+        "cells": all,
     });
+    if let Some(o) = matrix.as_object_mut() {
+        match (&sel.partition, &cfg.only) {
+            (Some(p), _) => {
+                o.insert("partition".into(), serde_json::json!(p));
+            }
+            (None, Some(_)) => {
+                o.insert(
+                    "only".into(),
+                    serde_json::json!(cells.iter().map(|c| &c.id).collect::<Vec<_>>()),
+                );
+            }
+            (None, None) => {}
+        }
+    }
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
     let todo: Vec<MatrixCell> = cells
         .iter()
@@ -195,6 +234,17 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
                         ..cfg.backend.clone()
                     },
                 )?
+            }
+            None if cfg.replay.is_some() => {
+                let dir = cfg.replay.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
+                match shared.get(&(c.model.clone(), c.seed)) {
+                    Some(m) => Arc::clone(m),
+                    None => {
+                        let m = backends::parse_model(&format!("replay:{dir}"), &BackendOptions { epoch: c.seed, record: None, ..cfg.backend.clone() })?;
+                        shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                        m
+                    }
+                }
             }
             None => match shared.get(&(c.model.clone(), c.seed)) {
                 Some(m) => Arc::clone(m),
