@@ -120,3 +120,112 @@ async fn local_model_answers_with_workspace_tools() {
         usage2.output_tokens as f64 / secs
     );
 }
+
+/// The whole pipeline with the real model: `trim-rerun` under `none` and `fold`, recorded to a
+/// cassette, then replayed offline; the replayed records equal the recorded ones but for times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
+    use harness_runner::cell::CellOptions;
+    use harness_runner::run::{self, Arm, RunConfig};
+
+    let Ok(url) = std::env::var("FOLDBENCH_LOCAL_MODEL_URL") else {
+        eprintln!("skip: FOLDBENCH_LOCAL_MODEL_URL is not set (start a server with `export $(tests/local-model.sh)`)");
+        return;
+    };
+    let name = std::env::var("FOLDBENCH_LOCAL_MODEL")
+        .unwrap_or_else(|_| "smollm2-135m-instruct".to_string());
+    // The backend reads the base URL the way the official SDKs do.
+    std::env::set_var("OPENAI_BASE_URL", &url);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let task = harness_runner::tasks::load_task(&root.join("tasks/trim-rerun.yaml")).expect("task");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cassette = dir.path().join("cassette");
+    let arms: Vec<Arm> = ["none", "fold"]
+        .iter()
+        .map(|p| Arm {
+            label: p.to_string(),
+            policy: policies::parse_policy(p).expect("policy"),
+        })
+        .collect();
+    let config = |out: &str, record: bool, replay: bool| RunConfig {
+        tasks: vec![task.clone()],
+        arms: arms.clone(),
+        models: vec![format!("openai:{name}")],
+        seeds: vec![1],
+        out: dir.path().join(out),
+        jobs: 2,
+        cell: CellOptions {
+            max_steps: 3,
+            ..CellOptions::default()
+        },
+        backend: BackendOptions {
+            record: record.then(|| cassette.clone()),
+            timeout: Duration::from_secs(300),
+            max_retries: 2,
+            ..BackendOptions::default()
+        },
+        progress: false,
+        only: None,
+        replay: replay.then(|| cassette.clone()),
+    };
+    let t = Instant::now();
+    let recorded = run::run(config("live", true, false))
+        .await
+        .expect("live run");
+    eprintln!(
+        "live run: {} cells in {:.1}s",
+        recorded.len(),
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(recorded.len(), 2);
+    for r in &recorded {
+        assert_ne!(
+            r.status,
+            harness_core::record::Status::Error,
+            "{}: {:?}",
+            r.id,
+            r.error
+        );
+        assert!(r.metrics.requests > 0, "{}: requests were recorded", r.id);
+        assert!(
+            r.metrics.provider_request_tokens.is_some(),
+            "{}: the provider's usage was recorded",
+            r.id
+        );
+        eprintln!(
+            "{}: {} requests, {} tool calls, o200k median {} vs provider median {:?}",
+            r.id,
+            r.metrics.requests,
+            r.metrics.tool_calls,
+            r.metrics.request_tokens.median,
+            r.metrics.provider_request_tokens.map(|p| p.median)
+        );
+    }
+    let requests =
+        std::fs::read_to_string(dir.path().join("live/requests.jsonl")).expect("requests.jsonl");
+    assert!(
+        requests.lines().count() >= 2,
+        "per-request records were written"
+    );
+    assert!(
+        std::fs::read_dir(&cassette).expect("cassette").count() > 0,
+        "exchanges were recorded"
+    );
+    let replayed = run::run(config("replay", false, true))
+        .await
+        .expect("replayed run");
+    let strip = |r: &harness_core::record::CellRecord| {
+        let mut v = serde_json::to_value(r).expect("record");
+        for k in ["wall_ms", "model_ms"] {
+            v.as_object_mut().map(|o| o.remove(k));
+        }
+        v
+    };
+    for (a, b) in recorded.iter().zip(&replayed) {
+        assert_eq!(
+            strip(a),
+            strip(b),
+            "the replayed record equals the recorded one but for times"
+        );
+    }
+}
