@@ -5,5 +5,7 @@ mod helpers;
 
 mod cli;
 mod folds;
+mod judge;
+mod matrix;
 mod snapshots;
 mod suite;

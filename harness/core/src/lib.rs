@@ -13,11 +13,20 @@
 //! - [`spec`]: task specs, validated completely with file:line:col problems ([`yaml`]).
 //! - [`events`]: the plain-data events of the session loop; [`metrics`] computes a cell's
 //!   numbers from them; [`record`] is the versioned cell record; [`render`] draws tables.
+//! - [`matrix`]: the matrix file (profiles, validated with file:line:col), cell ids, partitions;
+//!   [`compare`] pairs two runs' cells (sign test, bootstrap, regression thresholds); [`junit`]
+//!   and [`svg`] are exporters of records.
 //! - [`sim`]: the simulated agent, deterministic for a seed.
+//! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
+//!   judgement dataset, its gold labels, the scoring of answers and the tables.
+pub mod compare;
 pub mod context;
 pub mod events;
 pub mod fold;
 pub mod judge;
+pub mod judgement;
+pub mod junit;
+pub mod matrix;
 pub mod message;
 pub mod metrics;
 pub mod policy;
@@ -27,5 +36,6 @@ pub mod request;
 pub mod rng;
 pub mod sim;
 pub mod spec;
+pub mod svg;
 pub mod tokens;
 pub mod yaml;

@@ -213,6 +213,18 @@ impl Message {
         m.sealed()
     }
 
+    /// This message with `card` attached (replacing any card it had): a new message with its own
+    /// id, whose count is this message's count with the card's added, so the text is not
+    /// tokenized again (replay attaches cards to recorded prompts).
+    pub fn with_card(&self, card: String) -> Arc<Message> {
+        let old = self.card.as_deref().map_or(0, |c| tokens::count(c) + 1);
+        let mut m = self.clone();
+        m.tokens = self.tokens.saturating_sub(old) + tokens::count(&card) + 1;
+        m.card = Some(card);
+        m.id = fresh_id();
+        Arc::new(m)
+    }
+
     /// The text the model reads for this message: the text, then the card if one is attached.
     pub fn visible_text(&self) -> String {
         match &self.card {
@@ -229,5 +241,24 @@ impl Message {
     /// Whether the assistant message ends its turn (no tool calls).
     pub fn is_closing(&self) -> bool {
         self.role == Role::Assistant && self.tool_calls.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_card_counts_as_if_sealed_with_the_card() {
+        let plain = Message::user(3, "fix the build, it is red since this morning", None);
+        let carded = plain.with_card("<fold-card>\nturn 1 · 10 tokens\n</fold-card>".into());
+        let sealed = Message::user(3, plain.text.clone(), carded.card.clone());
+        assert_eq!(carded.tokens, sealed.tokens);
+        assert_ne!(carded.id, plain.id);
+        let again = carded.with_card("short".into());
+        assert_eq!(
+            again.tokens,
+            Message::user(3, plain.text.clone(), Some("short".into())).tokens
+        );
     }
 }

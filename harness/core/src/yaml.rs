@@ -144,13 +144,18 @@ impl Locator {
                     };
                     stack.push((col, Seg::Index(idx)));
                     let path: Path = stack.iter().map(|(_, s)| s.clone()).collect();
-                    entries.push((path, line, col + 1));
+                    entries.push((path.clone(), line, col + 1));
                     let after = &rest[1..];
                     let skip = after.len() - after.trim_start().len();
                     col += 1 + skip;
                     rest = after.trim_start();
                     first = false;
                     if rest.is_empty() {
+                        break;
+                    }
+                    if rest.starts_with('{') {
+                        // `- { a: 1, b: 2 }`: the item's keys are on this line.
+                        index_flow_mapping(&path, rest, line, col, &mut entries);
                         break;
                     }
                     continue;
@@ -520,6 +525,17 @@ mod tests {
         assert_eq!(
             loc.locate(&[k("turns"), Seg::Index(1), k("needs"), Seg::Index(1)]),
             (9, 18)
+        );
+    }
+
+    #[test]
+    fn locates_keys_of_flow_mappings_in_sequence_items() {
+        let text = "arms:\n  - none\n  - { label: t, policy: \"trim:keep=1\" }\n";
+        let loc = Locator::new(text);
+        assert_eq!(loc.locate(&[k("arms"), Seg::Index(1)]), (3, 3));
+        assert_eq!(
+            loc.locate(&[k("arms"), Seg::Index(1), k("policy")]),
+            (3, 17)
         );
     }
 

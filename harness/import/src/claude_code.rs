@@ -23,8 +23,10 @@
 //!   `<bash-stdout>`, `<bash-stderr>`) or an interruption notice (`[Request interrupted by
 //!   user`). Those non-prompts are **kept as user messages of the turn in progress** (Claude Code
 //!   sends them to the model, so they count in its context) but are not in `human_turns`. The
-//!   prompt's [`crate::HumanTurn::text`] leaves out IDE context blocks (`<ide_opened_file>`,
-//!   `<ide_selection>`, `<system-reminder>`) that precede the words;
+//!   prompt's [`crate::HumanTurn::text`] is its words only: without the IDE context blocks
+//!   (`<ide_opened_file>`, `<ide_selection>`, `<system-reminder>`) and image placeholders that
+//!   the message itself keeps;
+//! - replaces **images** (base64) by `[image]` in the message text: base64 is never tokenized;
 //! - **sidechains** (`isSidechain: true`, the Task tool's subagents) become their own sessions,
 //!   one per sidechain root, with `parent` set to the `sessionId`; their id is
 //!   `agent-<agentId>` when the records carry an `agentId` (subagent files), else
@@ -107,17 +109,13 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
             detail: "no record has a Claude Code `type` with `sessionId`/`parentUuid`".into(),
         });
     }
-    let mut skipped = Vec::new();
-    for l in &lines {
-        match s(&l.v, "type") {
-            None => skipped.push((l.no, "skipped: a record without `type`".to_string())),
-            Some(t) if !KNOWN_TYPES.contains(&t) => {
-                // New record types appear with new Claude Code versions; they carry no
-                // conversation content we know how to read.
-            }
-            Some(_) => {}
-        }
-    }
+    // Records of types this importer does not know (new Claude Code versions add some) carry no
+    // conversation content it can read and are passed over; a record without a type is counted.
+    let skipped: Vec<usize> = lines
+        .iter()
+        .filter(|l| s(&l.v, "type").is_none())
+        .map(|l| l.no)
+        .collect();
     let tree = Tree::new(&lines);
     // The session's id: the file's own name when a record names it (a resumed session's file
     // may carry records of the session it resumed), else the first `sessionId`.
@@ -183,10 +181,10 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         sessions.push(b.finish());
     }
     let mut file_warnings = warnings;
-    file_warnings.extend(skipped.into_iter().map(|(line, message)| crate::Warning {
+    file_warnings.extend(skipped.into_iter().map(|line| crate::Warning {
         file: file.to_string(),
         line,
-        message,
+        message: "skipped: a record without `type`".to_string(),
     }));
     match sessions.first_mut() {
         Some(first) => {
@@ -584,7 +582,7 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     let mut words = String::new();
     for t in &texts {
         let tt = t.trim_start();
-        if !CONTEXT_BLOCKS.iter().any(|p| tt.starts_with(p)) {
+        if t != util::IMAGE && !CONTEXT_BLOCKS.iter().any(|p| tt.starts_with(p)) {
             push_part(&mut words, t);
         }
     }

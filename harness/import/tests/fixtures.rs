@@ -174,10 +174,14 @@ fn claude_code_keeps_wrappers_meta_and_notices_out_of_human_turns() {
         turn_texts(&s),
         [
             "Why does main panic?",
-            "[image]\n\n[Image #1] This is the panic.",
+            "[Image #1] This is the panic.",
             "Fix it."
         ]
     );
+    // The message keeps a placeholder for the image; the turn's words do not.
+    assert!(s.messages[s.human_turns[1].message]
+        .text
+        .starts_with("[image]\n\n[Image #1]"));
     let ids: Vec<_> = s
         .human_turns
         .iter()

@@ -15,18 +15,30 @@ fn data_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-/// The labelled prompts of a labels file: uuid → is a prompt (`n` not null).
-fn labels(text: &str) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let mut uuid: Option<String> = None;
+/// One labelled user record of a labels file.
+struct Label {
+    uuid: String,
+    /// `n` is not null: the record is a prompt.
+    prompt: bool,
+    /// The prompt's length in characters, when given.
+    chars: Option<usize>,
+}
+
+/// The labelled user records of a labels file, in order.
+fn labels(text: &str) -> Vec<Label> {
+    let mut out: Vec<Label> = Vec::new();
     for line in text.lines() {
         let t = line.trim();
         if let Some(u) = t.strip_prefix("- uuid:") {
-            uuid = Some(u.trim().trim_matches('"').to_string());
-        } else if let Some(n) = t.strip_prefix("n:") {
-            if let Some(u) = uuid.take() {
-                out.push((u, n.trim() != "null"));
-            }
+            out.push(Label {
+                uuid: u.trim().trim_matches('"').to_string(),
+                prompt: false,
+                chars: None,
+            });
+        } else if let (Some(n), Some(last)) = (t.strip_prefix("n:"), out.last_mut()) {
+            last.prompt = n.trim() != "null";
+        } else if let (Some(c), Some(last)) = (t.strip_prefix("chars:"), out.last_mut()) {
+            last.chars = c.trim().parse().ok();
         }
     }
     out
@@ -167,13 +179,20 @@ fn imports_everything_in_shared_data() {
                 continue;
             };
             let text = std::fs::read_to_string(e.path()).expect("labels file reads");
-            let want: Vec<String> = labels(&text)
-                .into_iter()
-                .filter(|(_, p)| *p)
-                .map(|(u, _)| u)
+            let want: Vec<Label> = labels(&text).into_iter().filter(|l| l.prompt).collect();
+            let got: Vec<&str> = s
+                .human_turns
+                .iter()
+                .filter_map(|t| t.id.as_deref())
                 .collect();
-            let got: Vec<String> = s.human_turns.iter().filter_map(|t| t.id.clone()).collect();
-            assert_eq!(got, want, "{id}: human turns differ from the labels");
+            let want_ids: Vec<&str> = want.iter().map(|l| l.uuid.as_str()).collect();
+            assert_eq!(got, want_ids, "{id}: human turns differ from the labels");
+            // The prompt's words are as long as the labels say.
+            for (t, l) in s.human_turns.iter().zip(&want) {
+                if let Some(chars) = l.chars {
+                    assert_eq!(t.text.chars().count(), chars, "{id}: turn {} text", t.turn);
+                }
+            }
             checked += 1;
         }
     }

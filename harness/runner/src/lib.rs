@@ -9,11 +9,22 @@
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
 //! - [`run`]: the matrix, concurrency, resume and progress; [`results`]: the run directory.
-//! - [`tasks`]: loading specs from disk; [`cli`]: the `foldbench` command line.
+//! - [`matrix`]: the matrix file, profiles, overrides, partitions and `list`; [`merge`]: shards
+//!   into one run; [`report`]: reports from records (Markdown, CSV, JSON, JUnit, SVG);
+//!   [`compare`]: two runs, paired, with regression thresholds.
+//! - [`judge`]: `judge build` and `judge run` (boundary judgement over cards).
+//! - [`tasks`]: loading specs from disk; [`cli`]: the `foldbench` command line;
+//!   [`replay_cmd`]: its `replay` and `analyze` commands over recorded sessions.
 pub mod backends;
 pub mod cell;
 pub mod cli;
+pub mod compare;
+pub mod judge;
+pub mod matrix;
+pub mod merge;
 pub mod model;
+pub mod replay_cmd;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod tasks;

@@ -111,7 +111,11 @@ impl RunDir {
         if let Ok(old) = fs::read_to_string(&mpath) {
             let old: serde_json::Value =
                 serde_json::from_str(&old).map_err(|e| format!("{}: {e}", mpath.display()))?;
-            if old.get("cells") != matrix.get("cells") {
+            // The same matrix and the same part of it (a shard, or an explicit cell list).
+            if ["cells", "partition", "only"]
+                .iter()
+                .any(|k| old.get(k) != matrix.get(k))
+            {
                 return Err(format!(
                     "{} holds a run of a different matrix; give another --out to start a new run, or the same arguments to resume it",
                     root.display()

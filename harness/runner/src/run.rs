@@ -236,11 +236,22 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
                 )?
             }
             None if cfg.replay.is_some() => {
-                let dir = cfg.replay.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
+                let dir = cfg
+                    .replay
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default();
                 match shared.get(&(c.model.clone(), c.seed)) {
                     Some(m) => Arc::clone(m),
                     None => {
-                        let m = backends::parse_model(&format!("replay:{dir}"), &BackendOptions { epoch: c.seed, record: None, ..cfg.backend.clone() })?;
+                        let m = backends::parse_model(
+                            &format!("replay:{dir}"),
+                            &BackendOptions {
+                                epoch: c.seed,
+                                record: None,
+                                ..cfg.backend.clone()
+                            },
+                        )?;
                         shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                         m
                     }

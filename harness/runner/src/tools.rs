@@ -418,7 +418,7 @@ pub fn sandbox_env() -> Vec<(String, String)> {
     }
     if let Some(dir) = python_dir() {
         for (k, v) in env.iter_mut() {
-            if k == "PATH" && !v.split(':').next().is_some_and(|first| first == dir) {
+            if k == "PATH" && v.split(':').next().is_none_or(|first| first != dir) {
                 *v = format!("{dir}:{v}");
             }
         }

@@ -1,0 +1,996 @@
+//! The matrix file (`foldbench.yaml`), stable cell ids and partitions (DESIGN §10).
+//!
+//! A matrix file names what `foldbench run` crosses — tasks × arms × models × seeds — and the
+//! price table and regression thresholds, in profiles layered on each other like cargo-nextest's:
+//! the top-level fields, then `profiles.default`, then the profile named with `--profile`. Lists
+//! (tasks, arms, models, seeds, windows) replace the layer below; maps (prices, regression) are
+//! merged key by key. Command-line flags override the result (the runner does that).
+//!
+//! ```yaml
+//! version: 1
+//! profiles:
+//!   default:
+//!     tasks: ["tasks/*.yaml"]            # files, folders or globs, relative to this file
+//!     arms: [none, trim, compact, fold, fold+strategies]
+//!     models: [sim]
+//!     seeds: 1-3                          # `1-3`, `1,2,5`, or a list
+//!   ci:
+//!     tasks: [tasks/trim-rerun.yaml, tasks/build-then-turn-off.yaml]
+//!     arms:
+//!       - none
+//!       - { label: trim, policy: "trim:keep=0" }          # a label bound to parameters
+//!       - { policy: fold, model: "sim:judge=eager" }     # an arm on its own model
+//!     seeds: 1-2
+//!     windows: [200000]                   # the `window` of every policy that takes one
+//!     prices:
+//!       default: { input: 3.0, cache_write: 1.25, cache_read: 0.1, output: 5.0 }
+//!     regression:                          # for `foldbench compare --fail-on-regression`
+//!       success: 0                         # cells that may flip from success
+//!       reruns: 0.5                        # largest allowed rise of the median
+//!       median_request_tokens: 5%
+//! ```
+//!
+//! [`load`] parses and validates a file completely, reporting **every** problem with file, line
+//! and column (policies and models are checked through a [`Vocabulary`] the runner supplies, so
+//! the core stays free of the `policies` crate). [`expand`] gives the cells in a fixed order with
+//! their stable ids `task/arm/model/seed`; a [`Partition`] (`hash:K/N`, `slice:K/N`) picks one
+//! shard of them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::Value;
+
+use crate::compare::{self, Threshold};
+use crate::metrics::Price;
+use crate::record::cell_id;
+use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
+
+/// Version of the matrix file format (the optional `version:` field).
+pub const MATRIX_VERSION: u64 = 1;
+
+/// The profile used when none is named.
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// The matrix file's name at the root of a project.
+pub const DEFAULT_FILE: &str = "foldbench.yaml";
+
+const LAYER: [&str; 7] = [
+    "tasks",
+    "arms",
+    "models",
+    "seeds",
+    "windows",
+    "prices",
+    "regression",
+];
+const ARM: [&str; 3] = ["label", "policy", "model"];
+const PRICE: [&str; 4] = ["input", "cache_write", "cache_read", "output"];
+
+/// Checks of the words a matrix file uses that only the runner knows: policy texts
+/// (`trim:keep=1`) and model labels (`sim:judge=eager`). Each returns the problem as a message.
+pub struct Vocabulary<'a> {
+    /// Checks a policy text.
+    pub policy: &'a dyn Fn(&str) -> Result<(), String>,
+    /// Checks a model label.
+    pub model: &'a dyn Fn(&str) -> Result<(), String>,
+}
+
+/// A task file, folder or glob as written, with where it is written (the runner reports a
+/// pattern that matches nothing there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskPattern {
+    /// The pattern, relative to the matrix file's folder.
+    pub pattern: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+}
+
+/// An arm of the matrix: a label (the `arm` of cell ids) bound to a policy text, optionally on
+/// its own models.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArmDef {
+    /// Label, unique in the matrix.
+    pub label: String,
+    /// Policy text `NAME[:k=v,...]`.
+    pub policy: String,
+    /// Models this arm runs on instead of the matrix's `models`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<String>>,
+    /// Whether the policy takes a `window` parameter it does not set itself (so `windows` apply).
+    #[serde(skip)]
+    pub takes_window: bool,
+}
+
+impl ArmDef {
+    /// An arm whose label is its policy text.
+    pub fn plain(policy: &str) -> ArmDef {
+        ArmDef {
+            label: policy.to_string(),
+            policy: policy.to_string(),
+            models: None,
+            takes_window: false,
+        }
+    }
+}
+
+/// One layer of settings: the file's top level, or a profile. `None` means "not set here".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layer {
+    /// Task files, folders or globs.
+    pub tasks: Option<Vec<TaskPattern>>,
+    /// Arms.
+    pub arms: Option<Vec<ArmDef>>,
+    /// Model labels.
+    pub models: Option<Vec<String>>,
+    /// Seeds.
+    pub seeds: Option<Vec<u64>>,
+    /// Context windows; each arm whose policy takes a `window` runs once per window.
+    pub windows: Option<Vec<u64>>,
+    /// Prices per model name (`default` for the rest).
+    pub prices: BTreeMap<String, Price>,
+    /// Regression thresholds per metric (see [`compare::METRICS`]).
+    pub regression: BTreeMap<String, Threshold>,
+}
+
+impl Layer {
+    /// Puts `top` over this layer: lists replace, maps merge key by key.
+    pub fn overlay(&mut self, top: &Layer) {
+        if top.tasks.is_some() {
+            self.tasks.clone_from(&top.tasks);
+        }
+        if top.arms.is_some() {
+            self.arms.clone_from(&top.arms);
+        }
+        if top.models.is_some() {
+            self.models.clone_from(&top.models);
+        }
+        if top.seeds.is_some() {
+            self.seeds.clone_from(&top.seeds);
+        }
+        if top.windows.is_some() {
+            self.windows.clone_from(&top.windows);
+        }
+        for (k, v) in &top.prices {
+            self.prices.insert(k.clone(), *v);
+        }
+        for (k, v) in &top.regression {
+            self.regression.insert(k.clone(), *v);
+        }
+    }
+}
+
+/// A parsed and validated matrix file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixFile {
+    /// The file, as named in messages.
+    pub file: String,
+    /// The top-level fields.
+    pub base: Layer,
+    /// The profiles, in file order.
+    pub profiles: Vec<(String, Layer)>,
+}
+
+impl MatrixFile {
+    /// The profile names, in file order.
+    pub fn profile_names(&self) -> Vec<&str> {
+        self.profiles.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The settings of a profile: the top level, then `default`, then `name`.
+    pub fn profile(&self, name: &str) -> Result<Layer, String> {
+        let get = |n: &str| self.profiles.iter().find(|(p, _)| p == n).map(|(_, l)| l);
+        let mut layer = self.base.clone();
+        if let Some(d) = get(DEFAULT_PROFILE) {
+            layer.overlay(d);
+        }
+        if name != DEFAULT_PROFILE {
+            match get(name) {
+                Some(p) => layer.overlay(p),
+                None => {
+                    let names = self.profile_names();
+                    return Err(format!(
+                        "{} has no profile `{name}`; {}",
+                        self.file,
+                        if names.is_empty() {
+                            "it defines none (add a `profiles:` section)".to_string()
+                        } else {
+                            format!("it defines: {}", names.join(", "))
+                        }
+                    ));
+                }
+            }
+        }
+        Ok(layer)
+    }
+}
+
+/// Parses `1-3` or `1,2,5` into seeds (each once).
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let part = part.trim();
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b): (u64, u64) = (
+                a.trim()
+                    .parse()
+                    .map_err(|_| format!("bad seed range `{part}`"))?,
+                b.trim()
+                    .parse()
+                    .map_err(|_| format!("bad seed range `{part}`"))?,
+            );
+            if a > b || b - a > 10_000 {
+                return Err(format!(
+                    "bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"
+                ));
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(
+                part.parse()
+                    .map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?,
+            );
+        }
+    }
+    if out.is_empty() {
+        return Err("no seeds given".into());
+    }
+    check_unique_seeds(&out)?;
+    Ok(out)
+}
+
+fn check_unique_seeds(seeds: &[u64]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in seeds {
+        if !seen.insert(*s) {
+            return Err(format!("seed {s} is given twice"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a policy text sets parameter `k`.
+pub fn has_param(policy: &str, k: &str) -> bool {
+    policy
+        .split_once(':')
+        .map(|(_, rest)| {
+            rest.split(',')
+                .any(|kv| kv.split('=').next().map(str::trim) == Some(k))
+        })
+        .unwrap_or(false)
+}
+
+/// `text` with one more `k=v` parameter.
+pub fn with_param(text: &str, k: &str, v: u64) -> String {
+    if text.contains(':') {
+        format!("{text},{k}={v}")
+    } else {
+        format!("{text}:{k}={v}")
+    }
+}
+
+/// The arms with `windows` applied: an arm whose policy takes a `window` it does not set runs once
+/// per window (with one window its label stays; with several, `window=N` joins the label).
+pub fn apply_windows(arms: &[ArmDef], windows: &[u64]) -> Vec<ArmDef> {
+    let mut out = Vec::new();
+    for a in arms {
+        if windows.is_empty() || !a.takes_window {
+            out.push(a.clone());
+            continue;
+        }
+        for w in windows {
+            out.push(ArmDef {
+                label: if windows.len() == 1 {
+                    a.label.clone()
+                } else {
+                    with_param(&a.label, "window", *w)
+                },
+                policy: with_param(&a.policy, "window", *w),
+                models: a.models.clone(),
+                takes_window: false,
+            });
+        }
+    }
+    out
+}
+
+/// One cell of an expanded matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellKey {
+    /// Stable id `task/arm/model/seed`.
+    pub id: String,
+    /// Task name.
+    pub task: String,
+    /// Arm label.
+    pub arm: String,
+    /// Model label.
+    pub model: String,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Expands tasks × arms × models × seeds into cells, in that nesting order; an arm with its own
+/// models crosses those instead of `models`.
+pub fn expand(tasks: &[String], arms: &[ArmDef], models: &[String], seeds: &[u64]) -> Vec<CellKey> {
+    let mut out = Vec::new();
+    for t in tasks {
+        for a in arms {
+            for m in a.models.as_deref().unwrap_or(models) {
+                for s in seeds {
+                    out.push(CellKey {
+                        id: cell_id(t, &a.label, m, *s),
+                        task: t.clone(),
+                        arm: a.label.clone(),
+                        model: m.clone(),
+                        seed: *s,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How a partition assigns cells to shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionKind {
+    /// By a hash of the cell id: a cell keeps its shard when other cells are added or removed.
+    Hash,
+    /// Round robin over the matrix order: even shard sizes, but adding a cell moves others.
+    Slice,
+}
+
+/// One shard of a matrix: `hash:K/N` or `slice:K/N` (1 ≤ K ≤ N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// How cells are assigned.
+    pub kind: PartitionKind,
+    /// The shard, 1-based.
+    pub shard: u64,
+    /// The number of shards.
+    pub count: u64,
+}
+
+/// FNV-1a, 64 bits: a stable hash of a cell id (the same on every platform and release).
+pub fn fnv1a64(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+impl Partition {
+    /// Parses `hash:K/N` or `slice:K/N`.
+    pub fn parse(s: &str) -> Result<Partition, String> {
+        let usage = || format!("bad partition `{s}`; write hash:K/N or slice:K/N with 1 ≤ K ≤ N");
+        let (kind, rest) = s.trim().split_once(':').ok_or_else(usage)?;
+        let kind = match kind {
+            "hash" => PartitionKind::Hash,
+            "slice" => PartitionKind::Slice,
+            _ => return Err(usage()),
+        };
+        let (k, n) = rest.split_once('/').ok_or_else(usage)?;
+        let (shard, count): (u64, u64) = (
+            k.trim().parse().map_err(|_| usage())?,
+            n.trim().parse().map_err(|_| usage())?,
+        );
+        if shard == 0 || count == 0 || shard > count {
+            return Err(usage());
+        }
+        Ok(Partition { kind, shard, count })
+    }
+
+    /// The 1-based shard of the cell at `position` (in matrix order) with id `id`.
+    pub fn shard_of(&self, position: usize, id: &str) -> u64 {
+        match self.kind {
+            PartitionKind::Hash => fnv1a64(id) % self.count + 1,
+            PartitionKind::Slice => position as u64 % self.count + 1,
+        }
+    }
+
+    /// Whether the cell at `position` with id `id` is in this shard.
+    pub fn contains(&self, position: usize, id: &str) -> bool {
+        self.shard_of(position, id) == self.shard
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            PartitionKind::Hash => "hash",
+            PartitionKind::Slice => "slice",
+        };
+        write!(f, "{kind}:{}/{}", self.shard, self.count)
+    }
+}
+
+/// Parses and validates a matrix file. `file` names it in messages.
+pub fn load(file: &str, text: &str, vocab: &Vocabulary) -> Result<MatrixFile, Vec<Problem>> {
+    let doc = yaml::parse(file, text).map_err(|p| vec![p])?;
+    let mut r = Reader::new(file, text);
+    let mut out = MatrixFile {
+        file: file.to_string(),
+        base: Layer::default(),
+        profiles: Vec::new(),
+    };
+    if !doc.is_null() {
+        let mut allowed = vec!["version", "profiles"];
+        allowed.extend(LAYER);
+        let fields = r.mapping(&[], &doc, "the matrix file", &allowed);
+        let mut base = Vec::new();
+        for (k, v) in fields {
+            let p = key(&[], &k);
+            match k.as_str() {
+                "version" => {
+                    if let Some(n) = r.uint(&p, v, "`version`") {
+                        if n != MATRIX_VERSION {
+                            r.problem(
+                                &p,
+                                format!("unknown `version` {n}; this foldbench reads version {MATRIX_VERSION}"),
+                            );
+                        }
+                    }
+                }
+                "profiles" => out.profiles = read_profiles(&mut r, &p, v, vocab),
+                _ => base.push((k, v)),
+            }
+        }
+        out.base = read_layer(&mut r, &[], &base, vocab);
+    }
+    if r.problems.is_empty() {
+        Ok(out)
+    } else {
+        let mut problems = r.problems;
+        problems.sort_by_key(|p| (p.line, p.col));
+        Err(problems)
+    }
+}
+
+fn read_profiles(r: &mut Reader, p: &[Seg], v: &Value, vocab: &Vocabulary) -> Vec<(String, Layer)> {
+    let Some(map) = v.as_mapping() else {
+        r.problem(
+            p,
+            format!(
+                "`profiles` must be a mapping of profile names to settings, found {}",
+                kind(v)
+            ),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, val) in map {
+        let Some(name) = k.as_str() else {
+            r.problem(p, "`profiles` has a name that is not a string");
+            continue;
+        };
+        let pp = key(p, name);
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            r.problem(
+                &pp,
+                format!("profile name {name:?} must be letters, digits, `-` and `_`"),
+            );
+        }
+        let what = format!("profile `{name}`");
+        let fields = if val.is_null() {
+            Vec::new()
+        } else {
+            r.mapping(&pp, val, &what, &LAYER)
+        };
+        out.push((name.to_string(), read_layer(r, &pp, &fields, vocab)));
+    }
+    out
+}
+
+/// A string, or a list of strings; each with its path.
+fn string_or_list(r: &mut Reader, p: &[Seg], v: &Value, what: &str) -> Vec<(String, Vec<Seg>)> {
+    match v {
+        Value::Sequence(items) => {
+            if items.is_empty() {
+                r.problem(p, format!("{what} is empty; give at least one"));
+            }
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let ip = child(p, Seg::Index(i));
+                    r.string(&ip, item, what).map(|s| (s, ip))
+                })
+                .collect()
+        }
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => r
+            .string(p, v, what)
+            .map(|s| vec![(s, p.to_vec())])
+            .unwrap_or_default(),
+        _ => {
+            r.problem(
+                p,
+                format!(
+                    "{what} must be a string or a list of strings, found {}",
+                    kind(v)
+                ),
+            );
+            Vec::new()
+        }
+    }
+}
+
+fn read_layer(r: &mut Reader, p: &[Seg], fields: &[(String, &Value)], vocab: &Vocabulary) -> Layer {
+    let mut layer = Layer::default();
+    for (k, v) in fields {
+        let kp = key(p, k);
+        match k.as_str() {
+            "tasks" => {
+                let mut tasks = Vec::new();
+                for (s, sp) in string_or_list(r, &kp, v, "`tasks`") {
+                    if s.trim().is_empty() {
+                        r.problem(&sp, "a task pattern is empty; give a file, folder or glob");
+                        continue;
+                    }
+                    let (line, col) = r.locate(&sp);
+                    tasks.push(TaskPattern {
+                        pattern: s,
+                        line,
+                        col,
+                    });
+                }
+                layer.tasks = Some(tasks);
+            }
+            "arms" => layer.arms = Some(read_arms(r, &kp, v, vocab)),
+            "models" => {
+                let models = read_models(r, &kp, v, "`models`", vocab);
+                layer.models = Some(models);
+            }
+            "seeds" => layer.seeds = read_seeds(r, &kp, v),
+            "windows" => {
+                let items: Vec<(Vec<Seg>, &Value)> = match v.as_sequence() {
+                    Some(s) => {
+                        if s.is_empty() {
+                            r.problem(
+                                &kp,
+                                "`windows` is empty; give at least one size or leave it out",
+                            );
+                        }
+                        s.iter()
+                            .enumerate()
+                            .map(|(i, x)| (child(&kp, Seg::Index(i)), x))
+                            .collect()
+                    }
+                    None => vec![(kp.clone(), *v)],
+                };
+                let mut windows = Vec::new();
+                for (ip, x) in items {
+                    if let Some(w) = r.uint(&ip, x, "a window") {
+                        if w == 0 {
+                            r.problem(&ip, "a window must be at least 1 token");
+                        } else if windows.contains(&w) {
+                            r.problem(&ip, format!("window {w} is given twice"));
+                        } else {
+                            windows.push(w);
+                        }
+                    }
+                }
+                layer.windows = Some(windows);
+            }
+            "prices" => layer.prices = read_prices(r, &kp, v),
+            "regression" => layer.regression = read_regression(r, &kp, v),
+            _ => {}
+        }
+    }
+    layer
+}
+
+fn read_models(
+    r: &mut Reader,
+    p: &[Seg],
+    v: &Value,
+    what: &str,
+    vocab: &Vocabulary,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (m, mp) in string_or_list(r, p, v, what) {
+        if let Err(e) = (vocab.model)(&m) {
+            r.problem(&mp, e);
+        } else if out.contains(&m) {
+            r.problem(&mp, format!("model `{m}` is given twice"));
+        } else {
+            out.push(m);
+        }
+    }
+    out
+}
+
+fn read_seeds(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Vec<u64>> {
+    let result = match v {
+        Value::String(s) => parse_seeds(s),
+        Value::Number(_) => r
+            .uint(p, v, "`seeds`")
+            .map(|n| vec![n])
+            .ok_or_else(String::new),
+        Value::Sequence(items) => {
+            let mut seeds = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                if let Some(n) = r.uint(&child(p, Seg::Index(i)), item, "a seed") {
+                    seeds.push(n);
+                }
+            }
+            if items.is_empty() {
+                Err("`seeds` is empty; write 1-3, 1,2,5 or a list".to_string())
+            } else {
+                check_unique_seeds(&seeds).map(|_| seeds)
+            }
+        }
+        _ => Err(format!(
+            "`seeds` must be a range like 1-3, a list like 1,2,5 or a YAML list, found {}",
+            kind(v)
+        )),
+    };
+    match result {
+        Ok(s) => Some(s),
+        Err(e) => {
+            if !e.is_empty() {
+                r.problem(p, format!("`seeds`: {e}"));
+            }
+            None
+        }
+    }
+}
+
+fn read_arms(r: &mut Reader, p: &[Seg], v: &Value, vocab: &Vocabulary) -> Vec<ArmDef> {
+    let items = r.sequence(p, v, "`arms`");
+    if items.is_empty() && v.is_sequence() {
+        r.problem(p, "`arms` is empty; give at least one policy");
+    }
+    let mut out: Vec<ArmDef> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let ip = child(p, Seg::Index(i));
+        let (arm, policy_path, label_path) = if item.is_mapping() {
+            let fields = r.mapping(&ip, item, "an arm", &ARM);
+            let mut label = None;
+            let mut policy = None;
+            let mut models = None;
+            for (k, val) in &fields {
+                let kp = key(&ip, k);
+                match k.as_str() {
+                    "label" => label = r.string(&kp, val, "`label`").map(|s| (s, kp)),
+                    "policy" => policy = r.string(&kp, val, "`policy`").map(|s| (s, kp)),
+                    _ => models = Some(read_models(r, &kp, val, "`model`", vocab)),
+                }
+            }
+            let Some((policy, pp)) = policy else {
+                if !fields.iter().any(|(k, _)| k == "policy") {
+                    r.problem(
+                        &ip,
+                        "an arm needs a `policy`, e.g. { label: trim1, policy: \"trim:keep=1\" }",
+                    );
+                }
+                continue;
+            };
+            let (label, lp) = label.unwrap_or_else(|| (policy.clone(), pp.clone()));
+            (
+                ArmDef {
+                    label,
+                    policy,
+                    models,
+                    takes_window: false,
+                },
+                pp,
+                lp,
+            )
+        } else {
+            let Some(policy) = r.string(&ip, item, "an arm") else {
+                continue;
+            };
+            (ArmDef::plain(&policy), ip.clone(), ip.clone())
+        };
+        let mut arm = arm;
+        match (vocab.policy)(&arm.policy) {
+            Err(e) => {
+                r.problem(&policy_path, e);
+                continue;
+            }
+            Ok(()) => {
+                arm.takes_window = !has_param(&arm.policy, "window")
+                    && (vocab.policy)(&with_param(&arm.policy, "window", 100_000)).is_ok();
+            }
+        }
+        if arm.label.trim().is_empty() || arm.label.contains('/') {
+            r.problem(
+                &label_path,
+                format!(
+                    "arm label {:?} must be non-empty and have no `/` (it is part of cell ids)",
+                    arm.label
+                ),
+            );
+            continue;
+        }
+        if out.iter().any(|a| a.label == arm.label) {
+            r.problem(
+                &label_path,
+                format!(
+                    "the arm `{}` is given twice; give one of them another `label`",
+                    arm.label
+                ),
+            );
+            continue;
+        }
+        out.push(arm);
+    }
+    out
+}
+
+fn read_prices(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Price> {
+    let mut out = BTreeMap::new();
+    let Some(map) = v.as_mapping() else {
+        r.problem(
+            p,
+            format!("`prices` must map model names to prices, found {}", kind(v)),
+        );
+        return out;
+    };
+    for (k, val) in map {
+        let Some(model) = k.as_str() else {
+            r.problem(p, "`prices` has a model name that is not a string");
+            continue;
+        };
+        let mp = key(p, model);
+        let what = format!("the price of `{model}`");
+        let fields = r.mapping(&mp, val, &what, &PRICE);
+        let mut price = Price::default();
+        let mut input = false;
+        for (f, x) in &fields {
+            let fp = key(&mp, f);
+            let Some(n) = r.float(&fp, x, &format!("`{f}`")) else {
+                continue;
+            };
+            if n < 0.0 || !n.is_finite() {
+                r.problem(&fp, format!("`{f}` must not be negative"));
+                continue;
+            }
+            match f.as_str() {
+                "input" => {
+                    price.input = n;
+                    input = true;
+                }
+                "cache_write" => price.cache_write = n,
+                "cache_read" => price.cache_read = n,
+                _ => price.output = n,
+            }
+        }
+        if !input && val.is_mapping() {
+            r.problem(
+                &mp,
+                format!("{what} needs `input` (dollars per million input tokens)"),
+            );
+        }
+        out.insert(model.to_string(), price);
+    }
+    out
+}
+
+fn read_regression(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Threshold> {
+    let names = compare::metric_names();
+    let fields = r.mapping(p, v, "`regression`", &names);
+    let mut out = BTreeMap::new();
+    for (k, val) in &fields {
+        let kp = key(p, k);
+        let t = match val {
+            Value::Number(n) => match n.as_f64() {
+                Some(x) if x >= 0.0 && x.is_finite() => Ok(Threshold::Absolute(x)),
+                _ => Err(format!("`{k}`: a threshold must not be negative")),
+            },
+            Value::String(s) => Threshold::parse(s).map_err(|e| format!("`{k}`: {e}")),
+            _ => Err(format!(
+                "`{k}` must be a number or a percentage like 5%, found {}",
+                kind(val)
+            )),
+        };
+        match t {
+            Ok(t) => {
+                out.insert(k.clone(), t);
+            }
+            Err(e) => r.problem(&kp, e),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab_policy(s: &str) -> Result<(), String> {
+        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+        if !["none", "trim", "compact", "fold", "fold+strategies"].contains(&name) {
+            return Err(format!("unknown policy `{name}`"));
+        }
+        if name == "trim" && rest.contains("window") {
+            return Err("trim: unknown parameter `window`".into());
+        }
+        Ok(())
+    }
+
+    fn vocab_model(s: &str) -> Result<(), String> {
+        if s.starts_with("sim") || s.starts_with("openai:") {
+            Ok(())
+        } else {
+            Err(format!("unknown model `{s}`"))
+        }
+    }
+
+    fn vocab() -> Vocabulary<'static> {
+        Vocabulary {
+            policy: &vocab_policy,
+            model: &vocab_model,
+        }
+    }
+
+    const GOOD: &str = r#"version: 1
+profiles:
+  default:
+    tasks: ["tasks/*.yaml"]
+    arms: [none, trim, compact]
+    models: [sim]
+    seeds: 1-3
+    regression:
+      reruns: 0.5
+  ci:
+    tasks:
+      - tasks/trim-rerun.yaml
+    arms:
+      - none
+      - { label: trim, policy: "trim:keep=1" }
+      - { policy: fold, model: "sim:judge=eager" }
+    seeds: [1, 2]
+    windows: [1000, 2000]
+    prices:
+      sim: { input: 1.5 }
+    regression:
+      median_request_tokens: 5%
+"#;
+
+    #[test]
+    fn profiles_layer_on_default() {
+        let f = load("foldbench.yaml", GOOD, &vocab()).unwrap();
+        assert_eq!(f.profile_names(), vec!["default", "ci"]);
+        let d = f.profile("default").unwrap();
+        assert_eq!(d.seeds, Some(vec![1, 2, 3]));
+        assert_eq!(d.arms.as_ref().unwrap().len(), 3);
+        let ci = f.profile("ci").unwrap();
+        assert_eq!(ci.seeds, Some(vec![1, 2]));
+        assert_eq!(ci.models, Some(vec!["sim".to_string()]));
+        assert_eq!(
+            ci.tasks.as_ref().unwrap()[0].pattern,
+            "tasks/trim-rerun.yaml"
+        );
+        assert_eq!(ci.tasks.as_ref().unwrap()[0].line, 12);
+        assert_eq!(ci.regression.len(), 2, "maps merge");
+        assert_eq!(ci.prices["sim"].input, 1.5);
+        let arms = apply_windows(ci.arms.as_ref().unwrap(), ci.windows.as_deref().unwrap());
+        let labels: Vec<&str> = arms.iter().map(|a| a.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "none:window=1000",
+                "none:window=2000",
+                "trim",
+                "fold:window=1000",
+                "fold:window=2000"
+            ]
+        );
+        assert_eq!(arms[2].policy, "trim:keep=1");
+        let cells = expand(
+            &["t".to_string()],
+            &arms,
+            ci.models.as_deref().unwrap(),
+            &[1, 2],
+        );
+        assert_eq!(cells.len(), 10);
+        assert_eq!(cells[4].id, "t/trim/sim/1");
+        assert_eq!(cells[9].id, "t/fold:window=2000/sim:judge=eager/2");
+        assert!(f
+            .profile("nightly")
+            .unwrap_err()
+            .contains("defines: default, ci"));
+    }
+
+    #[test]
+    fn every_problem_has_a_position() {
+        let bad = GOOD
+            .replace("    seeds: 1-3\n", "    seeds: 3-1\n    colour: red\n")
+            .replace(
+                "- { label: trim, policy: \"trim:keep=1\" }",
+                "- { label: trim, policy: \"trim2\" }",
+            )
+            .replace("reruns: 0.5", "rerunz: 0.5");
+        let problems = load("m.yaml", &bad, &vocab()).unwrap_err();
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 4, "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("m.yaml:7:5: `seeds`: bad seed range")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("m.yaml:8:5: unknown field `colour`")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("m.yaml:10:7: unknown field `rerunz`")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("m.yaml:16:24: unknown policy `trim2`")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn duplicate_arms_and_bad_values_are_reported() {
+        let text = "arms: [trim, trim]\nseeds: [1, 1]\nwindows: 0\nprices:\n  sim: { output: 2 }\nregression:\n  reruns: lots\n";
+        let problems = load("m.yaml", text, &vocab()).unwrap_err();
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 5, "{text:#?}");
+        assert!(
+            text[0].starts_with("m.yaml:1:14: the arm `trim` is given twice"),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_is_the_defaults() {
+        let f = load("m.yaml", "", &vocab()).unwrap();
+        assert_eq!(f.profile("default").unwrap(), Layer::default());
+        for odd in [
+            "[]",
+            "3",
+            "profiles: 3",
+            "profiles: { a: [] }",
+            "arms: {}",
+            "\u{0}",
+        ] {
+            let _ = load("odd.yaml", odd, &vocab());
+        }
+    }
+
+    #[test]
+    fn partitions_cover_every_cell_once() {
+        let ids: Vec<String> = (0..100).map(|i| format!("t{i}/trim/sim/1")).collect();
+        for kind in ["hash", "slice"] {
+            let parts: Vec<Partition> = (1..=3)
+                .map(|k| Partition::parse(&format!("{kind}:{k}/3")).unwrap())
+                .collect();
+            for (i, id) in ids.iter().enumerate() {
+                assert_eq!(parts.iter().filter(|p| p.contains(i, id)).count(), 1);
+            }
+        }
+        let p = Partition::parse("hash:2/4").unwrap();
+        assert_eq!(p.to_string(), "hash:2/4");
+        // Stable under adding cells: a cell's hash shard does not depend on its position.
+        assert_eq!(p.shard_of(0, "a/b/c/1"), p.shard_of(99, "a/b/c/1"));
+        for bad in ["hash:0/2", "hash:3/2", "hash:1", "mod:1/2", "hash:a/b", ""] {
+            assert!(Partition::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(fnv1a64(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn seeds_parse() {
+        assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
+        assert!(parse_seeds("3-1").is_err());
+        assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
+    }
+}

@@ -1,0 +1,192 @@
+//! Replay benchmarks.
+//!
+//! - `replay/synthetic_*`: a generated 40-turn session (each turn: a prompt, 10 tool calls with
+//!   1–3 KB results, a closing message; 820 messages, 440 requests) replayed under `none` only
+//!   and under all five policies, and analysed. Tokens were counted when the session was built,
+//!   so these measure the replay itself: plans, cache simulation, cards, folds (with their
+//!   archive text and sha256).
+//! - `corpus/*` (only when `../shared/data` is there; `FOLDBENCH_DATA` points elsewhere): the
+//!   phases of `foldbench replay ../shared/data` with all five policies — import (reading,
+//!   parsing and tokenizing every message once), tokenizing alone (every imported message
+//!   counted again: the tokenizer's share of the import), replay on one thread, and analyze.
+//!
+//! Run with `cargo bench -p harness-replay --bench replay`.
+
+// criterion's macros generate undocumented functions.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use harness_core::message::{Message, ToolCall};
+use harness_core::rng::Rng;
+use harness_core::tokens;
+use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
+use harness_replay::{analyze_session, JudgeKind, ReplayConfig, Replayer};
+use serde_json::json;
+
+const TURNS: u32 = 40;
+const CALLS: u32 = 10;
+
+const WORDS: &[&str] = &[
+    "config", "request", "tokens", "session", "archive", "window", "policy", "result", "handler",
+    "buffer", "offset", "cursor", "payload", "retries", "timeout", "parser", "entry", "cache",
+];
+
+fn text(rng: &mut Rng, bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 16);
+    while s.len() < bytes {
+        let w = WORDS[rng.below(WORDS.len())];
+        s.push_str(&format!(
+            "let {w}_{} = {w}.get({});\n",
+            rng.below(100),
+            rng.below(1000)
+        ));
+    }
+    s
+}
+
+/// A recorded session built directly in the import model.
+fn synthetic() -> ImportedSession {
+    let mut rng = Rng::new(7);
+    let mut messages: Vec<Arc<Message>> = Vec::new();
+    let mut requests = Vec::new();
+    let mut human_turns = Vec::new();
+    for t in 1..=TURNS {
+        let prompt = if t % 3 == 0 {
+            "ok, go on".to_string()
+        } else {
+            format!("Turn {t}: please look at module {t} and fix the failing test in it, then tell me what it was.")
+        };
+        human_turns.push(HumanTurn {
+            turn: t,
+            message: messages.len(),
+            id: Some(format!("u{t}")),
+            text: prompt.clone(),
+        });
+        messages.push(Message::user(t, prompt, None));
+        for c in 0..CALLS {
+            let call = ToolCall {
+                id: format!("c{t}-{c}"),
+                name: "Read".into(),
+                args: json!({ "file_path": format!("src/m{t}/f{c}.rs") }),
+            };
+            requests.push(RecordedRequest {
+                message: messages.len(),
+                context: messages.len(),
+                context_start: 0,
+                response_id: None,
+                usage: None,
+            });
+            messages.push(Message::assistant(t, "", vec![call.clone()]));
+            let n = 1024 + rng.below(2048);
+            messages.push(Message::tool_result(t, &call, text(&mut rng, n), false));
+        }
+        requests.push(RecordedRequest {
+            message: messages.len(),
+            context: messages.len(),
+            context_start: 0,
+            response_id: None,
+            usage: None,
+        });
+        messages.push(Message::assistant(
+            t,
+            format!("Fixed module {t}: the test read a stale cache entry."),
+            Vec::new(),
+        ));
+    }
+    ImportedSession {
+        id: "synthetic".into(),
+        format: Format::ClaudeCode,
+        source: "synthetic".into(),
+        parent: None,
+        system: Some("You are a coding agent.".into()),
+        messages,
+        requests,
+        events: Vec::new(),
+        human_turns,
+        dropped_prefix: 0,
+        warnings: Vec::new(),
+    }
+}
+
+fn data_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FOLDBENCH_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+fn synthetic_benches(c: &mut Criterion) {
+    let s = synthetic();
+    let all = Replayer::new(ReplayConfig::default()).unwrap();
+    let none = Replayer::new(ReplayConfig {
+        policies: vec![policies::parse_policy("none").unwrap()],
+        ..ReplayConfig::default()
+    })
+    .unwrap();
+    let r = all.replay(&s, None);
+    assert!(
+        !r.policy("fold").unwrap().folds.is_empty(),
+        "the synthetic session folds"
+    );
+    let mut g = c.benchmark_group("replay");
+    g.bench_function("synthetic_none", |b| {
+        b.iter(|| none.replay(black_box(&s), None))
+    });
+    g.bench_function("synthetic_five_policies", |b| {
+        b.iter(|| all.replay(black_box(&s), None))
+    });
+    g.bench_function("synthetic_analyze", |b| {
+        b.iter(|| analyze_session(black_box(&s), JudgeKind::Lexical, None))
+    });
+    g.finish();
+}
+
+fn corpus_benches(c: &mut Criterion) {
+    let Some(dir) = data_dir() else {
+        println!(
+            "corpus benchmarks skipped: no real sessions at ../shared/data (set FOLDBENCH_DATA)"
+        );
+        return;
+    };
+    let paths = vec![dir];
+    let sessions = harness_import::fs::import_paths(&paths, None)
+        .expect("the data folder can be read")
+        .sessions;
+    let all = Replayer::new(ReplayConfig::default()).unwrap();
+    let mut g = c.benchmark_group("corpus");
+    g.sample_size(10);
+    g.bench_function("import_and_tokenize", |b| {
+        b.iter(|| {
+            harness_import::fs::import_paths(black_box(&paths), None).map(|r| r.sessions.len())
+        })
+    });
+    g.bench_function("tokenize_only", |b| {
+        b.iter(|| {
+            sessions
+                .iter()
+                .flat_map(|s| &s.messages)
+                .map(|m| u64::from(tokens::message_tokens(m)))
+                .sum::<u64>()
+        })
+    });
+    g.bench_function("replay_five_policies_1_thread", |b| {
+        b.iter(|| all.replay_all(black_box(&sessions), None, 1).len())
+    });
+    g.bench_function("analyze_1_thread", |b| {
+        b.iter(|| {
+            sessions
+                .iter()
+                .map(|s| analyze_session(s, JudgeKind::Lexical, None).requests.len())
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, synthetic_benches, corpus_benches);
+criterion_main!(benches);

@@ -1,0 +1,728 @@
+//! The replay engine: a recorded session, request by request, under each policy.
+//!
+//! The model's outputs are fixed: the recorded assistant messages and tool results are appended
+//! as they happened, and only the context each policy would have sent changes. For every policy
+//! the engine runs the session loop of `harness-runner`'s `cell` offline, with the real
+//! implementation ([`policies::build`]) behind the [`Policy`] trait:
+//!
+//! - at each human prompt: the previous turn ends ([`Policy::end_turn`]: its splices are applied
+//!   with [`Policy::apply_splice`] and an in-memory archive reference — the sha256 of
+//!   [`fold::archive_text`]; no file is written), then [`Policy::card`]; a card is attached to
+//!   the prompt ([`Message::with_card`]) and the judge's ranges ([`crate::points`]) are handed to
+//!   [`Policy::handle_tool`] as `fold_unit` calls. (Their call and result messages, about 40
+//!   tokens a fold, are not added: the recorded responses are kept as they were.)
+//! - at each recorded request: [`Policy::plan`] gives the messages; [`Plan::Compact`] compacts
+//!   first, with the transcript's own summary when it recorded one in that turn, else the sim's
+//!   mechanical summary ([`harness_core::sim::summary`]: user and closing messages); the
+//!   compaction call counts as a request of its own.
+//! - every request gets the prompt-cache simulation of the live loop:
+//!   [`cached_prefix_tokens`] against the previous request, the rest written; folds and
+//!   compactions record their [`rewritten_tokens`]; cost from [`Price`].
+//!
+//! Recorded compaction summaries (Claude Code's own auto-compact) are not replayed as messages:
+//! no policy here sent them; `compact` may reuse their text.
+//!
+//! **Tokens**: every recorded message was counted once, when it was imported; the engine shares
+//! the same `Arc<Message>`s across policies and only sums stored counts. New messages (a prompt
+//! with a card, a fold result, a summary, a trimmed result memoised by `trim`) are counted once
+//! when they are made.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
+use harness_core::fold;
+use harness_core::message::{Message, MessageKind, Role, ToolCall};
+use harness_core::metrics::Price;
+use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::request::{Purpose, Request};
+use harness_core::tokens::{self, MESSAGE_OVERHEAD};
+use harness_import::{Format, ImportedSession};
+use policies::PolicySpec;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::labels::Labels;
+use crate::points::{JudgeKind, Turns};
+
+/// Where archives would be written in a workspace (the same folder as the live runner's).
+pub const ARCHIVE_DIR: &str = ".foldbench/archive";
+
+/// The instruction of a compaction call (the live runner's words).
+pub const COMPACTION_PROMPT: &str =
+    "Summarize the conversation so far for your own later use: every user request and \
+decision, what was done and concluded. Tool outputs will not be available afterwards.";
+
+/// The default context window (Claude's 200k): `compact` fires at 0.9 of it.
+pub const DEFAULT_WINDOW: u64 = 200_000;
+
+/// What a replay runs.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    /// The policies, in report order.
+    pub policies: Vec<PolicySpec>,
+    /// Who answers cards.
+    pub judge: JudgeKind,
+    /// The model's context window (the default of the policies' `window`).
+    pub window: u64,
+    /// Prices.
+    pub price: Price,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            policies: policies::POLICIES
+                .iter()
+                .filter_map(|p| policies::parse_policy(p).ok())
+                .collect(),
+            judge: JudgeKind::Lexical,
+            window: DEFAULT_WINDOW,
+            price: Price::default(),
+        }
+    }
+}
+
+/// Where a session's fixed prefix (system prompt and tool schemas) comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefixSource {
+    /// The first request with recorded usage: its recorded size minus its reconstructed context
+    /// (Claude Code files do not record the system prompt and tools).
+    Usage,
+    /// The system prompt the transcript recorded (no usage).
+    System,
+    /// Neither: 0.
+    Unknown,
+}
+
+/// A session's fixed prefix, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefix {
+    /// Tokens of the system prompt and tools.
+    pub tokens: u32,
+    /// How they were found.
+    pub source: PrefixSource,
+}
+
+/// Tokens of messages.
+pub fn sum_tokens(messages: &[Arc<Message>]) -> u64 {
+    messages.iter().map(|m| u64::from(m.tokens)).sum()
+}
+
+/// The session's fixed prefix: from the first request with usage when there is one (recorded
+/// minus reconstructed), else the recorded system prompt, else 0.
+pub fn estimate_prefix(session: &ImportedSession) -> Prefix {
+    if let Some(r) = session.requests.iter().find(|r| r.usage.is_some()) {
+        let recorded = r.usage.map_or(0, |u| u.prompt_tokens());
+        let context = sum_tokens(session.context(r));
+        return Prefix {
+            tokens: u32::try_from(recorded.saturating_sub(context)).unwrap_or(u32::MAX),
+            source: PrefixSource::Usage,
+        };
+    }
+    match &session.system {
+        Some(s) => Prefix {
+            tokens: tokens::prefix_tokens(s, &[]),
+            source: PrefixSource::System,
+        },
+        None => Prefix {
+            tokens: 0,
+            source: PrefixSource::Unknown,
+        },
+    }
+}
+
+/// One request as a policy would have sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayedRequest {
+    /// The recorded request it stands for (`None` for a compaction call).
+    pub request: Option<usize>,
+    /// The turn in progress.
+    pub turn: u32,
+    /// A turn's request or a compaction call.
+    pub purpose: Purpose,
+    /// o200k tokens: prefix plus messages.
+    pub tokens: u64,
+    /// Read from the simulated prompt cache.
+    pub cached_tokens: u64,
+    /// Written to it.
+    pub written_tokens: u64,
+    /// Output tokens (the recorded answer's, or the summary's).
+    pub output_tokens: u64,
+    /// Messages sent.
+    pub messages: usize,
+    /// What the policy did, when it did something (`trimmed 12 tool results`, `compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Dollars.
+    pub cost: f64,
+}
+
+/// A fold (or strategy exit) a policy made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldEvent {
+    /// The turn at whose end it was spliced.
+    pub turn: u32,
+    /// First turn folded.
+    pub from: u32,
+    /// Last turn folded.
+    pub to: u32,
+    /// Tokens of the messages it replaced.
+    pub folded_tokens: u64,
+    /// Tokens of the result message.
+    pub result_tokens: u64,
+    /// Tokens that were in the cached prefix and are written again.
+    pub rewritten_tokens: u64,
+    /// Whether the range holds a unit a later turn continues (`None` without labels).
+    pub premature: Option<bool>,
+    /// The archive's sha256 (computed; nothing is written).
+    pub sha256: String,
+}
+
+/// A compaction a policy made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionEvent {
+    /// The turn.
+    pub turn: u32,
+    /// Whether it was a fold policy's emergency path.
+    pub emergency: bool,
+    /// Whether the transcript's own summary was used.
+    pub recorded_summary: bool,
+    /// Input tokens of the summary call.
+    pub input_tokens: u64,
+    /// Output tokens (the summary).
+    pub output_tokens: u64,
+    /// Tokens that were in the cached prefix and are written again.
+    pub rewritten_tokens: u64,
+}
+
+/// One policy over one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyReplay {
+    /// The policy as given (`fold`, `trim:keep=1`).
+    pub policy: String,
+    /// Every request, compaction calls included, in order.
+    pub requests: Vec<ReplayedRequest>,
+    /// Cards attached.
+    pub cards: usize,
+    /// Tokens of the cards.
+    pub card_tokens: u64,
+    /// Folds and strategy exits.
+    pub folds: Vec<FoldEvent>,
+    /// `fold_unit` calls the policy refused.
+    pub folds_rejected: usize,
+    /// Compactions.
+    pub compactions: Vec<CompactionEvent>,
+}
+
+impl PolicyReplay {
+    /// Sizes of the turns' requests (compaction calls left out), in order.
+    pub fn sizes(&self) -> Vec<u64> {
+        self.requests
+            .iter()
+            .filter(|r| r.purpose == Purpose::Turn)
+            .map(|r| r.tokens)
+            .collect()
+    }
+
+    /// Tokens of every request, compaction calls included.
+    pub fn total_input(&self) -> u64 {
+        self.requests.iter().map(|r| r.tokens).sum()
+    }
+
+    /// Tokens written to the cache.
+    pub fn written(&self) -> u64 {
+        self.requests.iter().map(|r| r.written_tokens).sum()
+    }
+
+    /// Tokens read from the cache.
+    pub fn cached(&self) -> u64 {
+        self.requests.iter().map(|r| r.cached_tokens).sum()
+    }
+
+    /// Dollars.
+    pub fn cost(&self) -> f64 {
+        self.requests.iter().map(|r| r.cost).sum()
+    }
+
+    /// Folds known to be premature (only labelled sessions can tell).
+    pub fn premature_folds(&self) -> usize {
+        self.folds
+            .iter()
+            .filter(|f| f.premature == Some(true))
+            .count()
+    }
+}
+
+/// Every policy over one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionReplay {
+    /// The session's id.
+    pub id: String,
+    /// The file it came from.
+    pub source: String,
+    /// Its format.
+    pub format: Format,
+    /// The parent session of a sidechain, subagent or fork.
+    pub parent: Option<String>,
+    /// Human turns.
+    pub turns: u32,
+    /// The fixed prefix every request carries (policies' own tools are added per policy).
+    pub prefix: Prefix,
+    /// The judge in effect (`lexical` for a session the labels do not cover).
+    pub judge: JudgeKind,
+    /// Whether the labels cover the session.
+    pub labelled: bool,
+    /// The recorded prompt size of each recorded request, when the transcript has usage.
+    pub recorded: Vec<Option<u64>>,
+    /// One replay per policy, in the configuration's order.
+    pub policies: Vec<PolicyReplay>,
+}
+
+impl SessionReplay {
+    /// The replay of a policy, by its label.
+    pub fn policy(&self, label: &str) -> Option<&PolicyReplay> {
+        self.policies.iter().find(|p| p.policy == label)
+    }
+}
+
+/// Runs replays: the policies checked and their tool lists counted once.
+#[derive(Debug, Clone)]
+pub struct Replayer {
+    config: ReplayConfig,
+    /// Tokens each policy's own tool schemas add to the prefix.
+    tool_tokens: Vec<u32>,
+}
+
+/// Why a replay cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// A policy spec that does not build.
+    #[error("policy `{policy}`: {reason}")]
+    Policy {
+        /// The spec as given.
+        policy: String,
+        /// Why.
+        reason: String,
+    },
+    /// No policy given.
+    #[error("no policy to replay")]
+    NoPolicy,
+    /// The same policy twice.
+    #[error("the policy `{0}` is given twice")]
+    Duplicate(String),
+}
+
+impl Replayer {
+    /// Checks the policies and counts their tool schemas.
+    pub fn new(config: ReplayConfig) -> Result<Replayer, ReplayError> {
+        if config.policies.is_empty() {
+            return Err(ReplayError::NoPolicy);
+        }
+        let mut tool_tokens = Vec::new();
+        for (i, spec) in config.policies.iter().enumerate() {
+            let label = spec.label();
+            if config.policies[..i].iter().any(|s| s.label() == label) {
+                return Err(ReplayError::Duplicate(label));
+            }
+            let p = policies::build(spec, config.window).map_err(|reason| ReplayError::Policy {
+                policy: label.clone(),
+                reason,
+            })?;
+            let tools = p.tools();
+            tool_tokens.push(if tools.is_empty() {
+                0
+            } else {
+                tokens::prefix_tokens("", &tools) - MESSAGE_OVERHEAD
+            });
+        }
+        Ok(Replayer {
+            config,
+            tool_tokens,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReplayConfig {
+        &self.config
+    }
+
+    /// The policies' labels, in order.
+    pub fn labels(&self) -> Vec<String> {
+        self.config.policies.iter().map(PolicySpec::label).collect()
+    }
+
+    /// Replays one session under every policy.
+    pub fn replay(&self, session: &ImportedSession, labels: Option<&Labels>) -> SessionReplay {
+        let turns = Turns::new(session, self.config.judge, labels);
+        let prefix = estimate_prefix(session);
+        let policies = self
+            .config
+            .policies
+            .iter()
+            .zip(&self.tool_tokens)
+            .map(|(spec, tools)| {
+                let prefix = prefix.tokens.saturating_add(*tools);
+                replay_policy(session, &turns, spec, prefix, &self.config)
+            })
+            .collect();
+        SessionReplay {
+            id: session.id.clone(),
+            source: session.source.clone(),
+            format: session.format,
+            parent: session.parent.clone(),
+            turns: turns.last(),
+            prefix,
+            judge: turns.judge(),
+            labelled: turns.labelled(),
+            recorded: session
+                .requests
+                .iter()
+                .map(|r| r.usage.map(|u| u.prompt_tokens()))
+                .collect(),
+            policies,
+        }
+    }
+
+    /// Replays every session, on up to `threads` threads; the result is in the sessions' order.
+    pub fn replay_all(
+        &self,
+        sessions: &[ImportedSession],
+        labels: Option<&Labels>,
+        threads: usize,
+    ) -> Vec<SessionReplay> {
+        parallel_map(sessions, threads, |s| self.replay(s, labels))
+    }
+}
+
+/// `f` over `items` on up to `threads` scoped threads (largest items are not known, so work is
+/// handed out one item at a time); results in order.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, R)>> = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(part) => parts.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    let mut all: Vec<(usize, R)> = parts.into_iter().flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(64);
+    for b in Sha256::digest(bytes) {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// The compaction prompt as a message, counted once per process.
+fn compaction_prompt() -> Arc<Message> {
+    static PROMPT: OnceLock<Arc<Message>> = OnceLock::new();
+    Arc::clone(PROMPT.get_or_init(|| Message::user(0, COMPACTION_PROMPT, None)))
+}
+
+/// The state of one policy's replay.
+struct Loop<'a> {
+    session: &'a ImportedSession,
+    turns: &'a Turns,
+    policy: Box<dyn Policy>,
+    prefix: u32,
+    price: Price,
+    ctx: Context,
+    prev: Option<Vec<Arc<Message>>>,
+    out: PolicyReplay,
+    /// Recorded compaction summaries: (message index, turn, used).
+    summaries: Vec<(usize, u32, bool)>,
+}
+
+fn replay_policy(
+    session: &ImportedSession,
+    turns: &Turns,
+    spec: &PolicySpec,
+    prefix: u32,
+    config: &ReplayConfig,
+) -> PolicyReplay {
+    let out = PolicyReplay {
+        policy: spec.label(),
+        requests: Vec::with_capacity(session.requests.len()),
+        cards: 0,
+        card_tokens: 0,
+        folds: Vec::new(),
+        folds_rejected: 0,
+        compactions: Vec::new(),
+    };
+    // Checked by `Replayer::new`; a policy that fails to build here replays as nothing.
+    let Ok(policy) = policies::build(spec, config.window) else {
+        return out;
+    };
+    let summaries = session
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.kind == MessageKind::Summary)
+        .map(|(i, m)| (i, m.turn, false))
+        .collect();
+    let mut l = Loop {
+        session,
+        turns,
+        policy,
+        prefix,
+        price: config.price,
+        ctx: Context::default(),
+        prev: None,
+        out,
+        summaries,
+    };
+    let prompt_at: HashMap<usize, usize> = session
+        .human_turns
+        .iter()
+        .enumerate()
+        .map(|(k, h)| (h.message, k))
+        .collect();
+    let request_at: HashMap<usize, usize> = session
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (r.message, k))
+        .collect();
+    for (i, m) in session.messages.iter().enumerate() {
+        if let Some(&k) = prompt_at.get(&i) {
+            l.prompt(k, m);
+            continue;
+        }
+        if m.kind == MessageKind::Summary {
+            continue;
+        }
+        if let Some(&k) = request_at.get(&i) {
+            l.request(k, m);
+        }
+        l.ctx.push(Arc::clone(m));
+    }
+    l.out
+}
+
+impl Loop<'_> {
+    /// A human prompt: the previous turn ends, the card is offered and answered.
+    fn prompt(&mut self, k: usize, m: &Arc<Message>) {
+        let h = &self.session.human_turns[k];
+        if self.ctx.turn > 0 {
+            self.end_turn(Some(&h.text));
+        }
+        self.ctx.turn = h.turn;
+        let card = self.policy.card(&self.ctx, self.prefix);
+        let Some(card) = card else {
+            self.ctx.push(Arc::clone(m));
+            return;
+        };
+        let carded = m.with_card(card.text);
+        self.out.cards += 1;
+        self.out.card_tokens += u64::from(carded.tokens.saturating_sub(m.tokens));
+        self.ctx.push(carded);
+        for (from, to) in self.turns.ranges(&card.turns, h.turn) {
+            let call = ToolCall {
+                id: format!("replay-fold-{}-{from}-{to}", h.turn),
+                name: "fold_unit".into(),
+                args: serde_json::json!({ "from": from, "to": to }),
+            };
+            if !self.policy.owns_tool(&call.name) {
+                continue;
+            }
+            let reply = self.policy.handle_tool(&self.ctx, &call);
+            if matches!(reply.outcome, ToolOutcome::FoldRejected { .. }) {
+                self.out.folds_rejected += 1;
+            }
+        }
+    }
+
+    /// The end of the turn in progress: splices archived (in memory) and applied.
+    fn end_turn(&mut self, next_user: Option<&str>) {
+        let t = self.ctx.turn;
+        for splice in self.policy.end_turn(&self.ctx, next_user) {
+            let kind = if matches!(splice.kind, SpliceKind::Fold) {
+                "fold"
+            } else {
+                "strategy"
+            };
+            let text = fold::archive_text(splice.from, splice.to, &splice.messages);
+            let archive = ArchiveRef {
+                path: format!(
+                    "{ARCHIVE_DIR}/{}",
+                    fold::archive_name(splice.from, splice.to, kind)
+                ),
+                sha256: sha256_hex(text.as_bytes()),
+            };
+            let before = self
+                .prev
+                .clone()
+                .unwrap_or_else(|| self.ctx.messages.clone());
+            let folded_tokens = sum_tokens(&splice.messages);
+            if let Some(msg) = self.policy.apply_splice(&mut self.ctx, &splice, &archive) {
+                self.out.folds.push(FoldEvent {
+                    turn: t,
+                    from: splice.from,
+                    to: splice.to,
+                    folded_tokens,
+                    result_tokens: u64::from(msg.tokens),
+                    rewritten_tokens: rewritten_tokens(&before, &self.ctx.messages),
+                    premature: self.turns.premature(splice.from, splice.to, t),
+                    sha256: archive.sha256,
+                });
+            }
+        }
+    }
+
+    /// A recorded request: the policy's plan, compaction first if it asks, then the request.
+    fn request(&mut self, k: usize, answer: &Arc<Message>) {
+        let mut compacted = false;
+        let (messages, action) = loop {
+            match self.policy.plan(&self.ctx, self.prefix) {
+                Plan::Send { messages, action } => break (messages, action),
+                Plan::Compact { .. } if compacted => {
+                    break (
+                        self.ctx.messages.clone(),
+                        Some("compaction did not fit the window".into()),
+                    )
+                }
+                Plan::Compact { emergency } => {
+                    compacted = true;
+                    self.compact(emergency);
+                }
+            }
+        };
+        let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
+        self.push_request(Some(k), Purpose::Turn, messages, output, action);
+    }
+
+    fn push_request(
+        &mut self,
+        request: Option<usize>,
+        purpose: Purpose,
+        messages: Vec<Arc<Message>>,
+        output: u64,
+        action: Option<String>,
+    ) {
+        let tokens = u64::from(self.prefix) + sum_tokens(&messages);
+        let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), &messages);
+        let written = tokens.saturating_sub(cached);
+        let p = self.price;
+        let cost = (written as f64 * p.cache_write
+            + cached as f64 * p.cache_read
+            + output as f64 * p.output)
+            * p.input
+            / 1e6;
+        self.out.requests.push(ReplayedRequest {
+            request,
+            turn: self.ctx.turn,
+            purpose,
+            tokens,
+            cached_tokens: cached,
+            written_tokens: written,
+            output_tokens: output,
+            messages: messages.len(),
+            action,
+            cost,
+        });
+        self.prev = Some(messages);
+    }
+
+    /// A compaction: the summary call is a request; the context becomes the summary and the
+    /// current prompt.
+    fn compact(&mut self, emergency: bool) {
+        let t = self.ctx.turn;
+        let mut messages = self.ctx.messages.clone();
+        messages.push(compaction_prompt());
+        let input = u64::from(self.prefix) + sum_tokens(&messages);
+        let recorded = self
+            .summaries
+            .iter_mut()
+            .find(|(_, turn, used)| *turn == t && !*used)
+            .map(|s| {
+                s.2 = true;
+                s.0
+            });
+        let summary = match recorded {
+            Some(i) => Arc::clone(&self.session.messages[i]),
+            None => {
+                let req = Request::new(
+                    Arc::from(""),
+                    Arc::from(Vec::new()),
+                    self.prefix,
+                    messages.clone(),
+                    Purpose::Compaction,
+                );
+                Message::host(t, harness_core::sim::summary(&req), MessageKind::Summary)
+            }
+        };
+        let output = u64::from(summary.tokens.saturating_sub(MESSAGE_OVERHEAD));
+        let action = if emergency {
+            "emergency compaction"
+        } else {
+            "compaction"
+        };
+        self.push_request(
+            None,
+            Purpose::Compaction,
+            messages.clone(),
+            output,
+            Some(action.into()),
+        );
+        self.policy.apply_compaction(&mut self.ctx, summary);
+        self.out.compactions.push(CompactionEvent {
+            turn: t,
+            emergency,
+            recorded_summary: recorded.is_some(),
+            input_tokens: input,
+            output_tokens: output,
+            rewritten_tokens: rewritten_tokens(&messages, &self.ctx.messages),
+        });
+    }
+}
+
+/// The `none` context of a recorded request: every message before its answer, recorded
+/// compaction summaries left out (what a host that never compacts would have sent).
+pub fn none_context(session: &ImportedSession, request: usize) -> Vec<Arc<Message>> {
+    let end = session
+        .requests
+        .get(request)
+        .map_or(0, |r| r.context.min(session.messages.len()));
+    session.messages[..end]
+        .iter()
+        .filter(|m| m.kind != MessageKind::Summary)
+        .cloned()
+        .collect()
+}
+
+/// Whether a message is a closing message with words (the conclusion of a turn).
+pub fn is_conclusion(m: &Message) -> bool {
+    m.role == Role::Assistant && m.is_closing() && !m.text.trim().is_empty()
+}

@@ -1,0 +1,179 @@
+//! Unit labels of recorded sessions, in the format of `../shared/data/labels/`: one YAML file per
+//! session, each human prompt keyed by its record's `uuid` with the unit of work it belongs to.
+//!
+//! ```yaml
+//! session: "03eb5929-....jsonl"
+//! turns:
+//!   - uuid: "13f97369-..."   # the user record's uuid (HumanTurn::id)
+//!     n: 1                   # null: not a prompt (slash-command plumbing); skipped
+//!     unit: a                # the unit of work; units are named per file
+//!     starts_unit: true      # informative; the unit names decide
+//! units:
+//!   a: "what the unit is"
+//! ```
+//!
+//! Other fields (`text`, `chars`, `note`, `reason`, `abandoned_branch`, ...) are ignored. Units are
+//! looked up through the prompts' uuids, so a labels file applies to whichever imported session
+//! holds those prompts, whatever the file is called.
+
+use std::collections::HashMap;
+
+use harness_core::yaml::{self, key, Problem, Reader, Seg};
+use harness_import::ImportedSession;
+use serde_yaml::Value;
+
+/// The labels of any number of files, by prompt uuid.
+#[derive(Debug, Clone, Default)]
+pub struct Labels {
+    /// uuid → (file index, unit name).
+    by_uuid: HashMap<String, (usize, String)>,
+    /// The files read, in order.
+    files: Vec<String>,
+}
+
+impl Labels {
+    /// No labels.
+    pub fn new() -> Labels {
+        Labels::default()
+    }
+
+    /// Whether no prompt is labelled.
+    pub fn is_empty(&self) -> bool {
+        self.by_uuid.is_empty()
+    }
+
+    /// How many prompts are labelled.
+    pub fn len(&self) -> usize {
+        self.by_uuid.len()
+    }
+
+    /// The files read.
+    pub fn files(&self) -> &[String] {
+        &self.files
+    }
+
+    /// Reads one labels file (`name` names it in problems). Returns how many prompts it labels.
+    /// Every problem is reported, with its line and column; nothing is added when there is one.
+    pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {
+        let doc = yaml::parse(name, text).map_err(|p| vec![p])?;
+        let mut r = Reader::new(name, text);
+        let root: Vec<Seg> = Vec::new();
+        let mut found: Vec<(String, String)> = Vec::new();
+        match doc.as_mapping() {
+            None => r.problem(
+                &root,
+                format!(
+                    "a labels file must be a mapping with `turns`, found {}",
+                    yaml::kind(&doc)
+                ),
+            ),
+            Some(map) => match map.get("turns") {
+                None => r.problem(
+                    &root,
+                    "a labels file needs `turns`: a list of prompts, each with `uuid` and `unit`",
+                ),
+                Some(turns) => {
+                    let tp = key(&root, "turns");
+                    for (i, t) in r.sequence(&tp, turns, "`turns`").iter().enumerate() {
+                        let p = yaml::child(&tp, Seg::Index(i));
+                        let Some(m) = t.as_mapping() else {
+                            r.problem(
+                                &p,
+                                format!("a turn must be a mapping, found {}", yaml::kind(t)),
+                            );
+                            continue;
+                        };
+                        if matches!(m.get("n"), Some(Value::Null)) {
+                            continue; // not a prompt
+                        }
+                        let uuid = match m.get("uuid") {
+                            Some(v) => r.string(&key(&p, "uuid"), v, "`uuid`"),
+                            None => {
+                                r.problem(&p, "a turn needs `uuid`: the user record's uuid");
+                                None
+                            }
+                        };
+                        let unit = match m.get("unit") {
+                            None | Some(Value::Null) => None,
+                            Some(v) => r.string(&key(&p, "unit"), v, "`unit`"),
+                        };
+                        if let (Some(u), Some(unit)) = (uuid, unit) {
+                            found.push((u, unit));
+                        }
+                    }
+                }
+            },
+        }
+        if !r.problems.is_empty() {
+            return Err(r.problems);
+        }
+        let index = self.files.len();
+        self.files.push(name.to_string());
+        let n = found.len();
+        for (uuid, unit) in found {
+            self.by_uuid.insert(uuid, (index, unit));
+        }
+        Ok(n)
+    }
+
+    /// The unit of each human turn of a session (index `turn - 1`), or `None` when none of its
+    /// prompts is labelled. A prompt the labels do not name gets `None`.
+    pub fn units_of(&self, session: &ImportedSession) -> Option<Vec<Option<String>>> {
+        let units: Vec<Option<String>> = session
+            .human_turns
+            .iter()
+            .map(|h| {
+                h.id.as_deref()
+                    .and_then(|id| self.by_uuid.get(id))
+                    .map(|(file, unit)| format!("{file}:{unit}"))
+            })
+            .collect();
+        units.iter().any(Option::is_some).then_some(units)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"session: "s.jsonl"
+turns:
+  - uuid: "u1"
+    n: 1
+    unit: a
+    starts_unit: true
+    note: "x"
+  - uuid: "cmd"
+    n: null
+    unit: null
+    reason: "plumbing"
+  - uuid: "u2"
+    n: 2
+    unit: b
+units:
+  a: "first"
+"#;
+
+    #[test]
+    fn reads_prompts_and_skips_plumbing() {
+        let mut l = Labels::new();
+        assert_eq!(l.add_file("s.yaml", FILE), Ok(2));
+        assert_eq!(l.len(), 2);
+    }
+
+    #[test]
+    fn problems_have_positions() {
+        let mut l = Labels::new();
+        let e = l
+            .add_file("bad.yaml", "turns:\n  - n: 1\n    unit: a\n")
+            .unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(e[0].message.contains("needs `uuid`"), "{}", e[0]);
+        assert_eq!(e[0].line, 2);
+        let e = l.add_file("bad.yaml", "- 1\n- 2\n").unwrap_err();
+        assert!(e[0].message.contains("must be a mapping"), "{}", e[0]);
+        let e = l.add_file("bad.yaml", "turns: [\n").unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(l.is_empty());
+    }
+}

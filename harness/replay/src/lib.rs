@@ -1,0 +1,35 @@
+//! # harness-replay: every policy over recorded sessions
+//!
+//! foldbench's answer to "what would each policy have done to *my* sessions?" (DESIGN §11). It
+//! takes sessions imported by `harness-import` and, with no model call:
+//!
+//! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
+//!   the policy would have sent it, its o200k size, the simulated prompt cache (cached, written
+//!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.
+//!   Fold points come from a judge ([`points`]: `lexical`, `labels`, `oracle`; labels from
+//!   [`labels`]).
+//! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
+//!   work and steps of finished work (the seed's first measurement).
+//! - [`truth`]: checks the reconstruction against the usage the provider recorded.
+//! - [`report`]: summaries and tables.
+//!
+//! The crate is pure: no files, clock, network or processes (the runner's `replay` and
+//! `analyze` commands read the files). [`Replayer::replay_all`] may use threads.
+//!
+//! Tokens are counted once: every imported message carries its count, and the replays of all
+//! policies share the same `Arc<Message>`s.
+
+pub mod analyze;
+pub mod engine;
+pub mod labels;
+pub mod points;
+pub mod report;
+pub mod truth;
+
+pub use analyze::{analyze_session, Composition, SessionComposition};
+pub use engine::{
+    PolicyReplay, ReplayConfig, ReplayError, ReplayedRequest, Replayer, SessionReplay,
+};
+pub use labels::Labels;
+pub use points::JudgeKind;
+pub use truth::{session_truth, ErrorStats, SessionTruth};

@@ -1,0 +1,440 @@
+//! Reports of replays and analyses: plain values and [`Table`]s (terminal, Markdown, CSV through
+//! [`harness_core::render`]). Pure: they return text; the runner prints it.
+//!
+//! Ratios to `none` are taken per session, like the seed's figures ("the median request was 0.2×
+//! the size ... by the end of the session it was a sixth"), then summarised over sessions by
+//! their median; the token-weighted ratio over the corpus (sum of every request under the
+//! policy over the sum under `none`) is given beside them.
+
+use harness_core::fold::group_thousands;
+use harness_core::metrics::{median_f64, SizeStats};
+use harness_core::render::Table;
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::{Composition, SessionComposition};
+use crate::engine::SessionReplay;
+use crate::truth::{error_stats, ErrorStats, SessionTruth};
+
+/// The label of the baseline policy.
+pub const NONE: &str = "none";
+
+/// One policy over the corpus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySummary {
+    /// The policy as given.
+    pub policy: String,
+    /// Sessions with at least one request.
+    pub sessions: usize,
+    /// Requests of the turns (compaction calls left out).
+    pub requests: usize,
+    /// Median over sessions of the session's median request.
+    pub median_request: f64,
+    /// Median over sessions of (session median / `none`'s session median).
+    pub median_ratio: Option<f64>,
+    /// Median over sessions of the session's last request.
+    pub last_request: f64,
+    /// Median over sessions of (last request / `none`'s last request).
+    pub last_ratio: Option<f64>,
+    /// Tokens of every request, compaction calls included.
+    pub total_input: u64,
+    /// `total_input / none's total_input` (token-weighted over the corpus).
+    pub total_ratio: Option<f64>,
+    /// Tokens read from the simulated cache.
+    pub cached: u64,
+    /// Tokens written to it.
+    pub written: u64,
+    /// Dollars.
+    pub cost: f64,
+    /// Cards attached.
+    pub cards: usize,
+    /// Folds (and strategy exits).
+    pub folds: usize,
+    /// Folds known to be premature (labelled sessions only).
+    pub premature_folds: usize,
+    /// Median tokens rewritten per fold.
+    pub median_rewritten_per_fold: f64,
+    /// Compactions.
+    pub compactions: usize,
+}
+
+/// Per-session ratios of a policy to `none`: (median ratio, last ratio).
+fn session_ratios(s: &SessionReplay, policy: &str) -> Option<(f64, f64)> {
+    let base = s.policy(NONE)?.sizes();
+    let this = s.policy(policy)?.sizes();
+    let (b, p) = (SizeStats::of(&base), SizeStats::of(&this));
+    (b.median > 0.0 && b.last > 0).then(|| (p.median / b.median, p.last as f64 / b.last as f64))
+}
+
+/// One row per policy, in `policies` order.
+pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySummary> {
+    let none_total: u64 = replays
+        .iter()
+        .filter_map(|s| s.policy(NONE))
+        .map(|p| p.total_input())
+        .sum();
+    let has_none = policies.iter().any(|p| p == NONE);
+    policies
+        .iter()
+        .map(|label| {
+            let runs: Vec<_> = replays
+                .iter()
+                .filter_map(|s| s.policy(label).map(|p| (s, p)))
+                .filter(|(_, p)| !p.sizes().is_empty())
+                .collect();
+            let stats: Vec<SizeStats> = runs
+                .iter()
+                .map(|(_, p)| SizeStats::of(&p.sizes()))
+                .collect();
+            let ratios: Vec<(f64, f64)> = runs
+                .iter()
+                .filter_map(|(s, _)| session_ratios(s, label))
+                .collect();
+            let total_input: u64 = runs.iter().map(|(_, p)| p.total_input()).sum();
+            let rewritten: Vec<f64> = runs
+                .iter()
+                .flat_map(|(_, p)| p.folds.iter().map(|f| f.rewritten_tokens as f64))
+                .collect();
+            PolicySummary {
+                policy: label.clone(),
+                sessions: runs.len(),
+                requests: runs.iter().map(|(_, p)| p.sizes().len()).sum(),
+                median_request: median_f64(&stats.iter().map(|s| s.median).collect::<Vec<_>>()),
+                median_ratio: (has_none && !ratios.is_empty())
+                    .then(|| median_f64(&ratios.iter().map(|r| r.0).collect::<Vec<_>>())),
+                last_request: median_f64(&stats.iter().map(|s| s.last as f64).collect::<Vec<_>>()),
+                last_ratio: (has_none && !ratios.is_empty())
+                    .then(|| median_f64(&ratios.iter().map(|r| r.1).collect::<Vec<_>>())),
+                total_input,
+                total_ratio: (has_none && none_total > 0)
+                    .then(|| total_input as f64 / none_total as f64),
+                cached: runs.iter().map(|(_, p)| p.cached()).sum(),
+                written: runs.iter().map(|(_, p)| p.written()).sum(),
+                cost: runs.iter().map(|(_, p)| p.cost()).sum(),
+                cards: runs.iter().map(|(_, p)| p.cards).sum(),
+                folds: runs.iter().map(|(_, p)| p.folds.len()).sum(),
+                premature_folds: runs.iter().map(|(_, p)| p.premature_folds()).sum(),
+                median_rewritten_per_fold: median_f64(&rewritten),
+                compactions: runs.iter().map(|(_, p)| p.compactions.len()).sum(),
+            }
+        })
+        .collect()
+}
+
+fn tokens(x: f64) -> String {
+    if x.is_finite() && x >= 0.0 {
+        group_thousands(x.round() as u64)
+    } else {
+        "–".into()
+    }
+}
+
+fn ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |r| format!("{r:.2}×"))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The per-policy table. `labelled` adds the premature-folds column.
+pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
+    let mut headers = vec![
+        "policy",
+        "requests",
+        "median req",
+        "× none",
+        "last req",
+        "× none",
+        "total input",
+        "× none",
+        "cache written",
+        "cost $",
+        "cards",
+        "folds",
+    ];
+    if labelled {
+        headers.push("premature");
+    }
+    headers.extend(["rewritten/fold", "compactions"]);
+    Table {
+        headers: headers.into_iter().map(String::from).collect(),
+        rows: rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![
+                    r.policy.clone(),
+                    group_thousands(r.requests as u64),
+                    tokens(r.median_request),
+                    ratio(r.median_ratio),
+                    tokens(r.last_request),
+                    ratio(r.last_ratio),
+                    group_thousands(r.total_input),
+                    ratio(r.total_ratio),
+                    group_thousands(r.written),
+                    format!("{:.2}", r.cost),
+                    r.cards.to_string(),
+                    r.folds.to_string(),
+                ];
+                if labelled {
+                    row.push(r.premature_folds.to_string());
+                }
+                row.push(if r.folds == 0 {
+                    "–".into()
+                } else {
+                    tokens(r.median_rewritten_per_fold)
+                });
+                row.push(r.compactions.to_string());
+                row
+            })
+            .collect(),
+    }
+}
+
+/// Notes that keep the per-policy table from being misread: sessions no policy can change, a
+/// `compact` that never fired.
+pub fn replay_notes(replays: &[SessionReplay], rows: &[PolicySummary], window: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    let single = replays.iter().filter(|s| s.turns < 2).count();
+    if single > 0 {
+        notes.push(format!(
+            "{single} of {} sessions have fewer than two human turns (subagents, one-prompt sessions): no policy changes them (the turn in progress is never folded; trim keeps its results), so they pull the medians over sessions towards 1.00×.",
+            replays.len()
+        ));
+    }
+    if rows
+        .iter()
+        .any(|r| r.policy.starts_with("compact") && r.compactions == 0)
+    {
+        let largest = replays
+            .iter()
+            .filter_map(|s| s.policy(NONE))
+            .flat_map(|p| p.sizes())
+            .max()
+            .unwrap_or(0);
+        notes.push(format!(
+            "compact never fired: no request reached its threshold (0.9 × the window, {} tokens); the largest none request has {} (set --window or compact:window=N).",
+            group_thousands((0.9 * window as f64) as u64),
+            group_thousands(largest)
+        ));
+    }
+    notes
+}
+
+/// The seed's figures per session: for each policy but `none`, the median request and the last
+/// request as fractions of `none`'s (`median× / last×`). Sessions with fewer than `min_turns`
+/// human turns are left out; the last rows give the median over the listed sessions and over
+/// all sessions.
+pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: u32) -> Table {
+    let others: Vec<&String> = policies.iter().filter(|p| *p != NONE).collect();
+    let mut headers: Vec<String> = ["session", "turns", "requests", "none median", "none last"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    headers.extend(others.iter().map(|p| format!("{p} med×/last×")));
+    let cell =
+        |r: Option<(f64, f64)>| r.map_or_else(|| "–".into(), |(m, l)| format!("{m:.2} / {l:.2}"));
+    let listed: Vec<&SessionReplay> = replays
+        .iter()
+        .filter(|s| s.turns >= min_turns && s.policy(NONE).is_some_and(|p| !p.sizes().is_empty()))
+        .collect();
+    let mut rows: Vec<Vec<String>> = listed
+        .iter()
+        .map(|s| {
+            let none = SizeStats::of(&s.policy(NONE).map(|p| p.sizes()).unwrap_or_default());
+            let mut row = vec![
+                short_id(&s.id),
+                s.turns.to_string(),
+                s.recorded.len().to_string(),
+                tokens(none.median),
+                group_thousands(none.last),
+            ];
+            row.extend(others.iter().map(|p| cell(session_ratios(s, p))));
+            row
+        })
+        .collect();
+    let median_row = |name: String, set: &[&SessionReplay]| {
+        let mut row = vec![
+            name,
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        row.extend(
+            others
+                .iter()
+                .map(|p| {
+                    let rs: Vec<(f64, f64)> =
+                        set.iter().filter_map(|s| session_ratios(s, p)).collect();
+                    (!rs.is_empty()).then(|| {
+                        (
+                            median_f64(&rs.iter().map(|r| r.0).collect::<Vec<_>>()),
+                            median_f64(&rs.iter().map(|r| r.1).collect::<Vec<_>>()),
+                        )
+                    })
+                })
+                .map(cell),
+        );
+        row
+    };
+    rows.push(median_row(
+        format!("median of these {}", listed.len()),
+        &listed,
+    ));
+    let all: Vec<&SessionReplay> = replays.iter().collect();
+    rows.push(median_row(format!("median of all {}", all.len()), &all));
+    Table { headers, rows }
+}
+
+/// A session id short enough for a table column (the first 8 characters of a uuid, the agent
+/// part of a subagent id).
+pub fn short_id(id: &str) -> String {
+    let id = id.rsplit('/').next().unwrap_or(id);
+    if id.chars().count() <= 24 {
+        id.to_string()
+    } else {
+        let head: String = id.chars().take(23).collect();
+        format!("{head}…")
+    }
+}
+
+/// The ground-truth table: one row per format with usage, and all of them. `scale` is the
+/// median over sessions of the recorded tokens per reconstructed token of growth
+/// ([`SessionTruth::scale`]); the `scaled` errors are what is left after it.
+pub fn truth_table(truths: &[SessionTruth]) -> (Table, ErrorStats) {
+    let mut formats: Vec<harness_import::Format> = Vec::new();
+    for t in truths {
+        if !formats.contains(&t.format) {
+            formats.push(t.format);
+        }
+    }
+    let row = |name: String, s: &ErrorStats| {
+        vec![
+            name,
+            s.sessions.to_string(),
+            s.requests.to_string(),
+            pct(s.median_abs),
+            pct(s.p90_abs),
+            pct(s.max_abs),
+            format!("{:+.1}%", s.median_signed * 100.0),
+            format!("{:.2}", s.median_scale),
+            pct(s.median_abs_scaled),
+            pct(s.p90_abs_scaled),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = formats
+        .iter()
+        .map(|f| {
+            let s = error_stats(truths.iter().filter(|t| t.format == *f));
+            row(f.name().to_string(), &s)
+        })
+        .collect();
+    let all = error_stats(truths);
+    if formats.len() > 1 {
+        rows.push(row("all".into(), &all));
+    }
+    (
+        Table {
+            headers: [
+                "format",
+                "sessions",
+                "requests",
+                "median |err|",
+                "p90 |err|",
+                "max |err|",
+                "median err",
+                "scale",
+                "median |err| scaled",
+                "p90 |err| scaled",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        },
+        all,
+    )
+}
+
+/// The corpus composition: the sum over sessions.
+pub fn corpus_composition(sessions: &[SessionComposition]) -> Composition {
+    let mut c = Composition::default();
+    for s in sessions {
+        c.add(&s.total);
+    }
+    c
+}
+
+/// The composition table: one row per session with `min_turns` human turns or more, then the
+/// corpus (every session) and the sessions listed. Shares are token-weighted over the requests'
+/// messages (the prefix is shown apart).
+pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Table {
+    let row = |name: String, turns: String, units: String, requests: usize, c: &Composition| {
+        vec![
+            name,
+            turns,
+            units,
+            group_thousands(requests as u64),
+            group_thousands(c.total()),
+            pct(c.share(c.in_progress)),
+            pct(c.share(c.conclusions)),
+            pct(c.share(c.steps)),
+            pct(if c.total() == 0 {
+                0.0
+            } else {
+                c.prefix as f64 / c.total() as f64
+            }),
+        ]
+    };
+    let listed: Vec<&SessionComposition> = sessions
+        .iter()
+        .filter(|s| s.turns >= min_turns && !s.requests.is_empty())
+        .collect();
+    let mut rows: Vec<Vec<String>> = listed
+        .iter()
+        .map(|s| {
+            row(
+                short_id(&s.id),
+                s.turns.to_string(),
+                s.units.to_string(),
+                s.requests.len(),
+                &s.total,
+            )
+        })
+        .collect();
+    let mut these = Composition::default();
+    for s in &listed {
+        these.add(&s.total);
+    }
+    rows.push(row(
+        format!("these {} sessions", listed.len()),
+        String::new(),
+        String::new(),
+        listed.iter().map(|s| s.requests.len()).sum(),
+        &these,
+    ));
+    rows.push(row(
+        format!("all {} sessions", sessions.len()),
+        String::new(),
+        String::new(),
+        sessions.iter().map(|s| s.requests.len()).sum(),
+        &corpus_composition(sessions),
+    ));
+    Table {
+        headers: [
+            "session",
+            "turns",
+            "units",
+            "requests",
+            "tokens read",
+            "in progress",
+            "conclusions",
+            "steps",
+            "prefix (of all)",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+    }
+}

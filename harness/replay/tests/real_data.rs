@@ -1,0 +1,114 @@
+//! Replays, analyses and checks against recorded usage everything in `../shared/data` (the real
+//! sessions beside the repository) when it is there; skips with a message when it is not. Set
+//! `FOLDBENCH_DATA` to read another folder. Run with `--nocapture` to see the tables.
+
+use std::path::PathBuf;
+
+use harness_import::fs::import_paths;
+use harness_replay::engine::{estimate_prefix, none_context, sum_tokens};
+use harness_replay::report;
+use harness_replay::{analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer};
+
+fn data_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FOLDBENCH_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+fn labels(dir: &std::path::Path) -> Option<Labels> {
+    let mut l = Labels::new();
+    let entries = std::fs::read_dir(dir.join("labels/claude-code")).ok()?;
+    for e in entries.flatten() {
+        let text = std::fs::read_to_string(e.path()).expect("a labels file reads");
+        l.add_file(&e.path().display().to_string(), &text)
+            .expect("the labels are valid");
+    }
+    Some(l)
+}
+
+#[test]
+fn replays_analyses_and_checks_everything_in_shared_data() {
+    let Some(dir) = data_dir() else {
+        println!(
+            "skipped: no real sessions at ../shared/data (set FOLDBENCH_DATA to point elsewhere)"
+        );
+        return;
+    };
+    let report = import_paths(std::slice::from_ref(&dir), None).expect("the folder can be walked");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let sessions = report.sessions;
+    assert!(!sessions.is_empty());
+    let labels = labels(&dir);
+
+    let replayer = Replayer::new(ReplayConfig {
+        judge: if labels.is_some() {
+            JudgeKind::Oracle
+        } else {
+            JudgeKind::Lexical
+        },
+        ..ReplayConfig::default()
+    })
+    .unwrap();
+    let replays = replayer.replay_all(&sessions, labels.as_ref(), 2);
+    let names = replayer.labels();
+    for (s, r) in sessions.iter().zip(&replays) {
+        let none = r.policy("none").unwrap();
+        let trim = r.policy("trim").unwrap();
+        assert_eq!(none.sizes().len(), s.requests.len(), "{}", s.id);
+        let prefix = u64::from(estimate_prefix(s).tokens);
+        for (k, req) in none.requests.iter().enumerate() {
+            assert_eq!(
+                req.tokens,
+                prefix + sum_tokens(&none_context(s, k)),
+                "{} request {k}",
+                s.id
+            );
+        }
+        for (a, b) in none.requests.iter().zip(&trim.requests) {
+            assert!(b.tokens <= a.tokens, "{}: trim sent more than none", s.id);
+        }
+        for p in &r.policies {
+            assert_eq!(p.sizes().len(), s.requests.len(), "{} {}", s.id, p.policy);
+        }
+    }
+    let summary = report::summarize(&replays, &names);
+    println!(
+        "{}",
+        report::policy_table(&summary, labels.is_some()).to_terminal()
+    );
+    println!(
+        "{}",
+        report::session_table(&replays, &names, 2).to_terminal()
+    );
+
+    let compositions: Vec<_> = sessions
+        .iter()
+        .map(|s| analyze_session(s, JudgeKind::Lexical, None))
+        .collect();
+    for (c, r) in compositions.iter().zip(&replays) {
+        let none = r.policy("none").unwrap();
+        for (k, part) in c.requests.iter().enumerate() {
+            assert_eq!(
+                part.total(),
+                none.requests[k].tokens,
+                "{} request {k}",
+                c.id
+            );
+        }
+    }
+    println!(
+        "{}",
+        report::composition_table(&compositions, 2).to_terminal()
+    );
+
+    let truths: Vec<_> = sessions.iter().filter_map(session_truth).collect();
+    let (table, all) = report::truth_table(&truths);
+    println!("{}", table.to_terminal());
+    assert!(all.requests > 0, "the Claude Code files record usage");
+    assert!(
+        all.median_abs < 0.25,
+        "the reconstruction is far from the recorded sizes: {all:?}"
+    );
+}

@@ -1,0 +1,183 @@
+//! `foldbench compare BASE NEW`: pairs the cells of two run directories by id and prints
+//! per-metric changes with a paired sign test and a bootstrap interval, the cells that flipped
+//! from success to failure, and — with `--fail-on-regression` — exits 100 when a metric worsened
+//! by more than its threshold.
+//!
+//! Thresholds come from the matrix file's `regression:` section (profile layered as for `run`),
+//! then `--threshold metric=value` flags; without either, `harness_core::compare::
+//! default_thresholds` (no success flip, re-runs +0.5, median request +5%). The logic is
+//! `harness_core::compare`; this module reads records and writes reports.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use harness_core::compare::{self, Threshold};
+
+use crate::cli::{EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
+use crate::matrix::ConfigArgs;
+
+/// Output formats of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A terminal table and notes.
+    Table,
+    /// Markdown (a CI job summary).
+    Md,
+    /// JSON.
+    Json,
+}
+
+/// `foldbench compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline run directory (e.g. results/baselines/ci).
+    pub base: PathBuf,
+    /// The new run directory.
+    pub new: PathBuf,
+    /// Exit 100 when a metric regressed beyond its threshold.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// A threshold over the matrix file's: `metric=value`, e.g. `reruns=0.5`,
+    /// `median_request_tokens=5%`, `success=0`. Repeatable.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+    /// Format on standard output (default table; with -o, only when given).
+    #[arg(long, value_enum)]
+    pub format: Option<CompareFormat>,
+    /// Write to FILE; the extension picks the format (.md, .json, .txt). Repeatable.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    #[command(flatten)]
+    /// Matrix file and profile (for the thresholds).
+    pub config: ConfigArgs,
+}
+
+fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<String, String> {
+    Ok(match f {
+        CompareFormat::Table => {
+            let mut s = format!("{}\n", compare::table(c).to_terminal());
+            for n in compare::notes(c) {
+                s.push_str(&n);
+                s.push('\n');
+            }
+            s
+        }
+        CompareFormat::Md => compare::markdown(
+            c,
+            &a.base.display().to_string(),
+            &a.new.display().to_string(),
+        ),
+        CompareFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(c).map_err(|e| e.to_string())?
+        ),
+    })
+}
+
+/// Runs `foldbench compare`.
+pub fn cmd(a: CompareArgs) -> i32 {
+    let (_, _, layer) = match crate::matrix::profile(&a.config) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut thresholds = if layer.regression.is_empty() {
+        compare::default_thresholds()
+    } else {
+        layer.regression
+    };
+    let names = compare::metric_names();
+    for t in &a.thresholds {
+        let parsed = t
+            .split_once('=')
+            .ok_or_else(|| format!("--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"))
+            .and_then(|(m, v)| {
+                if !names.contains(&m.trim()) {
+                    return Err(format!(
+                        "--threshold {t}: unknown metric `{m}`; expected one of: {}",
+                        names.join(", ")
+                    ));
+                }
+                Threshold::parse(v)
+                    .map(|x| (m.trim().to_string(), x))
+                    .map_err(|e| format!("--threshold {t}: {e}"))
+            });
+        match parsed {
+            Ok((m, x)) => {
+                thresholds.insert(m, x);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let mut outputs = Vec::new();
+    for p in &a.output {
+        let f = match p.extension().and_then(|e| e.to_str()) {
+            Some("md") => CompareFormat::Md,
+            Some("json") => CompareFormat::Json,
+            Some("txt") => CompareFormat::Table,
+            _ => {
+                eprintln!(
+                    "error: cannot tell the format of {} from its extension; use .md, .json or .txt",
+                    p.display()
+                );
+                return EXIT_USAGE;
+            }
+        };
+        outputs.push((p.clone(), f));
+    }
+    let read = |d: &PathBuf| crate::results::read_records(d);
+    let (base, new) = match (read(&a.base), read(&a.new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let c = compare::compare(&base, &new, &thresholds);
+    let stdout = match (a.format, outputs.is_empty()) {
+        (Some(f), _) => Some(f),
+        (None, true) => Some(CompareFormat::Table),
+        (None, false) => None,
+    };
+    if let Some(f) = stdout {
+        match render(f, &c, &a) {
+            Ok(s) => crate::report::emit(&s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_INTERNAL;
+            }
+        }
+    }
+    for (path, f) in outputs {
+        let written = render(f, &c, &a).and_then(|s| {
+            std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        });
+        if let Err(e) = written {
+            eprintln!("error: {e}");
+            return EXIT_INTERNAL;
+        }
+    }
+    if c.pairs == 0 {
+        eprintln!(
+            "error: no cell of {} is in {}; compare runs of the same matrix",
+            a.base.display(),
+            a.new.display()
+        );
+        return EXIT_NO_CELLS;
+    }
+    let regressed = c.regressed_metrics();
+    if regressed.is_empty() {
+        EXIT_OK
+    } else if a.fail_on_regression {
+        eprintln!("error: regression in {}", regressed.join(", "));
+        EXIT_FAILED
+    } else {
+        eprintln!(
+            "regression in {} (pass --fail-on-regression to fail on it)",
+            regressed.join(", ")
+        );
+        EXIT_OK
+    }
+}

@@ -1,0 +1,890 @@
+//! `foldbench judge build` and `foldbench judge run`: boundary judgement (DESIGN §12). The
+//! dataset, the gold, the scores and the tables are pure and live in
+//! [`harness_core::judgement`]; this module gathers the items, asks the models and writes files.
+//!
+//! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
+//! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
+//! keeps the first request of every turn: the context exactly as the model saw it, with the real
+//! tool outputs, earlier cards and gold fold results in place. Every turn ≥ 2 becomes an item;
+//! `threshold` says whether the policy showed a card there, and where it did, the card the
+//! policy showed must equal the one the item renders (checked, so the dataset and the policy
+//! cannot drift apart). Running the task rather than estimating turn sizes from its script is
+//! more faithful: the sizes, paths and outputs on the card are the ones a session has, and the
+//! context after an earlier fold holds what the sim did about it (archive reads, re-runs).
+//!
+//! **Items from labelled real sessions.** A data folder holds `labels/<format>/*.yaml` (units by
+//! prompt uuid) beside the transcripts they name (`source_path`). Each transcript is imported
+//! with `harness-import` and replayed under the same `fold` policy
+//! ([`judgement::replay_items`]): at every prompt the policy decides whether its threshold shows a
+//! card, the oracle answers it, and the policy's splices are applied. Every prompt ≥ 2 becomes an
+//! item.
+//!
+//! **Asking a model.** The request is the session's system prompt ([`crate::cell::SYSTEM_PROMPT`]),
+//! the workspace tools plus `fold_unit`, the item's context (tool outputs cut to
+//! `--max-tool-output` characters, head and tail kept) and the current user message with the card
+//! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Subcommand, ValueEnum};
+use harness_core::events::Event;
+use harness_core::judge::Judge;
+use harness_core::judgement::{
+    self, Aggregate, Item, JudgedRecord, Origin, Recorded, ReplayOptions, BASELINES,
+    DEFAULT_TOOL_OUTPUT_CAP, SOURCE_TASK,
+};
+use harness_core::message::{Message, ToolSpec};
+use harness_core::metrics::Price;
+use harness_core::record::Status;
+use harness_core::request::{Purpose, Request};
+use harness_core::sim::{Sim, SimConfig};
+use harness_core::tokens;
+
+use crate::backends::{self, BackendOptions};
+use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
+use crate::model::{Model, ModelFuture, SharedModel, SimModel};
+use crate::tasks::{self, LoadedTask};
+use crate::workspace::ARCHIVE_DIR;
+
+const EXIT_OK: i32 = crate::cli::EXIT_OK;
+const EXIT_INTERNAL: i32 = crate::cli::EXIT_INTERNAL;
+const EXIT_USAGE: i32 = crate::cli::EXIT_USAGE;
+const EXIT_FAILED: i32 = crate::cli::EXIT_FAILED;
+
+/// `foldbench judge ...`.
+#[derive(Debug, Subcommand)]
+pub enum JudgeCommand {
+    /// Build a dataset of card points from task specs and labelled real sessions.
+    Build(BuildArgs),
+    /// Show every item's card to models and baselines and score their answers.
+    Run(RunArgs),
+}
+
+/// Output format of the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Terminal tables.
+    Table,
+    /// GitHub Markdown.
+    Md,
+    /// CSV (the scores table only, for `run`; the filter table for `build`).
+    Csv,
+    /// JSON.
+    Json,
+}
+
+/// `judge build`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BuildArgs {
+    /// Task spec files or folders, data folders holding `labels/` (e.g. ../shared/data), or
+    /// labels files; repeatable (default: tasks/).
+    #[arg(long = "from")]
+    pub from: Vec<PathBuf>,
+    /// The dataset to write (JSONL).
+    #[arg(short = 'o', long = "out", default_value = "judge.jsonl")]
+    pub out: PathBuf,
+    /// Characters a tool output keeps in an item (head and tail; the middle is cut).
+    #[arg(long, default_value_t = DEFAULT_TOOL_OUTPUT_CAP)]
+    pub max_tool_output: usize,
+    /// Tasks run at once (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Output format of the summary tables.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+}
+
+/// `judge run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The dataset (from `judge build`).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// A model to judge: `openai:NAME`, `anthropic:NAME`, `replay:DIR`; repeatable. The
+    /// baselines oracle, lexical, eager and never are always in the table.
+    #[arg(long = "model")]
+    pub models: Vec<String>,
+    /// Requests in flight at once (also the backends' per-provider cap).
+    #[arg(long, default_value_t = 4)]
+    pub jobs: usize,
+    /// Record every model exchange into this cassette folder (one real model at a time).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Write one judged record per model and item (JSONL) here.
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// Only items of this source (`task`, `claude-code`, ...).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Only items where the counting threshold showed a card.
+    #[arg(long)]
+    pub threshold_only: bool,
+    /// Only the first N items (after the other filters).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Cut tool outputs in requests to this many characters (on top of the dataset's cut).
+    #[arg(long)]
+    pub max_tool_output: Option<usize>,
+    /// Price of input tokens in dollars per million (cache and output multipliers as in runs).
+    #[arg(long, default_value_t = 3.0)]
+    pub price: f64,
+    /// Time-out of one model request, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Retries of a failed request (after the first attempt).
+    #[arg(long, default_value_t = 4)]
+    pub retries: u32,
+}
+
+/// Runs a `judge` subcommand; returns the exit code.
+pub async fn main(cmd: JudgeCommand) -> i32 {
+    match cmd {
+        JudgeCommand::Build(a) => cmd_build(a).await,
+        JudgeCommand::Run(a) => cmd_run(a).await,
+    }
+}
+
+/// Where the items of a build come from.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// Task spec files and folders.
+    pub tasks: Vec<PathBuf>,
+    /// Labels files, with the data folder their `source_path` is relative to.
+    pub labels: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Whether a YAML file is a labels file (its `turns` carry `uuid`s) rather than a task spec.
+fn is_labels_file(p: &Path) -> bool {
+    std::fs::read_to_string(p)
+        .ok()
+        .and_then(|t| harness_core::yaml::parse(&p.display().to_string(), &t).ok())
+        .and_then(|v| {
+            v.get("turns")?
+                .as_sequence()?
+                .first()?
+                .get("uuid")
+                .map(|_| ())
+        })
+        .is_some()
+}
+
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read folder {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| {
+            f.is_file() && matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Sorts `--from` paths into task specs and labels files. A folder with a `labels/` subfolder is
+/// a data folder: every `labels/<format>/*.yaml` in it; a YAML file whose turns carry `uuid`s is
+/// a labels file (its data folder is the nearest ancestor its `source_path` resolves from); any
+/// other path is a task spec or a folder of them.
+pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
+    let mut s = Sources::default();
+    for p in from {
+        if p.is_dir() && p.join("labels").is_dir() {
+            let labels = p.join("labels");
+            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
+                .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|d| d.is_dir())
+                .collect();
+            dirs.sort();
+            let before = s.labels.len();
+            for d in dirs {
+                for f in yaml_files(&d)? {
+                    s.labels.push((f, p.clone()));
+                }
+            }
+            if s.labels.len() == before {
+                return Err(format!(
+                    "{} has no labels files (labels/<format>/*.yaml)",
+                    p.display()
+                ));
+            }
+        } else if p.is_file() && is_labels_file(p) {
+            let root = p
+                .ancestors()
+                .skip(1)
+                .find(|a| a.join("labels").is_dir())
+                .or_else(|| p.parent())
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            s.labels.push((p.clone(), root));
+        } else if p.exists() || p.to_string_lossy().contains('*') {
+            s.tasks.push(p.clone());
+        } else {
+            return Err(format!(
+                "{} does not exist; give task specs, a data folder with labels/ or a labels file",
+                p.display()
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// The sim as a model, keeping the first request of every turn.
+struct Capture {
+    inner: SimModel,
+    first: Mutex<BTreeMap<u32, Vec<Arc<Message>>>>,
+}
+
+impl Model for Capture {
+    fn name(&self) -> String {
+        "sim".into()
+    }
+
+    fn respond<'a>(&'a self, req: &'a Request, cell: &'a str) -> ModelFuture<'a> {
+        if req.purpose == Purpose::Turn {
+            if let Ok(mut f) = self.first.lock() {
+                f.entry(req.current_turn())
+                    .or_insert_with(|| req.messages.clone());
+            }
+        }
+        self.inner.respond(req, cell)
+    }
+}
+
+/// The items of one task: it runs under `fold` with the oracle sim; every turn ≥ 2 is an item.
+pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<Item>, String> {
+    let name = &t.spec.name;
+    let sim = Sim::new(
+        Arc::clone(&t.spec),
+        SimConfig {
+            seed: 1,
+            recheck: 0.0,
+            judge: Judge::Oracle,
+        },
+    );
+    let model = Capture {
+        inner: SimModel::new(sim),
+        first: Mutex::new(BTreeMap::new()),
+    };
+    let plan = CellPlan {
+        id: format!("{name}/fold/sim/judge"),
+        task: Arc::clone(&t.spec),
+        task_dir: t.dir.clone(),
+        arm: "fold".into(),
+        policy: policies::parse_policy("fold")?,
+        model_name: "sim:judge=oracle,recheck=0".into(),
+        seed: 1,
+    };
+    let on_event = |_: &str, _: &Event| {};
+    let out = run_cell(&plan, &CellOptions::default(), &model, &on_event).await;
+    if out.record.status == Status::Error {
+        return Err(format!(
+            "task {name}: the run under fold failed: {}",
+            out.record.error.unwrap_or_default()
+        ));
+    }
+    let first = model
+        .first
+        .into_inner()
+        .map_err(|_| format!("task {name}: the capture was poisoned"))?;
+    let labels: Vec<Option<String>> = t.spec.turns.iter().map(|x| Some(x.unit.clone())).collect();
+    let file = t.file.display().to_string();
+    let origin = Origin {
+        source: SOURCE_TASK,
+        session: name,
+        file: &file,
+        labels: &labels,
+        words: &[],
+    };
+    let mut items = Vec::new();
+    for (turn, messages) in first.range(2..) {
+        let Some(idx) = messages
+            .iter()
+            .rposition(|m| m.is_human() && m.turn == *turn)
+        else {
+            return Err(format!(
+                "task {name}: turn {turn}'s first request has no user message"
+            ));
+        };
+        let user = &messages[idx];
+        let Some(item) = judgement::build_item(
+            origin,
+            &messages[..idx],
+            *turn,
+            &user.text,
+            user.card.is_some(),
+            max_tool_output,
+        ) else {
+            continue;
+        };
+        if let Some(card) = &user.card {
+            if *card != item.card() {
+                return Err(format!(
+                    "task {name}: turn {turn}: the item's card differs from the card the fold policy showed"
+                ));
+            }
+        }
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// The items of one labelled recorded session, and warnings about labels that did not match.
+pub fn labelled_items(
+    labels_file: &Path,
+    data_root: &Path,
+    max_tool_output: usize,
+) -> Result<(Vec<Item>, Vec<String>), String> {
+    let lname = labels_file.display().to_string();
+    let text =
+        std::fs::read_to_string(labels_file).map_err(|e| format!("cannot read {lname}: {e}"))?;
+    let labels = judgement::parse_labels(&lname, &text).map_err(|ps| {
+        ps.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let rel = labels
+        .source_path
+        .clone()
+        .or_else(|| labels.session.clone())
+        .ok_or_else(|| format!("{lname}: names no transcript (`source_path` or `session`)"))?;
+    let transcript = [data_root.join(&rel)]
+        .into_iter()
+        .chain(labels_file.parent().map(|d| d.join(&rel)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{lname}: the transcript {rel} is not in {}",
+                data_root.display()
+            )
+        })?;
+    let bytes = std::fs::read(&transcript)
+        .map_err(|e| format!("cannot read {}: {e}", transcript.display()))?;
+    let sessions = harness_import::import_bytes(&rel, &bytes, None).map_err(|e| e.to_string())?;
+    let matched = |s: &harness_import::ImportedSession| {
+        s.human_turns
+            .iter()
+            .filter(|h| h.id.as_ref().is_some_and(|u| labels.units.contains_key(u)))
+            .count()
+    };
+    let Some(session) = sessions
+        .iter()
+        .filter(|s| matched(s) > 0)
+        .max_by_key(|s| matched(s))
+    else {
+        return Err(format!(
+            "{lname}: no session of {rel} has a prompt with a labelled uuid"
+        ));
+    };
+    let mut warnings = Vec::new();
+    let turns = session
+        .human_turns
+        .iter()
+        .map(|h| h.turn)
+        .max()
+        .unwrap_or(0) as usize;
+    let mut per_turn: Vec<Option<String>> = vec![None; turns];
+    let mut words: Vec<Option<String>> = vec![None; turns];
+    for h in &session.human_turns {
+        let Some(i) = (h.turn as usize).checked_sub(1) else {
+            continue;
+        };
+        words[i] = Some(h.text.clone());
+        match h.id.as_ref().and_then(|u| labels.units.get(u)) {
+            Some(Some(u)) => per_turn[i] = Some(u.clone()),
+            Some(None) => warnings.push(format!(
+                "{lname}: turn {} is a prompt for the importer but labelled as none; it stays unlabelled",
+                h.turn
+            )),
+            None => warnings.push(format!("{lname}: turn {} has no label", h.turn)),
+        }
+    }
+    let prompts = labels.units.values().filter(|u| u.is_some()).count();
+    let found = per_turn.iter().filter(|u| u.is_some()).count();
+    if found < prompts {
+        warnings.push(format!(
+            "{lname}: {} labelled prompt(s) are not prompts of the imported session",
+            prompts - found
+        ));
+    }
+    let source = session.format.name();
+    let origin = Origin {
+        source,
+        session: &session.id,
+        file: &rel,
+        labels: &per_turn,
+        words: &words,
+    };
+    let mut policy = policies::build(&policies::parse_policy("fold")?, 200_000)?;
+    let mut tools: Vec<ToolSpec> = crate::tools::tool_specs();
+    tools.extend(policy.tools());
+    let opts = ReplayOptions {
+        prefix_tokens: tokens::prefix_tokens(SYSTEM_PROMPT, &tools),
+        max_tool_output,
+        archive_dir: ARCHIVE_DIR.to_string(),
+    };
+    let items = judgement::replay_items(
+        Recorded {
+            origin,
+            messages: &session.messages,
+        },
+        policy.as_mut(),
+        &opts,
+    );
+    Ok((items, warnings))
+}
+
+/// Builds a dataset from task specs and labelled sessions; warnings go to `warn`.
+pub async fn build(
+    sources: &Sources,
+    max_tool_output: usize,
+    jobs: usize,
+    warn: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    if !sources.tasks.is_empty() {
+        let loaded = tasks::load_tasks(&sources.tasks).map_err(|ps| {
+            let mut s: Vec<String> = ps.iter().map(|p| p.to_string()).collect();
+            s.push(format!(
+                "{} problem{} in the task specs",
+                ps.len(),
+                if ps.len() == 1 { "" } else { "s" }
+            ));
+            s.join("\n")
+        })?;
+        let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+        let mut handles = Vec::new();
+        for t in loaded {
+            let sem = Arc::clone(&sem);
+            handles.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                task_items(&t, max_tool_output).await
+            }));
+        }
+        for h in handles {
+            items.extend(h.await.map_err(|e| format!("a task run stopped: {e}"))??);
+        }
+    }
+    for (file, root) in &sources.labels {
+        let (mut got, warnings) = labelled_items(file, root, max_tool_output)?;
+        for w in warnings {
+            warn(&w);
+        }
+        items.append(&mut got);
+    }
+    Ok(items)
+}
+
+fn print_tables(tables: &[(&str, harness_core::render::Table)], format: TableFormat) {
+    for (title, t) in tables {
+        match format {
+            TableFormat::Table => println!("{title}\n{}", t.to_terminal()),
+            TableFormat::Md => println!("### {title}\n\n{}", t.to_markdown()),
+            TableFormat::Csv | TableFormat::Json => {}
+        }
+    }
+}
+
+async fn cmd_build(a: BuildArgs) -> i32 {
+    let from = if a.from.is_empty() {
+        vec![PathBuf::from("tasks")]
+    } else {
+        a.from.clone()
+    };
+    let sources = match classify(&from) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let started = Instant::now();
+    let warn = |w: &str| eprintln!("warning: {w}");
+    let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
+        eprintln!("error: cannot write {}: {e}", a.out.display());
+        return EXIT_INTERNAL;
+    }
+    let stats = judgement::dataset_stats(&items);
+    match a.format {
+        TableFormat::Json => match serde_json::to_string_pretty(&stats) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_INTERNAL;
+            }
+        },
+        TableFormat::Csv => print!("{}", judgement::filter_table(&stats).to_csv()),
+        f => print_tables(
+            &[
+                ("The host's filter", judgement::filter_table(&stats)),
+                (
+                    "The lexical rule at labelled turn boundaries",
+                    judgement::lexical_table(&stats),
+                ),
+            ],
+            f,
+        ),
+    }
+    eprintln!(
+        "{} items ({} with a card at the threshold) from {} task source(s) and {} labelled session(s) in {:.1}s → {}",
+        items.len(),
+        items.iter().filter(|i| i.threshold).count(),
+        sources.tasks.len(),
+        sources.labels.len(),
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
+    EXIT_OK
+}
+
+fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for l in lines {
+        f.write_all(l.as_bytes())?;
+        f.write_all(b"\n")?;
+    }
+    f.flush()?;
+    f.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+/// Reads a dataset file.
+pub fn read_dataset(path: &Path) -> Result<Vec<Item>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    judgement::parse_dataset(&path.display().to_string(), &text)
+}
+
+/// Keeps the items a run asks about.
+pub fn select(
+    items: Vec<Item>,
+    source: Option<&str>,
+    threshold_only: bool,
+    limit: Option<usize>,
+) -> Vec<Item> {
+    items
+        .into_iter()
+        .filter(|i| source.is_none_or(|s| i.source == s))
+        .filter(|i| !threshold_only || i.threshold)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect()
+}
+
+/// The system prompt and tool list of every judgement request.
+pub fn request_prefix() -> (Arc<str>, Arc<[ToolSpec]>, u32) {
+    let mut tools = crate::tools::tool_specs();
+    tools.extend(policies::fold::fold_tools(false));
+    let tools: Arc<[ToolSpec]> = Arc::from(tools);
+    let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
+    let prefix = tokens::prefix_tokens(&system, &tools);
+    (system, tools, prefix)
+}
+
+/// The request an item sends to a model.
+pub fn request_for(item: &Item, cap: Option<usize>) -> Request {
+    let (system, tools, prefix) = request_prefix();
+    Request::new(
+        system,
+        tools,
+        prefix,
+        item.request_messages(cap),
+        Purpose::Turn,
+    )
+}
+
+/// Settings of [`judge_models`].
+#[derive(Debug, Clone)]
+pub struct JudgeOptions {
+    /// Requests at once.
+    pub jobs: usize,
+    /// Extra cut of tool outputs.
+    pub max_tool_output: Option<usize>,
+    /// Prices.
+    pub price: Price,
+    /// Print a line per answered item to stderr.
+    pub progress: bool,
+}
+
+/// The baselines' records over the items; `prompt_tokens` is the size of the request a model
+/// would get (tool outputs cut to `cap` when given).
+pub fn baseline_records(items: &[Item], cap: Option<usize>) -> Vec<JudgedRecord> {
+    let sizes: Vec<u64> = items.iter().map(|it| request_for(it, cap).tokens).collect();
+    let mut out = Vec::new();
+    for j in BASELINES {
+        for (it, size) in items.iter().zip(&sizes) {
+            let mut r = judgement::baseline_record(j, it, &it.context());
+            r.prompt_tokens = *size;
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Asks each model about every item (concurrently, at most `jobs` requests at once) and judges
+/// the answers; records come back grouped by model, in item order.
+pub async fn judge_models(
+    items: &[Item],
+    models: &[SharedModel],
+    opts: &JudgeOptions,
+) -> Vec<JudgedRecord> {
+    let items: Arc<Vec<Item>> = Arc::new(items.to_vec());
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
+    let total = items.len() * models.len();
+    let done = Arc::new(Mutex::new(0usize));
+    let mut handles = Vec::new();
+    for (mi, model) in models.iter().enumerate() {
+        for ii in 0..items.len() {
+            let (items, sem, model, opts, done) = (
+                Arc::clone(&items),
+                Arc::clone(&sem),
+                Arc::clone(model),
+                opts.clone(),
+                Arc::clone(&done),
+            );
+            handles.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let item = &items[ii];
+                let req = request_for(item, opts.max_tool_output);
+                let card = item.card();
+                let name = model.name();
+                let mut rec = JudgedRecord::new(&name, item, judgement::card_tokens(&card));
+                let began = Instant::now();
+                let answer = model.respond(&req, &item.id).await;
+                rec.latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+                rec = match answer {
+                    Ok(resp) => {
+                        let mut r = rec.answered(item, &item.context(), &resp);
+                        r.prompt_tokens =
+                            resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
+                        r.cost = judgement::cost(
+                            req.tokens,
+                            resp.output_tokens,
+                            resp.usage,
+                            &opts.price,
+                        );
+                        r
+                    }
+                    Err(e) => {
+                        rec.prompt_tokens = req.tokens;
+                        rec.error = Some(e.to_string());
+                        rec
+                    }
+                };
+                if opts.progress {
+                    let n = done.lock().map(|mut d| {
+                        *d += 1;
+                        *d
+                    });
+                    let what = match &rec.error {
+                        Some(e) => format!("error: {e}"),
+                        None if rec.score.ignored => "ignored the card".to_string(),
+                        None => rec
+                            .calls
+                            .iter()
+                            .map(|c| match (c.from, c.to) {
+                                (Some(a), Some(b)) => format!("fold {a}-{b} {:?}", c.verdict),
+                                _ => format!("{:?}", c.verdict),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    };
+                    eprintln!(
+                        "judge: [{}/{total}] {name} {} ({:.1}s): {what}",
+                        n.unwrap_or(0),
+                        item.id,
+                        rec.latency_ms as f64 / 1000.0
+                    );
+                }
+                (mi, ii, rec)
+            }));
+        }
+    }
+    let mut got: Vec<(usize, usize, JudgedRecord)> = Vec::new();
+    for h in handles {
+        if let Ok(r) = h.await {
+            got.push(r);
+        }
+    }
+    got.sort_by_key(|(m, i, _)| (*m, *i));
+    got.into_iter().map(|(_, _, r)| r).collect()
+}
+
+fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
+    let real: Vec<&String> = a
+        .models
+        .iter()
+        .filter(|m| Judge::parse(m).is_none())
+        .collect();
+    if a.record.is_some() && real.len() > 1 {
+        return Err("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into());
+    }
+    let opts = BackendOptions {
+        record: a.record.clone(),
+        in_flight: a.jobs.max(1),
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        max_retries: a.retries,
+        ..BackendOptions::default()
+    };
+    let mut out: Vec<SharedModel> = Vec::new();
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for m in real {
+        if m.trim() == "sim" || m.starts_with("sim:") {
+            return Err(format!(
+                "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
+            ));
+        }
+        if seen.insert(m.clone(), ()).is_some() {
+            return Err(format!("the model `{m}` is given twice"));
+        }
+        out.push(backends::parse_model(m, &opts)?);
+    }
+    Ok(out)
+}
+
+async fn cmd_run(a: RunArgs) -> i32 {
+    let items = match read_dataset(&a.dataset) {
+        Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if items.is_empty() {
+        eprintln!("error: no item selected from {}", a.dataset.display());
+        return crate::cli::EXIT_NO_CELLS;
+    }
+    let models = match run_models(&a) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut records = baseline_records(&items, a.max_tool_output);
+    let opts = JudgeOptions {
+        jobs: a.jobs,
+        max_tool_output: a.max_tool_output,
+        price: Price {
+            input: a.price,
+            ..Price::default()
+        },
+        progress: !models.is_empty(),
+    };
+    records.extend(judge_models(&items, &models, &opts).await);
+    let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
+    names.extend(models.iter().map(|m| m.name()));
+    let aggs: Vec<Aggregate> = names
+        .iter()
+        .map(|n| judgement::aggregate(n, &records))
+        .collect();
+    if let Some(out) = &a.out {
+        let lines = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap_or_default());
+        if let Err(e) = write_lines(out, lines) {
+            eprintln!("error: cannot write {}: {e}", out.display());
+            return EXIT_INTERNAL;
+        }
+    }
+    let stats = judgement::dataset_stats(&items);
+    match a.format {
+        TableFormat::Json => {
+            let v = serde_json::json!({ "scores": aggs, "sources": stats });
+            match serde_json::to_string_pretty(&v) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_INTERNAL;
+                }
+            }
+        }
+        TableFormat::Csv => print!("{}", judgement::scores_table(&aggs).to_csv()),
+        f => print_tables(
+            &[
+                ("Boundary judgement", judgement::scores_table(&aggs)),
+                ("The host's filter", judgement::filter_table(&stats)),
+                (
+                    "The lexical rule at labelled turn boundaries",
+                    judgement::lexical_table(&stats),
+                ),
+            ],
+            f,
+        ),
+    }
+    let errors: usize = aggs.iter().map(|x| x.errors).sum();
+    eprintln!(
+        "{} items × {} models{}",
+        items.len(),
+        names.len(),
+        a.out
+            .as_ref()
+            .map(|o| format!(" · records in {}", o.display()))
+            .unwrap_or_default()
+    );
+    if errors > 0 {
+        eprintln!("error: {errors} request(s) got no answer; see the records");
+        return EXIT_FAILED;
+    }
+    EXIT_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_sorted_into_tasks_and_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let labels = dir.path().join("labels/claude-code");
+        std::fs::create_dir_all(&labels).unwrap();
+        std::fs::write(
+            labels.join("s.yaml"),
+            "session: s.jsonl\nturns:\n  - uuid: \"u\"\n    n: 1\n    unit: a\n",
+        )
+        .unwrap();
+        let s = classify(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(s.labels.len(), 1);
+        assert_eq!(s.labels[0].1, dir.path());
+        let s = classify(&[labels.join("s.yaml")]).unwrap();
+        assert_eq!(
+            s.labels[0].1,
+            dir.path(),
+            "the data folder is found upwards"
+        );
+        let spec = dir.path().join("t.yaml");
+        std::fs::write(&spec, "name: t\n").unwrap();
+        assert_eq!(
+            classify(std::slice::from_ref(&spec)).unwrap().tasks,
+            vec![spec]
+        );
+        assert!(classify(&[dir.path().join("nope")])
+            .unwrap_err()
+            .contains("does not exist"));
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(empty.path().join("labels")).unwrap();
+        assert!(classify(&[empty.path().to_path_buf()])
+            .unwrap_err()
+            .contains("no labels files"));
+    }
+}

@@ -1,0 +1,280 @@
+//! `foldbench merge SHARD_DIR... -o DIR`: joins the run directories of the shards of one matrix
+//! (`foldbench run --partition hash:K/N`) into one run directory, as if the matrix had run in one
+//! go: `matrix.json` without the partition, `cells.jsonl` and `requests.jsonl` in matrix order,
+//! and each cell's folder.
+//!
+//! Shards must record the same matrix (cells, arms with their parameters, models, seeds, task
+//! names); a cell recorded by two shards is refused, so is a record of a cell outside the matrix.
+//! Cells of the matrix that no shard recorded are reported: the merge is written, and the
+//! command exits 100 so a CI job notices the lost shard.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use harness_core::record::CellRecord;
+
+use crate::cli::{EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use crate::results::{cell_folder, read_records, write_atomic};
+use crate::run::MatrixCell;
+
+/// `foldbench merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' run directories.
+    #[arg(required = true, value_name = "SHARD_DIR")]
+    pub shards: Vec<PathBuf>,
+    /// The merged run directory (new, or empty).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Why a merge was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeError {
+    /// The shards do not fit together (different matrices, a duplicate cell, not a run
+    /// directory, an output directory in use): exit 2.
+    Refused(String),
+    /// Reading or writing failed: exit 1.
+    Io(String),
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// Shards merged.
+    pub shards: usize,
+    /// Cells recorded in the merged run.
+    pub cells: usize,
+    /// Cells of the matrix.
+    pub matrix_cells: usize,
+    /// Cells of the matrix that no shard recorded, in matrix order.
+    pub missing: Vec<String>,
+}
+
+/// A shard's `matrix.json`: the full matrix, and the value itself.
+fn read_matrix(dir: &Path) -> Result<(Vec<MatrixCell>, serde_json::Value), MergeError> {
+    let path = dir.join("matrix.json");
+    let text = fs::read_to_string(&path).map_err(|e| {
+        MergeError::Refused(format!(
+            "cannot read {}: {e}; is {} a run directory?",
+            path.display(),
+            dir.display()
+        ))
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        MergeError::Refused(format!(
+            "{}:{}:{}: not a matrix: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let cells: Vec<MatrixCell> =
+        serde_json::from_value(v.get("cells").cloned().unwrap_or_default()).map_err(|e| {
+            MergeError::Refused(format!(
+                "{}: `cells` is not a list of cells: {e}",
+                path.display()
+            ))
+        })?;
+    Ok((cells, v))
+}
+
+/// The parts of a `matrix.json` that must agree between shards, by name.
+fn identity(v: &serde_json::Value) -> Vec<(&'static str, serde_json::Value)> {
+    let task_names = v
+        .get("tasks")
+        .and_then(|t| t.as_array())
+        .map(|ts| {
+            ts.iter()
+                .map(|t| t.get("name").cloned().unwrap_or_default())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    vec![
+        ("version", v.get("version").cloned().unwrap_or_default()),
+        ("tasks", serde_json::Value::Array(task_names)),
+        ("arms", v.get("arms").cloned().unwrap_or_default()),
+        ("models", v.get("models").cloned().unwrap_or_default()),
+        ("seeds", v.get("seeds").cloned().unwrap_or_default()),
+        ("cells", v.get("cells").cloned().unwrap_or_default()),
+    ]
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            fs::copy(e.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Merges shard run directories into `out`.
+pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
+    let Some(first_dir) = shards.first() else {
+        return Err(MergeError::Refused(
+            "give at least one shard directory".into(),
+        ));
+    };
+    if out.exists()
+        && fs::read_dir(out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(MergeError::Refused(format!(
+            "{} exists and is not empty; merge into a new directory",
+            out.display()
+        )));
+    }
+    let (cells, first) = read_matrix(first_dir)?;
+    let want = identity(&first);
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    let mut records: HashMap<String, CellRecord> = HashMap::new();
+    let in_matrix: HashSet<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    for (i, dir) in shards.iter().enumerate() {
+        let (_, v) = read_matrix(dir)?;
+        for ((name, a), (_, b)) in want.iter().zip(identity(&v)) {
+            if *a != b {
+                return Err(MergeError::Refused(format!(
+                    "{} and {} are runs of different matrices (their `{name}` differ); merge shards of one matrix, run with the same matrix file, profile and flags",
+                    first_dir.display(),
+                    dir.display()
+                )));
+            }
+        }
+        for r in read_records(dir).map_err(MergeError::Refused)? {
+            if !in_matrix.contains(r.id.as_str()) {
+                return Err(MergeError::Refused(format!(
+                    "{} holds a record of {}, which is not a cell of its matrix",
+                    dir.display(),
+                    r.id
+                )));
+            }
+            if let Some(j) = owner.insert(r.id.clone(), i) {
+                return Err(MergeError::Refused(format!(
+                    "the cell {} is in both {} and {}; each cell belongs to one shard (give each shard once, with different --partition)",
+                    r.id,
+                    shards[j].display(),
+                    dir.display()
+                )));
+            }
+            records.insert(r.id.clone(), r);
+        }
+    }
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        MergeError::Io(format!("cannot {what} {}: {e}", p.display()))
+    };
+    fs::create_dir_all(out.join("cells")).map_err(|e| io("create", out, e))?;
+    let mut matrix = first.clone();
+    if let Some(o) = matrix.as_object_mut() {
+        o.remove("partition");
+        o.remove("only");
+    }
+    let text = serde_json::to_string_pretty(&matrix).map_err(|e| MergeError::Io(e.to_string()))?;
+    let mpath = out.join("matrix.json");
+    write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
+    // Cell folders and requests first; the records last (a record means a complete cell).
+    let mut requests: HashMap<String, Vec<String>> = HashMap::new();
+    for (i, dir) in shards.iter().enumerate() {
+        for (id, _) in owner.iter().filter(|(_, o)| **o == i) {
+            let from = dir.join("cells").join(cell_folder(id));
+            if from.is_dir() {
+                let to = out.join("cells").join(cell_folder(id));
+                copy_dir(&from, &to).map_err(|e| io("copy", &from, e))?;
+            }
+        }
+        let rpath = dir.join("requests.jsonl");
+        let Ok(f) = fs::File::open(&rpath) else {
+            continue;
+        };
+        for line in BufReader::new(f).lines() {
+            let line = line.map_err(|e| io("read", &rpath, e))?;
+            let cell = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v.get("cell").and_then(|c| c.as_str()).map(str::to_string));
+            // Requests of a cell without a record (a torn shard) are dropped with the cell.
+            if let Some(cell) = cell.filter(|c| owner.get(c) == Some(&i)) {
+                requests.entry(cell).or_default().push(line);
+            }
+        }
+    }
+    let mut req_text = String::new();
+    let mut cell_text = String::new();
+    let mut missing = Vec::new();
+    for c in &cells {
+        match records.get(&c.id) {
+            Some(r) => {
+                for l in requests.get(&c.id).into_iter().flatten() {
+                    req_text.push_str(l);
+                    req_text.push('\n');
+                }
+                cell_text.push_str(
+                    &serde_json::to_string(r).map_err(|e| MergeError::Io(e.to_string()))?,
+                );
+                cell_text.push('\n');
+            }
+            None => missing.push(c.id.clone()),
+        }
+    }
+    let rpath = out.join("requests.jsonl");
+    write_atomic(&rpath, req_text.as_bytes()).map_err(|e| io("write", &rpath, e))?;
+    let cpath = out.join("cells.jsonl");
+    write_atomic(&cpath, cell_text.as_bytes()).map_err(|e| io("write", &cpath, e))?;
+    Ok(Merged {
+        shards: shards.len(),
+        cells: records.len(),
+        matrix_cells: cells.len(),
+        missing,
+    })
+}
+
+/// Runs `foldbench merge`.
+pub fn cmd(a: MergeArgs) -> i32 {
+    match merge(&a.shards, &a.out) {
+        Ok(m) => {
+            eprintln!(
+                "merged {} shard{}: {} of {} cells → {}",
+                m.shards,
+                if m.shards == 1 { "" } else { "s" },
+                m.cells,
+                m.matrix_cells,
+                a.out.display()
+            );
+            if m.missing.is_empty() {
+                EXIT_OK
+            } else {
+                for id in m.missing.iter().take(20) {
+                    eprintln!("missing {id}");
+                }
+                if m.missing.len() > 20 {
+                    eprintln!("… and {} more", m.missing.len() - 20);
+                }
+                eprintln!(
+                    "error: {} of the matrix {} in no shard; did a shard fail or was one left out?",
+                    if m.missing.len() == 1 {
+                        "1 cell".to_string()
+                    } else {
+                        format!("{} cells", m.missing.len())
+                    },
+                    if m.missing.len() == 1 { "is" } else { "are" }
+                );
+                EXIT_FAILED
+            }
+        }
+        Err(MergeError::Refused(e)) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+        Err(MergeError::Io(e)) => {
+            eprintln!("error: {e}");
+            EXIT_INTERNAL
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! `foldbench report RUN_DIR`: reports rendered from a run directory's records (never from
+//! memory) — a terminal table, Markdown for a CI job summary, CSV, JSON, JUnit XML and SVG charts.
+//!
+//! `-o FILE` (repeatable) writes a file whose extension picks the format: `.md`, `.csv`,
+//! `.json`, `.xml` (JUnit), `.svg` (the chart chosen with `--chart`), `.txt` (the table).
+//! Without `-o` the report goes to standard output in `--format`. The exporters are the pure
+//! functions of `harness_core::{render, junit, svg}`; this module only reads and writes files.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use harness_core::record::{CellRecord, Status};
+use harness_core::svg::{self, RequestPoint, SessionChoice};
+use harness_core::{junit, render};
+
+use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A terminal table.
+    Table,
+    /// Markdown (a CI job summary).
+    Md,
+    /// CSV.
+    Csv,
+    /// JSON.
+    Json,
+    /// JUnit XML, one test case per cell.
+    Junit,
+    /// An SVG chart (see `--chart`).
+    Svg,
+}
+
+impl Format {
+    /// The format a file's extension asks for.
+    pub fn of_path(p: &Path) -> Result<Format, String> {
+        match p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("md" | "markdown") => Ok(Format::Md),
+            Some("csv") => Ok(Format::Csv),
+            Some("json") => Ok(Format::Json),
+            Some("xml") => Ok(Format::Junit),
+            Some("svg") => Ok(Format::Svg),
+            Some("txt") => Ok(Format::Table),
+            _ => Err(format!(
+                "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg or .txt",
+                p.display()
+            )),
+        }
+    }
+}
+
+/// Which chart an SVG report draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Chart {
+    /// Request size over the requests of one session, one line per arm.
+    Requests,
+    /// Re-runs per arm (hidden and visible).
+    Reruns,
+}
+
+/// `foldbench report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Format on standard output (default table; with -o, only when given).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// One row per cell instead of one per arm.
+    #[arg(long)]
+    pub cells: bool,
+    /// Write to FILE; the extension picks the format (.md .csv .json .xml .svg .txt). Repeatable.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    /// The chart of an SVG report.
+    #[arg(long, value_enum, default_value_t = Chart::Requests)]
+    pub chart: Chart,
+    /// Request chart: the task (default: the first with the longest session).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Request chart: the seed (default: the smallest).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Request chart: the model (default: the first).
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+/// Writes to standard output, ignoring a closed pipe (`foldbench list | head`).
+pub fn emit(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// Reads the chart fields of `requests.jsonl`.
+pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
+    let path = dir.join("requests.jsonl");
+    let f =
+        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(serde_json::from_str(&line).map_err(|e| {
+            format!(
+                "{}:{}:{}: not a request record: {e}",
+                path.display(),
+                i + 1,
+                e.column()
+            )
+        })?);
+    }
+    Ok(out)
+}
+
+/// The Markdown report: a heading, the counts, the per-arm (or per-cell) table and the cells
+/// that did not succeed.
+pub fn markdown(records: &[CellRecord], title: &str, cells: bool) -> String {
+    let count = |s: Status| records.iter().filter(|r| r.status == s).count();
+    let mut s = format!(
+        "## foldbench: {title}\n\n{} cells: {} success, {} failure, {} error\n\n",
+        records.len(),
+        count(Status::Success),
+        count(Status::Failure),
+        count(Status::Error)
+    );
+    let table = if cells {
+        render::cells_table(records)
+    } else {
+        render::summary_table(records)
+    };
+    s.push_str(&table.to_markdown());
+    let bad: Vec<&CellRecord> = records
+        .iter()
+        .filter(|r| r.status != Status::Success)
+        .collect();
+    if !bad.is_empty() {
+        s.push_str("\n### Cells that did not succeed\n\n");
+        for r in bad {
+            let why = match &r.error {
+                Some(e) => e.clone(),
+                None => r
+                    .checks
+                    .iter()
+                    .filter(|c| !c.passed)
+                    .map(|c| c.label.clone())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            s.push_str(&format!(
+                "- `{}` {}: {}\n",
+                r.id,
+                r.status.as_str(),
+                why.replace('\n', " ")
+            ));
+        }
+    }
+    s
+}
+
+/// Renders one format. `dir` is the run directory (for `requests.jsonl`).
+pub fn render_format(
+    format: Format,
+    a: &ReportArgs,
+    records: &[CellRecord],
+) -> Result<String, String> {
+    let table = || {
+        if a.cells {
+            render::cells_table(records)
+        } else {
+            render::summary_table(records)
+        }
+    };
+    let title = a
+        .run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| a.run_dir.display().to_string());
+    Ok(match format {
+        Format::Table => format!("{}\n", table().to_terminal()),
+        Format::Md => markdown(records, &title, a.cells),
+        Format::Csv => table().to_csv(),
+        Format::Json => {
+            let v = if a.cells {
+                serde_json::to_string_pretty(records)
+            } else {
+                serde_json::to_string_pretty(&render::summarize(records))
+            };
+            format!("{}\n", v.map_err(|e| e.to_string())?)
+        }
+        Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
+        Format::Svg => match a.chart {
+            Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
+            Chart::Requests => {
+                let requests = read_requests(&a.run_dir)?;
+                let chart = svg::request_chart(
+                    records,
+                    &requests,
+                    &SessionChoice {
+                        task: a.task.clone(),
+                        seed: a.seed,
+                        model: a.model.clone(),
+                    },
+                )?;
+                svg::line_chart(&chart)
+            }
+        },
+    })
+}
+
+/// Runs `foldbench report`.
+pub fn cmd(a: ReportArgs) -> i32 {
+    let records = match crate::results::read_records(&a.run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut outputs = Vec::new();
+    for p in &a.output {
+        match Format::of_path(p) {
+            Ok(f) => outputs.push((p.clone(), f)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let stdout = match (a.format, outputs.is_empty()) {
+        (Some(f), _) => Some(f),
+        (None, true) => Some(Format::Table),
+        (None, false) => None,
+    };
+    if let Some(f) = stdout {
+        match render_format(f, &a, &records) {
+            Ok(s) => emit(&s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    for (path, f) in outputs {
+        let text = match render_format(f, &a, &records) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                eprintln!("error: cannot create {}: {e}", dir.display());
+                return EXIT_INTERNAL;
+            }
+        }
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return EXIT_INTERNAL;
+        }
+        eprintln!("wrote {}", path.display());
+    }
+    EXIT_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_extension_picks_the_format() {
+        for (file, f) in [
+            ("a/report.md", Format::Md),
+            ("x.CSV", Format::Csv),
+            ("s.json", Format::Json),
+            ("junit.xml", Format::Junit),
+            ("chart.svg", Format::Svg),
+            ("t.txt", Format::Table),
+        ] {
+            assert_eq!(Format::of_path(Path::new(file)).unwrap(), f, "{file}");
+        }
+        assert!(Format::of_path(Path::new("report.pdf")).is_err());
+        assert!(Format::of_path(Path::new("report")).is_err());
+    }
+
+    #[test]
+    fn markdown_lists_the_cells_that_did_not_succeed() {
+        let records: Vec<CellRecord> = Vec::new();
+        let md = markdown(&records, "run-1", false);
+        assert!(md.starts_with("## foldbench: run-1\n\n0 cells"), "{md}");
+        assert!(!md.contains("did not succeed"));
+    }
+}
