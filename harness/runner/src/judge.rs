@@ -485,7 +485,7 @@ pub async fn build(
 fn print_tables(tables: &[(&str, harness_core::render::Table)], format: TableFormat) {
     for (title, t) in tables {
         match format {
-            TableFormat::Table => println!("{title}\n{}", t.to_terminal()),
+            TableFormat::Table => println!("{title}\n{}\n", t.to_terminal()),
             TableFormat::Md => println!("### {title}\n\n{}", t.to_markdown()),
             TableFormat::Csv | TableFormat::Json => {}
         }
