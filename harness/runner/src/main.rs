@@ -1,5 +1,17 @@
 //! The `foldbench` binary: glue that calls [`harness_runner::cli::main`].
 
 fn main() {
+    restore_sigpipe();
     std::process::exit(harness_runner::cli::main());
+}
+
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`foldbench tasks | head -1`) panics.
+/// A command-line tool should end quietly instead, as `cat` does: restore the default action.
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called once at start, before any thread exists; `signal` with SIG_DFL has no other
+    // precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
