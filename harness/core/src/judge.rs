@@ -106,7 +106,7 @@ pub fn ranges(judge: Judge, p: &CardPoint) -> Vec<(u32, u32)> {
 }
 
 /// Maximal runs of consecutive turns for which `keep` holds.
-fn runs(turns: &[u32], keep: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
+pub fn runs(turns: &[u32], keep: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
     let mut out: Vec<(u32, u32)> = Vec::new();
     for &t in turns {
         if !keep(t) {

@@ -1169,7 +1169,7 @@ pub fn parse_labels(name: &str, text: &str) -> Result<SessionLabels, Vec<Problem
         };
         let prompt = m.get("n").is_some_and(|n| !n.is_null());
         let unit = match m.get("unit") {
-            None | Some(serde_yaml::Value::Null) => None,
+            None | Some(crate::yaml::Value::Null) => None,
             Some(v) => r.string(&key(&p, "unit"), v, "`unit`"),
         };
         if prompt && unit.is_none() {

@@ -39,8 +39,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::yaml::Value;
 use serde::{Deserialize, Serialize};
-use serde_yaml::Value;
 
 use crate::compare::{self, Threshold};
 use crate::metrics::Price;

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::yaml::Value;
 use serde::Serialize;
-use serde_yaml::Value;
 
 use crate::yaml::{self, child, key, Problem, Reader, Seg};
 

@@ -11,7 +11,8 @@
 use std::fmt;
 
 use serde::Serialize;
-use serde_yaml::Value;
+/// A parsed YAML value (re-exported so no other module names `serde_yaml`).
+pub use serde_yaml::Value;
 
 /// One problem found in an input file, with where it is and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,9 +18,8 @@
 
 use std::collections::HashMap;
 
-use harness_core::yaml::{self, key, Problem, Reader, Seg};
+use harness_core::yaml::Problem;
 use harness_import::ImportedSession;
-use serde_yaml::Value;
 
 /// The labels of any number of files, by prompt uuid.
 #[derive(Debug, Clone, Default)]
@@ -55,63 +54,16 @@ impl Labels {
     /// Reads one labels file (`name` names it in problems). Returns how many prompts it labels.
     /// Every problem is reported, with its line and column; nothing is added when there is one.
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {
-        let doc = yaml::parse(name, text).map_err(|p| vec![p])?;
-        let mut r = Reader::new(name, text);
-        let root: Vec<Seg> = Vec::new();
-        let mut found: Vec<(String, String)> = Vec::new();
-        match doc.as_mapping() {
-            None => r.problem(
-                &root,
-                format!(
-                    "a labels file must be a mapping with `turns`, found {}",
-                    yaml::kind(&doc)
-                ),
-            ),
-            Some(map) => match map.get("turns") {
-                None => r.problem(
-                    &root,
-                    "a labels file needs `turns`: a list of prompts, each with `uuid` and `unit`",
-                ),
-                Some(turns) => {
-                    let tp = key(&root, "turns");
-                    for (i, t) in r.sequence(&tp, turns, "`turns`").iter().enumerate() {
-                        let p = yaml::child(&tp, Seg::Index(i));
-                        let Some(m) = t.as_mapping() else {
-                            r.problem(
-                                &p,
-                                format!("a turn must be a mapping, found {}", yaml::kind(t)),
-                            );
-                            continue;
-                        };
-                        if matches!(m.get("n"), Some(Value::Null)) {
-                            continue; // not a prompt
-                        }
-                        let uuid = match m.get("uuid") {
-                            Some(v) => r.string(&key(&p, "uuid"), v, "`uuid`"),
-                            None => {
-                                r.problem(&p, "a turn needs `uuid`: the user record's uuid");
-                                None
-                            }
-                        };
-                        let unit = match m.get("unit") {
-                            None | Some(Value::Null) => None,
-                            Some(v) => r.string(&key(&p, "unit"), v, "`unit`"),
-                        };
-                        if let (Some(u), Some(unit)) = (uuid, unit) {
-                            found.push((u, unit));
-                        }
-                    }
-                }
-            },
-        }
-        if !r.problems.is_empty() {
-            return Err(r.problems);
-        }
+        // One reader of the labels format, shared with the judge's dataset builder.
+        let parsed = harness_core::judgement::parse_labels(name, text)?;
         let index = self.files.len();
         self.files.push(name.to_string());
-        let n = found.len();
-        for (uuid, unit) in found {
-            self.by_uuid.insert(uuid, (index, unit));
+        let mut n = 0;
+        for (uuid, unit) in parsed.units {
+            if let Some(unit) = unit {
+                self.by_uuid.insert(uuid, (index, unit));
+                n += 1;
+            }
         }
         Ok(n)
     }

@@ -153,7 +153,7 @@ impl Turns {
             JudgeKind::Oracle => judge::ranges(Judge::Oracle, &point),
             JudgeKind::Labels => {
                 let now = self.unit(current);
-                runs(offered, |t| {
+                harness_core::judge::runs(offered, |t| {
                     t < current && self.unit(t).is_some_and(|u| Some(u) != now)
                 })
             }
@@ -250,21 +250,6 @@ impl Turns {
         }
         out
     }
-}
-
-/// Maximal runs of consecutive turns for which `keep` holds.
-fn runs(turns: &[u32], keep: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    for &t in turns {
-        if !keep(t) {
-            continue;
-        }
-        match out.last_mut() {
-            Some((_, b)) if *b + 1 == t => *b = t,
-            _ => out.push((t, t)),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
