@@ -86,7 +86,13 @@ fn canonical_message(m: &Message) -> Value {
     };
     let mut o = Map::new();
     o.insert("role".into(), json!(role));
-    o.insert("text".into(), json!(m.visible_text()));
+    let text = m.visible_text();
+    let text = if m.role == Role::Tool {
+        mask_durations(&text)
+    } else {
+        text
+    };
+    o.insert("text".into(), json!(text));
     if !m.tool_calls.is_empty() {
         let calls: Vec<Value> = m
             .tool_calls
@@ -102,6 +108,17 @@ fn canonical_message(m: &Message) -> Value {
         o.insert("is_error".into(), json!(true));
     }
     Value::Object(o)
+}
+
+/// Masks durations in a tool's output (`Ran 3 tests in 0.001s` → `Ran 3 tests in <duration>`):
+/// the only part of a tool result that differs between a recorded run and its replay, so the key
+/// of a request does not depend on how fast a test suite happened to run.
+pub fn mask_durations(text: &str) -> String {
+    static DURATION: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match DURATION.get_or_init(|| regex::Regex::new(r"\b\d+(\.\d+)?\s?(ms|s)\b").ok()) {
+        Some(re) => re.replace_all(text, "<duration>").into_owned(),
+        None => text.to_string(),
+    }
 }
 
 /// JSON with object keys sorted at every level and no white space, whatever map type
@@ -351,6 +368,42 @@ impl Model for ReplayModel {
 mod tests {
     use super::*;
     use harness_core::message::{MessageKind, ToolCall, ToolSpec};
+
+    #[test]
+    fn durations_in_tool_output_do_not_change_the_key() {
+        assert_eq!(
+            mask_durations("Ran 3 tests in 0.001s\nOK"),
+            "Ran 3 tests in <duration>\nOK"
+        );
+        assert_eq!(
+            mask_durations("took 12 ms, 3 tests, 2s"),
+            "took <duration>, 3 tests, <duration>"
+        );
+        let call = ToolCall {
+            id: "c".into(),
+            name: "shell".into(),
+            args: json!({"command": "t"}),
+        };
+        let key = |out: &str| {
+            let msgs = vec![
+                Message::user(1, "run the tests", None),
+                Message::assistant(1, "", vec![call.clone()]),
+                Message::tool_result(1, &call, out, false),
+            ];
+            cassette_key(
+                &Request::new(
+                    Arc::from("s"),
+                    Arc::from(Vec::<ToolSpec>::new()),
+                    0,
+                    msgs,
+                    Purpose::Turn,
+                ),
+                1,
+            )
+        };
+        assert_eq!(key("Ran 3 tests in 0.001s"), key("Ran 3 tests in 0.000s"));
+        assert_ne!(key("Ran 3 tests in 0.001s"), key("Ran 4 tests in 0.001s"));
+    }
 
     fn request(card: Option<&str>) -> Request {
         let c = ToolCall {
