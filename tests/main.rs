@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod architecture;
 mod cli;
 mod folds;
 mod judge;
