@@ -23,73 +23,36 @@ use crate::record::{CellRecord, Status};
 use crate::render::{num, Table};
 use crate::rng::Rng;
 
-/// A metric that `compare` reports.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricDef {
-    /// Key, as written in the matrix file's `regression:` section.
-    pub name: &'static str,
-    /// The value of a cell.
-    pub value: fn(&CellRecord) -> f64,
-}
+/// A metric that `compare` reports (the record metrics' one table).
+pub use crate::record::RecordMetric as MetricDef;
 
 /// The name of the success metric (judged by flips, not by medians).
 pub const SUCCESS: &str = "success";
 
 /// The metrics `compare` reports, in report order.
-pub const METRICS: [MetricDef; 12] = [
-    MetricDef {
-        name: SUCCESS,
-        value: |r| f64::from(u8::from(r.status == Status::Success)),
-    },
-    MetricDef {
-        name: "median_request_tokens",
-        value: |r| r.metrics.request_tokens.median,
-    },
-    MetricDef {
-        name: "max_request_tokens",
-        value: |r| r.metrics.request_tokens.max as f64,
-    },
-    MetricDef {
-        name: "total_request_tokens",
-        value: |r| r.metrics.request_tokens.total as f64,
-    },
-    MetricDef {
-        name: "reruns",
-        value: |r| r.metrics.reruns as f64,
-    },
-    MetricDef {
-        name: "reruns_hidden",
-        value: |r| r.metrics.reruns_hidden as f64,
-    },
-    MetricDef {
-        name: "archive_reads",
-        value: |r| r.metrics.archive_reads as f64,
-    },
-    MetricDef {
-        name: "premature_folds",
-        value: |r| r.metrics.premature_folds as f64,
-    },
-    MetricDef {
-        name: "fold_regret",
-        value: |r| r.metrics.fold_regret as f64,
-    },
-    MetricDef {
-        name: "compactions",
-        value: |r| r.metrics.compactions as f64,
-    },
-    MetricDef {
-        name: "written_tokens",
-        value: |r| r.metrics.written_tokens as f64,
-    },
-    MetricDef {
-        name: "cost",
-        value: |r| r.metrics.cost,
-    },
+pub const COMPARED: [&str; 12] = [
+    SUCCESS,
+    "median_request_tokens",
+    "max_request_tokens",
+    "total_request_tokens",
+    "reruns",
+    "reruns_hidden",
+    "archive_reads",
+    "premature_folds",
+    "fold_regret",
+    "compactions",
+    "written_tokens",
+    "cost",
 ];
 
-/// The names of [`METRICS`].
+/// The definitions of [`COMPARED`].
+pub fn compared_metrics() -> Vec<&'static MetricDef> {
+    crate::record::record_metrics(&COMPARED)
+}
+
+/// The names of [`COMPARED`].
 pub fn metric_names() -> Vec<&'static str> {
-    METRICS.iter().map(|m| m.name).collect()
+    COMPARED.to_vec()
 }
 
 /// The largest allowed worsening of a metric.
@@ -368,7 +331,7 @@ pub fn compare(
     }
     let mut metrics = Vec::new();
     let mut regressions = Vec::new();
-    for def in &METRICS {
+    for def in compared_metrics() {
         let threshold = thresholds.get(def.name).copied();
         let all = delta_of(def, None, &pairs, threshold);
         if all.regressed {

@@ -91,3 +91,113 @@ pub struct CellRecord {
 pub fn cell_id(task: &str, arm: &str, model: &str, seed: u64) -> String {
     format!("{task}/{arm}/{model}/{seed}")
 }
+
+/// A number read from a cell record: named as the matrix file's `regression:` section writes it,
+/// labelled for tables. `compare` and the A/B table both read records through this one table.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordMetric {
+    /// Key (`median_request_tokens`).
+    pub name: &'static str,
+    /// Label for tables (`median request tokens`).
+    pub label: &'static str,
+    /// The value of a cell.
+    pub value: fn(&CellRecord) -> f64,
+}
+
+fn median_rewritten(r: &CellRecord) -> f64 {
+    let mut v = r.metrics.rewritten_tokens_per_fold.clone();
+    v.sort_unstable();
+    crate::metrics::median_u64(&v)
+}
+
+/// Every metric a report can read from a record.
+pub const RECORD_METRICS: [RecordMetric; 16] = [
+    RecordMetric {
+        name: "success",
+        label: "success",
+        value: |r| f64::from(u8::from(r.status == Status::Success)),
+    },
+    RecordMetric {
+        name: "median_request_tokens",
+        label: "median request tokens",
+        value: |r| r.metrics.request_tokens.median,
+    },
+    RecordMetric {
+        name: "last_request_tokens",
+        label: "last request tokens",
+        value: |r| r.metrics.request_tokens.last as f64,
+    },
+    RecordMetric {
+        name: "max_request_tokens",
+        label: "max request tokens",
+        value: |r| r.metrics.request_tokens.max as f64,
+    },
+    RecordMetric {
+        name: "total_request_tokens",
+        label: "total request tokens",
+        value: |r| r.metrics.request_tokens.total as f64,
+    },
+    RecordMetric {
+        name: "reruns",
+        label: "re-runs",
+        value: |r| r.metrics.reruns as f64,
+    },
+    RecordMetric {
+        name: "reruns_hidden",
+        label: "re-runs hidden",
+        value: |r| r.metrics.reruns_hidden as f64,
+    },
+    RecordMetric {
+        name: "archive_reads",
+        label: "archive reads",
+        value: |r| r.metrics.archive_reads as f64,
+    },
+    RecordMetric {
+        name: "folds",
+        label: "folds",
+        value: |r| r.metrics.folds as f64,
+    },
+    RecordMetric {
+        name: "premature_folds",
+        label: "premature folds",
+        value: |r| r.metrics.premature_folds as f64,
+    },
+    RecordMetric {
+        name: "fold_regret",
+        label: "fold regret",
+        value: |r| r.metrics.fold_regret as f64,
+    },
+    RecordMetric {
+        name: "compactions",
+        label: "compactions",
+        value: |r| r.metrics.compactions as f64,
+    },
+    RecordMetric {
+        name: "written_tokens",
+        label: "cache written tokens",
+        value: |r| r.metrics.written_tokens as f64,
+    },
+    RecordMetric {
+        name: "cost",
+        label: "cost $",
+        value: |r| r.metrics.cost,
+    },
+    RecordMetric {
+        name: "rewritten_tokens_median_per_fold",
+        label: "rewritten tokens, median per fold",
+        value: median_rewritten,
+    },
+    RecordMetric {
+        name: "rewritten_tokens_total",
+        label: "rewritten tokens, total",
+        value: |r| r.metrics.rewritten_fold_total() as f64,
+    },
+];
+
+/// The metrics with these names, in that order (unknown names are skipped).
+pub fn record_metrics(names: &[&str]) -> Vec<&'static RecordMetric> {
+    names
+        .iter()
+        .filter_map(|n| RECORD_METRICS.iter().find(|m| m.name == *n))
+        .collect()
+}

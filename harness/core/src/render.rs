@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::metrics::{median_f64, CellMetrics};
-use crate::record::{CellRecord, Status};
+use crate::record::{CellRecord, RecordMetric, Status};
 
 /// A table of strings with headers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -272,79 +272,27 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
     Table { headers, rows }
 }
 
-/// One metric of the A/B table: a name and how to read it from a record.
-pub struct AbMetric {
-    /// Row label.
-    pub label: &'static str,
-    /// The value of a cell.
-    pub value: fn(&CellRecord) -> f64,
-}
-
 /// The metrics of the A/B table.
-pub fn ab_metrics(with_folds: bool) -> Vec<AbMetric> {
-    let mut v = vec![
-        AbMetric {
-            label: "success",
-            value: |r| {
-                if r.status == Status::Success {
-                    1.0
-                } else {
-                    0.0
-                }
-            },
-        },
-        AbMetric {
-            label: "re-runs",
-            value: |r| r.metrics.reruns as f64,
-        },
-        AbMetric {
-            label: "re-runs hidden",
-            value: |r| r.metrics.reruns_hidden as f64,
-        },
-        AbMetric {
-            label: "median request tokens",
-            value: |r| r.metrics.request_tokens.median,
-        },
-        AbMetric {
-            label: "last request tokens",
-            value: |r| r.metrics.request_tokens.last as f64,
-        },
-        AbMetric {
-            label: "total request tokens",
-            value: |r| r.metrics.request_tokens.total as f64,
-        },
-        AbMetric {
-            label: "archive reads",
-            value: |r| r.metrics.archive_reads as f64,
-        },
-        AbMetric {
-            label: "compactions",
-            value: |r| r.metrics.compactions as f64,
-        },
+pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
+    let mut names = vec![
+        "success",
+        "reruns",
+        "reruns_hidden",
+        "median_request_tokens",
+        "last_request_tokens",
+        "total_request_tokens",
+        "archive_reads",
+        "compactions",
     ];
     if with_folds {
-        v.push(AbMetric {
-            label: "folds",
-            value: |r| r.metrics.folds as f64,
-        });
-        v.push(AbMetric {
-            label: "premature folds",
-            value: |r| r.metrics.premature_folds as f64,
-        });
-        v.push(AbMetric {
-            label: "rewritten tokens, median per fold",
-            value: |r| {
-                let mut v = r.metrics.rewritten_tokens_per_fold.clone();
-                v.sort_unstable();
-                crate::metrics::median_u64(&v)
-            },
-        });
-        v.push(AbMetric {
-            label: "rewritten tokens, total",
-            value: |r| r.metrics.rewritten_fold_total() as f64,
-        });
+        names.extend([
+            "folds",
+            "premature_folds",
+            "rewritten_tokens_median_per_fold",
+            "rewritten_tokens_total",
+        ]);
     }
-    v
+    crate::record::record_metrics(&names)
 }
 
 /// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the
