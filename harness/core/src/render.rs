@@ -83,9 +83,20 @@ pub fn num(x: f64) -> String {
         return "–".into();
     }
     if (x - x.round()).abs() < 1e-9 {
-        crate::fold::group_thousands(x.round().max(0.0) as u64)
+        let sign = if x.round() < 0.0 { "-" } else { "" };
+        format!(
+            "{sign}{}",
+            crate::fold::group_thousands(x.round().abs() as u64)
+        )
     } else {
-        format!("{x:.1}")
+        let tenths = (x * 10.0).round() as i64;
+        let sign = if tenths < 0 { "-" } else { "" };
+        let tenths = tenths.unsigned_abs();
+        format!(
+            "{sign}{}.{}",
+            crate::fold::group_thousands(tenths / 10),
+            tenths % 10
+        )
     }
 }
 
@@ -426,5 +437,8 @@ mod tests {
         assert!(t.to_terminal().contains("x,y"));
         assert_eq!(num(1234.0), "1,234");
         assert_eq!(num(2.5), "2.5");
+        assert_eq!(num(114293.5), "114,293.5");
+        assert_eq!(num(-4.0), "-4");
+        assert_eq!(num(-1234.25), "-1,234.3");
     }
 }
