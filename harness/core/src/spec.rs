@@ -2,7 +2,7 @@
 //!
 //! [`load`] reads a spec from its text and reports **every** problem with file, line and column.
 //! Checks that need the file system (the fixture folder exists) are done by the runner, which
-//! uses [`TaskSpec::repo_pos`] to place its message.
+//! uses [`repo_field`] to place its message.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -36,9 +36,6 @@ pub struct TaskSpec {
     pub description: String,
     /// Fixture folder, relative to the spec's folder.
     pub repo: String,
-    /// Where `repo` is written, for the runner's messages.
-    #[serde(skip)]
-    pub repo_pos: (usize, usize),
     /// Shell commands run once before turn 1.
     pub setup: Vec<String>,
     /// The scripted turns.
@@ -248,7 +245,6 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
         name: String::new(),
         description: String::new(),
         repo: String::new(),
-        repo_pos: (1, 1),
         setup: Vec::new(),
         turns: Vec::new(),
         checks: Vec::new(),
@@ -277,7 +273,6 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
                 spec.description = r.string(&p, v, "`description`").unwrap_or_default()
             }
             "repo" => {
-                spec.repo_pos = r.locate(&p);
                 if let Some(repo) = r.string(&p, v, "`repo`") {
                     if repo.starts_with('/') || repo.split('/').any(|s| s == "..") {
                         r.problem(&p, format!("`repo` {repo:?} must be a folder below the spec's folder (no absolute path, no `..`)"));

@@ -28,8 +28,7 @@ use harness_core::message::{Message, Role};
 use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
-use super::retry::{provider_semaphore, Engine};
-use super::{BackendOptions, INVALID_ARGUMENTS};
+use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
 use crate::model::{Model, ModelFuture};
 use harness_core::message::ToolCall;
 
@@ -47,10 +46,7 @@ pub const EMPTY_TEXT: &str = "(empty)";
 
 /// A Claude model over the Messages API.
 pub struct AnthropicModel {
-    model: String,
-    url: String,
-    headers: Vec<(&'static str, String)>,
-    engine: Engine,
+    endpoint: Endpoint,
 }
 
 impl AnthropicModel {
@@ -62,57 +58,43 @@ impl AnthropicModel {
         api_key: &str,
         opts: &BackendOptions,
     ) -> Result<AnthropicModel, String> {
-        if model.trim().is_empty() {
-            return Err("anthropic: the model name is empty (write anthropic:<name>)".to_string());
-        }
-        let base = base_url.trim().trim_end_matches('/');
-        if base.is_empty() {
-            return Err("anthropic: the base url is empty".to_string());
-        }
         let key = api_key.trim().to_string();
         let headers = vec![
             ("x-api-key", key.clone()),
             ("anthropic-version", API_VERSION.to_string()),
         ];
-        let name = format!("anthropic:{model}");
-        let semaphore = provider_semaphore(&format!("anthropic {base}"), opts.in_flight);
-        let secrets = super::secrets_with(std::iter::once(key));
-        let engine = Engine::new(&name, semaphore, opts.retry_policy(), secrets)?;
-        Ok(AnthropicModel {
-            model: model.to_string(),
-            url: format!("{base}/v1/messages"),
+        let endpoint = Endpoint::new(
+            "anthropic",
+            model,
+            base_url,
+            "/v1/messages",
             headers,
-            engine,
-        })
+            vec![key],
+            opts,
+        )?;
+        Ok(AnthropicModel { endpoint })
     }
 
     /// A model named `model` with the key from `ANTHROPIC_API_KEY` (required) and the base URL
     /// from `ANTHROPIC_BASE_URL`.
     pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, String> {
-        let key = std::env::var("ANTHROPIC_API_KEY")
-            .ok()
-            .filter(|k| !k.trim().is_empty())
+        let key = env_value("ANTHROPIC_API_KEY")
             .ok_or_else(|| format!("anthropic:{model}: ANTHROPIC_API_KEY is not set"))?;
-        let base = std::env::var("ANTHROPIC_BASE_URL")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let base = env_value("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         AnthropicModel::new(model, &base, &key, opts)
     }
 }
 
 impl Model for AnthropicModel {
     fn name(&self) -> String {
-        format!("anthropic:{}", self.model)
+        format!("anthropic:{}", self.endpoint.model)
     }
 
     fn respond<'a>(&'a self, req: &'a Request, _cell: &'a str) -> ModelFuture<'a> {
         Box::pin(async move {
-            let answer = self
-                .engine
-                .post_json(&self.url, &self.headers, &body(req, &self.model))
-                .await?;
-            parse_response(&answer).map_err(|m| self.engine.malformed(m))
+            self.endpoint
+                .call(&body(req, &self.endpoint.model), parse_response)
+                .await
         })
     }
 }

@@ -125,6 +125,71 @@ pub fn with_recording(
     }
 }
 
+/// One provider endpoint as both HTTP backends use it: the model, the URL its requests go to,
+/// their headers, and the retrying engine with the provider's in-flight cap.
+struct Endpoint {
+    model: String,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    engine: retry::Engine,
+}
+
+impl Endpoint {
+    /// Checks the model and base URL and builds the engine. `provider` prefixes names and
+    /// messages (`openai`), `path` is appended to the base URL, `keys` are redacted from errors.
+    fn new(
+        provider: &str,
+        model: &str,
+        base_url: &str,
+        path: &str,
+        headers: Vec<(&'static str, String)>,
+        keys: Vec<String>,
+        opts: &BackendOptions,
+    ) -> Result<Endpoint, String> {
+        if model.trim().is_empty() {
+            return Err(format!(
+                "{provider}: the model name is empty (write {provider}:<name>)"
+            ));
+        }
+        let base = base_url.trim().trim_end_matches('/');
+        if base.is_empty() {
+            return Err(format!("{provider}: the base url is empty"));
+        }
+        let semaphore = retry::provider_semaphore(&format!("{provider} {base}"), opts.in_flight);
+        let secrets = secrets_with(keys.into_iter());
+        let engine = retry::Engine::new(
+            &format!("{provider}:{model}"),
+            semaphore,
+            opts.retry_policy(),
+            secrets,
+        )?;
+        Ok(Endpoint {
+            model: model.to_string(),
+            url: format!("{base}{path}"),
+            headers,
+            engine,
+        })
+    }
+
+    /// Posts a JSON body and parses the answer with `parse`; a parse failure is a malformed answer.
+    async fn call(
+        &self,
+        body: &serde_json::Value,
+        parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, String>,
+    ) -> Result<harness_core::request::Response, crate::model::ModelError> {
+        let answer = self
+            .engine
+            .post_json(&self.url, &self.headers, body)
+            .await?;
+        parse(&answer).map_err(|m| self.engine.malformed(m))
+    }
+}
+
+/// An environment variable's value, when it is set and not blank.
+fn env_value(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// The non-empty values of [`SECRET_VARS`] in this process's environment.
 pub fn env_secrets() -> Vec<String> {
     secrets_with(std::iter::empty())

@@ -29,8 +29,7 @@ use harness_core::message::{Message, Role, ToolCall};
 use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
-use super::retry::{provider_semaphore, Engine};
-use super::{BackendOptions, INVALID_ARGUMENTS};
+use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
 use crate::model::{Model, ModelFuture};
 
 /// The default base URL, as the official SDKs use it.
@@ -38,10 +37,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// An OpenAI-compatible chat-completions model.
 pub struct OpenAiModel {
-    model: String,
-    url: String,
-    headers: Vec<(&'static str, String)>,
-    engine: Engine,
+    endpoint: Endpoint,
 }
 
 impl OpenAiModel {
@@ -53,53 +49,43 @@ impl OpenAiModel {
         api_key: Option<String>,
         opts: &BackendOptions,
     ) -> Result<OpenAiModel, String> {
-        if model.trim().is_empty() {
-            return Err("openai: the model name is empty (write openai:<name>)".to_string());
-        }
-        let base = base_url.trim().trim_end_matches('/');
-        if base.is_empty() {
-            return Err("openai: the base url is empty".to_string());
-        }
-        let key = api_key.filter(|k| !k.trim().is_empty());
-        let mut headers = Vec::new();
-        if let Some(k) = &key {
-            headers.push(("authorization", format!("Bearer {}", k.trim())));
-        }
-        let name = format!("openai:{model}");
-        let semaphore = provider_semaphore(&format!("openai {base}"), opts.in_flight);
-        let secrets = super::secrets_with(key.into_iter());
-        let engine = Engine::new(&name, semaphore, opts.retry_policy(), secrets)?;
-        Ok(OpenAiModel {
-            model: model.to_string(),
-            url: format!("{base}/chat/completions"),
+        let key = api_key
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        let headers = key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect();
+        let endpoint = Endpoint::new(
+            "openai",
+            model,
+            base_url,
+            "/chat/completions",
             headers,
-            engine,
-        })
+            key.into_iter().collect(),
+            opts,
+        )?;
+        Ok(OpenAiModel { endpoint })
     }
 
     /// A model named `model` with the base URL and key from `OPENAI_BASE_URL` and
     /// `OPENAI_API_KEY`.
     pub fn from_env(model: &str, opts: &BackendOptions) -> Result<OpenAiModel, String> {
-        let base = std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        OpenAiModel::new(model, &base, std::env::var("OPENAI_API_KEY").ok(), opts)
+        let base = env_value("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        OpenAiModel::new(model, &base, env_value("OPENAI_API_KEY"), opts)
     }
 }
 
 impl Model for OpenAiModel {
     fn name(&self) -> String {
-        format!("openai:{}", self.model)
+        format!("openai:{}", self.endpoint.model)
     }
 
     fn respond<'a>(&'a self, req: &'a Request, _cell: &'a str) -> ModelFuture<'a> {
         Box::pin(async move {
-            let answer = self
-                .engine
-                .post_json(&self.url, &self.headers, &body(req, &self.model))
-                .await?;
-            parse_response(&answer).map_err(|m| self.engine.malformed(m))
+            self.endpoint
+                .call(&body(req, &self.endpoint.model), parse_response)
+                .await
         })
     }
 }
