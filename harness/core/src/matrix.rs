@@ -132,7 +132,7 @@ pub struct Layer {
     pub windows: Option<Vec<u64>>,
     /// Prices per model name (`default` for the rest).
     pub prices: BTreeMap<String, Price>,
-    /// Regression thresholds per metric (see [`compare::METRICS`]).
+    /// Regression thresholds per metric (see [`compare::COMPARED`]).
     pub regression: BTreeMap<String, Threshold>,
 }
 
