@@ -416,10 +416,10 @@ pub fn sandbox_env() -> Vec<(String, String)> {
             "/usr/local/bin:/usr/bin:/bin".to_string(),
         ));
     }
-    if let Some(dir) = python_dir() {
+    if let Some(bin) = python_bin().and_then(|b| b.to_str()) {
         for (k, v) in env.iter_mut() {
-            if k == "PATH" && v.split(':').next().is_none_or(|first| first != dir) {
-                *v = format!("{dir}:{v}");
+            if k == "PATH" && v.split(':').next().is_none_or(|first| first != bin) {
+                *v = format!("{bin}:{v}");
             }
         }
     }
@@ -428,27 +428,83 @@ pub fn sandbox_env() -> Vec<(String, String)> {
     env
 }
 
-/// The folder of the real `python3` interpreter, when `python3` on the PATH is a shim that
-/// resolves elsewhere (pyenv, asdf). A shim costs about 100 ms per start, which dominated the
-/// wall time of whole matrices; the shell's PATH puts the interpreter's own folder first.
-/// Resolved once per process.
-fn python_dir() -> Option<&'static str> {
-    static DIR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let out = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))",
-            ])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        let dir = String::from_utf8(out.stdout).ok()?.trim().to_string();
-        (out.status.success() && !dir.is_empty() && Path::new(&dir).join("python3").exists())
-            .then_some(dir)
-    })
-    .as_deref()
+/// The `bin` folder of a bare virtual environment over the host's `python3`, put first on the
+/// shell's PATH, so `python3` and `python` in a task run the host's interpreter with the standard
+/// library and no site-packages. Made once per process; `None` (the host's PATH as it is) when
+/// there is no `python3` or the environment cannot be made.
+///
+/// Two reasons. Tasks are specified against the standard library, and a task whose checks pass
+/// or fail with what a machine happens to have installed is not reproducible. And a `python3`
+/// start is most of a matrix's CPU time: a pyenv shim costs ~100 ms per start, and site hooks in
+/// the host's site-packages (on the reference machine a `.pth` that imports certifi) ~30 ms more,
+/// against ~10 ms for the bare interpreter.
+fn python_bin() -> Option<&'static Path> {
+    static BIN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| make_bare_python().ok())
+        .as_deref()
+}
+
+/// Resolves the host's `python3` (through any shim) and writes a virtual environment for it
+/// under the user's cache folder: `pyvenv.cfg` and symlinks, which is all a venv without pip
+/// is. The folder is keyed by the interpreter's path and version, built aside and renamed into
+/// place, and checked by running it once.
+fn make_bare_python() -> io::Result<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable)); \
+             print('%d.%d.%d' % sys.version_info[:3])",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let (Some(exe), Some(version), true) = (lines.next(), lines.next(), out.status.success())
+    else {
+        return Err(io::Error::other("python3 did not report its interpreter"));
+    };
+    let exe = PathBuf::from(exe);
+    let home = exe
+        .parent()
+        .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
+    let key = crate::cell::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("foldbench");
+    let dir = cache.join(format!("python-{version}-{}", &key[..12]));
+    let bin = dir.join("bin");
+    if !bin.join("python3").exists() {
+        std::fs::create_dir_all(&cache)?;
+        let tmp = tempfile::Builder::new().prefix(".python-").tempdir_in(&cache)?;
+        std::fs::write(
+            tmp.path().join("pyvenv.cfg"),
+            format!(
+                "home = {}\ninclude-system-site-packages = false\nversion = {version}\n",
+                home.display()
+            ),
+        )?;
+        let tmp_bin = tmp.path().join("bin");
+        std::fs::create_dir(&tmp_bin)?;
+        for name in ["python3", "python"] {
+            std::os::unix::fs::symlink(&exe, tmp_bin.join(name))?;
+        }
+        // Another process may have made it first; either copy is the same.
+        if std::fs::rename(tmp.path(), &dir).is_ok() {
+            std::mem::forget(tmp);
+        }
+    }
+    let check = std::process::Command::new(bin.join("python3"))
+        .args(["-c", "import sys; assert sys.prefix != sys.base_prefix"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    if !check.success() {
+        return Err(io::Error::other("the bare python3 environment does not start"));
+    }
+    Ok(bin)
 }
 
 /// Whether an environment variable's name marks it as a secret the shell must not see.
@@ -1513,6 +1569,19 @@ mod tests {
         assert!(out.text.contains("PYTHONHASHSEED=0"));
         assert!(out.text.contains("PATH="));
         assert!(out.text.contains(&format!("HOME={}", dir.path().display())));
+    }
+
+    #[tokio::test]
+    async fn shell_python_sees_the_standard_library_only() {
+        let dir = ws();
+        let probe = "import sys; print(sys.prefix != sys.base_prefix); \
+                     print([p for p in sys.path if 'packages' in p])";
+        for exe in ["python3", "python"] {
+            let command = format!("{exe} -c \"{probe}\"");
+            let out = run(dir.path(), "shell", json!({ "command": command })).await;
+            assert!(!out.is_error, "{}", out.text);
+            assert_eq!(out.text, "True\n[]\n", "{exe}");
+        }
     }
 
     #[test]
