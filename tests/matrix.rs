@@ -123,6 +123,25 @@ fn the_default_profile_is_the_built_in_matrix() {
         "{}",
         text(&old)
     );
+    // With the matrix file, the text listing gives each task's row (turns, units, scripted
+    // calls, fixture size) before the cells.
+    let both = fb(&root(), &["list"]);
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both));
+    let out = String::from_utf8_lossy(&both.stdout);
+    let cells_at = out.find("│ id ").expect("a cell table");
+    for t in all_tasks() {
+        let s = &t.spec;
+        let row = out[..cells_at]
+            .lines()
+            .find(|l| l.starts_with(&format!("│ {} ", s.name)))
+            .unwrap_or_else(|| panic!("no task row for {}\n{out}", s.name));
+        let cols: Vec<&str> = row.split('│').map(str::trim).collect();
+        assert_eq!(cols[2], s.turns.len().to_string(), "{row}");
+        assert_eq!(cols[3], s.units().len().to_string(), "{row}");
+        assert_eq!(cols[4], s.scripted_tool_calls().to_string(), "{row}");
+        assert!(cols[5].ends_with(" KB"), "{row}");
+        assert!(out[cells_at..].contains(&format!("│ {}/none/sim/1 ", s.name)));
+    }
 }
 
 #[test]

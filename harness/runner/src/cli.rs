@@ -71,8 +71,9 @@ enum Command {
         /// Spec files or folders (default: tasks/).
         paths: Vec<PathBuf>,
     },
-    /// List the cells of the matrix with their ids and shard (the tasks when no matrix is in
-    /// play, or with --tasks-only).
+    /// List the matrix: its tasks (turns, units, scripted tool calls, fixture size), then its
+    /// cells with their ids and shard; only the tasks when no matrix is in play or with
+    /// --tasks-only; only the cells with --json.
     List(crate::matrix::ListArgs),
     /// List the tasks with their turns, units, scripted tool calls and fixture size.
     Tasks {
@@ -242,56 +243,12 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
     }
 }
 
-fn dir_size(p: &std::path::Path) -> u64 {
-    let mut n = 0;
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                n += dir_size(&path);
-            } else if let Ok(m) = e.metadata() {
-                n += m.len();
-            }
-        }
-    }
-    n
-}
-
 fn list(paths: Vec<PathBuf>) -> i32 {
     let tasks = match load(paths) {
         Ok(t) => t,
         Err(c) => return c,
     };
-    let table = render::Table {
-        headers: [
-            "task",
-            "turns",
-            "units",
-            "tool calls",
-            "fixture",
-            "description",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows: tasks
-            .iter()
-            .map(|t| {
-                vec![
-                    t.spec.name.clone(),
-                    t.spec.turns.len().to_string(),
-                    t.spec.units().len().to_string(),
-                    t.spec.scripted_tool_calls().to_string(),
-                    format!(
-                        "{:.1} KB",
-                        dir_size(&t.dir.join(&t.spec.repo)) as f64 / 1024.0
-                    ),
-                    t.spec.description.clone(),
-                ]
-            })
-            .collect(),
-    };
-    println!("{}", table.to_terminal());
+    println!("{}", tasks::table(&tasks).to_terminal());
     EXIT_OK
 }
 

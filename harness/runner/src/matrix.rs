@@ -383,7 +383,8 @@ struct ListedCell<'a> {
     shard: Option<String>,
 }
 
-/// Prints the cells of the matrix (after partition and filters).
+/// Prints the cells of the matrix (after partition and filters); as text, after the table of
+/// their tasks.
 pub fn list(a: ListArgs) -> i32 {
     let plan = match plan(
         &a.matrix,
@@ -442,6 +443,13 @@ pub fn list(a: ListArgs) -> i32 {
             }
         }
     } else {
+        let listed: Vec<crate::tasks::LoadedTask> = plan
+            .tasks
+            .iter()
+            .filter(|t| cells.iter().any(|c| c.task == t.spec.name))
+            .cloned()
+            .collect();
+        crate::report::emit(&format!("{}\n", crate::tasks::table(&listed).to_terminal()));
         let mut headers = vec!["id", "task", "arm", "policy", "model", "seed"];
         if shard.is_some() {
             headers.push("shard");

@@ -155,3 +155,53 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
         Err(problems)
     }
 }
+
+/// The table `foldbench tasks` and `foldbench list` print: each task with its turns, units,
+/// scripted tool calls, fixture size and description.
+pub fn table(tasks: &[LoadedTask]) -> harness_core::render::Table {
+    harness_core::render::Table {
+        headers: [
+            "task",
+            "turns",
+            "units",
+            "tool calls",
+            "fixture",
+            "description",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: tasks
+            .iter()
+            .map(|t| {
+                vec![
+                    t.spec.name.clone(),
+                    t.spec.turns.len().to_string(),
+                    t.spec.units().len().to_string(),
+                    t.spec.scripted_tool_calls().to_string(),
+                    format!(
+                        "{:.1} KB",
+                        dir_size(&t.dir.join(&t.spec.repo)) as f64 / 1024.0
+                    ),
+                    t.spec.description.clone(),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Bytes of the files under `p`, recursively (0 for what cannot be read).
+fn dir_size(p: &Path) -> u64 {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                n += dir_size(&path);
+            } else if let Ok(m) = e.metadata() {
+                n += m.len();
+            }
+        }
+    }
+    n
+}

@@ -440,8 +440,7 @@ pub fn sandbox_env() -> Vec<(String, String)> {
 /// against ~10 ms for the bare interpreter.
 fn python_bin() -> Option<&'static Path> {
     static BIN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| make_bare_python().ok())
-        .as_deref()
+    BIN.get_or_init(|| make_bare_python().ok()).as_deref()
 }
 
 /// Resolves the host's `python3` (through any shim) and writes a virtual environment for it
@@ -478,7 +477,9 @@ fn make_bare_python() -> io::Result<PathBuf> {
     let bin = dir.join("bin");
     if !bin.join("python3").exists() {
         std::fs::create_dir_all(&cache)?;
-        let tmp = tempfile::Builder::new().prefix(".python-").tempdir_in(&cache)?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".python-")
+            .tempdir_in(&cache)?;
         std::fs::write(
             tmp.path().join("pyvenv.cfg"),
             format!(
@@ -502,7 +503,9 @@ fn make_bare_python() -> io::Result<PathBuf> {
         .stderr(std::process::Stdio::null())
         .status()?;
     if !check.success() {
-        return Err(io::Error::other("the bare python3 environment does not start"));
+        return Err(io::Error::other(
+            "the bare python3 environment does not start",
+        ));
     }
     Ok(bin)
 }
