@@ -30,15 +30,13 @@
 //! illegal. Legality is [`fold::check_fold`] on the item's context, as the policy checks it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::context::{Context, TurnInfo};
-use crate::fold::{self, check_fold};
+use crate::fold::{self, check_fold, sha256_hex};
 use crate::judge::{self, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::message::{Message, MessageKind, Role, ToolCall};
 use crate::metrics::Price;
@@ -1210,14 +1208,6 @@ pub struct ReplayOptions {
     pub max_tool_output: usize,
     /// The workspace-relative archive folder named in fold results.
     pub archive_dir: String,
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(64);
-    for b in Sha256::digest(bytes) {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// Replays a recorded session under a fold policy with gold folds and returns an item at every

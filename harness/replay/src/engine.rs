@@ -32,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::fold;
+use harness_core::fold::sha256_hex;
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
@@ -40,7 +41,6 @@ use harness_core::tokens::{self, MESSAGE_OVERHEAD};
 use harness_import::{Format, ImportedSession};
 use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
@@ -433,16 +433,6 @@ pub fn parallel_map<T: Sync, R: Send>(
     let mut all: Vec<(usize, R)> = parts.into_iter().flatten().collect();
     all.sort_by_key(|(i, _)| *i);
     all.into_iter().map(|(_, r)| r).collect()
-}
-
-/// Hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(64);
-    for b in Sha256::digest(bytes) {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// The compaction prompt as a message, counted once per process.

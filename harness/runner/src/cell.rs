@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::events::{Event, RequestRecord, ToolCallRecord};
 use harness_core::fold;
+use harness_core::fold::sha256_hex;
 use harness_core::message::{Message, MessageKind, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
@@ -24,7 +25,6 @@ use harness_core::request::{Purpose, Request};
 use harness_core::spec::{Check, TaskSpec};
 use harness_core::tokens;
 use policies::PolicySpec;
-use sha2::{Digest, Sha256};
 
 use crate::model::Model;
 use crate::tools::{self, ToolLimits};
@@ -144,16 +144,6 @@ pub struct CellOutput {
     pub archives: Vec<WrittenArchive>,
     /// The workspace folder, when kept.
     pub kept_workspace: Option<PathBuf>,
-}
-
-/// Hex sha256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in d {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
 }
 
 struct Run<'a> {

@@ -467,7 +467,7 @@ fn make_bare_python() -> io::Result<PathBuf> {
     let home = exe
         .parent()
         .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
-    let key = crate::cell::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
+    let key = harness_core::fold::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
