@@ -122,3 +122,39 @@ fn a_failed_archive_write_leaves_the_context_unchanged() {
     assert_eq!(out.record.metrics.folds, 0);
     assert_ne!(out.record.status, Status::Error);
 }
+
+#[test]
+fn on_the_resumed_session_fold_reads_back_what_its_results_left_out() {
+    // The seed's resumed session at the default thresholds: the closed units fold, and turn 10
+    // needs a line (the stock CSV's header) that only turn 3's tool output showed.
+    let t = task("resumed-session");
+    let fact = "sku,warehouse,qty,last_moved";
+    let (none, _) = run_one(&t, "none", Judge::Oracle, CellOptions::default());
+    let (fold, _) = run_one(&t, "fold", Judge::Oracle, CellOptions::default());
+    for out in [&none, &fold] {
+        assert_eq!(out.record.status, Status::Success, "{:?}", out.record.error);
+    }
+    let m = &fold.record.metrics;
+    assert!(m.folds >= 2, "{m:?}");
+    assert_eq!(m.premature_folds, 0, "{m:?}");
+    assert_eq!(none.record.metrics.archive_reads, 0);
+    assert!(m.archive_reads >= 1, "the needed line is read back: {m:?}");
+    // The line is in an archive and in none of the results that replaced it.
+    assert!(fold
+        .archives
+        .iter()
+        .any(|a| String::from_utf8_lossy(&a.bytes).contains(fact)));
+    let results: Vec<_> = fold
+        .transcript
+        .iter()
+        .filter(|msg| matches!(msg.kind, MessageKind::FoldResult { .. }))
+        .collect();
+    assert!(!results.is_empty());
+    assert!(results.iter().all(|r| !r.text.contains(fact)));
+    // What the folds buy on this shape: the median request well under none's.
+    let (f, n) = (
+        m.request_tokens.median,
+        none.record.metrics.request_tokens.median,
+    );
+    assert!(f < 0.5 * n, "fold median {f} against none {n}");
+}
