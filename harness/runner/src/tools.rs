@@ -444,7 +444,8 @@ fn python_bin() -> Option<&'static Path> {
 }
 
 /// Resolves the host's `python3` (through any shim) and writes a virtual environment for it
-/// under the user's cache folder: `pyvenv.cfg` and symlinks, which is all a venv without pip
+/// under the user's cache folder (the temp folder when that fails): `pyvenv.cfg` and symlinks,
+/// which is all a venv without pip
 /// is. The folder is keyed by the interpreter's path and version, built aside and renamed into
 /// place, and checked by running it once.
 fn make_bare_python() -> io::Result<PathBuf> {
@@ -468,18 +469,36 @@ fn make_bare_python() -> io::Result<PathBuf> {
         .parent()
         .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
     let key = harness_core::fold::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
-    let cache = std::env::var_os("XDG_CACHE_HOME")
+    let name = format!("python-{version}-{}", &key[..12]);
+    let user_cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("foldbench");
-    let dir = cache.join(format!("python-{version}-{}", &key[..12]));
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    // The user's cache folder, or the temp folder when that cannot be written.
+    let mut last = io::Error::other("no folder to write the environment in");
+    for parent in user_cache.into_iter().chain([std::env::temp_dir()]) {
+        match bare_python_in(&parent.join("foldbench"), &name, &exe, home, version) {
+            Ok(bin) => return Ok(bin),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Writes (unless it is there) and checks the environment `cache/name` for interpreter `exe`.
+fn bare_python_in(
+    cache: &Path,
+    name: &str,
+    exe: &Path,
+    home: &Path,
+    version: &str,
+) -> io::Result<PathBuf> {
+    let dir = cache.join(name);
     let bin = dir.join("bin");
     if !bin.join("python3").exists() {
-        std::fs::create_dir_all(&cache)?;
+        std::fs::create_dir_all(cache)?;
         let tmp = tempfile::Builder::new()
             .prefix(".python-")
-            .tempdir_in(&cache)?;
+            .tempdir_in(cache)?;
         std::fs::write(
             tmp.path().join("pyvenv.cfg"),
             format!(
@@ -489,12 +508,13 @@ fn make_bare_python() -> io::Result<PathBuf> {
         )?;
         let tmp_bin = tmp.path().join("bin");
         std::fs::create_dir(&tmp_bin)?;
-        for name in ["python3", "python"] {
-            std::os::unix::fs::symlink(&exe, tmp_bin.join(name))?;
+        for exe_name in ["python3", "python"] {
+            std::os::unix::fs::symlink(exe, tmp_bin.join(exe_name))?;
         }
-        // Another process may have made it first; either copy is the same.
+        // Another process may have made it first; either copy is the same, and the loser's
+        // temp folder is removed on drop.
         if std::fs::rename(tmp.path(), &dir).is_ok() {
-            std::mem::forget(tmp);
+            let _ = tmp.keep();
         }
     }
     let check = std::process::Command::new(bin.join("python3"))
@@ -1585,6 +1605,38 @@ mod tests {
             assert!(!out.is_error, "{}", out.text);
             assert_eq!(out.text, "True\n[]\n", "{exe}");
         }
+    }
+
+    #[test]
+    fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output()
+            .expect("python3 runs");
+        let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let home = exe.parent().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let bin = bare_python_in(cache.path(), "py", &exe, home, "3").unwrap();
+        assert_eq!(bin, cache.path().join("py/bin"));
+        let cfg = fs::read_to_string(cache.path().join("py/pyvenv.cfg")).unwrap();
+        assert!(
+            cfg.contains("include-system-site-packages = false"),
+            "{cfg}"
+        );
+        // Made once: a second call finds it, and no temp folder is left behind.
+        assert_eq!(
+            bare_python_in(cache.path(), "py", &exe, home, "3").unwrap(),
+            bin
+        );
+        let names: Vec<_> = fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("py")]);
+        assert!(bare_python_in(Path::new("/proc/foldbench"), "py", &exe, home, "3").is_err());
     }
 
     #[test]
