@@ -5,7 +5,9 @@
 //!   (default 100,000) tokens have built up in the turns since the last fold, a card is attached
 //!   to the next user message. `timing: eager` offers it as soon as a threshold is reached;
 //!   `timing: pressure` only when the request is above `pressure_tokens` (default half the
-//!   window). The card lists every turn still in the context unfolded.
+//!   window). The card lists every turn still in the context unfolded. An ignored card comes
+//!   back at every user message (`card_repeat: turn`) or after another threshold's worth of
+//!   work (`card_repeat: threshold`); `card_quote` cuts long prompts in the card.
 //! - **fold_unit(from, to)** is checked for legality only ([`harness_core::fold::check_fold`]).
 //! - **Splice** after the turn: the policy returns a [`Splice`]; the runner archives and flushes,
 //!   then calls [`Policy::apply_splice`], which builds the result mechanically.
@@ -57,8 +59,23 @@ pub struct Fold {
     timing: Timing,
     pressure_tokens: u64,
     window: u64,
+    repeat: Repeat,
+    quote: Option<usize>,
+    /// The turn whose user message carried the last card.
+    last_card: Option<u32>,
     pending: Vec<(u32, u32)>,
     mode: Option<ActiveMode>,
+}
+
+/// When an ignored card comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// At every user message while the work since the last fold is over a threshold (the
+    /// issue's reading: the count runs from the last fold).
+    Turn,
+    /// Only after another threshold's worth of work since the last card (the seed's reading of
+    /// an ignored card: "about 250 tokens and that is all").
+    Threshold,
 }
 
 /// The rules message of a strategy mode.
@@ -73,7 +90,8 @@ pub fn mode_rules(mode: &str, goal: &str) -> String {
 }
 
 impl Fold {
-    /// From `card_after_tool_calls`, `card_after_tokens`, `timing`, `pressure_tokens`, `window`.
+    /// From `card_after_tool_calls`, `card_after_tokens`, `timing`, `pressure_tokens`, `window`,
+    /// `card_repeat`, `card_quote`.
     pub fn from_params(p: &mut Params, window: u64, strategies: bool) -> Result<Fold, String> {
         let window = p.take_u64("window")?.unwrap_or(window);
         let timing = match p.take_choice("timing", &["eager", "pressure"])?.as_deref() {
@@ -88,6 +106,18 @@ impl Fold {
             timing,
             pressure_tokens: p.take_u64("pressure_tokens")?.unwrap_or(window / 2),
             window,
+            repeat: match p
+                .take_choice("card_repeat", &["turn", "threshold"])?
+                .as_deref()
+            {
+                Some("threshold") => Repeat::Threshold,
+                _ => Repeat::Turn,
+            },
+            quote: match p.take_u64("card_quote")? {
+                None | Some(0) => None,
+                Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            },
+            last_card: None,
             pending: Vec::new(),
             mode: None,
         })
@@ -262,10 +292,18 @@ impl Policy for Fold {
             Timing::Eager => "eager".to_string(),
             Timing::Pressure => format!("pressure,pressure_tokens={}", self.pressure_tokens),
         };
-        format!(
+        let mut name = format!(
             "{base}:card_after_tool_calls={},card_after_tokens={},timing={timing}",
             self.after_calls, self.after_tokens
-        )
+        );
+        // The card's form, only when it is not the default (names of default runs stay put).
+        if self.repeat == Repeat::Threshold {
+            name.push_str(",card_repeat=threshold");
+        }
+        if let Some(q) = self.quote {
+            name.push_str(&format!(",card_quote={q}"));
+        }
+        name
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
@@ -284,7 +322,12 @@ impl Policy for Fold {
             .map(|(_, b)| *b)
             .max()
             .unwrap_or(0);
-        let since: Vec<_> = turns.iter().filter(|t| t.turn > last_fold).collect();
+        // Work counts from the last fold; with `card_repeat=threshold`, from the last card too.
+        let from = match (self.repeat, self.last_card) {
+            (Repeat::Threshold, Some(card)) => last_fold.max(card.saturating_sub(1)),
+            _ => last_fold,
+        };
+        let since: Vec<_> = turns.iter().filter(|t| t.turn > from).collect();
         let calls: usize = since.iter().map(|t| t.tool_calls).sum();
         let toks: u64 = since.iter().map(|t| t.tokens).sum();
         if turns.is_empty() || (calls < self.after_calls && toks < self.after_tokens) {
@@ -304,13 +347,15 @@ impl Policy for Fold {
             if before.is_empty() {
                 return None;
             }
+            self.last_card = Some(ctx.turn);
             return Some(CardOffer {
-                text: fold::render_card(&before),
+                text: fold::render_card_quoting(&before, self.quote),
                 turns: before.iter().map(|t| t.turn).collect(),
             });
         }
+        self.last_card = Some(ctx.turn);
         Some(CardOffer {
-            text: fold::render_card(&turns),
+            text: fold::render_card_quoting(&turns, self.quote),
             turns: turns.iter().map(|t| t.turn).collect(),
         })
     }
@@ -501,6 +546,48 @@ mod tests {
         assert_eq!(card.turns, vec![1, 2, 3]);
         let mut p = fold("fold:card_after_tool_calls=5,timing=pressure,pressure_tokens=1000000");
         assert!(p.card(&c, 0).is_none(), "below the pressure level");
+    }
+
+    #[test]
+    fn an_ignored_card_comes_back_every_turn_or_after_another_threshold() {
+        // 2 calls a turn, a threshold of 5: the first card comes at turn 4 (turns 1-3, 6 calls).
+        let cards = |spec: &str| -> Vec<u32> {
+            let mut f = fold(spec);
+            (4..=9)
+                .filter(|&t| {
+                    let mut c = session(t - 1, 2);
+                    c.turn = t;
+                    f.card(&c, 0).is_some()
+                })
+                .collect()
+        };
+        assert_eq!(
+            cards("fold:card_after_tool_calls=5"),
+            vec![4, 5, 6, 7, 8, 9]
+        );
+        // From the last card: turns 4-6 make 6 calls again, so the next card is at turn 7.
+        assert_eq!(
+            cards("fold:card_after_tool_calls=5,card_repeat=threshold"),
+            vec![4, 7]
+        );
+        assert!(fold("fold:card_repeat=threshold")
+            .name()
+            .ends_with(",card_repeat=threshold"));
+        assert!(!fold("fold").name().contains("card_repeat"));
+    }
+
+    #[test]
+    fn card_quote_cuts_long_user_messages() {
+        let mut c = session(3, 7);
+        c.turn = 4;
+        let long = fold("fold:card_quote=5").card(&c, 0).unwrap().text;
+        assert!(
+            long.contains("user: \"do th\" … [5 more characters, in turn 1]"),
+            "{long}"
+        );
+        let whole = fold("fold").card(&c, 0).unwrap().text;
+        assert!(whole.contains("user: \"do thing 1\"\n"), "{whole}");
+        assert_eq!(fold::card_turns(&long), fold::card_turns(&whole));
     }
 
     #[test]

@@ -14,6 +14,13 @@ pub const CARD_HEADER: &str = "<fold-card>";
 
 /// Renders the card for the turns since the last fold.
 pub fn render_card(turns: &[TurnInfo]) -> String {
+    render_card_quoting(turns, None)
+}
+
+/// [`render_card`], with each user message longer than `quote` characters cut there and marked
+/// with how much was left out (the whole message is still in its turn above). `None` quotes
+/// every message word for word.
+pub fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
     let calls: usize = turns.iter().map(|t| t.tool_calls).sum();
     let mut s = String::new();
     let _ = writeln!(s, "{CARD_HEADER}");
@@ -36,7 +43,20 @@ pub fn render_card(turns: &[TurnInfo]) -> String {
             group_thousands(t.tokens),
             paths
         );
-        let _ = writeln!(s, "    user: {:?}", t.user);
+        match quote.and_then(|q| t.user.char_indices().nth(q).map(|(i, _)| i)) {
+            Some(cut) => {
+                let rest = t.user[cut..].chars().count();
+                let _ = writeln!(
+                    s,
+                    "    user: {:?} … [{rest} more characters, in turn {}]",
+                    &t.user[..cut],
+                    t.turn
+                );
+            }
+            None => {
+                let _ = writeln!(s, "    user: {:?}", t.user);
+            }
+        }
     }
     let _ = writeln!(
         s,
@@ -353,5 +373,25 @@ mod tests {
         assert_eq!(card_turns(&card), vec![1, 2, 3]);
         assert!(card.contains("valid answer"));
         assert_eq!(group_thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn a_quoted_card_cuts_on_a_character_boundary() {
+        let turn = |n: u32, user: &str| TurnInfo {
+            turn: n,
+            tokens: 10,
+            paths: Vec::new(),
+            user: user.to_string(),
+            tool_calls: 1,
+        };
+        let turns = [turn(1, "héllo wörld"), turn(2, "ok")];
+        let card = render_card_quoting(&turns, Some(4));
+        assert!(
+            card.contains("user: \"héll\" … [7 more characters, in turn 1]"),
+            "{card}"
+        );
+        assert!(card.contains("user: \"ok\"\n"), "{card}");
+        assert_eq!(render_card_quoting(&turns, None), render_card(&turns));
+        assert!(render_card(&turns).contains("user: \"héllo wörld\"\n"));
     }
 }
