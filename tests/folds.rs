@@ -22,7 +22,7 @@ fn every_archive_hashes_to_the_sha256_in_its_result() {
         let (out, _) = run_one(&t, policy, Judge::Eager, CellOptions::default());
         assert!(!out.archives.is_empty(), "{policy}: the eager judge folds");
         for a in &out.archives {
-            assert_eq!(harness_core::fold::sha256_hex(&a.bytes), a.sha256);
+            assert_eq!(harness_core::digest::sha256_hex(&a.bytes), a.sha256);
             let result = out
                 .transcript
                 .iter()

@@ -112,7 +112,7 @@ fn result(c: &Context, from: u32, to: u32) -> String {
     let msgs = range(c, from, to);
     let bytes = fold::archive_text(from, to, &msgs);
     // The sha256 depends only on the archive text, which is fixed here; the path is redacted.
-    let sha = harness_core::fold::sha256_hex(bytes.as_bytes());
+    let sha = harness_core::digest::sha256_hex(bytes.as_bytes());
     fold::build_result(from, to, &msgs, "[archive]", &sha)
 }
 

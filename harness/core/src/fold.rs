@@ -284,17 +284,6 @@ pub fn splice_fold(
     Some(msg)
 }
 
-/// The lowercase hex sha256 of `bytes`: how archives are named in fold results, and how
-/// datasets and caches key their content.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut s = String::with_capacity(64);
-    for b in Sha256::digest(bytes) {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,7 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::context::{Context, TurnInfo};
-use crate::fold::{self, check_fold, sha256_hex};
+use crate::digest::sha256_hex;
+use crate::fold::{self, check_fold};
 use crate::judge::{self, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::message::{Message, MessageKind, Role, ToolCall};
 use crate::metrics::Price;

@@ -21,6 +21,7 @@
 //!   judgement dataset, its gold labels, the scoring of answers and the tables.
 pub mod compare;
 pub mod context;
+pub mod digest;
 pub mod events;
 pub mod fold;
 pub mod judge;

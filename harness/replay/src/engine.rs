@@ -32,7 +32,6 @@ use std::sync::{Arc, OnceLock};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::fold;
-use harness_core::fold::sha256_hex;
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
@@ -569,7 +568,7 @@ impl Loop<'_> {
                     "{ARCHIVE_DIR}/{}",
                     fold::archive_name(splice.from, splice.to, kind)
                 ),
-                sha256: sha256_hex(text.as_bytes()),
+                sha256: harness_core::digest::sha256_hex(text.as_bytes()),
             };
             let before = self
                 .prev

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::events::{Event, RequestRecord, ToolCallRecord};
 use harness_core::fold;
-use harness_core::fold::sha256_hex;
 use harness_core::message::{Message, MessageKind, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
@@ -464,7 +463,7 @@ async fn session(
             }
             let archive = ArchiveRef {
                 path: rel.clone(),
-                sha256: sha256_hex(&bytes),
+                sha256: harness_core::digest::sha256_hex(&bytes),
             };
             let before = prev.clone().unwrap_or_else(|| ctx.messages.clone());
             let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();

@@ -539,7 +539,7 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
             to,
             &range,
             &archive,
-            &harness_core::fold::sha256_hex(&bytes)
+            &harness_core::digest::sha256_hex(&bytes)
         )
     );
     EXIT_OK

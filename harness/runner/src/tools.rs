@@ -445,8 +445,7 @@ fn python_bin() -> Option<&'static Path> {
 
 /// Resolves the host's `python3` (through any shim) and writes a virtual environment for it
 /// under the user's cache folder (the temp folder when that fails): `pyvenv.cfg` and symlinks,
-/// which is all a venv without pip
-/// is. The folder is keyed by the interpreter's path and version, built aside and renamed into
+/// which is all a venv without pip is. The folder is keyed by the interpreter's path and version, built aside and renamed into
 /// place, and checked by running it once.
 fn make_bare_python() -> io::Result<PathBuf> {
     let out = std::process::Command::new("python3")
@@ -468,7 +467,7 @@ fn make_bare_python() -> io::Result<PathBuf> {
     let home = exe
         .parent()
         .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
-    let key = harness_core::fold::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
+    let key = harness_core::digest::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
     let name = format!("python-{version}-{}", &key[..12]);
     let user_cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)

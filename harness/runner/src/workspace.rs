@@ -188,7 +188,7 @@ impl Workspace {
             io::copy(&mut file, &mut hasher)?;
             hasher.update([0u8]);
         }
-        Ok(hex(&hasher.finalize()))
+        Ok(harness_core::digest::hex(&hasher.finalize()))
     }
 
     /// The changes since the first commit as a unified diff (git patch text): the first
@@ -334,15 +334,6 @@ fn collect_regular_files(
         }
     }
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 #[cfg(test)]

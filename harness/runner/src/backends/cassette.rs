@@ -168,7 +168,7 @@ fn key_of(canonical: &str, epoch: u64) -> String {
     h.update(canonical.as_bytes());
     h.update(b"\n");
     h.update(epoch.to_string().as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    harness_core::digest::hex(&h.finalize())
 }
 
 /// Records every successful exchange of the model it wraps (see the module docs).
