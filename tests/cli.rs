@@ -158,3 +158,33 @@ fn a_killed_run_resumes_without_torn_lines_or_duplicates() {
     ids.dedup();
     assert_eq!(ids.len(), 8, "no duplicate cell");
 }
+
+#[test]
+fn sandbox_bwrap_without_bubblewrap_exits_2_and_says_what_to_do() {
+    // A PATH with `sh` but no `bwrap`.
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .current_dir(root())
+        .env("PATH", bin.path())
+        .args([
+            "run",
+            "--tasks",
+            "tasks/trim-rerun.yaml",
+            "--policy",
+            "none",
+        ])
+        .args(["--seeds", "1", "--sandbox", "bwrap", "--out"])
+        .arg(out_dir.path().join("run"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--sandbox bwrap"), "{err}");
+    assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(
+        !out_dir.path().join("run").exists(),
+        "a run folder was made"
+    );
+}

@@ -39,8 +39,14 @@ fn every_task_fails_its_checks_when_its_edits_are_skipped() {
         .unwrap();
     for t in all_tasks() {
         let ws = Workspace::create(&t.dir.join(&t.spec.repo), false).unwrap();
-        rt.block_on(ws.run_setup(&t.spec.setup, std::time::Duration::from_secs(60)))
-            .unwrap();
+        rt.block_on(ws.run_setup(
+            &t.spec.setup,
+            &harness_runner::tools::ToolLimits {
+                shell_timeout: std::time::Duration::from_secs(60),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
         // The closing messages as scripted, so only the skipped edits can make a check fail.
         let closings: HashMap<u32, String> = t
             .spec

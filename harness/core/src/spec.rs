@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::yaml::Value;
 use serde::Serialize;
 
-use crate::yaml::{self, child, key, Problem, Reader, Seg};
+use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
 
 /// The workspace tools a script step may call.
 pub const WORKSPACE_TOOLS: [&str; 6] = [
@@ -38,6 +38,11 @@ pub struct TaskSpec {
     pub repo: String,
     /// Shell commands run once before turn 1.
     pub setup: Vec<String>,
+    /// Whether shell commands (setup, the agent's, checks) may use the network; off unless the
+    /// task says `network: true`.
+    pub network: bool,
+    /// The task's own environment variables, added to the shell's allow-list (`env:` mapping).
+    pub env: Vec<(String, String)>,
     /// The scripted turns.
     pub turns: Vec<TurnSpec>,
     /// What must hold in the final repo.
@@ -195,7 +200,16 @@ impl TaskSpec {
     }
 }
 
-const TOP: [&str; 6] = ["name", "description", "repo", "setup", "turns", "checks"];
+const TOP: [&str; 8] = [
+    "name",
+    "description",
+    "repo",
+    "setup",
+    "network",
+    "env",
+    "turns",
+    "checks",
+];
 const TURN: [&str; 5] = ["user", "unit", "needs", "strategy", "script"];
 const STEP_EXTRA: [&str; 2] = ["expect", "needs"];
 const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_contains"];
@@ -239,6 +253,38 @@ pub fn load(file: &str, text: &str) -> Result<TaskSpec, Vec<Problem>> {
     Err(r.problems)
 }
 
+/// The task's `env:` mapping: names as the shell takes them, string values.
+fn read_env(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<(String, String)> {
+    let Some(map) = v.as_mapping() else {
+        r.problem(p, format!("`env` must be a mapping, found {}", kind(v)));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, val) in map {
+        let Some(name) = k.as_str() else {
+            r.problem(p, "`env` has a name that is not a string");
+            continue;
+        };
+        let kp = key(p, name);
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            r.problem(
+                &kp,
+                format!("`env` name {name:?} must be letters, digits and `_`, not starting with a digit"),
+            );
+            continue;
+        }
+        if let Some(value) = r.string(&kp, val, &format!("`env.{name}`")) {
+            out.push((name.to_string(), value));
+        }
+    }
+    out
+}
+
 fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
     let fields = r.mapping(&[], doc, "the task spec", &TOP);
     let mut spec = TaskSpec {
@@ -246,6 +292,8 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
         description: String::new(),
         repo: String::new(),
         setup: Vec::new(),
+        network: false,
+        env: Vec::new(),
         turns: Vec::new(),
         checks: Vec::new(),
     };
@@ -281,6 +329,14 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
                 }
             }
             "setup" => spec.setup = r.strings(&p, v, "`setup`"),
+            "network" => match v.as_bool() {
+                Some(b) => spec.network = b,
+                None => r.problem(
+                    &p,
+                    format!("`network` must be true or false, found {}", kind(v)),
+                ),
+            },
+            "env" => spec.env = read_env(r, &p, v),
             "turns" => {
                 for (i, t) in r.sequence(&p, v, "`turns`").iter().enumerate() {
                     if let Some(turn) = read_turn(r, &child(&p, Seg::Index(i)), t, i + 1) {

@@ -148,6 +148,8 @@ pub struct CellOutput {
 struct Run<'a> {
     plan: &'a CellPlan,
     opts: &'a CellOptions,
+    /// The run's tool limits with the task's sandbox (its network and variables).
+    limits: ToolLimits,
     model: &'a dyn Model,
     events: Vec<Event>,
     transcript: Vec<Arc<Message>>,
@@ -171,9 +173,12 @@ pub async fn run_cell(
     on_event: &(dyn Fn(&str, &Event) + Send + Sync),
 ) -> CellOutput {
     let started = Instant::now();
+    let mut limits = opts.tool_limits.clone();
+    limits.sandbox = limits.sandbox.for_task(plan.task.network, &plan.task.env);
     let mut run = Run {
         plan,
         opts,
+        limits,
         model,
         events: Vec::new(),
         transcript: Vec::new(),
@@ -202,8 +207,7 @@ pub async fn run_cell(
                 let (status, error, checks) = match outcome {
                     Err(e) => (Status::Error, Some(e), Vec::new()),
                     Ok(_) => {
-                        let checks =
-                            run_checks(&ws, &plan.task, &closings, &opts.tool_limits).await;
+                        let checks = run_checks(&ws, &plan.task, &closings, &run.limits).await;
                         for c in &checks {
                             run.emit(Event::Check {
                                 label: c.label.clone(),
@@ -265,7 +269,7 @@ async fn session(
     turns_run: &mut u32,
 ) -> Result<(String, ()), String> {
     let plan = run.plan;
-    ws.run_setup(&plan.task.setup, run.opts.tool_limits.shell_timeout)
+    ws.run_setup(&plan.task.setup, &run.limits)
         .await
         .map_err(|e| format!("setup: {e}"))?;
     let window = run.model.window();
@@ -399,7 +403,7 @@ async fn session(
                     let fp = ws
                         .fingerprint()
                         .map_err(|e| format!("workspace fingerprint: {e}"))?;
-                    let out = tools::execute(ws.path(), call, &run.opts.tool_limits).await;
+                    let out = tools::execute(ws.path(), call, &run.limits).await;
                     if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
                         if !out.text.contains(want.as_str()) {
                             return Err(format!(
@@ -619,6 +623,7 @@ pub async fn run_checks(
                 cmd,
                 limits.shell_timeout.max(Duration::from_secs(60)),
                 limits.output_cap,
+                &limits.sandbox,
             )
             .await
             {

@@ -130,6 +130,12 @@ struct CommonRun {
     /// Timeout of one shell tool call, in seconds.
     #[arg(long, default_value_t = 30)]
     shell_timeout: u64,
+    /// Where shell commands (setup, the agent's, checks) run: `bwrap` (bubblewrap: own PID
+    /// namespace and /proc, allowed environment only, the workspace the only writable folder, no
+    /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
+    /// else none with a warning).
+    #[arg(long, default_value = "auto")]
+    sandbox: crate::sandbox::SandboxMode,
 }
 
 #[derive(Debug, clap::Args)]
@@ -349,6 +355,7 @@ fn config(
         ..CellOptions::default()
     };
     cell.tool_limits.shell_timeout = Duration::from_secs(common.shell_timeout.max(1));
+    cell.tool_limits.sandbox = crate::sandbox::Sandbox::detect(common.sandbox)?;
     Ok(RunConfig {
         tasks,
         arms,

@@ -4,7 +4,8 @@
 //! `policies`.
 //!
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
-//! - [`tools`]: the six workspace tools with the sandbox.
+//! - [`tools`]: the six workspace tools; [`sandbox`]: bubblewrap (or a plain `sh`) with an
+//!   allow-listed environment, for every shell command of a cell.
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
@@ -27,6 +28,7 @@ pub mod replay_cmd;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod sandbox;
 pub mod tasks;
 pub mod tools;
 pub mod workspace;

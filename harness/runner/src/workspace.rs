@@ -8,7 +8,6 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use git2::{DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, Signature, Time};
 use sha2::{Digest, Sha256};
@@ -138,16 +137,16 @@ impl Workspace {
     }
 
     /// Runs the task's setup commands in order, with the shell tool's runner (same directory,
-    /// environment and process-group handling). The first command that exits non-zero or times
+    /// sandbox, environment and process-group handling; `limits`' shell timeout per command). The first command that exits non-zero or times
     /// out is an error naming it, with its output.
     pub async fn run_setup(
         &self,
         commands: &[String],
-        timeout: Duration,
+        limits: &ToolLimits,
     ) -> Result<(), WorkspaceError> {
-        let cap = ToolLimits::default().output_cap;
+        let (timeout, cap) = (limits.shell_timeout, limits.output_cap);
         for command in commands {
-            let run = tools::run_shell(&self.root, command, timeout, cap)
+            let run = tools::run_shell(&self.root, command, timeout, cap, &limits.sandbox)
                 .await
                 .map_err(io_err(format!("cannot run setup command `{command}`")))?;
             if run.success() {
@@ -505,6 +504,13 @@ mod tests {
         assert_eq!(Workspace::ARCHIVE_DIR, ".foldbench/archive");
     }
 
+    fn secs(n: u64) -> ToolLimits {
+        ToolLimits {
+            shell_timeout: std::time::Duration::from_secs(n),
+            ..ToolLimits::default()
+        }
+    }
+
     #[tokio::test]
     async fn setup_runs_and_reports_failures() {
         let fx = fixture();
@@ -514,7 +520,7 @@ mod tests {
                 "echo made > made.txt".to_string(),
                 "test -f made.txt".to_string(),
             ],
-            Duration::from_secs(10),
+            &secs(10),
         )
         .await
         .expect("setup ok");
@@ -527,7 +533,7 @@ mod tests {
                     "echo broken-step; exit 4".to_string(),
                     "touch never.txt".to_string(),
                 ],
-                Duration::from_secs(10),
+                &secs(10),
             )
             .await
             .expect_err("must fail");
@@ -538,7 +544,7 @@ mod tests {
         assert!(!ws.path().join("never.txt").exists());
 
         let err = ws
-            .run_setup(&["sleep 100".to_string()], Duration::from_secs(1))
+            .run_setup(&["sleep 100".to_string()], &secs(1))
             .await
             .expect_err("must time out");
         assert!(err.to_string().contains("timed out"), "{err}");
