@@ -695,6 +695,44 @@ checks:
     }
 
     #[test]
+    fn network_and_env_are_read_and_checked() {
+        let s = load("t.yaml", GOOD).unwrap();
+        assert!(!s.network && s.env.is_empty());
+        let with = GOOD.replace(
+            "description: d",
+            "description: d\nnetwork: true\nenv: { APP_MODE: test, RETRIES: 3 }",
+        );
+        let s = load("t.yaml", &with).unwrap();
+        assert!(s.network);
+        assert_eq!(
+            s.env,
+            vec![
+                ("APP_MODE".to_string(), "test".to_string()),
+                ("RETRIES".to_string(), "3".to_string())
+            ]
+        );
+        let bad = GOOD.replace(
+            "description: d",
+            "description: d\nnetwork: sometimes\nenv: { 9LIVES: x }",
+        );
+        let text: Vec<String> = load("bad.yaml", &bad)
+            .unwrap_err()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("bad.yaml:3:1: `network` must be true or false")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter().any(|t| t.starts_with("bad.yaml:4:")
+                && t.contains("`env` name \"9LIVES\" must be letters")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
     fn reports_every_problem_with_positions() {
         let bad = GOOD
             .replace("description: d", "description: d\ncolour: red")
