@@ -7,7 +7,7 @@ use harness_core::judgement::{self, Aggregate, Item, BASELINES};
 use harness_core::message::MessageKind;
 use harness_runner::judge::baseline_records;
 
-use crate::helpers::{all_tasks, binary, judge_build, root, shared_data};
+use crate::helpers::{all_tasks, binary, judge_build, real_sessions, root};
 
 fn aggregates(items: &[Item]) -> Vec<Aggregate> {
     let records = baseline_records(items, None);
@@ -201,20 +201,19 @@ fn judge_commands_write_the_dataset_tables_and_records() {
 }
 
 #[test]
-fn labelled_real_sessions_when_present() {
-    let Some(data) = shared_data() else {
-        eprintln!("skip: ../shared/data/labels is absent (set FOLDBENCH_DATA to a data folder)");
-        return;
-    };
-    let items = judge_build(&[data]);
-    assert!(items.len() >= 10, "{} items", items.len());
-    let a = aggregates(&items);
-    assert_eq!(a[0].exact, items.len());
-    let stats = judgement::dataset_stats(&items);
-    eprintln!(
-        "{}\n{}",
-        judgement::filter_table(&stats).to_terminal(),
-        judgement::lexical_table(&stats).to_terminal()
-    );
-    assert!(stats[0].boundaries > 0);
+fn labelled_real_sessions_build_items_with_gold_the_oracle_matches() {
+    for data in real_sessions() {
+        let items = judge_build(std::slice::from_ref(&data));
+        assert!(!items.is_empty(), "{}: no items", data.display());
+        let a = aggregates(&items);
+        assert_eq!(a[0].exact, items.len(), "{}", data.display());
+        let stats = judgement::dataset_stats(&items);
+        eprintln!(
+            "{}\n{}\n{}",
+            data.display(),
+            judgement::filter_table(&stats).to_terminal(),
+            judgement::lexical_table(&stats).to_terminal()
+        );
+        assert!(stats[0].boundaries > 0, "{}", data.display());
+    }
 }

@@ -1,5 +1,5 @@
-//! Imports every transcript in `../shared/data` (the real sessions beside the repository) when
-//! it is there; skips with a message when it is not. Set `FOLDBENCH_DATA` to read another folder.
+//! Imports every transcript in the real sessions: the in-repository subset, and the full corpus
+//! when it is there (`FOLDBENCH_DATA`, or the data folder beside the checkout).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -7,12 +7,30 @@ use std::path::PathBuf;
 use harness_import::fs::import_paths;
 use harness_import::{Format, ImportedSession};
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FOLDBENCH_DATA") {
+/// The folders to run on: the in-repository subset (`tests/fixtures/real-sessions`) always, and
+/// the full corpus (`FOLDBENCH_DATA`, or the data folder beside the checkout) when it is there.
+/// Under `CI=true` a missing full corpus is a failure, not a silent skip.
+fn data_dirs() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs = vec![root.join("tests/fixtures/real-sessions")];
+    let full = match std::env::var_os("FOLDBENCH_DATA") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+        None => root.join("../shared/data"),
     };
-    dir.is_dir().then_some(dir)
+    if full.is_dir() {
+        dirs.push(full);
+    } else if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "the real-session corpus is missing at {} (CI=true); set FOLDBENCH_DATA to its folder",
+            full.display()
+        );
+    } else {
+        println!(
+            "note: no full corpus at {} (set FOLDBENCH_DATA); the in-repository subset only",
+            full.display()
+        );
+    }
+    dirs
 }
 
 /// One labelled user record of a labels file.
@@ -57,14 +75,15 @@ struct Row {
 }
 
 #[test]
-fn imports_everything_in_shared_data() {
-    let Some(dir) = data_dir() else {
-        println!(
-            "skipped: no real sessions at ../shared/data (set FOLDBENCH_DATA to point elsewhere)"
-        );
-        return;
-    };
-    let report = import_paths(std::slice::from_ref(&dir), None).expect("the folder can be walked");
+fn imports_everything_in_the_real_sessions() {
+    for dir in data_dirs() {
+        println!("== {}", dir.display());
+        check_folder(&dir);
+    }
+}
+
+fn check_folder(dir: &std::path::Path) {
+    let report = import_paths(&[dir.to_path_buf()], None).expect("the folder can be walked");
     for (path, e) in &report.errors {
         println!("error: {}: {e}", path.display());
     }
