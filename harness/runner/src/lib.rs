@@ -30,5 +30,6 @@ pub mod results;
 pub mod run;
 pub mod sandbox;
 pub mod tasks;
+pub mod tool_cache;
 pub mod tools;
 pub mod workspace;
