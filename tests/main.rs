@@ -4,6 +4,7 @@
 mod helpers;
 
 mod architecture;
+mod cache;
 mod cli;
 mod folds;
 mod judge;

@@ -618,17 +618,16 @@ pub async fn run_checks(
     let mut out = Vec::new();
     for c in &spec.checks {
         let (passed, detail) = match c {
-            Check::Shell(cmd) => match tools::run_shell(
+            Check::Shell(cmd) => match tools::run_shell_for(
                 ws.path(),
                 cmd,
                 limits.shell_timeout.max(Duration::from_secs(60)),
-                limits.output_cap,
-                &limits.sandbox,
+                limits,
             )
             .await
             {
-                Ok(r) if r.success() => (true, String::new()),
-                Ok(r) => (false, tail(&r.render(limits.shell_timeout), 2000)),
+                Ok((r, _)) if r.success() => (true, String::new()),
+                Ok((r, _)) => (false, tail(&r.render(limits.shell_timeout), 2000)),
                 Err(e) => (false, format!("could not run: {e}")),
             },
             Check::FileContains { path, text } | Check::FileLacks { path, text } => {

@@ -30,6 +30,7 @@ use crate::backends::BackendOptions;
 use crate::cell::CellOptions;
 use crate::run::{self, Arm, RunConfig};
 use crate::tasks;
+use crate::tool_cache::ToolCache;
 
 /// Exit code: all good.
 pub const EXIT_OK: i32 = 0;
@@ -136,6 +137,13 @@ struct CommonRun {
     /// else none with a warning).
     #[arg(long, default_value = "auto")]
     sandbox: crate::sandbox::SandboxMode,
+    /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_tool_cache")]
+    tool_cache: Option<PathBuf>,
+    /// Run every shell command for real: no tool cache (by default cells of a run share the
+    /// results of commands that left the workspace unchanged; see docs/performance.md).
+    #[arg(long)]
+    no_tool_cache: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -356,6 +364,15 @@ fn config(
     };
     cell.tool_limits.shell_timeout = Duration::from_secs(common.shell_timeout.max(1));
     cell.tool_limits.sandbox = crate::sandbox::Sandbox::detect(common.sandbox)?;
+    cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
+        (_, true) => None,
+        (None, false) => Some(Arc::new(ToolCache::new())),
+        (Some(dir), false) => Some(Arc::new(
+            ToolCache::with_disk(dir, crate::tool_cache::DEFAULT_DISK_CAP).map_err(|e| {
+                format!("--tool-cache {}: cannot use the folder: {e}", dir.display())
+            })?,
+        )),
+    };
     Ok(RunConfig {
         tasks,
         arms,

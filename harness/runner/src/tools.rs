@@ -35,7 +35,9 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use crate::sandbox::Sandbox;
+use crate::tool_cache::{self, Source, ToolCache};
 use crate::workspace::is_archive_path;
+use std::sync::Arc;
 
 /// How long the shell tool waits, after `sh` itself exited, for background children that still
 /// hold its output pipe before it kills them.
@@ -54,8 +56,9 @@ pub const TOOL_NAMES: [&str; 6] = [
     "shell",
 ];
 
-/// Limits that apply to tool calls, and the sandbox their shell commands run in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Limits that apply to tool calls, the sandbox their shell commands run in, and the run's tool
+/// cache.
+#[derive(Debug, Clone)]
 pub struct ToolLimits {
     /// Wall-clock limit of one `shell` call; on expiry its whole process group is killed.
     pub shell_timeout: Duration,
@@ -64,6 +67,10 @@ pub struct ToolLimits {
     pub output_cap: usize,
     /// Where shell commands run (bubblewrap when this machine has it, by default).
     pub sandbox: Sandbox,
+    /// The run's cache of shell commands (`None`: every command runs).
+    pub cache: Option<Arc<ToolCache>>,
+    /// Commands never taken from the cache (a task's `cache: false` steps and commands).
+    pub uncached: Arc<[String]>,
 }
 
 impl Default for ToolLimits {
@@ -72,6 +79,8 @@ impl Default for ToolLimits {
             shell_timeout: Duration::from_secs(30),
             output_cap: 50_000,
             sandbox: Sandbox::default(),
+            cache: None,
+            uncached: Arc::from(Vec::new()),
         }
     }
 }
@@ -88,6 +97,8 @@ pub struct ToolOutput {
     /// `grep`/`list_files` without a path); `None` for `shell`, unknown tools and paths that
     /// could not be normalised.
     pub target: Option<String>,
+    /// Whether a `shell` result came from the run's tool cache instead of a process.
+    pub cached: bool,
 }
 
 impl ToolOutput {
@@ -96,6 +107,7 @@ impl ToolOutput {
             text,
             is_error: false,
             target,
+            cached: false,
         }
     }
 
@@ -104,6 +116,7 @@ impl ToolOutput {
             text,
             is_error: true,
             target,
+            cached: false,
         }
     }
 }
@@ -770,25 +783,43 @@ async fn shell(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput 
         Ok(c) => c,
         Err(e) => return ToolOutput::err(e, None),
     };
-    match run_shell(
-        ws_root,
-        command,
-        limits.shell_timeout,
-        limits.output_cap,
-        &limits.sandbox,
-    )
-    .await
-    {
-        Ok(run) => {
-            let is_error = run.timed_out;
-            ToolOutput {
-                text: run.render(limits.shell_timeout),
-                is_error,
-                target: None,
-            }
-        }
+    match run_shell_for(ws_root, command, limits.shell_timeout, limits).await {
+        Ok((run, source)) => ToolOutput {
+            text: run.render(limits.shell_timeout),
+            is_error: run.timed_out,
+            target: None,
+            cached: source == Source::Hit,
+        },
         Err(e) => ToolOutput::err(format!("error: could not start `sh`: {e}"), None),
     }
+}
+
+/// Runs a shell command of a cell (the agent's, a setup command, a check) in `root` with
+/// `limits`' sandbox and output cap: from the run's tool cache when it has one and the command
+/// is not marked `cache: false`, else for real.
+pub(crate) async fn run_shell_for(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    limits: &ToolLimits,
+) -> io::Result<(ShellRun, Source)> {
+    let (cap, sandbox) = (limits.output_cap, &limits.sandbox);
+    let fresh = || run_shell(root, command, timeout, cap, sandbox);
+    let cache = match &limits.cache {
+        Some(c) if !limits.uncached.iter().any(|u| u == command) => c,
+        _ => return Ok((fresh().await?, Source::Ran)),
+    };
+    let before = crate::workspace::cache_state_of(root)?;
+    let key = tool_cache::key(command, &before, sandbox, timeout, cap);
+    cache
+        .run(
+            root,
+            &key,
+            &before,
+            || crate::workspace::cache_state_of(root),
+            fresh,
+        )
+        .await
 }
 
 /// What one shell run produced.

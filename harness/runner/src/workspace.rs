@@ -144,9 +144,9 @@ impl Workspace {
         commands: &[String],
         limits: &ToolLimits,
     ) -> Result<(), WorkspaceError> {
-        let (timeout, cap) = (limits.shell_timeout, limits.output_cap);
+        let timeout = limits.shell_timeout;
         for command in commands {
-            let run = tools::run_shell(&self.root, command, timeout, cap, &limits.sandbox)
+            let (run, _) = tools::run_shell_for(&self.root, command, timeout, limits)
                 .await
                 .map_err(io_err(format!("cannot run setup command `{command}`")))?;
             if run.success() {
@@ -176,18 +176,15 @@ impl Workspace {
     /// files in order of their relative paths, each contributing its path bytes, a 0 byte, its
     /// content and a 0 byte. Symlinks are not followed. Equal files give equal fingerprints.
     pub fn fingerprint(&self) -> io::Result<String> {
-        let mut files = Vec::new();
-        collect_regular_files(&self.root, "", &mut files)?;
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut hasher = Sha256::new();
-        for (rel, abs) in files {
-            hasher.update(rel.as_bytes());
-            hasher.update([0u8]);
-            let mut file = fs::File::open(&abs)?;
-            io::copy(&mut file, &mut hasher)?;
-            hasher.update([0u8]);
-        }
-        Ok(harness_core::digest::hex(&hasher.finalize()))
+        fingerprint_of(&self.root)
+    }
+
+    /// The state a shell command's output can depend on, for the tool cache: the
+    /// [fingerprint](Self::fingerprint) of the work tree plus what identifies the repository's
+    /// commits and refs and the archives (see [`cache_state_of`]). Two workspaces made from the
+    /// same fixture and changed the same way have the same state.
+    pub fn cache_state(&self) -> io::Result<String> {
+        cache_state_of(&self.root)
     }
 
     /// The changes since the first commit as a unified diff (git patch text): the first
@@ -305,6 +302,55 @@ fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     let sig = Signature::new("foldbench", "foldbench@localhost", &Time::new(0, 0))?;
     let oid = repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])?;
     Ok(oid)
+}
+
+/// [`Workspace::cache_state`] of the workspace at `root`.
+///
+/// Under `.git`: the content of HEAD, refs and config, the names of the objects (named by their
+/// hash), and neither the index nor the reflogs (they hold times and inode numbers that differ
+/// between two workspaces of the same commit). Under the archive folder: names and sizes (the
+/// harness writes each archive once, named by its range).
+pub(crate) fn cache_state_of(root: &Path) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    hasher.update(fingerprint_of(root)?.as_bytes());
+    for top in [".git", FOLDBENCH_DIR] {
+        let mut files = Vec::new();
+        let dir = root.join(top);
+        if dir.is_dir() {
+            collect_regular_files(&dir, top, &mut files)?;
+        }
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (rel, abs) in files {
+            hasher.update(rel.as_bytes());
+            hasher.update([0u8]);
+            if rel == ".git/index" || rel.starts_with(".git/logs/") {
+                continue;
+            }
+            if top == ".git" && !rel.starts_with(".git/objects/") {
+                hasher.update(fs::read(&abs)?);
+            } else {
+                hasher.update(fs::metadata(&abs)?.len().to_le_bytes());
+            }
+            hasher.update([0u8]);
+        }
+    }
+    Ok(harness_core::digest::hex(&hasher.finalize()))
+}
+
+/// [`Workspace::fingerprint`] of the work tree at `root`.
+fn fingerprint_of(root: &Path) -> io::Result<String> {
+    let mut files = Vec::new();
+    collect_regular_files(root, "", &mut files)?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut hasher = Sha256::new();
+    for (rel, abs) in files {
+        hasher.update(rel.as_bytes());
+        hasher.update([0u8]);
+        let mut file = fs::File::open(&abs)?;
+        io::copy(&mut file, &mut hasher)?;
+        hasher.update([0u8]);
+    }
+    Ok(harness_core::digest::hex(&hasher.finalize()))
 }
 
 /// Collects `(relative path, absolute path)` of the regular files below `dir`, skipping `.git`
