@@ -188,3 +188,60 @@ fn sandbox_bwrap_without_bubblewrap_exits_2_and_says_what_to_do() {
         "a run folder was made"
     );
 }
+
+#[test]
+fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ab");
+    let ab = Command::new(binary())
+        .current_dir(root())
+        .args([
+            "ab",
+            "--task",
+            "tasks/trim-rerun.yaml",
+            "--arms",
+            "none,trim",
+        ])
+        .args(["--runs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ab.stdout);
+    assert!(
+        ab.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ab.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("trim vs none: tokens "))
+        .unwrap_or_else(|| panic!("no verdict line: {text}"));
+    assert!(line.ends_with("over 2 pairs"), "{line}");
+    // trim re-runs turn 1's four calls, so the task costs it more input tokens than none.
+    let ratio: f64 = line["trim vs none: tokens ".len()..]
+        .split('×')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ratio > 1.0, "{line}");
+    for format in ["table", "md"] {
+        let r = Command::new(binary())
+            .args(["report", "--format", format])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(text.contains(line), "{format}: {text}");
+    }
+    let r = Command::new(binary())
+        .args(["report", "--baseline", "trim"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("none vs trim: tokens "),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+}

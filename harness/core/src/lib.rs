@@ -39,4 +39,5 @@ pub mod sim;
 pub mod spec;
 pub mod svg;
 pub mod tokens;
+pub mod verdict;
 pub mod yaml;

@@ -172,6 +172,10 @@ struct AbArgs {
     /// Runs per arm (seeds 1..=N).
     #[arg(long, default_value_t = 3)]
     runs: u64,
+    /// The arm the others are judged against in the verdict lines (default: `none` when it is
+    /// an arm, else the first).
+    #[arg(long)]
+    baseline: Option<String>,
     #[command(flatten)]
     common: CommonRun,
 }
@@ -445,6 +449,9 @@ async fn cmd_run(a: RunArgs) -> i32 {
                 return EXIT_NO_CELLS;
             }
             println!("{}", render::summary_table(&records).to_terminal());
+            for line in crate::report::verdict_lines(&records, None) {
+                println!("{line}");
+            }
             print_failures(&records);
             eprintln!(
                 "{} cells in {:.1}s · records in {}",
@@ -502,6 +509,9 @@ async fn cmd_ab(a: AbArgs) -> i32 {
     match run::run(cfg).await {
         Ok(records) => {
             println!("{}", render::ab_table(&records, &labels).to_terminal());
+            for line in crate::report::verdict_lines(&records, a.baseline.as_deref()) {
+                println!("{line}");
+            }
             print_failures(&records);
             exit_for(&records)
         }

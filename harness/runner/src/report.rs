@@ -91,6 +91,28 @@ pub struct ReportArgs {
     /// Request chart: the model (default: the first).
     #[arg(long)]
     pub model: Option<String>,
+    /// The arm every other arm is judged against in the verdict lines (default: `none` when the
+    /// run has it, else the first arm).
+    #[arg(long)]
+    pub baseline: Option<String>,
+}
+
+/// The verdict lines of a run: each arm against the baseline (`requested`, else `none` when
+/// the records have it, else the first arm), paired by task, model and seed.
+pub fn verdict_lines(records: &[CellRecord], requested: Option<&str>) -> Vec<String> {
+    let has = |arm: &str| records.iter().any(|r| r.arm == arm);
+    let baseline = match requested {
+        Some(b) => b.to_string(),
+        None if has("none") => "none".to_string(),
+        None => match records.first() {
+            Some(r) => r.arm.clone(),
+            None => return Vec::new(),
+        },
+    };
+    harness_core::verdict::run_verdicts(records, &baseline)
+        .iter()
+        .map(|v| v.line())
+        .collect()
 }
 
 /// Writes to standard output, ignoring a closed pipe (`foldbench list | head`).
@@ -187,8 +209,25 @@ pub fn render_format(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| a.run_dir.display().to_string());
     Ok(match format {
-        Format::Table => format!("{}\n", table().to_terminal()),
-        Format::Md => markdown(records, &title, a.cells),
+        Format::Table => {
+            let mut out = format!("{}\n", table().to_terminal());
+            for line in verdict_lines(records, a.baseline.as_deref()) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            out
+        }
+        Format::Md => {
+            let mut md = markdown(records, &title, a.cells);
+            let lines = verdict_lines(records, a.baseline.as_deref());
+            if !lines.is_empty() {
+                md.push_str("\n### Verdict (95% bootstrap intervals over paired cells)\n\n");
+                for line in lines {
+                    md.push_str(&format!("- {line}\n"));
+                }
+            }
+            md
+        }
         Format::Csv => table().to_csv(),
         Format::Json => {
             let v = if a.cells {
