@@ -245,3 +245,53 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
         String::from_utf8_lossy(&r.stdout)
     );
 }
+
+#[test]
+fn what_a_user_trips_on_gets_a_clear_answer() {
+    let run = |args: &[&str]| {
+        let o = Command::new(binary())
+            .current_dir(root())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // `ab --policy` used to run only the arms, silently.
+    let (code, _, err) = run(&[
+        "ab",
+        "--task",
+        "tasks/trim-rerun.yaml",
+        "--arms",
+        "none,trim",
+        "--policy",
+        "fold",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--arms none,trim,fold"), "{err}");
+    // Did you mean, for policies, models and task files.
+    let (code, _, err) = run(&["run", "--policy", "fodl", "--seeds", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("(did you mean `fold`?)"), "{err}");
+    let (_, _, err) = run(&["run", "--model", "simm", "--seeds", "1"]);
+    assert!(err.contains("(did you mean `sim`?)"), "{err}");
+    let (code, _, err) = run(&["run", "--tasks", "tasks/trim-reruns.yaml"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("(did you mean `tasks/trim-rerun.yaml`?)"),
+        "{err}"
+    );
+    // Completions, and a --help that says what the tool is for, with examples.
+    let (code, out, _) = run(&["completions", "bash"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("_foldbench()") && out.contains("replay"),
+        "{out}"
+    );
+    let (_, out, _) = run(&["--help"]);
+    assert!(out.contains("decide how your coding agent"), "{out}");
+    assert!(out.contains("Examples:\n  foldbench run"), "{out}");
+}

@@ -39,7 +39,8 @@ pub fn build(spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, String> 
         "fold+strategies" => Box::new(fold::Fold::from_params(&mut p, window, true)?),
         other => {
             return Err(format!(
-                "unknown policy `{other}`; expected one of: {}",
+                "unknown policy `{other}`{}; expected one of: {}",
+                harness_core::suggest::did_you_mean(other, POLICIES),
                 POLICIES.join(", ")
             ))
         }

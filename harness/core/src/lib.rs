@@ -37,6 +37,7 @@ pub mod request;
 pub mod rng;
 pub mod sim;
 pub mod spec;
+pub mod suggest;
 pub mod svg;
 pub mod tokens;
 pub mod verdict;

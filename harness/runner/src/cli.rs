@@ -43,10 +43,24 @@ pub const EXIT_NO_CELLS: i32 = 4;
 /// Exit code: cells failed or a regression.
 pub const EXIT_FAILED: i32 = 100;
 
-/// foldbench: measure what coding agents' context policies (none, trim, compact, fold,
-/// fold+strategies) do to requests, re-runs, cache and success.
+/// foldbench: decide how your coding agent should handle a growing conversation.
+///
+/// Runs scripted coding tasks in temporary git repositories under each context policy — none,
+/// trim, compact, fold, fold+strategies — and replays your own Claude Code and Codex sessions,
+/// then says what each policy saves (request sizes, tokens per task, cache, cost) and what it
+/// loses (facts the agent no longer saw, re-runs, archive reads, failed tasks).
 #[derive(Debug, Parser)]
-#[command(name = "foldbench", version, about)]
+#[command(
+    name = "foldbench",
+    version,
+    about,
+    after_help = "Examples:
+  foldbench run                                   every task × five policies × the simulated agent × seeds 1-3
+  foldbench ab --task tasks/trim-rerun.yaml --arms none,trim --runs 3
+  foldbench replay ~/.claude/projects             what each policy would have done to your sessions
+  foldbench report results/<run-id> -o report.md  a report from a run's records
+  foldbench compare results/baselines/ci results/<run-id> --fail-on-regression"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,6 +112,11 @@ enum Command {
     /// Split what the model read in recorded sessions into work in progress, conclusions and
     /// steps of finished work.
     Analyze(crate::replay_cmd::AnalyzeArgs),
+    /// Print a shell completion script: `foldbench completions bash > ~/.local/share/bash-completion/completions/foldbench`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, clap::Args, Clone)]
@@ -222,6 +241,11 @@ async fn dispatch(cmd: Command) -> i32 {
         } => fold_cmd(transcript, from, to),
         Command::Replay(a) => crate::replay_cmd::replay(a),
         Command::Analyze(a) => crate::replay_cmd::analyze(a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
+            EXIT_OK
+        }
     }
 }
 
@@ -493,6 +517,16 @@ fn print_failures(records: &[CellRecord]) {
 }
 
 async fn cmd_ab(a: AbArgs) -> i32 {
+    if !a.common.policies.is_empty() {
+        eprintln!(
+            "error: `ab` takes its arms from --arms; --policy {} would be ignored: add it to \
+             --arms (for example --arms {},{})",
+            a.common.policies.join(" --policy "),
+            a.arms,
+            a.common.policies.join(",")
+        );
+        return EXIT_USAGE;
+    }
     let tasks = match load(vec![a.task.clone()]) {
         Ok(t) => t,
         Err(c) => return c,

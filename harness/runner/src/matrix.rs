@@ -124,7 +124,11 @@ pub fn check_model(label: &str) -> Result<(), String> {
     match label.split_once(':') {
         Some(("openai" | "anthropic" | "replay", rest)) if !rest.trim().is_empty() => Ok(()),
         _ => Err(format!(
-            "unknown model `{label}`; known models: {}",
+            "unknown model `{label}`{}; known models: {}",
+            harness_core::suggest::did_you_mean(
+                label.split(':').next().unwrap_or(label),
+                ["sim", "openai", "anthropic", "replay"]
+            ),
             crate::backends::KNOWN_MODELS
         )),
     }

@@ -18,6 +18,26 @@ pub struct LoadedTask {
     pub dir: PathBuf,
 }
 
+/// ` (did you mean `tasks/x.yaml`?)` when a spec file in the same folder has a close name.
+fn sibling_suggestion(p: &std::path::Path) -> String {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (Some(name), Ok(entries)) = (p.file_name(), std::fs::read_dir(&dir)) else {
+        return String::new();
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    match harness_core::suggest::closest(&name.to_string_lossy(), names.iter().map(String::as_str))
+    {
+        Some(c) => format!(" (did you mean `{}`?)", dir.join(c).display()),
+        None => String::new(),
+    }
+}
+
 /// The spec files named by `paths` (files as they are; folders: their `*.yaml`/`*.yml`, sorted).
 pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
@@ -41,8 +61,9 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                 .unwrap_or_default();
             if matches.is_empty() {
                 return Err(format!(
-                    "no task spec at {}: give a .yaml file or a folder of them",
-                    p.display()
+                    "no task spec at {}{}: give a .yaml file or a folder of them",
+                    p.display(),
+                    sibling_suggestion(p)
                 ));
             }
             out.extend(matches);
