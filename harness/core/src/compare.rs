@@ -503,6 +503,7 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         c.only_base.len(),
         c.only_new.len()
     )];
+    out.extend(power_notes(c));
     for f in &c.to_failure {
         out.push(format!(
             "flipped to {}: {} (was {})",
@@ -524,6 +525,27 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         out.push(format!("regressed: {}", c.regressed_metrics().join(", ")));
         for r in &c.regressions {
             out.push(format!("  {r}"));
+        }
+    }
+    out
+}
+
+/// A note for each metric (over all cells) whose pairs are too few for the sign test ever to
+/// reach p < 0.05 — its smallest p with n pairs is 2 × 0.5ⁿ, 0.25 for three seeds — pointing at
+/// the pooled paired bootstrap interval instead.
+fn power_notes(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in c.metrics.iter().filter(|d| d.arm.is_none() && d.pairs > 0) {
+        let floor = sign_test(d.pairs, 0);
+        if floor > 0.05 {
+            out.push(format!(
+                "{}: {} pairs cannot make the sign test significant (its smallest p is {floor:.3}); \
+                 the pooled paired bootstrap says the median change lies in [{}, {}] (95%)",
+                d.metric,
+                d.pairs,
+                num_precise(d.interval.0),
+                num_precise(d.interval.1)
+            ));
         }
     }
     out
@@ -642,6 +664,49 @@ mod tests {
             .any(|r| r.starts_with("reruns (arm trim): median 0 → 4")));
         let md = markdown(&c, "base", "new");
         assert!(md.contains("**Regressed: success, reruns**"), "{md}");
+    }
+
+    #[test]
+    fn too_few_pairs_for_the_sign_test_are_said_and_the_bootstrap_given() {
+        let three: Vec<CellRecord> = (1..=3)
+            .map(|i| {
+                rec(
+                    &format!("t/trim/sim/{i}"),
+                    "trim",
+                    Status::Success,
+                    0,
+                    900.0,
+                )
+            })
+            .collect();
+        let mut worse = three.clone();
+        for r in &mut worse {
+            r.metrics.reruns = 4;
+        }
+        let c = compare(&three, &worse, &default_thresholds());
+        let said = notes(&c);
+        let note = said
+            .iter()
+            .find(|n| n.starts_with("reruns: 3 pairs cannot make the sign test significant"))
+            .unwrap_or_else(|| panic!("{said:#?}"));
+        assert!(note.contains("smallest p is 0.250"), "{note}");
+        assert!(note.contains("lies in [4, 4]"), "{note}");
+        // Six pairs can reach p = 0.031: no such note.
+        let six: Vec<CellRecord> = (1..=6)
+            .map(|i| {
+                rec(
+                    &format!("t/trim/sim/{i}"),
+                    "trim",
+                    Status::Success,
+                    0,
+                    900.0,
+                )
+            })
+            .collect();
+        let c = compare(&six, &six, &default_thresholds());
+        assert!(!notes(&c)
+            .iter()
+            .any(|n| n.contains("cannot make the sign test")));
     }
 
     #[test]
