@@ -8,5 +8,6 @@ mod cli;
 mod folds;
 mod judge;
 mod matrix;
+mod runs;
 mod snapshots;
 mod suite;

@@ -4,7 +4,8 @@
 //! `policies`.
 //!
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
-//! - [`tools`]: the six workspace tools with the sandbox.
+//! - [`tools`]: the six workspace tools with the sandbox; [`reap`]: ending a call's processes,
+//!   `setsid` descendants included.
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
@@ -23,6 +24,7 @@ pub mod judge;
 pub mod matrix;
 pub mod merge;
 pub mod model;
+pub mod reap;
 pub mod replay_cmd;
 pub mod report;
 pub mod results;
