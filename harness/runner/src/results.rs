@@ -1,4 +1,4 @@
-//! The results store (DESIGN §10): `results/<run-id>/`.
+//! The results store: `results/<run-id>/`.
 //!
 //! ```text
 //! matrix.json            the resolved matrix (cells with ids, arms, seeds, models, options)

@@ -1,4 +1,4 @@
-//! Real-model backends over HTTP and cassettes (DESIGN §8).
+//! Real-model backends over HTTP and cassettes.
 //!
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
