@@ -380,6 +380,70 @@ impl harness_runner::model::Model for Scripted {
     }
 }
 
+/// Runs one cell of `t` under `none` with `model`.
+fn run_scripted(
+    t: &harness_runner::tasks::LoadedTask,
+    model: &Scripted,
+    opts: harness_runner::cell::CellOptions,
+) -> harness_runner::cell::CellOutput {
+    let plan = harness_runner::cell::CellPlan {
+        id: format!("{}/none/scripted/1", t.spec.name),
+        task: std::sync::Arc::clone(&t.spec),
+        task_dir: t.dir.clone(),
+        arm: "none".into(),
+        policy: policies::parse_policy("none").unwrap(),
+        model_name: "scripted".into(),
+        seed: 1,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let on_event = |_: &str, _: &harness_core::events::Event| {};
+    let out = rt.block_on(harness_runner::cell::run_cell(
+        &plan, &opts, model, &on_event,
+    ));
+    // A tool call abandoned at its limit may still hold a blocking thread; do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    out
+}
+
+#[test]
+fn a_tool_call_that_never_returns_is_answered_at_the_tool_time_limit() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("fx")).unwrap();
+    std::fs::write(d.path().join("fx/a.txt"), "A = 1\n").unwrap();
+    let spec = "name: fifo\ndescription: a named pipe nobody writes to\nrepo: fx\nsetup:\n  - \"mkfifo pipe\"\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - read_file: { path: a.txt }\n        expect: \"A = 1\"\n      - say: \"seen\"\nchecks:\n  - answer_contains: { turn: 1, text: \"done\" }\n";
+    std::fs::write(d.path().join("fifo.yaml"), spec).unwrap();
+    let t = harness_runner::tasks::load_tasks(&[d.path().join("fifo.yaml")])
+        .unwrap()
+        .remove(0);
+    let model = Scripted {
+        calls: vec![harness_core::message::ToolCall {
+            id: "p".into(),
+            name: "read_file".into(),
+            args: serde_json::json!({"path": "pipe"}),
+        }],
+    };
+    let mut opts = harness_runner::cell::CellOptions::default();
+    opts.tool_limits.shell_timeout = Duration::from_secs(1);
+    let out = run_scripted(&t, &model, opts);
+    assert_eq!(out.record.error, None, "the cell must not end in error");
+    assert_eq!(
+        out.record.status,
+        harness_core::record::Status::Success,
+        "{:?}",
+        out.record.checks
+    );
+    let result = out
+        .transcript
+        .iter()
+        .find(|m| m.role == harness_core::message::Role::Tool)
+        .expect("a tool result");
+    assert!(result.is_error, "{}", result.text);
+    assert!(result.text.contains("read_file"), "{}", result.text);
+}
+
 #[test]
 fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
     use harness_core::message::ToolCall;
@@ -398,26 +462,7 @@ fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
             },
         ],
     };
-    let plan = harness_runner::cell::CellPlan {
-        id: "trim-rerun/none/scripted/1".into(),
-        task: std::sync::Arc::clone(&t.spec),
-        task_dir: t.dir.clone(),
-        arm: "none".into(),
-        policy: policies::parse_policy("none").unwrap(),
-        model_name: "scripted".into(),
-        seed: 1,
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let on_event = |_: &str, _: &harness_core::events::Event| {};
-    let out = rt.block_on(harness_runner::cell::run_cell(
-        &plan,
-        &harness_runner::cell::CellOptions::default(),
-        &model,
-        &on_event,
-    ));
+    let out = run_scripted(&t, &model, harness_runner::cell::CellOptions::default());
     assert_eq!(out.record.error, None, "the cell must not end in error");
     let results: Vec<(String, bool)> = out
         .transcript
