@@ -484,3 +484,76 @@ fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
         "{results:?}"
     );
 }
+
+/// The pids of live processes whose command line is exactly `words`.
+fn processes(words: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = words
+        .iter()
+        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn sigterm_ends_the_calls_in_flight_setsid_children_included() {
+    let d = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // Numbers no other process uses, so the test finds exactly its own sleeps.
+    let n = 700_000 + std::process::id() % 100_000;
+    let (escaped, waiting) = (n.to_string(), (n + 1).to_string());
+    std::fs::create_dir_all(d.path().join("fx")).unwrap();
+    std::fs::write(d.path().join("fx/a.txt"), "A = 1\n").unwrap();
+    let spec = format!("name: sleepy\ndescription: setup that leaves a setsid child\nrepo: fx\nsetup:\n  - \"setsid sleep {escaped} </dev/null >/dev/null 2>&1 & sleep {waiting}\"\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - read_file: {{ path: a.txt }}\n        expect: \"A = 1\"\n      - say: \"seen\"\nchecks:\n  - answer_contains: {{ turn: 1, text: \"seen\" }}\n");
+    std::fs::write(d.path().join("sleepy.yaml"), spec).unwrap();
+    let mut c = Command::new(binary());
+    c.args(["run", "--tasks"])
+        .arg(d.path().join("sleepy.yaml"))
+        .args(["--policy", "none", "--seeds", "1", "--tool-timeout", "600"])
+        .arg("--out")
+        .arg(d.path().join("run"))
+        .env("CI", "true")
+        .env("TMPDIR", tmp.path());
+    let mut child = spawn_quiet(c);
+    wait_for(|| {
+        !processes(&["sleep", &escaped]).is_empty() && !processes(&["sleep", &waiting]).is_empty()
+    });
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    let start = Instant::now();
+    let mut left = Vec::new();
+    while start.elapsed() < Duration::from_secs(5) {
+        left = processes(&["sleep", &escaped]);
+        left.extend(processes(&["sleep", &waiting]));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(left.is_empty(), "processes outlived the run: {left:?}");
+    assert_eq!(workspaces(tmp.path()), Vec::<String>::new());
+}

@@ -12,7 +12,7 @@
 //! run is stopped by a signal.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The environment variable that marks a call's processes.
@@ -21,6 +21,9 @@ pub const CALL_ENV: &str = "FOLDBENCH_CALL";
 /// How many times the process table is scanned for marked processes (a process may fork while
 /// it is being killed; each round kills what the previous one missed).
 const ROUNDS: usize = 4;
+
+/// Set by [`end_all_calls`]: a call that starts afterwards is ended as soon as it has a process.
+static STOPPED: AtomicBool = AtomicBool::new(false);
 
 fn live() -> &'static Mutex<HashMap<String, Option<u32>>> {
     static LIVE: OnceLock<Mutex<HashMap<String, Option<u32>>>> = OnceLock::new();
@@ -60,11 +63,15 @@ impl CallGuard {
         &self.marker
     }
 
-    /// Records the call's process group (the pid of its leader).
+    /// Records the call's process group (the pid of its leader). After [`end_all_calls`] the
+    /// call is ended at once.
     pub fn set_group(&mut self, pgid: Option<u32>) {
         self.group = pgid;
         if let Ok(mut l) = live().lock() {
             l.insert(self.marker.clone(), pgid);
+        }
+        if STOPPED.load(Ordering::SeqCst) {
+            self.end();
         }
     }
 
@@ -103,8 +110,10 @@ pub fn end_call(marker: &str, group: Option<u32>) {
     }
 }
 
-/// Ends every call in flight (on SIGINT/SIGTERM).
+/// Ends every call in flight, and every call that starts afterwards (on SIGINT/SIGTERM, before
+/// the process exits).
 pub fn end_all_calls() {
+    STOPPED.store(true, Ordering::SeqCst);
     let calls: Vec<(String, Option<u32>)> = match live().lock() {
         Ok(mut l) => l.drain().collect(),
         Err(_) => return,
@@ -208,20 +217,29 @@ mod tests {
         assert!(!escaped, "setsid child {pid} outlived its call");
     }
 
+    /// Only this call's processes (ending every call would end other tests' calls too: they
+    /// share this process).
     #[test]
-    fn ending_all_calls_ends_the_registered_ones() {
+    fn ending_a_call_kills_every_process_with_its_marker() {
         let mut g = begin_call();
         let mut child = std::process::Command::new("sleep")
             .arg("300")
             .env(CALL_ENV, g.marker())
             .spawn()
             .unwrap();
+        let mut other = std::process::Command::new("sleep")
+            .arg("300")
+            .env(CALL_ENV, format!("{}-other", g.marker()))
+            .spawn()
+            .unwrap();
         g.set_group(None);
         assert_eq!(marked_processes(g.marker()), vec![child.id()]);
-        end_all_calls();
+        g.end();
         let status = child.wait().unwrap();
         assert!(!status.success());
         assert!(marked_processes(g.marker()).is_empty());
-        g.end();
+        assert_eq!(other.try_wait().unwrap(), None, "another call's process");
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }

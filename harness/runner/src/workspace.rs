@@ -95,7 +95,27 @@ pub fn close_and_sweep_own(tmp: &Path) -> usize {
         Err(p) => *p.into_inner() = true,
     }
     let me = std::process::id();
-    sweep(tmp, |pid| pid == me)
+    // Cells still running may write into a workspace while it is removed (its removal then
+    // fails); try again a few times.
+    let mut removed = 0;
+    for _ in 0..20 {
+        removed += sweep(tmp, |pid| pid == me);
+        if count(tmp, |pid| pid == me) == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    removed
+}
+
+fn count(tmp: &Path, of: impl Fn(u32) -> bool) -> usize {
+    fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_str().and_then(owner_of).is_some_and(&of))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 fn sweep(tmp: &Path, remove: impl Fn(u32) -> bool) -> usize {
