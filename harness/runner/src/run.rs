@@ -215,18 +215,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             (None, None) => {}
         }
     }
-    // Everything the user can get wrong is checked before the run folder is created.
-    for c in &cells {
-        parse_sim(&c.model).map_err(RunError::Usage)?;
-    }
-    if cfg.replay.is_none() {
-        let mut labels: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
-        labels.sort_unstable();
-        labels.dedup();
-        for m in labels {
-            backends::check_keys(m).map_err(RunError::Usage)?;
-        }
-    }
+    preflight(&cfg, &cells)?;
     crate::workspace::sweep_stale(&std::env::temp_dir());
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
     let todo: Vec<MatrixCell> = cells
@@ -257,65 +246,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             model_name: c.model.clone(),
             seed: c.seed,
         };
-        let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::Usage)? {
-            Some(s) => {
-                let sim = Sim::new(
-                    Arc::clone(&task.spec),
-                    SimConfig {
-                        seed: c.seed,
-                        recheck: s.recheck,
-                        judge: s.judge,
-                    },
-                );
-                let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
-                backends::with_recording(
-                    m,
-                    &BackendOptions {
-                        epoch: c.seed,
-                        ..cfg.backend.clone()
-                    },
-                )
-                .map_err(RunError::Usage)?
-            }
-            None if cfg.replay.is_some() => {
-                let dir = cfg
-                    .replay
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default();
-                match shared.get(&(c.model.clone(), c.seed)) {
-                    Some(m) => Arc::clone(m),
-                    None => {
-                        let m = backends::parse_model(
-                            &format!("replay:{dir}"),
-                            &BackendOptions {
-                                epoch: c.seed,
-                                record: None,
-                                ..cfg.backend.clone()
-                            },
-                        )
-                        .map_err(RunError::Usage)?;
-                        shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
-                        m
-                    }
-                }
-            }
-            None => match shared.get(&(c.model.clone(), c.seed)) {
-                Some(m) => Arc::clone(m),
-                None => {
-                    let m = backends::parse_model(
-                        &c.model,
-                        &BackendOptions {
-                            epoch: c.seed,
-                            ..cfg.backend.clone()
-                        },
-                    )
-                    .map_err(RunError::Usage)?;
-                    shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
-                    m
-                }
-            },
-        };
+        let model = model_for(c, task, &cfg, &mut shared)?;
         jobs.push((plan, model));
     }
     let total = cells.len();
@@ -373,6 +304,93 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .collect();
     records.sort_by_key(|r| order[r.id.as_str()]);
     Ok(records)
+}
+
+/// The model of a cell: a fresh sim per cell (wrapped for recording), or one HTTP or cassette
+/// model per (label, seed), shared by the cells that use it.
+fn model_for(
+    c: &MatrixCell,
+    task: &LoadedTask,
+    cfg: &RunConfig,
+    shared: &mut HashMap<(String, u64), Arc<dyn Model>>,
+) -> Result<Arc<dyn Model>, RunError> {
+    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::Usage)? {
+        Some(s) => {
+            let sim = Sim::new(
+                Arc::clone(&task.spec),
+                SimConfig {
+                    seed: c.seed,
+                    recheck: s.recheck,
+                    judge: s.judge,
+                },
+            );
+            let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
+            backends::with_recording(
+                m,
+                &BackendOptions {
+                    epoch: c.seed,
+                    ..cfg.backend.clone()
+                },
+            )
+            .map_err(RunError::Usage)?
+        }
+        None if cfg.replay.is_some() => {
+            let dir = cfg
+                .replay
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            match shared.get(&(c.model.clone(), c.seed)) {
+                Some(m) => Arc::clone(m),
+                None => {
+                    let m = backends::parse_model(
+                        &format!("replay:{dir}"),
+                        &BackendOptions {
+                            epoch: c.seed,
+                            record: None,
+                            ..cfg.backend.clone()
+                        },
+                    )
+                    .map_err(RunError::Usage)?;
+                    shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                    m
+                }
+            }
+        }
+        None => match shared.get(&(c.model.clone(), c.seed)) {
+            Some(m) => Arc::clone(m),
+            None => {
+                let m = backends::parse_model(
+                    &c.model,
+                    &BackendOptions {
+                        epoch: c.seed,
+                        ..cfg.backend.clone()
+                    },
+                )
+                .map_err(RunError::Usage)?;
+                shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                m
+            }
+        },
+    };
+    Ok(model)
+}
+
+/// Checks everything the user can get wrong before the run folder is created: the sim labels
+/// and the API keys the models need (none when a cassette answers).
+fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
+    for c in cells {
+        parse_sim(&c.model).map_err(RunError::Usage)?;
+    }
+    if cfg.replay.is_none() {
+        let mut labels: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        for m in labels {
+            backends::check_keys(m).map_err(RunError::Usage)?;
+        }
+    }
+    Ok(())
 }
 
 struct Progress {
