@@ -9,5 +9,6 @@ mod cli;
 mod folds;
 mod judge;
 mod matrix;
+mod runs;
 mod snapshots;
 mod suite;

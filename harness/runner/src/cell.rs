@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::events::{Event, RequestRecord, ToolCallRecord};
 use harness_core::fold;
-use harness_core::message::{Message, MessageKind, ToolSpec};
+use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
 use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
@@ -93,7 +93,13 @@ pub struct CellOptions {
     pub prices: HashMap<String, Price>,
     /// Where archives are written.
     pub archive_writer: Arc<dyn ArchiveWriter>,
+    /// Time limit of the whole session (setup, turns; not the checks): a cell that exceeds it
+    /// ends with status `error` (default [`DEFAULT_CELL_TIMEOUT`]).
+    pub cell_timeout: Duration,
 }
+
+/// The default time limit of one cell: one hour.
+pub const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for CellOptions {
     fn default() -> Self {
@@ -103,6 +109,7 @@ impl Default for CellOptions {
             max_steps: 80,
             prices: HashMap::new(),
             archive_writer: Arc::new(FsArchive),
+            cell_timeout: DEFAULT_CELL_TIMEOUT,
         }
     }
 }
@@ -199,7 +206,18 @@ pub async fn run_cell(
                 plan.policy.label(),
             ),
             Ok(ws) => {
-                let outcome = session(&mut run, &ws, &mut closings, &mut turns_run).await;
+                let limit = opts.cell_timeout;
+                let outcome = tokio::time::timeout(
+                    limit,
+                    session(&mut run, &ws, &mut closings, &mut turns_run),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "the cell timed out after {}s (--cell-timeout)",
+                        limit.as_secs_f64()
+                    ))
+                });
                 let policy_name = outcome
                     .as_ref()
                     .map(|(n, _)| n.clone())
@@ -371,7 +389,13 @@ async fn session(
                 break;
             }
             for call in &resp.tool_calls {
-                let (result, record, append) = if policy.owns_tool(&call.name) {
+                let (result, record, append) = if let Some(reason) =
+                    crate::backends::malformed_call(call)
+                {
+                    let result = Message::tool_result(t, call, reason, true);
+                    let record = tool_record(t, this, call, None, None, true, result.tokens);
+                    (result, record, Vec::new())
+                } else if policy.owns_tool(&call.name) {
                     let reply = policy.handle_tool(&ctx, call);
                     if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
                         run.emit(Event::StrategyEntered {
@@ -403,7 +427,7 @@ async fn session(
                     let fp = ws
                         .fingerprint()
                         .map_err(|e| format!("workspace fingerprint: {e}"))?;
-                    let out = tools::execute(ws.path(), call, &run.limits).await;
+                    let out = execute_limited(ws.path(), call, &run.limits).await;
                     if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
                         if !out.text.contains(want.as_str()) {
                             return Err(format!(
@@ -510,6 +534,35 @@ async fn session(
         }
     }
     Ok((policy.name(), ()))
+}
+
+/// Runs a workspace tool call within the tool time limit (`shell_timeout`, `--tool-timeout`).
+/// A shell call enforces it itself (its process group is killed at the limit); the file tools
+/// run on a blocking thread, and a call that has not returned at the limit is answered with an
+/// error (its thread is abandoned).
+async fn execute_limited(root: &Path, call: &ToolCall, limits: &ToolLimits) -> tools::ToolOutput {
+    if call.name == "shell" {
+        return tools::execute(root, call, limits).await;
+    }
+    let (dir, owned, l) = (root.to_path_buf(), call.clone(), limits.clone());
+    let job = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Handle::current().block_on(tools::execute(&dir, &owned, &l))
+    });
+    let error = |text: String| tools::ToolOutput {
+        text,
+        is_error: true,
+        target: None,
+        cached: false,
+    };
+    match tokio::time::timeout(limits.shell_timeout, job).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => error(format!("error: {} failed: {e}", call.name)),
+        Err(_) => error(format!(
+            "error: {} did not finish within {}s (the tool time limit) and was abandoned",
+            call.name,
+            limits.shell_timeout.as_secs_f64()
+        )),
+    }
 }
 
 fn tool_record(

@@ -9,9 +9,12 @@
 //! | 4 | no cell selected |
 //! | 2 | usage error or a bad spec/matrix file |
 //! | 1 | internal error (IO, an unexpected state) |
+//! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (after removing its workspaces) |
 //!
 //! Per command: `run`/`ab` — 0 every cell succeeded, 100 a cell failed or ended in error, 4 the
-//! matrix or the `--partition` selected no cell; `list` — 4 when no cell is selected; `merge` —
+//! matrix or the `--partition` selected no cell, 2 the run folder is in use by another run or
+//! holds another matrix or a cell twice, or a model's API key is not set (checked before the
+//! folder is created); `report` — 2 a `cells.jsonl` with a bad line or a cell recorded twice; `list` — 4 when no cell is selected; `merge` —
 //! 2 shards of different matrices or a cell in two shards, 100 cells of the matrix in no shard;
 //! `compare` — 100 a metric regressed beyond its threshold with `--fail-on-regression`, 4 the
 //! runs share no cell; `validate` and every reader of a matrix file or spec — 2 with every
@@ -147,9 +150,25 @@ struct CommonRun {
     /// Model requests per turn before a turn is cut.
     #[arg(long, default_value_t = 80)]
     max_steps: usize,
-    /// Timeout of one shell tool call, in seconds.
-    #[arg(long, default_value_t = 30)]
-    shell_timeout: u64,
+    /// Time limit of one tool call, in seconds (a shell call's whole process group is killed
+    /// at the limit; setup and check commands get the same limit, checks at least 60 s).
+    #[arg(
+        long,
+        alias = "shell-timeout",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
+    tool_timeout: u64,
+    /// Time limit of one cell, in seconds; a cell that exceeds it ends with status `error`.
+    #[arg(long, default_value_t = 3600, value_name = "SECS")]
+    cell_timeout: u64,
+    /// Time limit of one model request, in seconds, from sending it to the end of the answer.
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    request_timeout: u64,
+    /// Retries of a model request after the first attempt (on 408, 429, 5xx, connection
+    /// errors, time-outs and truncated answers).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    retries: u32,
     /// Where shell commands (setup, the agent's, checks) run: `bwrap` (bubblewrap: own PID
     /// namespace and /proc, allowed environment only, the workspace the only writable folder, no
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
@@ -219,7 +238,11 @@ pub fn main() -> i32 {
             return EXIT_INTERNAL;
         }
     };
-    rt.block_on(dispatch(cli.command))
+    let code = rt.block_on(dispatch(cli.command));
+    // A tool call abandoned at its time limit may still block a thread (a read that never
+    // returns); do not wait for it.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
 async fn dispatch(cmd: Command) -> i32 {
@@ -390,7 +413,8 @@ fn config(
         max_steps: common.max_steps,
         ..CellOptions::default()
     };
-    cell.tool_limits.shell_timeout = Duration::from_secs(common.shell_timeout.max(1));
+    cell.tool_limits.shell_timeout = Duration::from_secs(common.tool_timeout.max(1));
+    cell.cell_timeout = Duration::from_secs(common.cell_timeout.max(1));
     cell.tool_limits.sandbox = crate::sandbox::Sandbox::detect(common.sandbox)?;
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
@@ -414,6 +438,8 @@ fn config(
         cell,
         backend: BackendOptions {
             record: common.record.clone(),
+            timeout: Duration::from_secs(common.request_timeout.max(1)),
+            max_retries: common.retries,
             ..BackendOptions::default()
         },
         progress: run::progress_wanted(),
@@ -466,7 +492,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
     cfg.only = plan.only();
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
-    match run::run_selected(cfg, plan.selection()).await {
+    match interruptible(run::run_selected(cfg, plan.selection())).await {
         Ok(records) => {
             if records.is_empty() {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
@@ -485,18 +511,45 @@ async fn cmd_run(a: RunArgs) -> i32 {
             );
             exit_for(&records)
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            if e.contains("different matrix")
-                || e.contains("unknown model")
-                || e.contains("replay:")
-            {
-                EXIT_USAGE
-            } else {
-                EXIT_INTERNAL
-            }
-        }
+        Err(e) => run_error(&e),
     }
+}
+
+/// Prints a run's error; returns its exit code.
+fn run_error(e: &run::RunError) -> i32 {
+    eprintln!("error: {e}");
+    match e {
+        run::RunError::Usage(_) => EXIT_USAGE,
+        run::RunError::Internal(_) => EXIT_INTERNAL,
+    }
+}
+
+/// Runs `fut` until it ends or SIGINT/SIGTERM arrives. On a signal the run stops: the calls in
+/// flight are ended (their process groups and descendants killed), this process's workspaces are
+/// removed, and the process exits 130 (SIGINT) or 143 (SIGTERM). The run folder stays
+/// consistent: what was recorded is complete, and the same command resumes it.
+async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return fut.await;
+    };
+    let code = tokio::select! {
+        out = fut => return out,
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+    };
+    // The run's future was dropped above: its cells' workspaces and calls are being released.
+    crate::reap::end_all_calls();
+    let removed = crate::workspace::close_and_sweep_own(&std::env::temp_dir());
+    eprintln!(
+        "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",
+        if code == 130 { "SIGINT" } else { "SIGTERM" },
+        if removed == 1 { "" } else { "s" }
+    );
+    std::process::exit(code)
 }
 
 fn print_failures(records: &[CellRecord]) {
@@ -540,7 +593,7 @@ async fn cmd_ab(a: AbArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match run::run(cfg).await {
+    match interruptible(run::run(cfg)).await {
         Ok(records) => {
             println!("{}", render::ab_table(&records, &labels).to_terminal());
             for line in crate::report::verdict_lines(&records, a.baseline.as_deref()) {
@@ -549,10 +602,7 @@ async fn cmd_ab(a: AbArgs) -> i32 {
             print_failures(&records);
             exit_for(&records)
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_INTERNAL
-        }
+        Err(e) => run_error(&e),
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
 //! - [`tools`]: the six workspace tools; [`sandbox`]: bubblewrap (or a plain `sh`) with an
-//!   allow-listed environment, for every shell command of a cell.
+//!   allow-listed environment, for every shell command of a cell; [`reap`]: ending a call's
+//!   processes, `setsid` descendants included, where there is no PID namespace to end.
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
@@ -24,6 +25,7 @@ pub mod judge;
 pub mod matrix;
 pub mod merge;
 pub mod model;
+pub mod reap;
 pub mod replay_cmd;
 pub mod report;
 pub mod results;

@@ -1,4 +1,4 @@
-//! The results store (DESIGN §10): `results/<run-id>/`.
+//! The results store: `results/<run-id>/`.
 //!
 //! ```text
 //! matrix.json            the resolved matrix (cells with ids, arms, seeds, models, options)
@@ -12,9 +12,21 @@
 //! ```
 //!
 //! Opening an existing run directory resumes it: the cells already in `cells.jsonl` are finished
-//! and not run again. A line torn by a kill in the middle of a write is cut off first.
+//! and not run again. Before that the folder is repaired:
+//!
+//! - a line torn by a kill in the middle of a write (no final newline) is cut off;
+//! - a whole line that is not a cell record is moved to `cells.jsonl.bad` (with a warning), so
+//!   its cell runs again;
+//! - rows of `requests.jsonl` whose cell has no record are dropped: a cell's record is the commit
+//!   point of its rows too, so a kill between the rows and the record does not duplicate them
+//!   when the cell runs again.
+//!
+//! A run holds `run.lock` (an exclusive lock on that file, holding the run's pid) from opening the
+//! folder to the end; a second run on the same folder is refused ([`RunDirError::Busy`]) instead
+//! of writing the same cells twice. Readers ([`read_records`]: `report`, `merge`, `compare`)
+//! refuse a `cells.jsonl` that records one cell twice, naming the cell and both lines.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -23,12 +35,145 @@ use harness_core::record::CellRecord;
 
 use crate::cell::CellOutput;
 
-/// An open run directory.
+/// The lock file of a run directory (see the module docs).
+pub const LOCK_FILE: &str = "run.lock";
+
+/// An open run directory. It holds the folder's lock until it is dropped.
 #[derive(Debug)]
 pub struct RunDir {
     root: PathBuf,
     cells: File,
     requests: File,
+    _lock: File,
+}
+
+/// Why a run directory could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunDirError {
+    /// Another run holds the folder's lock (a usage error: exit 2).
+    Busy(String),
+    /// The folder holds another matrix, or a record twice (a usage error: exit 2).
+    Refused(String),
+    /// Reading or writing failed (exit 1).
+    Io(String),
+}
+
+impl std::fmt::Display for RunDirError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunDirError::Busy(m) | RunDirError::Refused(m) | RunDirError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Takes the run folder's lock, writing this process's pid into the lock file.
+fn lock(root: &Path) -> Result<File, RunDirError> {
+    let path = root.join(LOCK_FILE);
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| RunDirError::Io(format!("cannot open {}: {e}", path.display())))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let holder = fs::read_to_string(&path).unwrap_or_default();
+            let holder = holder.trim();
+            let who = if holder.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {holder})")
+            };
+            return Err(RunDirError::Busy(format!(
+                "{} is in use by another foldbench run{who}, which holds {}; wait for it to end, or give another --out",
+                root.display(),
+                path.display()
+            )));
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(RunDirError::Io(format!(
+                "cannot lock {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    let pid = format!("{}\n", std::process::id());
+    f.set_len(0)
+        .and_then(|_| f.write_all(pid.as_bytes()))
+        .and_then(|_| f.flush())
+        .map_err(|e| RunDirError::Io(format!("cannot write {}: {e}", path.display())))?;
+    Ok(f)
+}
+
+/// Moves every whole line of `cells.jsonl` that is not a cell record to `cells.jsonl.bad`
+/// (appended), warning once per line; returns how many lines were moved.
+pub fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(0);
+    };
+    let mut keep = String::with_capacity(text.len());
+    let mut bad = String::new();
+    let mut moved = 0;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<CellRecord>(line) {
+            Ok(_) => {
+                keep.push_str(line);
+                keep.push('\n');
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: {}:{}:{}: not a cell record ({e}); moved to {}.bad, its cell runs again",
+                    path.display(),
+                    i + 1,
+                    e.column(),
+                    path.display()
+                );
+                bad.push_str(line);
+                bad.push('\n');
+                moved += 1;
+            }
+        }
+    }
+    if moved > 0 {
+        let mut b = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path.with_extension("jsonl.bad"))?;
+        b.write_all(bad.as_bytes())?;
+        b.sync_all()?;
+        write_atomic(path, keep.as_bytes())?;
+    }
+    Ok(moved)
+}
+
+/// Drops the rows of `requests.jsonl` whose cell is not in `done` (rows of a cell killed before
+/// its record was written); returns how many were dropped.
+pub fn drop_uncommitted_requests(path: &Path, done: &HashSet<String>) -> std::io::Result<usize> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(0);
+    };
+    let mut keep = String::with_capacity(text.len());
+    let mut dropped = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let cell = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v.get("cell").and_then(|c| c.as_str()).map(str::to_string));
+        if cell.is_some_and(|c| done.contains(&c)) {
+            keep.push_str(line);
+            keep.push('\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    if dropped > 0 {
+        write_atomic(path, keep.as_bytes())?;
+    }
+    Ok(dropped)
 }
 
 /// A path-safe folder name for a cell id.
@@ -68,7 +213,8 @@ pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads the cell records of a run directory (skipping lines that do not parse).
+/// Reads the cell records of a run directory. A line that is not a cell record, or a second
+/// record of one cell (two runs wrote the folder at once), is an error naming the line.
 pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
     let path = dir.join("cells.jsonl");
     let f = File::open(&path).map_err(|e| {
@@ -78,13 +224,24 @@ pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
         )
     })?;
     let mut out = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
         let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<CellRecord>(&line) {
-            Ok(r) => out.push(r),
+            Ok(r) => {
+                if let Some(first) = seen.insert(r.id.clone(), i + 1) {
+                    return Err(format!(
+                        "{}:{}: the cell {} is recorded twice (also at line {first}): two runs wrote this folder at once; keep one of the lines, or run the matrix again into a new folder",
+                        path.display(),
+                        i + 1,
+                        r.id
+                    ));
+                }
+                out.push(r)
+            }
             Err(e) => {
                 return Err(format!(
                     "{}:{}:{}: not a cell record: {e}",
@@ -99,54 +256,65 @@ pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
 }
 
 impl RunDir {
-    /// Creates or reopens a run directory. `matrix` is the resolved matrix as JSON; reopening a
-    /// directory that holds another matrix is refused.
+    /// Creates or reopens a run directory, taking its lock and repairing it as the module docs
+    /// say. `matrix` is the resolved matrix as JSON; reopening a directory that holds another
+    /// matrix is refused.
     pub fn open(
         root: &Path,
         matrix: &serde_json::Value,
-    ) -> Result<(RunDir, HashSet<String>), String> {
-        fs::create_dir_all(root.join("cells"))
-            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    ) -> Result<(RunDir, HashSet<String>), RunDirError> {
+        let io = |what: &str, p: &Path, e: std::io::Error| {
+            RunDirError::Io(format!("cannot {what} {}: {e}", p.display()))
+        };
+        fs::create_dir_all(root.join("cells")).map_err(|e| io("create", root, e))?;
+        let lock = lock(root)?;
         let mpath = root.join("matrix.json");
         if let Ok(old) = fs::read_to_string(&mpath) {
-            let old: serde_json::Value =
-                serde_json::from_str(&old).map_err(|e| format!("{}: {e}", mpath.display()))?;
+            let old: serde_json::Value = serde_json::from_str(&old)
+                .map_err(|e| RunDirError::Refused(format!("{}: {e}", mpath.display())))?;
             // The same matrix and the same part of it (a shard, or an explicit cell list).
             if ["cells", "partition", "only"]
                 .iter()
                 .any(|k| old.get(k) != matrix.get(k))
             {
-                return Err(format!(
+                return Err(RunDirError::Refused(format!(
                     "{} holds a run of a different matrix; give another --out to start a new run, or the same arguments to resume it",
                     root.display()
-                ));
+                )));
             }
         } else {
-            let text = serde_json::to_string_pretty(matrix).map_err(|e| e.to_string())?;
-            write_atomic(&mpath, text.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", mpath.display()))?;
+            let text =
+                serde_json::to_string_pretty(matrix).map_err(|e| RunDirError::Io(e.to_string()))?;
+            write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
         }
         let cpath = root.join("cells.jsonl");
         let rpath = root.join("requests.jsonl");
-        repair_jsonl(&cpath).map_err(|e| format!("cannot repair {}: {e}", cpath.display()))?;
-        repair_jsonl(&rpath).map_err(|e| format!("cannot repair {}: {e}", rpath.display()))?;
+        repair_jsonl(&cpath).map_err(|e| io("repair", &cpath, e))?;
+        repair_jsonl(&rpath).map_err(|e| io("repair", &rpath, e))?;
+        quarantine_bad_records(&cpath).map_err(|e| io("repair", &cpath, e))?;
         let done: HashSet<String> = if cpath.exists() {
-            read_records(root)?.into_iter().map(|r| r.id).collect()
+            read_records(root)
+                .map_err(RunDirError::Refused)?
+                .into_iter()
+                .map(|r| r.id)
+                .collect()
         } else {
             HashSet::new()
         };
+        drop_uncommitted_requests(&rpath, &done).map_err(|e| io("repair", &rpath, e))?;
         let open = |p: &Path| {
             OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|e| format!("cannot open {}: {e}", p.display()))
+                .map_err(|e| io("open", p, e))
         };
         Ok((
             RunDir {
                 root: root.to_path_buf(),
                 cells: open(&cpath)?,
                 requests: open(&rpath)?,
+                _lock: lock,
             },
             done,
         ))
@@ -236,6 +404,33 @@ mod tests {
         fs::write(&p, "{\"b\":").unwrap();
         repair_jsonl(&p).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "");
+    }
+
+    #[test]
+    fn a_second_open_of_a_run_folder_is_refused_while_the_first_holds_it() {
+        let d = tempfile::tempdir().unwrap();
+        let m = serde_json::json!({"cells": []});
+        let (first, _) = RunDir::open(d.path(), &m).unwrap();
+        let err = RunDir::open(d.path(), &m).unwrap_err();
+        assert!(matches!(err, RunDirError::Busy(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("in use by another foldbench run"), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        drop(first);
+        // Other tests of this process fork children; a child holds a copy of the lock's file
+        // descriptor until it execs, so the lock may outlive the drop by a moment.
+        let mut again = RunDir::open(d.path(), &m);
+        for _ in 0..100 {
+            if again.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            again = RunDir::open(d.path(), &m);
+        }
+        assert!(again.is_ok(), "free again once closed: {again:?}");
     }
 
     #[test]

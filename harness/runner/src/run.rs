@@ -149,14 +149,42 @@ pub struct Selection {
     pub partition: Option<String>,
 }
 
+/// Why a run stopped before its cells ran (or could not be recorded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The user's to fix: a bad model label, a missing API key, a folder in use by another run
+    /// or holding another matrix (exit 2).
+    Usage(String),
+    /// Reading or writing failed (exit 1).
+    Internal(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Usage(m) | RunError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<crate::results::RunDirError> for RunError {
+    fn from(e: crate::results::RunDirError) -> RunError {
+        use crate::results::RunDirError;
+        match e {
+            RunDirError::Busy(m) | RunDirError::Refused(m) => RunError::Usage(m),
+            RunDirError::Io(m) => RunError::Internal(m),
+        }
+    }
+}
+
 /// Runs the matrix; returns the records of every cell of the matrix (resumed ones included).
-pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, String> {
+pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, RunError> {
     run_selected(cfg, Selection::default()).await
 }
 
 /// Runs the cells of `cfg.only` (all when `None`) of a matrix. `matrix.json` records the full
 /// matrix, the partition and the selection, so shards of one matrix can be merged and checked.
-pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellRecord>, String> {
+pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellRecord>, RunError> {
     let all = sel
         .cells
         .unwrap_or_else(|| expand(&cfg.tasks, &cfg.arms, &cfg.models, &cfg.seeds));
@@ -187,6 +215,8 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             (None, None) => {}
         }
     }
+    preflight(&cfg, &cells)?;
+    crate::workspace::sweep_stale(&std::env::temp_dir());
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
     let todo: Vec<MatrixCell> = cells
         .iter()
@@ -216,62 +246,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             model_name: c.model.clone(),
             seed: c.seed,
         };
-        let model: Arc<dyn Model> = match parse_sim(&c.model)? {
-            Some(s) => {
-                let sim = Sim::new(
-                    Arc::clone(&task.spec),
-                    SimConfig {
-                        seed: c.seed,
-                        recheck: s.recheck,
-                        judge: s.judge,
-                    },
-                );
-                let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
-                backends::with_recording(
-                    m,
-                    &BackendOptions {
-                        epoch: c.seed,
-                        ..cfg.backend.clone()
-                    },
-                )?
-            }
-            None if cfg.replay.is_some() => {
-                let dir = cfg
-                    .replay
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default();
-                match shared.get(&(c.model.clone(), c.seed)) {
-                    Some(m) => Arc::clone(m),
-                    None => {
-                        let m = backends::parse_model(
-                            &format!("replay:{dir}"),
-                            &BackendOptions {
-                                epoch: c.seed,
-                                record: None,
-                                ..cfg.backend.clone()
-                            },
-                        )?;
-                        shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
-                        m
-                    }
-                }
-            }
-            None => match shared.get(&(c.model.clone(), c.seed)) {
-                Some(m) => Arc::clone(m),
-                None => {
-                    let m = backends::parse_model(
-                        &c.model,
-                        &BackendOptions {
-                            epoch: c.seed,
-                            ..cfg.backend.clone()
-                        },
-                    )?;
-                    shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
-                    m
-                }
-            },
-        };
+        let model = model_for(c, task, &cfg, &mut shared)?;
         jobs.push((plan, model));
     }
     let total = cells.len();
@@ -305,8 +280,9 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     drop(tx);
     while let Some(out) = rx.recv().await {
-        dir.write_cell(&out)
-            .map_err(|e| format!("cannot write the record of {}: {e}", out.record.id))?;
+        dir.write_cell(&out).map_err(|e| {
+            RunError::Internal(format!("cannot write the record of {}: {e}", out.record.id))
+        })?;
         if let Ok(mut p) = progress.lock() {
             p.done += 1;
             p.show(&out.record);
@@ -315,7 +291,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     if let Ok(p) = progress.lock() {
         p.finish();
     }
-    let records = crate::results::read_records(dir.root())?;
+    let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
     // In matrix order, so tables list arms as they were given.
     let order: HashMap<&str, usize> = cells
         .iter()
@@ -328,6 +304,93 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .collect();
     records.sort_by_key(|r| order[r.id.as_str()]);
     Ok(records)
+}
+
+/// The model of a cell: a fresh sim per cell (wrapped for recording), or one HTTP or cassette
+/// model per (label, seed), shared by the cells that use it.
+fn model_for(
+    c: &MatrixCell,
+    task: &LoadedTask,
+    cfg: &RunConfig,
+    shared: &mut HashMap<(String, u64), Arc<dyn Model>>,
+) -> Result<Arc<dyn Model>, RunError> {
+    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::Usage)? {
+        Some(s) => {
+            let sim = Sim::new(
+                Arc::clone(&task.spec),
+                SimConfig {
+                    seed: c.seed,
+                    recheck: s.recheck,
+                    judge: s.judge,
+                },
+            );
+            let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
+            backends::with_recording(
+                m,
+                &BackendOptions {
+                    epoch: c.seed,
+                    ..cfg.backend.clone()
+                },
+            )
+            .map_err(RunError::Usage)?
+        }
+        None if cfg.replay.is_some() => {
+            let dir = cfg
+                .replay
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            match shared.get(&(c.model.clone(), c.seed)) {
+                Some(m) => Arc::clone(m),
+                None => {
+                    let m = backends::parse_model(
+                        &format!("replay:{dir}"),
+                        &BackendOptions {
+                            epoch: c.seed,
+                            record: None,
+                            ..cfg.backend.clone()
+                        },
+                    )
+                    .map_err(RunError::Usage)?;
+                    shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                    m
+                }
+            }
+        }
+        None => match shared.get(&(c.model.clone(), c.seed)) {
+            Some(m) => Arc::clone(m),
+            None => {
+                let m = backends::parse_model(
+                    &c.model,
+                    &BackendOptions {
+                        epoch: c.seed,
+                        ..cfg.backend.clone()
+                    },
+                )
+                .map_err(RunError::Usage)?;
+                shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
+                m
+            }
+        },
+    };
+    Ok(model)
+}
+
+/// Checks everything the user can get wrong before the run folder is created: the sim labels
+/// and the API keys the models need (none when a cassette answers).
+fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
+    for c in cells {
+        parse_sim(&c.model).map_err(RunError::Usage)?;
+    }
+    if cfg.replay.is_none() {
+        let mut labels: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        for m in labels {
+            backends::check_keys(m).map_err(RunError::Usage)?;
+        }
+    }
+    Ok(())
 }
 
 struct Progress {

@@ -229,12 +229,10 @@ fn probe_bwrap() -> Result<PathBuf, String> {
     PROBE
         .get_or_init(|| {
             let path = find_on_path("bwrap").ok_or("`bwrap` is not on the PATH")?;
-            let dir = tempfile::Builder::new()
-                .prefix("foldbench-sandbox-probe-")
-                .tempdir()
-                .map_err(|e| format!("cannot make a folder to probe bwrap in: {e}"))?;
+            // The temp folder itself stands in for a workspace: the probe writes nothing, and
+            // a folder made for it could be left behind by a kill.
             let out = std::process::Command::new(&path)
-                .args(bwrap_args(dir.path(), false))
+                .args(bwrap_args(&std::env::temp_dir(), false))
                 .args(["--", "sh", "-c", "test -d /proc/self && echo ok"])
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")

@@ -876,8 +876,11 @@ pub(crate) async fn run_shell(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // Ends the call's process group and every descendant that left it (see `crate::reap`).
+    let mut call = crate::reap::begin_call();
+    cmd.env(crate::reap::CALL_ENV, call.marker());
     let mut child = cmd.spawn()?;
-    let pgid = child.id();
+    call.set_group(child.id());
     let mut stdout = child
         .stdout
         .take()
@@ -913,9 +916,7 @@ pub(crate) async fn run_shell(
             },
         }
     }
-    if let Some(pgid) = pgid {
-        kill_process_group(pgid);
-    }
+    call.end();
     if !eof {
         let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
@@ -949,7 +950,7 @@ pub(crate) async fn run_shell(
 /// Sends SIGKILL to the process group `pgid` (a group this module created with
 /// `process_group(0)`, whose id is the pid of its `sh`).
 #[allow(unsafe_code)]
-fn kill_process_group(pgid: u32) {
+pub(crate) fn kill_process_group(pgid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };
@@ -1624,7 +1625,8 @@ mod tests {
         ] {
             assert!(names.contains(&want), "{want} missing: {}", out.text);
         }
-        // Nothing else but what the shell itself sets (PWD, SHLVL, `_`).
+        // Nothing else but what the shell itself sets (PWD, SHLVL, `_`) and the call's marker
+        // (`crate::reap`).
         for name in &names {
             assert!(
                 [
@@ -1638,7 +1640,8 @@ mod tests {
                     "PWD",
                     "SHLVL",
                     "_",
-                    "OLDPWD"
+                    "OLDPWD",
+                    crate::reap::CALL_ENV
                 ]
                 .contains(name),
                 "{name} passed through: {}",

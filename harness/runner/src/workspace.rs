@@ -57,6 +57,84 @@ pub enum WorkspaceError {
     },
 }
 
+/// The name prefix of a kept workspace (`--keep-workspaces`): never swept.
+pub const KEPT_PREFIX: &str = "foldbench-kept-";
+
+/// The name prefix of the workspaces of process `pid`.
+pub fn owned_prefix(pid: u32) -> String {
+    format!("foldbench-p{pid}-")
+}
+
+/// The owner's pid of a workspace folder named `foldbench-p<PID>-…`.
+fn owner_of(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("foldbench-p")?;
+    let (pid, _) = rest.split_once('-')?;
+    pid.parse().ok()
+}
+
+/// Removes the workspaces in `tmp` whose owning process no longer exists (a run killed with
+/// SIGKILL leaves its cells' workspaces behind); returns how many were removed. Workspaces of
+/// live processes and kept ones are left alone. Does nothing where `/proc` is missing.
+pub fn sweep_stale(tmp: &Path) -> usize {
+    if !Path::new("/proc/self").exists() {
+        return 0;
+    }
+    sweep(tmp, |pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
+/// Whether this process stopped creating workspaces ([`close_and_sweep_own`]); the lock is held
+/// while a workspace's folder is created, so none appears after the sweep.
+static CLOSED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Stops this process from creating workspaces, then removes its own workspaces in `tmp` (on
+/// SIGINT/SIGTERM, before exiting); returns how many were removed.
+pub fn close_and_sweep_own(tmp: &Path) -> usize {
+    match CLOSED.lock() {
+        Ok(mut c) => *c = true,
+        Err(p) => *p.into_inner() = true,
+    }
+    let me = std::process::id();
+    // Cells still running may write into a workspace while it is removed (its removal then
+    // fails); try again a few times.
+    let mut removed = 0;
+    for _ in 0..20 {
+        removed += sweep(tmp, |pid| pid == me);
+        if count(tmp, |pid| pid == me) == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    removed
+}
+
+fn count(tmp: &Path, of: impl Fn(u32) -> bool) -> usize {
+    fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_str().and_then(owner_of).is_some_and(&of))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn sweep(tmp: &Path, remove: impl Fn(u32) -> bool) -> usize {
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(owner_of) else {
+            continue;
+        };
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && remove(pid) && fs::remove_dir_all(e.path()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
 fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> WorkspaceError {
     let context = context.into();
     move |source| WorkspaceError::Io { context, source }
@@ -77,7 +155,9 @@ impl Workspace {
     /// Same as the module's [`ARCHIVE_DIR`].
     pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
-    /// Creates a workspace from the fixture folder: a fresh temp dir (prefix `foldbench-`), the
+    /// Creates a workspace from the fixture folder: a fresh temp dir (named
+    /// `foldbench-p<PID>-…` after the process that owns it, so [`sweep_stale`] can tell a dead
+    /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
     /// in the fixture is an error), `git init`, everything staged and committed as the first
     /// commit (author and committer `foldbench <foldbench@localhost>` at time 0, so the ids are
@@ -93,10 +173,26 @@ impl Workspace {
                 problem: "not a directory".to_string(),
             });
         }
-        let tmp = tempfile::Builder::new()
-            .prefix("foldbench-")
-            .tempdir()
-            .map_err(io_err("cannot create a temp dir"))?;
+        let prefix = if keep {
+            KEPT_PREFIX.to_string()
+        } else {
+            owned_prefix(std::process::id())
+        };
+        let tmp = {
+            let guard = CLOSED.lock().unwrap_or_else(|p| p.into_inner());
+            if *guard {
+                return Err(WorkspaceError::Io {
+                    context: "cannot create a workspace".into(),
+                    source: io::Error::other("the run is stopping"),
+                });
+            }
+            let tmp = tempfile::Builder::new()
+                .prefix(&prefix)
+                .tempdir()
+                .map_err(io_err("cannot create a temp dir"));
+            drop(guard);
+            tmp?
+        };
         let root = tmp
             .path()
             .canonicalize()
@@ -520,6 +616,47 @@ mod tests {
         let fx = fixture();
         let err = Workspace::create(&fx.path().join("nope"), false).expect_err("must fail");
         assert!(matches!(err, WorkspaceError::Io { .. }), "{err}");
+    }
+
+    #[test]
+    fn workspaces_of_dead_runs_are_swept_and_live_or_kept_ones_stay() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // A pid that surely belongs to no process any more: a child that has exited and been
+        // reaped.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let dead_ws = tmp.path().join(format!("{}abc", owned_prefix(dead)));
+        let live_ws = tmp
+            .path()
+            .join(format!("{}abc", owned_prefix(std::process::id())));
+        let kept_ws = tmp.path().join(format!("{KEPT_PREFIX}abc"));
+        let other = tmp.path().join("foldbench-pnotapid-x");
+        for d in [&dead_ws, &live_ws, &kept_ws, &other] {
+            fs::create_dir_all(d.join("src")).expect("mkdir");
+        }
+        assert_eq!(sweep_stale(tmp.path()), 1);
+        assert!(!dead_ws.exists());
+        assert!(live_ws.exists() && kept_ws.exists() && other.exists());
+        let me = std::process::id();
+        assert_eq!(sweep(tmp.path(), |pid| pid == me), 1);
+        assert!(!live_ws.exists() && kept_ws.exists());
+    }
+
+    #[test]
+    fn workspaces_are_named_after_their_process() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let name = ws.path().file_name().unwrap().to_string_lossy().to_string();
+        assert_eq!(owner_of(&name), Some(std::process::id()), "{name}");
+        let kept = Workspace::create(fx.path(), true).expect("create");
+        let path = kept.path().to_path_buf();
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(KEPT_PREFIX));
+        fs::remove_dir_all(&path).expect("cleanup");
     }
 
     #[test]

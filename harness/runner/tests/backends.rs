@@ -337,7 +337,7 @@ async fn malformed_json_is_malformed() {
 }
 
 #[tokio::test]
-async fn truncated_body_is_malformed() {
+async fn truncated_bodies_are_retried_then_malformed() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -352,6 +352,166 @@ async fn truncated_body_is_malformed() {
         .unwrap_err();
     assert!(matches!(err, ModelError::Malformed { .. }), "{err:?}");
     assert!(err.to_string().contains("truncated"), "{err}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn a_truncated_body_is_retried_then_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_string(r#"{"choices": [{"message": {"content": "hel"#),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mount_ok(&server, 2).await;
+    let r = openai_model(&server, &opts())
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    assert_eq!(r.text, "Let me grep.");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+/// A server on 127.0.0.1 that answers connection `i` with `answers[i]` (raw bytes, then closes);
+/// returns its base URL and the count of connections it took.
+fn raw_server(answers: Vec<Vec<u8>>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for (i, s) in l.incoming().flatten().enumerate() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut s = s;
+            let mut buf = vec![0u8; 1 << 16];
+            let mut got = Vec::new();
+            // Read the request head and body (the client sends a Content-Length).
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if got.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let answer = answers
+                .get(i)
+                .or(answers.last())
+                .cloned()
+                .unwrap_or_default();
+            let _ = s.write_all(&answer);
+            let _ = s.flush();
+        }
+    });
+    (format!("http://{addr}/v1"), count)
+}
+
+fn http_ok(body: &[u8]) -> Vec<u8> {
+    let mut v = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    v.extend_from_slice(body);
+    v
+}
+
+#[tokio::test]
+async fn a_body_cut_short_by_a_closed_connection_is_retried() {
+    let good = serde_json::to_vec(&openai_answer()).unwrap();
+    let mut cut = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        good.len()
+    )
+    .into_bytes();
+    cut.extend_from_slice(&good[..good.len() / 2]);
+    let (base, count) = raw_server(vec![cut, http_ok(&good)]);
+    let m = OpenAiModel::new("m", &base, None, &opts()).unwrap();
+    let r = m.respond(&request(), "c").await.unwrap();
+    assert_eq!(r.text, "Let me grep.");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused_naming_the_cap() {
+    use harness_runner::backends::retry::MAX_RESPONSE_BYTES;
+    // Announced by its length.
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{{\"choices\": [",
+        200 * 1024 * 1024
+    );
+    let (base, count) = raw_server(vec![head.into_bytes()]);
+    let m = OpenAiModel::new("m", &base, None, &opts()).unwrap();
+    let err = m.respond(&request(), "c").await.unwrap_err();
+    assert!(matches!(err, ModelError::Malformed { .. }), "{err:?}");
+    assert!(err.to_string().contains("larger than 32 MiB"), "{err}");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Streamed without a length.
+    let mut chunked = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_vec();
+    let piece = vec![b' '; 1024 * 1024];
+    for _ in 0..=(MAX_RESPONSE_BYTES / piece.len()) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(&piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (base, _) = raw_server(vec![chunked]);
+    let m = OpenAiModel::new("m", &base, None, &opts()).unwrap();
+    let err = m.respond(&request(), "c").await.unwrap_err();
+    assert!(err.to_string().contains("larger than 32 MiB"), "{err}");
+}
+
+#[tokio::test]
+async fn duplicate_tool_call_ids_are_made_unique_and_empty_names_kept() {
+    let server = MockServer::start().await;
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}},
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"b\"}"}},
+        {"id": "c1", "type": "function", "function": {"name": "", "arguments": "{}"}}
+    ]}}]});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(&server)
+        .await;
+    let r = openai_model(&server, &opts())
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    let ids: Vec<&str> = r.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, vec!["c1", "c1-2", "c1-3"]);
+    assert_eq!(r.tool_calls[2].name, "");
+
+    let a = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        "type": "message", "usage": {},
+        "content": [
+            {"type": "tool_use", "id": "t", "name": "grep", "input": {"pattern": "x"}},
+            {"type": "tool_use", "id": "t", "name": "", "input": {}}
+        ]})))
+        .mount(&a)
+        .await;
+    let m = AnthropicModel::new("claude-test", &a.uri(), KEY, &opts()).unwrap();
+    let r = m.respond(&request(), "c").await.unwrap();
+    let ids: Vec<&str> = r.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, vec!["t", "t-2"]);
 }
 
 #[tokio::test]

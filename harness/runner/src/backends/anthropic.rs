@@ -79,7 +79,11 @@ impl AnthropicModel {
     /// from `ANTHROPIC_BASE_URL`.
     pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, String> {
         let key = env_value("ANTHROPIC_API_KEY")
-            .ok_or_else(|| format!("anthropic:{model}: ANTHROPIC_API_KEY is not set"))?;
+            .ok_or_else(|| {
+                format!(
+                    "the model anthropic:{model} needs the environment variable ANTHROPIC_API_KEY, which is not set; export ANTHROPIC_API_KEY=… and run again"
+                )
+            })?;
         let base = env_value("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         AnthropicModel::new(model, &base, &key, opts)
     }
@@ -257,10 +261,11 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
                 let field = |f: &str| {
                     b.get(f)
                         .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
                         .map(str::to_string)
                         .ok_or_else(|| format!("missing field `content[{i}].{f}`"))
                 };
+                // Empty names and ids are kept: the runner answers an unnamed call with a tool
+                // error, and ids are made unique after parsing.
                 let (id, name) = (field("id")?, field("name")?);
                 let args = match b.get("input") {
                     None | Some(Value::Null) => Value::Object(Map::new()),

@@ -1,4 +1,4 @@
-//! Real-model backends over HTTP and cassettes (DESIGN §8).
+//! Real-model backends over HTTP and cassettes.
 //!
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
@@ -30,6 +30,55 @@ pub use retry::RetryPolicy;
 
 /// The argument key under which a tool call's unreadable arguments are kept, raw.
 pub const INVALID_ARGUMENTS: &str = "__invalid_arguments";
+
+/// Why a tool call cannot be executed as the model sent it: no tool name, or arguments that are
+/// not a JSON object ([`INVALID_ARGUMENTS`]). The text is the error result the model reads; the
+/// cell goes on.
+pub fn malformed_call(call: &harness_core::message::ToolCall) -> Option<String> {
+    if call.name.trim().is_empty() {
+        return Some(
+            "error: the tool call has no tool name; call one of the tools listed in the request by its name"
+                .to_string(),
+        );
+    }
+    let raw = call.args.get(INVALID_ARGUMENTS)?;
+    let raw = raw
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| raw.to_string());
+    let shown = match raw.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &raw[..at]),
+        None => raw.clone(),
+    };
+    let why = match serde_json::from_str::<serde_json::Value>(&raw) {
+        Err(e) => format!("not valid JSON ({e})"),
+        Ok(_) => "valid JSON but not an object".to_string(),
+    };
+    Some(format!(
+        "error: the arguments of `{}` are {why}: {shown:?}; send the arguments as one JSON object, e.g. {{\"path\": \"src/main.py\"}}",
+        call.name
+    ))
+}
+
+/// Gives every tool call of one answer a distinct id: a repeated id (or an empty one) gets a
+/// suffix `-2`, `-3`, … (or a fresh `call_fb…`), so every tool result answers exactly one call.
+pub fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
+    let mut seen = std::collections::HashSet::new();
+    for c in calls.iter_mut() {
+        if c.id.is_empty() {
+            c.id = "call".to_string();
+        }
+        if !seen.insert(c.id.clone()) {
+            let base = c.id.clone();
+            let mut n = 2;
+            while seen.contains(&format!("{base}-{n}")) {
+                n += 1;
+            }
+            c.id = format!("{base}-{n}");
+            seen.insert(c.id.clone());
+        }
+    }
+}
 
 /// The environment variables whose values are secrets: never written to a cassette, an error
 /// message or a log.
@@ -109,6 +158,32 @@ pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, 
     with_recording(model, opts)
 }
 
+/// Checks, before anything is created, that the environment holds the API key a `--model` spec
+/// needs: `anthropic:*` needs `ANTHROPIC_API_KEY`; `openai:*` needs `OPENAI_API_KEY` unless
+/// `OPENAI_BASE_URL` points at another server (local servers need no key). The error names the
+/// variable.
+pub fn check_keys(spec: &str) -> Result<(), String> {
+    let spec = spec.trim();
+    let (prefix, _) = spec.split_once(':').unwrap_or((spec, ""));
+    let needed = match prefix {
+        "anthropic" => Some(("ANTHROPIC_API_KEY", String::new())),
+        "openai" if env_value("OPENAI_BASE_URL").is_none() => Some((
+            "OPENAI_API_KEY",
+            format!(
+                " (it talks to {} as OPENAI_BASE_URL is not set)",
+                openai::DEFAULT_BASE_URL
+            ),
+        )),
+        _ => None,
+    };
+    match needed {
+        Some((var, why)) if env_value(var).is_none() => Err(format!(
+            "the model {spec} needs the environment variable {var}{why}, which is not set; export {var}=… and run again"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Wraps `model` in a [`Recorder`] when `opts.record` is set; returns it unchanged otherwise.
 pub fn with_recording(
     model: Arc<dyn Model>,
@@ -181,7 +256,9 @@ impl Endpoint {
             .engine
             .post_json(&self.url, &self.headers, body)
             .await?;
-        parse(&answer).map_err(|m| self.engine.malformed(m))
+        let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m))?;
+        unique_call_ids(&mut resp.tool_calls);
+        Ok(resp)
     }
 }
 
@@ -234,6 +311,54 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("empty"), "{err}");
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> harness_core::message::ToolCall {
+        harness_core::message::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            args,
+        }
+    }
+
+    #[test]
+    fn repeated_and_empty_call_ids_become_unique() {
+        let mut calls = vec![
+            call("x", "grep", serde_json::json!({})),
+            call("x-2", "grep", serde_json::json!({})),
+            call("x", "grep", serde_json::json!({})),
+            call("", "grep", serde_json::json!({})),
+            call("", "grep", serde_json::json!({})),
+        ];
+        unique_call_ids(&mut calls);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, vec!["x", "x-2", "x-3", "call", "call-2"]);
+    }
+
+    #[test]
+    fn unreadable_arguments_and_empty_names_are_named_in_the_error() {
+        assert_eq!(
+            malformed_call(&call("a", "grep", serde_json::json!({"pattern": "x"}))),
+            None
+        );
+        let e = malformed_call(&call("a", " ", serde_json::json!({}))).unwrap();
+        assert!(e.contains("no tool name"), "{e}");
+        let bad = openai::parse_arguments("{\"path\": ");
+        let e = malformed_call(&call("a", "read_file", bad)).unwrap();
+        assert!(e.contains("are not valid JSON (EOF"), "{e}");
+        let e = malformed_call(&call("a", "read_file", openai::parse_arguments("[1]"))).unwrap();
+        assert!(e.contains("valid JSON but not an object"), "{e}");
+    }
+
+    #[test]
+    fn keys_are_checked_by_variable_name() {
+        // Only the prefixes that need no key, so the test does not depend on the environment.
+        assert!(check_keys("sim").is_ok());
+        assert!(check_keys("replay:/x").is_ok());
+        if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
+            let e = check_keys("anthropic:claude").unwrap_err();
+            assert!(e.contains("ANTHROPIC_API_KEY"), "{e}");
+        }
     }
 
     #[test]

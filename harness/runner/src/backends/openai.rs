@@ -19,7 +19,9 @@
 //! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
 //! parts) and `tool_calls`. A call's `arguments` arrive as a JSON string; when that string is not
 //! a JSON object, the call keeps the raw text as `{"__invalid_arguments": "<raw>"}` so that the
-//! runner's tool layer answers with an error the model sees, instead of the cell crashing. An
+//! runner answers with an error the model sees, instead of the cell crashing; an empty tool name
+//! is kept for the same reason, and repeated call ids are made unique
+//! ([`super::unique_call_ids`]). An
 //! empty string means no arguments (`{}`). Usage: `prompt_tokens`, `completion_tokens` and
 //! `prompt_tokens_details.cached_tokens` become [`Usage`] with `input_tokens = prompt - cached`.
 
@@ -208,10 +210,10 @@ fn tool_call(c: &Value, i: usize) -> Result<ToolCall, String> {
     let function = c
         .get("function")
         .ok_or_else(|| format!("missing field `{at}.function`"))?;
+    // An empty name is kept: the runner answers it with a tool error the model reads.
     let name = function
         .get("name")
         .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
         .ok_or_else(|| format!("missing field `{at}.function.name`"))?;
     let id = match c
         .get("id")

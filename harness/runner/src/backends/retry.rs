@@ -2,8 +2,10 @@
 //! retries with exponential backoff and jitter, `Retry-After`, time-outs, and error messages that
 //! never carry a secret.
 //!
-//! What is retried: HTTP 408, 429 and every 5xx status, connection errors and time-outs. Any other
-//! status fails at once. A `Retry-After` header given in seconds (integer or decimal) replaces the
+//! What is retried: HTTP 408, 429 and every 5xx status, connection errors, time-outs, and 2xx
+//! answers whose body was cut short (the connection closed early, or the JSON ends early). Any
+//! other status fails at once. A body larger than [`MAX_RESPONSE_BYTES`] is refused (not
+//! retried) without being read to its end. A `Retry-After` header given in seconds (integer or decimal) replaces the
 //! computed backoff for that wait (capped at [`MAX_RETRY_AFTER`]); the HTTP-date form is ignored.
 //! Between attempts the request holds no slot of the in-flight cap, so a waiting request does not
 //! block the others.
@@ -22,6 +24,13 @@ use reqwest::StatusCode;
 use tokio::sync::Semaphore;
 
 use crate::model::ModelError;
+
+/// The largest response body read from a provider, in bytes (32 MiB; a chat answer is a few
+/// kilobytes). A larger answer is refused without being read to its end.
+pub const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The largest part of an error response's body read (for the excerpt in the error message).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// The longest error-response body excerpt kept in an error message, in characters.
 pub const ERROR_BODY_LIMIT: usize = 500;
@@ -187,7 +196,23 @@ impl Engine {
                     .await
             };
             match outcome {
-                Attempt::Done(body) => return self.parse(&body),
+                Attempt::Done(body) => match self.parse(&body) {
+                    Ok(v) => return Ok(v),
+                    // A body cut short (the connection closed early) is worth another try.
+                    Err((err, true)) if attempt < attempts => {
+                        let reason = err.to_string();
+                        let wait = self.policy.backoff(attempt);
+                        eprintln!(
+                            "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
+                            self.model,
+                            first_line(&reason),
+                            wait.as_secs_f64()
+                        );
+                        tokio::time::sleep(wait).await;
+                        last = reason;
+                    }
+                    Err((err, _)) => return Err(err),
+                },
                 Attempt::Fatal(err) => return Err(err),
                 Attempt::Retry {
                     reason,
@@ -246,23 +271,30 @@ impl Engine {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let body = resp.bytes().await;
+        let cap = if status.is_success() {
+            MAX_RESPONSE_BYTES
+        } else {
+            MAX_ERROR_BODY_BYTES
+        };
+        let body = read_capped(resp, cap).await;
         if status.is_success() {
             return match body {
-                Ok(b) => Attempt::Done(b.to_vec()),
-                Err(e) if e.is_timeout() => Attempt::Retry {
-                    reason: self.describe(&e),
+                Ok(Capped::Whole(b)) => Attempt::Done(b),
+                Ok(Capped::Over) => Attempt::Fatal(self.malformed(format!(
+                    "the response body is larger than {} MiB, the most foldbench reads (MAX_RESPONSE_BYTES); not retried",
+                    MAX_RESPONSE_BYTES / (1024 * 1024)
+                ))),
+                // Time-outs and bodies cut short by a closed connection are tried again.
+                Err(e) => Attempt::Retry {
+                    reason: format!("the response body was cut short: {}", self.describe(&e)),
                     retry_after: None,
                 },
-                Err(e) => Attempt::Fatal(self.malformed(format!(
-                    "the response body was cut short or unreadable: {}",
-                    self.describe(&e)
-                ))),
             };
         }
-        let text = body
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let text = match body {
+            Ok(Capped::Whole(b)) => String::from_utf8_lossy(&b).into_owned(),
+            _ => String::new(),
+        };
         let detail = excerpt(&text, &self.secrets, ERROR_BODY_LIMIT);
         let reason = if detail.is_empty() {
             format!("http {status}")
@@ -282,21 +314,30 @@ impl Engine {
         }
     }
 
-    fn parse(&self, body: &[u8]) -> Result<serde_json::Value, ModelError> {
+    /// The JSON of a body; on failure the error and whether the body looks cut short (empty, or
+    /// JSON that ends early), which is worth another attempt.
+    fn parse(&self, body: &[u8]) -> Result<serde_json::Value, (ModelError, bool)> {
         if body.iter().all(u8::is_ascii_whitespace) {
-            return Err(self.malformed("the response body is empty".to_string()));
+            return Err((
+                self.malformed("the response body is empty".to_string()),
+                true,
+            ));
         }
         serde_json::from_slice(body).map_err(|e| {
+            let cut = e.is_eof();
             let what = if e.is_eof() {
                 "the response body is truncated JSON"
             } else {
                 "the response body is not JSON"
             };
             let text = String::from_utf8_lossy(body);
-            self.malformed(format!(
-                "{what} ({e}); body starts: {}",
-                excerpt(&text, &self.secrets, 200)
-            ))
+            (
+                self.malformed(format!(
+                    "{what} ({e}); body starts: {}",
+                    excerpt(&text, &self.secrets, 200)
+                )),
+                cut,
+            )
         })
     }
 
@@ -341,6 +382,33 @@ impl Engine {
             message,
         }
     }
+}
+
+/// A body read up to a cap.
+enum Capped {
+    /// The whole body.
+    Whole(Vec<u8>),
+    /// The body is longer than the cap (reading stopped there).
+    Over,
+}
+
+/// Reads a response body, stopping as soon as it is known to exceed `cap` bytes (by its
+/// `Content-Length` or by what arrived).
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Capped, reqwest::Error> {
+    if resp
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(cap).unwrap_or(u64::MAX))
+    {
+        return Ok(Capped::Over);
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if out.len() + chunk.len() > cap {
+            return Ok(Capped::Over);
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Capped::Whole(out))
 }
 
 fn first_line(s: &str) -> &str {
