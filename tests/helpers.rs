@@ -61,6 +61,7 @@ pub fn run_matrix(
         cell: CellOptions::default(),
         backend: BackendOptions::default(),
         progress: false,
+        retry_errors: true,
         only: None,
         replay: None,
     };

@@ -557,3 +557,55 @@ fn sigterm_ends_the_calls_in_flight_setsid_children_included() {
     assert!(left.is_empty(), "processes outlived the run: {left:?}");
     assert_eq!(workspaces(tmp.path()), Vec::<String>::new());
 }
+
+#[test]
+fn a_resume_runs_cells_that_ended_in_error_again_unless_told_not_to() {
+    for retry in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("run");
+        let go = |extra: &[&str]| {
+            let o = Command::new(binary())
+                .current_dir(root())
+                .args([
+                    "run",
+                    "--tasks",
+                    "tasks/trim-rerun.yaml",
+                    "--policy",
+                    "none",
+                ])
+                .args(["--seeds", "1-2", "--out"])
+                .arg(&out)
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(o.status.code() == Some(0) || o.status.code() == Some(100));
+        };
+        go(&[]);
+        // The state an infrastructure error leaves: the first cell's record says `error`.
+        let cells = out.join("cells.jsonl");
+        let mut l = lines(&cells);
+        let mut first: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+        let id = first["id"].as_str().unwrap().to_string();
+        first["status"] = "error".into();
+        first["error"] = "model: connection reset".into();
+        l[0] = first.to_string();
+        std::fs::write(&cells, l.join("\n") + "\n").unwrap();
+        go(if retry { &[] } else { &["--no-retry-errors"] });
+        let now: Vec<serde_json::Value> = lines(&cells)
+            .iter()
+            .map(|x| serde_json::from_str(x).unwrap())
+            .collect();
+        assert_eq!(now.len(), 2, "one record per cell");
+        let status = now.iter().find(|r| r["id"] == id.as_str()).unwrap()["status"].clone();
+        let retried = out.join("cells.jsonl.retried");
+        if retry {
+            assert_eq!(status, "success");
+            assert!(std::fs::read_to_string(&retried)
+                .unwrap()
+                .contains("connection reset"));
+        } else {
+            assert_eq!(status, "error");
+            assert!(!retried.exists());
+        }
+    }
+}

@@ -178,6 +178,10 @@ struct CommonRun {
     /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
     #[arg(long, value_name = "DIR", conflicts_with = "no_tool_cache")]
     tool_cache: Option<PathBuf>,
+    /// On resume, keep the records of cells that ended in an infrastructure error (`status:
+    /// error`) instead of running them again (failed checks are results and never re-run).
+    #[arg(long)]
+    no_retry_errors: bool,
     /// Run every shell command for real: no tool cache (by default cells of a run share the
     /// results of commands that left the workspace unchanged; see docs/performance.md).
     #[arg(long)]
@@ -443,6 +447,7 @@ fn config(
             ..BackendOptions::default()
         },
         progress: run::progress_wanted(),
+        retry_errors: !common.no_retry_errors,
         only: None,
         replay: common.replay.clone(),
     })

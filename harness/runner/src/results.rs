@@ -26,12 +26,12 @@
 //! of writing the same cells twice. Readers ([`read_records`]: `report`, `merge`, `compare`)
 //! refuse a `cells.jsonl` that records one cell twice, naming the cell and both lines.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use harness_core::record::CellRecord;
+use harness_core::record::{CellRecord, Status};
 
 use crate::cell::CellOutput;
 
@@ -110,45 +110,70 @@ fn lock(root: &Path) -> Result<File, RunDirError> {
 /// Moves every whole line of `cells.jsonl` that is not a cell record to `cells.jsonl.bad`
 /// (appended), warning once per line; returns how many lines were moved.
 pub fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
+    set_aside(path, |i, line| {
+        match serde_json::from_str::<CellRecord>(line) {
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!(
+                "warning: {}:{}:{}: not a cell record ({e}); moved to {}.bad, its cell runs again",
+                path.display(),
+                i + 1,
+                e.column(),
+                path.display()
+            );
+                Some("jsonl.bad")
+            }
+        }
+    })
+}
+
+/// Moves the records of cells that ended in an infrastructure error (`status: error`) to
+/// `cells.jsonl.retried`, so a resumed run runs those cells again; failed checks stay (they are
+/// results). Returns how many were moved.
+pub fn set_aside_errors(path: &Path) -> std::io::Result<usize> {
+    set_aside(path, |_, line| {
+        serde_json::from_str::<CellRecord>(line)
+            .is_ok_and(|r| r.status == Status::Error)
+            .then_some("jsonl.retried")
+    })
+}
+
+/// Moves the lines of the JSONL file `path` for which `aside` names an extension to the file
+/// with that extension (appended and synced first), and rewrites `path` with the rest
+/// atomically. Blank lines are dropped. Returns how many lines moved.
+fn set_aside(
+    path: &Path,
+    aside: impl Fn(usize, &str) -> Option<&'static str>,
+) -> std::io::Result<usize> {
     let Ok(text) = fs::read_to_string(path) else {
         return Ok(0);
     };
     let mut keep = String::with_capacity(text.len());
-    let mut bad = String::new();
-    let mut moved = 0;
+    let mut moved: BTreeMap<&'static str, String> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<CellRecord>(line) {
-            Ok(_) => {
-                keep.push_str(line);
-                keep.push('\n');
-            }
-            Err(e) => {
-                eprintln!(
-                    "warning: {}:{}:{}: not a cell record ({e}); moved to {}.bad, its cell runs again",
-                    path.display(),
-                    i + 1,
-                    e.column(),
-                    path.display()
-                );
-                bad.push_str(line);
-                bad.push('\n');
-                moved += 1;
-            }
-        }
+        let to = match aside(i, line) {
+            Some(ext) => moved.entry(ext).or_default(),
+            None => &mut keep,
+        };
+        to.push_str(line);
+        to.push('\n');
     }
-    if moved > 0 {
-        let mut b = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path.with_extension("jsonl.bad"))?;
-        b.write_all(bad.as_bytes())?;
-        b.sync_all()?;
+    let count = moved.values().map(|t| t.lines().count()).sum();
+    if count > 0 {
+        for (ext, lines) in &moved {
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path.with_extension(ext))?;
+            f.write_all(lines.as_bytes())?;
+            f.sync_all()?;
+        }
         write_atomic(path, keep.as_bytes())?;
     }
-    Ok(moved)
+    Ok(count)
 }
 
 /// Drops the rows of `requests.jsonl` whose cell is not in `done` (rows of a cell killed before
@@ -262,6 +287,7 @@ impl RunDir {
     pub fn open(
         root: &Path,
         matrix: &serde_json::Value,
+        retry_errors: bool,
     ) -> Result<(RunDir, HashSet<String>), RunDirError> {
         let io = |what: &str, p: &Path, e: std::io::Error| {
             RunDirError::Io(format!("cannot {what} {}: {e}", p.display()))
@@ -292,6 +318,17 @@ impl RunDir {
         repair_jsonl(&cpath).map_err(|e| io("repair", &cpath, e))?;
         repair_jsonl(&rpath).map_err(|e| io("repair", &rpath, e))?;
         quarantine_bad_records(&cpath).map_err(|e| io("repair", &cpath, e))?;
+        if retry_errors {
+            let n = set_aside_errors(&cpath).map_err(|e| io("repair", &cpath, e))?;
+            if n > 0 {
+                eprintln!(
+                    "note: {n} cell(s) ended in an infrastructure error last time and run again \
+                     (their records are kept in {}.retried; --no-retry-errors keeps them as \
+                     they are)",
+                    cpath.display()
+                );
+            }
+        }
         let done: HashSet<String> = if cpath.exists() {
             read_records(root)
                 .map_err(RunDirError::Refused)?
@@ -410,8 +447,8 @@ mod tests {
     fn a_second_open_of_a_run_folder_is_refused_while_the_first_holds_it() {
         let d = tempfile::tempdir().unwrap();
         let m = serde_json::json!({"cells": []});
-        let (first, _) = RunDir::open(d.path(), &m).unwrap();
-        let err = RunDir::open(d.path(), &m).unwrap_err();
+        let (first, _) = RunDir::open(d.path(), &m, true).unwrap();
+        let err = RunDir::open(d.path(), &m, true).unwrap_err();
         assert!(matches!(err, RunDirError::Busy(_)), "{err:?}");
         let text = err.to_string();
         assert!(text.contains("in use by another foldbench run"), "{text}");
@@ -422,13 +459,13 @@ mod tests {
         drop(first);
         // Other tests of this process fork children; a child holds a copy of the lock's file
         // descriptor until it execs, so the lock may outlive the drop by a moment.
-        let mut again = RunDir::open(d.path(), &m);
+        let mut again = RunDir::open(d.path(), &m, true);
         for _ in 0..100 {
             if again.is_ok() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
-            again = RunDir::open(d.path(), &m);
+            again = RunDir::open(d.path(), &m, true);
         }
         assert!(again.is_ok(), "free again once closed: {again:?}");
     }

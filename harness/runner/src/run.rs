@@ -125,6 +125,8 @@ pub struct RunConfig {
     pub backend: BackendOptions,
     /// Show a progress line on a terminal.
     pub progress: bool,
+    /// On resume, run again the cells that ended in an infrastructure error.
+    pub retry_errors: bool,
     /// Only these cells (all when `None`).
     pub only: Option<Vec<String>>,
     /// Answer every model from this cassette folder while keeping the models' labels (and so the
@@ -217,7 +219,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     preflight(&cfg, &cells)?;
     crate::workspace::sweep_stale(&std::env::temp_dir());
-    let (mut dir, done) = RunDir::open(&cfg.out, &matrix)?;
+    let (mut dir, done) = RunDir::open(&cfg.out, &matrix, cfg.retry_errors)?;
     let todo: Vec<MatrixCell> = cells
         .iter()
         .filter(|c| !done.contains(&c.id))

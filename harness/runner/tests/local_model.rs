@@ -165,6 +165,7 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
             ..BackendOptions::default()
         },
         progress: false,
+        retry_errors: true,
         only: None,
         replay: replay.then(|| cassette.clone()),
     };
