@@ -7,6 +7,7 @@ mod architecture;
 mod cli;
 mod folds;
 mod judge;
+mod loss;
 mod matrix;
 mod snapshots;
 mod suite;

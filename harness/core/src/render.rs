@@ -134,8 +134,13 @@ pub struct ArmSummary {
     pub successes: usize,
     /// Cells that ended in error.
     pub errors: usize,
+    /// Median lost facts per cell.
+    pub median_lost_facts: f64,
     /// Median over cells of the median request.
     pub median_request_tokens: f64,
+    /// Median over cells of the input tokens of the whole cell (recovery requests and
+    /// compaction calls included).
+    pub median_tokens_per_task: f64,
     /// Median over cells of the last request.
     pub median_last_request_tokens: f64,
     /// Median over cells of `ratio_to_none`.
@@ -195,7 +200,9 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 cells: cells.len(),
                 successes: cells.iter().filter(|r| r.status == Status::Success).count(),
                 errors: cells.len() - ok.len(),
+                median_lost_facts: med(&|m| m.lost_facts as f64),
                 median_request_tokens: med(&|m| m.request_tokens.median),
+                median_tokens_per_task: med(&|m| m.tokens_per_task() as f64),
                 median_last_request_tokens: med(&|m| m.request_tokens.last as f64),
                 median_ratio_to_none: (!rs.is_empty()).then(|| median_f64(&rs)),
                 median_reruns: med(&|m| m.reruns as f64),
@@ -221,7 +228,9 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
     let mut headers: Vec<String> = [
         "arm",
         "success",
+        "lost",
         "median req",
+        "tokens/task",
         "× none",
         "last req",
         "re-runs",
@@ -250,7 +259,9 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                 } else {
                     format!("{}/{}", s.successes, s.cells)
                 },
+                num(s.median_lost_facts),
                 num(s.median_request_tokens),
+                num(s.median_tokens_per_task),
                 s.median_ratio_to_none
                     .map(|r| format!("{r:.2}"))
                     .unwrap_or_else(|| "–".into()),
@@ -287,9 +298,11 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
 pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
         "success",
+        "lost_facts",
         "reruns",
         "reruns_hidden",
         "median_request_tokens",
+        "tokens_per_task",
         "last_request_tokens",
         "total_request_tokens",
         "archive_reads",
@@ -358,12 +371,16 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
         "max req",
         "last req",
         "total req",
+        "tokens/task",
         "× none",
         "tool calls",
         "re-runs",
         "hidden",
         "visible",
         "archive reads",
+        "lost facts",
+        "recovered: re-run",
+        "recovered: archive",
         "folds",
         "rejected",
         "cards",
@@ -391,6 +408,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.request_tokens.max.to_string(),
                 m.request_tokens.last.to_string(),
                 m.request_tokens.total.to_string(),
+                m.tokens_per_task().to_string(),
                 ratios
                     .get(&r.id)
                     .map(|x| format!("{x:.3}"))
@@ -400,6 +418,9 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.reruns_hidden.to_string(),
                 m.reruns_visible.to_string(),
                 m.archive_reads.to_string(),
+                m.lost_facts.to_string(),
+                m.recovered_facts.rerun.to_string(),
+                m.recovered_facts.archive.to_string(),
                 m.folds.to_string(),
                 m.fold_calls_rejected.to_string(),
                 m.cards_shown.to_string(),

@@ -52,9 +52,12 @@ pub struct TurnSpec {
     /// Ground-truth unit label.
     pub unit: String,
     /// Facts the agent must see before starting the turn.
-    pub needs: Vec<String>,
+    pub needs: Vec<Need>,
     /// The strategy mode the turn is done in (fold+strategies only).
     pub strategy: Option<String>,
+    /// A strategy turn the agent leaves open for the user's `/back` (it does not yield at its
+    /// `say`). Written on the turn itself, so the agent never reads a turn that has not arrived.
+    pub awaits_back: bool,
     /// The reference plan.
     pub script: Vec<Step>,
 }
@@ -85,7 +88,41 @@ pub struct Step {
     /// Text the output must contain; it becomes a known fact.
     pub expect: Option<String>,
     /// Facts needed before this step.
-    pub needs: Vec<String>,
+    pub needs: Vec<Need>,
+}
+
+/// A fact a turn or step needs, and what the agent writes without it.
+///
+/// Written as a plain string (the fact) or as a map `{fact, value, guess}`:
+/// - `fact`: the text that must be visible: a line some earlier step `expect`s, or words of an
+///   earlier user message.
+/// - `value`: the part of the scripted text (edit `old`/`new`, written content, shell command,
+///   report, `say`) that carries the fact; default the fact itself. It must occur in the step's
+///   scripted text (for a turn's need, in some step of the turn).
+/// - `guess`: what an agent without the fact writes in place of `value`; its checks then fail.
+///
+/// An agent that lost a fact without a `guess` (a plain-string need) does not make it up: it
+/// stops the turn before the step and says what it is missing, like an agent that asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Need {
+    /// The text that must be visible.
+    pub fact: String,
+    /// The scripted text that carries the fact.
+    pub value: String,
+    /// What is written instead when the fact is lost; `None`: the agent stops and asks.
+    pub guess: Option<String>,
+}
+
+impl Need {
+    /// A plain-string need.
+    pub fn plain(fact: impl Into<String>) -> Need {
+        let fact = fact.into();
+        Need {
+            value: fact.clone(),
+            fact,
+            guess: None,
+        }
+    }
 }
 
 /// What a step does.
@@ -106,9 +143,30 @@ pub enum Action {
 }
 
 impl Step {
+    /// The texts the step writes: every string of its tool arguments, its report or its `say`.
+    pub fn written_texts(&self) -> Vec<String> {
+        match &self.action {
+            Action::Tool { args, .. } => {
+                let mut out = Vec::new();
+                strings_of(args, &mut out);
+                out
+            }
+            Action::Say(t) | Action::Report(t) => vec![t.clone()],
+        }
+    }
+
     /// Whether this step changes the workspace.
     pub fn is_edit(&self) -> bool {
         matches!(&self.action, Action::Tool { name, .. } if name == "edit_file" || name == "write_file")
+    }
+}
+
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
+        _ => {}
     }
 }
 
@@ -196,7 +254,8 @@ impl TaskSpec {
 }
 
 const TOP: [&str; 6] = ["name", "description", "repo", "setup", "turns", "checks"];
-const TURN: [&str; 5] = ["user", "unit", "needs", "strategy", "script"];
+const TURN: [&str; 6] = ["user", "unit", "needs", "strategy", "awaits_back", "script"];
+const NEED: [&str; 3] = ["fact", "value", "guess"];
 const STEP_EXTRA: [&str; 2] = ["expect", "needs"];
 const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_contains"];
 
@@ -326,6 +385,7 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
         unit: String::new(),
         needs: Vec::new(),
         strategy: None,
+        awaits_back: false,
         script: Vec::new(),
     };
     let mut has = BTreeSet::new();
@@ -335,7 +395,17 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
         match k.as_str() {
             "user" => turn.user = r.string(&kp, val, "`user`").unwrap_or_default(),
             "unit" => turn.unit = r.string(&kp, val, "`unit`").unwrap_or_default(),
-            "needs" => turn.needs = r.strings(&kp, val, "`needs`"),
+            "needs" => turn.needs = read_needs(r, &kp, val),
+            "awaits_back" => match val.as_bool() {
+                Some(b) => turn.awaits_back = b,
+                None => r.problem(
+                    &kp,
+                    format!(
+                        "`awaits_back` must be true or false, found {}",
+                        yaml::kind(val)
+                    ),
+                ),
+            },
             "strategy" => {
                 if let Some(s) = r.string(&kp, val, "`strategy`") {
                     if !MODES.contains(&s.as_str()) {
@@ -389,7 +459,7 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         let kp = key(p, k);
         match k.as_str() {
             "expect" => expect = r.string(&kp, val, "`expect`"),
-            "needs" => needs = r.strings(&kp, val, "`needs`"),
+            "needs" => needs = read_needs(r, &kp, val),
             "say" => {
                 actions += 1;
                 action = r.string(&kp, val, "`say`").map(Action::Say);
@@ -429,6 +499,54 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         expect,
         needs,
     })
+}
+
+/// A `needs` list: each item a string (the fact) or a map `{fact, value, guess}`.
+fn read_needs(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<Need> {
+    let mut out = Vec::new();
+    for (i, item) in r.sequence(p, v, "`needs`").iter().enumerate() {
+        let ip = child(p, Seg::Index(i));
+        if item.as_mapping().is_none() {
+            if let Some(fact) = r.string(&ip, item, "a `needs` item") {
+                out.push(Need::plain(fact));
+            }
+            continue;
+        }
+        let fields = r.mapping(&ip, item, "a `needs` item", &NEED);
+        let get = |r: &mut Reader, name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(k, v)| r.string(&key(&ip, k), v, &format!("`{name}`")))
+        };
+        let fact = get(r, "fact");
+        let value = get(r, "value");
+        let guess = get(r, "guess");
+        let Some(fact) = fact else {
+            if !fields.iter().any(|(k, _)| k == "fact") {
+                r.problem(
+                    &ip,
+                    "a `needs` item written as a map needs `fact` (the text that must be visible)",
+                );
+            }
+            continue;
+        };
+        if value.as_deref() == Some("") {
+            r.problem(
+                &key(&ip, "value"),
+                "`value` is empty; give the scripted text that carries the fact",
+            );
+        }
+        if guess.is_some() && guess == value.clone().or(Some(fact.clone())) {
+            r.problem(&key(&ip, "guess"), "`guess` equals the value it replaces; give what an agent without the fact would write instead");
+        }
+        out.push(Need {
+            value: value.unwrap_or_else(|| fact.clone()),
+            fact,
+            guess,
+        });
+    }
+    out
 }
 
 fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Action> {
@@ -534,46 +652,30 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
     for (i, turn) in spec.turns.iter().enumerate() {
         let p = child(&tp, Seg::Index(i));
         let n = i + 1;
-        for (j, fact) in turn.needs.iter().enumerate() {
-            if !expected.contains_key(fact.as_str()) {
-                r.problem(
-                    &child(&key(&p, "needs"), Seg::Index(j)),
-                    format!("turn {n} `needs` {fact:?}, but no earlier step `expect`s it; add `expect: {fact:?}` to the step whose output shows it"),
-                );
-            }
+        let earlier_users: Vec<&str> = spec.turns[..i].iter().map(|t| t.user.as_str()).collect();
+        let turn_text: Vec<String> = turn.script.iter().flat_map(Step::written_texts).collect();
+        for (j, need) in turn.needs.iter().enumerate() {
+            let np = child(&key(&p, "needs"), Seg::Index(j));
+            check_need(
+                r,
+                &np,
+                need,
+                &format!("turn {n}"),
+                &expected,
+                &earlier_users,
+                &turn_text,
+            );
         }
         let sp = key(&p, "script");
-        let says = turn
-            .script
-            .iter()
-            .filter(|s| matches!(s.action, Action::Say(_)))
-            .count();
-        if !turn.script.is_empty() {
-            if says == 0 {
-                r.problem(
-                    &sp,
-                    format!("turn {n} has no `say` step; end its script with the closing message"),
-                );
-            } else if says > 1 {
-                r.problem(
-                    &sp,
-                    format!(
-                        "turn {n} has {says} `say` steps; a turn has exactly one closing message"
-                    ),
-                );
-            } else if !matches!(turn.script.last().map(|s| &s.action), Some(Action::Say(_))) {
-                r.problem(&sp, format!("turn {n}: `say` must be the last step (the model answers without a tool call to end a turn)"));
-            }
-        }
+        check_say(r, &sp, turn, n);
+        check_strategy_end(r, &p, spec, i);
         for (j, step) in turn.script.iter().enumerate() {
             let stp = child(&sp, Seg::Index(j));
-            for (k, fact) in step.needs.iter().enumerate() {
-                if !expected.contains_key(fact.as_str()) {
-                    r.problem(
-                        &child(&key(&stp, "needs"), Seg::Index(k)),
-                        format!("step {} of turn {n} `needs` {fact:?}, but no earlier step `expect`s it; add `expect: {fact:?}` to the step whose output shows it", j + 1),
-                    );
-                }
+            let step_text = step.written_texts();
+            for (k, need) in step.needs.iter().enumerate() {
+                let np = child(&key(&stp, "needs"), Seg::Index(k));
+                let what = format!("step {} of turn {n}", j + 1);
+                check_need(r, &np, need, &what, &expected, &earlier_users, &step_text);
             }
             if let Some(e) = &step.expect {
                 if e.is_empty() {
@@ -599,6 +701,89 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
                 );
             }
         }
+    }
+}
+
+/// A need's fact has a source before it (an `expect` or an earlier user message), and its
+/// `value` (when it has a `value` or a `guess`) is part of what the step or turn writes.
+fn check_need(
+    r: &mut Reader,
+    np: &[Seg],
+    need: &Need,
+    what: &str,
+    expected: &HashMap<&str, usize>,
+    earlier_users: &[&str],
+    written: &[String],
+) {
+    let fact = &need.fact;
+    if !expected.contains_key(fact.as_str())
+        && !earlier_users.iter().any(|u| u.contains(fact.as_str()))
+    {
+        r.problem(
+            np,
+            format!("{what} `needs` {fact:?}, but no earlier step `expect`s it and no earlier user message says it; add `expect: {fact:?}` to the step whose output shows it"),
+        );
+    }
+    let explicit = need.guess.is_some() || need.value != need.fact;
+    if explicit && !written.iter().any(|t| t.contains(need.value.as_str())) {
+        let at = if need.value != need.fact {
+            key(np, "value")
+        } else {
+            np.to_vec()
+        };
+        r.problem(
+            &at,
+            format!("the `value` {:?} of a need of {what} does not occur in what its script writes (tool arguments, report, say); give the part of the scripted text that carries the fact", need.value),
+        );
+    }
+}
+
+/// Exactly one `say`, and it is the last step.
+fn check_say(r: &mut Reader, sp: &[Seg], turn: &TurnSpec, n: usize) {
+    let says = turn
+        .script
+        .iter()
+        .filter(|s| matches!(s.action, Action::Say(_)))
+        .count();
+    if turn.script.is_empty() {
+        return;
+    }
+    if says == 0 {
+        r.problem(
+            sp,
+            format!("turn {n} has no `say` step; end its script with the closing message"),
+        );
+    } else if says > 1 {
+        r.problem(
+            sp,
+            format!("turn {n} has {says} `say` steps; a turn has exactly one closing message"),
+        );
+    } else if !matches!(turn.script.last().map(|s| &s.action), Some(Action::Say(_))) {
+        r.problem(sp, format!("turn {n}: `say` must be the last step (the model answers without a tool call to end a turn)"));
+    }
+}
+
+/// `awaits_back` is on a strategy turn followed directly by `/back`, and a strategy turn
+/// followed by `/back` says so (the agent decides from its own turn whether to yield).
+fn check_strategy_end(r: &mut Reader, p: &[Seg], spec: &TaskSpec, i: usize) {
+    let turn = &spec.turns[i];
+    let n = i + 1;
+    let next_back = spec.turns.get(i + 1).is_some_and(TurnSpec::is_back);
+    if turn.awaits_back && turn.strategy.is_none() {
+        r.problem(
+            &key(p, "awaits_back"),
+            format!("turn {n} has `awaits_back` but no `strategy`; only a strategy can wait for `/back`"),
+        );
+    } else if turn.awaits_back && !next_back {
+        r.problem(
+            &key(p, "awaits_back"),
+            format!("turn {n} waits for `/back`, but turn {} is not `/back`; add a `/back` turn or remove `awaits_back`", n + 1),
+        );
+    } else if turn.strategy.is_some() && !turn.awaits_back && next_back {
+        r.problem(
+            &key(p, "strategy"),
+            format!("turn {n} is followed by `/back` but yields its strategy itself; add `awaits_back: true` to leave the strategy open for the `/back`"),
+        );
     }
 }
 
@@ -633,7 +818,7 @@ checks:
         let s = load("t.yaml", GOOD).unwrap();
         assert_eq!(s.turns.len(), 2);
         assert_eq!(s.scripted_tool_calls(), 2);
-        assert_eq!(s.turns[1].needs, vec!["PORT = 8080"]);
+        assert_eq!(s.turns[1].needs, vec![Need::plain("PORT = 8080")]);
         assert_eq!(s.checks.len(), 3);
         assert_eq!(s.turns[0].say(), "found it");
     }
