@@ -505,6 +505,46 @@ mod tests {
     }
 
     #[test]
+    fn lost_and_recovered_facts_come_from_the_needs_event() {
+        let seen = |fact: &str, visible: bool, found_in: Option<&str>| FactSeen {
+            fact: fact.into(),
+            visible,
+            found_in: found_in.map(str::to_string),
+        };
+        let mut archive = call(2, 1, "g", "{\"path\":\".foldbench/archive/f\"}", "f1");
+        if let Event::ToolCall(c) = &mut archive {
+            c.archive_read = true;
+        }
+        let events = vec![
+            req(0, 1, 100, &[]),
+            call(1, 0, "a", "{\"path\":\"x\"}", "f1"),
+            req(1, 2, 100, &[]),
+            call(2, 1, "b", "{\"path\":\"x\"}", "f2"), // same call as turn 1: a re-run
+            archive,
+            call(2, 1, "n", "{\"path\":\"new\"}", "f2"), // first time: shows, recovers nothing
+            Event::Needs {
+                turn: 2,
+                facts: vec![
+                    seen("kept", true, None),
+                    seen("rerun", false, Some("b")),
+                    seen("archived", false, Some("g")),
+                    seen("fresh", false, Some("n")),
+                    seen("gone", false, None),
+                ],
+            },
+        ];
+        let m = compute(&events, None, &Price::default());
+        assert_eq!(m.lost_facts, 1);
+        assert_eq!(
+            m.recovered_facts,
+            RecoveredFacts {
+                rerun: 1,
+                archive: 1
+            }
+        );
+    }
+
+    #[test]
     fn size_stats() {
         let s = SizeStats::of(&[5, 1, 3, 10]);
         assert_eq!(

@@ -134,6 +134,8 @@ pub struct ArmSummary {
     pub successes: usize,
     /// Cells that ended in error.
     pub errors: usize,
+    /// Lost facts over the arm's cells.
+    pub lost_facts: usize,
     /// Median lost facts per cell.
     pub median_lost_facts: f64,
     /// Median over cells of the median request.
@@ -200,6 +202,7 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 cells: cells.len(),
                 successes: cells.iter().filter(|r| r.status == Status::Success).count(),
                 errors: cells.len() - ok.len(),
+                lost_facts: sum(&|m| m.lost_facts),
                 median_lost_facts: med(&|m| m.lost_facts as f64),
                 median_request_tokens: med(&|m| m.request_tokens.median),
                 median_tokens_per_task: med(&|m| m.tokens_per_task() as f64),
@@ -259,7 +262,7 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                 } else {
                     format!("{}/{}", s.successes, s.cells)
                 },
-                num(s.median_lost_facts),
+                s.lost_facts.to_string(),
                 num(s.median_request_tokens),
                 num(s.median_tokens_per_task),
                 s.median_ratio_to_none
@@ -446,6 +449,57 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(arm: &str, seed: u64, lost: usize, total: u64, compaction: u64) -> CellRecord {
+        let mut metrics = CellMetrics {
+            lost_facts: lost,
+            compaction_input_tokens: compaction,
+            ..CellMetrics::default()
+        };
+        metrics.request_tokens.total = total;
+        CellRecord {
+            version: crate::record::RECORD_VERSION,
+            id: format!("t/{arm}/sim/{seed}"),
+            task: "t".into(),
+            arm: arm.into(),
+            policy: arm.into(),
+            model: "sim".into(),
+            seed,
+            status: if lost > 0 {
+                Status::Failure
+            } else {
+                Status::Success
+            },
+            error: None,
+            checks: Vec::new(),
+            turns: 1,
+            metrics,
+            wall_ms: 0,
+            model_ms: 0,
+        }
+    }
+
+    #[test]
+    fn tables_show_lost_facts_and_tokens_per_task() {
+        let rs = vec![
+            record("trim", 1, 0, 100, 0),
+            record("trim", 2, 2, 300, 0),
+            record("trim", 3, 1, 500, 50),
+        ];
+        let t = summary_table(&rs);
+        let col = |h: &str| t.headers.iter().position(|x| x == h).unwrap();
+        assert_eq!(t.rows[0][col("lost")], "3", "total over cells");
+        assert_eq!(
+            t.rows[0][col("tokens/task")],
+            "300",
+            "median of 100, 300, 550"
+        );
+        let ab = ab_table(&rs, &["trim".to_string()]);
+        let lost = ab.rows.iter().find(|r| r[0] == "lost facts").unwrap();
+        assert_eq!((lost[1].as_str(), lost[2].as_str()), ("0, 2, 1", "1"));
+        let tokens = ab.rows.iter().find(|r| r[0] == "tokens per task").unwrap();
+        assert_eq!(tokens[1], "100, 300, 550");
+    }
 
     #[test]
     fn csv_and_markdown_escape() {

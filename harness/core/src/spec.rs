@@ -895,6 +895,93 @@ checks:
     }
 
     #[test]
+    fn needs_as_maps_and_their_checks() {
+        let good = GOOD.replace(
+            "    needs: [\"PORT = 8080\"]\n",
+            "    needs:\n      - { fact: \"PORT = 8080\", value: \"PORT = 8080\", guess: \"PORT = 80\" }\n",
+        );
+        let s = load("t.yaml", &good).unwrap();
+        assert_eq!(s.turns[1].needs[0].guess.as_deref(), Some("PORT = 80"));
+        // A value the script does not write, a guess equal to its value, a fact with no source.
+        let bad = GOOD.replace(
+            "    needs: [\"PORT = 8080\"]\n",
+            "    needs:\n      - { fact: \"PORT = 8080\", value: \"8081\", guess: \"80\" }\n      - { fact: \"PORT = 8080\", guess: \"PORT = 8080\" }\n      - { fact: \"nowhere\" }\n",
+        );
+        let text: Vec<String> = load("bad.yaml", &bad)
+            .unwrap_err()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("bad.yaml:14:32: the `value` \"8081\"")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("`guess` equals the value it replaces")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("turn 2 `needs` \"nowhere\", but no earlier step")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn a_need_may_come_from_an_earlier_user_message() {
+        let good = GOOD
+            .replace(
+                "find the port",
+                "find the port, it must stay 8080 (ticket T-1)",
+            )
+            .replace(
+                "    needs: [\"PORT = 8080\"]\n",
+                "    needs: [\"ticket T-1\"]\n",
+            );
+        assert!(load("t.yaml", &good).is_ok());
+    }
+
+    #[test]
+    fn awaits_back_agrees_with_the_next_turn() {
+        let strategy = GOOD.replace(
+            "    unit: a\n    script:\n      - read_file",
+            "    unit: a\n    strategy: errand\n    script:\n      - read_file",
+        );
+        let back = strategy.replace("ok, change it", "/back");
+        let text = |doc: &str| -> Vec<String> {
+            load("s.yaml", doc)
+                .err()
+                .unwrap_or_default()
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        };
+        assert!(
+            text(&back)
+                .iter()
+                .any(|t| t.contains("add `awaits_back: true`")),
+            "{:#?}",
+            text(&back)
+        );
+        let waits = |doc: &str| {
+            doc.replace(
+                "strategy: errand\n",
+                "strategy: errand\n    awaits_back: true\n",
+            )
+        };
+        assert!(text(&waits(&back)).is_empty(), "{:#?}", text(&waits(&back)));
+        assert!(
+            text(&waits(&strategy))
+                .iter()
+                .any(|t| t.contains("turn 2 is not `/back`")),
+            "{:#?}",
+            text(&waits(&strategy))
+        );
+    }
+
+    #[test]
     fn never_panics_on_odd_documents() {
         for doc in [
             "",
