@@ -8,6 +8,7 @@ mod cache;
 mod cli;
 mod folds;
 mod judge;
+mod loss;
 mod matrix;
 mod runs;
 mod snapshots;

@@ -95,6 +95,14 @@ pub enum Event {
         /// Tokens of the report that replaced the branch.
         report_tokens: u64,
     },
+    /// The facts the turn needs (its own and its steps'), checked by the harness against the
+    /// text of the turn's first request and the tool results of the turn. Emitted at its end.
+    Needs {
+        /// Turn.
+        turn: u32,
+        /// One entry per distinct fact, in the order the spec lists them.
+        facts: Vec<FactSeen>,
+    },
     /// The turn ended.
     TurnEnded {
         /// Turn.
@@ -115,6 +123,18 @@ pub enum Event {
         /// Output or reason when it failed.
         detail: String,
     },
+}
+
+/// Where the harness saw one needed fact during a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactSeen {
+    /// The fact's text.
+    pub fact: String,
+    /// Whether it was in the text of the turn's first request.
+    pub visible: bool,
+    /// The id of the first tool call of the turn whose result contains it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_in: Option<String>,
 }
 
 /// What the harness recorded about one request.
@@ -173,4 +193,8 @@ pub struct ToolCallRecord {
     pub outcome: Option<serde_json::Value>,
     /// o200k tokens of the result.
     pub result_tokens: u32,
+    /// Whether the run's tool cache answered the call (a shell command whose result was known
+    /// for this workspace state). A mark only: no metric depends on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }

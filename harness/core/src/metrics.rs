@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{Event, RequestRecord, ToolCallRecord};
+use crate::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
 use crate::request::Purpose;
 use crate::spec::TaskSpec;
 
@@ -168,12 +168,42 @@ pub struct CellMetrics {
     pub output_tokens: u64,
     /// Dollars, from the price table.
     pub cost: f64,
+    /// Needed facts that were neither in the text of their turn's first request nor in a tool
+    /// result of the turn.
+    #[serde(default)]
+    pub lost_facts: usize,
+    /// Needed facts missing at their turn's start that a tool result of the turn brought back,
+    /// by way.
+    #[serde(default)]
+    pub recovered_facts: RecoveredFacts,
+}
+
+/// Facts brought back within their turn, by the way they came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RecoveredFacts {
+    /// By a call equal (tool and arguments) to one of an earlier turn.
+    pub rerun: usize,
+    /// By a read of an archive.
+    pub archive: usize,
+}
+
+impl RecoveredFacts {
+    /// Both ways.
+    pub fn total(&self) -> usize {
+        self.rerun + self.archive
+    }
 }
 
 impl CellMetrics {
     /// Total rewritten tokens of folds.
     pub fn rewritten_fold_total(&self) -> u64 {
         self.rewritten_tokens_per_fold.iter().sum()
+    }
+
+    /// Every input token the cell sent: the turns' requests (recovery requests included) and
+    /// the compaction calls.
+    pub fn tokens_per_task(&self) -> u64 {
+        self.request_tokens.total + self.compaction_input_tokens
     }
 }
 
@@ -224,6 +254,34 @@ pub fn find_reruns(
     out
 }
 
+/// Lost facts and recovered facts by way. A fact missing at its turn's start is recovered by
+/// the first tool result of the turn that contains it: an archive read, or a call equal to one
+/// of an earlier turn (a re-run); a call new to the session showed it for the first time, which
+/// is neither. A fact no result brought back is lost.
+fn facts(needs: &[&FactSeen], calls: &[&ToolCallRecord]) -> (usize, RecoveredFacts) {
+    let mut lost = 0;
+    let mut rec = RecoveredFacts::default();
+    for f in needs.iter().filter(|f| !f.visible) {
+        let Some(c) = f
+            .found_in
+            .as_deref()
+            .and_then(|id| calls.iter().find(|c| c.id == id))
+        else {
+            lost += 1;
+            continue;
+        };
+        if c.archive_read {
+            rec.archive += 1;
+        } else if calls
+            .iter()
+            .any(|e| e.turn < c.turn && e.name == c.name && e.args == c.args)
+        {
+            rec.rerun += 1;
+        }
+    }
+    (lost, rec)
+}
+
 /// Computes a cell's metrics from its events. `spec` supplies the unit labels.
 pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> CellMetrics {
     let mut m = CellMetrics::default();
@@ -234,6 +292,7 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
     let mut card_turns: Vec<u32> = Vec::new();
     let mut folds: Vec<(u32, u32, u32, &str)> = Vec::new();
     let mut cost_tokens = 0.0;
+    let mut needs: Vec<&FactSeen> = Vec::new();
     for e in events {
         match e {
             Event::TurnStarted {
@@ -332,6 +391,7 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                     folds.push((*turn, *from, *to, archive.as_str()));
                 }
             }
+            Event::Needs { facts, .. } => needs.extend(facts),
             Event::StrategyEntered { .. } => m.strategies_entered += 1,
             Event::StrategyEnded { report_tokens, .. } => {
                 m.strategies_ended += 1;
@@ -350,6 +410,7 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
         .iter()
         .filter(|t| !calls.iter().any(|c| c.turn == **t && c.name == "fold_unit"))
         .count();
+    (m.lost_facts, m.recovered_facts) = facts(&needs, &calls);
     let reruns = find_reruns(&calls, &requests);
     m.reruns = reruns.len();
     m.reruns_hidden = reruns.iter().filter(|r| r.hidden).count();
@@ -420,6 +481,7 @@ mod tests {
             policy_tool: false,
             outcome: None,
             result_tokens: 1,
+            cached: false,
         })
     }
 
@@ -441,6 +503,46 @@ mod tests {
         assert_eq!(m.request_tokens.median, 200.0);
         assert_eq!(m.request_tokens.total, 600);
         assert_eq!(m.request_tokens.last, 300);
+    }
+
+    #[test]
+    fn lost_and_recovered_facts_come_from_the_needs_event() {
+        let seen = |fact: &str, visible: bool, found_in: Option<&str>| FactSeen {
+            fact: fact.into(),
+            visible,
+            found_in: found_in.map(str::to_string),
+        };
+        let mut archive = call(2, 1, "g", "{\"path\":\".foldbench/archive/f\"}", "f1");
+        if let Event::ToolCall(c) = &mut archive {
+            c.archive_read = true;
+        }
+        let events = vec![
+            req(0, 1, 100, &[]),
+            call(1, 0, "a", "{\"path\":\"x\"}", "f1"),
+            req(1, 2, 100, &[]),
+            call(2, 1, "b", "{\"path\":\"x\"}", "f2"), // same call as turn 1: a re-run
+            archive,
+            call(2, 1, "n", "{\"path\":\"new\"}", "f2"), // first time: shows, recovers nothing
+            Event::Needs {
+                turn: 2,
+                facts: vec![
+                    seen("kept", true, None),
+                    seen("rerun", false, Some("b")),
+                    seen("archived", false, Some("g")),
+                    seen("fresh", false, Some("n")),
+                    seen("gone", false, None),
+                ],
+            },
+        ];
+        let m = compute(&events, None, &Price::default());
+        assert_eq!(m.lost_facts, 1);
+        assert_eq!(
+            m.recovered_facts,
+            RecoveredFacts {
+                rerun: 1,
+                archive: 1
+            }
+        );
     }
 
     #[test]

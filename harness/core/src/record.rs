@@ -1,10 +1,13 @@
 //! The cell record: one JSON line per cell in `cells.jsonl` (format version [`RECORD_VERSION`]).
 //!
 //! ```json
-//! {"version":1,"id":"trim-rerun/trim/sim/1","task":"trim-rerun","arm":"trim","policy":"trim:keep=0,mode=drop",
+//! {"version":2,"id":"trim-rerun/trim/sim/1","task":"trim-rerun","arm":"trim","policy":"trim:keep=0,mode=drop",
 //!  "model":"sim","seed":1,"status":"success","error":null,"checks":[{"label":"…","passed":true,"detail":""}],
 //!  "turns":2,"metrics":{…},"wall_ms":41,"model_ms":0}
 //! ```
+//!
+//! Version 2 added `metrics.lost_facts` and `metrics.recovered_facts` (`rerun`, `archive`);
+//! a version-1 record reads with both at zero (it did not measure them).
 //!
 //! `status` is `success` (every check holds), `failure` (a check failed) or `error` (an
 //! infrastructure reason: the workspace, a model, a broken task; `error` says which). Everything a
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::CellMetrics;
 
 /// Version of the cell record format.
-pub const RECORD_VERSION: u32 = 1;
+pub const RECORD_VERSION: u32 = 2;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,16 +114,36 @@ fn median_rewritten(r: &CellRecord) -> f64 {
 }
 
 /// Every metric a report can read from a record.
-pub const RECORD_METRICS: [RecordMetric; 16] = [
+pub const RECORD_METRICS: [RecordMetric; 20] = [
     RecordMetric {
         name: "success",
         label: "success",
         value: |r| f64::from(u8::from(r.status == Status::Success)),
     },
     RecordMetric {
+        name: "lost_facts",
+        label: "lost facts",
+        value: |r| r.metrics.lost_facts as f64,
+    },
+    RecordMetric {
+        name: "recovered_facts_rerun",
+        label: "facts recovered by re-run",
+        value: |r| r.metrics.recovered_facts.rerun as f64,
+    },
+    RecordMetric {
+        name: "recovered_facts_archive",
+        label: "facts recovered from an archive",
+        value: |r| r.metrics.recovered_facts.archive as f64,
+    },
+    RecordMetric {
         name: "median_request_tokens",
         label: "median request tokens",
         value: |r| r.metrics.request_tokens.median,
+    },
+    RecordMetric {
+        name: "tokens_per_task",
+        label: "tokens per task",
+        value: |r| r.metrics.tokens_per_task() as f64,
     },
     RecordMetric {
         name: "last_request_tokens",

@@ -134,8 +134,15 @@ pub struct ArmSummary {
     pub successes: usize,
     /// Cells that ended in error.
     pub errors: usize,
+    /// Lost facts over the arm's cells.
+    pub lost_facts: usize,
+    /// Median lost facts per cell.
+    pub median_lost_facts: f64,
     /// Median over cells of the median request.
     pub median_request_tokens: f64,
+    /// Median over cells of the input tokens of the whole cell (recovery requests and
+    /// compaction calls included).
+    pub median_tokens_per_task: f64,
     /// Median over cells of the last request.
     pub median_last_request_tokens: f64,
     /// Median over cells of `ratio_to_none`.
@@ -195,7 +202,10 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 cells: cells.len(),
                 successes: cells.iter().filter(|r| r.status == Status::Success).count(),
                 errors: cells.len() - ok.len(),
+                lost_facts: sum(&|m| m.lost_facts),
+                median_lost_facts: med(&|m| m.lost_facts as f64),
                 median_request_tokens: med(&|m| m.request_tokens.median),
+                median_tokens_per_task: med(&|m| m.tokens_per_task() as f64),
                 median_last_request_tokens: med(&|m| m.request_tokens.last as f64),
                 median_ratio_to_none: (!rs.is_empty()).then(|| median_f64(&rs)),
                 median_reruns: med(&|m| m.reruns as f64),
@@ -221,7 +231,9 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
     let mut headers: Vec<String> = [
         "arm",
         "success",
+        "lost",
         "median req",
+        "tokens/task",
         "× none",
         "last req",
         "re-runs",
@@ -250,7 +262,9 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                 } else {
                     format!("{}/{}", s.successes, s.cells)
                 },
+                s.lost_facts.to_string(),
                 num(s.median_request_tokens),
+                num(s.median_tokens_per_task),
                 s.median_ratio_to_none
                     .map(|r| format!("{r:.2}"))
                     .unwrap_or_else(|| "–".into()),
@@ -287,9 +301,11 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
 pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
         "success",
+        "lost_facts",
         "reruns",
         "reruns_hidden",
         "median_request_tokens",
+        "tokens_per_task",
         "last_request_tokens",
         "total_request_tokens",
         "archive_reads",
@@ -358,12 +374,16 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
         "max req",
         "last req",
         "total req",
+        "tokens/task",
         "× none",
         "tool calls",
         "re-runs",
         "hidden",
         "visible",
         "archive reads",
+        "lost facts",
+        "recovered: re-run",
+        "recovered: archive",
         "folds",
         "rejected",
         "cards",
@@ -391,6 +411,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.request_tokens.max.to_string(),
                 m.request_tokens.last.to_string(),
                 m.request_tokens.total.to_string(),
+                m.tokens_per_task().to_string(),
                 ratios
                     .get(&r.id)
                     .map(|x| format!("{x:.3}"))
@@ -400,6 +421,9 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.reruns_hidden.to_string(),
                 m.reruns_visible.to_string(),
                 m.archive_reads.to_string(),
+                m.lost_facts.to_string(),
+                m.recovered_facts.rerun.to_string(),
+                m.recovered_facts.archive.to_string(),
                 m.folds.to_string(),
                 m.fold_calls_rejected.to_string(),
                 m.cards_shown.to_string(),
@@ -425,6 +449,57 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(arm: &str, seed: u64, lost: usize, total: u64, compaction: u64) -> CellRecord {
+        let mut metrics = CellMetrics {
+            lost_facts: lost,
+            compaction_input_tokens: compaction,
+            ..CellMetrics::default()
+        };
+        metrics.request_tokens.total = total;
+        CellRecord {
+            version: crate::record::RECORD_VERSION,
+            id: format!("t/{arm}/sim/{seed}"),
+            task: "t".into(),
+            arm: arm.into(),
+            policy: arm.into(),
+            model: "sim".into(),
+            seed,
+            status: if lost > 0 {
+                Status::Failure
+            } else {
+                Status::Success
+            },
+            error: None,
+            checks: Vec::new(),
+            turns: 1,
+            metrics,
+            wall_ms: 0,
+            model_ms: 0,
+        }
+    }
+
+    #[test]
+    fn tables_show_lost_facts_and_tokens_per_task() {
+        let rs = vec![
+            record("trim", 1, 0, 100, 0),
+            record("trim", 2, 2, 300, 0),
+            record("trim", 3, 1, 500, 50),
+        ];
+        let t = summary_table(&rs);
+        let col = |h: &str| t.headers.iter().position(|x| x == h).unwrap();
+        assert_eq!(t.rows[0][col("lost")], "3", "total over cells");
+        assert_eq!(
+            t.rows[0][col("tokens/task")],
+            "300",
+            "median of 100, 300, 550"
+        );
+        let ab = ab_table(&rs, &["trim".to_string()]);
+        let lost = ab.rows.iter().find(|r| r[0] == "lost facts").unwrap();
+        assert_eq!((lost[1].as_str(), lost[2].as_str()), ("0, 2, 1", "1"));
+        let tokens = ab.rows.iter().find(|r| r[0] == "tokens per task").unwrap();
+        assert_eq!(tokens[1], "100, 300, 550");
+    }
 
     #[test]
     fn csv_and_markdown_escape() {

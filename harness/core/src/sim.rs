@@ -1,17 +1,26 @@
-//! The simulated agent `sim` (DESIGN §8): deterministic for a seed, it follows a task's script but
-//! knows facts only from the text of the request it is given.
+//! The simulated agent `sim`: deterministic for a seed, it follows a task's script but knows
+//! facts only from the text it has seen.
 //!
-//! - Before a step or turn that `needs` a fact, it looks for the fact's text in the request. When
-//!   the fact is missing it recovers as a careful agent would: if a fold result (or strategy
-//!   report) in the request points to an archive whose range covers the turn that produced the
-//!   fact, it greps that archive; otherwise it repeats the call that first produced the fact.
+//! - Before a step or turn that `needs` a fact, it looks for the fact's text in the request (or
+//!   in the output of a recovery call it made in this turn). When the fact is missing it tries
+//!   once to recover it as a careful agent would: if a fold result (or strategy report) in the
+//!   request points to an archive whose range covers the turn that showed the fact, it greps that
+//!   archive; otherwise it repeats the call that first showed the fact. The recovery is judged by
+//!   what comes back: a re-run whose output no longer has the fact (the file was edited since,
+//!   the output changes between runs) recovers nothing.
+//! - A fact still missing is lost: the agent writes the need's `guess` in place of its `value`
+//!   in everything the step writes (tool arguments, report, `say`); a need without a guess
+//!   stops the turn with a closing message that says what is missing.
+//! - It never reads a turn that has not arrived: a strategy turn yields at its `say` unless its
+//!   own spec says `awaits_back`.
 //! - With probability `recheck` it repeats a visible earlier read before a tool step (noise that
 //!   real models show). The random stream is drawn the same way under every policy, so arms are
 //!   compared on equal noise.
 //! - Cards are answered by a [`Judge`]; the compaction summary keeps every user message and every
 //!   closing message (and host-written fold results), and drops tool outputs.
 //!
-//! The sim reports no metric: the harness measures everything from what it does.
+//! The sim reports no metric: the harness measures everything (lost and recovered facts
+//! included) from the request texts and tool results.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -24,7 +33,7 @@ use crate::judge::{self, CardPoint, Judge};
 use crate::message::{MessageKind, Role, ToolCall};
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
-use crate::spec::{Action, TaskSpec};
+use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
 
 /// Settings of the simulated agent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,13 +59,22 @@ impl Default for SimConfig {
 /// Tools that only read, which the re-check noise may repeat.
 const READ_TOOLS: [&str; 3] = ["read_file", "grep", "list_files"];
 
+/// Where a needed fact was first seen.
+#[derive(Debug, Clone)]
+struct Source {
+    /// The turn that showed it.
+    turn: u32,
+    /// The call whose output showed it; `None` when it is the user's words.
+    call: Option<(String, serde_json::Value)>,
+}
+
 /// The simulated agent for one cell.
 #[derive(Debug)]
 pub struct Sim {
     spec: Arc<TaskSpec>,
     cfg: SimConfig,
     rng: Rng,
-    sources: HashMap<String, (u32, String, serde_json::Value)>,
+    sources: HashMap<String, Source>,
     turn: u32,
     step: usize,
     card_answered: bool,
@@ -64,6 +82,10 @@ pub struct Sim {
     yielded: bool,
     noise_rolled: Option<usize>,
     attempted: HashSet<String>,
+    /// Recovery calls of this turn whose results have not been read yet: (call id, fact).
+    inflight: Vec<(String, String)>,
+    /// Facts that came back in the output of a recovery call of this turn.
+    recovered: HashSet<String>,
     calls: u64,
 }
 
@@ -74,10 +96,29 @@ impl Sim {
         for (i, t) in spec.turns.iter().enumerate() {
             for s in &t.script {
                 if let (Some(e), Action::Tool { name, args }) = (&s.expect, &s.action) {
-                    sources
-                        .entry(e.clone())
-                        .or_insert((i as u32 + 1, name.clone(), args.clone()));
+                    sources.entry(e.clone()).or_insert(Source {
+                        turn: i as u32 + 1,
+                        call: Some((name.clone(), args.clone())),
+                    });
                 }
+            }
+        }
+        let needs = spec
+            .turns
+            .iter()
+            .flat_map(|t| t.needs.iter().chain(t.script.iter().flat_map(|s| &s.needs)));
+        for n in needs {
+            if sources.contains_key(&n.fact) {
+                continue;
+            }
+            if let Some(i) = spec.turns.iter().position(|t| t.user.contains(&n.fact)) {
+                sources.insert(
+                    n.fact.clone(),
+                    Source {
+                        turn: i as u32 + 1,
+                        call: None,
+                    },
+                );
             }
         }
         let rng = Rng::for_name(cfg.seed, &spec.name);
@@ -93,6 +134,8 @@ impl Sim {
             yielded: false,
             noise_rolled: None,
             attempted: HashSet::new(),
+            inflight: Vec::new(),
+            recovered: HashSet::new(),
             calls: 0,
         }
     }
@@ -106,6 +149,26 @@ impl Sim {
         }
     }
 
+    /// Starts a new turn's state.
+    fn enter_turn(&mut self, t: u32) {
+        self.turn = t;
+        self.step = 0;
+        self.card_answered = false;
+        self.yielded = false;
+        self.noise_rolled = None;
+        self.attempted.clear();
+        self.inflight.clear();
+        self.recovered.clear();
+        let strategy_turn = self
+            .spec
+            .turns
+            .get((t as usize).wrapping_sub(1))
+            .is_some_and(|x| x.strategy.is_some());
+        if !strategy_turn {
+            self.entered = false;
+        }
+    }
+
     /// Answers one request.
     pub fn respond(&mut self, req: &Request) -> Response {
         if req.purpose == Purpose::Compaction {
@@ -113,21 +176,9 @@ impl Sim {
         }
         let t = req.current_turn();
         if t != self.turn {
-            self.turn = t;
-            self.step = 0;
-            self.card_answered = false;
-            self.yielded = false;
-            self.noise_rolled = None;
-            self.attempted.clear();
-            let strategy_turn = self
-                .spec
-                .turns
-                .get((t as usize).wrapping_sub(1))
-                .is_some_and(|x| x.strategy.is_some());
-            if !strategy_turn {
-                self.entered = false;
-            }
+            self.enter_turn(t);
         }
+        self.read_recoveries(req);
         let spec = Arc::clone(&self.spec);
         let Some(ts) = spec.turns.get((t as usize).wrapping_sub(1)) else {
             return Response::new(
@@ -152,13 +203,28 @@ impl Sim {
                 return Response::new("", vec![c], None);
             }
         }
-        if let Some(c) = self.recover(req, &ts.needs) {
-            return Response::new("", vec![c], None);
-        }
+        let turn_lost = match self.missing(req, &ts.needs) {
+            Err(c) => return Response::new("", vec![c], None),
+            Ok(lost) => lost,
+        };
         while let Some(step) = ts.script.get(self.step) {
-            if let Some(c) = self.recover(req, &step.needs) {
-                return Response::new("", vec![c], None);
+            let mut lost = match self.missing(req, &step.needs) {
+                Err(c) => return Response::new("", vec![c], None),
+                Ok(lost) => lost,
+            };
+            lost.extend(turn_lost.iter().cloned());
+            if let Some(n) = lost.iter().find(|n| n.guess.is_none()) {
+                let text = format!(
+                    "I stopped before {}: it needs {:?}, which is no longer in view, and I could not get it back. Tell me the value and I will go on.",
+                    describe(step),
+                    n.fact
+                );
+                return self.close(ts, strategies, text, true);
             }
+            let subs: Vec<(&str, &str)> = lost
+                .iter()
+                .filter_map(|n| Some((n.value.as_str(), n.guess.as_deref()?)))
+                .collect();
             match &step.action {
                 Action::Tool { name, args } => {
                     if self.noise_rolled != Some(self.step) {
@@ -172,9 +238,12 @@ impl Sim {
                         }
                     }
                     self.step += 1;
-                    let c = self.call(name, args.clone());
+                    let written = substitute_json(args, &subs);
+                    let as_scripted = &written == args;
+                    let c = self.call(name, written);
                     let mut r = Response::new("", vec![c.clone()], None);
-                    if let Some(e) = &step.expect {
+                    // What the script expects of its own arguments says nothing about a guess.
+                    if let (Some(e), true) = (&step.expect, as_scripted) {
                         r.expects.push((c.id, e.clone()));
                     }
                     return r;
@@ -182,31 +251,104 @@ impl Sim {
                 Action::Report(text) => {
                     self.step += 1;
                     if strategies && self.entered {
+                        let text = substitute(text, &subs);
                         let c = self.call("strategy_report", json!({ "text": text }));
                         return Response::new("", vec![c], None);
                     }
                 }
                 Action::Say(text) => {
-                    let next_is_back = spec.turns.get(t as usize).is_some_and(|n| n.is_back());
-                    if strategies
-                        && self.entered
-                        && ts.strategy.is_some()
-                        && !self.yielded
-                        && !next_is_back
-                    {
-                        self.yielded = true;
-                        let c = self.call(
-                            "strategy_yield",
-                            json!({ "reason": format!("done: {text}") }),
-                        );
-                        return Response::new("", vec![c], None);
-                    }
-                    self.step += 1;
-                    return Response::new(text.clone(), Vec::new(), None);
+                    let text = substitute(text, &subs);
+                    return self.close(ts, strategies, text, false);
                 }
             }
         }
         Response::new(ts.say().to_string(), Vec::new(), None)
+    }
+
+    /// Ends the turn with `text`. In a strategy turn that does not wait for `/back`, the agent
+    /// yields first; the turn's own spec says which, never the next turn's.
+    fn close(&mut self, ts: &TurnSpec, strategies: bool, text: String, stop: bool) -> Response {
+        if strategies && self.entered && ts.strategy.is_some() && !self.yielded && !ts.awaits_back {
+            self.yielded = true;
+            let c = self.call(
+                "strategy_yield",
+                json!({ "reason": format!("done: {text}") }),
+            );
+            return Response::new("", vec![c], None);
+        }
+        self.step = if stop { ts.script.len() } else { self.step + 1 };
+        Response::new(text, Vec::new(), None)
+    }
+
+    /// Reads the results of this turn's recovery calls that have come back: a fact is recovered
+    /// when the output contains it, whatever the call was.
+    fn read_recoveries(&mut self, req: &Request) {
+        let inflight = std::mem::take(&mut self.inflight);
+        for (id, fact) in inflight {
+            let result = req
+                .messages
+                .iter()
+                .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(id.as_str()));
+            match result {
+                Some(m) if m.text.contains(fact.as_str()) => {
+                    self.recovered.insert(fact);
+                }
+                Some(_) => {}
+                None => self.inflight.push((id, fact)),
+            }
+        }
+    }
+
+    /// The needs that are lost (missing after a recovery was tried), or a call that tries to
+    /// recover the first missing one.
+    fn missing(&mut self, req: &Request, needs: &[Need]) -> Result<Vec<Need>, ToolCall> {
+        let mut lost = Vec::new();
+        for need in needs {
+            let fact = &need.fact;
+            if self.recovered.contains(fact) || req.contains_text(fact) {
+                continue;
+            }
+            if self.attempted.contains(fact) {
+                if !self.inflight.iter().any(|(_, f)| f == fact) {
+                    lost.push(need.clone());
+                }
+                continue;
+            }
+            self.attempted.insert(fact.clone());
+            if let Some(c) = self.recovery_call(req, fact) {
+                self.inflight.push((c.id.clone(), fact.clone()));
+                return Err(c);
+            }
+            lost.push(need.clone());
+        }
+        Ok(lost)
+    }
+
+    /// The call a careful agent makes to get a fact back: a grep of the archive when a fold
+    /// result (or strategy report, or a summary quoting one) in the request covers the turn that
+    /// showed it, otherwise the
+    /// call that showed it, again. `None` when there is neither (the user's words, no archive).
+    fn recovery_call(&mut self, req: &Request, fact: &str) -> Option<ToolCall> {
+        let src = self.sources.get(fact)?.clone();
+        let archive = req
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User && !m.is_human())
+            .flat_map(|m| m.text.lines())
+            .find_map(|line| {
+                // A fold result or strategy report, as it is or quoted in a summary.
+                let at = line.find("[fold]").or_else(|| line.find("[strategy"))?;
+                let (a, b, path) = archive_pointer(&line[at..])?;
+                (a <= src.turn && src.turn <= b).then_some(path)
+            });
+        match (archive, src.call) {
+            (Some(path), _) => Some(self.call(
+                "grep",
+                json!({ "pattern": regex_escape(fact), "path": path }),
+            )),
+            (None, Some((name, args))) => Some(self.call(&name, args)),
+            (None, None) => None,
+        }
     }
 
     /// The fold_unit calls that answer the card of the current user message, if it has one.
@@ -270,33 +412,6 @@ impl Sim {
             .collect()
     }
 
-    /// A call that recovers the first missing fact, if any fact is missing.
-    fn recover(&mut self, req: &Request, needs: &[String]) -> Option<ToolCall> {
-        for fact in needs {
-            if self.attempted.contains(fact) || req.contains_text(fact) {
-                continue;
-            }
-            self.attempted.insert(fact.clone());
-            let (src_turn, name, args) = self.sources.get(fact)?.clone();
-            let archive = req
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::User && !m.is_human())
-                .find_map(|m| {
-                    let (a, b, path) = archive_pointer(&m.text)?;
-                    (a <= src_turn && src_turn <= b).then_some(path)
-                });
-            return Some(match archive {
-                Some(path) => self.call(
-                    "grep",
-                    json!({ "pattern": regex_escape(fact), "path": path }),
-                ),
-                None => self.call(&name, args),
-            });
-        }
-        None
-    }
-
     /// A visible earlier read to repeat, chosen by `pick`.
     fn visible_read(&mut self, req: &Request, pick: u64) -> Option<ToolCall> {
         let visible: HashSet<&str> = req
@@ -316,6 +431,38 @@ impl Sim {
         }
         let c = candidates[(pick % candidates.len() as u64) as usize].clone();
         Some(self.call(&c.name, c.args))
+    }
+}
+
+/// `text` with each `(value, guess)` replaced.
+fn substitute(text: &str, subs: &[(&str, &str)]) -> String {
+    subs.iter().fold(text.to_string(), |acc, (value, guess)| {
+        acc.replace(value, guess)
+    })
+}
+
+/// Every string inside `v` with each `(value, guess)` replaced.
+fn substitute_json(v: &serde_json::Value, subs: &[(&str, &str)]) -> serde_json::Value {
+    match v {
+        serde_json::Value::String(s) => serde_json::Value::String(substitute(s, subs)),
+        serde_json::Value::Array(a) => a.iter().map(|x| substitute_json(x, subs)).collect(),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| (k.clone(), substitute_json(x, subs)))
+            .collect(),
+        other => other.clone(),
+    }
+}
+
+/// A few words for a step, for the closing message of a stopped turn.
+fn describe(step: &Step) -> String {
+    match &step.action {
+        Action::Tool { name, args } => match args.get("path").and_then(|p| p.as_str()) {
+            Some(path) => format!("the {name} of {path}"),
+            None => format!("the {name}"),
+        },
+        Action::Report(_) => "the report".into(),
+        Action::Say(_) => "the answer".into(),
     }
 }
 
@@ -476,6 +623,260 @@ checks:
         let text = summary(&r);
         assert!(text.contains("\"hello\"") && text.contains("all done"));
         assert!(!text.contains("SECRET OUTPUT") && !text.contains("summarize"));
+    }
+
+    const LOSS: &str = r#"name: loss
+repo: fixtures/x
+turns:
+  - user: "what is the limit?"
+    unit: a
+    script:
+      - read_file: { path: a.py }
+        expect: "LIMIT = 60"
+      - say: "found it"
+  - user: "raise it to 120"
+    unit: a
+    script:
+      - edit_file: { path: a.py, old: "LIMIT = 60", new: "LIMIT = 120" }
+      - say: "done"
+  - user: "changelog, with the old value"
+    unit: b
+    needs:
+      - { fact: "LIMIT = 60", value: "from 60 to", guess: "to" }
+    script:
+      - write_file: { path: CHANGES, content: "limit raised from 60 to 120" }
+      - say: "raised from 60 to 120"
+checks:
+  - file_contains: { path: CHANGES, text: "from 60" }
+"#;
+
+    fn loss_sim(text: &str) -> Sim {
+        Sim::new(
+            Arc::new(spec::load("t.yaml", text).unwrap()),
+            SimConfig {
+                seed: 3,
+                recheck: 0.0,
+                judge: Judge::Oracle,
+            },
+        )
+    }
+
+    /// Drives one turn: answers every tool call with `output(call)`, until a closing message.
+    fn drive(
+        s: &mut Sim,
+        msgs: &mut Vec<Arc<Message>>,
+        tools: &[&str],
+        output: &dyn Fn(&ToolCall) -> String,
+    ) -> Vec<Response> {
+        let mut out = Vec::new();
+        for _ in 0..20 {
+            let r = s.respond(&req(msgs.clone(), tools));
+            msgs.push(Message::assistant(
+                msgs.last().unwrap().turn,
+                r.text.clone(),
+                r.tool_calls.clone(),
+            ));
+            let done = r.tool_calls.is_empty();
+            for c in &r.tool_calls {
+                let t = msgs.last().unwrap().turn;
+                msgs.push(Message::tool_result(t, c, output(c), false));
+            }
+            out.push(r);
+            if done {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Turn 3 of LOSS after turns 1-2 were trimmed away (user and closing messages only).
+    fn trimmed_turn3(rerun_output: &str) -> Vec<Response> {
+        let mut s = loss_sim(LOSS);
+        s.turn = 2;
+        let mut msgs = vec![
+            Message::user(1, "what is the limit?", None),
+            Message::assistant(1, "found it", vec![]),
+            Message::user(2, "raise it to 120", None),
+            Message::assistant(2, "done", vec![]),
+            Message::user(3, "changelog, with the old value", None),
+        ];
+        let out = rerun_output.to_string();
+        drive(&mut s, &mut msgs, &[], &move |_| out.clone())
+    }
+
+    #[test]
+    fn a_rerun_that_no_longer_shows_the_fact_leads_to_the_guess() {
+        let rs = trimmed_turn3("     1\tLIMIT = 120");
+        assert_eq!(rs[0].tool_calls[0].name, "read_file", "recovery first");
+        let write = &rs[1].tool_calls[0];
+        assert_eq!(write.args["content"], "limit raised to 120");
+        assert_eq!(rs[2].text, "raised to 120");
+    }
+
+    #[test]
+    fn a_rerun_that_shows_the_fact_recovers_it() {
+        let rs = trimmed_turn3("     1\tLIMIT = 60");
+        assert_eq!(
+            rs[1].tool_calls[0].args["content"],
+            "limit raised from 60 to 120"
+        );
+        assert_eq!(rs[2].text, "raised from 60 to 120");
+    }
+
+    #[test]
+    fn a_visible_fact_is_written_as_scripted() {
+        let mut s = loss_sim(LOSS);
+        s.turn = 2;
+        let k = ToolCall {
+            id: "r".into(),
+            name: "read_file".into(),
+            args: json!({"path": "a.py"}),
+        };
+        let mut msgs = vec![
+            Message::user(1, "what is the limit?", None),
+            Message::assistant(1, "", vec![k.clone()]),
+            Message::tool_result(1, &k, "     1\tLIMIT = 60", false),
+            Message::assistant(1, "found it", vec![]),
+            Message::user(3, "changelog, with the old value", None),
+        ];
+        let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+        assert_eq!(rs[0].tool_calls[0].name, "write_file", "no recovery needed");
+        assert_eq!(
+            rs[0].tool_calls[0].args["content"],
+            "limit raised from 60 to 120"
+        );
+    }
+
+    #[test]
+    fn a_lost_fact_without_a_guess_stops_the_turn() {
+        let text = LOSS.replace(
+            "      - { fact: \"LIMIT = 60\", value: \"from 60 to\", guess: \"to\" }",
+            "      - \"LIMIT = 60\"",
+        );
+        let mut s = loss_sim(&text);
+        s.turn = 2;
+        let mut msgs = vec![Message::user(3, "changelog, with the old value", None)];
+        let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 120".into());
+        assert_eq!(rs.len(), 2, "{rs:?}");
+        assert_eq!(rs[0].tool_calls[0].name, "read_file");
+        assert!(rs[1].tool_calls.is_empty());
+        assert!(
+            rs[1]
+                .text
+                .starts_with("I stopped before the write_file of CHANGES"),
+            "{}",
+            rs[1].text
+        );
+    }
+
+    #[test]
+    fn the_users_words_have_no_call_to_repeat() {
+        let text = r#"name: words
+repo: fixtures/x
+turns:
+  - user: "keep 7 days (LEGAL-1)"
+    unit: a
+    script:
+      - say: "ok"
+  - user: "note it"
+    unit: b
+    needs: [{ fact: "keep 7 days (LEGAL-1)", value: "LEGAL-1", guess: "legal" }]
+    script:
+      - write_file: { path: N, content: "LEGAL-1" }
+      - say: "noted LEGAL-1"
+checks:
+  - file_contains: { path: N, text: "LEGAL-1" }
+"#;
+        // No archive and no call to repeat: the guess, without a recovery call.
+        let mut s = loss_sim(text);
+        s.turn = 1;
+        let mut msgs = vec![Message::user(2, "note it", None)];
+        let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+        assert_eq!(rs[0].tool_calls[0].args["content"], "legal");
+        // A fold result covering turn 1 quotes the user's words: written as scripted.
+        let mut s = loss_sim(text);
+        s.turn = 1;
+        let fold = crate::fold::result_message(
+            1,
+            1,
+            &[Message::user(1, "keep 7 days (LEGAL-1)", None)],
+            ".foldbench/archive/f.txt",
+            "00",
+        );
+        let mut msgs = vec![fold, Message::user(2, "note it", None)];
+        let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+        assert_eq!(rs[0].tool_calls[0].name, "write_file");
+        assert_eq!(rs[0].tool_calls[0].args["content"], "LEGAL-1");
+    }
+
+    const STRATEGY: &str = r#"name: strat
+repo: fixtures/x
+turns:
+  - user: "go find out why CI is flaky"
+    unit: ci
+    strategy: errand
+    script:
+      - read_file: { path: ci.log }
+        expect: "seed 4 FAIL"
+      - report: "seed 4 fails"
+      - say: "seed 4 fails"
+  - user: "NEXT"
+    unit: ci
+    script:
+      - say: "ok"
+checks:
+  - answer_contains: { turn: 1, text: "seed" }
+"#;
+
+    fn strategy_turn1(spec: TaskSpec) -> Vec<(String, Vec<(String, serde_json::Value)>)> {
+        let mut s = Sim::new(
+            Arc::new(spec),
+            SimConfig {
+                seed: 3,
+                recheck: 0.0,
+                judge: Judge::Oracle,
+            },
+        );
+        let mut msgs = vec![Message::user(1, "go find out why CI is flaky", None)];
+        let tools = ["strategy_request", "strategy_report", "strategy_yield"];
+        drive(&mut s, &mut msgs, &tools, &|_| "seed 4 FAIL".into())
+            .into_iter()
+            .map(|r| {
+                let calls = r.tool_calls.into_iter().map(|c| (c.name, c.args)).collect();
+                (r.text, calls)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_next_turn_does_not_change_the_current_one() {
+        let other = spec::load("t.yaml", &STRATEGY.replace("NEXT", "thanks, what next?")).unwrap();
+        let mut back = other.clone();
+        back.turns[1].user = "/back".into();
+        let a = strategy_turn1(other);
+        let b = strategy_turn1(back);
+        assert_eq!(a, b);
+        assert!(
+            a.iter()
+                .any(|(_, c)| c.iter().any(|(n, _)| n == "strategy_yield")),
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn awaits_back_leaves_the_strategy_open() {
+        let text = STRATEGY.replace("NEXT", "/back").replace(
+            "    strategy: errand\n",
+            "    strategy: errand\n    awaits_back: true\n",
+        );
+        let turns = strategy_turn1(spec::load("t.yaml", &text).unwrap());
+        assert!(
+            !turns
+                .iter()
+                .any(|(_, c)| c.iter().any(|(n, _)| n == "strategy_yield")),
+            "{turns:?}"
+        );
+        assert_eq!(turns.last().unwrap().0, "seed 4 fails");
     }
 
     #[test]

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
-use harness_core::events::{Event, RequestRecord, ToolCallRecord};
+use harness_core::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
 use harness_core::fold;
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
 use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
 use harness_core::request::{Purpose, Request};
-use harness_core::spec::{Check, TaskSpec};
+use harness_core::spec::{Check, TaskSpec, TurnSpec};
 use harness_core::tokens;
 use policies::PolicySpec;
 
@@ -182,6 +182,10 @@ pub async fn run_cell(
     let started = Instant::now();
     let mut limits = opts.tool_limits.clone();
     limits.sandbox = limits.sandbox.for_task(plan.task.network, &plan.task.env);
+    if !plan.task.cache {
+        limits.cache = None;
+    }
+    limits.uncached = Arc::from(plan.task.uncached_commands());
     let mut run = Run {
         plan,
         opts,
@@ -315,6 +319,7 @@ async fn session(
         });
         ctx.push(Arc::clone(&user));
         run.transcript.push(user);
+        let mut needs = NeedWatch::new(turn);
         let mut closing = None;
         for _step in 0..run.opts.max_steps {
             let mut compactions_here = 0;
@@ -351,6 +356,7 @@ async fn session(
                 messages,
                 Purpose::Turn,
             );
+            needs.first_request(&req);
             let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
             let this = index;
             index += 1;
@@ -417,6 +423,7 @@ async fn session(
                         policy_tool: true,
                         outcome: serde_json::to_value(&reply.outcome).ok(),
                         result_tokens: result.tokens,
+                        cached: false,
                     };
                     (result, record, reply.append)
                 } else if let Some(reason) = policy.refuse_workspace_tool(call) {
@@ -440,7 +447,7 @@ async fn session(
                     }
                     let text = relative_to(ws.path(), out.text);
                     let result = Message::tool_result(t, call, text, out.is_error);
-                    let record = tool_record(
+                    let mut record = tool_record(
                         t,
                         this,
                         call,
@@ -449,8 +456,10 @@ async fn session(
                         out.is_error,
                         result.tokens,
                     );
+                    record.cached = out.cached;
                     (result, record, Vec::new())
                 };
+                needs.result(&call.id, &result.text);
                 run.emit(Event::ToolCall(record));
                 ctx.push(Arc::clone(&result));
                 run.transcript.push(result);
@@ -459,6 +468,12 @@ async fn session(
                     run.transcript.push(m);
                 }
             }
+        }
+        if !needs.facts.is_empty() {
+            run.emit(Event::Needs {
+                turn: t,
+                facts: needs.facts,
+            });
         }
         let step_limit = closing.is_none();
         let closing = closing.unwrap_or_default();
@@ -565,6 +580,55 @@ async fn execute_limited(root: &Path, call: &ToolCall, limits: &ToolLimits) -> t
     }
 }
 
+/// The harness's watch over the facts a turn needs: visible in the turn's first request, or
+/// brought by a tool result of the turn. Measured here, never reported by the model.
+struct NeedWatch {
+    facts: Vec<FactSeen>,
+    checked: bool,
+}
+
+impl NeedWatch {
+    fn new(turn: &TurnSpec) -> NeedWatch {
+        let mut facts: Vec<FactSeen> = Vec::new();
+        for n in turn
+            .needs
+            .iter()
+            .chain(turn.script.iter().flat_map(|s| &s.needs))
+        {
+            if !facts.iter().any(|f| f.fact == n.fact) {
+                facts.push(FactSeen {
+                    fact: n.fact.clone(),
+                    visible: false,
+                    found_in: None,
+                });
+            }
+        }
+        NeedWatch {
+            facts,
+            checked: false,
+        }
+    }
+
+    /// Checks the facts against the turn's first request (later requests do not count).
+    fn first_request(&mut self, req: &Request) {
+        if std::mem::replace(&mut self.checked, true) {
+            return;
+        }
+        for f in &mut self.facts {
+            f.visible = req.contains_text(&f.fact);
+        }
+    }
+
+    /// Notes the first result of the turn that shows each fact missing at its start.
+    fn result(&mut self, id: &str, text: &str) {
+        for f in &mut self.facts {
+            if !f.visible && f.found_in.is_none() && text.contains(f.fact.as_str()) {
+                f.found_in = Some(id.to_string());
+            }
+        }
+    }
+}
+
 fn tool_record(
     turn: u32,
     request: usize,
@@ -587,6 +651,7 @@ fn tool_record(
         policy_tool: false,
         outcome: None,
         result_tokens: tokens,
+        cached: false,
     }
 }
 

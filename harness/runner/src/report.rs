@@ -179,8 +179,12 @@ pub fn markdown(records: &[CellRecord], title: &str, cells: bool) -> String {
                     .collect::<Vec<_>>()
                     .join("; "),
             };
+            let lost = match r.metrics.lost_facts {
+                0 => String::new(),
+                n => format!(" ({n} lost facts)"),
+            };
             s.push_str(&format!(
-                "- `{}` {}: {}\n",
+                "- `{}` {}{lost}: {}\n",
                 r.id,
                 r.status.as_str(),
                 why.replace('\n', " ")

@@ -422,6 +422,42 @@ mod tests {
         assert!(total <= 100, "{total} bytes on disk");
     }
 
+    #[tokio::test]
+    async fn shell_calls_hit_unless_marked_uncached_or_they_change_the_workspace() {
+        use crate::tools::{run_shell_for, ToolLimits};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        let mut limits = ToolLimits {
+            cache: Some(Arc::new(ToolCache::new())),
+            ..ToolLimits::default()
+        };
+        let t = Duration::from_secs(10);
+        let go = |l: ToolLimits, cmd: &'static str| {
+            let root = dir.path().to_path_buf();
+            async move { run_shell_for(&root, cmd, t, &l).await.unwrap() }
+        };
+        // A read: the second call is a hit with the same output.
+        let (a, s1) = go(limits.clone(), "cat a.txt; echo $RANDOM >/dev/null").await;
+        let (b, s2) = go(limits.clone(), "cat a.txt; echo $RANDOM >/dev/null").await;
+        assert_eq!((s1, s2), (Source::Ran, Source::Hit));
+        assert_eq!(a.output, b.output);
+        // A clock, marked `cache: false`: it runs every time.
+        let clock = "date +%s%N";
+        limits.uncached = Arc::from(vec![clock.to_string()]);
+        let (x, s1) = go(limits.clone(), clock).await;
+        let (y, s2) = go(limits.clone(), clock).await;
+        assert_eq!((s1, s2), (Source::Ran, Source::Ran));
+        assert_ne!(x.output, y.output);
+        // A write: never stored, and the file it changes changes the next key anyway.
+        let (_, s1) = go(limits.clone(), "echo two >> a.txt").await;
+        let (_, s2) = go(limits.clone(), "echo two >> a.txt").await;
+        assert_eq!((s1, s2), (Source::Ran, Source::Ran));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "one\ntwo\ntwo\n"
+        );
+    }
+
     #[test]
     fn the_key_changes_with_every_input() {
         let sb = Sandbox::unconfined();

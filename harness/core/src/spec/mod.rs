@@ -41,6 +41,9 @@ pub struct TaskSpec {
     /// Whether shell commands (setup, the agent's, checks) may use the network; off unless the
     /// task says `network: true`.
     pub network: bool,
+    /// `false` (`cache: false`) when no shell command of the task may be answered by the tool
+    /// cache (setup, the agent's calls and checks all run for real).
+    pub cache: bool,
     /// The task's own environment variables, added to the shell's allow-list (`env:` mapping).
     pub env: Vec<(String, String)>,
     /// The scripted turns.
@@ -57,9 +60,12 @@ pub struct TurnSpec {
     /// Ground-truth unit label.
     pub unit: String,
     /// Facts the agent must see before starting the turn.
-    pub needs: Vec<String>,
+    pub needs: Vec<Need>,
     /// The strategy mode the turn is done in (fold+strategies only).
     pub strategy: Option<String>,
+    /// A strategy turn the agent leaves open for the user's `/back` (it does not yield at its
+    /// `say`). Written on the turn itself, so the agent never reads a turn that has not arrived.
+    pub awaits_back: bool,
     /// The reference plan.
     pub script: Vec<Step>,
 }
@@ -90,7 +96,44 @@ pub struct Step {
     /// Text the output must contain; it becomes a known fact.
     pub expect: Option<String>,
     /// Facts needed before this step.
-    pub needs: Vec<String>,
+    pub needs: Vec<Need>,
+    /// `false` (`cache: false` on the step) when its command's output is not a function of the
+    /// workspace (a clock, randomness, the network): the tool cache never answers it.
+    pub cache: bool,
+}
+
+/// A fact a turn or step needs, and what the agent writes without it.
+///
+/// Written as a plain string (the fact) or as a map `{fact, value, guess}`:
+/// - `fact`: the text that must be visible: a line some earlier step `expect`s, or words of an
+///   earlier user message.
+/// - `value`: the part of the scripted text (edit `old`/`new`, written content, shell command,
+///   report, `say`) that carries the fact; default the fact itself. It must occur in the step's
+///   scripted text (for a turn's need, in some step of the turn).
+/// - `guess`: what an agent without the fact writes in place of `value`; its checks then fail.
+///
+/// An agent that lost a fact without a `guess` (a plain-string need) does not make it up: it
+/// stops the turn before the step and says what it is missing, like an agent that asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Need {
+    /// The text that must be visible.
+    pub fact: String,
+    /// The scripted text that carries the fact.
+    pub value: String,
+    /// What is written instead when the fact is lost; `None`: the agent stops and asks.
+    pub guess: Option<String>,
+}
+
+impl Need {
+    /// A plain-string need.
+    pub fn plain(fact: impl Into<String>) -> Need {
+        let fact = fact.into();
+        Need {
+            value: fact.clone(),
+            fact,
+            guess: None,
+        }
+    }
 }
 
 /// What a step does.
@@ -111,9 +154,30 @@ pub enum Action {
 }
 
 impl Step {
+    /// The texts the step writes: every string of its tool arguments, its report or its `say`.
+    pub fn written_texts(&self) -> Vec<String> {
+        match &self.action {
+            Action::Tool { args, .. } => {
+                let mut out = Vec::new();
+                strings_of(args, &mut out);
+                out
+            }
+            Action::Say(t) | Action::Report(t) => vec![t.clone()],
+        }
+    }
+
     /// Whether this step changes the workspace.
     pub fn is_edit(&self) -> bool {
         matches!(&self.action, Action::Tool { name, .. } if name == "edit_file" || name == "write_file")
+    }
+}
+
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
+        _ => {}
     }
 }
 
@@ -161,6 +225,22 @@ impl Check {
 }
 
 impl TaskSpec {
+    /// The shell commands of steps marked `cache: false`: the tool cache never answers them.
+    pub fn uncached_commands(&self) -> Vec<String> {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.script)
+            .filter(|s| !s.cache)
+            .filter_map(|s| match &s.action {
+                Action::Tool { name, args } if name == "shell" => args
+                    .get("command")
+                    .and_then(|c| c.as_str())
+                    .map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Number of tool steps in the script.
     pub fn scripted_tool_calls(&self) -> usize {
         self.turns
@@ -200,18 +280,20 @@ impl TaskSpec {
     }
 }
 
-const TOP: [&str; 8] = [
+const TOP: [&str; 9] = [
     "name",
     "description",
     "repo",
     "setup",
     "network",
+    "cache",
     "env",
     "turns",
     "checks",
 ];
-const TURN: [&str; 5] = ["user", "unit", "needs", "strategy", "script"];
-const STEP_EXTRA: [&str; 2] = ["expect", "needs"];
+const TURN: [&str; 6] = ["user", "unit", "needs", "strategy", "awaits_back", "script"];
+const NEED: [&str; 3] = ["fact", "value", "guess"];
+const STEP_EXTRA: [&str; 3] = ["expect", "needs", "cache"];
 const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_contains"];
 
 /// Required and optional string arguments of each workspace tool.
@@ -293,6 +375,7 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
         repo: String::new(),
         setup: Vec::new(),
         network: false,
+        cache: true,
         env: Vec::new(),
         turns: Vec::new(),
         checks: Vec::new(),
@@ -329,13 +412,8 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
                 }
             }
             "setup" => spec.setup = r.strings(&p, v, "`setup`"),
-            "network" => match v.as_bool() {
-                Some(b) => spec.network = b,
-                None => r.problem(
-                    &p,
-                    format!("`network` must be true or false, found {}", kind(v)),
-                ),
-            },
+            "network" => spec.network = read_bool(r, &p, v, "`network`").unwrap_or(false),
+            "cache" => spec.cache = read_bool(r, &p, v, "`cache`").unwrap_or(true),
             "env" => spec.env = read_env(r, &p, v),
             "turns" => {
                 for (i, t) in r.sequence(&p, v, "`turns`").iter().enumerate() {
@@ -382,6 +460,7 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
         unit: String::new(),
         needs: Vec::new(),
         strategy: None,
+        awaits_back: false,
         script: Vec::new(),
     };
     let mut has = BTreeSet::new();
@@ -391,7 +470,17 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
         match k.as_str() {
             "user" => turn.user = r.string(&kp, val, "`user`").unwrap_or_default(),
             "unit" => turn.unit = r.string(&kp, val, "`unit`").unwrap_or_default(),
-            "needs" => turn.needs = r.strings(&kp, val, "`needs`"),
+            "needs" => turn.needs = read_needs(r, &kp, val),
+            "awaits_back" => match val.as_bool() {
+                Some(b) => turn.awaits_back = b,
+                None => r.problem(
+                    &kp,
+                    format!(
+                        "`awaits_back` must be true or false, found {}",
+                        yaml::kind(val)
+                    ),
+                ),
+            },
             "strategy" => {
                 if let Some(s) = r.string(&kp, val, "`strategy`") {
                     if !MODES.contains(&s.as_str()) {
@@ -440,12 +529,14 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
     let mut action = None;
     let mut expect = None;
     let mut needs = Vec::new();
+    let mut cache = true;
     let mut actions = 0;
     for (k, val) in &fields {
         let kp = key(p, k);
         match k.as_str() {
             "expect" => expect = r.string(&kp, val, "`expect`"),
-            "needs" => needs = r.strings(&kp, val, "`needs`"),
+            "cache" => cache = read_bool(r, &kp, val, "`cache`").unwrap_or(true),
+            "needs" => needs = read_needs(r, &kp, val),
             "say" => {
                 actions += 1;
                 action = r.string(&kp, val, "`say`").map(Action::Say);
@@ -484,7 +575,68 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         action,
         expect,
         needs,
+        cache,
     })
+}
+
+/// `true` or `false`.
+fn read_bool(r: &mut Reader, p: &[Seg], v: &Value, what: &str) -> Option<bool> {
+    let b = v.as_bool();
+    if b.is_none() {
+        r.problem(
+            p,
+            format!("{what} must be true or false, found {}", kind(v)),
+        );
+    }
+    b
+}
+
+/// A `needs` list: each item a string (the fact) or a map `{fact, value, guess}`.
+fn read_needs(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<Need> {
+    let mut out = Vec::new();
+    for (i, item) in r.sequence(p, v, "`needs`").iter().enumerate() {
+        let ip = child(p, Seg::Index(i));
+        if item.as_mapping().is_none() {
+            if let Some(fact) = r.string(&ip, item, "a `needs` item") {
+                out.push(Need::plain(fact));
+            }
+            continue;
+        }
+        let fields = r.mapping(&ip, item, "a `needs` item", &NEED);
+        let get = |r: &mut Reader, name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(k, v)| r.string(&key(&ip, k), v, &format!("`{name}`")))
+        };
+        let fact = get(r, "fact");
+        let value = get(r, "value");
+        let guess = get(r, "guess");
+        let Some(fact) = fact else {
+            if !fields.iter().any(|(k, _)| k == "fact") {
+                r.problem(
+                    &ip,
+                    "a `needs` item written as a map needs `fact` (the text that must be visible)",
+                );
+            }
+            continue;
+        };
+        if value.as_deref() == Some("") {
+            r.problem(
+                &key(&ip, "value"),
+                "`value` is empty; give the scripted text that carries the fact",
+            );
+        }
+        if guess.is_some() && guess == value.clone().or(Some(fact.clone())) {
+            r.problem(&key(&ip, "guess"), "`guess` equals the value it replaces; give what an agent without the fact would write instead");
+        }
+        out.push(Need {
+            value: value.unwrap_or_else(|| fact.clone()),
+            fact,
+            guess,
+        });
+    }
+    out
 }
 
 fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Action> {
@@ -590,46 +742,30 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
     for (i, turn) in spec.turns.iter().enumerate() {
         let p = child(&tp, Seg::Index(i));
         let n = i + 1;
-        for (j, fact) in turn.needs.iter().enumerate() {
-            if !expected.contains_key(fact.as_str()) {
-                r.problem(
-                    &child(&key(&p, "needs"), Seg::Index(j)),
-                    format!("turn {n} `needs` {fact:?}, but no earlier step `expect`s it; add `expect: {fact:?}` to the step whose output shows it"),
-                );
-            }
+        let earlier_users: Vec<&str> = spec.turns[..i].iter().map(|t| t.user.as_str()).collect();
+        let turn_text: Vec<String> = turn.script.iter().flat_map(Step::written_texts).collect();
+        for (j, need) in turn.needs.iter().enumerate() {
+            let np = child(&key(&p, "needs"), Seg::Index(j));
+            check_need(
+                r,
+                &np,
+                need,
+                &format!("turn {n}"),
+                &expected,
+                &earlier_users,
+                &turn_text,
+            );
         }
         let sp = key(&p, "script");
-        let says = turn
-            .script
-            .iter()
-            .filter(|s| matches!(s.action, Action::Say(_)))
-            .count();
-        if !turn.script.is_empty() {
-            if says == 0 {
-                r.problem(
-                    &sp,
-                    format!("turn {n} has no `say` step; end its script with the closing message"),
-                );
-            } else if says > 1 {
-                r.problem(
-                    &sp,
-                    format!(
-                        "turn {n} has {says} `say` steps; a turn has exactly one closing message"
-                    ),
-                );
-            } else if !matches!(turn.script.last().map(|s| &s.action), Some(Action::Say(_))) {
-                r.problem(&sp, format!("turn {n}: `say` must be the last step (the model answers without a tool call to end a turn)"));
-            }
-        }
+        check_say(r, &sp, turn, n);
+        check_strategy_end(r, &p, spec, i);
         for (j, step) in turn.script.iter().enumerate() {
             let stp = child(&sp, Seg::Index(j));
-            for (k, fact) in step.needs.iter().enumerate() {
-                if !expected.contains_key(fact.as_str()) {
-                    r.problem(
-                        &child(&key(&stp, "needs"), Seg::Index(k)),
-                        format!("step {} of turn {n} `needs` {fact:?}, but no earlier step `expect`s it; add `expect: {fact:?}` to the step whose output shows it", j + 1),
-                    );
-                }
+            let step_text = step.written_texts();
+            for (k, need) in step.needs.iter().enumerate() {
+                let np = child(&key(&stp, "needs"), Seg::Index(k));
+                let what = format!("step {} of turn {n}", j + 1);
+                check_need(r, &np, need, &what, &expected, &earlier_users, &step_text);
             }
             if let Some(e) = &step.expect {
                 if e.is_empty() {
@@ -658,164 +794,88 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GOOD: &str = r#"name: t
-description: d
-repo: fixtures/t
-turns:
-  - user: "find the port"
-    unit: a
-    script:
-      - read_file: { path: src/a.py }
-        expect: "PORT = 8080"
-      - say: "found it"
-  - user: "ok, change it"
-    unit: a
-    needs: ["PORT = 8080"]
-    script:
-      - edit_file: { path: src/a.py, old: "PORT = 8080", new: "PORT = 0" }
-      - say: "done"
-checks:
-  - shell: "python3 -m unittest"
-  - file_contains: { path: src/a.py, text: "PORT = 0" }
-  - answer_contains: { turn: 2, text: "done" }
-"#;
-
-    #[test]
-    fn loads_a_good_spec() {
-        let s = load("t.yaml", GOOD).unwrap();
-        assert_eq!(s.turns.len(), 2);
-        assert_eq!(s.scripted_tool_calls(), 2);
-        assert_eq!(s.turns[1].needs, vec!["PORT = 8080"]);
-        assert_eq!(s.checks.len(), 3);
-        assert_eq!(s.turns[0].say(), "found it");
-    }
-
-    #[test]
-    fn network_and_env_are_read_and_checked() {
-        let s = load("t.yaml", GOOD).unwrap();
-        assert!(!s.network && s.env.is_empty());
-        let with = GOOD.replace(
-            "description: d",
-            "description: d\nnetwork: true\nenv: { APP_MODE: test, RETRIES: 3 }",
-        );
-        let s = load("t.yaml", &with).unwrap();
-        assert!(s.network);
-        assert_eq!(
-            s.env,
-            vec![
-                ("APP_MODE".to_string(), "test".to_string()),
-                ("RETRIES".to_string(), "3".to_string())
-            ]
-        );
-        let bad = GOOD.replace(
-            "description: d",
-            "description: d\nnetwork: sometimes\nenv: { 9LIVES: x }",
-        );
-        let text: Vec<String> = load("bad.yaml", &bad)
-            .unwrap_err()
-            .iter()
-            .map(|p| p.to_string())
-            .collect();
-        assert!(
-            text.iter()
-                .any(|t| t.starts_with("bad.yaml:3:1: `network` must be true or false")),
-            "{text:#?}"
-        );
-        assert!(
-            text.iter().any(|t| t.starts_with("bad.yaml:4:")
-                && t.contains("`env` name \"9LIVES\" must be letters")),
-            "{text:#?}"
+/// A need's fact has a source before it (an `expect` or an earlier user message), and its
+/// `value` (when it has a `value` or a `guess`) is part of what the step or turn writes.
+fn check_need(
+    r: &mut Reader,
+    np: &[Seg],
+    need: &Need,
+    what: &str,
+    expected: &HashMap<&str, usize>,
+    earlier_users: &[&str],
+    written: &[String],
+) {
+    let fact = &need.fact;
+    if !expected.contains_key(fact.as_str())
+        && !earlier_users.iter().any(|u| u.contains(fact.as_str()))
+    {
+        r.problem(
+            np,
+            format!("{what} `needs` {fact:?}, but no earlier step `expect`s it and no earlier user message says it; add `expect: {fact:?}` to the step whose output shows it"),
         );
     }
-
-    #[test]
-    fn reports_every_problem_with_positions() {
-        let bad = GOOD
-            .replace("description: d", "description: d\ncolour: red")
-            .replace("needs: [\"PORT = 8080\"]", "needs: [\"PORT = 9090\"]")
-            .replace("      - say: \"found it\"\n", "");
-        let problems = load("bad.yaml", &bad).unwrap_err();
-        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(
-            text.iter()
-                .any(|t| t.starts_with("bad.yaml:3:1: unknown field `colour`")),
-            "{text:#?}"
+    let explicit = need.guess.is_some() || need.value != need.fact;
+    if explicit && !written.iter().any(|t| t.contains(need.value.as_str())) {
+        let at = if need.value != need.fact {
+            key(np, "value")
+        } else {
+            np.to_vec()
+        };
+        r.problem(
+            &at,
+            format!("the `value` {:?} of a need of {what} does not occur in what its script writes (tool arguments, report, say); give the part of the scripted text that carries the fact", need.value),
         );
-        assert!(
-            text.iter()
-                .any(|t| t.starts_with("bad.yaml:8:5: turn 1 has no `say` step")),
-            "{text:#?}"
-        );
-        assert!(
-            text.iter()
-                .any(|t| t.starts_with("bad.yaml:13:13: turn 2 `needs` \"PORT = 9090\"")),
-            "{text:#?}"
-        );
-        assert_eq!(problems.len(), 3, "{text:#?}");
-    }
-
-    #[test]
-    fn rejects_unknown_tools_and_missing_arguments() {
-        let bad = GOOD
-            .replace(
-                "read_file: { path: src/a.py }",
-                "read_fil: { path: src/a.py }",
-            )
-            .replace(
-                "edit_file: { path: src/a.py, old: \"PORT = 8080\", new: \"PORT = 0\" }",
-                "edit_file: { path: src/a.py, new: \"PORT = 0\" }",
-            );
-        let problems = load("bad.yaml", &bad).unwrap_err();
-        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(
-            text.iter()
-                .any(|t| t.contains("unknown field `read_fil` in a script step")),
-            "{text:#?}"
-        );
-        assert!(
-            text.iter()
-                .any(|t| t.contains("`edit_file` needs the argument `old`")),
-            "{text:#?}"
-        );
-    }
-
-    #[test]
-    fn empty_script_and_bad_turn_reference() {
-        let bad = GOOD.replace(
-            "    script:\n      - edit_file: { path: src/a.py, old: \"PORT = 8080\", new: \"PORT = 0\" }\n      - say: \"done\"\n",
-            "    script: []\n",
-        ).replace("turn: 2", "turn: 7");
-        let problems = load("bad.yaml", &bad).unwrap_err();
-        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        assert!(
-            text.iter()
-                .any(|t| t.contains("turn 2 has an empty script")),
-            "{text:#?}"
-        );
-        assert!(
-            text.iter()
-                .any(|t| t.contains("names turn 7, but the task has turns 1 to 2")),
-            "{text:#?}"
-        );
-    }
-
-    #[test]
-    fn never_panics_on_odd_documents() {
-        for doc in [
-            "",
-            "[]",
-            "3",
-            "name: [",
-            "turns: 5",
-            "turns: [1, 2]",
-            "checks: [{}]",
-            "\u{0}",
-        ] {
-            let _ = load("odd.yaml", doc);
-        }
     }
 }
+
+/// Exactly one `say`, and it is the last step.
+fn check_say(r: &mut Reader, sp: &[Seg], turn: &TurnSpec, n: usize) {
+    let says = turn
+        .script
+        .iter()
+        .filter(|s| matches!(s.action, Action::Say(_)))
+        .count();
+    if turn.script.is_empty() {
+        return;
+    }
+    if says == 0 {
+        r.problem(
+            sp,
+            format!("turn {n} has no `say` step; end its script with the closing message"),
+        );
+    } else if says > 1 {
+        r.problem(
+            sp,
+            format!("turn {n} has {says} `say` steps; a turn has exactly one closing message"),
+        );
+    } else if !matches!(turn.script.last().map(|s| &s.action), Some(Action::Say(_))) {
+        r.problem(sp, format!("turn {n}: `say` must be the last step (the model answers without a tool call to end a turn)"));
+    }
+}
+
+/// `awaits_back` is on a strategy turn followed directly by `/back`, and a strategy turn
+/// followed by `/back` says so (the agent decides from its own turn whether to yield).
+fn check_strategy_end(r: &mut Reader, p: &[Seg], spec: &TaskSpec, i: usize) {
+    let turn = &spec.turns[i];
+    let n = i + 1;
+    let next_back = spec.turns.get(i + 1).is_some_and(TurnSpec::is_back);
+    if turn.awaits_back && turn.strategy.is_none() {
+        r.problem(
+            &key(p, "awaits_back"),
+            format!("turn {n} has `awaits_back` but no `strategy`; only a strategy can wait for `/back`"),
+        );
+    } else if turn.awaits_back && !next_back {
+        r.problem(
+            &key(p, "awaits_back"),
+            format!("turn {n} waits for `/back`, but turn {} is not `/back`; add a `/back` turn or remove `awaits_back`", n + 1),
+        );
+    } else if turn.strategy.is_some() && !turn.awaits_back && next_back {
+        r.problem(
+            &key(p, "strategy"),
+            format!("turn {n} is followed by `/back` but yields its strategy itself; add `awaits_back: true` to leave the strategy open for the `/back`"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;
