@@ -23,7 +23,6 @@
 //! included) from the request texts and tool results.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -478,31 +477,73 @@ pub fn regex_escape(s: &str) -> String {
     out
 }
 
-/// The sim's compaction summary: every user message and closing message in the request, host
-/// results (fold results, reports, earlier summaries) as they are, no tool output.
+/// The most bytes of one message a compaction summary quotes. A longer message (a pasted log)
+/// keeps its head and says how much was left out: a summary that quoted it whole would be as
+/// large as what it summarises, never fit the window, and be summarised again, quoted in full,
+/// at every later request (time quadratic in the message).
+pub const SUMMARY_QUOTE_BYTES: usize = 2000;
+
+/// `text` cut to [`SUMMARY_QUOTE_BYTES`] (on a character boundary) with a note of what was cut.
+fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= SUMMARY_QUOTE_BYTES {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut at = SUMMARY_QUOTE_BYTES;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{} [… {} more bytes left out of the summary]",
+        &text[..at],
+        text.len() - at
+    ))
+}
+
+/// The sim's compaction summary: every user message and closing message in the request (each
+/// quoted up to [`SUMMARY_QUOTE_BYTES`]), host results (fold results, reports, earlier
+/// summaries) as they are, no tool output. An entry already written is not written again (a
+/// prompt kept after a compaction is quoted once however often its turn compacts).
 pub fn summary(req: &Request) -> String {
     let mut s = String::from("Summary of the conversation so far (tool outputs left out).\n");
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // Only whole entries (`- …`) are compared: continuation lines of different entries may
+    // be equal.
+    let mut put = |s: &mut String, entry: String| {
+        if !entry.starts_with("- ") || !seen.contains(&entry) {
+            s.push_str(&entry);
+            s.push('\n');
+            seen.insert(entry);
+        }
+    };
     let upto = req.messages.len().saturating_sub(1); // the last message is the summary request
     for m in &req.messages[..upto] {
         match (&m.role, &m.kind) {
             (Role::User, MessageKind::Plain) => {
-                let _ = writeln!(s, "- user (turn {}): {:?}", m.turn, m.text);
+                put(
+                    &mut s,
+                    format!("- user (turn {}): {:?}", m.turn, clip(&m.text)),
+                );
             }
             (Role::User, MessageKind::Summary) => {
                 for line in m.text.lines().skip(1) {
-                    let _ = writeln!(s, "{line}");
+                    put(&mut s, line.to_string());
                 }
             }
             (Role::User, MessageKind::FoldResult { .. } | MessageKind::StrategyReport { .. }) => {
-                let _ = writeln!(
-                    s,
-                    "- host (turn {}): {}",
-                    m.turn,
-                    m.text.replace('\n', "\n  ")
+                put(
+                    &mut s,
+                    format!(
+                        "- host (turn {}): {}",
+                        m.turn,
+                        clip(&m.text).replace('\n', "\n  ")
+                    ),
                 );
             }
             (Role::Assistant, _) if m.is_closing() && !m.text.is_empty() => {
-                let _ = writeln!(s, "- assistant (turn {}): {}", m.turn, m.text);
+                put(
+                    &mut s,
+                    format!("- assistant (turn {}): {}", m.turn, clip(&m.text)),
+                );
             }
             _ => {}
         }

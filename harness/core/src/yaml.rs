@@ -8,6 +8,7 @@
 //! source text (block mappings, block sequences and one-line flow mappings, which is what specs
 //! are written in).
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Serialize;
@@ -38,7 +39,7 @@ impl fmt::Display for Problem {
 }
 
 /// A step of a path into a YAML document.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Seg {
     /// A mapping key.
     Key(String),
@@ -66,8 +67,41 @@ pub fn path_string(path: &[Seg]) -> String {
     s
 }
 
+/// The deepest nesting [`parse`] accepts (`serde_yaml`'s own limit).
+pub const MAX_DEPTH: usize = 128;
+
+/// Flow nesting deeper than this is refused by a linear scan before `serde_yaml` runs: its
+/// scanner takes time quadratic in the depth before it reaches its own limit (100,000 `[` took
+/// seconds). Far above [`MAX_DEPTH`], so brackets in plain text never trip it.
+const SCAN_DEPTH: usize = 1024;
+
+/// The text without a leading UTF-8 byte-order mark (YAML allows one; it is not content).
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Parses YAML text into a value. This is the only call of `serde_yaml` in foldbench.
+///
+/// A leading byte-order mark is skipped; very deep flow nesting is refused with its position
+/// before the parser runs; integers that do not fit in 64 bits get a message that
+/// says so.
 pub fn parse(file: &str, text: &str) -> Result<Value, Problem> {
+    let text = strip_bom(text);
+    let problem = |line, col, message: String| Problem {
+        file: file.to_string(),
+        line,
+        col,
+        message,
+    };
+    if let Some((line, col)) = too_deep(text) {
+        return Err(problem(
+            line,
+            col,
+            format!(
+                "invalid YAML: nested more than {MAX_DEPTH} levels deep here; a spec needs a few levels"
+            ),
+        ));
+    }
     serde_yaml::from_str::<Value>(text).map_err(|e| {
         let (line, col) = e
             .location()
@@ -76,30 +110,93 @@ pub fn parse(file: &str, text: &str) -> Result<Value, Problem> {
         let msg = e.to_string();
         // serde_yaml appends " at line L column C"; the position is already in front.
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        Problem {
-            file: file.to_string(),
-            line,
-            col,
-            message: format!("invalid YAML: {msg}"),
-        }
+        problem(line, col, format!("invalid YAML: {}", explain(&msg)))
     })
 }
 
-/// Maps paths to positions in a YAML text.
+/// Rewrites the `serde_yaml` messages that name its internals.
+fn explain(msg: &str) -> String {
+    if msg.contains("recursion limit exceeded") {
+        return format!("nested more than {MAX_DEPTH} levels deep; a spec needs a few levels");
+    }
+    // "key: invalid type: integer `-999…` as i128, expected any YAML value"
+    if let Some(at) = msg.find("invalid type: integer `") {
+        let rest = &msg[at + "invalid type: integer `".len()..];
+        if let Some(end) = rest.find('`') {
+            let n = &rest[..end];
+            return format!(
+                "the integer {n} is out of range; integers must lie between {} and {}",
+                i64::MIN,
+                u64::MAX
+            );
+        }
+    }
+    msg.to_string()
+}
+
+/// The position where flow collections (`[`, `{`) nest deeper than [`SCAN_DEPTH`], if they do.
+/// Quoted strings and comments are skipped; linear in the text.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let mut quote: Option<u8> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let bytes = raw.as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            let b = bytes[j];
+            match quote {
+                Some(b'"') if b == b'\\' => j += 1,
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None => match b {
+                    b'"' | b'\'' if j == 0 || b" [{,:".contains(&bytes[j - 1]) => quote = Some(b),
+                    b'#' if j == 0 || bytes[j - 1] == b' ' => break,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        if depth > SCAN_DEPTH {
+                            return Some((i + 1, raw[..j].chars().count() + 1));
+                        }
+                    }
+                    b']' | b'}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            j += 1;
+        }
+    }
+    None
+}
+
+/// One level of the block structure while indexing: its indent, its path segment and the index
+/// the next sequence item directly below it gets.
+struct Frame {
+    indent: usize,
+    seg: Seg,
+    next: usize,
+}
+
+fn path_of(stack: &[Frame]) -> Path {
+    stack.iter().map(|f| f.seg.clone()).collect()
+}
+
+/// Maps paths to positions in a YAML text, and finds the tags (`!!binary`, `!custom`) written in
+/// it. Built in one pass, linear in the text; a lookup costs one hash probe per path segment.
 #[derive(Debug, Default)]
 pub struct Locator {
-    entries: Vec<(Path, usize, usize)>,
+    entries: HashMap<Path, (usize, usize)>,
+    tags: Vec<(usize, usize, String)>,
 }
 
 impl Locator {
     /// Indexes the block structure of `text`.
     pub fn new(text: &str) -> Locator {
-        let mut entries: Vec<(Path, usize, usize)> = Vec::new();
-        // Stack of (indent, segment). A key's indent is its column; a sequence item's indent is
-        // the column of its dash.
-        let mut stack: Vec<(usize, Seg)> = Vec::new();
-        // Next index per sequence, keyed by the path of the sequence's parent.
-        let mut counters: Vec<(Path, usize)> = Vec::new();
+        let text = strip_bom(text);
+        let mut loc = Locator::default();
+        // A key's indent is its column; a sequence item's indent is the column of its dash.
+        // Each frame counts the items of the sequence directly below it (a new key starts a
+        // new frame, so its sequence counts from 0 again); `root_next` counts a top-level one.
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut root_next = 0usize;
         let mut block_scalar_indent: Option<usize> = None;
         for (lineno, raw) in text.lines().enumerate() {
             let line = lineno + 1;
@@ -118,34 +215,34 @@ impl Locator {
             let mut rest = trimmed;
             let mut first = true;
             loop {
+                if stack.len() > MAX_DEPTH {
+                    break; // deeper than any parsed document: nothing to index
+                }
                 if rest.starts_with("- ") || rest == "-" {
                     // Pop everything deeper than or at this dash, except a key at the same indent
                     // whose value this sequence is (`key:\n- item`).
-                    while let Some((i, seg)) = stack.last() {
-                        if *i > col || (*i == col && (matches!(seg, Seg::Index(_)) || !first)) {
+                    while let Some(f) = stack.last() {
+                        if f.indent > col
+                            || (f.indent == col && (matches!(f.seg, Seg::Index(_)) || !first))
+                        {
                             stack.pop();
-                        } else if *i == col && matches!(seg, Seg::Key(_)) {
-                            // Sibling key at the same column: the sequence belongs to it only if
-                            // it is the key that opened a block value.
-                            break;
                         } else {
                             break;
                         }
                     }
-                    let parent: Path = stack.iter().map(|(_, s)| s.clone()).collect();
-                    let idx = match counters.iter_mut().find(|(p, _)| *p == parent) {
-                        Some((_, n)) => {
-                            *n += 1;
-                            *n - 1
-                        }
-                        None => {
-                            counters.push((parent.clone(), 1));
-                            0
-                        }
+                    let counter = match stack.last_mut() {
+                        Some(f) => &mut f.next,
+                        None => &mut root_next,
                     };
-                    stack.push((col, Seg::Index(idx)));
-                    let path: Path = stack.iter().map(|(_, s)| s.clone()).collect();
-                    entries.push((path.clone(), line, col + 1));
+                    let idx = *counter;
+                    *counter += 1;
+                    stack.push(Frame {
+                        indent: col,
+                        seg: Seg::Index(idx),
+                        next: 0,
+                    });
+                    let path = path_of(&stack);
+                    loc.add(&path, line, col + 1);
                     let after = &rest[1..];
                     let skip = after.len() - after.trim_start().len();
                     col += 1 + skip;
@@ -154,31 +251,35 @@ impl Locator {
                     if rest.is_empty() {
                         break;
                     }
+                    loc.scan_tags(rest, line, col);
                     if rest.starts_with('{') {
                         // `- { a: 1, b: 2 }`: the item's keys are on this line.
-                        index_flow_mapping(&path, rest, line, col, &mut entries);
+                        index_flow_mapping(&path, rest, line, col, &mut loc);
+                        break;
+                    }
+                    if rest.starts_with('[') || rest.starts_with('!') {
                         break;
                     }
                     continue;
                 }
                 if let Some((key, value)) = split_key(rest) {
-                    while let Some((i, _)) = stack.last() {
-                        if *i >= col {
-                            stack.pop();
-                        } else {
-                            break;
-                        }
+                    while stack.last().is_some_and(|f| f.indent >= col) {
+                        stack.pop();
                     }
-                    // A new key invalidates sequence counters below its old occurrence.
-                    stack.push((col, Seg::Key(key.to_string())));
-                    let path: Path = stack.iter().map(|(_, s)| s.clone()).collect();
-                    counters.retain(|(p, _)| !p.starts_with(&path));
-                    entries.push((path.clone(), line, col + 1));
-                    let vcol = col + rest.len() - value.len();
+                    stack.push(Frame {
+                        indent: col,
+                        seg: Seg::Key(key.to_string()),
+                        next: 0,
+                    });
+                    let path = path_of(&stack);
+                    loc.add(&path, line, col + 1);
+                    // `value` is a slice of `rest`: its offset is where it starts.
+                    let vcol = col + (value.as_ptr() as usize - rest.as_ptr() as usize);
+                    loc.scan_tags(value, line, vcol);
                     if value.starts_with('{') {
-                        index_flow_mapping(&path, value, line, vcol, &mut entries);
+                        index_flow_mapping(&path, value, line, vcol, &mut loc);
                     } else if value.starts_with('[') {
-                        index_flow_sequence(&path, value, line, vcol, &mut entries);
+                        index_flow_sequence(&path, value, line, vcol, &mut loc);
                     } else if value.starts_with('|') || value.starts_with('>') {
                         block_scalar_indent = Some(col);
                     }
@@ -186,18 +287,65 @@ impl Locator {
                 break;
             }
         }
-        Locator { entries }
+        loc
+    }
+
+    /// Records a position; the first one written for a path wins.
+    fn add(&mut self, path: &[Seg], line: usize, col: usize) {
+        if !self.entries.contains_key(path) {
+            self.entries.insert(path.to_vec(), (line, col));
+        }
+    }
+
+    /// Records the tags of a value that starts at `col` (0-based): one at its start, and in a
+    /// flow collection every one that follows `[`, `{`, `,` or `:`. Quoted text is skipped.
+    fn scan_tags(&mut self, value: &str, line: usize, col: usize) {
+        let tag_at = |i: usize| {
+            let tag = value[i..].split([' ', ',', ']', '}']).next().unwrap_or("!");
+            (line, col + value[..i].chars().count() + 1, tag.to_string())
+        };
+        if value.starts_with('!') {
+            self.tags.push(tag_at(0));
+            return;
+        }
+        if !value.starts_with('[') && !value.starts_with('{') {
+            return; // a plain or quoted scalar: no tag can follow
+        }
+        let bytes = value.as_bytes();
+        let mut quote: Option<u8> = None;
+        let mut after_indicator = true;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match quote {
+                Some(b'"') if b == b'\\' => i += 1,
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None => match b {
+                    b'"' | b'\'' if after_indicator => quote = Some(b),
+                    b'#' if i > 0 && bytes[i - 1] == b' ' => break,
+                    b'!' if after_indicator => self.tags.push(tag_at(i)),
+                    _ => {}
+                },
+            }
+            if quote.is_none() && b != b' ' {
+                after_indicator = matches!(b, b'[' | b'{' | b',' | b':');
+            }
+            i += 1;
+        }
     }
 
     /// The position of a path: exact when indexed, else the longest indexed prefix, else 1:1.
     pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
-        let mut best: Option<(usize, usize, usize)> = None;
-        for (p, line, col) in &self.entries {
-            if path.starts_with(p) && best.is_none_or(|(len, _, _)| p.len() > len) {
-                best = Some((p.len(), *line, *col));
-            }
-        }
-        best.map(|(_, l, c)| (l, c)).unwrap_or((1, 1))
+        (0..=path.len())
+            .rev()
+            .find_map(|n| self.entries.get(&path[..n]).copied())
+            .unwrap_or((1, 1))
+    }
+
+    /// The tags written in the text (`!!binary`, `!custom`), with their line and column.
+    pub fn tags(&self) -> &[(usize, usize, String)] {
+        &self.tags
     }
 }
 
@@ -243,31 +391,19 @@ fn strip_comment(v: &str) -> &str {
 }
 
 /// Indexes the keys of a one-line flow mapping `{ a: 1, b: "x" }`.
-fn index_flow_mapping(
-    parent: &Path,
-    v: &str,
-    line: usize,
-    col: usize,
-    out: &mut Vec<(Path, usize, usize)>,
-) {
+fn index_flow_mapping(parent: &Path, v: &str, line: usize, col: usize, out: &mut Locator) {
     for (start, part) in flow_parts(v) {
         if let Some((key, _)) = split_key(part.trim_start()) {
             let lead = part.len() - part.trim_start().len();
             let mut p = parent.clone();
             p.push(Seg::Key(key.to_string()));
-            out.push((p, line, col + start + lead + 1));
+            out.add(&p, line, col + start + lead + 1);
         }
     }
 }
 
 /// Indexes the items of a one-line flow sequence `["a", "b"]`.
-fn index_flow_sequence(
-    parent: &Path,
-    v: &str,
-    line: usize,
-    col: usize,
-    out: &mut Vec<(Path, usize, usize)>,
-) {
+fn index_flow_sequence(parent: &Path, v: &str, line: usize, col: usize, out: &mut Locator) {
     for (i, (start, part)) in flow_parts(v).into_iter().enumerate() {
         if part.trim().is_empty() {
             continue;
@@ -275,7 +411,7 @@ fn index_flow_sequence(
         let lead = part.len() - part.trim_start().len();
         let mut p = parent.clone();
         p.push(Seg::Index(i));
-        out.push((p, line, col + start + lead + 1));
+        out.add(&p, line, col + start + lead + 1);
     }
 }
 
@@ -325,11 +461,26 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// A reader for `text` (already parsed), named `file` in messages.
+    /// Every YAML tag in the text is a problem: `!!binary` and custom tags have no meaning in
+    /// foldbench's files (and `serde_yaml` would turn `!!binary` into its base64 text silently).
     pub fn new(file: &'a str, text: &str) -> Reader<'a> {
+        let locator = Locator::new(text);
+        let problems = locator
+            .tags()
+            .iter()
+            .map(|(line, col, tag)| Problem {
+                file: file.to_string(),
+                line: *line,
+                col: *col,
+                message: format!(
+                    "YAML tag `{tag}` is not supported; write the value without a tag (quote it to make it text)"
+                ),
+            })
+            .collect();
         Reader {
             file,
-            locator: Locator::new(text),
-            problems: Vec::new(),
+            locator,
+            problems,
         }
     }
 
@@ -408,10 +559,14 @@ impl<'a> Reader<'a> {
         match v.as_u64() {
             Some(n) => Some(n),
             None => {
-                self.problem(
-                    path,
-                    format!("{what} must be a non-negative integer, found {}", kind(v)),
-                );
+                let message = match v {
+                    Value::Number(n) if n.as_f64().is_some_and(|f| f >= u64::MAX as f64) => {
+                        format!("{what} {n} is too large; the largest is {}", u64::MAX)
+                    }
+                    Value::Number(n) => format!("{what} must be a non-negative integer, found {n}"),
+                    _ => format!("{what} must be a non-negative integer, found {}", kind(v)),
+                };
+                self.problem(path, message);
                 None
             }
         }
@@ -553,5 +708,149 @@ mod tests {
         let p = parse("t.yaml", "a: [1, 2\nb: 3\n").unwrap_err();
         assert_eq!(p.file, "t.yaml");
         assert!(p.line >= 1 && p.message.starts_with("invalid YAML"));
+    }
+
+    /// Runs `f` on a thread and waits at most `secs` seconds for it: a hang fails the test
+    /// instead of hanging it.
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .unwrap_or_else(|_| panic!("did not finish within {secs} s"))
+    }
+
+    /// A block-style spec of `n` turns, each with a script of two steps (7 lines a turn).
+    fn block_spec(n: usize) -> String {
+        let mut s = String::from("name: big\nrepo: fixtures/t\nturns:\n");
+        for i in 0..n {
+            s.push_str(&format!(
+                "  - user: \"turn {i}\"\n    unit: a\n    script:\n      - read_file:\n          path: a.py\n        expect: \"A\"\n      - say: \"ok\"\n"
+            ));
+        }
+        s.push_str("checks:\n  - shell: \"true\"\n");
+        s
+    }
+
+    #[test]
+    fn a_spec_of_30k_turns_loads_and_locates_its_last_turn() {
+        // 210k lines: the old locator pruned a list of every sequence seen on every key line
+        // (about 5 minutes in a debug build for 16k turns); now one pass.
+        let text = block_spec(30_000);
+        let (spec, pos) = within(120, move || {
+            let loc = Locator::new(&text);
+            let pos = loc.locate(&[
+                k("turns"),
+                Seg::Index(29_999),
+                k("script"),
+                Seg::Index(0),
+                k("read_file"),
+                k("path"),
+            ]);
+            (
+                crate::spec::load("big.yaml", &text).map(|s| s.turns.len()),
+                pos,
+            )
+        });
+        assert_eq!(spec, Ok(30_000));
+        assert_eq!(pos, (3 + 29_999 * 7 + 5, 11));
+    }
+
+    #[test]
+    fn nesting_100k_deep_fails_fast_with_a_position() {
+        let flow = format!("name: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let p = within(60, move || parse("deep.yaml", &flow)).unwrap_err();
+        assert_eq!((p.line, p.col), (1, 7 + SCAN_DEPTH), "{p}");
+        assert!(p.message.contains("nested more than 128 levels"), "{p}");
+        let block = format!("turns: {}1\n", "\n".to_string() + &"- ".repeat(100_000));
+        let p = within(60, move || crate::spec::load("deep.yaml", &block)).unwrap_err();
+        assert!(
+            p[0].message.contains("nested more than 128 levels"),
+            "{p:?}"
+        );
+        assert_eq!(p[0].line, 2, "{p:?}");
+    }
+
+    const SPEC: &str = "name: t\nrepo: r\nturns:\n  - user: hi\n    unit: a\n    script:\n      - read_file: { path: a.py, limit: 3 }\n      - say: ok\nchecks:\n  - answer_contains: { turn: 1, text: ok }\n";
+
+    fn messages(text: &str) -> Vec<String> {
+        match crate::spec::load("t.yaml", text) {
+            Ok(_) => Vec::new(),
+            Err(ps) => ps.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_content() {
+        assert_eq!(messages(&format!("\u{feff}{SPEC}")), Vec::<String>::new());
+        let bad = format!("\u{feff}{}", SPEC.replace("name: t", "name: T"));
+        assert_eq!(
+            messages(&bad),
+            vec!["t.yaml:1:1: `name` \"T\" must be lowercase letters, digits and dashes"]
+        );
+    }
+
+    #[test]
+    fn a_turn_beyond_u32_is_reported_as_written() {
+        let m = messages(&SPEC.replace("turn: 1,", "turn: 5000000000,"));
+        assert_eq!(
+            m,
+            vec!["t.yaml:10:24: `turn` 5000000000 is out of range; turns are numbered from 1 to the number of turns"]
+        );
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_say_so() {
+        let m = messages(&SPEC.replace("limit: 3", "limit: -99999999999999999999999"));
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].starts_with("t.yaml:7:")
+                && m[0].contains("the integer -99999999999999999999999 is out of range")
+                && !m[0].contains("i128"),
+            "{m:?}"
+        );
+        let m = messages(&SPEC.replace("limit: 3", "limit: 99999999999999999999999"));
+        assert_eq!(
+            m,
+            vec![format!("t.yaml:7:41: invalid YAML: the integer 99999999999999999999999 is out of range; integers must lie between {} and {}", i64::MIN, u64::MAX)]
+        );
+        // Larger still, YAML reads it as a float.
+        let m = messages(&SPEC.replace("limit: 3", &format!("limit: 9{}", "0".repeat(40))));
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].starts_with("t.yaml:7:34: `limit` ") && m[0].contains("is too large"),
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn tags_are_reported_where_they_are_written() {
+        let m = messages(&SPEC.replace("user: hi", "user: !!binary aGVsbG8="));
+        assert_eq!(
+            m,
+            vec!["t.yaml:4:11: YAML tag `!!binary` is not supported; write the value without a tag (quote it to make it text)"]
+        );
+        let m = messages(&SPEC.replace("{ path: a.py,", "{ path: !mine a.py,"));
+        assert!(
+            m.iter()
+                .any(|t| t.starts_with("t.yaml:7:28: YAML tag `!mine`")),
+            "{m:?}"
+        );
+        let m = messages(&SPEC.replace("  - user: hi", "  - !turn\n    user: hi"));
+        assert!(
+            m.iter()
+                .any(|t| t.starts_with("t.yaml:4:5: YAML tag `!turn`")),
+            "{m:?}"
+        );
+        // A `!` inside text is not a tag.
+        assert_eq!(
+            messages(&SPEC.replace("user: hi", "user: \"!hi\" ")),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(&SPEC.replace("user: hi", "user: hi!")),
+            Vec::<String>::new()
+        );
     }
 }

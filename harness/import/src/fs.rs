@@ -8,7 +8,15 @@
 //! `<id>/subagents/agent-*.jsonl`, or, for an `agent-*.jsonl` lying beside sessions, the
 //! `<sessionId>.jsonl` its first record names. [`import_paths`] imports everything found and
 //! links Codex forks ([`crate::link_forks`]).
+//!
+//! Folders are walked following symlinks, with loop detection (a link to an ancestor is skipped
+//! and counted); each session is imported once: a second file holding the same session (same
+//! id, same bytes: a copy, or one file reached through two links) is skipped and counted. Only
+//! regular files are read ([`open_regular`]): a FIFO, a socket or a device is never opened for
+//! reading, so it cannot block.
 
+use std::collections::HashSet;
+use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -33,37 +41,115 @@ fn is_subagent(name: &str) -> bool {
     name.starts_with("agent-") && name.ends_with(".jsonl")
 }
 
-fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    let meta = std::fs::metadata(path)?;
-    if meta.is_file() {
-        out.push(path.to_path_buf());
-        return Ok(());
+/// What a path is, for messages about files that are not regular files.
+fn file_kind(ft: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "a folder"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_symlink() {
+        "a symlink"
+    } else {
+        "a regular file"
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let Ok(m) = std::fs::metadata(&p) else {
-            continue;
+}
+
+fn not_regular(path: &Path, ft: std::fs::FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {}, not a regular file",
+            path.display(),
+            file_kind(ft)
+        ),
+    )
+}
+
+/// Opens `path` for reading if it is a regular file (symlinks followed). The type is checked
+/// before opening, so a FIFO, socket or device is refused without being opened; the open is
+/// non-blocking, so a file swapped for a FIFO in between cannot block it either; and the type
+/// is checked again on the open handle.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(path, meta.file_type()));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(path, meta.file_type()));
+    }
+    Ok(file)
+}
+
+/// Reads a regular file whole ([`open_regular`]); a file longer than `cap` bytes is an error
+/// that names the cap.
+pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {} bytes, the most foldbench reads",
+                path.display(),
+                cap
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The largest transcript file [`import_paths`] reads: 1 GiB.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
+
+/// Walks `path` (symlinks followed, loops detected) and pushes its transcripts; a file named
+/// directly is taken whatever its name. Returns how many symlink loops were skipped.
+fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<usize> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_dir() {
+        if !meta.is_file() {
+            return Err(not_regular(path, meta.file_type()));
+        }
+        out.push(path.to_path_buf());
+        return Ok(0);
+    }
+    let mut loops = 0;
+    let walker = walkdir::WalkDir::new(path)
+        .follow_links(true)
+        .sort_by_file_name();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) if e.loop_ancestor().is_some() => {
+                loops += 1;
+                continue;
+            }
+            // An unreadable entry or a dangling link: skipped, as before.
+            Err(_) => continue,
         };
-        if m.is_dir() {
-            walk(&p, out)?;
-        } else if p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(is_transcript)
-        {
-            out.push(p);
+        let regular = entry.file_type().is_file();
+        if regular && entry.file_name().to_str().is_some_and(is_transcript) {
+            out.push(entry.into_path());
         }
     }
-    Ok(())
+    Ok(loops)
 }
 
 /// The `sessionId` the first record of a Claude Code file names (reads at most 64 KiB).
 fn session_id_of(path: &Path) -> Option<String> {
     let mut buf = Vec::new();
-    std::fs::File::open(path)
+    open_regular(path)
         .ok()?
         .take(64 * 1024)
         .read_to_end(&mut buf)
@@ -79,9 +165,15 @@ fn session_id_of(path: &Path) -> Option<String> {
 /// sorted, each session followed by its subagent files; subagent files whose session is not
 /// found come last.
 pub fn discover(paths: &[PathBuf]) -> io::Result<Vec<Discovered>> {
+    Ok(discover_counting(paths)?.0)
+}
+
+/// [`discover`], and how many symlink loops the walk skipped.
+fn discover_counting(paths: &[PathBuf]) -> io::Result<(Vec<Discovered>, usize)> {
     let mut files = Vec::new();
+    let mut loops = 0;
     for p in paths {
-        walk(p, &mut files)?;
+        loops += walk(p, &mut files)?;
     }
     files.sort();
     files.dedup();
@@ -127,7 +219,7 @@ pub fn discover(paths: &[PathBuf]) -> io::Result<Vec<Discovered>> {
         );
     }
     out.extend(subagents.into_iter().filter(|s| s.subagent_of.is_none()));
-    Ok(out)
+    Ok((out, loops))
 }
 
 /// Everything [`import_paths`] read.
@@ -139,6 +231,11 @@ pub struct ImportReport {
     pub errors: Vec<(PathBuf, FileError)>,
     /// How many files were read.
     pub files: usize,
+    /// Sessions skipped because the same session (same id, from a file with the same bytes)
+    /// was already imported: a copy, or one file reached through two symlinks.
+    pub duplicates: usize,
+    /// Symlinks to one of their own ancestor folders, skipped by the walk.
+    pub loops: usize,
 }
 
 /// Why a file could not be imported.
@@ -158,14 +255,19 @@ pub enum FileError {
 }
 
 /// Discovers and imports every transcript under `paths`, then links Codex forks. A subagent
-/// session without a `parent` gets its session file's id. One bad file never stops the others.
+/// session without a `parent` gets its session file's id. One bad file never stops the others;
+/// each session is imported once (by its id and its file's sha256).
 pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<ImportReport> {
-    let found = discover(paths)?;
-    let mut report = ImportReport::default();
+    let (found, loops) = discover_counting(paths)?;
+    let mut report = ImportReport {
+        loops,
+        ..ImportReport::default()
+    };
     let mut owner_ids: Vec<(PathBuf, String)> = Vec::new();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
     for d in found {
         report.files += 1;
-        let bytes = match std::fs::read(&d.path) {
+        let bytes = match read_regular(&d.path, MAX_TRANSCRIPT_BYTES) {
             Ok(b) => b,
             Err(source) => {
                 report.errors.push((
@@ -179,8 +281,12 @@ pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<Imp
             }
         };
         let name = d.path.display().to_string();
+        let hash = harness_core::digest::sha256_hex(&bytes);
         match crate::import_bytes(&name, &bytes, format) {
             Ok(mut sessions) => {
+                let before = sessions.len();
+                sessions.retain(|s| seen.insert((s.id.clone(), hash.clone())));
+                report.duplicates += before - sessions.len();
                 if let Some(first) = sessions.first() {
                     owner_ids.push((d.path.clone(), first.id.clone()));
                 }

@@ -145,11 +145,13 @@ fn import_paths_reads_everything_links_forks_and_reports_bad_files() {
         .iter()
         .filter(|s| s.id == "agent-a1b2c3")
         .collect();
+    // The same subagent file in two places (same id, same bytes) is imported once.
     assert_eq!(
         subagents.len(),
-        2,
+        1,
         "the same subagent fixture in two places"
     );
+    assert_eq!(report.duplicates, 1);
     assert!(subagents.iter().all(|s| s.parent.as_deref() == Some(S)));
     let zz = report
         .sessions
@@ -174,4 +176,78 @@ fn a_missing_path_is_an_io_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     let e = discover(&[dir.path().join("nope")]).expect_err("missing");
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+}
+
+/// Runs `f` on a thread, waiting at most 30 s: a walk or read that never ends fails the test.
+fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("finished within 30 s")
+}
+
+/// The sessions of the Claude Code fixture used below (the session and its sidechain).
+const FIXTURE_SESSIONS: usize = 2;
+
+fn one_session_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    put(
+        dir.path(),
+        &format!("proj/{S}.jsonl"),
+        &fixture("claude-code/sidechain.jsonl"),
+    );
+    dir
+}
+
+#[test]
+fn a_fifo_among_transcripts_is_skipped_without_blocking() {
+    let dir = one_session_folder();
+    let fifo = dir.path().join("proj/pipe.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let root = dir.path().to_path_buf();
+    let report = within(move || import_paths(&[root], None)).expect("walks");
+    assert_eq!(report.sessions.len(), FIXTURE_SESSIONS);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // Named directly, it is an error that says what it is.
+    let err = within(move || import_paths(&[fifo], None)).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("pipe.jsonl is a FIFO, not a regular file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn symlink_loops_end_and_each_session_is_read_once() {
+    let dir = one_session_folder();
+    let proj = dir.path().join("proj");
+    std::os::unix::fs::symlink(".", proj.join("self")).expect("symlink");
+    std::os::unix::fs::symlink("..", proj.join("up")).expect("symlink");
+    let root = dir.path().to_path_buf();
+    let report = within(move || import_paths(&[root], None)).expect("walks");
+    assert_eq!(
+        report.sessions.len(),
+        FIXTURE_SESSIONS,
+        "once, however reached"
+    );
+    assert_eq!(report.files, 1);
+    assert_eq!(report.loops, 2);
+    assert_eq!(report.duplicates, 0);
+}
+
+#[test]
+fn one_file_reached_through_two_links_is_a_counted_duplicate() {
+    let dir = one_session_folder();
+    std::os::unix::fs::symlink(dir.path().join("proj"), dir.path().join("again")).expect("symlink");
+    let root = dir.path().to_path_buf();
+    let report = within(move || import_paths(&[root], None)).expect("walks");
+    assert_eq!(report.files, 2);
+    assert_eq!(report.sessions.len(), FIXTURE_SESSIONS);
+    assert_eq!(report.duplicates, FIXTURE_SESSIONS);
 }

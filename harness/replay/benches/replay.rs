@@ -10,6 +10,11 @@
 //!   parsing and tokenizing every message once), tokenizing alone (every imported message
 //!   counted again: the tokenizer's share of the import), replay on one thread, and analyze.
 //!
+//! - `long_message/*`: a three-turn session whose second prompt is one long pasted log (10 KB,
+//!   100 KB, 1 MB, 10 MB; 8 tool calls a turn) replayed under `fold`, which compacts around it.
+//!   Time must grow linearly with the size (it grew quadratically while the compaction summary
+//!   quoted the prompt whole).
+//!
 //! Run with `cargo bench -p harness-replay --bench replay`.
 
 // criterion's macros generate undocumented functions.
@@ -19,7 +24,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use harness_core::message::{Message, ToolCall};
 use harness_core::rng::Rng;
 use harness_core::tokens;
@@ -112,6 +117,92 @@ fn synthetic() -> ImportedSession {
     }
 }
 
+/// Three turns; turn 2 opens with a `bytes`-long pasted log; 8 tool calls a turn.
+fn long_message(bytes: usize) -> ImportedSession {
+    let mut messages: Vec<Arc<Message>> = Vec::new();
+    let mut requests = Vec::new();
+    let mut human_turns = Vec::new();
+    let request = |messages: &Vec<Arc<Message>>| RecordedRequest {
+        message: messages.len(),
+        context: messages.len(),
+        context_start: 0,
+        response_id: None,
+        usage: None,
+    };
+    for t in 1..=3u32 {
+        let prompt = if t == 2 {
+            let line = "ERROR worker 17: connection reset by peer (retrying in 250 ms)\n";
+            line.repeat(bytes / line.len() + 1)[..bytes].to_string()
+        } else {
+            format!("Turn {t}: please look at module {t} and fix the failing test in it.")
+        };
+        human_turns.push(HumanTurn {
+            turn: t,
+            message: messages.len(),
+            id: Some(format!("u{t}")),
+            text: prompt.clone(),
+        });
+        messages.push(Message::user(t, prompt, None));
+        for c in 0..8 {
+            let call = ToolCall {
+                id: format!("c{t}-{c}"),
+                name: "Read".into(),
+                args: json!({ "file_path": format!("src/m{t}/f{c}.rs") }),
+            };
+            requests.push(request(&messages));
+            messages.push(Message::assistant(t, "", vec![call.clone()]));
+            messages.push(Message::tool_result(
+                t,
+                &call,
+                "fn main() {}\n".repeat(20),
+                false,
+            ));
+        }
+        requests.push(request(&messages));
+        messages.push(Message::assistant(
+            t,
+            format!("Done with turn {t}."),
+            Vec::new(),
+        ));
+    }
+    ImportedSession {
+        id: "long-message".into(),
+        format: Format::ClaudeCode,
+        source: "synthetic".into(),
+        parent: None,
+        system: Some("You are a coding agent.".into()),
+        messages,
+        requests,
+        events: Vec::new(),
+        human_turns,
+        dropped_prefix: 0,
+        warnings: Vec::new(),
+    }
+}
+
+fn long_message_benches(c: &mut Criterion) {
+    let fold = Replayer::new(ReplayConfig {
+        policies: vec![policies::parse_policy("fold").unwrap()],
+        ..ReplayConfig::default()
+    })
+    .unwrap();
+    let mut g = c.benchmark_group("long_message");
+    g.sample_size(10);
+    for (label, bytes) in [
+        ("10KB", 10_000),
+        ("100KB", 100_000),
+        ("1MB", 1_000_000),
+        ("10MB", 10_000_000),
+    ] {
+        let s = long_message(bytes);
+        g.throughput(Throughput::Bytes(bytes as u64));
+        g.bench_with_input(BenchmarkId::new("fold", label), &s, |b, s| {
+            b.iter(|| fold.replay(black_box(s), None))
+        });
+    }
+    g.finish();
+}
+
 fn data_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("FOLDBENCH_DATA") {
         Some(d) => PathBuf::from(d),
@@ -188,5 +279,10 @@ fn corpus_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, synthetic_benches, corpus_benches);
+criterion_group!(
+    benches,
+    synthetic_benches,
+    long_message_benches,
+    corpus_benches
+);
 criterion_main!(benches);

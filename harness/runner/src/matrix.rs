@@ -165,7 +165,7 @@ pub fn file_in_play(args: &ConfigArgs) -> Option<PathBuf> {
 /// Reads and validates a matrix file; prints every problem and returns exit 2 on any.
 pub fn read_file(path: &Path) -> Result<MatrixFile, i32> {
     let name = path.display().to_string();
-    let text = match std::fs::read(path) {
+    let text = match harness_import::fs::read_regular(path, crate::tasks::MAX_SPEC_BYTES) {
         Ok(b) => String::from_utf8(b).map_err(|_| {
             eprintln!("error: {name} is not UTF-8 text");
             EXIT_USAGE

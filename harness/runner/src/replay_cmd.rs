@@ -214,6 +214,21 @@ fn load_sessions(src: &SourceArgs) -> Result<Loaded, i32> {
     for (_, e) in &report.errors {
         eprintln!("warning: skipped {e}");
     }
+    if report.loops > 0 {
+        eprintln!(
+            "warning: skipped {} symlink{} to a folder that contains {} (a loop)",
+            report.loops,
+            if report.loops == 1 { "" } else { "s" },
+            if report.loops == 1 { "it" } else { "them" }
+        );
+    }
+    if report.duplicates > 0 {
+        eprintln!(
+            "note: {} duplicate session{} skipped (same session id and same file content as one already read)",
+            report.duplicates,
+            if report.duplicates == 1 { "" } else { "s" }
+        );
+    }
     let warnings: Vec<&harness_import::Warning> =
         report.sessions.iter().flat_map(|s| &s.warnings).collect();
     if !warnings.is_empty() {
@@ -245,21 +260,25 @@ fn load_sessions(src: &SourceArgs) -> Result<Loaded, i32> {
     })
 }
 
-/// The labels files under a path (a file, or *.yaml / *.yml in a folder, recursively).
+/// The labels files under a path (a file, or *.yaml / *.yml in a folder, recursively; symlinks
+/// followed, loops skipped). Only regular files are listed.
 fn label_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if std::fs::metadata(path)?.is_file() {
+    if !std::fs::metadata(path)?.is_dir() {
         out.push(path.to_path_buf());
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            label_files(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(p);
+    for entry in walkdir::WalkDir::new(path)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+    {
+        let yaml = entry
+            .path()
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml");
+        if entry.file_type().is_file() && yaml {
+            out.push(entry.into_path());
         }
     }
     Ok(())
@@ -289,7 +308,9 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, i32> {
     let mut problems = 0;
     for f in &files {
         let name = f.display().to_string();
-        let text = match std::fs::read_to_string(f) {
+        let text = match harness_import::fs::read_regular(f, crate::tasks::MAX_SPEC_BYTES)
+            .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+        {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("error: cannot read labels {name}: {e}");

@@ -72,10 +72,14 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Loads one spec file and checks its fixture folder.
+/// The largest spec file read: 64 MiB (a 100,000-turn spec is about 17 MB).
+pub const MAX_SPEC_BYTES: u64 = 64 << 20;
+
+/// Loads one spec file and checks its fixture folder. Only a regular file is read: a FIFO or a
+/// device named as a spec is refused without being opened.
 pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     let name = file.display().to_string();
-    let text = std::fs::read(file).map_err(|e| {
+    let text = harness_import::fs::read_regular(file, MAX_SPEC_BYTES).map_err(|e| {
         vec![Problem {
             file: name.clone(),
             line: 1,
@@ -225,4 +229,45 @@ fn dir_size(p: &Path) -> u64 {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_named_as_a_spec_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("task.yaml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+        // A folder lists regular files only; a FIFO named directly reaches the loader.
+        assert_eq!(
+            spec_files(&[dir.path().to_path_buf()]),
+            Ok(Vec::<PathBuf>::new())
+        );
+        assert_eq!(
+            spec_files(std::slice::from_ref(&fifo)),
+            Ok(vec![fifo.clone()])
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(load_task(&f).map(|_| ()));
+        });
+        let problems = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("load_task returns within 20 s")
+            .unwrap_err();
+        assert_eq!(
+            problems[0].to_string(),
+            format!(
+                "{0}:1:1: cannot read the spec: {0} is a FIFO, not a regular file",
+                fifo.display()
+            )
+        );
+    }
 }

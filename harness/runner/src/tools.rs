@@ -530,6 +530,59 @@ pub fn cap_output(text: &str, cap: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 // File tools
 
+#[cfg(test)]
+mod file_tests;
+
+/// The largest file `read_file` and `grep` read: 64 MiB (their output is capped separately, at
+/// [`ToolLimits::output_cap`]).
+pub const MAX_READ_BYTES: u64 = 64 << 20;
+
+/// How much of a file's start decides whether it is binary.
+const BINARY_SNIFF: usize = 8192;
+
+/// Whether bytes look binary: a NUL byte in the first 8 KiB, or more than one in ten of its
+/// characters invalid UTF-8 or control characters (tab, newline, carriage return, form feed
+/// and escape are text).
+fn looks_binary(bytes: &[u8]) -> bool {
+    let sample = &bytes[..bytes.len().min(BINARY_SNIFF)];
+    if sample.contains(&0) {
+        return true;
+    }
+    let text = String::from_utf8_lossy(sample);
+    let (mut odd, mut all) = (0usize, 0usize);
+    for c in text.chars() {
+        all += 1;
+        if c == char::REPLACEMENT_CHARACTER
+            || (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c' | '\x1b'))
+        {
+            odd += 1;
+        }
+    }
+    // A multi-byte character cut at the end of the sample is not evidence.
+    odd > 1 && odd * 10 > all
+}
+
+/// Reads a workspace file for `read_file`/`grep`: regular files only (a FIFO, socket or device
+/// is refused before it is opened, and the open is non-blocking), at most [`MAX_READ_BYTES`].
+fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, String> {
+    match harness_import::fs::read_regular(abs, MAX_READ_BYTES) {
+        Ok(b) => Ok(b),
+        Err(e) => Err(match fs::metadata(abs) {
+            Ok(m) if m.is_dir() => {
+                format!("error: {norm} is a directory; use list_files to see its files")
+            }
+            Ok(m) if !m.is_file() => format!(
+                "error: {norm} is not a regular file (a FIFO, socket or device); the file tools read regular files only"
+            ),
+            Ok(m) if m.len() > MAX_READ_BYTES => format!(
+                "error: {norm} is {} bytes; read_file and grep read files up to {MAX_READ_BYTES} bytes (use shell with head, tail or sed -n for parts of it)",
+                m.len()
+            ),
+            _ => file_error(abs, norm, &e),
+        }),
+    }
+}
+
 fn read_file(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
     let (rel, offset, limit) = match (a.req_str("path"), a.opt_uint("offset"), a.opt_uint("limit"))
     {
@@ -541,10 +594,19 @@ fn read_file(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
         Err(out) => return out,
     };
     let target = Some(norm.clone());
-    let bytes = match fs::read(&abs) {
+    let bytes = match read_workspace_file(&abs, &norm) {
         Ok(b) => b,
-        Err(e) => return ToolOutput::err(file_error(&abs, &norm, &e), target),
+        Err(e) => return ToolOutput::err(e, target),
     };
+    if looks_binary(&bytes) {
+        return ToolOutput::err(
+            format!(
+                "error: {norm} is a binary file ({} bytes); read_file shows text files only",
+                bytes.len()
+            ),
+            target,
+        );
+    }
     let text = String::from_utf8_lossy(&bytes);
     let offset = usize::try_from(offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
@@ -658,17 +720,34 @@ fn grep(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
     if !abs.exists() {
         return ToolOutput::err(format!("error: no such file or directory: {norm}"), target);
     }
+    let files = files_at(&abs, &norm);
+    let single = files.len() == 1 && files[0].0 == norm;
     let mut buf = CappedBuf::new(limits.output_cap);
     let mut matches = 0usize;
-    for (path, file, ft) in files_at(&abs, &norm) {
+    for (path, file, ft) in files {
         if !ft.is_file() {
+            if single {
+                // The path named a FIFO, socket or device itself.
+                return ToolOutput::err(
+                    format!("error: {norm} is not a regular file (a FIFO, socket or device); grep searches regular files only"),
+                    target,
+                );
+            }
             continue; // never follow symlinks found while walking
         }
-        let Ok(bytes) = fs::read(&file) else {
-            continue;
+        let bytes = match read_workspace_file(&file, &path) {
+            Ok(b) => b,
+            Err(e) if single => return ToolOutput::err(e, target),
+            Err(_) => continue,
         };
-        if bytes.iter().take(8192).any(|b| *b == 0) {
-            continue; // binary
+        if looks_binary(&bytes) {
+            if single {
+                return ToolOutput::err(
+                    format!("error: {norm} is a binary file; grep searches text files"),
+                    target,
+                );
+            }
+            continue; // binary files in a folder are skipped, as grep -I does
         }
         let text = String::from_utf8_lossy(&bytes);
         for (i, line) in text.lines().enumerate() {

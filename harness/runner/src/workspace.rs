@@ -19,6 +19,14 @@ use crate::tools::{self, ToolLimits};
 /// branches here; the model may read them back; git ignores them.
 pub const ARCHIVE_DIR: &str = ".foldbench/archive";
 
+/// A changed file larger than this (in bytes, before or after) is named in the diff with its
+/// size instead of its content.
+pub const DIFF_FILE_CAP: u64 = 1 << 20;
+
+/// The most bytes of diff text kept (`diff.patch`); the rest is left out with a note saying how
+/// much.
+pub const DIFF_CAP: usize = 4 << 20;
+
 /// The folder excluded from git (and from the fingerprint and the diff), holding the archive.
 const FOLDBENCH_DIR: &str = ".foldbench";
 
@@ -285,31 +293,85 @@ impl Workspace {
 
     /// The changes since the first commit as a unified diff (git patch text): the first
     /// commit's tree against the working tree (through the index), untracked files included
-    /// with their content, the archive folder excluded. Empty when nothing changed.
+    /// with their content, the archive folder excluded. Empty when nothing changed. Bounded: a
+    /// file larger than [`DIFF_FILE_CAP`] is named with its size, not its content, and the text
+    /// stops at [`DIFF_CAP`] bytes with a note of what was left out.
     pub fn diff(&self) -> Result<String, WorkspaceError> {
         let repo = Repository::open(&self.root)?;
         let tree = repo.find_commit(self.base)?.tree()?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .show_untracked_content(true);
+            .show_untracked_content(true)
+            // Larger files count as binary: git never loads them to compute a patch.
+            .max_size(i64::try_from(DIFF_FILE_CAP).unwrap_or(i64::MAX));
         let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
         let mut out = Vec::new();
+        let mut cut = Cut::default();
         diff.print(DiffFormat::Patch, |delta, _hunk, line| {
-            let in_archive = [delta.old_file().path(), delta.new_file().path()]
+            let (old, new) = (delta.old_file(), delta.new_file());
+            let in_archive = [old.path(), new.path()]
                 .into_iter()
                 .flatten()
                 .any(|p| p.starts_with(FOLDBENCH_DIR));
             if in_archive {
                 return true;
             }
+            let mut piece = Vec::new();
             if matches!(line.origin(), '+' | '-' | ' ') {
-                out.push(line.origin() as u8);
+                piece.push(line.origin() as u8);
             }
-            out.extend_from_slice(line.content());
+            let size = old.size().max(new.size());
+            if line.origin() == 'B' && size > DIFF_FILE_CAP {
+                let name = new.path().or(old.path()).unwrap_or(Path::new("?"));
+                piece.extend_from_slice(
+                    format!(
+                        "{}: {size} bytes, larger than {DIFF_FILE_CAP} bytes; content left out\n",
+                        name.display()
+                    )
+                    .as_bytes(),
+                );
+            } else {
+                piece.extend_from_slice(line.content());
+            }
+            let file = new.path().or(old.path()).map(Path::to_path_buf);
+            if cut.bytes > 0 || out.len() + piece.len() > DIFF_CAP {
+                cut.add(file, piece.len());
+            } else {
+                out.extend_from_slice(&piece);
+            }
             true
         })?;
+        if cut.bytes > 0 {
+            out.extend_from_slice(
+                format!(
+                    "[… the diff is cut at {DIFF_CAP} bytes: {} more bytes of {} file{} left out …]\n",
+                    cut.bytes,
+                    cut.files,
+                    if cut.files == 1 { "" } else { "s" }
+                )
+                .as_bytes(),
+            );
+        }
         Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// What [`Workspace::diff`] left out past [`DIFF_CAP`].
+#[derive(Default)]
+struct Cut {
+    bytes: usize,
+    files: usize,
+    last: Option<PathBuf>,
+}
+
+impl Cut {
+    fn add(&mut self, file: Option<PathBuf>, bytes: usize) {
+        self.bytes += bytes;
+        if file != self.last {
+            self.files += 1;
+            self.last = file;
+        }
     }
 }
 
@@ -600,6 +662,52 @@ mod tests {
         assert!(diff.contains("+new file\n"), "{diff}");
         assert!(!diff.contains("archived turn"), "{diff}");
         assert!(!diff.contains(".foldbench"), "{diff}");
+    }
+
+    /// `n` bytes of text lines.
+    fn text_of(n: usize) -> String {
+        let line = "the quick brown fox jumps over the lazy dog 0123456789\n";
+        line.repeat(n / line.len() + 1)[..n].to_string()
+    }
+
+    #[test]
+    fn a_large_new_file_is_named_in_the_diff_not_copied() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        fs::write(
+            ws.path().join("big.log"),
+            text_of(3 * DIFF_FILE_CAP as usize),
+        )
+        .expect("write");
+        fs::write(ws.path().join("notes.txt"), "new file\n").expect("write");
+        let diff = ws.diff().expect("diff");
+        assert!(diff.len() < 4096, "{} bytes", diff.len());
+        assert!(diff.contains("b/big.log"), "{diff}");
+        assert!(
+            diff.contains(&format!("larger than {DIFF_FILE_CAP} bytes")),
+            "{diff}"
+        );
+        assert!(diff.contains("+new file\n"), "{diff}");
+    }
+
+    #[test]
+    fn the_whole_diff_is_capped_with_a_note() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let each = DIFF_FILE_CAP as usize - 1000;
+        let files = DIFF_CAP / each + 3;
+        for i in 0..files {
+            fs::write(ws.path().join(format!("f{i:02}.txt")), text_of(each)).expect("write");
+        }
+        let diff = ws.diff().expect("diff");
+        assert!(diff.len() <= DIFF_CAP + 200, "{} bytes", diff.len());
+        let note = diff.lines().last().unwrap_or("");
+        assert!(
+            note.starts_with("[… the diff is cut at ")
+                && note.contains("files left out")
+                && note.ends_with(" …]"),
+            "{note}"
+        );
     }
 
     #[test]

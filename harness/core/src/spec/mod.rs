@@ -715,7 +715,12 @@ fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
             let mut text = None;
             for (n, v) in &f {
                 if n == "turn" {
-                    turn = r.uint(&key(&kp, n), v, "`turn`");
+                    let tp = key(&kp, n);
+                    turn = r.uint(&tp, v, "`turn`");
+                    if let Some(t) = turn.filter(|t| u32::try_from(*t).is_err()) {
+                        r.problem(&tp, format!("`turn` {t} is out of range; turns are numbered from 1 to the number of turns"));
+                        return None;
+                    }
                 } else {
                     text = r.string(&key(&kp, n), v, "`text`");
                 }
@@ -727,7 +732,7 @@ fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
                 r.problem(&kp, "`answer_contains` needs `text`");
             }
             Some(Check::AnswerContains {
-                turn: u32::try_from(turn?).unwrap_or(u32::MAX),
+                turn: u32::try_from(turn?).ok()?,
                 text: text?,
             })
         }
