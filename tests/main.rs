@@ -6,6 +6,7 @@ mod helpers;
 mod architecture;
 mod cli;
 mod folds;
+mod hidden;
 mod judge;
 mod matrix;
 mod snapshots;
