@@ -289,9 +289,15 @@ impl Candidates {
                 continue;
             };
             let turn = resp.turn;
+            // A line counts only from the tool calls' arguments (prose repeats itself).
+            let mut call_lines = Vec::new();
+            for c in &resp.tool_calls {
+                tokens::for_each_json_line(&c.args, &mut |l: &str| call_lines.extend(ix.id(l)));
+            }
             let mut cands = Vec::new();
             for &t in &ix.msg_tokens[r.message] {
-                if excluded[t as usize] {
+                if excluded[t as usize] || (tokens::is_line(ix.text(t)) && !call_lines.contains(&t))
+                {
                     continue;
                 }
                 let mut sources = Vec::new();

@@ -14,6 +14,12 @@
 //!
 //! Plain words (`error`, `Members`, `TODO`) are never distinctive: they are how an agent talks,
 //! not what it copies.
+//!
+//! A **line** copied whole is distinctive too: a line of a tool call's arguments (an edit's old
+//! text, a command, a written file) of [`MIN_LINE`]+ characters with code in it (a digit or one
+//! of `_=()[]{}<>:/"'`), matched against the lines of earlier messages with their leading line
+//! numbers cut (`    42→`, `    42\t`, `path:42:`). A copied line shows use when its words do
+//! not: `DEFAULT_LIMIT = 60  # requests per minute per API key` carries a 2-digit value.
 
 /// Whether a byte belongs to a token.
 #[inline]
@@ -27,10 +33,10 @@ fn trim(raw: &str) -> (&str, bool) {
     let mut t = raw.trim_end_matches(['.', '-', '/']);
     loop {
         let before = t.len();
-        t = t.trim_start_matches(['.', '-']);
         if let Some(rest) = t.strip_prefix("./") {
             t = rest;
         }
+        t = t.trim_start_matches(['.', '-']);
         if t.len() == before {
             break;
         }
@@ -107,6 +113,59 @@ pub fn for_each<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     }
 }
 
+/// The shortest line that counts as copied.
+pub const MIN_LINE: usize = 20;
+
+/// A line cut of its leading line number (`    42→`, `    42\t`, `path:42:`) and surrounding
+/// blanks, if it is long enough and has code in it.
+fn line_key(line: &str) -> Option<&str> {
+    let mut l = line.trim();
+    let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 {
+        let rest = &l[digits..];
+        if let Some(r) = rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t')) {
+            l = r.trim();
+        }
+    } else if let Some((head, rest)) = l.split_once(':') {
+        // `path:42:text` (grep -n).
+        if !head.contains(' ') {
+            if let Some((n, text)) = rest.split_once(':') {
+                if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                    l = text.trim();
+                }
+            }
+        }
+    }
+    let code = l
+        .bytes()
+        .any(|b| b.is_ascii_digit() || b"_=()[]{}<>:/\"'".contains(&b));
+    (l.len() >= MIN_LINE && code).then_some(l)
+}
+
+/// Calls `f` with every line of `text` that counts as copied ([`line_key`]).
+pub fn for_each_line<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    for line in text.lines() {
+        if let Some(l) = line_key(line) {
+            f(l);
+        }
+    }
+}
+
+/// Whether a token is a line (tokens have no blanks or code punctuation; lines do).
+pub fn is_line(t: &str) -> bool {
+    t.bytes().any(|b| !token_byte(b))
+}
+
+/// Calls `f` with the lines of the string values of a JSON value.
+pub fn for_each_json_line(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
+    match v {
+        serde_json::Value::String(s) => for_each_line(s, &mut *f),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| for_each_json_line(x, f)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| for_each_json_line(x, f)),
+        _ => {}
+    }
+}
+
 /// Calls `f` with every distinctive token of the string values of a JSON value (keys are the
 /// tool's schema, not content).
 pub fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
@@ -119,14 +178,18 @@ pub fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
     }
 }
 
-/// Every distinctive token of a message: its visible text and its tool calls' arguments.
+/// Every distinctive token and line of a message: its visible text and its tool calls'
+/// arguments.
 pub fn for_each_in_message(m: &harness_core::message::Message, mut f: impl FnMut(&str)) {
     for_each(&m.text, &mut f);
+    for_each_line(&m.text, &mut f);
     if let Some(card) = &m.card {
         for_each(card, &mut f);
+        for_each_line(card, &mut f);
     }
     for c in &m.tool_calls {
         for_each_json(&c.args, &mut f);
+        for_each_json_line(&c.args, &mut f);
     }
 }
 
@@ -164,11 +227,28 @@ mod tests {
     }
 
     #[test]
+    fn lines_lose_their_numbers_and_must_be_long_code() {
+        let mut v = Vec::new();
+        for_each_line(
+            "     5\tDEFAULT_LIMIT = 60  # per key\n    12→    return total\ndocs/ops.md:5:- `DEFAULT_LIMIT`: 60 a minute\nJust some prose without any code\n",
+            |l| v.push(l),
+        );
+        assert_eq!(
+            v,
+            [
+                "DEFAULT_LIMIT = 60  # per key",
+                "- `DEFAULT_LIMIT`: 60 a minute"
+            ]
+        );
+        assert!(is_line("DEFAULT_LIMIT = 60") && !is_line("DEFAULT_LIMIT"));
+    }
+
+    #[test]
     fn json_values_are_read_and_keys_are_not() {
-        let v = serde_json::json!({"file_path": "src/lib.rs", "old_string": "let x_y = 1;", "n": 12345});
+        let v = serde_json::json!({"file_path": "src/lib.rs", "old_string": "let x_yz = 1;", "n": 12345});
         let mut got = Vec::new();
         for_each_json(&v, &mut |t: &str| got.push(t.to_string()));
         got.sort();
-        assert_eq!(got, ["12345", "src/lib.rs", "x_y"]);
+        assert_eq!(got, ["12345", "src/lib.rs", "x_yz"]);
     }
 }
