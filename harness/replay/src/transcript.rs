@@ -22,18 +22,19 @@ pub fn session_of_transcript(id: &str, messages: Vec<Arc<Message>>) -> ImportedS
                 response_id: None,
                 usage: None,
             }),
-            Role::User if m.kind == MessageKind::Plain && m.turn > 0 => {
-                if human_turns
-                    .last()
-                    .is_none_or(|h: &HumanTurn| h.turn < m.turn)
-                {
-                    human_turns.push(HumanTurn {
-                        turn: m.turn,
-                        message: i,
-                        id: None,
-                        text: m.text.clone(),
-                    });
-                }
+            Role::User
+                if m.kind == MessageKind::Plain
+                    && m.turn > 0
+                    && human_turns
+                        .last()
+                        .is_none_or(|h: &HumanTurn| h.turn < m.turn) =>
+            {
+                human_turns.push(HumanTurn {
+                    turn: m.turn,
+                    message: i,
+                    id: None,
+                    text: m.text.clone(),
+                });
             }
             _ => {}
         }

@@ -803,6 +803,8 @@ mod tests {
         assert_eq!(first["version"], 1);
         assert_eq!(first["policy"], "none");
         assert!(first["recorded_tokens"].as_u64().is_some());
+        assert_eq!(first["hidden_references"], 0, "none hides nothing");
+        assert_eq!(first["probes"]["recall"], true);
         for format in ["md", "csv", "json"] {
             assert_eq!(replay_with(&[d, "--format", format]), EXIT_OK);
         }

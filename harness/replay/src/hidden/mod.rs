@@ -448,8 +448,7 @@ impl<'a> Observer<'a> {
             .filter(|(_, h)| h.message >= start && h.message < ctx)
             .map(|(k, h)| (h.message, k))
             .collect();
-        for i in start..ctx {
-            let m = &msgs[i];
+        for (i, m) in msgs.iter().enumerate().take(ctx).skip(start) {
             if m.kind == harness_core::message::MessageKind::Summary
                 || self.units.get(m.turn as usize) != Some(&unit)
             {

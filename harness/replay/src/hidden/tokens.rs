@@ -77,8 +77,7 @@ pub fn distinctive(t: &str, flag: bool) -> bool {
     if b.len() < 4 {
         return false;
     }
-    (slash && alpha >= 2)
-        || (us && alpha >= 2)
+    ((slash || us) && alpha >= 2)
         || camel
         || (digits > 0 && alpha > 0 && !slash)
         || dotted
