@@ -241,3 +241,28 @@ fn records_keep_the_first_references_and_the_full_count() {
     assert_eq!(v["hidden"][1]["text"], "MEMBER_RATE");
     assert_eq!(v["probes"]["recall"], false);
 }
+
+#[test]
+fn the_summary_carries_the_hidden_reference_fields() {
+    let policies: Vec<String> = ["none", "trim", FOLD].map(String::from).to_vec();
+    let r = replay(&["none", "trim", FOLD]);
+    let rows = harness_replay::report::summarize(std::slice::from_ref(&r), &policies);
+    let v = serde_json::to_value(&rows).unwrap();
+    assert_eq!(v[0]["hidden_references"], 0);
+    assert_eq!(v[1]["hidden_references"], 3);
+    assert_eq!(v[1]["responses_with_hidden_references"], 1);
+    assert_eq!(v[1]["hidden_by_source"]["none"], 3);
+    assert_eq!(v[2]["hidden_by_source"]["archive"], 2);
+    assert_eq!(v[2]["folds_needed_later"]["needed"], 1);
+    assert_eq!(v[2]["folds_needed_later"]["delays"][1], 1);
+    for row in v.as_array().unwrap() {
+        for probe in ["decision", "artifact", "recall", "continuation"] {
+            let x = row["probes"][probe].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&x), "{probe} = {x}");
+        }
+    }
+    assert_eq!(v[0]["probes"]["recall"], 1.0);
+    let table = harness_replay::report::policy_table(&rows, false);
+    assert!(table.headers.iter().any(|h| h == "hidden refs"));
+    assert!(table.headers.iter().any(|h| h == "continuation"));
+}
