@@ -150,6 +150,15 @@ impl SessionIndex {
                 ix.postings[t as usize].push(i);
             }
             ix.msg_tokens.push(local);
+            // An edited path as fold results name it (`call_path` drops the leading `/`), so
+            // the artifact probe can find it there.
+            let mut paths = Vec::new();
+            for c in m.tool_calls.iter().filter(|c| is_edit(&c.name)) {
+                edited_paths(c, &mut paths);
+            }
+            for p in paths {
+                ix.intern(&harness_core::context::normalize_path(&p));
+            }
             ix.by_key.insert(key(m), i);
             for c in &m.tool_calls {
                 calls.insert(&c.id, i);
@@ -223,8 +232,9 @@ pub struct Candidate {
 pub struct Candidates {
     /// Per recorded request.
     pub(crate) per_request: Vec<Vec<Candidate>>,
-    /// Per recorded request: the paths its response edited or wrote (token ids).
-    pub(crate) edits: Vec<Vec<u32>>,
+    /// Per recorded request: the paths its response edited or wrote, each as its token ids
+    /// (as written, and as fold results name it).
+    pub(crate) edits: Vec<Vec<[u32; 2]>>,
 }
 
 /// Tool names that edit or write a file.
@@ -325,7 +335,7 @@ impl Candidates {
             for c in resp.tool_calls.iter().filter(|c| is_edit(&c.name)) {
                 edited_paths(c, &mut paths);
             }
-            let mut ids: Vec<u32> = paths
+            let mut ids: Vec<[u32; 2]> = paths
                 .iter()
                 .filter_map(|p| {
                     let mut longest: Option<&str> = None;
@@ -334,7 +344,10 @@ impl Candidates {
                             longest = Some(t);
                         }
                     });
-                    longest.and_then(|t| ix.id(t))
+                    let written = longest.and_then(|t| ix.id(t));
+                    let named = ix.id(&harness_core::context::normalize_path(p));
+                    // A path with no distinctive token (`Makefile`) is not probed.
+                    written.map(|a| [a, named.unwrap_or(a)])
                 })
                 .collect();
             ids.sort_unstable();

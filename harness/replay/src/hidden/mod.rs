@@ -207,8 +207,9 @@ pub struct Observer<'a> {
     generation: u32,
     made: FxMap<usize, Made>,
     current: Vec<usize>,
-    /// Paths edited so far (token ids) and the requests already read for them.
-    edited: Vec<u32>,
+    /// Paths edited so far (token ids: as written, as fold results name it) and the requests
+    /// already read for them.
+    edited: Vec<[u32; 2]>,
     edits_read: usize,
     /// Where each compaction cut the recorded messages (the first message it kept).
     compacted_at: Vec<usize>,
@@ -430,7 +431,9 @@ impl<'a> Observer<'a> {
             }
             self.edits_read += 1;
         }
-        self.edited.iter().all(|&p| self.visible(p))
+        self.edited
+            .iter()
+            .all(|&[a, b]| self.visible(a) || self.visible(b))
     }
 
     fn continuation(&mut self, ctx: usize, turn: u32) -> bool {
