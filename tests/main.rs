@@ -7,6 +7,7 @@ mod architecture;
 mod cache;
 mod cli;
 mod folds;
+mod hidden;
 mod judge;
 mod loss;
 mod matrix;

@@ -29,6 +29,8 @@ use harness_core::message::{Message, ToolCall};
 use harness_core::rng::Rng;
 use harness_core::tokens;
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
+use harness_replay::engine::none_context;
+use harness_replay::hidden::{Candidates, Common, Observer, SessionIndex};
 use harness_replay::{analyze_session, JudgeKind, ReplayConfig, Replayer};
 use serde_json::json;
 
@@ -268,6 +270,9 @@ fn corpus_benches(c: &mut Criterion) {
     g.bench_function("replay_five_policies_1_thread", |b| {
         b.iter(|| all.replay_all(black_box(&sessions), None, 1).len())
     });
+    g.bench_function("hidden_analysis_1_thread", |b| {
+        b.iter(|| hidden_analysis(black_box(&sessions)))
+    });
     g.bench_function("analyze_1_thread", |b| {
         b.iter(|| {
             sessions
@@ -277,6 +282,30 @@ fn corpus_benches(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// The hidden-reference analysis alone, on one thread: every session indexed, the corpus's
+/// common tokens, every response's candidates, and one observer over every `none` request (the
+/// largest request of any policy; the replay runs one observer per policy).
+fn hidden_analysis(sessions: &[ImportedSession]) -> usize {
+    let indexes: Vec<SessionIndex> = sessions.iter().map(SessionIndex::new).collect();
+    let common = Common::of(
+        sessions
+            .iter()
+            .zip(&indexes)
+            .map(|(s, ix)| (harness_replay::hidden::index::project(&s.source), ix)),
+    );
+    let mut hidden = 0;
+    for (s, ix) in sessions.iter().zip(&indexes) {
+        let cands = Candidates::new(s, ix, &common);
+        let units = vec![0; s.human_turns.len() + 2];
+        let mut obs = Observer::new(s, ix, &cands, units);
+        for k in 0..s.requests.len() {
+            let ctx = none_context(s, k);
+            hidden += obs.observe(k, &ctx, &mut [], &mut []).0.len();
+        }
+    }
+    hidden
 }
 
 criterion_group!(

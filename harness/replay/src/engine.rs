@@ -41,6 +41,10 @@ use harness_import::{Format, ImportedSession};
 use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 
+use crate::hidden::{
+    BySource, Candidates, Common, HiddenRef, Observer, ProbeCounts, Probes, SessionIndex,
+    REFS_PER_REQUEST,
+};
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 
@@ -156,6 +160,25 @@ pub struct ReplayedRequest {
     pub action: Option<String>,
     /// Dollars.
     pub cost: f64,
+    /// Hidden references of the recorded response under this request (turn requests only).
+    #[serde(default)]
+    pub hidden_references: usize,
+    /// All of them (serialized: the first [`REFS_PER_REQUEST`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "first_refs"
+    )]
+    pub hidden: Vec<HiddenRef>,
+    /// The four probes (turn requests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<Probes>,
+}
+
+/// Serializes the first [`REFS_PER_REQUEST`] hidden references (records stay small; the count
+/// is complete).
+fn first_refs<S: serde::Serializer>(refs: &[HiddenRef], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(refs.iter().take(REFS_PER_REQUEST))
 }
 
 /// A fold (or strategy exit) a policy made.
@@ -177,6 +200,10 @@ pub struct FoldEvent {
     pub premature: Option<bool>,
     /// The archive's sha256 (computed; nothing is written).
     pub sha256: String,
+    /// Turns from the fold to the first later response with a hidden reference into its range
+    /// (`None`: never needed later).
+    #[serde(default)]
+    pub needed_after: Option<u32>,
 }
 
 /// A compaction a policy made.
@@ -194,6 +221,10 @@ pub struct CompactionEvent {
     pub output_tokens: u64,
     /// Tokens that were in the cached prefix and are written again.
     pub rewritten_tokens: u64,
+    /// Turns from the compaction to the first response with a hidden reference into what it
+    /// replaced (`None`: never needed later).
+    #[serde(default)]
+    pub needed_after: Option<u32>,
 }
 
 /// One policy over one session.
@@ -213,6 +244,15 @@ pub struct PolicyReplay {
     pub folds_rejected: usize,
     /// Compactions.
     pub compactions: Vec<CompactionEvent>,
+    /// Hidden references by source.
+    #[serde(default)]
+    pub hidden: BySource,
+    /// Responses with at least one hidden reference.
+    #[serde(default)]
+    pub responses_with_hidden: usize,
+    /// The probes over the turns' requests.
+    #[serde(default)]
+    pub probes: ProbeCounts,
 }
 
 impl PolicyReplay {
@@ -352,9 +392,23 @@ impl Replayer {
         self.config.policies.iter().map(PolicySpec::label).collect()
     }
 
-    /// Replays one session under every policy.
+    /// Replays one session under every policy (no token is common: the corpus is this session).
     pub fn replay(&self, session: &ImportedSession, labels: Option<&Labels>) -> SessionReplay {
+        let ix = SessionIndex::new(session);
+        let cands = Candidates::new(session, &ix, &Common::none());
+        self.replay_indexed(session, labels, &ix, &cands)
+    }
+
+    /// Replays one session whose index and candidates are made.
+    pub fn replay_indexed(
+        &self,
+        session: &ImportedSession,
+        labels: Option<&Labels>,
+        ix: &SessionIndex,
+        cands: &Candidates,
+    ) -> SessionReplay {
         let turns = Turns::new(session, self.config.judge, labels);
+        let analysis = Analysis { ix, cands };
         let prefix = estimate_prefix(session);
         let policies = self
             .config
@@ -363,7 +417,7 @@ impl Replayer {
             .zip(&self.tool_tokens)
             .map(|(spec, tools)| {
                 let prefix = prefix.tokens.saturating_add(*tools);
-                replay_policy(session, &turns, spec, prefix, &self.config)
+                replay_policy(session, &turns, spec, prefix, &self.config, &analysis)
             })
             .collect();
         SessionReplay {
@@ -385,13 +439,26 @@ impl Replayer {
     }
 
     /// Replays every session, on up to `threads` threads; the result is in the sessions' order.
+    /// The sessions are indexed first, so that tokens common in the corpus are known
+    /// ([`Common::of`]).
     pub fn replay_all(
         &self,
         sessions: &[ImportedSession],
         labels: Option<&Labels>,
         threads: usize,
     ) -> Vec<SessionReplay> {
-        parallel_map(sessions, threads, |s| self.replay(s, labels))
+        let indexes = parallel_map(sessions, threads, SessionIndex::new);
+        let common = Common::of(
+            sessions
+                .iter()
+                .zip(&indexes)
+                .map(|(s, ix)| (crate::hidden::index::project(&s.source), ix)),
+        );
+        let pairs: Vec<(&ImportedSession, &SessionIndex)> = sessions.iter().zip(&indexes).collect();
+        parallel_map(&pairs, threads, |(s, ix)| {
+            let cands = Candidates::new(s, ix, &common);
+            self.replay_indexed(s, labels, ix, &cands)
+        })
     }
 }
 
@@ -440,6 +507,12 @@ fn compaction_prompt() -> Arc<Message> {
     Arc::clone(PROMPT.get_or_init(|| Message::user(0, COMPACTION_PROMPT, None)))
 }
 
+/// A session's index and candidates, shared by its policies.
+struct Analysis<'a> {
+    ix: &'a SessionIndex,
+    cands: &'a Candidates,
+}
+
 /// The state of one policy's replay.
 struct Loop<'a> {
     session: &'a ImportedSession,
@@ -452,6 +525,10 @@ struct Loop<'a> {
     out: PolicyReplay,
     /// Recorded compaction summaries: (message index, turn, used).
     summaries: Vec<(usize, u32, bool)>,
+    /// The hidden-reference analysis.
+    obs: Observer<'a>,
+    /// The recorded message being replayed.
+    at: usize,
 }
 
 fn replay_policy(
@@ -460,6 +537,7 @@ fn replay_policy(
     spec: &PolicySpec,
     prefix: u32,
     config: &ReplayConfig,
+    analysis: &Analysis<'_>,
 ) -> PolicyReplay {
     let out = PolicyReplay {
         policy: spec.label(),
@@ -469,6 +547,9 @@ fn replay_policy(
         folds: Vec::new(),
         folds_rejected: 0,
         compactions: Vec::new(),
+        hidden: BySource::default(),
+        responses_with_hidden: 0,
+        probes: ProbeCounts::default(),
     };
     // Checked by `Replayer::new`; a policy that fails to build here replays as nothing.
     let Ok(policy) = policies::build(spec, config.window) else {
@@ -491,6 +572,8 @@ fn replay_policy(
         prev: None,
         out,
         summaries,
+        obs: Observer::new(session, analysis.ix, analysis.cands, turns.unit_ids()),
+        at: 0,
     };
     let prompt_at: HashMap<usize, usize> = session
         .human_turns
@@ -513,10 +596,14 @@ fn replay_policy(
             continue;
         }
         if let Some(&k) = request_at.get(&i) {
+            l.at = i;
             l.request(k, m);
         }
         l.ctx.push(Arc::clone(m));
     }
+    l.out.hidden = l.obs.by_source;
+    l.out.responses_with_hidden = l.obs.responses;
+    l.out.probes = l.obs.probes;
     l.out
 }
 
@@ -585,6 +672,7 @@ impl Loop<'_> {
                     rewritten_tokens: rewritten_tokens(&before, &self.ctx.messages),
                     premature: self.turns.premature(splice.from, splice.to, t),
                     sha256: archive.sha256,
+                    needed_after: None,
                 });
             }
         }
@@ -609,7 +697,15 @@ impl Loop<'_> {
             }
         };
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
+        let (hidden, probes) =
+            self.obs
+                .observe(k, &messages, &mut self.out.folds, &mut self.out.compactions);
         self.push_request(Some(k), Purpose::Turn, messages, output, action);
+        if let Some(r) = self.out.requests.last_mut() {
+            r.hidden_references = hidden.len();
+            r.hidden = hidden;
+            r.probes = Some(probes);
+        }
     }
 
     fn push_request(
@@ -640,6 +736,9 @@ impl Loop<'_> {
             messages: messages.len(),
             action,
             cost,
+            hidden_references: 0,
+            hidden: Vec::new(),
+            probes: None,
         });
         self.prev = Some(messages);
     }
@@ -693,7 +792,9 @@ impl Loop<'_> {
             input_tokens: input,
             output_tokens: output,
             rewritten_tokens: rewritten_tokens(&messages, &self.ctx.messages),
+            needed_after: None,
         });
+        self.obs.compacted(self.at);
     }
 }
 

@@ -8,10 +8,13 @@
 //!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.
 //!   Fold points come from a judge ([`points`]: `lexical`, `labels`, `oracle`; labels from
 //!   [`labels`]).
+//! - [`hidden`]: hidden references (what a response used that a policy's request no longer
+//!   shows, and where it could come back from) and the four mechanical probes.
 //! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
 //!   work and steps of finished work (the seed's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables.
+//! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
 //! `analyze` commands read the files). [`Replayer::replay_all`] may use threads.
@@ -21,9 +24,11 @@
 
 pub mod analyze;
 pub mod engine;
+pub mod hidden;
 pub mod labels;
 pub mod points;
 pub mod report;
+pub mod transcript;
 pub mod truth;
 
 pub use analyze::{analyze_session, Composition, SessionComposition};

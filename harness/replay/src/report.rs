@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::{Composition, SessionComposition};
 use crate::engine::SessionReplay;
+use crate::hidden::{BySource, ProbeCounts, ProbeFractions};
 use crate::truth::{error_stats, ErrorStats, SessionTruth};
 
 /// The label of the baseline policy.
@@ -55,6 +56,67 @@ pub struct PolicySummary {
     pub median_rewritten_per_fold: f64,
     /// Compactions.
     pub compactions: usize,
+    /// Hidden references over all responses.
+    pub hidden_references: usize,
+    /// Hidden references per 100 responses.
+    pub hidden_per_100_responses: f64,
+    /// Responses with at least one hidden reference.
+    pub responses_with_hidden_references: usize,
+    /// Hidden references by where they could come back from.
+    pub hidden_by_source: BySource,
+    /// Folds a later response has a hidden reference into.
+    pub folds_needed_later: NeededLater,
+    /// Compactions a later response has a hidden reference into.
+    pub compactions_needed_later: NeededLater,
+    /// The four probes as fractions of the turns' requests.
+    pub probes: ProbeFractions,
+}
+
+/// How many folds (or compactions) a later response needed, and how soon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeededLater {
+    /// Folds (or compactions) made.
+    pub made: usize,
+    /// Needed later.
+    pub needed: usize,
+    /// `needed / made` (`None` with none made).
+    pub share: Option<f64>,
+    /// Median turns from the fold to its first hidden reference, over those needed.
+    pub median_delay: Option<f64>,
+    /// How many were first needed 0, 1, 2, 3 and 4+ turns later.
+    pub delays: [usize; 5],
+}
+
+impl NeededLater {
+    /// From the delays of the events (`None`: never needed).
+    pub fn of(delays: impl IntoIterator<Item = Option<u32>>) -> NeededLater {
+        let mut made = 0;
+        let mut ds: Vec<f64> = Vec::new();
+        let mut hist = [0usize; 5];
+        for d in delays {
+            made += 1;
+            if let Some(d) = d {
+                ds.push(f64::from(d));
+                hist[(d as usize).min(4)] += 1;
+            }
+        }
+        NeededLater {
+            made,
+            needed: ds.len(),
+            share: (made > 0).then(|| ds.len() as f64 / made as f64),
+            median_delay: (!ds.is_empty()).then(|| median_f64(&ds)),
+            delays: hist,
+        }
+    }
+
+    /// `needed/made`, or `–` with none made.
+    pub fn cell(&self) -> String {
+        if self.made == 0 {
+            "–".into()
+        } else {
+            format!("{}/{}", self.needed, self.made)
+        }
+    }
 }
 
 /// Per-session ratios of a policy to `none`: (median ratio, last ratio).
@@ -115,9 +177,58 @@ pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySu
                 premature_folds: runs.iter().map(|(_, p)| p.premature_folds()).sum(),
                 median_rewritten_per_fold: median_f64(&rewritten),
                 compactions: runs.iter().map(|(_, p)| p.compactions.len()).sum(),
+                ..hidden_summary(&runs.iter().map(|(_, p)| *p).collect::<Vec<_>>())
             }
         })
         .collect()
+}
+
+/// The hidden-reference fields of a summary over some policy replays (the size fields are
+/// left at zero for the caller to fill).
+fn hidden_summary(runs: &[&crate::engine::PolicyReplay]) -> PolicySummary {
+    let mut by = BySource::default();
+    let mut probes = ProbeCounts::default();
+    for p in runs {
+        by.add(&p.hidden);
+        probes.merge(&p.probes);
+    }
+    let total = by.total();
+    PolicySummary {
+        policy: String::new(),
+        sessions: 0,
+        requests: 0,
+        median_request: 0.0,
+        median_ratio: None,
+        last_request: 0.0,
+        last_ratio: None,
+        total_input: 0,
+        total_ratio: None,
+        cached: 0,
+        written: 0,
+        cost: 0.0,
+        cards: 0,
+        folds: 0,
+        premature_folds: 0,
+        median_rewritten_per_fold: 0.0,
+        compactions: 0,
+        hidden_references: total,
+        hidden_per_100_responses: if probes.requests == 0 {
+            0.0
+        } else {
+            100.0 * total as f64 / probes.requests as f64
+        },
+        responses_with_hidden_references: runs.iter().map(|p| p.responses_with_hidden).sum(),
+        hidden_by_source: by,
+        folds_needed_later: NeededLater::of(
+            runs.iter()
+                .flat_map(|p| p.folds.iter().map(|f| f.needed_after)),
+        ),
+        compactions_needed_later: NeededLater::of(
+            runs.iter()
+                .flat_map(|p| p.compactions.iter().map(|c| c.needed_after)),
+        ),
+        probes: probes.fractions(),
+    }
 }
 
 fn tokens(x: f64) -> String {
@@ -155,7 +266,18 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
     if labelled {
         headers.push("premature");
     }
-    headers.extend(["rewritten/fold", "compactions"]);
+    headers.extend([
+        "rewritten/fold",
+        "compactions",
+        "hidden refs",
+        "/100 resp",
+        "folds needed later",
+        "compactions needed later",
+        "decision",
+        "artifact",
+        "recall",
+        "continuation",
+    ]);
     Table {
         headers: headers.into_iter().map(String::from).collect(),
         rows: rows
@@ -184,6 +306,16 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
                     tokens(r.median_rewritten_per_fold)
                 });
                 row.push(r.compactions.to_string());
+                row.extend([
+                    group_thousands(r.hidden_references as u64),
+                    format!("{:.1}", r.hidden_per_100_responses),
+                    r.folds_needed_later.cell(),
+                    r.compactions_needed_later.cell(),
+                    format!("{:.2}", r.probes.decision),
+                    format!("{:.2}", r.probes.artifact),
+                    format!("{:.2}", r.probes.recall),
+                    format!("{:.2}", r.probes.continuation),
+                ]);
                 row
             })
             .collect(),
@@ -220,6 +352,45 @@ pub fn replay_notes(replays: &[SessionReplay], rows: &[PolicySummary], window: u
     notes
 }
 
+/// One line per policy that folded or compacted: how many of its folds and compactions a later
+/// response needed, and how soon; and where the hidden references could come back from.
+pub fn hidden_notes(rows: &[PolicySummary]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in rows {
+        for (what, n) in [
+            ("folds", &r.folds_needed_later),
+            ("compactions", &r.compactions_needed_later),
+        ] {
+            if n.made == 0 {
+                continue;
+            }
+            notes.push(format!(
+                "{}: {} of {} {what} needed later ({}); first needed 0/1/2/3/4+ turns later: {}{}.",
+                r.policy,
+                n.needed,
+                n.made,
+                n.share.map_or_else(|| "–".into(), pct),
+                n.delays.map(|d| d.to_string()).join("/"),
+                n.median_delay
+                    .map_or_else(String::new, |d| format!(", median {d:.1}"))
+            ));
+        }
+        let b = &r.hidden_by_source;
+        if b.total() > 0 {
+            notes.push(format!(
+                "{}: {} hidden references in {} responses — archive {}, re-run needed {}, gone {}.",
+                r.policy,
+                b.total(),
+                r.responses_with_hidden_references,
+                b.archive,
+                b.rerun,
+                b.none
+            ));
+        }
+    }
+    notes
+}
+
 /// The seed's figures per session: for each policy but `none`, the median request and the last
 /// request as fractions of `none`'s (`median× / last×`). Sessions with fewer than `min_turns`
 /// human turns are left out; the last rows give the median over the listed sessions and over
@@ -231,6 +402,11 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
         .map(|s| s.to_string())
         .collect();
     headers.extend(others.iter().map(|p| format!("{p} med×/last×")));
+    headers.extend(others.iter().map(|p| format!("{p} hidden")));
+    let hidden = |s: &SessionReplay, p: &str| {
+        s.policy(p)
+            .map_or_else(|| "–".into(), |p| p.hidden.total().to_string())
+    };
     let cell =
         |r: Option<(f64, f64)>| r.map_or_else(|| "–".into(), |(m, l)| format!("{m:.2} / {l:.2}"));
     let listed: Vec<&SessionReplay> = replays
@@ -249,6 +425,7 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
                 group_thousands(none.last),
             ];
             row.extend(others.iter().map(|p| cell(session_ratios(s, p))));
+            row.extend(others.iter().map(|p| hidden(s, p)));
             row
         })
         .collect();
@@ -275,6 +452,14 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
                 })
                 .map(cell),
         );
+        row.extend(others.iter().map(|p| {
+            let sum: usize = set
+                .iter()
+                .filter_map(|s| s.policy(p))
+                .map(|p| p.hidden.total())
+                .sum();
+            format!("Σ {sum}")
+        }));
         row
     };
     rows.push(median_row(

@@ -11,7 +11,9 @@
 //! - replay: `{version, session, source, policy, request, purpose, turn, tokens, cached_tokens,
 //!   written_tokens, output_tokens, messages, action, cost, recorded_tokens}` — one per policy
 //!   and request; `request` is the recorded request's index (`null` for a compaction call),
-//!   `recorded_tokens` the provider's count when the transcript has usage.
+//!   `recorded_tokens` the provider's count when the transcript has usage; a turn's request also
+//!   has `hidden_references` (how many), `hidden` (the first 12: `{text, source, from_turn}`,
+//!   absent when empty) and `probes` (`{decision, artifact, recall, continuation}`, booleans).
 //! - analyze: `{version, session, source, request, turn, prefix, in_progress, conclusions,
 //!   steps}` — one per recorded request.
 
@@ -419,6 +421,9 @@ struct SessionPolicyJson<'a> {
     folds: &'a [harness_replay::engine::FoldEvent],
     compactions: &'a [harness_replay::engine::CompactionEvent],
     cost: f64,
+    hidden_references: usize,
+    hidden_by_source: harness_replay::hidden::BySource,
+    probes: harness_replay::hidden::ProbeFractions,
 }
 
 fn session_json(s: &SessionReplay) -> SessionJson<'_> {
@@ -444,6 +449,9 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
                     folds: &p.folds,
                     compactions: &p.compactions,
                     cost: p.cost(),
+                    hidden_references: p.hidden.total(),
+                    hidden_by_source: p.hidden,
+                    probes: p.probes.fractions(),
                 }
             })
             .collect(),
@@ -579,6 +587,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             );
             print_table(&report::policy_table(&summary, labelled > 0), format);
             for note in report::replay_notes(&replays, &summary, a.window) {
+                println!("{note}");
+            }
+            for note in report::hidden_notes(&summary) {
                 println!("{note}");
             }
             if labels_order.iter().any(|p| p == report::NONE) && labels_order.len() > 1 {
@@ -813,6 +824,8 @@ mod tests {
         assert_eq!(first["version"], 1);
         assert_eq!(first["policy"], "none");
         assert!(first["recorded_tokens"].as_u64().is_some());
+        assert_eq!(first["hidden_references"], 0, "none hides nothing");
+        assert_eq!(first["probes"]["recall"], true);
         for format in ["md", "csv", "json"] {
             assert_eq!(replay_with(&[d, "--format", format]), EXIT_OK);
         }

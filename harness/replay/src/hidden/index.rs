@@ -1,0 +1,370 @@
+//! The per-session index the hidden-reference analysis reads: every message's distinctive
+//! tokens (interned), where each token occurs, and every response's candidates.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use harness_core::message::{Message, MessageKind, Role};
+use harness_import::ImportedSession;
+
+use super::tokens;
+
+/// A small, fast hasher for interned strings and pointers (FxHash's multiply-rotate).
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A `HashMap` with [`Fx`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// A message's identity: the address of its shared allocation.
+pub fn key(m: &Arc<Message>) -> usize {
+    Arc::as_ptr(m) as usize
+}
+
+/// Tokens common in the corpus, which are never candidates.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    set: std::collections::HashSet<Box<str>, BuildHasherDefault<Fx>>,
+}
+
+/// A token is common when it occurs in the sessions of at least this many projects ([`project`])
+/// …
+pub const COMMON_MIN_GROUPS: usize = 2;
+/// … and of at least this share of the corpus's projects.
+pub const COMMON_SHARE: f64 = 0.10;
+
+/// The project of a session file: its folder (`~/.claude/projects/<project>/`), a subagent's
+/// `<project>/<session>/subagents/` counted as its session's project. A token two projects
+/// share (`JSON.stringify`, `re.compile`, `T015`) is not distinctive of either.
+pub fn project(source: &str) -> &str {
+    let dir = match source.rfind(['/', '\\']) {
+        Some(i) => &source[..i],
+        None => "",
+    };
+    match dir.strip_suffix("/subagents") {
+        Some(session) => session.rfind('/').map_or("", |i| &session[..i]),
+        None => dir,
+    }
+}
+
+impl Common {
+    /// Nothing common (a single session).
+    pub fn none() -> Common {
+        Common::default()
+    }
+
+    /// The common tokens of the indexed sessions; `group` is each session's project
+    /// ([`project`]).
+    pub fn of<'a>(sessions: impl IntoIterator<Item = (&'a str, &'a SessionIndex)>) -> Common {
+        let mut df: FxMap<&'a str, (usize, &'a str)> = FxMap::default();
+        let mut groups: Vec<&str> = Vec::new();
+        for (group, idx) in sessions {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+            for s in &idx.strings {
+                let e = df.entry(&**s).or_insert((0, ""));
+                if e.1 != group {
+                    e.0 += 1;
+                    e.1 = group;
+                }
+            }
+        }
+        let min = COMMON_MIN_GROUPS.max((COMMON_SHARE * groups.len() as f64).ceil() as usize);
+        Common {
+            set: df
+                .into_iter()
+                .filter(|(_, (n, _))| *n >= min)
+                .map(|(s, _)| Box::from(s))
+                .collect(),
+        }
+    }
+
+    /// Whether a token is common.
+    pub fn contains(&self, t: &str) -> bool {
+        self.set.contains(t)
+    }
+
+    /// How many tokens are common.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// Whether nothing is common.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+}
+
+/// Every message's distinctive tokens, interned, and where each occurs.
+#[derive(Debug, Clone, Default)]
+pub struct SessionIndex {
+    ids: FxMap<Box<str>, u32>,
+    /// The token of each id.
+    pub(crate) strings: Vec<Box<str>>,
+    /// Each message's tokens, sorted, without repeats.
+    pub(crate) msg_tokens: Vec<Vec<u32>>,
+    /// Each token's messages, ascending.
+    pub(crate) postings: Vec<Vec<u32>>,
+    /// A recorded message's index by its identity.
+    pub(crate) by_key: FxMap<usize, u32>,
+    /// For a tool result, the index of the assistant message that made its call.
+    pub(crate) caller: Vec<Option<u32>>,
+}
+
+impl SessionIndex {
+    /// Indexes a session's messages (one pass over their text).
+    pub fn new(session: &ImportedSession) -> SessionIndex {
+        let mut ix = SessionIndex::default();
+        let mut calls: FxMap<&str, u32> = FxMap::default();
+        for (i, m) in session.messages.iter().enumerate() {
+            let i = i as u32;
+            let mut local = Vec::new();
+            tokens::for_each_in_message(m, |t| local.push(ix.intern(t)));
+            local.sort_unstable();
+            local.dedup();
+            for &t in &local {
+                ix.postings[t as usize].push(i);
+            }
+            ix.msg_tokens.push(local);
+            // An edited path as fold results name it (`call_path` drops the leading `/`), so
+            // the artifact probe can find it there.
+            let mut paths = Vec::new();
+            for c in m.tool_calls.iter().filter(|c| is_edit(&c.name)) {
+                edited_paths(c, &mut paths);
+            }
+            for p in paths {
+                ix.intern(&harness_core::context::normalize_path(&p));
+            }
+            ix.by_key.insert(key(m), i);
+            for c in &m.tool_calls {
+                calls.insert(&c.id, i);
+            }
+            ix.caller.push(
+                (m.role == Role::Tool)
+                    .then(|| {
+                        m.tool_call_id
+                            .as_deref()
+                            .and_then(|c| calls.get(c).copied())
+                    })
+                    .flatten(),
+            );
+        }
+        ix
+    }
+
+    fn intern(&mut self, t: &str) -> u32 {
+        if let Some(&id) = self.ids.get(t) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.ids.insert(Box::from(t), id);
+        self.strings.push(Box::from(t));
+        self.postings.push(Vec::new());
+        id
+    }
+
+    /// The id of a token, if the session holds it.
+    pub fn id(&self, t: &str) -> Option<u32> {
+        self.ids.get(t).copied()
+    }
+
+    /// The token of an id.
+    pub fn text(&self, id: u32) -> &str {
+        &self.strings[id as usize]
+    }
+
+    /// Distinct tokens.
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    /// Whether the session has no distinctive token.
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+    }
+
+    /// The ids of the tokens of `text` the session holds, sorted, without repeats.
+    pub fn ids_of(&self, m: &Message) -> Vec<u32> {
+        let mut v = Vec::new();
+        tokens::for_each_in_message(m, |t| v.extend(self.id(t)));
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// A distinctive token a response took from earlier context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The token's id.
+    pub token: u32,
+    /// The earlier messages (tool results and assistant messages of earlier turns) holding it.
+    pub sources: Vec<u32>,
+}
+
+/// What the analysis needs of a session beyond its index: every response's candidates, the
+/// paths it edited, and the units of the turns.
+#[derive(Debug, Clone, Default)]
+pub struct Candidates {
+    /// Per recorded request.
+    pub(crate) per_request: Vec<Vec<Candidate>>,
+    /// Per recorded request: the paths its response edited or wrote, each as its token ids
+    /// (as written, and as fold results name it).
+    pub(crate) edits: Vec<Vec<[u32; 2]>>,
+}
+
+/// Tool names that edit or write a file.
+fn is_edit(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("edit") || n.contains("write") || n == "apply_patch" || n == "create_file"
+}
+
+/// The paths an edit call names: its path argument, or the files of an `apply_patch` text.
+fn edited_paths(call: &harness_core::message::ToolCall, out: &mut Vec<String>) {
+    for k in ["file_path", "path", "notebook_path", "filename"] {
+        if let Some(p) = call.str_arg(k) {
+            out.push(p.to_string());
+            return;
+        }
+    }
+    let patch = call
+        .str_arg("input")
+        .or_else(|| call.str_arg("patch"))
+        .unwrap_or("");
+    for line in patch.lines() {
+        for head in ["*** Update File: ", "*** Add File: "] {
+            if let Some(p) = line.strip_prefix(head) {
+                out.push(p.trim().to_string());
+            }
+        }
+    }
+}
+
+impl Candidates {
+    /// Every response's candidates: its distinctive tokens that occur in a tool result or an
+    /// assistant message of an earlier turn of its `none` context, and that are not in its own
+    /// turn before it, in the system prompt, in a human message so far, or common.
+    pub fn new(session: &ImportedSession, ix: &SessionIndex, common: &Common) -> Candidates {
+        let msgs = &session.messages;
+        let mut excluded = vec![false; ix.len()];
+        for (id, s) in ix.strings.iter().enumerate() {
+            excluded[id] = common.contains(s);
+        }
+        if let Some(system) = &session.system {
+            tokens::for_each(system, |t| {
+                if let Some(id) = ix.id(t) {
+                    excluded[id as usize] = true;
+                }
+            });
+        }
+        let mut seen = 0usize;
+        let mut out = Candidates::default();
+        for r in &session.requests {
+            let ctx = r.context.min(msgs.len());
+            while seen < ctx {
+                if msgs[seen].is_human() {
+                    for &t in &ix.msg_tokens[seen] {
+                        excluded[t as usize] = true;
+                    }
+                }
+                seen += 1;
+            }
+            let Some(resp) = msgs.get(r.message) else {
+                out.per_request.push(Vec::new());
+                out.edits.push(Vec::new());
+                continue;
+            };
+            let turn = resp.turn;
+            // A line counts only from the tool calls' arguments (prose repeats itself).
+            let mut call_lines = Vec::new();
+            for c in &resp.tool_calls {
+                tokens::for_each_json_line(&c.args, &mut |l: &str| call_lines.extend(ix.id(l)));
+            }
+            let mut cands = Vec::new();
+            for &t in &ix.msg_tokens[r.message] {
+                if excluded[t as usize] || (tokens::is_line(ix.text(t)) && !call_lines.contains(&t))
+                {
+                    continue;
+                }
+                let mut sources = Vec::new();
+                let mut in_turn = false;
+                for &p in &ix.postings[t as usize] {
+                    let p_us = p as usize;
+                    if p_us >= ctx {
+                        break;
+                    }
+                    let m = &msgs[p_us];
+                    if m.turn >= turn {
+                        in_turn = true;
+                        break;
+                    }
+                    if is_source(m) {
+                        sources.push(p);
+                    }
+                }
+                if !in_turn && !sources.is_empty() {
+                    cands.push(Candidate { token: t, sources });
+                }
+            }
+            out.per_request.push(cands);
+            let mut paths = Vec::new();
+            for c in resp.tool_calls.iter().filter(|c| is_edit(&c.name)) {
+                edited_paths(c, &mut paths);
+            }
+            let mut ids: Vec<[u32; 2]> = paths
+                .iter()
+                .filter_map(|p| {
+                    let mut longest: Option<&str> = None;
+                    tokens::for_each(p, |t| {
+                        if longest.is_none_or(|l| t.len() > l.len()) {
+                            longest = Some(t);
+                        }
+                    });
+                    let written = longest.and_then(|t| ix.id(t));
+                    let named = ix.id(&harness_core::context::normalize_path(p));
+                    // A path with no distinctive token (`Makefile`) is not probed.
+                    written.map(|a| [a, named.unwrap_or(a)])
+                })
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            out.edits.push(ids);
+        }
+        out
+    }
+
+    /// Candidates over all responses.
+    pub fn total(&self) -> usize {
+        self.per_request.iter().map(Vec::len).sum()
+    }
+}
+
+/// Whether a message can be the source of a reference: a tool result or an assistant message
+/// (not a human or host message, not a recorded compaction summary).
+pub fn is_source(m: &Message) -> bool {
+    matches!(m.role, Role::Tool | Role::Assistant) && m.kind != MessageKind::Summary
+}
