@@ -125,7 +125,7 @@ fn a_failed_archive_write_leaves_the_context_unchanged() {
 
 #[test]
 fn on_the_resumed_session_fold_reads_back_what_its_results_left_out() {
-    // The seed's resumed session at the default thresholds: the closed units fold, and turn 10
+    // The essay's resumed session at the default thresholds: the closed units fold, and turn 10
     // needs a line (the stock CSV's header) that only turn 3's tool output showed.
     let t = task("resumed-session");
     let fact = "sku,warehouse,qty,last_moved";

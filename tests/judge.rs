@@ -41,7 +41,7 @@ fn the_suite_gives_an_item_per_turn_boundary_and_baselines_rank_as_expected() {
         .messages
         .iter()
         .any(|m| matches!(m.kind, MessageKind::FoldResult { from: 1, to: 2, .. })));
-    // The seed's session: "ok, turn it off" continues build; login returns at turn 5.
+    // The essay's session: "ok, turn it off" continues build; login returns at turn 5.
     let t3 = th("task:build-then-turn-off/3");
     assert_eq!(
         (t3.gold.continues, t3.gold.boundary),

@@ -1,4 +1,4 @@
-//! `fold` and `fold+strategies` (the seed's "How a fold works" and "Strategies: the context as a
+//! `fold` and `fold+strategies` (the essay's "How a fold works" and "Strategies: the context as a
 //! call stack").
 //!
 //! - **Card**: when `card_after_tool_calls` (default 20) tool calls or `card_after_tokens`
@@ -73,7 +73,7 @@ pub enum Repeat {
     /// At every user message while the work since the last fold is over a threshold (the
     /// issue's reading: the count runs from the last fold).
     Turn,
-    /// Only after another threshold's worth of work since the last card (the seed's reading of
+    /// Only after another threshold's worth of work since the last card (the essay's reading of
     /// an ignored card: "about 250 tokens and that is all").
     Threshold,
 }

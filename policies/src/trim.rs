@@ -1,6 +1,6 @@
 //! `trim`: tool results older than the last `keep` turns are removed on every request.
 //!
-//! `mode: drop` (default, as in the seed): the call and its result vanish, and nothing records
+//! `mode: drop` (default, as in the essay): the call and its result vanish, and nothing records
 //! that a file was read. `mode: placeholder`: the result's text becomes `[output cleared]`, as
 //! Anthropic's clear_tool_uses does. `trigger_tokens`: trim only when the request would exceed
 //! it. No archive, no address. Rewritten messages are memoised by the original's id, so their

@@ -1,4 +1,4 @@
-//! Comparing two runs (DESIGN §10): cells paired by their stable id, per-metric changes with a
+//! Comparing two runs (docs/design.md §10): cells paired by their stable id, per-metric changes with a
 //! paired sign test and a bootstrap interval, the cells that flipped from success to failure, and
 //! regression thresholds (from the matrix file's `regression:` section).
 //!

@@ -1,4 +1,4 @@
-//! The fold's pure parts (the seed's "How a fold works"): the card, the legality of a
+//! The fold's pure parts (the essay's "How a fold works"): the card, the legality of a
 //! `fold_unit` call, the archive's text and the result message — all built mechanically, with no
 //! model call. The fold policy and the judge both render cards with this code.
 

@@ -12,7 +12,7 @@ pub enum Judge {
     Oracle,
     /// Fold everything before the current turn.
     Eager,
-    /// The seed's first try: a user message of 60 characters or less continues the previous unit.
+    /// The essay's first try: a user message of 60 characters or less continues the previous unit.
     Lexical,
     /// Never fold.
     Never,

@@ -1,4 +1,4 @@
-//! Boundary judgement (DESIGN §12): the dataset of card points, the gold labels, the scoring of
+//! Boundary judgement (docs/design.md §12): the dataset of card points, the gold labels, the scoring of
 //! an answer, and the tables. Pure: the runner (`harness-runner`'s `judge`) builds items from
 //! task runs and recorded sessions, asks the models and writes the files.
 //!
@@ -23,7 +23,7 @@
 //! # Gold and scores
 //!
 //! A unit is **closed** at a card point when no turn at or after the current one carries its
-//! label (the seed's hindsight); an offered turn of any other unit is **open**. A legal fold whose
+//! label (the essay's hindsight); an offered turn of any other unit is **open**. A legal fold whose
 //! range holds an open turn is **premature**. A closed unit is **folded** when every one of its
 //! offered turns lies in a legal fold that is not premature; otherwise it is **late or missed**.
 //! An item is answered **exactly** when the folded turns are the closed turns and no call was
@@ -1114,7 +1114,7 @@ pub fn lexical_table(stats: &[SourceStats]) -> Table {
     }
 }
 
-/// The unit labels of one recorded session file (`../shared/data/labels/<format>/*.yaml`).
+/// The unit labels of one recorded session file (`tests/fixtures/real-sessions/labels/<format>/*.yaml`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SessionLabels {
     /// The labelled transcript's file name (`session:`).

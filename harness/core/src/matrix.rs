@@ -1,4 +1,4 @@
-//! The matrix file (`foldbench.yaml`), stable cell ids and partitions (DESIGN §10).
+//! The matrix file (`foldbench.yaml`), stable cell ids and partitions (docs/design.md §10).
 //!
 //! A matrix file names what `foldbench run` crosses — tasks × arms × models × seeds — and the
 //! price table and regression thresholds, in profiles layered on each other like cargo-nextest's:

@@ -1,4 +1,4 @@
-//! Metrics (DESIGN §9), computed by the harness from the events of a cell. The simulated agent
+//! Metrics (docs/design.md §9), computed by the harness from the events of a cell. The simulated agent
 //! never reports a number; everything here is measured from what happened.
 
 use std::collections::{BTreeMap, HashMap};

@@ -152,7 +152,7 @@ pub struct Mode {
     pub since_turn: u32,
 }
 
-/// A context policy (DESIGN §7).
+/// A context policy (docs/design.md §7).
 pub trait Policy: Send {
     /// The arm-facing name with parameters, e.g. `trim:keep=1`.
     fn name(&self) -> String;

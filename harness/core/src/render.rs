@@ -106,7 +106,7 @@ fn pair_key(r: &CellRecord) -> (String, String, u64) {
 }
 
 /// Each cell's median request divided by that of the `none` cell on the same task, model and
-/// seed (DESIGN §9 `ratio_to_none`), keyed by cell id.
+/// seed (docs/design.md §9 `ratio_to_none`), keyed by cell id.
 pub fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
     let base: BTreeMap<(String, String, u64), f64> = records
         .iter()
@@ -323,7 +323,7 @@ pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
 }
 
 /// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the
-/// seed's "4, 4, 4 against 0, 1, 1". `arms` gives the column order.
+/// essay's "4, 4, 4 against 0, 1, 1". `arms` gives the column order.
 pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
     let with_folds = records
         .iter()

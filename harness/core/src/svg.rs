@@ -1,5 +1,5 @@
 //! SVG charts drawn by hand from records: the request size over the requests of a session, one
-//! line per policy (the seed's side-by-side picture), and a bar chart of re-runs per arm.
+//! line per policy (the essay's side-by-side picture), and a bar chart of re-runs per arm.
 //!
 //! The output needs no fonts or files: text is plain `<text>` in the generic `sans-serif`
 //! family, so any browser or SVG viewer renders it. Renderers are pure and return the document.

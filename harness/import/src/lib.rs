@@ -1,6 +1,6 @@
 //! # harness-import: recorded agent sessions into foldbench's message model
 //!
-//! foldbench replays and analyses real transcripts (DESIGN §11). This crate reads them: Claude
+//! foldbench replays and analyses real transcripts (docs/design.md §11). This crate reads them: Claude
 //! Code session JSONL, Codex rollout JSONL (current and legacy), mini-swe-agent `.traj.json`,
 //! SWE-agent `.traj` and OpenHands `output.jsonl`, into [`ImportedSession`]s built from the
 //! core's [`harness_core::message::Message`]s (each carrying its o200k token count, counted once

@@ -5,8 +5,8 @@
 //!   and under all five policies, and analysed. Tokens were counted when the session was built,
 //!   so these measure the replay itself: plans, cache simulation, cards, folds (with their
 //!   archive text and sha256).
-//! - `corpus/*` (only when `../shared/data` is there; `FOLDBENCH_DATA` points elsewhere): the
-//!   phases of `foldbench replay ../shared/data` with all five policies — import (reading,
+//! - `corpus/*` (only when the full corpus is there: `FOLDBENCH_DATA`, or the data folder beside
+//!   the checkout): the phases of `foldbench replay $FOLDBENCH_DATA` with all five policies — import (reading,
 //!   parsing and tokenizing every message once), tokenizing alone (every imported message
 //!   counted again: the tokenizer's share of the import), replay on one thread, and analyze.
 //!
@@ -242,7 +242,7 @@ fn synthetic_benches(c: &mut Criterion) {
 fn corpus_benches(c: &mut Criterion) {
     let Some(dir) = data_dir() else {
         println!(
-            "corpus benchmarks skipped: no real sessions at ../shared/data (set FOLDBENCH_DATA)"
+            "corpus benchmarks skipped: no full corpus beside the checkout (set FOLDBENCH_DATA)"
         );
         return;
     };

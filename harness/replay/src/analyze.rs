@@ -1,4 +1,4 @@
-//! What the model reads: for every recorded request, its context split into the seed's three
+//! What the model reads: for every recorded request, its context split into the essay's three
 //! parts ("What is the model actually reading?").
 //!
 //! - **work in progress**: the messages of the unit the request's turn belongs to, of units a

@@ -1,4 +1,4 @@
-//! Unit labels of recorded sessions, in the format of `../shared/data/labels/`: one YAML file per
+//! Unit labels of recorded sessions, in the format of `tests/fixtures/real-sessions/labels/`: one YAML file per
 //! session, each human prompt keyed by its record's `uuid` with the unit of work it belongs to.
 //!
 //! ```yaml

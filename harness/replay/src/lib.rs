@@ -1,6 +1,6 @@
 //! # harness-replay: every policy over recorded sessions
 //!
-//! foldbench's answer to "what would each policy have done to *my* sessions?" (DESIGN §11). It
+//! foldbench's answer to "what would each policy have done to *my* sessions?" (docs/design.md §11). It
 //! takes sessions imported by `harness-import` and, with no model call:
 //!
 //! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
@@ -11,7 +11,7 @@
 //! - [`hidden`]: hidden references (what a response used that a policy's request no longer
 //!   shows, and where it could come back from) and the four mechanical probes.
 //! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
-//!   work and steps of finished work (the seed's first measurement).
+//!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.

@@ -1,7 +1,7 @@
 //! Where the units of a recorded session begin and end: the fold points a judge gives at a card
 //! (replay) and the finished units of a request (analyze).
 //!
-//! - `lexical` (the default; no labels needed): the seed's first rule, [`Judge::Lexical`] — a
+//! - `lexical` (the default; no labels needed): the essay's first rule, [`Judge::Lexical`] — a
 //!   prompt of 60 characters or less continues the unit before it; a longer one starts a new unit.
 //! - `labels`: the labelled units as they stand at the card, without looking ahead: a turn whose
 //!   unit differs from the current turn's is folded. A unit the user comes back to later can be
@@ -21,7 +21,7 @@ use crate::labels::Labels;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum JudgeKind {
-    /// The seed's lexical rule.
+    /// The essay's lexical rule.
     #[default]
     Lexical,
     /// The labels, as they stand at the card.

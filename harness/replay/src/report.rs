@@ -1,7 +1,7 @@
 //! Reports of replays and analyses: plain values and [`Table`]s (terminal, Markdown, CSV through
 //! [`harness_core::render`]). Pure: they return text; the runner prints it.
 //!
-//! Ratios to `none` are taken per session, like the seed's figures ("the median request was 0.2×
+//! Ratios to `none` are taken per session, like the essay's figures ("the median request was 0.2×
 //! the size ... by the end of the session it was a sixth"), then summarised over sessions by
 //! their median; the token-weighted ratio over the corpus (sum of every request under the
 //! policy over the sum under `none`) is given beside them.
@@ -391,7 +391,7 @@ pub fn hidden_notes(rows: &[PolicySummary]) -> Vec<String> {
     notes
 }
 
-/// The seed's figures per session: for each policy but `none`, the median request and the last
+/// The essay's figures per session: for each policy but `none`, the median request and the last
 /// request as fractions of `none`'s (`median× / last×`). Sessions with fewer than `min_turns`
 /// human turns are left out; the last rows give the median over the listed sessions and over
 /// all sessions.

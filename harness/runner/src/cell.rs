@@ -1,4 +1,4 @@
-//! One cell: a task under one arm with one seed, run in a fresh temp git repo (DESIGN §5).
+//! One cell: a task under one arm with one seed, run in a fresh temp git repo (docs/design.md §5).
 //!
 //! For each turn the loop appends the user message (with the policy's card), then asks the
 //! policy for a plan, counts the request, calls the model, executes its tool calls in order and

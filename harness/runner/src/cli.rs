@@ -110,7 +110,7 @@ enum Command {
         to: u32,
     },
     /// Replay recorded sessions (Claude Code, Codex, ...) under each policy: every request's
-    /// size, cache and cost, the seed's figures, and the reconstruction against recorded usage.
+    /// size, cache and cost, the essay's figures, and the reconstruction against recorded usage.
     Replay(crate::replay_cmd::ReplayArgs),
     /// Split what the model read in recorded sessions into work in progress, conclusions and
     /// steps of finished work.

@@ -1,4 +1,4 @@
-//! `foldbench judge build` and `foldbench judge run`: boundary judgement (DESIGN §12). The
+//! `foldbench judge build` and `foldbench judge run`: boundary judgement (docs/design.md §12). The
 //! dataset, the gold, the scores and the tables are pure and live in
 //! [`harness_core::judgement`]; this module gathers the items, asks the models and writes files.
 //!
@@ -80,7 +80,7 @@ pub enum TableFormat {
 /// `judge build`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BuildArgs {
-    /// Task spec files or folders, data folders holding `labels/` (e.g. ../shared/data), or
+    /// Task spec files or folders, data folders holding `labels/` (e.g. tests/fixtures/real-sessions), or
     /// labels files; repeatable (default: tasks/).
     #[arg(long = "from")]
     pub from: Vec<PathBuf>,

@@ -1,6 +1,6 @@
 //! `foldbench replay` and `foldbench analyze`: recorded sessions (Claude Code, Codex,
 //! mini-swe-agent, SWE-agent, OpenHands) read from files and folders, replayed under each
-//! policy or split into what the model read (DESIGN §11).
+//! policy or split into what the model read (docs/design.md §11).
 //!
 //! This module is the IO side only: it finds and reads the files (`harness_import::fs`), reads
 //! labels, prints tables and writes the per-request records. The replay, the analysis and the
@@ -53,7 +53,7 @@ pub enum OutputFormat {
 /// Which judge gives the fold points (the command line's spelling of [`JudgeKind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum JudgeArg {
-    /// The seed's lexical rule: a prompt of 60 characters or less continues the unit before it.
+    /// The essay's lexical rule: a prompt of 60 characters or less continues the unit before it.
     Lexical,
     /// The labelled units as they stand at the card (needs --labels).
     Labels,
@@ -87,7 +87,7 @@ pub struct SourceArgs {
     /// sessions the labels do not cover are judged lexically).
     #[arg(long, value_enum, default_value_t = JudgeArg::Lexical)]
     pub judge: JudgeArg,
-    /// Labels: a YAML file or a folder of them (../shared/data/labels format: a unit per human
+    /// Labels: a YAML file or a folder of them (tests/fixtures/real-sessions/labels format: a unit per human
     /// turn, keyed by the record's uuid). With the lexical judge they count premature folds.
     #[arg(long)]
     pub labels: Vec<PathBuf>,
@@ -292,7 +292,7 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, i32> {
     if src.labels.is_empty() {
         if judge.needs_labels() {
             eprintln!(
-                "error: --judge {} needs --labels FILE_OR_DIR (e.g. ../shared/data/labels)",
+                "error: --judge {} needs --labels FILE_OR_DIR (e.g. tests/fixtures/real-sessions/labels)",
                 judge.name()
             );
             return Err(EXIT_USAGE);
@@ -595,7 +595,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
             if labels_order.iter().any(|p| p == report::NONE) && labels_order.len() > 1 {
                 print_heading(
                     &format!(
-                        "The seed's figures: median and last request as a fraction of none's, per session with {}+ human turns",
+                        "The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns",
                         a.source.min_turns
                     ),
                     format,
@@ -737,7 +737,7 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
                 println!();
             }
             println!(
-                "Over all {} requests: {:.1}% work in progress, {:.1}% conclusions of finished work, {:.1}% steps of finished work (token-weighted over the messages; the seed's sessions: about two thirds steps, 1% conclusions).",
+                "Over all {} requests: {:.1}% work in progress, {:.1}% conclusions of finished work, {:.1}% steps of finished work (token-weighted over the messages; the essay's sessions: about two thirds steps, 1% conclusions).",
                 harness_core::fold::group_thousands(requests as u64),
                 corpus.share(corpus.in_progress) * 100.0,
                 corpus.share(corpus.conclusions) * 100.0,

@@ -1,4 +1,4 @@
-//! The six workspace tools the agent calls (DESIGN §6) and the sandbox they run in.
+//! The six workspace tools the agent calls (docs/design.md §6) and the sandbox they run in.
 //!
 //! Every tool resolves its paths through [`resolve`]: absolute paths, paths whose normalisation
 //! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused

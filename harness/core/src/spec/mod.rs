@@ -1,4 +1,4 @@
-//! Task specs (DESIGN §4): parsing and complete validation.
+//! Task specs (docs/design.md §4): parsing and complete validation.
 //!
 //! [`load`] reads a spec from its text and reports **every** problem with file, line and column.
 //! Checks that need the file system (the fixture folder exists) are done by the runner, which
@@ -21,7 +21,7 @@ pub const WORKSPACE_TOOLS: [&str; 6] = [
     "shell",
 ];
 
-/// Strategy modes (DESIGN §7).
+/// Strategy modes (docs/design.md §7).
 pub const MODES: [&str; 4] = ["errand", "triage", "intent", "counsel"];
 
 /// The user message that ends an open strategy.
@@ -437,7 +437,7 @@ fn read_spec(r: &mut Reader, doc: &Value) -> Option<TaskSpec> {
         if !seen.contains(required) {
             r.problem(
                 &[],
-                format!("missing field `{required}`; see DESIGN §4 for the spec format"),
+                format!("missing field `{required}`; see docs/design.md §4 for the spec format"),
             );
         }
     }
