@@ -25,6 +25,7 @@ pub mod digest;
 pub mod events;
 pub mod fold;
 pub mod judge;
+pub mod html;
 pub mod judgement;
 pub mod junit;
 pub mod matrix;
