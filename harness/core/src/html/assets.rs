@@ -22,7 +22,8 @@ input.filter, input.group-filter { font: inherit; padding: 3px 8px; border: 1px 
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; }
-td.text { text-align: left; white-space: normal; min-width: 240px; max-width: 560px; }
+td.left, th.left { text-align: left; }
+td.text, th.text { text-align: left; white-space: normal; min-width: 240px; max-width: 560px; }
 thead th { position: sticky; top: 0; background: var(--band); cursor: pointer; user-select: none; }
 th[aria-sort="ascending"]::after { content: " ▲"; font-size: 10px; }
 th[aria-sort="descending"]::after { content: " ▼"; font-size: 10px; }
@@ -42,6 +43,8 @@ figcaption.legend { display: flex; flex-wrap: wrap; gap: 14px; font-size: 13px; 
 details.drill { margin-top: 6px; }
 details.drill > summary { cursor: pointer; color: var(--accent); font-weight: 600; }
 .drill-body { padding: 4px 0 0 14px; border-left: 3px solid var(--line); margin-top: 6px; }
+details.pre { margin: 4px 0; }
+details.pre > summary { cursor: pointer; font-size: 13px; color: var(--muted); }
 .pre pre { background: var(--band); border: 1px solid var(--line); border-radius: 4px; padding: 8px 10px; white-space: pre-wrap; word-break: break-word; max-height: 360px; overflow: auto; font-size: 12px; }
 .hidden { display: none; }
 "#;
@@ -80,9 +83,18 @@ pub const JS: &str = r#"
         rows.forEach(function (r) { body.appendChild(r); });
       });
     });
-    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+    // Numbers stay right-aligned; words go left, long text wraps.
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r, k) {
       Array.prototype.forEach.call(r.cells, function (c) {
-        if (c.textContent.length > 60) { c.classList.add("text"); }
+        var t = c.textContent;
+        if (t.trim() !== "" && value(t) === null) {
+          c.classList.add("left");
+          if (k === 0 && heads[c.cellIndex]) { heads[c.cellIndex].classList.add("left"); }
+        }
+        if (t.length > 60) {
+          c.classList.add("text");
+          if (heads[c.cellIndex]) { heads[c.cellIndex].classList.add("text"); }
+        }
       });
     });
   });

@@ -41,7 +41,13 @@ pub fn chart_svg(c: &Chart) -> String {
     let ymax = yt.last().copied().unwrap_or(top).max(top);
     let pw = WIDTH - LEFT - RIGHT;
     let ph = HEIGHT - TOP - BOTTOM;
-    let x = |i: usize| LEFT + if n <= 1 { pw / 2.0 } else { pw * i as f64 / (n - 1) as f64 };
+    let x = |i: usize| {
+        LEFT + if n <= 1 {
+            pw / 2.0
+        } else {
+            pw * i as f64 / (n - 1) as f64
+        }
+    };
     let y = |v: u64| TOP + ph - ph * v as f64 / ymax;
     let mut s = format!(
         "<figure class=\"chart\" data-series=\"{}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">\n",
@@ -59,7 +65,11 @@ pub fn chart_svg(c: &Chart) -> String {
             group_thousands(t.round() as u64)
         ));
     }
-    let xt = if n <= 1 { vec![1.0] } else { ticks(1.0, n as f64, 10) };
+    let xt = if n <= 1 {
+        vec![1.0]
+    } else {
+        ticks(1.0, n as f64, 10)
+    };
     for t in xt.iter().filter(|t| **t >= 1.0 && **t <= n.max(1) as f64) {
         let tx = x(*t as usize - 1);
         s.push_str(&format!(
@@ -104,14 +114,12 @@ pub fn chart_svg(c: &Chart) -> String {
             ));
         }
         for m in &ser.marks {
-            let Some(v) = ser.sizes.get(m.at) else { continue };
+            let Some(v) = ser.sizes.get(m.at) else {
+                continue;
+            };
             let (mx, my) = (x(m.at), y(*v));
             let shape = match m.kind {
-                MarkKind::Fold => format!(
-                    "<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"",
-                    mx,
-                    my - 2.0
-                ),
+                MarkKind::Fold => format!("<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"", mx, my - 2.0),
                 MarkKind::Compaction => format!(
                     "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\"",
                     mx - 4.5,
@@ -134,11 +142,18 @@ pub fn chart_svg(c: &Chart) -> String {
     }
     s.push_str("</svg>\n<figcaption class=\"legend\">");
     for (i, ser) in c.series.iter().enumerate() {
-        let folds = ser.marks.iter().filter(|m| m.kind == MarkKind::Fold).count();
+        let folds = ser
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Fold)
+            .count();
         let comp = ser.marks.len() - folds;
         let mut extra = Vec::new();
         if folds > 0 {
-            extra.push(format!("{folds} ▼ fold{}", if folds == 1 { "" } else { "s" }));
+            extra.push(format!(
+                "{folds} ▼ fold{}",
+                if folds == 1 { "" } else { "s" }
+            ));
         }
         if comp > 0 {
             extra.push(format!(

@@ -44,7 +44,8 @@ pub enum Block {
         /// The table.
         table: Table,
     },
-    /// Preformatted text (a fold's result message, a failing check's output).
+    /// Preformatted text (a fold's result message, a compaction's summary), folded under its
+    /// title until clicked.
     Pre {
         /// What it is.
         title: String,
@@ -138,9 +139,11 @@ pub fn escape(s: &str) -> String {
             '\'' => out.push_str("&#39;"),
             // Control characters (terminal colours in tool output) are shown as their
             // pictures, never passed to the page.
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                out.push(char::from_u32(0x2400 + c as u32).filter(|_| (c as u32) < 0x20).unwrap_or('\u{fffd}'))
-            }
+            c if c.is_control() && c != '\n' && c != '\t' => out.push(
+                char::from_u32(0x2400 + c as u32)
+                    .filter(|_| (c as u32) < 0x20)
+                    .unwrap_or('\u{fffd}'),
+            ),
             c => out.push(c),
         }
     }
@@ -164,7 +167,10 @@ pub fn render(page: &Page) -> String {
     s.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     s.push_str(&format!("<title>{}</title>\n", escape(&page.title)));
-    s.push_str(&format!("<style>\n{}</style>\n</head>\n<body>\n", assets::CSS));
+    s.push_str(&format!(
+        "<style>\n{}</style>\n</head>\n<body>\n",
+        assets::CSS
+    ));
     s.push_str(&format!("<header>\n<h1>{}</h1>\n", escape(&page.title)));
     for line in &page.subtitle {
         s.push_str(&format!("<p class=\"sub\">{}</p>\n", escape(line)));
@@ -174,7 +180,10 @@ pub fn render(page: &Page) -> String {
         r.block(&mut s, b);
     }
     s.push_str("</main>\n");
-    s.push_str(&format!("<script>\n{}</script>\n</body>\n</html>\n", assets::JS));
+    s.push_str(&format!(
+        "<script>\n{}</script>\n</body>\n</html>\n",
+        assets::JS
+    ));
     s
 }
 
@@ -199,7 +208,7 @@ impl Renderer {
             }
             Block::Table { title, table } => self.table(s, title, table),
             Block::Pre { title, text } => s.push_str(&format!(
-                "<div class=\"pre\"><h4>{}</h4>\n<pre>{}</pre></div>\n",
+                "<details class=\"pre\"><summary>{}</summary>\n<pre>{}</pre></details>\n",
                 escape(title),
                 escape(text)
             )),

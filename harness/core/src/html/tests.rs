@@ -115,7 +115,10 @@ fn text_from_a_session_never_becomes_markup() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img src=x"));
     assert!(html.contains("&lt;/pre&gt;&lt;b&gt;not bold&lt;/b&gt;"));
     assert!(html.contains("run &lt;1&gt; &amp; co"));
-    assert!(!html.contains('\u{1b}'), "control characters are shown, not passed");
+    assert!(
+        !html.contains('\u{1b}'),
+        "control characters are shown, not passed"
+    );
     assert!(html.contains("\u{241b}[31mred"));
     // Exactly one script element: the page's own.
     assert_eq!(html.matches("<script>").count(), 1);
@@ -158,8 +161,15 @@ fn a_series_with_more_requests_sets_the_axis_and_marks_sit_on_their_line() {
     };
     let svg = chart_svg(&c);
     assert_eq!(svg.matches("class=\"series\"").count(), 2);
-    assert_eq!(svg.matches("class=\"mark").count(), 0, "a mark past the line is not drawn");
-    assert!(svg.contains("class=\"dot\""), "a one-request series stays visible");
+    assert_eq!(
+        svg.matches("class=\"mark").count(),
+        0,
+        "a mark past the line is not drawn"
+    );
+    assert!(
+        svg.contains("class=\"dot\""),
+        "a one-request series stays visible"
+    );
     assert_eq!(cut("abcdef", 3), "abc… (6 characters)");
     assert_eq!(cut("abc", 3), "abc");
 }
