@@ -7,6 +7,7 @@ mod architecture;
 mod cache;
 mod cli;
 mod folds;
+mod html;
 mod judge;
 mod matrix;
 mod runs;

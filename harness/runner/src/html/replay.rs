@@ -62,6 +62,28 @@ fn series(p: &PolicyReplay) -> Series {
             marks.push(m);
         }
     }
+    // Edits after the last request (a fold at the end of the last turn): on the last point.
+    for f in folds {
+        pending.push(Mark {
+            at: 0,
+            kind: MarkKind::Fold,
+            note: format!(
+                "fold of turns {}–{} at the end of turn {}: {} → {} tokens",
+                f.from,
+                f.to,
+                f.turn,
+                group_thousands(f.folded_tokens),
+                group_thousands(f.result_tokens)
+            ),
+        });
+    }
+    if let Some(last) = sizes.len().checked_sub(1) {
+        for mut m in pending {
+            m.at = last;
+            m.note.push_str(" (after the last request)");
+            marks.push(m);
+        }
+    }
     Series {
         label: p.policy.clone(),
         sizes,

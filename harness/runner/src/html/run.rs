@@ -182,6 +182,14 @@ fn view(arm: &str, events: &[Event]) -> CellView {
             _ => {}
         }
     }
+    // An edit after the last request (a fold at the end of the last turn): on the last point.
+    for mut m in pending {
+        if let Some(last) = v.sizes.len().checked_sub(1) {
+            m.at = last;
+            m.note.push_str(" (after the last request)");
+            v.marks.push(m);
+        }
+    }
     v
 }
 
@@ -404,4 +412,73 @@ pub fn run_page(
         )],
         blocks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_core::events::RequestRecord;
+
+    fn request(index: usize, turn: u32, purpose: Purpose, tokens: u64) -> Event {
+        Event::Request(RequestRecord {
+            index,
+            turn,
+            purpose,
+            tokens,
+            cached_tokens: 0,
+            written_tokens: 0,
+            messages: 1,
+            visible_results: vec![],
+            action: None,
+            mode: None,
+        })
+    }
+
+    #[test]
+    fn a_mark_sits_on_the_first_turn_request_after_the_edit() {
+        let events = vec![
+            request(0, 1, Purpose::Turn, 100),
+            request(1, 1, Purpose::Turn, 200),
+            Event::Fold {
+                turn: 1,
+                from: 1,
+                to: 1,
+                archive: ".foldbench/archive/1-1.md".into(),
+                sha256: "ab".repeat(32),
+                folded_tokens: 150,
+                result_tokens: 20,
+                rewritten_tokens: 0,
+                kind: "fold".into(),
+            },
+            request(2, 2, Purpose::Compaction, 80),
+            Event::Compaction {
+                turn: 2,
+                emergency: false,
+                input_tokens: 80,
+                output_tokens: 10,
+                rewritten_tokens: 0,
+            },
+            request(3, 2, Purpose::Turn, 60),
+        ];
+        let mut late = events.clone();
+        late.push(late[2].clone());
+        let v = view("fold", &late);
+        assert_eq!(
+            v.marks.len(),
+            3,
+            "a fold after the last request is on the last point"
+        );
+        assert_eq!(v.marks[2].at, 2);
+        assert!(v.marks[2].note.ends_with("(after the last request)"));
+        let v = view("fold", &events);
+        assert_eq!(
+            v.sizes,
+            vec![100, 200, 60],
+            "compaction calls are not on the line"
+        );
+        let at: Vec<(usize, MarkKind)> = v.marks.iter().map(|m| (m.at, m.kind)).collect();
+        assert_eq!(at, vec![(2, MarkKind::Fold), (2, MarkKind::Compaction)]);
+        assert_eq!(v.folds[0][2], "1–1");
+        assert_eq!(v.folds[0][8], "ab".repeat(32));
+    }
 }
