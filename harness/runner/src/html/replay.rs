@@ -119,8 +119,7 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
             row.push(
                 p.requests
                     .iter()
-                    .filter(|r| r.purpose == Purpose::Turn && r.turn == t)
-                    .last()
+                    .rfind(|r| r.purpose == Purpose::Turn && r.turn == t)
                     .map(|r| group_thousands(r.tokens))
                     .unwrap_or_default(),
             );
