@@ -141,6 +141,13 @@ pub fn chart_svg(c: &Chart) -> String {
         }
     }
     s.push_str("</svg>\n<figcaption class=\"legend\">");
+    legend(&mut s, c);
+    s.push_str("</figcaption>\n</figure>\n");
+    s
+}
+
+/// The legend: a key per series with its request count and marks.
+fn legend(s: &mut String, c: &Chart) {
     for (i, ser) in c.series.iter().enumerate() {
         let folds = ser
             .marks
@@ -173,6 +180,4 @@ pub fn chart_svg(c: &Chart) -> String {
             }
         ));
     }
-    s.push_str("</figcaption>\n</figure>\n");
-    s
 }

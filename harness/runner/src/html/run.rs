@@ -111,63 +111,14 @@ fn view(arm: &str, events: &[Event]) -> CellView {
                     cut(closing, 240),
                 ]);
             }
-            Event::Fold {
-                turn,
-                from,
-                to,
-                archive,
-                sha256,
-                folded_tokens,
-                result_tokens,
-                rewritten_tokens,
-                kind,
-            } => {
-                pending.push(Mark {
-                    at: 0,
-                    kind: MarkKind::Fold,
-                    note: format!(
-                        "{kind} of turns {from}–{to} in turn {turn}: {} → {} tokens",
-                        group_thousands(*folded_tokens),
-                        group_thousands(*result_tokens)
-                    ),
-                });
-                v.folds.push(vec![
-                    arm.to_string(),
-                    turn.to_string(),
-                    format!("{from}–{to}"),
-                    kind.clone(),
-                    group_thousands(*folded_tokens),
-                    group_thousands(*result_tokens),
-                    group_thousands(*rewritten_tokens),
-                    archive.clone(),
-                    sha256.clone(),
-                ]);
-            }
-            Event::Compaction {
-                turn,
-                emergency,
-                input_tokens,
-                output_tokens,
-                rewritten_tokens,
-            } => {
-                pending.push(Mark {
-                    at: 0,
-                    kind: MarkKind::Compaction,
-                    note: format!(
-                        "{}compaction in turn {turn}: {} tokens summarized into {}",
-                        if *emergency { "emergency " } else { "" },
-                        group_thousands(*input_tokens),
-                        group_thousands(*output_tokens)
-                    ),
-                });
-                v.compactions.push(vec![
-                    arm.to_string(),
-                    turn.to_string(),
-                    if *emergency { "yes" } else { "no" }.into(),
-                    group_thousands(*input_tokens),
-                    group_thousands(*output_tokens),
-                    group_thousands(*rewritten_tokens),
-                ]);
+            Event::Fold { .. } | Event::Compaction { .. } => {
+                if let Some((mark, row)) = edit(arm, e) {
+                    match mark.kind {
+                        MarkKind::Fold => v.folds.push(row),
+                        MarkKind::Compaction => v.compactions.push(row),
+                    }
+                    pending.push(mark);
+                }
             }
             Event::Check {
                 label,
@@ -191,6 +142,77 @@ fn view(arm: &str, events: &[Event]) -> CellView {
         }
     }
     v
+}
+
+/// A fold's or a compaction's mark (placed later) and its row in the drill-down's table.
+fn edit(arm: &str, e: &Event) -> Option<(Mark, Vec<String>)> {
+    match e {
+        Event::Fold {
+            turn,
+            from,
+            to,
+            archive,
+            sha256,
+            folded_tokens,
+            result_tokens,
+            rewritten_tokens,
+            kind,
+        } => {
+            let mark = Mark {
+                at: 0,
+                kind: MarkKind::Fold,
+                note: format!(
+                    "{kind} of turns {from}–{to} in turn {turn}: {} → {} tokens",
+                    group_thousands(*folded_tokens),
+                    group_thousands(*result_tokens)
+                ),
+            };
+            Some((
+                mark,
+                vec![
+                    arm.to_string(),
+                    turn.to_string(),
+                    format!("{from}–{to}"),
+                    kind.clone(),
+                    group_thousands(*folded_tokens),
+                    group_thousands(*result_tokens),
+                    group_thousands(*rewritten_tokens),
+                    archive.clone(),
+                    sha256.clone(),
+                ],
+            ))
+        }
+        Event::Compaction {
+            turn,
+            emergency,
+            input_tokens,
+            output_tokens,
+            rewritten_tokens,
+        } => {
+            let mark = Mark {
+                at: 0,
+                kind: MarkKind::Compaction,
+                note: format!(
+                    "{}compaction in turn {turn}: {} tokens summarized into {}",
+                    if *emergency { "emergency " } else { "" },
+                    group_thousands(*input_tokens),
+                    group_thousands(*output_tokens)
+                ),
+            };
+            Some((
+                mark,
+                vec![
+                    arm.to_string(),
+                    turn.to_string(),
+                    if *emergency { "yes" } else { "no" }.into(),
+                    group_thousands(*input_tokens),
+                    group_thousands(*output_tokens),
+                    group_thousands(*rewritten_tokens),
+                ],
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn table(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
