@@ -56,6 +56,11 @@ fn report_html_has_one_line_per_arm_the_marks_and_what_each_fold_archived() {
     for arm in ARMS {
         assert_eq!(series_of(&page, arm), 1, "{arm}");
     }
+    let at = |arm: &str| page.find(&format!("data-policy=\"{arm}\"")).unwrap();
+    assert!(
+        ARMS.windows(2).all(|w| at(w[0]) < at(w[1])),
+        "the lines keep the matrix's arm order, whatever order the cells finished in"
+    );
     assert!(page.contains("class=\"mark fold\""), "the fold is marked");
     assert!(
         page.contains("class=\"mark compaction\""),

@@ -368,6 +368,27 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
     })
 }
 
+/// The records with their arms in the matrix's order (`matrix.json`'s `arms`), so an arm keeps its
+/// colour and place whatever order the cells finished in; arms the matrix does not name (or no
+/// readable `matrix.json`) follow in the order of the records.
+fn in_matrix_order(dir: &Path, records: &[CellRecord]) -> Vec<CellRecord> {
+    let labels: Vec<String> = std::fs::read_to_string(dir.join("matrix.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            v.get("arms")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get("label")?.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    let rank = |arm: &str| labels.iter().position(|l| l == arm).unwrap_or(labels.len());
+    let mut out = records.to_vec();
+    out.sort_by_key(|r| rank(&r.arm));
+    out
+}
+
 /// The page of a run folder's records.
 pub fn run_page(
     dir: &Path,
@@ -375,6 +396,7 @@ pub fn run_page(
     baseline: Option<&str>,
     title: &str,
 ) -> Result<Page, String> {
+    let records = &in_matrix_order(dir, records);
     let count = |s: Status| records.iter().filter(|r| r.status == s).count();
     let mut arms: Vec<String> = Vec::new();
     for r in records {
