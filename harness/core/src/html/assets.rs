@@ -55,7 +55,8 @@ pub const JS: &str = r#"
 (function () {
   "use strict";
   function value(text) {
-    var t = text.trim().replace(/[,\u00d7%$\s]/g, "").replace(/^\u00b1/, "").replace(/\u2212/g, "-");
+    // A number, possibly with a unit or a share after it: "1,945", "0.62×", "4 (100.0%)".
+    var t = text.trim().replace(/\s*\([^)]*\)$/, "").replace(/[,\u00d7%$\s]/g, "").replace(/^\u00b1/, "").replace(/\u2212/g, "-");
     var m = t.match(/^[-+]?\d+(\.\d+)?/);
     if (m && m[0].length >= t.length - 2) { return parseFloat(m[0]); }
     return null;

@@ -72,6 +72,8 @@ pub struct Group {
     pub chart: Option<Chart>,
     /// What the drill-down opens to: turns, folds, result messages.
     pub drill: Vec<Block>,
+    /// The drill-down's label (empty: "Turns, folds and results").
+    pub drill_label: String,
 }
 
 /// A request-size chart: every request of a session under each policy, on one set of axes.
@@ -220,10 +222,14 @@ impl Renderer {
         self.tables += 1;
         let id = format!("table-{}", self.tables);
         s.push_str(&format!(
-            "<div class=\"table-block\" id=\"{id}\">\n<div class=\"table-head\"><h3>{}</h3><input class=\"filter\" type=\"search\" placeholder=\"filter rows\" aria-label=\"filter the rows of {}\"><span class=\"count\">{} rows</span></div>\n<div class=\"scroll\"><table class=\"sortable\">\n<thead><tr>",
+            "<div class=\"table-block\" id=\"{id}\">\n<div class=\"table-head\"><h3>{}</h3><input class=\"filter\" type=\"search\" placeholder=\"filter rows\" aria-label=\"filter the rows of {}\"><span class=\"count\">{}</span></div>\n<div class=\"scroll\"><table class=\"sortable\">\n<thead><tr>",
             escape(title),
             escape(title),
-            t.rows.len()
+            if t.rows.len() == 1 {
+                "1 row".to_string()
+            } else {
+                format!("{} rows", t.rows.len())
+            }
         ));
         for (i, h) in t.headers.iter().enumerate() {
             s.push_str(&format!(
@@ -264,7 +270,15 @@ impl Renderer {
                 s.push_str(&chart_svg(c));
             }
             if !g.drill.is_empty() {
-                s.push_str("<details class=\"drill\">\n<summary>Turns, folds and results</summary>\n<div class=\"drill-body\">\n");
+                let label = if g.drill_label.is_empty() {
+                    "Turns, folds and results"
+                } else {
+                    &g.drill_label
+                };
+                s.push_str(&format!(
+                    "<details class=\"drill\">\n<summary>{}</summary>\n<div class=\"drill-body\">\n",
+                    escape(label)
+                ));
                 for b in &g.drill {
                     self.block(s, b);
                 }

@@ -53,6 +53,7 @@ fn page() -> Page {
                     title: "task · sim · seed 1".into(),
                     facts: vec![],
                     chart: Some(chart),
+                    drill_label: String::new(),
                     drill: vec![
                         Block::Table {
                             title: "Turns".into(),

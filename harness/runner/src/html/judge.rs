@@ -112,6 +112,7 @@ pub fn judge_page(
                 .collect::<Vec<_>>()
                 .join(" · ")],
             chart: None,
+            drill_label: "Card points and answers".into(),
             drill: vec![Block::Table {
                 title: "Card points and answers".into(),
                 table: Table {

@@ -265,6 +265,7 @@ pub fn replay_page(
                     series: s.policies.iter().map(series).collect(),
                 }),
                 drill: drill(s, session),
+                drill_label: String::new(),
             }
         })
         .collect();

@@ -365,6 +365,7 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
             series,
         }),
         drill,
+        drill_label: String::new(),
     })
 }
 
