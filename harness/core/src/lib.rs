@@ -24,6 +24,7 @@ pub mod context;
 pub mod digest;
 pub mod events;
 pub mod fold;
+pub mod html;
 pub mod judge;
 pub mod judgement;
 pub mod junit;

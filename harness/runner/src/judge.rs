@@ -114,9 +114,11 @@ pub struct RunArgs {
     /// Record every model exchange into this cassette folder (one real model at a time).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Write one judged record per model and item (JSONL) here.
+    /// Write one judged record per model and item (JSONL) here; a FILE.html gets one
+    /// self-contained page instead (the tables, each session's card points and answers).
+    /// Repeatable.
     #[arg(short = 'o', long = "out")]
-    pub out: Option<PathBuf>,
+    pub out: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TableFormat::Table)]
     pub format: TableFormat,
@@ -798,7 +800,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
         .iter()
         .map(|n| judgement::aggregate(n, &records))
         .collect();
-    if let Some(out) = &a.out {
+    for out in a.out.iter().filter(|p| !crate::html::is_html(p)) {
         let lines = records
             .iter()
             .map(|r| serde_json::to_string(r).unwrap_or_default());
@@ -808,6 +810,33 @@ async fn cmd_run(a: RunArgs) -> i32 {
         }
     }
     let stats = judgement::dataset_stats(&items);
+    for out in a.out.iter().filter(|p| crate::html::is_html(p)) {
+        let tables = vec![
+            (
+                "Boundary judgement".to_string(),
+                judgement::scores_table(&aggs),
+            ),
+            (
+                "The host's filter".to_string(),
+                judgement::filter_table(&stats),
+            ),
+            (
+                "The lexical rule at labelled turn boundaries".to_string(),
+                judgement::lexical_table(&stats),
+            ),
+        ];
+        let heading = format!(
+            "{} items of {} × {} judges",
+            items.len(),
+            a.dataset.display(),
+            names.len()
+        );
+        let page = crate::html::judge_page(&heading, tables, &items, &records);
+        if let Err(e) = crate::html::write(out, &page) {
+            eprintln!("error: {e}");
+            return EXIT_INTERNAL;
+        }
+    }
     match a.format {
         TableFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
@@ -838,9 +867,10 @@ async fn cmd_run(a: RunArgs) -> i32 {
         items.len(),
         names.len(),
         a.out
-            .as_ref()
+            .iter()
+            .filter(|o| !crate::html::is_html(o))
             .map(|o| format!(" · records in {}", o.display()))
-            .unwrap_or_default()
+            .collect::<String>()
     );
     if errors > 0 {
         eprintln!("error: {errors} request(s) got no answer; see the records");

@@ -21,6 +21,7 @@ pub mod backends;
 pub mod cell;
 pub mod cli;
 pub mod compare;
+pub mod html;
 pub mod judge;
 pub mod matrix;
 pub mod merge;

@@ -120,6 +120,9 @@ pub struct ReplayArgs {
     /// `input=3,cache_write=1.25,cache_read=0.1,output=5` (multipliers of the input price).
     #[arg(long)]
     price: Option<String>,
+    /// Write one self-contained HTML page (tables, a chart per session, drill-downs) to FILE.html.
+    #[arg(short = 'o', long = "output", value_name = "FILE.html")]
+    output: Option<PathBuf>,
 }
 
 /// `foldbench analyze`.
@@ -467,6 +470,13 @@ pub fn replay(a: ReplayArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Some(p) = a.output.as_ref().filter(|p| !crate::html::is_html(p)) {
+        eprintln!(
+            "error: -o {}: replay writes an HTML page (.html); per-request records go to --requests-out",
+            p.display()
+        );
+        return EXIT_USAGE;
+    }
     let list: Vec<String> = if a.policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()
     } else {
@@ -612,6 +622,30 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 );
                 print_table(&truth, format);
             }
+        }
+    }
+    if let Some(path) = &a.output {
+        let tables = vec![
+            ("Policies".to_string(), report::policy_table(&summary, labelled > 0)),
+            (
+                format!("The seed's figures: median and last request as a fraction of none's, per session with {}+ human turns", a.source.min_turns),
+                report::session_table(&replays, &labels_order, a.source.min_turns),
+            ),
+            ("Ground truth: reconstructed against recorded request sizes".to_string(), truth),
+        ];
+        let heading = format!(
+            "{} from {}, {} recorded requests; judge {}; window {}",
+            count(replays.len(), "session"),
+            count(loaded.files, "file"),
+            requests,
+            judge.name(),
+            a.window
+        );
+        let notes = report::replay_notes(&replays, &summary, a.window);
+        let page = crate::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
+        if let Err(e) = crate::html::write(path, &page) {
+            eprintln!("error: {e}");
+            return EXIT_INTERNAL;
         }
     }
     eprintln!(

@@ -2,7 +2,8 @@
 //! memory) — a terminal table, Markdown for a CI job summary, CSV, JSON, JUnit XML and SVG charts.
 //!
 //! `-o FILE` (repeatable) writes a file whose extension picks the format: `.md`, `.csv`,
-//! `.json`, `.xml` (JUnit), `.svg` (the chart chosen with `--chart`), `.txt` (the table).
+//! `.json`, `.xml` (JUnit), `.svg` (the chart chosen with `--chart`), `.html` (one
+//! self-contained page: tables, charts, drill-downs; [`crate::html`]), `.txt` (the table).
 //! Without `-o` the report goes to standard output in `--format`. The exporters are the pure
 //! functions of `harness_core::{render, junit, svg}`; this module only reads and writes files.
 
@@ -31,6 +32,9 @@ pub enum Format {
     Junit,
     /// An SVG chart (see `--chart`).
     Svg,
+    /// One self-contained HTML page: the tables, a chart per task, model and seed with every
+    /// arm, drill-downs to turns, folds and results (`harness_core::html`).
+    Html,
 }
 
 impl Format {
@@ -48,8 +52,9 @@ impl Format {
             Some("xml") => Ok(Format::Junit),
             Some("svg") => Ok(Format::Svg),
             Some("txt") => Ok(Format::Table),
+            Some("html" | "htm") => Ok(Format::Html),
             _ => Err(format!(
-                "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg or .txt",
+                "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
                 p.display()
             )),
         }
@@ -76,7 +81,8 @@ pub struct ReportArgs {
     /// One row per cell instead of one per arm.
     #[arg(long)]
     pub cells: bool,
-    /// Write to FILE; the extension picks the format (.md .csv .json .xml .svg .txt). Repeatable.
+    /// Write to FILE; the extension picks the format (.md .csv .json .xml .svg .html .txt).
+    /// Repeatable.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Vec<PathBuf>,
     /// The chart of an SVG report.
@@ -242,6 +248,12 @@ pub fn render_format(
             format!("{}\n", v.map_err(|e| e.to_string())?)
         }
         Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
+        Format::Html => harness_core::html::render(&crate::html::run_page(
+            &a.run_dir,
+            records,
+            a.baseline.as_deref(),
+            &title,
+        )?),
         Format::Svg => match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
@@ -329,6 +341,7 @@ mod tests {
             ("s.json", Format::Json),
             ("junit.xml", Format::Junit),
             ("chart.svg", Format::Svg),
+            ("report.HTML", Format::Html),
             ("t.txt", Format::Table),
         ] {
             assert_eq!(Format::of_path(Path::new(file)).unwrap(), f, "{file}");

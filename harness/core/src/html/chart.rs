@@ -1,0 +1,183 @@
+//! The request-size chart as inline SVG: one polyline per policy (`class="series"`,
+//! `data-policy`), fold points as triangles and compaction points as squares on their line, a
+//! `<title>` tooltip on every mark, and an HTML legend. Coordinates are rounded to one decimal,
+//! so the same chart is the same bytes.
+
+use super::{escape, Chart, MarkKind};
+use crate::fold::group_thousands;
+use crate::svg::ticks;
+
+/// Colours of the series (Tableau 10, as in the SVG exporter), in series order.
+const PALETTE: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+/// Dash patterns, so lines that coincide stay visible as two.
+const DASHES: [&str; 5] = ["", "7 4", "3 3", "10 3 3 3", "1 4"];
+
+const WIDTH: f64 = 900.0;
+const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 72.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 44.0;
+
+/// The colour of the `i`-th series.
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The chart as a `<figure class="chart">` holding the SVG and its legend.
+pub fn chart_svg(c: &Chart) -> String {
+    let n = c.series.iter().map(|s| s.sizes.len()).max().unwrap_or(0);
+    let top = c
+        .series
+        .iter()
+        .flat_map(|s| s.sizes.iter().copied())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let yt = ticks(0.0, top, 5);
+    let ymax = yt.last().copied().unwrap_or(top).max(top);
+    let pw = WIDTH - LEFT - RIGHT;
+    let ph = HEIGHT - TOP - BOTTOM;
+    let x = |i: usize| {
+        LEFT + if n <= 1 {
+            pw / 2.0
+        } else {
+            pw * i as f64 / (n - 1) as f64
+        }
+    };
+    let y = |v: u64| TOP + ph - ph * v as f64 / ymax;
+    let mut s = format!(
+        "<figure class=\"chart\" data-series=\"{}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">\n",
+        c.series.len(),
+        escape(&c.y_label)
+    );
+    // Axes and grid.
+    for t in &yt {
+        let ty = TOP + ph - ph * t / ymax;
+        s.push_str(&format!(
+            "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{ty:.1}\" x2=\"{:.1}\" y2=\"{ty:.1}\"/><text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            ty + 4.0,
+            group_thousands(t.round() as u64)
+        ));
+    }
+    let xt = if n <= 1 {
+        vec![1.0]
+    } else {
+        ticks(1.0, n as f64, 10)
+    };
+    for t in xt.iter().filter(|t| **t >= 1.0 && **t <= n.max(1) as f64) {
+        let tx = x(*t as usize - 1);
+        s.push_str(&format!(
+            "<text class=\"tick\" x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            TOP + ph + 16.0,
+            *t as u64
+        ));
+    }
+    s.push_str(&format!(
+        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>\n<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n<text class=\"label\" transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+        TOP + ph,
+        WIDTH - RIGHT,
+        TOP + ph,
+        LEFT + pw / 2.0,
+        HEIGHT - 6.0,
+        escape(&c.x_label),
+        TOP + ph / 2.0,
+        escape(&c.y_label)
+    ));
+    // One line per policy, then its marks.
+    for (i, ser) in c.series.iter().enumerate() {
+        let points: Vec<String> = ser
+            .sizes
+            .iter()
+            .enumerate()
+            .map(|(k, v)| format!("{:.1},{:.1}", x(k), y(*v)))
+            .collect();
+        s.push_str(&format!(
+            "<polyline class=\"series\" data-policy=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" points=\"{}\"><title>{}</title></polyline>\n",
+            escape(&ser.label),
+            colour(i),
+            DASHES[i % DASHES.len()],
+            points.join(" "),
+            escape(&ser.label)
+        ));
+        if ser.sizes.len() == 1 {
+            s.push_str(&format!(
+                "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"/>\n",
+                x(0),
+                y(ser.sizes[0]),
+                colour(i)
+            ));
+        }
+        for m in &ser.marks {
+            let Some(v) = ser.sizes.get(m.at) else {
+                continue;
+            };
+            let (mx, my) = (x(m.at), y(*v));
+            let shape = match m.kind {
+                MarkKind::Fold => format!("<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"", mx, my - 2.0),
+                MarkKind::Compaction => format!(
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\"",
+                    mx - 4.5,
+                    my - 4.5
+                ),
+            };
+            s.push_str(&format!(
+                "{shape} class=\"mark {}\" data-policy=\"{}\" fill=\"{}\" stroke=\"#222\" stroke-width=\"0.8\"><title>{}: {}</title>{}\n",
+                m.kind.name(),
+                escape(&ser.label),
+                colour(i),
+                escape(&ser.label),
+                escape(&m.note),
+                match m.kind {
+                    MarkKind::Fold => "</path>",
+                    MarkKind::Compaction => "</rect>",
+                }
+            ));
+        }
+    }
+    s.push_str("</svg>\n<figcaption class=\"legend\">");
+    legend(&mut s, c);
+    s.push_str("</figcaption>\n</figure>\n");
+    s
+}
+
+/// The legend: a key per series with its request count and marks.
+fn legend(s: &mut String, c: &Chart) {
+    for (i, ser) in c.series.iter().enumerate() {
+        let folds = ser
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Fold)
+            .count();
+        let comp = ser.marks.len() - folds;
+        let mut extra = Vec::new();
+        if folds > 0 {
+            extra.push(format!(
+                "{folds} ▼ fold{}",
+                if folds == 1 { "" } else { "s" }
+            ));
+        }
+        if comp > 0 {
+            extra.push(format!(
+                "{comp} ■ compaction{}",
+                if comp == 1 { "" } else { "s" }
+            ));
+        }
+        s.push_str(&format!(
+            "<span class=\"key\"><i style=\"background:{}\"></i>{} <small>{} requests{}</small></span>",
+            colour(i),
+            escape(&ser.label),
+            ser.sizes.len(),
+            if extra.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", extra.join(", "))
+            }
+        ));
+    }
+}

@@ -1,0 +1,281 @@
+//! The page of `foldbench replay`: the terminal report's tables, then one chart per session with
+//! every policy's requests, and a drill-down with the turns (each policy's request size at the
+//! end of every turn), the folds (range, tokens, sha256 of the archive the replay computed) and
+//! the compactions.
+
+use harness_core::fold::group_thousands;
+use harness_core::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_core::metrics::SizeStats;
+use harness_core::render::{self, Table};
+use harness_core::request::Purpose;
+use harness_import::ImportedSession;
+use harness_replay::report::short_id;
+use harness_replay::{PolicyReplay, SessionReplay};
+
+/// One policy's line: its turn requests, a mark on the first turn request after each fold (spliced
+/// at the end of its turn) and after each compaction call.
+fn series(p: &PolicyReplay) -> Series {
+    let mut sizes = Vec::new();
+    let mut marks = Vec::new();
+    let mut compactions = p.compactions.iter();
+    let mut pending: Vec<Mark> = Vec::new();
+    let mut folds = p.folds.iter().peekable();
+    for r in &p.requests {
+        if r.purpose != Purpose::Turn {
+            if let Some(c) = compactions.next() {
+                pending.push(Mark {
+                    at: 0,
+                    kind: MarkKind::Compaction,
+                    note: format!(
+                        "{}compaction in turn {}: {} tokens summarized into {}{}",
+                        if c.emergency { "emergency " } else { "" },
+                        c.turn,
+                        group_thousands(c.input_tokens),
+                        group_thousands(c.output_tokens),
+                        if c.recorded_summary {
+                            " (the recorded summary)"
+                        } else {
+                            ""
+                        }
+                    ),
+                });
+            }
+            continue;
+        }
+        while let Some(f) = folds.next_if(|f| f.turn < r.turn) {
+            pending.push(Mark {
+                at: 0,
+                kind: MarkKind::Fold,
+                note: format!(
+                    "fold of turns {}–{} at the end of turn {}: {} → {} tokens",
+                    f.from,
+                    f.to,
+                    f.turn,
+                    group_thousands(f.folded_tokens),
+                    group_thousands(f.result_tokens)
+                ),
+            });
+        }
+        sizes.push(r.tokens);
+        for mut m in pending.drain(..) {
+            m.at = sizes.len() - 1;
+            marks.push(m);
+        }
+    }
+    // Edits after the last request (a fold at the end of the last turn): on the last point.
+    for f in folds {
+        pending.push(Mark {
+            at: 0,
+            kind: MarkKind::Fold,
+            note: format!(
+                "fold of turns {}–{} at the end of turn {}: {} → {} tokens",
+                f.from,
+                f.to,
+                f.turn,
+                group_thousands(f.folded_tokens),
+                group_thousands(f.result_tokens)
+            ),
+        });
+    }
+    if let Some(last) = sizes.len().checked_sub(1) {
+        for mut m in pending {
+            m.at = last;
+            m.note.push_str(" (after the last request)");
+            marks.push(m);
+        }
+    }
+    Series {
+        label: p.policy.clone(),
+        sizes,
+        marks,
+    }
+}
+
+fn table(headers: Vec<String>, rows: Vec<Vec<String>>) -> Table {
+    Table { headers, rows }
+}
+
+/// The drill-down of one session.
+fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
+    let mut headers: Vec<String> = ["turn", "user", "recorded requests"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    headers.extend(s.policies.iter().map(|p| format!("{}: last req", p.policy)));
+    let mut rows = Vec::new();
+    for t in 1..=s.turns {
+        let user = session
+            .and_then(|x| x.human_turns.iter().find(|h| h.turn == t))
+            .map(|h| cut(&h.text, 240))
+            .unwrap_or_default();
+        let recorded = s.policies.first().map_or(0, |p| {
+            p.requests
+                .iter()
+                .filter(|r| r.purpose == Purpose::Turn && r.turn == t)
+                .count()
+        });
+        let mut row = vec![t.to_string(), user, recorded.to_string()];
+        for p in &s.policies {
+            row.push(
+                p.requests
+                    .iter()
+                    .rfind(|r| r.purpose == Purpose::Turn && r.turn == t)
+                    .map(|r| group_thousands(r.tokens))
+                    .unwrap_or_default(),
+            );
+        }
+        rows.push(row);
+    }
+    let mut out = vec![Block::Table {
+        title: "Turns".into(),
+        table: table(headers, rows),
+    }];
+    let folds: Vec<Vec<String>> = s
+        .policies
+        .iter()
+        .flat_map(|p| {
+            p.folds.iter().map(move |f| {
+                vec![
+                    p.policy.clone(),
+                    f.turn.to_string(),
+                    format!("{}–{}", f.from, f.to),
+                    group_thousands(f.folded_tokens),
+                    group_thousands(f.result_tokens),
+                    group_thousands(f.rewritten_tokens),
+                    match f.premature {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "unlabelled",
+                    }
+                    .into(),
+                    f.sha256.clone(),
+                ]
+            })
+        })
+        .collect();
+    out.push(if folds.is_empty() {
+        Block::Text("No policy folded in this session.".into())
+    } else {
+        Block::Table {
+            title: "Folds: what each archived (the replay computes the archive's sha256; nothing is written)".into(),
+            table: table(
+                ["policy", "turn", "range", "folded tokens", "result tokens", "rewritten", "premature", "sha256"]
+                    .iter()
+                    .map(|h| h.to_string())
+                    .collect(),
+                folds,
+            ),
+        }
+    });
+    let comps: Vec<Vec<String>> = s
+        .policies
+        .iter()
+        .flat_map(|p| {
+            p.compactions.iter().map(move |c| {
+                vec![
+                    p.policy.clone(),
+                    c.turn.to_string(),
+                    if c.emergency { "yes" } else { "no" }.into(),
+                    if c.recorded_summary {
+                        "recorded"
+                    } else {
+                        "mechanical"
+                    }
+                    .into(),
+                    group_thousands(c.input_tokens),
+                    group_thousands(c.output_tokens),
+                    group_thousands(c.rewritten_tokens),
+                ]
+            })
+        })
+        .collect();
+    if !comps.is_empty() {
+        out.push(Block::Table {
+            title: "Compactions".into(),
+            table: table(
+                [
+                    "policy",
+                    "turn",
+                    "emergency",
+                    "summary",
+                    "input tokens",
+                    "summary tokens",
+                    "rewritten",
+                ]
+                .iter()
+                .map(|h| h.to_string())
+                .collect(),
+                comps,
+            ),
+        });
+    }
+    out
+}
+
+/// The page of a replay: `tables` are the terminal report's (caption, table) in order, `notes`
+/// its notes; `sessions` are the imported sessions (for the users' words), matched by id.
+pub fn replay_page(
+    heading: &str,
+    tables: Vec<(String, Table)>,
+    notes: Vec<String>,
+    replays: &[SessionReplay],
+    sessions: &[ImportedSession],
+) -> Page {
+    let mut blocks: Vec<Block> = Vec::new();
+    for (title, table) in tables {
+        blocks.push(Block::Table { title, table });
+    }
+    if !notes.is_empty() {
+        blocks.push(Block::Lines(notes));
+    }
+    let groups = replays
+        .iter()
+        .map(|s| {
+            let session = sessions.iter().find(|x| x.id == s.id && x.source == s.source);
+            let mut facts = vec![format!("{} ({})", s.source, s.id)];
+            facts.extend(s
+                .policies
+                .iter()
+                .map(|p| {
+                    let st = SizeStats::of(&p.sizes());
+                    format!(
+                        "{}: median {} · last {} · total {} tokens · {} cards · {} folds · {} compactions · ${:.4}",
+                        p.policy,
+                        render::num(st.median),
+                        group_thousands(st.last),
+                        group_thousands(p.total_input()),
+                        p.cards,
+                        p.folds.len(),
+                        p.compactions.len(),
+                        p.cost()
+                    )
+                }));
+            Group {
+                title: format!(
+                    "{} · {} · {} turns · {} requests",
+                    short_id(&s.id),
+                    s.format,
+                    s.turns,
+                    s.recorded.len()
+                ),
+                facts,
+                chart: Some(Chart {
+                    x_label: "request of the session (the recorded requests, in order)".into(),
+                    y_label: "request tokens (o200k)".into(),
+                    series: s.policies.iter().map(series).collect(),
+                }),
+                drill: drill(s, session),
+                drill_label: String::new(),
+            }
+        })
+        .collect();
+    blocks.push(Block::Groups {
+        title: "Sessions (every policy on one chart; ▼ fold, ■ compaction)".into(),
+        groups,
+    });
+    Page {
+        title: "foldbench replay".into(),
+        subtitle: vec![heading.to_string()],
+        blocks,
+    }
+}

@@ -1,0 +1,529 @@
+//! The page of a run folder: the verdict lines, the run table, the A/B table when the run is one
+//! task's A/B, the cells, and one chart per task, model and seed with every arm on it; its
+//! drill-down holds the turns, the folds (range, tokens, archive, sha256), their result messages
+//! and the checks, read from each cell's `events.jsonl` and `transcript.jsonl`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use harness_core::events::Event;
+use harness_core::fold::group_thousands;
+use harness_core::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_core::message::{Message, MessageKind};
+use harness_core::record::{CellRecord, Status};
+use harness_core::render::{self, Table};
+use harness_core::request::Purpose;
+
+use crate::results::cell_folder;
+
+/// Reads a JSON-lines file of `T`; a missing file is `None`, a bad line an error with file:line.
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(serde_json::from_str(line).map_err(|e| {
+            format!(
+                "{}:{}:{}: {e}; the run folder is damaged — run the cell again (resume) or leave out -o *.html",
+                path.display(),
+                i + 1,
+                e.column()
+            )
+        })?);
+    }
+    Ok(Some(out))
+}
+
+/// What one cell's events say, in the page's terms.
+#[derive(Default)]
+struct CellView {
+    sizes: Vec<u64>,
+    marks: Vec<Mark>,
+    turns: Vec<Vec<String>>,
+    folds: Vec<Vec<String>>,
+    compactions: Vec<Vec<String>>,
+    checks: Vec<Vec<String>>,
+}
+
+/// Walks a cell's events: the turn requests' sizes, a mark on the first request after each fold
+/// or compaction, and the rows of the drill-down tables.
+fn view(arm: &str, events: &[Event]) -> CellView {
+    let mut v = CellView::default();
+    let mut pending: Vec<Mark> = Vec::new();
+    // The row of the turn in progress: turn, user, card, requests, tool calls, first, last.
+    let mut row: Option<(u32, String, String, usize, usize, u64, u64)> = None;
+    for e in events {
+        match e {
+            Event::TurnStarted {
+                turn,
+                user,
+                card_tokens,
+                ..
+            } => {
+                row = Some((
+                    *turn,
+                    cut(user, 240),
+                    card_tokens.map(|c| c.to_string()).unwrap_or_default(),
+                    0,
+                    0,
+                    0,
+                    0,
+                ))
+            }
+            Event::Request(r) if r.purpose == Purpose::Turn => {
+                v.sizes.push(r.tokens);
+                for mut m in pending.drain(..) {
+                    m.at = v.sizes.len() - 1;
+                    v.marks.push(m);
+                }
+                if let Some(t) = row.as_mut() {
+                    if t.3 == 0 {
+                        t.5 = r.tokens;
+                    }
+                    t.3 += 1;
+                    t.6 = r.tokens;
+                }
+            }
+            Event::ToolCall(_) => {
+                if let Some(t) = row.as_mut() {
+                    t.4 += 1;
+                }
+            }
+            Event::TurnEnded { turn, closing, .. } => {
+                let t = row
+                    .take()
+                    .unwrap_or((*turn, String::new(), String::new(), 0, 0, 0, 0));
+                v.turns.push(vec![
+                    arm.to_string(),
+                    t.0.to_string(),
+                    t.1,
+                    t.2,
+                    t.3.to_string(),
+                    t.4.to_string(),
+                    group_thousands(t.5),
+                    group_thousands(t.6),
+                    cut(closing, 240),
+                ]);
+            }
+            Event::Fold { .. } | Event::Compaction { .. } => {
+                if let Some((mark, row)) = edit(arm, e) {
+                    match mark.kind {
+                        MarkKind::Fold => v.folds.push(row),
+                        MarkKind::Compaction => v.compactions.push(row),
+                    }
+                    pending.push(mark);
+                }
+            }
+            Event::Check {
+                label,
+                passed,
+                detail,
+            } => v.checks.push(vec![
+                arm.to_string(),
+                label.clone(),
+                if *passed { "passed" } else { "FAILED" }.into(),
+                cut(detail, 400),
+            ]),
+            _ => {}
+        }
+    }
+    // An edit after the last request (a fold at the end of the last turn): on the last point.
+    for mut m in pending {
+        if let Some(last) = v.sizes.len().checked_sub(1) {
+            m.at = last;
+            m.note.push_str(" (after the last request)");
+            v.marks.push(m);
+        }
+    }
+    v
+}
+
+/// A fold's or a compaction's mark (placed later) and its row in the drill-down's table.
+fn edit(arm: &str, e: &Event) -> Option<(Mark, Vec<String>)> {
+    match e {
+        Event::Fold {
+            turn,
+            from,
+            to,
+            archive,
+            sha256,
+            folded_tokens,
+            result_tokens,
+            rewritten_tokens,
+            kind,
+        } => {
+            let mark = Mark {
+                at: 0,
+                kind: MarkKind::Fold,
+                note: format!(
+                    "{kind} of turns {from}–{to} in turn {turn}: {} → {} tokens",
+                    group_thousands(*folded_tokens),
+                    group_thousands(*result_tokens)
+                ),
+            };
+            Some((
+                mark,
+                vec![
+                    arm.to_string(),
+                    turn.to_string(),
+                    format!("{from}–{to}"),
+                    kind.clone(),
+                    group_thousands(*folded_tokens),
+                    group_thousands(*result_tokens),
+                    group_thousands(*rewritten_tokens),
+                    archive.clone(),
+                    sha256.clone(),
+                ],
+            ))
+        }
+        Event::Compaction {
+            turn,
+            emergency,
+            input_tokens,
+            output_tokens,
+            rewritten_tokens,
+        } => {
+            let mark = Mark {
+                at: 0,
+                kind: MarkKind::Compaction,
+                note: format!(
+                    "{}compaction in turn {turn}: {} tokens summarized into {}",
+                    if *emergency { "emergency " } else { "" },
+                    group_thousands(*input_tokens),
+                    group_thousands(*output_tokens)
+                ),
+            };
+            Some((
+                mark,
+                vec![
+                    arm.to_string(),
+                    turn.to_string(),
+                    if *emergency { "yes" } else { "no" }.into(),
+                    group_thousands(*input_tokens),
+                    group_thousands(*output_tokens),
+                    group_thousands(*rewritten_tokens),
+                ],
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn table(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
+    Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    }
+}
+
+/// The result messages a cell's transcript holds: fold results, strategy reports, summaries.
+fn results(arm: &str, transcript: &[Message]) -> Vec<Block> {
+    transcript
+        .iter()
+        .filter_map(|m| {
+            let title = match &m.kind {
+                MessageKind::FoldResult {
+                    from,
+                    to,
+                    archive,
+                    sha256,
+                } => format!(
+                    "{arm}: the result of turns {from}–{to} ({} tokens; archive {archive}, sha256 {sha256})",
+                    m.tokens
+                ),
+                MessageKind::StrategyReport {
+                    mode,
+                    archive,
+                    sha256,
+                } => format!(
+                    "{arm}: the report of the {mode} strategy ({} tokens; archive {archive}, sha256 {sha256})",
+                    m.tokens
+                ),
+                MessageKind::Summary => {
+                    format!("{arm}: the compaction summary of turn {} ({} tokens)", m.turn, m.tokens)
+                }
+                _ => return None,
+            };
+            Some(Block::Pre {
+                title,
+                text: m.text.clone(),
+            })
+        })
+        .collect()
+}
+
+/// One task, model and seed: every arm's line on one chart, and the drill-down.
+fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
+    let first = cells[0];
+    let mut series = Vec::new();
+    let mut facts = Vec::new();
+    let (mut turns, mut folds, mut comps, mut checks, mut pres) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in cells {
+        let folder = dir.join("cells").join(cell_folder(&r.id));
+        let events: Vec<Event> = read_jsonl(&folder.join("events.jsonl"))?.unwrap_or_default();
+        let transcript: Vec<Message> =
+            read_jsonl(&folder.join("transcript.jsonl"))?.unwrap_or_default();
+        let v = view(&r.arm, &events);
+        facts.push(format!(
+            "{}: {}{} · {} requests · median {} · last {} · total {} tokens · {} folds · {} compactions",
+            r.arm,
+            r.status.as_str(),
+            match (&r.error, r.status) {
+                (Some(e), Status::Error) => format!(" ({})", cut(e, 120)),
+                _ => String::new(),
+            },
+            r.metrics.requests,
+            render::num(r.metrics.request_tokens.median),
+            group_thousands(r.metrics.request_tokens.last),
+            group_thousands(r.metrics.request_tokens.total),
+            r.metrics.folds,
+            r.metrics.compactions
+        ));
+        series.push(Series {
+            label: r.arm.clone(),
+            sizes: v.sizes,
+            marks: v.marks,
+        });
+        turns.extend(v.turns);
+        folds.extend(v.folds);
+        comps.extend(v.compactions);
+        checks.extend(v.checks);
+        pres.extend(results(&r.arm, &transcript));
+    }
+    let mut drill = vec![Block::Table {
+        title: "Turns".into(),
+        table: table(
+            &[
+                "arm",
+                "turn",
+                "user",
+                "card tokens",
+                "requests",
+                "tool calls",
+                "first req",
+                "last req",
+                "closing message",
+            ],
+            turns,
+        ),
+    }];
+    drill.push(if folds.is_empty() {
+        Block::Text("No arm folded in this cell.".into())
+    } else {
+        Block::Table {
+            title: "Folds: what each archived".into(),
+            table: table(
+                &[
+                    "arm",
+                    "turn",
+                    "range",
+                    "kind",
+                    "folded tokens",
+                    "result tokens",
+                    "rewritten",
+                    "archive",
+                    "sha256",
+                ],
+                folds,
+            ),
+        }
+    });
+    if !comps.is_empty() {
+        drill.push(Block::Table {
+            title: "Compactions".into(),
+            table: table(
+                &[
+                    "arm",
+                    "turn",
+                    "emergency",
+                    "input tokens",
+                    "summary tokens",
+                    "rewritten",
+                ],
+                comps,
+            ),
+        });
+    }
+    drill.extend(pres);
+    drill.push(Block::Table {
+        title: "Checks".into(),
+        table: table(&["arm", "check", "result", "detail"], checks),
+    });
+    Ok(Group {
+        title: format!("{} · {} · seed {}", first.task, first.model, first.seed),
+        facts,
+        chart: Some(Chart {
+            x_label: "request of the session (turn requests, in order)".into(),
+            y_label: "request tokens (o200k)".into(),
+            series,
+        }),
+        drill,
+        drill_label: String::new(),
+    })
+}
+
+/// The records with their arms in the matrix's order (`matrix.json`'s `arms`), so an arm keeps its
+/// colour and place whatever order the cells finished in; arms the matrix does not name (or no
+/// readable `matrix.json`) follow in the order of the records.
+fn in_matrix_order(dir: &Path, records: &[CellRecord]) -> Vec<CellRecord> {
+    let labels: Vec<String> = std::fs::read_to_string(dir.join("matrix.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            v.get("arms")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get("label")?.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    let rank = |arm: &str| labels.iter().position(|l| l == arm).unwrap_or(labels.len());
+    let mut out = records.to_vec();
+    out.sort_by_key(|r| rank(&r.arm));
+    out
+}
+
+/// The page of a run folder's records.
+pub fn run_page(
+    dir: &Path,
+    records: &[CellRecord],
+    baseline: Option<&str>,
+    title: &str,
+) -> Result<Page, String> {
+    let records = &in_matrix_order(dir, records);
+    let count = |s: Status| records.iter().filter(|r| r.status == s).count();
+    let mut arms: Vec<String> = Vec::new();
+    for r in records {
+        if !arms.contains(&r.arm) {
+            arms.push(r.arm.clone());
+        }
+    }
+    let tasks: std::collections::BTreeSet<&str> = records.iter().map(|r| r.task.as_str()).collect();
+    let mut blocks = Vec::new();
+    let lines = crate::report::verdict_lines(records, baseline);
+    if !lines.is_empty() {
+        blocks.push(Block::Heading(
+            "Verdict (95% bootstrap intervals over paired cells)".into(),
+        ));
+        blocks.push(Block::Lines(lines));
+    }
+    blocks.push(Block::Table {
+        title: "Arms".into(),
+        table: render::summary_table(records),
+    });
+    if tasks.len() == 1 && arms.len() > 1 {
+        blocks.push(Block::Table {
+            title: "A/B: each run's figure and each arm's median".into(),
+            table: render::ab_table(records, &arms),
+        });
+    }
+    blocks.push(Block::Table {
+        title: "Cells".into(),
+        table: render::cells_table(records),
+    });
+    let mut by: BTreeMap<(&str, &str, u64), Vec<&CellRecord>> = BTreeMap::new();
+    for r in records {
+        by.entry((r.task.as_str(), r.model.as_str(), r.seed))
+            .or_default()
+            .push(r);
+    }
+    let mut groups = Vec::new();
+    for cells in by.values() {
+        groups.push(group(dir, cells)?);
+    }
+    blocks.push(Block::Groups {
+        title:
+            "Request sizes per task, model and seed (every arm on one chart; ▼ fold, ■ compaction)"
+                .into(),
+        groups,
+    });
+    Ok(Page {
+        title: format!("foldbench report: {title}"),
+        subtitle: vec![format!(
+            "{} cells over {} tasks and {} arms: {} success, {} failure, {} error",
+            records.len(),
+            tasks.len(),
+            arms.len(),
+            count(Status::Success),
+            count(Status::Failure),
+            count(Status::Error)
+        )],
+        blocks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_core::events::RequestRecord;
+
+    fn request(index: usize, turn: u32, purpose: Purpose, tokens: u64) -> Event {
+        Event::Request(RequestRecord {
+            index,
+            turn,
+            purpose,
+            tokens,
+            cached_tokens: 0,
+            written_tokens: 0,
+            messages: 1,
+            visible_results: vec![],
+            action: None,
+            mode: None,
+        })
+    }
+
+    #[test]
+    fn a_mark_sits_on_the_first_turn_request_after_the_edit() {
+        let events = vec![
+            request(0, 1, Purpose::Turn, 100),
+            request(1, 1, Purpose::Turn, 200),
+            Event::Fold {
+                turn: 1,
+                from: 1,
+                to: 1,
+                archive: ".foldbench/archive/1-1.md".into(),
+                sha256: "ab".repeat(32),
+                folded_tokens: 150,
+                result_tokens: 20,
+                rewritten_tokens: 0,
+                kind: "fold".into(),
+            },
+            request(2, 2, Purpose::Compaction, 80),
+            Event::Compaction {
+                turn: 2,
+                emergency: false,
+                input_tokens: 80,
+                output_tokens: 10,
+                rewritten_tokens: 0,
+            },
+            request(3, 2, Purpose::Turn, 60),
+        ];
+        let mut late = events.clone();
+        late.push(late[2].clone());
+        let v = view("fold", &late);
+        assert_eq!(
+            v.marks.len(),
+            3,
+            "a fold after the last request is on the last point"
+        );
+        assert_eq!(v.marks[2].at, 2);
+        assert!(v.marks[2].note.ends_with("(after the last request)"));
+        let v = view("fold", &events);
+        assert_eq!(
+            v.sizes,
+            vec![100, 200, 60],
+            "compaction calls are not on the line"
+        );
+        let at: Vec<(usize, MarkKind)> = v.marks.iter().map(|m| (m.at, m.kind)).collect();
+        assert_eq!(at, vec![(2, MarkKind::Fold), (2, MarkKind::Compaction)]);
+        assert_eq!(v.folds[0][2], "1–1");
+        assert_eq!(v.folds[0][8], "ab".repeat(32));
+    }
+}
