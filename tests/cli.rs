@@ -295,3 +295,42 @@ fn what_a_user_trips_on_gets_a_clear_answer() {
     assert!(out.contains("decide how your coding agent"), "{out}");
     assert!(out.contains("Examples:\n  foldbench run"), "{out}");
 }
+
+#[test]
+fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
+    let out = Command::new(binary())
+        .current_dir(root())
+        .args(["replay", "tests/fixtures/real-sessions"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for policy in ["trim", "compact", "fold", "fold+strategies"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{policy} vs none: tokens ")))
+            .unwrap_or_else(|| panic!("no verdict for {policy}: {text}"));
+        assert!(line.contains(" over 2 sessions; hides "), "{line}");
+    }
+    assert!(!text.contains("none vs none"), "{text}");
+    // trim drops tool results, so it sends fewer tokens than none and hides references.
+    let trim = text
+        .lines()
+        .find(|l| l.starts_with("trim vs none"))
+        .unwrap();
+    let ratio: f64 = trim["trim vs none: tokens ".len()..]
+        .split('×')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ratio < 1.0, "{trim}");
+    assert!(
+        !trim.ends_with("hides 0.0 references per 100 responses"),
+        "{trim}"
+    );
+}

@@ -623,3 +623,43 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         rows,
     }
 }
+
+/// The verdict of each policy against `none` over the replayed sessions: the paired ratio of
+/// total input tokens and of cost, pairs by session, with 95% bootstrap intervals, and what the
+/// policy hid (hidden references per 100 responses; `none` hides nothing). Replay has no
+/// success to compare: the recorded answers are fixed.
+pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in summary.iter().filter(|r| r.policy != NONE) {
+        let pairs: Vec<harness_core::verdict::Pair> = replays
+            .iter()
+            .filter_map(|s| {
+                let (b, p) = (s.policy(NONE)?, s.policy(&row.policy)?);
+                Some(harness_core::verdict::Pair {
+                    base_tokens: b.total_input() as f64,
+                    arm_tokens: p.total_input() as f64,
+                    base_cost: b.cost(),
+                    arm_cost: p.cost(),
+                    base_success: true,
+                    arm_success: true,
+                })
+            })
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let v = harness_core::verdict::verdict(&row.policy, NONE, &pairs);
+        let ratio = |e: &harness_core::verdict::Estimate| {
+            format!("{:.2}× [{:.2}, {:.2}]", e.point, e.lo, e.hi)
+        };
+        out.push(format!(
+            "{} vs none: tokens {}, cost {} over {} sessions; hides {:.1} references per 100 responses",
+            row.policy,
+            ratio(&v.tokens),
+            ratio(&v.cost),
+            v.pairs,
+            row.hidden_per_100_responses
+        ));
+    }
+    out
+}

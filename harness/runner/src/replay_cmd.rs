@@ -602,6 +602,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             for note in report::hidden_notes(&summary) {
                 println!("{note}");
             }
+            for line in report::verdict_lines(&replays, &summary) {
+                println!("{line}");
+            }
             if labels_order.iter().any(|p| p == report::NONE) && labels_order.len() > 1 {
                 print_heading(
                     &format!(
