@@ -118,6 +118,16 @@ fn replay_and_judge_run_write_their_pages() {
         assert_eq!(series_of(&page, p), charts, "{p}: one line per chart");
     }
     assert_eq!(page.matches("<details class=\"drill\">").count(), charts);
+    // The drill-down lists what trim hid from a later response, and the verdict lines.
+    assert!(
+        page.contains("Hidden references (the first"),
+        "no hidden references"
+    );
+    assert!(
+        page.contains("<td>trim</td>"),
+        "trim hides references in these sessions"
+    );
+    assert!(page.contains("trim vs none: tokens "), "no verdict line");
     let bad = run(
         &["replay", "tests/fixtures/real-sessions", "-o", "x.txt"],
         &[],

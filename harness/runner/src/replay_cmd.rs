@@ -631,7 +631,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         let tables = vec![
             ("Policies".to_string(), report::policy_table(&summary, labelled > 0)),
             (
-                format!("The seed's figures: median and last request as a fraction of none's, per session with {}+ human turns", a.source.min_turns),
+                format!("The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns", a.source.min_turns),
                 report::session_table(&replays, &labels_order, a.source.min_turns),
             ),
             ("Ground truth: reconstructed against recorded request sizes".to_string(), truth),
@@ -644,7 +644,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             judge.name(),
             a.window
         );
-        let notes = report::replay_notes(&replays, &summary, a.window);
+        let mut notes = report::replay_notes(&replays, &summary, a.window);
+        notes.extend(report::hidden_notes(&summary));
+        notes.extend(report::verdict_lines(&replays, &summary));
         let page = crate::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
         if let Err(e) = crate::html::write(path, &page) {
             eprintln!("error: {e}");

@@ -209,7 +209,54 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
             ),
         });
     }
+    out.push(hidden_block(s));
     out
+}
+
+/// How many hidden references of one policy the drill-down lists.
+const HIDDEN_SHOWN: usize = 200;
+
+/// The hidden references of the session: per policy and request, the strings a recorded
+/// response used that the policy's request no longer showed, with where each could come back
+/// from.
+fn hidden_block(s: &SessionReplay) -> Block {
+    let mut rows = Vec::new();
+    for p in &s.policies {
+        let refs = p
+            .requests
+            .iter()
+            .flat_map(|r| r.hidden.iter().map(move |h| (r, h)))
+            .take(HIDDEN_SHOWN);
+        for (r, h) in refs {
+            rows.push(vec![
+                p.policy.clone(),
+                r.turn.to_string(),
+                h.from_turn.to_string(),
+                match h.source {
+                    harness_replay::hidden::Source::Archive => "archive",
+                    harness_replay::hidden::Source::Rerun => "re-run needed",
+                    harness_replay::hidden::Source::None => "gone",
+                }
+                .into(),
+                h.text.clone(),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return Block::Text("No policy hid a reference a later response used.".into());
+    }
+    Block::Table {
+        title: format!(
+            "Hidden references (the first {HIDDEN_SHOWN} per policy): what a response used that the policy's request no longer showed"
+        ),
+        table: table(
+            ["policy", "turn", "from turn", "could come back from", "text"]
+                .iter()
+                .map(|h| h.to_string())
+                .collect(),
+            rows,
+        ),
+    }
 }
 
 /// The page of a replay: `tables` are the terminal report's (caption, table) in order, `notes`
