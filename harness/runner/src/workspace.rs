@@ -285,7 +285,7 @@ impl Workspace {
 
     /// The state a shell command's output can depend on, for the tool cache: the
     /// [fingerprint](Self::fingerprint) of the work tree plus what identifies the repository's
-    /// commits and refs and the archives (see [`cache_state_of`]). Two workspaces made from the
+    /// commits and refs and the archives (see `cache_state_of`). Two workspaces made from the
     /// same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
         cache_state_of(&self.root)

@@ -141,7 +141,7 @@ fn line_key(line: &str) -> Option<&str> {
     (l.len() >= MIN_LINE && code).then_some(l)
 }
 
-/// Calls `f` with every line of `text` that counts as copied ([`line_key`]).
+/// Calls `f` with every line of `text` that counts as copied (`line_key`).
 pub fn for_each_line<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     for line in text.lines() {
         if let Some(l) = line_key(line) {
