@@ -204,6 +204,10 @@ pub struct FoldEvent {
     /// (`None`: never needed later).
     #[serde(default)]
     pub needed_after: Option<u32>,
+    /// The result message that replaced the range, as the policy built it (for the HTML
+    /// drill-down; left out of the JSON records, where `result_tokens` counts it).
+    #[serde(default, skip_serializing)]
+    pub result: String,
 }
 
 /// A compaction a policy made.
@@ -673,6 +677,7 @@ impl Loop<'_> {
                     premature: self.turns.premature(splice.from, splice.to, t),
                     sha256: archive.sha256,
                     needed_after: None,
+                    result: msg.text.to_string(),
                 });
             }
         }

@@ -167,6 +167,17 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
             ),
         }
     });
+    for p in &s.policies {
+        for f in p.folds.iter().filter(|f| !f.result.is_empty()) {
+            out.push(Block::Pre {
+                title: format!(
+                    "{}: the result of turns {}–{} (folded at turn {})",
+                    p.policy, f.from, f.to, f.turn
+                ),
+                text: f.result.clone(),
+            });
+        }
+    }
     let comps: Vec<Vec<String>> = s
         .policies
         .iter()
