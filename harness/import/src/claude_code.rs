@@ -432,6 +432,12 @@ fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidech
     let mut done: HashSet<&str> = HashSet::new();
     for &i in &branch {
         let l = &lines[i];
+        if let Some(t) = s(&l.v, "timestamp") {
+            b.stamp(t);
+        }
+        if let Some(cwd) = s(&l.v, "cwd") {
+            b.set_cwd(cwd);
+        }
         match tree.kind[i].as_str() {
             "assistant" => {
                 let Some(k) = tree.key[i].as_deref() else {
@@ -473,8 +479,9 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
             b.warn(l.no, "skipped: an assistant record without `message`");
             continue;
         };
-        if s(msg, "model") == Some("<synthetic>") {
-            synthetic = true;
+        match s(msg, "model") {
+            Some("<synthetic>") => synthetic = true,
+            model => b.set_model(model),
         }
         if response_id.is_none() {
             response_id = s(msg, "id").map(str::to_string);

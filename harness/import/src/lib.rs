@@ -48,6 +48,7 @@ pub use session::{
     EventKind, Format, HumanTurn, ImportedSession, RecordedRequest, SessionEvent,
     UnknownFormatName, Warning,
 };
+pub use session::{date_of_ms, timestamp_ms};
 
 /// Imports one transcript file. `name` names the file in sessions, warnings and errors;
 /// `format` is detected when `None`.

@@ -397,7 +397,15 @@ pub fn hidden_notes(rows: &[PolicySummary]) -> Vec<String> {
 /// all sessions.
 pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: u32) -> Table {
     let others: Vec<&String> = policies.iter().filter(|p| *p != NONE).collect();
-    let mut headers: Vec<String> = ["session", "turns", "requests", "none median", "none last"]
+    let mut headers: Vec<String> = [
+        "project",
+        "date",
+        "session",
+        "turns",
+        "requests",
+        "none median",
+        "none last",
+    ]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -418,6 +426,8 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
         .map(|s| {
             let none = SizeStats::of(&s.policy(NONE).map(|p| p.sizes()).unwrap_or_default());
             let mut row = vec![
+                s.project.clone(),
+                s.date.clone().unwrap_or_default(),
                 short_id(&s.id),
                 s.turns.to_string(),
                 s.recorded.len().to_string(),
@@ -432,6 +442,8 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
     let median_row = |name: String, set: &[&SessionReplay]| {
         let mut row = vec![
             name,
+            String::new(),
+            String::new(),
             String::new(),
             String::new(),
             String::new(),
@@ -554,8 +566,11 @@ pub fn corpus_composition(sessions: &[SessionComposition]) -> Composition {
 /// corpus (every session) and the sessions listed. Shares are token-weighted over the requests'
 /// messages (the prefix is shown apart).
 pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Table {
-    let row = |name: String, turns: String, units: String, requests: usize, c: &Composition| {
+    let row = |name: [String; 3], turns: String, units: String, requests: usize, c: &Composition| {
+        let [project, date, name] = name;
         vec![
+            project,
+            date,
             name,
             turns,
             units,
@@ -579,7 +594,11 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         .iter()
         .map(|s| {
             row(
-                short_id(&s.id),
+                [
+                    s.project.clone(),
+                    s.date.clone().unwrap_or_default(),
+                    short_id(&s.id),
+                ],
                 s.turns.to_string(),
                 s.units.to_string(),
                 s.requests.len(),
@@ -592,14 +611,22 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         these.add(&s.total);
     }
     rows.push(row(
-        format!("these {} sessions", listed.len()),
+        [
+            format!("these {} sessions", listed.len()),
+            String::new(),
+            String::new(),
+        ],
         String::new(),
         String::new(),
         listed.iter().map(|s| s.requests.len()).sum(),
         &these,
     ));
     rows.push(row(
-        format!("all {} sessions", sessions.len()),
+        [
+            format!("all {} sessions", sessions.len()),
+            String::new(),
+            String::new(),
+        ],
         String::new(),
         String::new(),
         sessions.iter().map(|s| s.requests.len()).sum(),
@@ -607,6 +634,8 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
     ));
     Table {
         headers: [
+            "project",
+            "date",
             "session",
             "turns",
             "units",
