@@ -90,25 +90,25 @@ fn replay_with_no_path_reads_both_default_folders_and_names_them() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let sessions = doc["per_session"].as_array().unwrap();
     let ids: Vec<&str> = sessions.iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert!(ids.contains(&CLAUDE_ID) && ids.contains(&CODEX_ID), "{ids:?}");
+    assert!(
+        ids.contains(&CLAUDE_ID) && ids.contains(&CODEX_ID),
+        "{ids:?}"
+    );
     let claude_row = sessions.iter().find(|s| s["id"] == CLAUDE_ID).unwrap();
     assert_eq!(claude_row["project"], "claude-code-log");
     assert_eq!(claude_row["date"], "2025-07-17");
     assert_eq!(claude_row["model"], "claude-sonnet-4-20250514");
-    assert!(claude_row["source"]
-        .as_str()
-        .unwrap()
-        .starts_with(&claude));
+    assert!(claude_row["source"].as_str().unwrap().starts_with(&claude));
     let codex_row = sessions.iter().find(|s| s["id"] == CODEX_ID).unwrap();
     assert_eq!(codex_row["project"], "CpolarAutoUpdater");
     assert_eq!(codex_row["date"], "2025-09-16");
-    // Both models are in the built-in table: no request falls back to the default price.
+    // The requests' model is in the built-in table: none falls back to the default price.
+    // (The Codex excerpt holds only the parent history its fork replays: no request of its own.)
     let models = doc["models"].as_array().unwrap();
     let names: Vec<&str> = models.iter().filter_map(|m| m["model"].as_str()).collect();
-    assert!(names.contains(&"claude-sonnet-4-20250514") && names.contains(&"gpt-5-codex"));
-    assert!(models.iter().all(|m| m["source"] == "built_in"), "{models:?}");
-    let gpt = models.iter().find(|m| m["model"] == "gpt-5-codex").unwrap();
-    assert_eq!(gpt["input"], 1.25);
+    assert_eq!(names, ["claude-sonnet-4-20250514"]);
+    assert_eq!(models[0]["source"], "built_in");
+    assert_eq!(models[0]["output"], 15.0);
 
     // The terminal table's session rows show project, date and a short id.
     let out = foldbench(home.path(), &["replay", "--min-turns", "1"]);
@@ -143,7 +143,10 @@ fn with_no_default_folder_replay_says_where_it_looked_and_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("no session folder found: looked in"), "{err}");
         assert!(err.contains(".codex/sessions (Codex, from HOME)"), "{err}");
-        assert!(err.contains(&format!("foldbench {cmd} path/to/sessions")), "{err}");
+        assert!(
+            err.contains(&format!("foldbench {cmd} path/to/sessions")),
+            "{err}"
+        );
     }
 }
 
@@ -164,8 +167,15 @@ fn claude_config_dir_and_codex_home_replace_the_home_folders() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let read = elsewhere.path().join("claude/projects").display().to_string();
-    assert!(err.contains(&format!("reading {read} (Claude Code)\n")), "{err}");
+    let read = elsewhere
+        .path()
+        .join("claude/projects")
+        .display()
+        .to_string();
+    assert!(
+        err.contains(&format!("reading {read} (Claude Code)\n")),
+        "{err}"
+    );
     assert!(err.contains("not present: /nonexistent/projects"), "{err}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = doc["per_session"]
@@ -174,7 +184,11 @@ fn claude_config_dir_and_codex_home_replace_the_home_folders() {
         .iter()
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, [CLAUDE_ID], "the home's .codex is not read under CODEX_HOME");
+    assert_eq!(
+        ids,
+        [CLAUDE_ID],
+        "the home's .codex is not read under CODEX_HOME"
+    );
 }
 
 #[test]
@@ -186,7 +200,10 @@ fn filters_select_by_date_project_and_session() {
     // Dates: the Claude Code session is of 2025-07-17, the Codex one of 2025-09-16 (UTC).
     assert_eq!(replayed(h, &["--since", "2025-08-01"]), [CODEX_ID]);
     assert_eq!(replayed(h, &["--until", "2025-08-01"]), [CLAUDE_ID]);
-    assert_eq!(replayed(h, &["--since", "2025-07-17", "--until", "2025-07-17"]), [CLAUDE_ID]);
+    assert_eq!(
+        replayed(h, &["--since", "2025-07-17", "--until", "2025-07-17"]),
+        [CLAUDE_ID]
+    );
     assert_eq!(replayed(h, &["--since", "2025-09-16"]), [CODEX_ID]);
     assert_eq!(replayed(h, &["--until", "2025-09-16"]), both);
     // Project: a substring of the cwd or of the Claude Code project folder, any case.
@@ -230,26 +247,56 @@ fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
             "--format",
             "json",
             "--price",
-            "gpt-5-codex=2",
+            "claude-sonnet-4=2",
         ],
     );
     assert_eq!(out.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let models = doc["models"].as_array().unwrap();
-    let gpt = models.iter().find(|m| m["model"] == "gpt-5-codex").unwrap();
-    assert_eq!((gpt["source"].as_str(), gpt["input"].as_f64()), (Some("override"), Some(2.0)));
     let claude = models
         .iter()
         .find(|m| m["model"] == "claude-sonnet-4-20250514")
         .unwrap();
-    assert_eq!(claude["source"], "built_in");
+    assert_eq!(
+        (claude["source"].as_str(), claude["input"].as_f64()),
+        (Some("override"), Some(2.0))
+    );
+    // Costs follow the price: the override's cost is 2/3 of the table's.
+    let cost = |doc: &serde_json::Value| {
+        doc["per_session"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == CLAUDE_ID)
+            .unwrap()["policies"][0]["cost"]
+            .as_f64()
+            .unwrap()
+    };
+    let table: serde_json::Value = serde_json::from_slice(
+        &foldbench(
+            home.path(),
+            &["replay", "--policy", "none", "--format", "json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!((cost(&doc) / cost(&table) - 2.0 / 3.0).abs() < 1e-9);
 
     // A model the table does not know: the session's records renamed.
-    let dir = home.path().join(".claude/projects/-Users-dain-workspace-claude-code-log-sample");
+    let dir = home
+        .path()
+        .join(".claude/projects/-Users-dain-workspace-claude-code-log-sample");
     let file = dir.join(format!("{CLAUDE_ID}.jsonl"));
     let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replace("claude-sonnet-4-20250514", "local-llama-70b")).unwrap();
-    let out = foldbench(home.path(), &["replay", "--policy", "none", "--session", "937c"]);
+    std::fs::write(
+        &file,
+        text.replace("claude-sonnet-4-20250514", "local-llama-70b"),
+    )
+    .unwrap();
+    let out = foldbench(
+        home.path(),
+        &["replay", "--policy", "none", "--session", "937c"],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     assert!(

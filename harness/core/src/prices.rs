@@ -186,7 +186,10 @@ mod tests {
         assert!(approx(p.input, 15.0));
         let (p, _) = t.lookup(Some("gpt-5-codex"));
         assert!(approx(p.input, 1.25) && approx(p.input * p.cache_read, 0.125));
-        assert!(approx(p.input * p.cache_write, 1.25), "OpenAI: no cache-write surcharge");
+        assert!(
+            approx(p.input * p.cache_write, 1.25),
+            "OpenAI: no cache-write surcharge"
+        );
         let (p, _) = t.lookup(Some("gpt-5-mini-2025-08-07"));
         assert!(approx(p.input, 0.25));
         let (p, _) = t.lookup(Some("anthropic/claude-3-5-haiku-20241022"));
@@ -199,7 +202,12 @@ mod tests {
     fn unknown_models_and_unnamed_requests_take_the_default() {
         let mut t = PriceTable::default();
         t.set("default", per_million(7.0, 7.0, 0.7, 21.0));
-        for m in [Some("llama-3.1-70b"), Some("gpt-5-turbo"), Some("o3x"), None] {
+        for m in [
+            Some("llama-3.1-70b"),
+            Some("gpt-5-turbo"),
+            Some("o3x"),
+            None,
+        ] {
             let (p, src) = t.lookup(m);
             assert_eq!(src, PriceSource::Default, "{m:?}");
             assert!(approx(p.input, 7.0), "{m:?}");
@@ -217,7 +225,11 @@ mod tests {
         assert_eq!(src, PriceSource::Override);
         assert!(approx(p.input, 2.0) && approx(p.input * p.output, 10.0));
         let (p, src) = t.lookup(Some("claude-sonnet-4-5-20250929"));
-        assert_eq!(src, PriceSource::BuiltIn, "another model keeps the table's price");
+        assert_eq!(
+            src,
+            PriceSource::BuiltIn,
+            "another model keeps the table's price"
+        );
         assert!(approx(p.input, 3.0));
     }
 }

@@ -90,6 +90,11 @@ impl Builder {
         }
     }
 
+    /// The model named last, if any.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
     pub(crate) fn set_dropped_prefix(&mut self, n: usize) {
         self.s.dropped_prefix = n;
     }

@@ -36,6 +36,8 @@
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
 //!   the summary on ([`crate::RecordedRequest::context_start`]);
+//! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
+//!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`);
 //! - keeps `message.usage` per request (field-wise maximum over the response's lines: the lines
 //!   repeat the input counts and grow the output count);
 //! - drops assistant records of model `<synthetic>` (Claude Code's own error and notice messages,

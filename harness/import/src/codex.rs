@@ -28,6 +28,10 @@
 //! the previous row's is skipped. Usage maps `input_tokens - cached_input_tokens` to uncached
 //! input, `cached_input_tokens` to cache reads, `output_tokens` to output.
 //!
+//! `turn_context` {model, cwd} names the model of the requests after it; `session_meta.cwd` is
+//! the session's working folder; the lines' `timestamp`s give its start and end (the legacy
+//! meta line's `timestamp` its start).
+//!
 //! `compacted` {message, replacement_history} is a compaction point: the replacement history
 //! (when present) is added as non-turn messages, then the message as the summary; requests after
 //! it read from there on.
@@ -410,6 +414,9 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
             }
             if let Some((_, r)) = replay.take() {
                 conv.b.continue_turns(r.b.turns());
+                if conv.b.model().is_none() {
+                    conv.b.set_model(r.b.model());
+                }
                 dropped += r.finish().messages.len();
             }
         }
@@ -431,6 +438,9 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     }
     if let Some((_, r)) = replay.take() {
         conv.b.continue_turns(r.b.turns());
+        if conv.b.model().is_none() {
+            conv.b.set_model(r.b.model());
+        }
         dropped += r.finish().messages.len();
     }
     conv.b.set_dropped_prefix(dropped);

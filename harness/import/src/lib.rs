@@ -44,11 +44,11 @@ mod util;
 pub use detect::detect;
 pub use error::{ImportError, EXPECTED};
 pub use forks::link_forks;
+pub use session::{date_of_ms, timestamp_ms};
 pub use session::{
     EventKind, Format, HumanTurn, ImportedSession, RecordedRequest, SessionEvent,
     UnknownFormatName, Warning,
 };
-pub use session::{date_of_ms, timestamp_ms};
 
 /// Imports one transcript file. `name` names the file in sessions, warnings and errors;
 /// `format` is detected when `None`.

@@ -285,7 +285,13 @@ mod tests {
 
     #[test]
     fn dates_round_trip_through_milliseconds() {
-        for d in ["1970-01-01", "2000-02-29", "2025-07-17", "2025-12-31", "2026-03-01"] {
+        for d in [
+            "1970-01-01",
+            "2000-02-29",
+            "2025-07-17",
+            "2025-12-31",
+            "2026-03-01",
+        ] {
             assert_eq!(date_of_ms(timestamp_ms(d).unwrap()), d);
         }
         assert_eq!(

@@ -406,9 +406,9 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
         "none median",
         "none last",
     ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     headers.extend(others.iter().map(|p| format!("{p} med×/last×")));
     headers.extend(others.iter().map(|p| format!("{p} hidden")));
     let hidden = |s: &SessionReplay, p: &str| {
@@ -566,26 +566,27 @@ pub fn corpus_composition(sessions: &[SessionComposition]) -> Composition {
 /// corpus (every session) and the sessions listed. Shares are token-weighted over the requests'
 /// messages (the prefix is shown apart).
 pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Table {
-    let row = |name: [String; 3], turns: String, units: String, requests: usize, c: &Composition| {
-        let [project, date, name] = name;
-        vec![
-            project,
-            date,
-            name,
-            turns,
-            units,
-            group_thousands(requests as u64),
-            group_thousands(c.total()),
-            pct(c.share(c.in_progress)),
-            pct(c.share(c.conclusions)),
-            pct(c.share(c.steps)),
-            pct(if c.total() == 0 {
-                0.0
-            } else {
-                c.prefix as f64 / c.total() as f64
-            }),
-        ]
-    };
+    let row =
+        |name: [String; 3], turns: String, units: String, requests: usize, c: &Composition| {
+            let [project, date, name] = name;
+            vec![
+                project,
+                date,
+                name,
+                turns,
+                units,
+                group_thousands(requests as u64),
+                group_thousands(c.total()),
+                pct(c.share(c.in_progress)),
+                pct(c.share(c.conclusions)),
+                pct(c.share(c.steps)),
+                pct(if c.total() == 0 {
+                    0.0
+                } else {
+                    c.prefix as f64 / c.total() as f64
+                }),
+            ]
+        };
     let listed: Vec<&SessionComposition> = sessions
         .iter()
         .filter(|s| s.turns >= min_turns && !s.requests.is_empty())

@@ -270,7 +270,13 @@ pub fn describe(p: &ModelPrice) -> String {
 /// The lines that say which price each model was costed at, unknown models listed as such.
 pub fn price_notes(models: &[ModelPrice], default: &Price) -> Vec<String> {
     let mut out = Vec::new();
-    let n = |r: usize| if r == 1 { "1 request".to_string() } else { format!("{r} requests") };
+    let n = |r: usize| {
+        if r == 1 {
+            "1 request".to_string()
+        } else {
+            format!("{r} requests")
+        }
+    };
     let known: Vec<String> = models
         .iter()
         .filter(|m| m.source != PriceSource::Default)
@@ -280,7 +286,11 @@ pub fn price_notes(models: &[ModelPrice], default: &Price) -> Vec<String> {
                 m.model.as_deref().unwrap_or("?"),
                 n(m.requests),
                 describe(m),
-                if m.source == PriceSource::Override { ", --price" } else { "" }
+                if m.source == PriceSource::Override {
+                    ", --price"
+                } else {
+                    ""
+                }
             )
         })
         .collect();
@@ -375,10 +385,7 @@ mod tests {
             ("CLAUDE_CONFIG_DIR", "/a, /b,,"),
             ("CODEX_HOME", "/c"),
         ]));
-        assert_eq!(
-            paths(&ps),
-            ["/a/projects", "/b/projects", "/c/sessions"]
-        );
+        assert_eq!(paths(&ps), ["/a/projects", "/b/projects", "/c/sessions"]);
         assert_eq!(ps[0].from, "CLAUDE_CONFIG_DIR");
         assert!(places(env(&[])).is_empty());
     }
