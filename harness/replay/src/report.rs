@@ -487,6 +487,13 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
 /// part of a subagent id).
 pub fn short_id(id: &str) -> String {
     let id = id.rsplit('/').next().unwrap_or(id);
+    let b = id.as_bytes();
+    let uuid = b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && id.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+    if uuid {
+        return id[..8].to_string();
+    }
     if id.chars().count() <= 24 {
         id.to_string()
     } else {
@@ -651,5 +658,24 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         .map(|s| s.to_string())
         .collect(),
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_id;
+
+    #[test]
+    fn short_ids_keep_a_uuid_head_and_a_subagent_name() {
+        assert_eq!(short_id("937c6e6b-27e7-4edd-86f1-ad28f9731841"), "937c6e6b");
+        assert_eq!(
+            short_id("937c6e6b-27e7-4edd-86f1-ad28f9731841/sidechain-2"),
+            "sidechain-2"
+        );
+        assert_eq!(short_id("agent-a1b2c3"), "agent-a1b2c3");
+        assert_eq!(
+            short_id("astropy__astropy-12907-and-a-long-tail"),
+            "astropy__astropy-12907-…"
+        );
     }
 }
