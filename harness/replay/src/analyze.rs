@@ -74,10 +74,13 @@ pub struct SessionComposition {
     /// The parent of a sidechain, subagent or fork.
     pub parent: Option<String>,
     /// The project it worked on ([`ImportedSession::project`]).
+    #[serde(default)]
     pub project: String,
     /// The UTC date it started (`YYYY-MM-DD`), when recorded.
+    #[serde(default)]
     pub date: Option<String>,
     /// The model most of its requests name, when recorded.
+    #[serde(default)]
     pub model: Option<String>,
     /// Human turns.
     pub turns: u32,
