@@ -16,6 +16,7 @@
 //! - [`matrix`]: the matrix file (profiles, validated with file:line:col), cell ids, partitions;
 //!   [`compare`] pairs two runs' cells (sign test, bootstrap, regression thresholds); [`junit`]
 //!   and [`svg`] are exporters of records.
+//! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
 //! - [`sim`]: the simulated agent, deterministic for a seed.
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
 //!   judgement dataset, its gold labels, the scoring of answers and the tables.
@@ -32,6 +33,7 @@ pub mod matrix;
 pub mod message;
 pub mod metrics;
 pub mod policy;
+pub mod prices;
 pub mod record;
 pub mod render;
 pub mod request;

@@ -25,6 +25,8 @@ pub(crate) struct Builder {
     next_order: usize,
     pending: Vec<(usize, Arc<Message>)>,
     context_start: usize,
+    /// The model named last: the next requests' model.
+    model: Option<String>,
 }
 
 impl Builder {
@@ -42,7 +44,11 @@ impl Builder {
                 human_turns: Vec::new(),
                 dropped_prefix: 0,
                 warnings: Vec::new(),
+                started_ms: None,
+                ended_ms: None,
+                cwd: None,
             },
+            model: None,
             turn: 0,
             calls: HashMap::new(),
             answered: HashSet::new(),
@@ -58,6 +64,35 @@ impl Builder {
 
     pub(crate) fn set_system(&mut self, system: Option<String>) {
         self.s.system = system.filter(|t| !t.is_empty());
+    }
+
+    /// A record's timestamp (RFC 3339): widens the session's start and end. Timestamps that do
+    /// not parse are passed over.
+    pub(crate) fn stamp(&mut self, timestamp: &str) {
+        let Some(t) = crate::util::timestamp_ms(timestamp) else {
+            return;
+        };
+        self.s.started_ms = Some(self.s.started_ms.map_or(t, |s| s.min(t)));
+        self.s.ended_ms = Some(self.s.ended_ms.map_or(t, |e| e.max(t)));
+    }
+
+    /// The working folder, when none was recorded before.
+    pub(crate) fn set_cwd(&mut self, cwd: &str) {
+        if self.s.cwd.is_none() && !cwd.is_empty() {
+            self.s.cwd = Some(cwd.to_string());
+        }
+    }
+
+    /// The model of the requests from here on.
+    pub(crate) fn set_model(&mut self, model: Option<&str>) {
+        if let Some(m) = model.filter(|m| !m.is_empty()) {
+            self.model = Some(m.to_string());
+        }
+    }
+
+    /// The model named last, if any.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     pub(crate) fn set_dropped_prefix(&mut self, n: usize) {
@@ -183,6 +218,7 @@ impl Builder {
             context_start: self.context_start,
             response_id,
             usage,
+            model: self.model.clone(),
         });
         self.s.requests.len() - 1
     }

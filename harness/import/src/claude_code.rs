@@ -36,6 +36,8 @@
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
 //!   the summary on ([`crate::RecordedRequest::context_start`]);
+//! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
+//!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`);
 //! - keeps `message.usage` per request (field-wise maximum over the response's lines: the lines
 //!   repeat the input counts and grow the output count);
 //! - drops assistant records of model `<synthetic>` (Claude Code's own error and notice messages,
@@ -432,6 +434,12 @@ fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidech
     let mut done: HashSet<&str> = HashSet::new();
     for &i in &branch {
         let l = &lines[i];
+        if let Some(t) = s(&l.v, "timestamp") {
+            b.stamp(t);
+        }
+        if let Some(cwd) = s(&l.v, "cwd") {
+            b.set_cwd(cwd);
+        }
         match tree.kind[i].as_str() {
             "assistant" => {
                 let Some(k) = tree.key[i].as_deref() else {
@@ -473,8 +481,9 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
             b.warn(l.no, "skipped: an assistant record without `message`");
             continue;
         };
-        if s(msg, "model") == Some("<synthetic>") {
-            synthetic = true;
+        match s(msg, "model") {
+            Some("<synthetic>") => synthetic = true,
+            model => b.set_model(model),
         }
         if response_id.is_none() {
             response_id = s(msg, "id").map(str::to_string);

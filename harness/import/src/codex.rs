@@ -28,6 +28,10 @@
 //! the previous row's is skipped. Usage maps `input_tokens - cached_input_tokens` to uncached
 //! input, `cached_input_tokens` to cache reads, `output_tokens` to output.
 //!
+//! `turn_context` {model, cwd} names the model of the requests after it; `session_meta.cwd` is
+//! the session's working folder; the lines' `timestamp`s give its start and end (the legacy
+//! meta line's `timestamp` its start).
+//!
 //! `compacted` {message, replacement_history} is a compaction point: the replacement history
 //! (when present) is added as non-turn messages, then the message as the summary; requests after
 //! it read from there on.
@@ -390,6 +394,11 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     let mut replay: Option<(Option<i64>, Conv)> = None;
     let mut dropped = 0;
     let mut seen_meta = false;
+    if let Some(m) = meta {
+        if let Some(cwd) = s(m, "cwd") {
+            conv.b.set_cwd(cwd);
+        }
+    }
     for l in &lines {
         let ts = s(&l.v, "timestamp").and_then(util::timestamp_ms);
         if let Some((start, r)) = replay.as_mut() {
@@ -405,8 +414,14 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
             }
             if let Some((_, r)) = replay.take() {
                 conv.b.continue_turns(r.b.turns());
+                if conv.b.model().is_none() {
+                    conv.b.set_model(r.b.model());
+                }
                 dropped += r.finish().messages.len();
             }
+        }
+        if let Some(t) = s(&l.v, "timestamp") {
+            conv.b.stamp(t);
         }
         if s(&l.v, "type") == Some("session_meta") {
             let id =
@@ -423,6 +438,9 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     }
     if let Some((_, r)) = replay.take() {
         conv.b.continue_turns(r.b.turns());
+        if conv.b.model().is_none() {
+            conv.b.set_model(r.b.model());
+        }
         dropped += r.finish().messages.len();
     }
     conv.b.set_dropped_prefix(dropped);
@@ -450,7 +468,13 @@ fn feed(conv: &mut Conv, l: &Line) {
     match t {
         "response_item" => conv.item(l.no, p),
         "compacted" => conv.compacted(p),
-        "turn_context" => conv.close(),
+        "turn_context" => {
+            conv.close();
+            conv.b.set_model(s(p, "model"));
+            if let Some(cwd) = s(p, "cwd") {
+                conv.b.set_cwd(cwd);
+            }
+        }
         "event_msg" if s(p, "type") == Some("token_count") => conv.token_count(p),
         _ => {} // other events duplicate response items; newer item types carry nothing we read
     }
@@ -476,6 +500,9 @@ pub(crate) fn import_legacy(file: &str, text: &str) -> Result<Vec<ImportedSessio
     let mut b = Builder::new(id, Format::CodexLegacy, file);
     b.add_warnings(warnings);
     b.set_system(meta.and_then(|m| instructions_of(&m.v)));
+    if let Some(t) = meta.and_then(|m| s(&m.v, "timestamp")) {
+        b.stamp(t);
+    }
     let mut conv = Conv::new(b);
     let mut extra: Vec<Warning> = Vec::new();
     for l in &lines {

@@ -44,6 +44,7 @@ mod util;
 pub use detect::detect;
 pub use error::{ImportError, EXPECTED};
 pub use forks::link_forks;
+pub use session::{date_of_ms, timestamp_ms};
 pub use session::{
     EventKind, Format, HumanTurn, ImportedSession, RecordedRequest, SessionEvent,
     UnknownFormatName, Warning,

@@ -106,6 +106,17 @@ pub struct ImportedSession {
     pub dropped_prefix: usize,
     /// What was skipped, with file and line.
     pub warnings: Vec<Warning>,
+    /// The first record's timestamp on the session's branch (milliseconds since the Unix
+    /// epoch, UTC), when the transcript records timestamps (Claude Code, Codex).
+    #[serde(default)]
+    pub started_ms: Option<i64>,
+    /// The last record's timestamp (milliseconds since the Unix epoch, UTC).
+    #[serde(default)]
+    pub ended_ms: Option<i64>,
+    /// The working folder the session ran in, when recorded (Claude Code's `cwd`, Codex's
+    /// `session_meta.cwd`): the first one recorded.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 impl ImportedSession {
@@ -114,6 +125,49 @@ impl ImportedSession {
         let end = request.context.min(self.messages.len());
         let start = request.context_start.min(end);
         &self.messages[start..end]
+    }
+
+    /// The project the session worked on, for tables: the last folder of its `cwd`, else (a
+    /// Claude Code file) the folder the file sits in, else "".
+    pub fn project(&self) -> String {
+        if let Some(name) = self
+            .cwd
+            .as_deref()
+            .and_then(|c| c.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next())
+            .filter(|n| !n.is_empty())
+        {
+            return name.to_string();
+        }
+        if self.format == Format::ClaudeCode {
+            return self.folder().to_string();
+        }
+        String::new()
+    }
+
+    /// The name of the folder the source file sits in ("" when it has none).
+    pub fn folder(&self) -> &str {
+        let mut parts = self.source.rsplit(['/', '\\']);
+        parts.next();
+        parts.next().unwrap_or("")
+    }
+
+    /// The UTC date the session started (`YYYY-MM-DD`), when recorded.
+    pub fn date(&self) -> Option<String> {
+        self.started_ms.map(date_of_ms)
+    }
+
+    /// The model most of the session's requests name (the first named on a tie), when any
+    /// names one.
+    pub fn model(&self) -> Option<&str> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for m in self.requests.iter().filter_map(|r| r.model.as_deref()) {
+            match counts.iter_mut().find(|(n, _)| *n == m) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((m, 1)),
+            }
+        }
+        let best = counts.iter().map(|(_, c)| *c).max()?;
+        counts.into_iter().find(|(_, c)| *c == best).map(|(m, _)| m)
     }
 }
 
@@ -133,6 +187,10 @@ pub struct RecordedRequest {
     pub response_id: Option<String>,
     /// The usage the provider reported for this call, when recorded.
     pub usage: Option<Usage>,
+    /// The model that answered, when recorded (Claude Code's `message.model`, Codex's
+    /// `turn_context.model`).
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// What happened at a point of the session.
@@ -193,5 +251,54 @@ impl fmt::Display for Warning {
         } else {
             write!(f, "{}:{}: {}", self.file, self.line, self.message)
         }
+    }
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 timestamp, or of a date `YYYY-MM-DD` (its
+/// midnight, UTC). `None` when it parses as neither.
+pub fn timestamp_ms(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if t.len() == 10 {
+        return crate::util::timestamp_ms(&format!("{t}T00:00:00Z"));
+    }
+    crate::util::timestamp_ms(t)
+}
+
+/// The UTC date (`YYYY-MM-DD`) of milliseconds since the Unix epoch.
+pub fn date_of_ms(ms: i64) -> String {
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_round_trip_through_milliseconds() {
+        for d in [
+            "1970-01-01",
+            "2000-02-29",
+            "2025-07-17",
+            "2025-12-31",
+            "2026-03-01",
+        ] {
+            assert_eq!(date_of_ms(timestamp_ms(d).unwrap()), d);
+        }
+        assert_eq!(
+            date_of_ms(timestamp_ms("2025-07-17T23:59:59.999Z").unwrap()),
+            "2025-07-17"
+        );
+        assert_eq!(timestamp_ms("2025-13-01"), None);
+        assert_eq!(timestamp_ms("yesterday"), None);
     }
 }

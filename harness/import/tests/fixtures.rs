@@ -737,3 +737,52 @@ fn sessions_serialise() {
     assert_eq!(back.format, Format::ClaudeCode);
     assert!(json.contains("\"format\":\"claude-code\""));
 }
+
+// ---------------------------------------------------------------- when, where, which model
+
+/// The in-repository real sessions (`tests/fixtures/real-sessions`).
+fn real(rel: &str) -> ImportedSession {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/real-sessions")
+        .join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    import(rel, &text, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+}
+
+#[test]
+fn sessions_keep_their_start_end_folder_and_model() {
+    let c = real("claude-code/-Users-dain-workspace-claude-code-log-sample/937c6e6b-27e7-4edd-86f1-ad28f9731841.jsonl");
+    // 2025-07-17T10:50:04.055Z, the first record.
+    assert_eq!(c.started_ms, Some(1_752_749_404_055));
+    assert!(c.ended_ms.unwrap() > c.started_ms.unwrap());
+    assert_eq!(
+        c.cwd.as_deref(),
+        Some("/Users/dain/workspace/claude-code-log")
+    );
+    assert_eq!(c.model(), Some("claude-sonnet-4-20250514"));
+    assert!(c
+        .requests
+        .iter()
+        .all(|r| r.model.as_deref() == Some("claude-sonnet-4-20250514")));
+
+    let x = real("codex/Hoper-J_cpolar-connect/rollout-2025-09-16T14-12-31-613a9a68-8816-40b2-a2d4-041ade599da6.jsonl");
+    // 2025-09-16T06:12:31.309Z, the own session_meta line.
+    assert_eq!(x.started_ms, Some(1_758_003_151_309));
+    assert_eq!(
+        x.cwd.as_deref(),
+        Some("/Users/home/Downloads/CpolarAutoUpdater")
+    );
+
+    // The model of a Codex request: the `turn_context` before it.
+    let r = one("codex/rollout.jsonl");
+    assert_eq!(r.model(), Some("gpt-5-codex"));
+    assert!(!r.requests.is_empty());
+    assert!(r
+        .requests
+        .iter()
+        .all(|q| q.model.as_deref() == Some("gpt-5-codex")));
+    assert_eq!(r.cwd.as_deref(), Some("/home/dev/proj"));
+    assert_eq!(r.started_ms, Some(1_759_320_000_000)); // 2025-10-01T12:00:00Z
+}

@@ -86,6 +86,7 @@ fn synthetic() -> ImportedSession {
                 context_start: 0,
                 response_id: None,
                 usage: None,
+                model: None,
             });
             messages.push(Message::assistant(t, "", vec![call.clone()]));
             let n = 1024 + rng.below(2048);
@@ -97,6 +98,7 @@ fn synthetic() -> ImportedSession {
             context_start: 0,
             response_id: None,
             usage: None,
+            model: None,
         });
         messages.push(Message::assistant(
             t,
@@ -116,6 +118,9 @@ fn synthetic() -> ImportedSession {
         human_turns,
         dropped_prefix: 0,
         warnings: Vec::new(),
+        started_ms: None,
+        ended_ms: None,
+        cwd: None,
     }
 }
 
@@ -130,6 +135,7 @@ fn long_message(bytes: usize) -> ImportedSession {
         context_start: 0,
         response_id: None,
         usage: None,
+        model: None,
     };
     for t in 1..=3u32 {
         let prompt = if t == 2 {
@@ -179,6 +185,9 @@ fn long_message(bytes: usize) -> ImportedSession {
         human_turns,
         dropped_prefix: 0,
         warnings: Vec::new(),
+        started_ms: None,
+        ended_ms: None,
+        cwd: None,
     }
 }
 

@@ -73,6 +73,15 @@ pub struct SessionComposition {
     pub format: Format,
     /// The parent of a sidechain, subagent or fork.
     pub parent: Option<String>,
+    /// The project it worked on ([`ImportedSession::project`]).
+    #[serde(default)]
+    pub project: String,
+    /// The UTC date it started (`YYYY-MM-DD`), when recorded.
+    #[serde(default)]
+    pub date: Option<String>,
+    /// The model most of its requests name, when recorded.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Human turns.
     pub turns: u32,
     /// Units of work (by the judge).
@@ -150,6 +159,9 @@ pub fn analyze_session(
         source: session.source.clone(),
         format: session.format,
         parent: session.parent.clone(),
+        project: session.project(),
+        date: session.date(),
+        model: session.model().map(str::to_string),
         turns: turns.last(),
         units: units.len(),
         judge: turns.judge(),

@@ -17,7 +17,9 @@
 //!   compaction call counts as a request of its own.
 //! - every request gets the prompt-cache simulation of the live loop:
 //!   [`cached_prefix_tokens`] against the previous request, the rest written; folds and
-//!   compactions record their [`rewritten_tokens`]; cost from [`Price`].
+//!   compactions record their [`rewritten_tokens`]; cost from [`Price`]: each request at the
+//!   price of the model its recorded request names ([`PriceTable`]), a compaction call at the
+//!   price of the request before it.
 //!
 //! Recorded compaction summaries (Claude Code's own auto-compact) are not replayed as messages:
 //! no policy here sent them; `compact` may reuse their text.
@@ -35,6 +37,7 @@ use harness_core::fold;
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
 use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::prices::PriceTable;
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens::{self, MESSAGE_OVERHEAD};
 use harness_import::{Format, ImportedSession};
@@ -68,8 +71,8 @@ pub struct ReplayConfig {
     pub judge: JudgeKind,
     /// The model's context window (the default of the policies' `window`).
     pub window: u64,
-    /// Prices.
-    pub price: Price,
+    /// Prices per model (built-in list prices, overrides, the default for the rest).
+    pub prices: PriceTable,
 }
 
 impl Default for ReplayConfig {
@@ -81,7 +84,7 @@ impl Default for ReplayConfig {
                 .collect(),
             judge: JudgeKind::Lexical,
             window: DEFAULT_WINDOW,
-            price: Price::default(),
+            prices: PriceTable::default(),
         }
     }
 }
@@ -309,6 +312,15 @@ pub struct SessionReplay {
     pub format: Format,
     /// The parent session of a sidechain, subagent or fork.
     pub parent: Option<String>,
+    /// The project it worked on ([`ImportedSession::project`]).
+    #[serde(default)]
+    pub project: String,
+    /// The UTC date it started (`YYYY-MM-DD`), when recorded.
+    #[serde(default)]
+    pub date: Option<String>,
+    /// The model most of its requests name, when recorded.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Human turns.
     pub turns: u32,
     /// The fixed prefix every request carries (policies' own tools are added per policy).
@@ -429,6 +441,9 @@ impl Replayer {
             source: session.source.clone(),
             format: session.format,
             parent: session.parent.clone(),
+            project: session.project(),
+            date: session.date(),
+            model: session.model().map(str::to_string),
             turns: turns.last(),
             prefix,
             judge: turns.judge(),
@@ -523,6 +538,9 @@ struct Loop<'a> {
     turns: &'a Turns,
     policy: Box<dyn Policy>,
     prefix: u32,
+    /// The price of each recorded request (by its model).
+    prices: Vec<Price>,
+    /// The price of the last request: a compaction call's.
     price: Price,
     ctx: Context,
     prev: Option<Vec<Arc<Message>>>,
@@ -571,7 +589,12 @@ fn replay_policy(
         turns,
         policy,
         prefix,
-        price: config.price,
+        prices: session
+            .requests
+            .iter()
+            .map(|r| config.prices.lookup(r.model.as_deref()).0)
+            .collect(),
+        price: config.prices.lookup(session.model()).0,
         ctx: Context::default(),
         prev: None,
         out,
@@ -724,6 +747,9 @@ impl Loop<'_> {
         let tokens = u64::from(self.prefix) + sum_tokens(&messages);
         let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), &messages);
         let written = tokens.saturating_sub(cached);
+        if let Some(p) = request.and_then(|k| self.prices.get(k)) {
+            self.price = *p;
+        }
         let p = self.price;
         let cost = (written as f64 * p.cache_write
             + cached as f64 * p.cache_read

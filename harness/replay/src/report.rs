@@ -397,10 +397,18 @@ pub fn hidden_notes(rows: &[PolicySummary]) -> Vec<String> {
 /// all sessions.
 pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: u32) -> Table {
     let others: Vec<&String> = policies.iter().filter(|p| *p != NONE).collect();
-    let mut headers: Vec<String> = ["session", "turns", "requests", "none median", "none last"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut headers: Vec<String> = [
+        "project",
+        "date",
+        "session",
+        "turns",
+        "requests",
+        "none median",
+        "none last",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     headers.extend(others.iter().map(|p| format!("{p} med×/last×")));
     headers.extend(others.iter().map(|p| format!("{p} hidden")));
     let hidden = |s: &SessionReplay, p: &str| {
@@ -418,6 +426,8 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
         .map(|s| {
             let none = SizeStats::of(&s.policy(NONE).map(|p| p.sizes()).unwrap_or_default());
             let mut row = vec![
+                s.project.clone(),
+                s.date.clone().unwrap_or_default(),
                 short_id(&s.id),
                 s.turns.to_string(),
                 s.recorded.len().to_string(),
@@ -432,6 +442,8 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
     let median_row = |name: String, set: &[&SessionReplay]| {
         let mut row = vec![
             name,
+            String::new(),
+            String::new(),
             String::new(),
             String::new(),
             String::new(),
@@ -475,6 +487,13 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
 /// part of a subagent id).
 pub fn short_id(id: &str) -> String {
     let id = id.rsplit('/').next().unwrap_or(id);
+    let b = id.as_bytes();
+    let uuid = b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && id.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+    if uuid {
+        return id[..8].to_string();
+    }
     if id.chars().count() <= 24 {
         id.to_string()
     } else {
@@ -554,23 +573,27 @@ pub fn corpus_composition(sessions: &[SessionComposition]) -> Composition {
 /// corpus (every session) and the sessions listed. Shares are token-weighted over the requests'
 /// messages (the prefix is shown apart).
 pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Table {
-    let row = |name: String, turns: String, units: String, requests: usize, c: &Composition| {
-        vec![
-            name,
-            turns,
-            units,
-            group_thousands(requests as u64),
-            group_thousands(c.total()),
-            pct(c.share(c.in_progress)),
-            pct(c.share(c.conclusions)),
-            pct(c.share(c.steps)),
-            pct(if c.total() == 0 {
-                0.0
-            } else {
-                c.prefix as f64 / c.total() as f64
-            }),
-        ]
-    };
+    let row =
+        |name: [String; 3], turns: String, units: String, requests: usize, c: &Composition| {
+            let [project, date, name] = name;
+            vec![
+                project,
+                date,
+                name,
+                turns,
+                units,
+                group_thousands(requests as u64),
+                group_thousands(c.total()),
+                pct(c.share(c.in_progress)),
+                pct(c.share(c.conclusions)),
+                pct(c.share(c.steps)),
+                pct(if c.total() == 0 {
+                    0.0
+                } else {
+                    c.prefix as f64 / c.total() as f64
+                }),
+            ]
+        };
     let listed: Vec<&SessionComposition> = sessions
         .iter()
         .filter(|s| s.turns >= min_turns && !s.requests.is_empty())
@@ -579,7 +602,11 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         .iter()
         .map(|s| {
             row(
-                short_id(&s.id),
+                [
+                    s.project.clone(),
+                    s.date.clone().unwrap_or_default(),
+                    short_id(&s.id),
+                ],
                 s.turns.to_string(),
                 s.units.to_string(),
                 s.requests.len(),
@@ -592,14 +619,22 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         these.add(&s.total);
     }
     rows.push(row(
-        format!("these {} sessions", listed.len()),
+        [
+            format!("these {} sessions", listed.len()),
+            String::new(),
+            String::new(),
+        ],
         String::new(),
         String::new(),
         listed.iter().map(|s| s.requests.len()).sum(),
         &these,
     ));
     rows.push(row(
-        format!("all {} sessions", sessions.len()),
+        [
+            format!("all {} sessions", sessions.len()),
+            String::new(),
+            String::new(),
+        ],
         String::new(),
         String::new(),
         sessions.iter().map(|s| s.requests.len()).sum(),
@@ -607,6 +642,8 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
     ));
     Table {
         headers: [
+            "project",
+            "date",
             "session",
             "turns",
             "units",
@@ -662,4 +699,23 @@ pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Ve
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_id;
+
+    #[test]
+    fn short_ids_keep_a_uuid_head_and_a_subagent_name() {
+        assert_eq!(short_id("937c6e6b-27e7-4edd-86f1-ad28f9731841"), "937c6e6b");
+        assert_eq!(
+            short_id("937c6e6b-27e7-4edd-86f1-ad28f9731841/sidechain-2"),
+            "sidechain-2"
+        );
+        assert_eq!(short_id("agent-a1b2c3"), "agent-a1b2c3");
+        assert_eq!(
+            short_id("astropy__astropy-12907-and-a-long-tail"),
+            "astropy__astropy-12907-…"
+        );
+    }
 }

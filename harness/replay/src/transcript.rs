@@ -21,6 +21,7 @@ pub fn session_of_transcript(id: &str, messages: Vec<Arc<Message>>) -> ImportedS
                 context_start: 0,
                 response_id: None,
                 usage: None,
+                model: None,
             }),
             Role::User
                 if m.kind == MessageKind::Plain
@@ -51,5 +52,8 @@ pub fn session_of_transcript(id: &str, messages: Vec<Arc<Message>>) -> ImportedS
         human_turns,
         dropped_prefix: 0,
         warnings: Vec::new(),
+        started_ms: None,
+        ended_ms: None,
+        cwd: None,
     }
 }

@@ -34,6 +34,7 @@ fn session() -> ImportedSession {
             context_start: 0,
             response_id: None,
             usage: None,
+            model: None,
         });
         m.push(msg);
     };
@@ -115,6 +116,9 @@ fn session() -> ImportedSession {
         human_turns,
         dropped_prefix: 0,
         warnings: Vec::new(),
+        started_ms: None,
+        ended_ms: None,
+        cwd: None,
     }
 }
 

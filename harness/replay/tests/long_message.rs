@@ -39,6 +39,7 @@ fn session(bytes: usize, calls: u32) -> ImportedSession {
                 context_start: 0,
                 response_id: None,
                 usage: None,
+                model: None,
             });
             messages.push(Message::assistant(t, "", vec![call.clone()]));
             messages.push(Message::tool_result(
@@ -54,6 +55,7 @@ fn session(bytes: usize, calls: u32) -> ImportedSession {
             context_start: 0,
             response_id: None,
             usage: None,
+            model: None,
         });
         messages.push(Message::assistant(
             t,
@@ -73,6 +75,9 @@ fn session(bytes: usize, calls: u32) -> ImportedSession {
         human_turns,
         dropped_prefix: 0,
         warnings: Vec::new(),
+        started_ms: None,
+        ended_ms: None,
+        cwd: None,
     }
 }
 

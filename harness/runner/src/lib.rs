@@ -16,11 +16,14 @@
 //!   [`compare`]: two runs, paired, with regression thresholds.
 //! - [`judge`]: `judge build` and `judge run` (boundary judgement over cards).
 //! - [`tasks`]: loading specs from disk; [`cli`]: the `foldbench` command line;
-//!   [`replay_cmd`]: its `replay` and `analyze` commands over recorded sessions.
+//!   [`replay_cmd`]: its `replay` and `analyze` commands over recorded sessions; [`history`]:
+//!   the default places they read with no path (`~/.claude/projects`, `~/.codex/sessions`, ...)
+//!   and the session filters.
 pub mod backends;
 pub mod cell;
 pub mod cli;
 pub mod compare;
+pub mod history;
 pub mod html;
 pub mod judge;
 pub mod matrix;

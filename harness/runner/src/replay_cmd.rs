@@ -74,11 +74,24 @@ impl From<JudgeArg> for JudgeKind {
 /// What both commands read.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SourceArgs {
-    /// Session files or folders (e.g. ~/.claude/projects, ~/.codex/sessions); folders are
-    /// walked for *.jsonl, *.traj and *.traj.json, Claude Code subagent files paired with their
-    /// sessions.
-    #[arg(required = true)]
+    /// Session files or folders; folders are walked for *.jsonl, *.traj and *.traj.json, Claude
+    /// Code subagent files paired with their sessions. None: your own history, from
+    /// $CLAUDE_CONFIG_DIR (a comma list; each entry's projects/), else ~/.config/claude/projects
+    /// and ~/.claude/projects, and $CODEX_HOME/sessions, else ~/.codex/sessions (those present).
     pub paths: Vec<PathBuf>,
+    /// Only sessions active on or after this day (YYYY-MM-DD, UTC; from the records' timestamps).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub since: Option<String>,
+    /// Only sessions active on or before this day (YYYY-MM-DD, UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub until: Option<String>,
+    /// Only sessions whose working folder (cwd) or project folder contains this text
+    /// (case-insensitive).
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Only the session whose id starts with this (and its subagents and sidechains).
+    #[arg(long, value_name = "ID_PREFIX")]
+    pub session: Option<String>,
     /// The transcripts' format: auto, claude-code, codex, codex-legacy, mini-swe-agent,
     /// swe-agent, openhands.
     #[arg(long, default_value = "auto")]
@@ -116,10 +129,13 @@ pub struct ReplayArgs {
     /// The context window the policies assume (compact fires at 0.9 of it).
     #[arg(long, default_value_t = DEFAULT_WINDOW)]
     window: u64,
-    /// Prices: `INPUT` (dollars per million input tokens) or
+    /// Prices, repeatable: `[MODEL=]PRICE`, PRICE `INPUT` (dollars per million input tokens) or
     /// `input=3,cache_write=1.25,cache_read=0.1,output=5` (multipliers of the input price).
-    #[arg(long)]
-    price: Option<String>,
+    /// With MODEL (`claude-sonnet-4`, `gpt-5=input=1.25,cache_read=0.1,output=8`) it prices
+    /// that model over the built-in table; without, it is the default for models the table does
+    /// not know and requests that name none.
+    #[arg(long, value_name = "[MODEL=]PRICE")]
+    price: Vec<String>,
     /// Write one self-contained HTML page (tables, a chart per session, drill-downs) to FILE.html.
     #[arg(short = 'o', long = "output", value_name = "FILE.html")]
     output: Option<PathBuf>,
@@ -194,8 +210,45 @@ fn threads(jobs: Option<usize>) -> usize {
     .max(1)
 }
 
-/// Reads the sessions; prints skipped files and counted warnings on stderr.
-fn load_sessions(src: &SourceArgs) -> Result<Loaded, i32> {
+/// Reads the sessions (from the default places when no path is given), keeps those the filters
+/// select; prints skipped files, counted warnings and what the filters kept on stderr.
+fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
+    let filter = match crate::history::Filter::new(
+        src.since.as_deref(),
+        src.until.as_deref(),
+        src.project.as_deref(),
+        src.session.as_deref(),
+    ) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(EXIT_USAGE);
+        }
+    };
+    let paths = if src.paths.is_empty() {
+        crate::history::resolve(command).ok_or(EXIT_USAGE)?
+    } else {
+        src.paths.clone()
+    };
+    let mut loaded = import_all(src, &paths)?;
+    if filter.is_active() {
+        let before = loaded.sessions.len();
+        loaded.sessions.retain(|s| filter.keeps(s));
+        eprintln!(
+            "{} of {} selected by the filters",
+            loaded.sessions.len(),
+            count(before, "session")
+        );
+        if loaded.sessions.is_empty() {
+            eprintln!("error: no session matches --since/--until/--project/--session as given");
+            return Err(EXIT_USAGE);
+        }
+    }
+    Ok(loaded)
+}
+
+/// Imports every session under `paths`.
+fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, i32> {
     let format = match src.input_format.as_str() {
         "auto" => None,
         f => match f.parse::<Format>() {
@@ -207,10 +260,10 @@ fn load_sessions(src: &SourceArgs) -> Result<Loaded, i32> {
         },
     };
     let began = Instant::now();
-    let report = match import_paths(&src.paths, format) {
+    let report = match import_paths(paths, format) {
         Ok(r) => r,
         Err(e) => {
-            let names: Vec<String> = src.paths.iter().map(|p| p.display().to_string()).collect();
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             eprintln!("error: cannot read {}: {e}", names.join(", "));
             return Err(EXIT_USAGE);
         }
@@ -249,7 +302,7 @@ fn load_sessions(src: &SourceArgs) -> Result<Loaded, i32> {
             "error: no session found in {} file{} under {}; expected {}",
             report.files,
             if report.files == 1 { "" } else { "s" },
-            src.paths
+            paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -397,6 +450,8 @@ struct ReplayJson<'a> {
     requests: usize,
     judge: &'a str,
     policies: &'a [PolicySummary],
+    /// The models the requests name and the price each was costed at.
+    models: &'a [crate::history::ModelPrice],
     per_session: Vec<SessionJson<'a>>,
     ground_truth: ErrorStats,
     ground_truth_sessions: &'a [harness_replay::SessionTruth],
@@ -406,6 +461,11 @@ struct ReplayJson<'a> {
 struct SessionJson<'a> {
     id: &'a str,
     source: &'a str,
+    format: harness_import::Format,
+    parent: Option<&'a str>,
+    project: &'a str,
+    date: Option<&'a str>,
+    model: Option<&'a str>,
     turns: u32,
     requests: usize,
     judge: JudgeKind,
@@ -433,6 +493,11 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
     SessionJson {
         id: &s.id,
         source: &s.source,
+        format: s.format,
+        parent: s.parent.as_deref(),
+        project: &s.project,
+        date: s.date.as_deref(),
+        model: s.model.as_deref(),
         turns: s.turns,
         requests: s.recorded.len(),
         judge: s.judge,
@@ -463,8 +528,8 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
 
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> i32 {
-    let price = match a.price.as_deref().map(parse_price).transpose() {
-        Ok(p) => p.unwrap_or_default(),
+    let prices = match crate::history::parse_prices(&a.price, parse_price) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("error: --price: {e}");
             return EXIT_USAGE;
@@ -497,7 +562,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         policies: specs,
         judge,
         window: a.window,
-        price,
+        prices: prices.clone(),
     }) {
         Ok(r) => r,
         Err(e) => {
@@ -509,7 +574,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         Ok(l) => l,
         Err(c) => return c,
     };
-    let loaded = match load_sessions(&a.source) {
+    let loaded = match load_sessions(&a.source, "replay") {
         Ok(l) => l,
         Err(c) => return c,
     };
@@ -522,6 +587,8 @@ pub fn replay(a: ReplayArgs) -> i32 {
     let requests: usize = loaded.sessions.iter().map(|s| s.requests.len()).sum();
     let labelled = replays.iter().filter(|s| s.labelled).count();
     let (truth, truth_all) = report::truth_table(&truths);
+    let models = crate::history::model_prices(&loaded.sessions, &prices);
+    let price_notes = crate::history::price_notes(&models, &prices.default);
 
     if let Some(path) = &a.source.requests_out {
         let lines = replays.iter().flat_map(|s| {
@@ -555,6 +622,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 requests,
                 judge: judge.name(),
                 policies: &summary,
+                models: &models,
                 per_session: replays.iter().map(session_json).collect(),
                 ground_truth: truth_all,
                 ground_truth_sessions: &truths,
@@ -605,6 +673,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
             for line in report::verdict_lines(&replays, &summary) {
                 println!("{line}");
             }
+            for note in &price_notes {
+                println!("{note}");
+            }
             if labels_order.iter().any(|p| p == report::NONE) && labels_order.len() > 1 {
                 print_heading(
                     &format!(
@@ -647,6 +718,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         let mut notes = report::replay_notes(&replays, &summary, a.window);
         notes.extend(report::hidden_notes(&summary));
         notes.extend(report::verdict_lines(&replays, &summary));
+        notes.extend(price_notes.iter().cloned());
         let page = crate::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
         if let Err(e) = crate::html::write(path, &page) {
             eprintln!("error: {e}");
@@ -692,7 +764,7 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
         Ok(l) => l,
         Err(c) => return c,
     };
-    let loaded = match load_sessions(src) {
+    let loaded = match load_sessions(src, "analyze") {
         Ok(l) => l,
         Err(c) => return c,
     };
@@ -920,6 +992,6 @@ mod tests {
             EXIT_OK
         );
         assert_eq!(replay_with(&[d, "--policy", "nope"]), EXIT_USAGE);
-        assert_eq!(replay_with(&[d, "--price", "x=1"]), EXIT_USAGE);
+        assert_eq!(replay_with(&[d, "--price", "x=cheap"]), EXIT_USAGE);
     }
 }

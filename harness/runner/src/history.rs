@@ -1,0 +1,418 @@
+//! Your own history: the folders Claude Code and Codex write their sessions to, read when
+//! `replay`, `analyze` or `judge build --from history` is given no path, and the filters that
+//! pick sessions out of them (`--since`, `--until`, `--project`, `--session`).
+//!
+//! The default places, each read only when it is a folder:
+//!
+//! - Claude Code: every entry of `$CLAUDE_CONFIG_DIR` (a comma-separated list, as ccusage reads
+//!   it) with `/projects` appended; when the variable is unset or empty, `~/.config/claude/projects`
+//!   and `~/.claude/projects`;
+//! - Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`.
+
+use std::path::PathBuf;
+
+use harness_core::metrics::Price;
+use harness_core::prices::{PriceSource, PriceTable, PRICES_DATE};
+use harness_import::ImportedSession;
+use serde::Serialize;
+
+/// A folder the default places name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The folder.
+    pub path: PathBuf,
+    /// Whose sessions it holds (`Claude Code`, `Codex`).
+    pub agent: &'static str,
+    /// Where its name came from (`CLAUDE_CONFIG_DIR`, `HOME`, `CODEX_HOME`).
+    pub from: &'static str,
+}
+
+/// The default places, from the environment `var` reads (`std::env::var` in the binary; a map
+/// in tests), whether or not they exist.
+pub fn places(var: impl Fn(&str) -> Option<String>) -> Vec<Place> {
+    let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+    let home = set("HOME").map(PathBuf::from);
+    let mut out = Vec::new();
+    match set("CLAUDE_CONFIG_DIR") {
+        Some(list) => {
+            for dir in list.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+                out.push(Place {
+                    path: PathBuf::from(dir).join("projects"),
+                    agent: "Claude Code",
+                    from: "CLAUDE_CONFIG_DIR",
+                });
+            }
+        }
+        None => {
+            if let Some(h) = &home {
+                for rel in [".config/claude/projects", ".claude/projects"] {
+                    out.push(Place {
+                        path: h.join(rel),
+                        agent: "Claude Code",
+                        from: "HOME",
+                    });
+                }
+            }
+        }
+    }
+    match set("CODEX_HOME") {
+        Some(dir) => out.push(Place {
+            path: PathBuf::from(dir.trim()).join("sessions"),
+            agent: "Codex",
+            from: "CODEX_HOME",
+        }),
+        None => {
+            if let Some(h) = &home {
+                out.push(Place {
+                    path: h.join(".codex/sessions"),
+                    agent: "Codex",
+                    from: "HOME",
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The default places that exist, after saying on stderr which were read; when none exists,
+/// says where it looked and what to pass instead, and returns `None`.
+pub fn resolve(command: &str) -> Option<Vec<PathBuf>> {
+    let all = places(|k| std::env::var(k).ok());
+    let (found, missing): (Vec<&Place>, Vec<&Place>) = all.iter().partition(|p| p.path.is_dir());
+    if found.is_empty() {
+        let looked: Vec<String> = all
+            .iter()
+            .map(|p| format!("{} ({}, from {})", p.path.display(), p.agent, p.from))
+            .collect();
+        eprintln!(
+            "error: no session folder found: looked in {}. Pass session files or folders instead, e.g. `foldbench {command} path/to/sessions`, or set CLAUDE_CONFIG_DIR / CODEX_HOME",
+            if looked.is_empty() {
+                "nothing (HOME, CLAUDE_CONFIG_DIR and CODEX_HOME are unset)".to_string()
+            } else {
+                looked.join(", ")
+            }
+        );
+        return None;
+    }
+    let read: Vec<String> = found
+        .iter()
+        .map(|p| format!("{} ({})", p.path.display(), p.agent))
+        .collect();
+    eprintln!("reading {}", read.join(", "));
+    if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|p| p.path.display().to_string())
+            .collect();
+        eprintln!("not present: {}", names.join(", "));
+    }
+    Some(found.into_iter().map(|p| p.path.clone()).collect())
+}
+
+/// Which sessions to keep (all fields optional; every given one must hold).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Keep sessions active on or after this day (midnight UTC, in milliseconds).
+    pub since_ms: Option<i64>,
+    /// Keep sessions active on or before this day (the end of the day UTC, exclusive).
+    pub until_ms: Option<i64>,
+    /// A substring (case-insensitive) of the session's working folder or project folder.
+    pub project: Option<String>,
+    /// A prefix of the session's id or of its parent's.
+    pub session: Option<String>,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Parses `--since`/`--until`: a date `YYYY-MM-DD`.
+pub fn parse_date(flag: &str, text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let ok = t.len() == 10 && t.as_bytes()[4] == b'-' && t.as_bytes()[7] == b'-';
+    match harness_import::timestamp_ms(t).filter(|_| ok) {
+        // `2025-02-30` parses as a day of March: refuse what does not round-trip.
+        Some(ms) if harness_import::date_of_ms(ms) == t => Ok(ms),
+        _ => Err(format!(
+            "{flag} `{text}`: expected a date YYYY-MM-DD (UTC), e.g. 2025-07-01"
+        )),
+    }
+}
+
+impl Filter {
+    /// The filter of the command-line words (dates checked).
+    pub fn new(
+        since: Option<&str>,
+        until: Option<&str>,
+        project: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<Filter, String> {
+        let since_ms = since.map(|d| parse_date("--since", d)).transpose()?;
+        let until_ms = until
+            .map(|d| parse_date("--until", d).map(|ms| ms + DAY_MS))
+            .transpose()?;
+        if let (Some(s), Some(u)) = (since_ms, until_ms) {
+            if u <= s {
+                return Err(format!(
+                    "--until {} is before --since {}",
+                    until.unwrap_or_default(),
+                    since.unwrap_or_default()
+                ));
+            }
+        }
+        Ok(Filter {
+            since_ms,
+            until_ms,
+            project: project.map(str::to_lowercase).filter(|p| !p.is_empty()),
+            session: session.map(str::to_string).filter(|s| !s.is_empty()),
+        })
+    }
+
+    /// Whether any filter is given.
+    pub fn is_active(&self) -> bool {
+        *self != Filter::default()
+    }
+
+    /// Whether dates are filtered.
+    pub fn by_date(&self) -> bool {
+        self.since_ms.is_some() || self.until_ms.is_some()
+    }
+
+    /// Whether `s` passes. A session is kept by date when its activity (first to last
+    /// timestamp) overlaps the days asked for; a session without timestamps does not pass a
+    /// date filter.
+    pub fn keeps(&self, s: &ImportedSession) -> bool {
+        if self.by_date() {
+            let (Some(start), Some(end)) = (s.started_ms, s.ended_ms) else {
+                return false;
+            };
+            if self.since_ms.is_some_and(|since| end < since)
+                || self.until_ms.is_some_and(|until| start >= until)
+            {
+                return false;
+            }
+        }
+        if let Some(p) = &self.project {
+            let cwd = s.cwd.as_deref().unwrap_or("").to_lowercase();
+            if !cwd.contains(p) && !s.folder().to_lowercase().contains(p) {
+                return false;
+            }
+        }
+        if let Some(prefix) = &self.session {
+            let parent = s.parent.as_deref().unwrap_or("");
+            if !s.id.starts_with(prefix.as_str()) && !parent.starts_with(prefix.as_str()) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// One model the sessions name, with its price (dollars per million tokens of each kind).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelPrice {
+    /// The model as recorded (`null`: requests that name no model).
+    pub model: Option<String>,
+    /// Recorded requests of that model.
+    pub requests: usize,
+    /// Where the price came from: `override`, `built_in` or `default` (the model is unknown).
+    pub source: PriceSource,
+    /// Input.
+    pub input: f64,
+    /// Cache write.
+    pub cache_write: f64,
+    /// Cache read.
+    pub cache_read: f64,
+    /// Output.
+    pub output: f64,
+}
+
+/// The models the sessions' requests name, each with its price, most requests first.
+pub fn model_prices(sessions: &[ImportedSession], table: &PriceTable) -> Vec<ModelPrice> {
+    let mut counts: std::collections::BTreeMap<Option<&str>, usize> = Default::default();
+    for r in sessions.iter().flat_map(|s| &s.requests) {
+        *counts.entry(r.model.as_deref()).or_default() += 1;
+    }
+    let mut out: Vec<ModelPrice> = counts
+        .into_iter()
+        .map(|(model, requests)| {
+            let (p, source) = table.lookup(model);
+            ModelPrice {
+                model: model.map(str::to_string),
+                requests,
+                source,
+                input: p.input,
+                cache_write: p.input * p.cache_write,
+                cache_read: p.input * p.cache_read,
+                output: p.input * p.output,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.model.cmp(&b.model)));
+    out
+}
+
+fn dollars(x: f64) -> String {
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0');
+    format!("${}", s.strip_suffix('.').unwrap_or(s))
+}
+
+/// `$3 in / $3.75 cache write / $0.3 cache read / $15 out per M`.
+pub fn describe(p: &ModelPrice) -> String {
+    format!(
+        "{} in / {} cache write / {} cache read / {} out per M",
+        dollars(p.input),
+        dollars(p.cache_write),
+        dollars(p.cache_read),
+        dollars(p.output)
+    )
+}
+
+/// The lines that say which price each model was costed at, unknown models listed as such.
+pub fn price_notes(models: &[ModelPrice], default: &Price) -> Vec<String> {
+    let mut out = Vec::new();
+    let n = |r: usize| {
+        if r == 1 {
+            "1 request".to_string()
+        } else {
+            format!("{r} requests")
+        }
+    };
+    let known: Vec<String> = models
+        .iter()
+        .filter(|m| m.source != PriceSource::Default)
+        .map(|m| {
+            format!(
+                "{} ({}; {}{})",
+                m.model.as_deref().unwrap_or("?"),
+                n(m.requests),
+                describe(m),
+                if m.source == PriceSource::Override {
+                    ", --price"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    if !known.is_empty() {
+        out.push(format!(
+            "Prices per model (built-in: list prices as published on {PRICES_DATE}): {}",
+            known.join("; ")
+        ));
+    }
+    let unknown: Vec<String> = models
+        .iter()
+        .filter(|m| m.source == PriceSource::Default)
+        .map(|m| match &m.model {
+            Some(name) => format!("{name} ({})", n(m.requests)),
+            None => format!("no model recorded ({})", n(m.requests)),
+        })
+        .collect();
+    if !unknown.is_empty() {
+        let d = ModelPrice {
+            model: None,
+            requests: 0,
+            source: PriceSource::Default,
+            input: default.input,
+            cache_write: default.input * default.cache_write,
+            cache_read: default.input * default.cache_read,
+            output: default.input * default.output,
+        };
+        out.push(format!(
+            "Unknown models, costed at the default price ({}; set one with --price MODEL=PRICE): {}",
+            describe(&d),
+            unknown.join("; ")
+        ));
+    }
+    out
+}
+
+/// Parses the `--price` flags: `[MODEL=]PRICE`, where PRICE is what [`parse`] reads; without
+/// a model (or with `default=`) it sets the default price.
+pub fn parse_prices(
+    flags: &[String],
+    parse: impl Fn(&str) -> Result<Price, String>,
+) -> Result<PriceTable, String> {
+    let mut table = PriceTable::default();
+    for f in flags {
+        let keys = ["input", "cache_write", "cache_read", "output"];
+        let (model, price) = match f.split_once('=') {
+            Some((m, rest)) if !keys.contains(&m.trim()) => (m.trim(), rest),
+            _ => ("default", f.as_str()),
+        };
+        if model.is_empty() {
+            return Err(format!("`{f}`: write MODEL=PRICE, e.g. gpt-5=1.25"));
+        }
+        table.set(model, parse(price)?);
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    fn paths(ps: &[Place]) -> Vec<String> {
+        ps.iter().map(|p| p.path.display().to_string()).collect()
+    }
+
+    #[test]
+    fn home_gives_both_claude_folders_and_codex_sessions() {
+        let ps = places(env(&[("HOME", "/h")]));
+        assert_eq!(
+            paths(&ps),
+            [
+                "/h/.config/claude/projects",
+                "/h/.claude/projects",
+                "/h/.codex/sessions"
+            ]
+        );
+    }
+
+    #[test]
+    fn claude_config_dir_is_a_comma_list_and_codex_home_replaces_the_default() {
+        let ps = places(env(&[
+            ("HOME", "/h"),
+            ("CLAUDE_CONFIG_DIR", "/a, /b,,"),
+            ("CODEX_HOME", "/c"),
+        ]));
+        assert_eq!(paths(&ps), ["/a/projects", "/b/projects", "/c/sessions"]);
+        assert_eq!(ps[0].from, "CLAUDE_CONFIG_DIR");
+        assert!(places(env(&[])).is_empty());
+    }
+
+    #[test]
+    fn dates_are_checked() {
+        assert_eq!(parse_date("--since", "1970-01-02"), Ok(DAY_MS));
+        for bad in ["2025-02-30", "2025-7-1", "July", "2025-07-01T00:00:00Z"] {
+            assert!(parse_date("--since", bad).is_err(), "{bad}");
+        }
+        assert!(Filter::new(Some("2025-07-02"), Some("2025-07-01"), None, None).is_err());
+        assert!(Filter::new(Some("2025-07-01"), Some("2025-07-01"), None, None).is_ok());
+    }
+
+    #[test]
+    fn price_flags_set_the_default_or_one_model() {
+        let parse = |s: &str| -> Result<Price, String> {
+            s.parse::<f64>()
+                .map(|input| Price {
+                    input,
+                    ..Price::default()
+                })
+                .map_err(|e| e.to_string())
+        };
+        let t = parse_prices(&["2".into(), "gpt-5=1".into()], parse).unwrap();
+        assert_eq!(t.default.input, 2.0);
+        assert_eq!(t.overrides["gpt-5"].input, 1.0);
+        assert!(parse_prices(&["=3".into()], parse).is_err());
+    }
+}

@@ -1,0 +1,306 @@
+//! Your own history with no arguments: `foldbench replay` and `analyze` with no path read
+//! `~/.claude/projects` and `~/.codex/sessions` (here a temporary `HOME` holding the
+//! in-repository real sessions), say which folders they read, and the filters select as
+//! documented in docs/replay.md.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::helpers::{binary, root};
+
+const CLAUDE_ID: &str = "937c6e6b-27e7-4edd-86f1-ad28f9731841";
+const CODEX_ID: &str = "613a9a68-8816-40b2-a2d4-041ade599da6";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A home folder laid out as Claude Code and Codex write theirs: the Claude Code project folder
+/// under `.claude/projects/`, the Codex rollout under `.codex/sessions/2025/09/16/`.
+fn home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let real = root().join("tests/fixtures/real-sessions");
+    copy_dir(
+        &real.join("claude-code"),
+        &home.path().join(".claude/projects"),
+    );
+    copy_dir(
+        &real.join("codex/Hoper-J_cpolar-connect"),
+        &home.path().join(".codex/sessions/2025/09/16"),
+    );
+    home
+}
+
+/// Runs foldbench with `HOME` set to `home` and the other places unset.
+fn foldbench(home: &Path, args: &[&str]) -> Output {
+    Command::new(binary())
+        .args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .current_dir(home)
+        .output()
+        .unwrap()
+}
+
+/// `replay --format json` with `extra` filters: the ids of the sessions replayed.
+fn replayed(home: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["replay", "--policy", "none", "--format", "json"];
+    args.extend(extra);
+    let out = foldbench(home, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{extra:?}: {err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<String> = doc["per_session"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn replay_with_no_path_reads_both_default_folders_and_names_them() {
+    let home = home();
+    let out = foldbench(home.path(), &["replay", "--format", "json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let claude = home.path().join(".claude/projects").display().to_string();
+    let codex = home.path().join(".codex/sessions").display().to_string();
+    assert!(
+        err.contains(&format!("reading {claude} (Claude Code), {codex} (Codex)")),
+        "{err}"
+    );
+    let missing = home.path().join(".config/claude/projects");
+    assert!(
+        err.contains(&format!("not present: {}", missing.display())),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sessions = doc["per_session"].as_array().unwrap();
+    let ids: Vec<&str> = sessions.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(
+        ids.contains(&CLAUDE_ID) && ids.contains(&CODEX_ID),
+        "{ids:?}"
+    );
+    let claude_row = sessions.iter().find(|s| s["id"] == CLAUDE_ID).unwrap();
+    assert_eq!(claude_row["project"], "claude-code-log");
+    assert_eq!(claude_row["date"], "2025-07-17");
+    assert_eq!(claude_row["model"], "claude-sonnet-4-20250514");
+    assert!(claude_row["source"].as_str().unwrap().starts_with(&claude));
+    let codex_row = sessions.iter().find(|s| s["id"] == CODEX_ID).unwrap();
+    assert_eq!(codex_row["project"], "CpolarAutoUpdater");
+    assert_eq!(codex_row["date"], "2025-09-16");
+    // The requests' model is in the built-in table: none falls back to the default price.
+    // (The Codex excerpt holds only the parent history its fork replays: no request of its own.)
+    let models = doc["models"].as_array().unwrap();
+    let names: Vec<&str> = models.iter().filter_map(|m| m["model"].as_str()).collect();
+    assert_eq!(names, ["claude-sonnet-4-20250514"]);
+    assert_eq!(models[0]["source"], "built_in");
+    assert_eq!(models[0]["output"], 15.0);
+
+    // The terminal table's session rows show project, date and a short id.
+    let out = foldbench(home.path(), &["replay", "--min-turns", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("claude-code-log") && l.contains("2025-07-17")),
+        "{text}"
+    );
+    assert!(
+        text.contains("Prices per model (built-in: list prices as published on"),
+        "{text}"
+    );
+
+    let out = foldbench(home.path(), &["analyze", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), sessions.len());
+}
+
+#[test]
+fn with_no_default_folder_replay_says_where_it_looked_and_exits_2() {
+    let empty = tempfile::tempdir().unwrap();
+    for cmd in ["replay", "analyze"] {
+        let out = foldbench(empty.path(), &[cmd]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("no session folder found: looked in"), "{err}");
+        assert!(err.contains(".codex/sessions (Codex, from HOME)"), "{err}");
+        assert!(
+            err.contains(&format!("foldbench {cmd} path/to/sessions")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn claude_config_dir_and_codex_home_replace_the_home_folders() {
+    let home = home();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::rename(home.path().join(".claude"), elsewhere.path().join("claude")).unwrap();
+    let out = Command::new(binary())
+        .args(["replay", "--policy", "none", "--format", "json"])
+        .env("HOME", home.path())
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            format!("/nonexistent,{}", elsewhere.path().join("claude").display()),
+        )
+        .env("CODEX_HOME", elsewhere.path().join("no-codex"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let read = elsewhere
+        .path()
+        .join("claude/projects")
+        .display()
+        .to_string();
+    assert!(
+        err.contains(&format!("reading {read} (Claude Code)\n")),
+        "{err}"
+    );
+    assert!(err.contains("not present: /nonexistent/projects"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["per_session"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [CLAUDE_ID],
+        "the home's .codex is not read under CODEX_HOME"
+    );
+}
+
+#[test]
+fn filters_select_by_date_project_and_session() {
+    let home = home();
+    let h = home.path();
+    let both = replayed(h, &[]);
+    assert_eq!(both.len(), 2, "{both:?}");
+    // Dates: the Claude Code session is of 2025-07-17, the Codex one of 2025-09-16 (UTC).
+    assert_eq!(replayed(h, &["--since", "2025-08-01"]), [CODEX_ID]);
+    assert_eq!(replayed(h, &["--until", "2025-08-01"]), [CLAUDE_ID]);
+    assert_eq!(
+        replayed(h, &["--since", "2025-07-17", "--until", "2025-07-17"]),
+        [CLAUDE_ID]
+    );
+    assert_eq!(replayed(h, &["--since", "2025-09-16"]), [CODEX_ID]);
+    assert_eq!(replayed(h, &["--until", "2025-09-16"]), both);
+    // Project: a substring of the cwd or of the Claude Code project folder, any case.
+    assert_eq!(replayed(h, &["--project", "cpolar"]), [CODEX_ID]);
+    assert_eq!(replayed(h, &["--project", "log-sample"]), [CLAUDE_ID]);
+    assert_eq!(replayed(h, &["--project", "/Users/"]), both);
+    // Session: an id prefix.
+    assert_eq!(replayed(h, &["--session", "937c"]), [CLAUDE_ID]);
+    assert_eq!(replayed(h, &["--session", "613a9a68-8816"]), [CODEX_ID]);
+    // Filters combine; nothing left is an error that says so.
+    let out = foldbench(h, &["replay", "--session", "937c", "--since", "2025-08-01"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no session matches"), "{err}");
+    // A bad date says what is expected.
+    let out = foldbench(h, &["replay", "--since", "2025-02-30"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected a date YYYY-MM-DD"), "{err}");
+    // analyze filters the same way.
+    let out = foldbench(h, &["analyze", "--format", "json", "--project", "cpolar"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [CODEX_ID]);
+}
+
+#[test]
+fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
+    let home = home();
+    let out = foldbench(
+        home.path(),
+        &[
+            "replay",
+            "--policy",
+            "none",
+            "--format",
+            "json",
+            "--price",
+            "claude-sonnet-4=2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let models = doc["models"].as_array().unwrap();
+    let claude = models
+        .iter()
+        .find(|m| m["model"] == "claude-sonnet-4-20250514")
+        .unwrap();
+    assert_eq!(
+        (claude["source"].as_str(), claude["input"].as_f64()),
+        (Some("override"), Some(2.0))
+    );
+    // Costs follow the price: the override's cost is 2/3 of the table's.
+    let cost = |doc: &serde_json::Value| {
+        doc["per_session"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == CLAUDE_ID)
+            .unwrap()["policies"][0]["cost"]
+            .as_f64()
+            .unwrap()
+    };
+    let table: serde_json::Value = serde_json::from_slice(
+        &foldbench(
+            home.path(),
+            &["replay", "--policy", "none", "--format", "json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!((cost(&doc) / cost(&table) - 2.0 / 3.0).abs() < 1e-9);
+
+    // A model the table does not know: the session's records renamed.
+    let dir = home
+        .path()
+        .join(".claude/projects/-Users-dain-workspace-claude-code-log-sample");
+    let file = dir.join(format!("{CLAUDE_ID}.jsonl"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("claude-sonnet-4-20250514", "local-llama-70b"),
+    )
+    .unwrap();
+    let out = foldbench(
+        home.path(),
+        &["replay", "--policy", "none", "--session", "937c"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text.contains("Unknown models, costed at the default price ($3 in / $3.75 cache write / $0.3 cache read / $15 out per M; set one with --price MODEL=PRICE): local-llama-70b ("),
+        "{text}"
+    );
+}
