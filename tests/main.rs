@@ -9,6 +9,7 @@ mod cli;
 mod folds;
 mod hidden;
 mod html;
+mod install;
 mod judge;
 mod loss;
 mod matrix;

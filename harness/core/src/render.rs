@@ -588,7 +588,10 @@ mod tests {
             r.metrics.cost = 0.1 + 0.2;
         }
         let display = summary_table(&rs);
-        assert!(display.rows[1].iter().any(|c| c == "1/2"), "display keeps 1/2");
+        assert!(
+            display.rows[1].iter().any(|c| c == "1/2"),
+            "display keeps 1/2"
+        );
         let csv = summary_csv(&rs);
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
         let headers = reader.headers().unwrap().clone();
@@ -603,19 +606,33 @@ mod tests {
             ("1".into(), "1".into(), "2".into())
         );
         assert_eq!(get(1, "success_rate"), "0.5");
-        assert_eq!(get(0, "median_request_tokens"), "1100", "no thousands separator");
-        assert_eq!(get(1, "median_ratio_to_none"), "0.5", "a plain decimal, no ×");
+        assert_eq!(
+            get(0, "median_request_tokens"),
+            "1100",
+            "no thousands separator"
+        );
+        assert_eq!(
+            get(1, "median_ratio_to_none"),
+            "0.5",
+            "a plain decimal, no ×"
+        );
         assert_eq!(get(1, "cost").parse::<f64>().unwrap(), 2.0 * (0.1 + 0.2));
         for row in &rows {
             for field in row {
                 assert!(
-                    field.is_empty() || field.parse::<f64>().is_ok() || field == "none" || field == "trim",
+                    field.is_empty()
+                        || field.parse::<f64>().is_ok()
+                        || field == "none"
+                        || field == "trim",
                     "not a raw number: {field:?}"
                 );
             }
         }
         let cells = cells_table(&rs).to_csv();
-        assert!(cells.contains(",0.5,"), "the cell's ratio unrounded: {cells}");
+        assert!(
+            cells.contains(",0.5,"),
+            "the cell's ratio unrounded: {cells}"
+        );
         assert!(!cells.contains("1,100"));
     }
 

@@ -20,7 +20,7 @@
 //! runs share no cell; `validate` and every reader of a matrix file or spec — 2 with every
 //! problem printed as file:line:col.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -115,6 +115,13 @@ enum Command {
     /// Split what the model read in recorded sessions into work in progress, conclusions and
     /// steps of finished work.
     Analyze(crate::replay_cmd::AnalyzeArgs),
+    /// Write the built-in task suite into DIR/tasks (default: the current folder), to run,
+    /// read and change it outside a checkout.
+    Init {
+        /// The folder to write `tasks/` into.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print a shell completion script: `foldbench completions bash > ~/.local/share/bash-completion/completions/foldbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -268,6 +275,7 @@ async fn dispatch(cmd: Command) -> i32 {
         } => fold_cmd(transcript, from, to),
         Command::Replay(a) => crate::replay_cmd::replay(a),
         Command::Analyze(a) => crate::replay_cmd::analyze(a),
+        Command::Init { dir } => init(&dir),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
@@ -276,16 +284,19 @@ async fn dispatch(cmd: Command) -> i32 {
     }
 }
 
-fn default_tasks(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        vec![PathBuf::from("tasks")]
+fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
+    let paths = if paths.is_empty() {
+        match tasks::default_dir(Path::new("")) {
+            Ok(d) => vec![d],
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(EXIT_INTERNAL);
+            }
+        }
     } else {
         paths
-    }
-}
-
-fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
-    tasks::load_tasks(&default_tasks(paths)).map_err(|problems| {
+    };
+    tasks::load_tasks(&paths).map_err(|problems| {
         for p in &problems {
             eprintln!("{p}");
         }
@@ -296,6 +307,24 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
         );
         EXIT_USAGE
     })
+}
+
+fn init(dir: &Path) -> i32 {
+    let target = dir.join("tasks");
+    match tasks::embedded::write_to(&target) {
+        Ok(n) => {
+            println!(
+                "wrote the task suite ({n} files) to {}; try: foldbench run --tasks {} --seeds 1",
+                target.display(),
+                target.join("trim-rerun.yaml").display()
+            );
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+    }
 }
 
 fn validate(paths: Vec<PathBuf>) -> i32 {
@@ -446,7 +475,7 @@ fn config(
             max_retries: common.retries,
             ..BackendOptions::default()
         },
-        progress: run::progress_wanted(),
+        progress: true,
         retry_errors: !common.no_retry_errors,
         only: None,
         replay: common.replay.clone(),
