@@ -174,3 +174,32 @@ fn an_installed_binary_runs_outside_a_checkout() {
         "changed"
     );
 }
+
+#[test]
+fn replay_csv_holds_raw_numbers() {
+    let d = tempfile::tempdir().unwrap();
+    let sessions = root().join("tests/fixtures/real-sessions");
+    let o = fb(
+        &binary(),
+        &root(),
+        d.path(),
+        &["replay", sessions.to_str().unwrap(), "--format", "csv"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let csv = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut rows = csv.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let headers = rows.next().unwrap();
+    assert_eq!(headers[..3], ["policy", "sessions", "requests"], "{csv}");
+    let mut n = 0;
+    for row in rows {
+        n += 1;
+        assert_eq!(row.len(), headers.len(), "no quoted display strings: {csv}");
+        for (h, v) in headers.iter().zip(&row).skip(1) {
+            assert!(
+                v.is_empty() || v.parse::<f64>().is_ok(),
+                "{h} = {v:?} is not a raw number (no ×, no thousands separator): {csv}"
+            );
+        }
+    }
+    assert!(n >= 2, "a row per policy: {csv}");
+}
