@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use harness_core::message::Message;
@@ -371,34 +371,11 @@ pub fn split_arms(s: &str) -> Vec<String> {
     arms
 }
 
+/// `run-YYYYMMDD-HHMMSS` in UTC, the default run folder's name.
 fn run_id() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = secs / 86_400;
-    let (y, m, d) = civil_from_days(days as i64);
-    let s = secs % 86_400;
-    format!(
-        "run-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    jiff::Timestamp::now()
+        .strftime("run-%Y%m%d-%H%M%S")
+        .to_string()
 }
 
 fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
@@ -714,7 +691,10 @@ mod tests {
                 "fold:timing=pressure,pressure_tokens=9"
             ]
         );
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_000), (2024, 10, 4));
+        let id = run_id();
+        assert!(
+            id.len() == 19 && id.starts_with("run-20") && id.as_bytes()[12] == b'-',
+            "{id}"
+        );
     }
 }
