@@ -10,6 +10,7 @@ mod folds;
 mod hidden;
 mod history;
 mod html;
+mod install;
 mod judge;
 mod loss;
 mod matrix;

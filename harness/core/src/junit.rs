@@ -21,18 +21,41 @@
 
 use crate::record::{CellRecord, Status};
 
-/// Escapes text for XML attributes and content, dropping characters XML 1.0 cannot hold.
+/// Escapes text for XML content: the five markup characters as entities, ANSI terminal escape
+/// sequences (colours from a check's tool output) removed whole, and the other characters XML
+/// 1.0 cannot hold shown as U+FFFD rather than dropped silently.
 pub fn escape(s: &str) -> String {
+    escape_with(s, false)
+}
+
+/// Escapes text for an XML attribute value: as [`escape`], and tab, newline and carriage return
+/// as character references, which a parser keeps (a literal one it would turn into a space).
+pub fn escape_attr(s: &str) -> String {
+    escape_with(s, true)
+}
+
+fn escape_with(s: &str, attr: bool) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' if attr => out.push_str(&format!("&#{};", c as u32)),
             '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            // CSI (`ESC [ params final`): drop the whole sequence, not only the ESC.
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                for p in chars.by_ref() {
+                    if ('@'..='~').contains(&p) {
+                        break;
+                    }
+                }
+            }
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -70,14 +93,14 @@ fn testcase(out: &mut String, r: &CellRecord) {
     let name = r.id.strip_prefix(&format!("{}/", r.task)).unwrap_or(&r.id);
     out.push_str(&format!(
         "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\">\n      <properties>\n",
-        escape(name),
-        escape(&r.task),
+        escape_attr(name),
+        escape_attr(&r.task),
         secs(r.wall_ms)
     ));
     for (k, v) in properties(r) {
         out.push_str(&format!(
             "        <property name=\"{k}\" value=\"{}\"/>\n",
-            escape(&v)
+            escape_attr(&v)
         ));
     }
     out.push_str("      </properties>\n");
@@ -110,7 +133,7 @@ fn testcase(out: &mut String, r: &CellRecord) {
             };
             out.push_str(&format!(
                 "      <failure message=\"{}\" type=\"check\">{}</failure>\n",
-                escape(&message),
+                escape_attr(&message),
                 escape(&body)
             ));
         }
@@ -118,7 +141,7 @@ fn testcase(out: &mut String, r: &CellRecord) {
             let e = r.error.as_deref().unwrap_or("the cell ended in error");
             out.push_str(&format!(
                 "      <error message=\"{}\" type=\"error\">{}</error>\n",
-                escape(e),
+                escape_attr(e),
                 escape(e)
             ));
         }
@@ -150,7 +173,7 @@ pub fn to_junit(records: &[CellRecord], name: &str) -> String {
     let (tests, failures, errors, ms) = counts(&all);
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{}\">\n",
-        escape(name),
+        escape_attr(name),
         secs(ms)
     );
     for task in tasks {
@@ -158,7 +181,7 @@ pub fn to_junit(records: &[CellRecord], name: &str) -> String {
         let (tests, failures, errors, ms) = counts(&cells);
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{}\">\n",
-            escape(task),
+            escape_attr(task),
             secs(ms)
         ));
         for r in cells {
@@ -178,7 +201,7 @@ mod tests {
 
     #[test]
     fn escapes_and_counts() {
-        assert_eq!(escape("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
         let r = CellRecord {
             version: 1,
             id: "t/trim/sim/1".into(),
@@ -212,5 +235,39 @@ mod tests {
             x.contains("<failure message=\"1 of 1 checks failed: shell: x &lt; y\""),
             "{x}"
         );
+    }
+
+    #[test]
+    fn tool_output_with_control_characters_and_colours_stays_readable() {
+        // A check's output as a test runner prints it on a terminal: colours, a bell, a NUL.
+        let detail = "\u{1b}[31mFAILED\u{1b}[0m test_parse\u{7}\u{0}\nexpected 2";
+        assert_eq!(
+            escape(detail),
+            "FAILED test_parse\u{FFFD}\u{FFFD}\nexpected 2",
+            "colour sequences removed whole, other control characters visible"
+        );
+        assert_eq!(escape_attr("line 1\nline 2\t."), "line 1&#10;line 2&#9;.");
+        let r = CellRecord {
+            version: 1,
+            id: "t/none/sim/1".into(),
+            task: "t".into(),
+            arm: "none".into(),
+            policy: "none".into(),
+            model: "sim".into(),
+            seed: 1,
+            status: Status::Error,
+            error: Some("setup failed:\n\u{1b}[1mno such file\u{1b}[0m".into()),
+            checks: Vec::new(),
+            turns: 0,
+            metrics: CellMetrics::default(),
+            wall_ms: 0,
+            model_ms: 0,
+        };
+        let x = to_junit(&[r], "foldbench");
+        assert!(
+            x.contains("<error message=\"setup failed:&#10;no such file\" type=\"error\">"),
+            "{x}"
+        );
+        assert!(!x.contains("[1m") && !x.contains('\u{1b}'), "{x}");
     }
 }

@@ -59,21 +59,32 @@ impl Table {
         s
     }
 
-    /// RFC 4180 CSV.
+    /// RFC 4180 CSV (the `csv` crate quotes and escapes). The cells go out as they are: give
+    /// it a table of raw values ([`summary_csv`], [`cells_table`]), not a display table.
     pub fn to_csv(&self) -> String {
-        let field = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = String::new();
-        for r in std::iter::once(&self.headers).chain(&self.rows) {
-            out.push_str(&r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
-            out.push('\n');
-        }
-        out
+        write_csv(std::iter::once(&self.headers).chain(&self.rows))
+    }
+}
+
+/// Writes rows of fields as RFC 4180 CSV.
+fn write_csv<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    for r in rows {
+        // Writing into a Vec cannot fail.
+        let _ = w.write_record(r);
+    }
+    let bytes = w.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// A raw number for CSV: the shortest decimal that reads back as the same `f64`; empty when
+/// there is none (no value, or not finite).
+pub fn raw(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_finite() => format!("{}", x + 0.0),
+        _ => String::new(),
     }
 }
 
@@ -222,7 +233,8 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
         .collect()
 }
 
-/// The per-arm summary as a table.
+/// The per-arm summary as a display table (terminal and Markdown: `3/3`, `1,100`, ratios to two
+/// decimals). CSV uses [`summary_csv`] instead.
 pub fn summary_table(records: &[CellRecord]) -> Table {
     let rows = summarize(records);
     let provider = rows
@@ -297,6 +309,70 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
     Table { headers, rows }
 }
 
+/// The per-arm summary as CSV with raw numbers: success as counts (`successes`, `failures`,
+/// `errors`, `cells`) and as a fraction (`success_rate`), ratios as plain decimals, no thousands
+/// separators, an empty field where there is no value. The columns are [`ArmSummary`]'s fields,
+/// the same names the JSON output uses.
+pub fn summary_csv(records: &[CellRecord]) -> String {
+    let headers: Vec<String> = [
+        "arm",
+        "cells",
+        "successes",
+        "failures",
+        "errors",
+        "success_rate",
+        "lost_facts",
+        "median_lost_facts",
+        "median_request_tokens",
+        "median_tokens_per_task",
+        "median_ratio_to_none",
+        "median_last_request_tokens",
+        "median_reruns",
+        "median_reruns_hidden",
+        "archive_reads",
+        "folds",
+        "premature_folds",
+        "fold_regret",
+        "compactions",
+        "cost",
+        "median_provider_request_tokens",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = summarize(records)
+        .iter()
+        .map(|s| {
+            let rate = (s.cells > 0).then(|| s.successes as f64 / s.cells as f64);
+            let f = |x: f64| raw(Some(x));
+            vec![
+                s.arm.clone(),
+                s.cells.to_string(),
+                s.successes.to_string(),
+                (s.cells - s.successes - s.errors).to_string(),
+                s.errors.to_string(),
+                raw(rate),
+                s.lost_facts.to_string(),
+                f(s.median_lost_facts),
+                f(s.median_request_tokens),
+                f(s.median_tokens_per_task),
+                raw(s.median_ratio_to_none),
+                f(s.median_last_request_tokens),
+                f(s.median_reruns),
+                f(s.median_reruns_hidden),
+                s.archive_reads.to_string(),
+                s.folds.to_string(),
+                s.premature_folds.to_string(),
+                s.fold_regret.to_string(),
+                s.compactions.to_string(),
+                f(s.cost),
+                raw(s.median_provider_request_tokens),
+            ]
+        })
+        .collect();
+    write_csv(std::iter::once(&headers).chain(&rows))
+}
+
 /// The metrics of the A/B table.
 pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
@@ -362,7 +438,8 @@ pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
     Table { headers, rows }
 }
 
-/// Per-cell rows (for `report --format csv` and the cell listing).
+/// Per-cell rows (for `report --cells`, in every format): raw numbers throughout (no thousands
+/// separators, ratios and costs as plain decimals), so the CSV reads back as numbers.
 pub fn cells_table(records: &[CellRecord]) -> Table {
     let ratios = ratios_to_none(records);
     let headers = [
@@ -406,16 +483,13 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 r.id.clone(),
                 r.status.as_str().to_string(),
                 m.requests.to_string(),
-                format!("{}", m.request_tokens.median),
+                raw(Some(m.request_tokens.median)),
                 m.request_tokens.p90.to_string(),
                 m.request_tokens.max.to_string(),
                 m.request_tokens.last.to_string(),
                 m.request_tokens.total.to_string(),
                 m.tokens_per_task().to_string(),
-                ratios
-                    .get(&r.id)
-                    .map(|x| format!("{x:.3}"))
-                    .unwrap_or_default(),
+                raw(ratios.get(&r.id).copied()),
                 m.tool_calls.to_string(),
                 m.reruns.to_string(),
                 m.reruns_hidden.to_string(),
@@ -434,7 +508,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 m.compactions.to_string(),
                 m.cached_tokens.to_string(),
                 m.written_tokens.to_string(),
-                format!("{:.6}", m.cost),
+                raw(Some(m.cost)),
                 r.wall_ms.to_string(),
                 r.error.clone().unwrap_or_default(),
             ]
@@ -502,12 +576,78 @@ mod tests {
     }
 
     #[test]
+    fn csv_carries_raw_numbers_not_display_strings() {
+        let mut rs = vec![
+            record("none", 1, 0, 2200, 0),
+            record("none", 2, 0, 2200, 0),
+            record("trim", 1, 0, 1100, 0),
+            record("trim", 2, 1, 1100, 0),
+        ];
+        for r in &mut rs {
+            r.metrics.request_tokens.median = r.metrics.request_tokens.total as f64 / 2.0;
+            r.metrics.cost = 0.1 + 0.2;
+        }
+        let display = summary_table(&rs);
+        assert!(
+            display.rows[1].iter().any(|c| c == "1/2"),
+            "display keeps 1/2"
+        );
+        let csv = summary_csv(&rs);
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        let get = |row: usize, h: &str| {
+            let i = headers.iter().position(|x| x == h).unwrap();
+            rows[row][i].to_string()
+        };
+        assert_eq!(get(1, "arm"), "trim");
+        assert_eq!(
+            (get(1, "successes"), get(1, "failures"), get(1, "cells")),
+            ("1".into(), "1".into(), "2".into())
+        );
+        assert_eq!(get(1, "success_rate"), "0.5");
+        assert_eq!(
+            get(0, "median_request_tokens"),
+            "1100",
+            "no thousands separator"
+        );
+        assert_eq!(
+            get(1, "median_ratio_to_none"),
+            "0.5",
+            "a plain decimal, no ×"
+        );
+        assert_eq!(get(1, "cost").parse::<f64>().unwrap(), 2.0 * (0.1 + 0.2));
+        for row in &rows {
+            for field in row {
+                assert!(
+                    field.is_empty()
+                        || field.parse::<f64>().is_ok()
+                        || field == "none"
+                        || field == "trim",
+                    "not a raw number: {field:?}"
+                );
+            }
+        }
+        let cells = cells_table(&rs).to_csv();
+        assert!(
+            cells.contains(",0.5,"),
+            "the cell's ratio unrounded: {cells}"
+        );
+        assert!(!cells.contains("1,100"));
+    }
+
+    #[test]
     fn csv_and_markdown_escape() {
         let t = Table {
             headers: vec!["a".into(), "b".into()],
             rows: vec![vec!["x,y".into(), "p|q".into()]],
         };
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",p|q\n");
+        let q = Table {
+            headers: vec!["a".into()],
+            rows: vec![vec!["say \"hi\"\r".into()], vec![" lead".into()]],
+        };
+        assert_eq!(q.to_csv(), "a\n\"say \"\"hi\"\"\r\"\n lead\n");
         assert!(t.to_markdown().contains("p\\|q"));
         assert!(t.to_terminal().contains("x,y"));
         assert_eq!(num(1234.0), "1,234");

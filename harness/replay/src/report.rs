@@ -247,6 +247,95 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// The per-policy summary as CSV with raw numbers (`replay --format csv`): one column per field
+/// of [`PolicySummary`] under the JSON's names (nested fields joined with `_`), ratios as plain
+/// decimals, no thousands separators, an empty field where there is no value. The table of
+/// [`policy_table`] is for reading; this is for a spreadsheet or a script.
+pub fn policy_csv(rows: &[PolicySummary]) -> String {
+    use harness_core::render::raw;
+    let opt = raw;
+    let f = |x: f64| raw(Some(x));
+    let headers = [
+        "policy",
+        "sessions",
+        "requests",
+        "median_request",
+        "median_ratio",
+        "last_request",
+        "last_ratio",
+        "total_input",
+        "total_ratio",
+        "cached",
+        "written",
+        "cost",
+        "cards",
+        "folds",
+        "premature_folds",
+        "median_rewritten_per_fold",
+        "compactions",
+        "hidden_references",
+        "hidden_per_100_responses",
+        "responses_with_hidden_references",
+        "hidden_by_source_archive",
+        "hidden_by_source_rerun",
+        "hidden_by_source_none",
+        "folds_needed_later_made",
+        "folds_needed_later_needed",
+        "folds_needed_later_share",
+        "compactions_needed_later_made",
+        "compactions_needed_later_needed",
+        "compactions_needed_later_share",
+        "probes_decision",
+        "probes_artifact",
+        "probes_recall",
+        "probes_continuation",
+    ];
+    Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows: rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.policy.clone(),
+                    r.sessions.to_string(),
+                    r.requests.to_string(),
+                    f(r.median_request),
+                    opt(r.median_ratio),
+                    f(r.last_request),
+                    opt(r.last_ratio),
+                    r.total_input.to_string(),
+                    opt(r.total_ratio),
+                    r.cached.to_string(),
+                    r.written.to_string(),
+                    f(r.cost),
+                    r.cards.to_string(),
+                    r.folds.to_string(),
+                    r.premature_folds.to_string(),
+                    f(r.median_rewritten_per_fold),
+                    r.compactions.to_string(),
+                    r.hidden_references.to_string(),
+                    f(r.hidden_per_100_responses),
+                    r.responses_with_hidden_references.to_string(),
+                    r.hidden_by_source.archive.to_string(),
+                    r.hidden_by_source.rerun.to_string(),
+                    r.hidden_by_source.none.to_string(),
+                    r.folds_needed_later.made.to_string(),
+                    r.folds_needed_later.needed.to_string(),
+                    opt(r.folds_needed_later.share),
+                    r.compactions_needed_later.made.to_string(),
+                    r.compactions_needed_later.needed.to_string(),
+                    opt(r.compactions_needed_later.share),
+                    f(r.probes.decision),
+                    f(r.probes.artifact),
+                    f(r.probes.recall),
+                    f(r.probes.continuation),
+                ]
+            })
+            .collect(),
+    }
+    .to_csv()
+}
+
 /// The per-policy table. `labelled` adds the premature-folds column.
 pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
     let mut headers = vec![

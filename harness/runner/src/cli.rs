@@ -20,9 +20,9 @@
 //! runs share no cell; `validate` and every reader of a matrix file or spec — 2 with every
 //! problem printed as file:line:col.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use harness_core::message::Message;
@@ -115,6 +115,13 @@ enum Command {
     /// Split what the model read in recorded sessions into work in progress, conclusions and
     /// steps of finished work.
     Analyze(crate::replay_cmd::AnalyzeArgs),
+    /// Write the built-in task suite into DIR/tasks (default: the current folder), to run,
+    /// read and change it outside a checkout.
+    Init {
+        /// The folder to write `tasks/` into.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print a shell completion script: `foldbench completions bash > ~/.local/share/bash-completion/completions/foldbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -268,6 +275,7 @@ async fn dispatch(cmd: Command) -> i32 {
         } => fold_cmd(transcript, from, to),
         Command::Replay(a) => crate::replay_cmd::replay(a),
         Command::Analyze(a) => crate::replay_cmd::analyze(a),
+        Command::Init { dir } => init(&dir),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
@@ -276,16 +284,19 @@ async fn dispatch(cmd: Command) -> i32 {
     }
 }
 
-fn default_tasks(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        vec![PathBuf::from("tasks")]
+fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
+    let paths = if paths.is_empty() {
+        match tasks::default_dir(Path::new("")) {
+            Ok(d) => vec![d],
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(EXIT_INTERNAL);
+            }
+        }
     } else {
         paths
-    }
-}
-
-fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
-    tasks::load_tasks(&default_tasks(paths)).map_err(|problems| {
+    };
+    tasks::load_tasks(&paths).map_err(|problems| {
         for p in &problems {
             eprintln!("{p}");
         }
@@ -296,6 +307,24 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
         );
         EXIT_USAGE
     })
+}
+
+fn init(dir: &Path) -> i32 {
+    let target = dir.join("tasks");
+    match tasks::embedded::write_to(&target) {
+        Ok(n) => {
+            println!(
+                "wrote the task suite ({n} files) to {}; try: foldbench run --tasks {} --seeds 1",
+                target.display(),
+                target.join("trim-rerun.yaml").display()
+            );
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+    }
 }
 
 fn validate(paths: Vec<PathBuf>) -> i32 {
@@ -342,34 +371,11 @@ pub fn split_arms(s: &str) -> Vec<String> {
     arms
 }
 
+/// `run-YYYYMMDD-HHMMSS` in UTC, the default run folder's name.
 fn run_id() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = secs / 86_400;
-    let (y, m, d) = civil_from_days(days as i64);
-    let s = secs % 86_400;
-    format!(
-        "run-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    jiff::Timestamp::now()
+        .strftime("run-%Y%m%d-%H%M%S")
+        .to_string()
 }
 
 fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
@@ -446,7 +452,7 @@ fn config(
             max_retries: common.retries,
             ..BackendOptions::default()
         },
-        progress: run::progress_wanted(),
+        progress: true,
         retry_errors: !common.no_retry_errors,
         only: None,
         replay: common.replay.clone(),
@@ -685,7 +691,10 @@ mod tests {
                 "fold:timing=pressure,pressure_tokens=9"
             ]
         );
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_000), (2024, 10, 4));
+        let id = run_id();
+        assert!(
+            id.len() == 19 && id.starts_with("run-20") && id.as_bytes()[12] == b'-',
+            "{id}"
+        );
     }
 }

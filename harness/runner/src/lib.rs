@@ -29,6 +29,7 @@ pub mod judge;
 pub mod matrix;
 pub mod merge;
 pub mod model;
+pub mod progress;
 pub mod reap;
 pub mod replay_cmd;
 pub mod report;

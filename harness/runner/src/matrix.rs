@@ -219,7 +219,9 @@ fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, i32> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let Some(patterns) = &layer.tasks else {
-        return Ok(vec![dir.join("tasks")]);
+        return crate::tasks::default_dir(&dir)
+            .map(|d| vec![d])
+            .map_err(usage);
     };
     let mut files: Vec<PathBuf> = Vec::new();
     let mut problems = Vec::new();

@@ -635,7 +635,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 }
             }
         }
-        OutputFormat::Csv => print_table(&report::policy_table(&summary, labelled > 0), format),
+        OutputFormat::Csv => print!("{}", report::policy_csv(&summary)),
         OutputFormat::Table | OutputFormat::Md => {
             let fallback = if judge.needs_labels() {
                 format!(

@@ -238,7 +238,8 @@ pub fn render_format(
             }
             md
         }
-        Format::Csv => table().to_csv(),
+        Format::Csv if a.cells => render::cells_table(records).to_csv(),
+        Format::Csv => render::summary_csv(records),
         Format::Json => {
             let v = if a.cells {
                 serde_json::to_string_pretty(records)

@@ -2,7 +2,6 @@
 //! progress display, and the records written as each cell ends.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +15,7 @@ use serde::Serialize;
 use crate::backends::{self, BackendOptions};
 use crate::cell::{run_cell, CellOptions, CellPlan};
 use crate::model::{Model, SimModel};
+use crate::progress::Progress;
 use crate::results::RunDir;
 use crate::tasks::LoadedTask;
 
@@ -123,7 +123,8 @@ pub struct RunConfig {
     pub cell: CellOptions,
     /// Backend settings.
     pub backend: BackendOptions,
-    /// Show a progress line on a terminal.
+    /// Show progress on standard error: a bar on a terminal, one line per finished cell off
+    /// one (see [`crate::progress`]).
     pub progress: bool,
     /// On resume, run again the cells that ended in an infrastructure error.
     pub retry_errors: bool,
@@ -132,11 +133,6 @@ pub struct RunConfig {
     /// Answer every model from this cassette folder while keeping the models' labels (and so the
     /// cell ids) of the run that recorded it.
     pub replay: Option<PathBuf>,
-}
-
-/// Whether a progress display fits: a terminal, and not under CI.
-pub fn progress_wanted() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
 }
 
 /// The matrix a run belongs to, when it is not the plain cross product of [`RunConfig`], and the
@@ -253,12 +249,12 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     let total = cells.len();
     let already = total - todo.len();
-    let progress = Arc::new(Mutex::new(Progress {
-        enabled: cfg.progress,
-        done: already,
-        total,
-        requests: 0,
-    }));
+    let mode = if cfg.progress {
+        crate::progress::Mode::detect()
+    } else {
+        crate::progress::Mode::Off
+    };
+    let progress = Arc::new(Mutex::new(Progress::new(mode, already, total)));
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let opts = Arc::new(cfg.cell);
@@ -271,9 +267,12 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             let Ok(_permit) = sem.acquire_owned().await else {
                 return;
             };
+            if let Ok(mut p) = progress.lock() {
+                p.started(&plan.id);
+            }
             let on_event = move |_id: &str, e: &Event| {
                 if let (Event::Request(_), Ok(mut p)) = (e, progress.lock()) {
-                    p.requests += 1;
+                    p.request();
                 }
             };
             let out = run_cell(&plan, &opts, model.as_ref(), &on_event).await;
@@ -286,8 +285,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             RunError::Internal(format!("cannot write the record of {}: {e}", out.record.id))
         })?;
         if let Ok(mut p) = progress.lock() {
-            p.done += 1;
-            p.show(&out.record);
+            p.finished(&out.record);
         }
     }
     if let Ok(p) = progress.lock() {
@@ -393,37 +391,4 @@ fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
         }
     }
     Ok(())
-}
-
-struct Progress {
-    enabled: bool,
-    done: usize,
-    total: usize,
-    requests: usize,
-}
-
-impl Progress {
-    fn show(&self, last: &CellRecord) {
-        if !self.enabled {
-            return;
-        }
-        let width = 30;
-        let filled = (self.done * width).checked_div(self.total).unwrap_or(width);
-        eprint!(
-            "\r\x1b[2K[{}{}] {}/{} cells · {} requests · {} {}",
-            "#".repeat(filled),
-            " ".repeat(width - filled),
-            self.done,
-            self.total,
-            self.requests,
-            last.status.as_str(),
-            last.id
-        );
-    }
-
-    fn finish(&self) {
-        if self.enabled {
-            eprintln!();
-        }
-    }
 }

@@ -109,12 +109,12 @@ impl Sandbox {
             (Err(why), _) => {
                 static WARNED: OnceLock<()> = OnceLock::new();
                 WARNED.get_or_init(|| {
-                    eprintln!(
+                    crate::progress::warn(&format!(
                         "warning: no sandbox for shell commands ({why}): they run as plain `sh` \
                          and can read other processes' environments through /proc; install \
                          bubblewrap (Debian: apt-get install bubblewrap), or pass --sandbox \
                          none to run without one knowingly"
-                    );
+                    ));
                 });
                 Ok(Sandbox::unconfined())
             }

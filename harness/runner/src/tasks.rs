@@ -181,6 +181,105 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
     }
 }
 
+/// The task suite built into the binary (`tasks/` of the checkout it was built from), so an
+/// installed `foldbench` works outside a checkout.
+pub mod embedded {
+    use std::path::{Path, PathBuf};
+
+    use sha2::{Digest, Sha256};
+
+    include!(concat!(env!("OUT_DIR"), "/suite.rs"));
+
+    /// Writes the suite into `dir` (which becomes the `tasks/` folder); refuses to write over a
+    /// file that is there with other contents.
+    pub fn write_to(dir: &Path) -> Result<usize, String> {
+        for (rel, bytes) in FILES {
+            let path = dir.join(rel);
+            if let Ok(old) = std::fs::read(&path) {
+                if old != *bytes {
+                    return Err(format!(
+                        "{} exists and differs from the built-in suite; move it away or pick \
+                         another folder",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        for (rel, bytes) in FILES {
+            let path = dir.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, bytes)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(FILES.len())
+    }
+
+    /// The folder the suite is unpacked to for a run outside a checkout: under the user's cache
+    /// (`$XDG_CACHE_HOME`, else `~/.cache`, else the temporary folder), named by the hash of the
+    /// suite so each build's suite has its own and an unpacked one is reused.
+    pub fn unpacked() -> Result<PathBuf, String> {
+        let mut h = Sha256::new();
+        for (rel, bytes) in FILES {
+            h.update(rel.as_bytes());
+            h.update([0]);
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        }
+        let hash: String = h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = cache.join("foldbench").join(format!("tasks-{hash}"));
+        if dir.join(".complete").is_file() {
+            return Ok(dir);
+        }
+        // Unpack beside, then rename: a reader never sees half a suite.
+        let staging = cache
+            .join("foldbench")
+            .join(format!("tasks-{hash}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        write_to(&staging)?;
+        std::fs::write(staging.join(".complete"), b"")
+            .map_err(|e| format!("cannot write in {}: {e}", staging.display()))?;
+        if std::fs::rename(&staging, &dir).is_err() {
+            // Another process unpacked it first.
+            let _ = std::fs::remove_dir_all(&staging);
+        }
+        if dir.join(".complete").is_file() {
+            Ok(dir)
+        } else {
+            Err(format!(
+                "cannot unpack the built-in task suite into {}",
+                dir.display()
+            ))
+        }
+    }
+}
+
+/// The task folder when none is named: `tasks/` under `base` when it exists, else the built-in
+/// suite (unpacked under the user's cache; said on standard error).
+pub fn default_dir(base: &Path) -> Result<PathBuf, String> {
+    let here = base.join("tasks");
+    if here.exists() || embedded::FILES.is_empty() {
+        return Ok(here);
+    }
+    let dir = embedded::unpacked()?;
+    eprintln!(
+        "no tasks/ folder here: using the task suite built into foldbench ({} files, unpacked \
+         at {}); `foldbench init` writes it into this folder",
+        embedded::FILES.len(),
+        dir.display()
+    );
+    Ok(dir)
+}
+
 /// The table `foldbench tasks` and `foldbench list` print: each task with its turns, units,
 /// scripted tool calls, fixture size and description.
 pub fn table(tasks: &[LoadedTask]) -> harness_core::render::Table {

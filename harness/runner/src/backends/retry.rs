@@ -202,12 +202,12 @@ impl Engine {
                     Err((err, true)) if attempt < attempts => {
                         let reason = err.to_string();
                         let wait = self.policy.backoff(attempt);
-                        eprintln!(
+                        crate::progress::warn(&format!(
                             "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
                             self.model,
                             first_line(&reason),
                             wait.as_secs_f64()
-                        );
+                        ));
                         tokio::time::sleep(wait).await;
                         last = reason;
                     }
@@ -223,12 +223,12 @@ impl Engine {
                             Some(d) => d.min(MAX_RETRY_AFTER),
                             None => self.policy.backoff(attempt),
                         };
-                        eprintln!(
+                        crate::progress::warn(&format!(
                             "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
                             self.model,
                             first_line(&reason),
                             wait.as_secs_f64()
-                        );
+                        ));
                         tokio::time::sleep(wait).await;
                     }
                     last = reason;
