@@ -327,7 +327,7 @@ pub fn price_notes(models: &[ModelPrice], default: &Price) -> Vec<String> {
     out
 }
 
-/// Parses the `--price` flags: `[MODEL=]PRICE`, where PRICE is what [`parse`] reads; without
+/// Parses the `--price` flags: `[MODEL=]PRICE`, where PRICE is what the `parse` argument reads; without
 /// a model (or with `default=`) it sets the default price.
 pub fn parse_prices(
     flags: &[String],
