@@ -304,3 +304,52 @@ fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
         "{text}"
     );
 }
+
+#[test]
+fn judge_build_from_history_needs_labels_beside_the_sessions_and_uses_them() {
+    let home = home();
+    let out = home.path().join("judge.jsonl");
+    // No labels beside the sessions: a clear error, nothing written.
+    let o = foldbench(
+        home.path(),
+        &["judge", "build", "--from", "history", "-o"]
+            .iter()
+            .copied()
+            .chain([out.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no unit labels") && err.contains("labels/<format>"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Labels beside the Claude Code sessions, their source path relative to that folder.
+    let src = root().join(format!(
+        "tests/fixtures/real-sessions/labels/claude-code/{CLAUDE_ID}.yaml"
+    ));
+    let text = std::fs::read_to_string(src)
+        .unwrap()
+        .replace("source_path: \"claude-code/", "source_path: \"");
+    let labels = home.path().join(".claude/projects/labels/claude-code");
+    std::fs::create_dir_all(&labels).unwrap();
+    std::fs::write(labels.join(format!("{CLAUDE_ID}.yaml")), text).unwrap();
+    let o = foldbench(
+        home.path(),
+        &["judge", "build", "--from", "history", "-o"]
+            .iter()
+            .copied()
+            .chain([out.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains(".claude/projects (Claude Code)"), "{err}");
+    let items = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        items.lines().count() > 0,
+        "no items from the labelled history"
+    );
+    assert!(items.contains(CLAUDE_ID), "{items}");
+}

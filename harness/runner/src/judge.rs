@@ -80,8 +80,10 @@ pub enum TableFormat {
 /// `judge build`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BuildArgs {
-    /// Task spec files or folders, data folders holding `labels/` (e.g. tests/fixtures/real-sessions), or
-    /// labels files; repeatable (default: tasks/).
+    /// Task spec files or folders, data folders holding `labels/` (e.g.
+    /// tests/fixtures/real-sessions), labels files, or `history` (your Claude Code and Codex
+    /// sessions in the places `replay` reads with no path, where a `labels/` folder beside them
+    /// gives their units); repeatable (default: tasks/).
     #[arg(long = "from")]
     pub from: Vec<PathBuf>,
     /// The dataset to write (JSONL).
@@ -494,11 +496,50 @@ fn print_tables(tables: &[(&str, harness_core::render::Table)], format: TableFor
     }
 }
 
+/// The `--from` word that stands for your own history: the default places `replay` reads.
+pub const HISTORY: &str = "history";
+
+/// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
+/// beside the sessions: items need gold units, and recorded sessions carry none). Says which
+/// places it read; a history without labels is an error that says what to write.
+fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in from {
+        if p.as_os_str() != HISTORY {
+            out.push(p);
+            continue;
+        }
+        let places = crate::history::resolve("judge build --from")
+            .ok_or("--from history: no session folder in the default places")?;
+        let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
+            places.into_iter().partition(|d| d.join("labels").is_dir());
+        if labelled.is_empty() {
+            return Err(format!(
+                "--from history: {} hold sessions but no unit labels; a judge item needs gold \
+                 units, so write labels/<format>/<session>.yaml beside them (the format: \
+                 docs/judge.md), with source_path relative to that folder",
+                bare.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        out.extend(labelled);
+    }
+    Ok(out)
+}
+
 async fn cmd_build(a: BuildArgs) -> i32 {
     let from = if a.from.is_empty() {
         vec![PathBuf::from("tasks")]
     } else {
-        a.from.clone()
+        match expand_history(a.from.clone()) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
     };
     let sources = match classify(&from) {
         Ok(s) => s,
