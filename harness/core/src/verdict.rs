@@ -56,6 +56,13 @@ pub struct Estimate {
     pub hi: f64,
 }
 
+impl Estimate {
+    /// A ratio with its interval: `0.62× [0.55, 0.70]`.
+    pub fn ratio_text(&self) -> String {
+        format!("{:.2}× [{:.2}, {:.2}]", self.point, self.lo, self.hi)
+    }
+}
+
 /// One arm against the baseline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -77,13 +84,12 @@ impl Verdict {
     /// The one-line verdict: `fold vs none: tokens 0.62× [0.55, 0.70], cost 0.71× [0.64, 0.80],
     /// success −0.02 [−0.06, +0.00] over 51 pairs`.
     pub fn line(&self) -> String {
-        let ratio = |e: &Estimate| format!("{:.2}× [{:.2}, {:.2}]", e.point, e.lo, e.hi);
         format!(
             "{} vs {}: tokens {}, cost {}, success {} [{}, {}] over {} pairs",
             self.arm,
             self.baseline,
-            ratio(&self.tokens),
-            ratio(&self.cost),
+            self.tokens.ratio_text(),
+            self.cost.ratio_text(),
             signed(self.success.point),
             signed(self.success.lo),
             signed(self.success.hi),

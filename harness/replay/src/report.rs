@@ -775,14 +775,11 @@ pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Ve
             continue;
         }
         let v = harness_core::verdict::verdict(&row.policy, NONE, &pairs);
-        let ratio = |e: &harness_core::verdict::Estimate| {
-            format!("{:.2}× [{:.2}, {:.2}]", e.point, e.lo, e.hi)
-        };
         out.push(format!(
             "{} vs none: tokens {}, cost {} over {} sessions; hides {:.1} references per 100 responses",
             row.policy,
-            ratio(&v.tokens),
-            ratio(&v.cost),
+            v.tokens.ratio_text(),
+            v.cost.ratio_text(),
             v.pairs,
             row.hidden_per_100_responses
         ));
