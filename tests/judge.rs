@@ -211,8 +211,8 @@ fn labelled_real_sessions_build_items_with_gold_the_oracle_matches() {
         eprintln!(
             "{}\n{}\n{}",
             data.display(),
-            judgement::filter_table(&stats).to_terminal(),
-            judgement::lexical_table(&stats).to_terminal()
+            harness_report::judgement::filter_table(&stats).to_terminal(),
+            harness_report::judgement::lexical_table(&stats).to_terminal()
         );
         assert!(stats[0].boundaries > 0, "{}", data.display());
     }

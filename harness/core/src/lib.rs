@@ -1,7 +1,18 @@
-//! # harness-core: foldbench's pure core
+//! # harness-core: foldbench's pure domain
 //!
 //! Everything here is deterministic and does no IO — no files, no clock, no network, no
-//! processes. The runner crate (`harness-runner`) is the shell that does all of that.
+//! processes. Reading input files is `harness-config`, drawing output is `harness-report`, and
+//! the runner crate (`harness-runner`) is the shell that does the IO.
+//!
+//! ```
+//! use harness_core::message::Message;
+//! use harness_core::request::{Purpose, Request};
+//!
+//! // A message carries its o200k token count, computed once; a request sums the stored counts.
+//! let user = Message::user(1, "find the port in src/app.py", None);
+//! let request = Request::new("You are a coding agent.".into(), Vec::new().into(), 7, vec![user.clone()], Purpose::Turn);
+//! assert_eq!(request.tokens, 7 + u64::from(user.tokens));
+//! ```
 //!
 //! - [`message`]: [`message::Message`], [`message::ToolCall`], [`message::ToolSpec`]; messages
 //!   carry their o200k token count ([`tokens`]).
@@ -9,39 +20,33 @@
 //!   [`request::Response`].
 //! - [`context`]: the live [`context::Context`] a policy edits, and the prompt-cache simulation.
 //! - [`policy`]: the [`policy::Policy`] trait; policies return decisions, the runner acts.
-//! - [`fold`]: the card, `fold_unit` legality, the archive text and the fold result.
-//! - [`spec`]: task specs, validated completely with file:line:col problems ([`yaml`]).
+//! - [`fold`]: the card, `fold_unit` legality, the archive text and the fold result;
+//!   [`session`]: what the live loop and the replay share (the archive folder, the compaction
+//!   prompt, archiving a splice).
+//! - [`spec`]: the types a task spec is read into.
 //! - [`events`]: the plain-data events of the session loop; [`metrics`] computes a cell's
-//!   numbers from them; [`record`] is the versioned cell record; [`render`] draws tables.
-//! - [`matrix`]: the matrix file (profiles, validated with file:line:col), cell ids, partitions;
-//!   [`compare`] pairs two runs' cells (sign test, bootstrap, regression thresholds); [`junit`]
-//!   and [`svg`] are exporters of records.
+//!   numbers from them; [`record`] is the versioned cell record; [`regression`] says which
+//!   metrics `compare` judges and how much worse each may get.
 //! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
 //! - [`sim`]: the simulated agent, deterministic for a seed.
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
-//!   judgement dataset, its gold labels, the scoring of answers and the tables.
-pub mod compare;
+//!   judgement dataset, its gold labels and the scoring of answers.
+//! - [`suggest`]: "did you mean" for names.
 pub mod context;
 pub mod digest;
 pub mod events;
 pub mod fold;
-pub mod html;
 pub mod judge;
 pub mod judgement;
-pub mod junit;
-pub mod matrix;
 pub mod message;
 pub mod metrics;
 pub mod policy;
 pub mod prices;
 pub mod record;
-pub mod render;
+pub mod regression;
 pub mod request;
 pub mod rng;
 pub mod sim;
 pub mod spec;
 pub mod suggest;
-pub mod svg;
 pub mod tokens;
-pub mod verdict;
-pub mod yaml;

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use harness_core::yaml::Problem;
+use harness_config::yaml::Problem;
 use harness_import::ImportedSession;
 
 /// The labels of any number of files, by prompt uuid.
@@ -55,7 +55,7 @@ impl Labels {
     /// Every problem is reported, with its line and column; nothing is added when there is one.
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {
         // One reader of the labels format, shared with the judge's dataset builder.
-        let parsed = harness_core::judgement::parse_labels(name, text)?;
+        let parsed = harness_config::labels::parse_labels(name, text)?;
         let index = self.files.len();
         self.files.push(name.to_string());
         let mut n = 0;

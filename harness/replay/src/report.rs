@@ -1,5 +1,5 @@
 //! Reports of replays and analyses: plain values and [`Table`]s (terminal, Markdown, CSV through
-//! [`harness_core::render`]). Pure: they return text; the runner prints it.
+//! [`harness_report::render`]). Pure: they return text; the runner prints it.
 //!
 //! Ratios to `none` are taken per session, like the essay's figures ("the median request was 0.2×
 //! the size ... by the end of the session it was a sixth"), then summarised over sessions by
@@ -8,7 +8,7 @@
 
 use harness_core::fold::group_thousands;
 use harness_core::metrics::{median_f64, SizeStats};
-use harness_core::render::Table;
+use harness_report::render::Table;
 use serde::{Deserialize, Serialize};
 
 use crate::analyze::{Composition, SessionComposition};
@@ -252,7 +252,7 @@ fn pct(x: f64) -> String {
 /// decimals, no thousands separators, an empty field where there is no value. The table of
 /// [`policy_table`] is for reading; this is for a spreadsheet or a script.
 pub fn policy_csv(rows: &[PolicySummary]) -> String {
-    use harness_core::render::raw;
+    use harness_report::render::raw;
     let opt = raw;
     let f = |x: f64| raw(Some(x));
     let headers = [
@@ -757,11 +757,11 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
 pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<String> {
     let mut out = Vec::new();
     for row in summary.iter().filter(|r| r.policy != NONE) {
-        let pairs: Vec<harness_core::verdict::Pair> = replays
+        let pairs: Vec<harness_report::verdict::Pair> = replays
             .iter()
             .filter_map(|s| {
                 let (b, p) = (s.policy(NONE)?, s.policy(&row.policy)?);
-                Some(harness_core::verdict::Pair {
+                Some(harness_report::verdict::Pair {
                     base_tokens: b.total_input() as f64,
                     arm_tokens: p.total_input() as f64,
                     base_cost: b.cost(),
@@ -774,7 +774,7 @@ pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Ve
         if pairs.is_empty() {
             continue;
         }
-        let v = harness_core::verdict::verdict(&row.policy, NONE, &pairs);
+        let v = harness_report::verdict::verdict(&row.policy, NONE, &pairs);
         out.push(format!(
             "{} vs none: tokens {}, cost {} over {} sessions; hides {:.1} references per 100 responses",
             row.policy,

@@ -27,7 +27,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use harness_core::message::Message;
 use harness_core::record::{CellRecord, Status};
-use harness_core::render;
+use harness_report::render;
 
 use crate::backends::BackendOptions;
 use crate::cell::CellOptions;
@@ -350,9 +350,9 @@ fn list(paths: Vec<PathBuf>) -> i32 {
     EXIT_OK
 }
 
-/// Parses `1-3` or `1,2,5` (see `harness_core::matrix::parse_seeds`).
+/// Parses `1-3` or `1,2,5` (see `harness_config::matrix::parse_seeds`).
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
-    harness_core::matrix::parse_seeds(s)
+    harness_config::matrix::parse_seeds(s)
 }
 
 /// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy

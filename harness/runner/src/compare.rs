@@ -4,14 +4,14 @@
 //! by more than its threshold.
 //!
 //! Thresholds come from the matrix file's `regression:` section (profile layered as for `run`),
-//! then `--threshold metric=value` flags; without either, `harness_core::compare::
+//! then `--threshold metric=value` flags; without either, `harness_report::compare::
 //! default_thresholds` (no success flip, re-runs +0.5, median request +5%). The logic is
-//! `harness_core::compare`; this module reads records and writes reports.
+//! `harness_report::compare`; this module reads records and writes reports.
 
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use harness_core::compare::{self, Threshold};
+use harness_report::compare::{self, Threshold};
 
 use crate::cli::{EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
 use crate::matrix::ConfigArgs;

@@ -168,7 +168,7 @@ pub struct Sources {
 fn is_labels_file(p: &Path) -> bool {
     std::fs::read_to_string(p)
         .ok()
-        .and_then(|t| harness_core::yaml::parse(&p.display().to_string(), &t).ok())
+        .and_then(|t| harness_config::yaml::parse(&p.display().to_string(), &t).ok())
         .and_then(|v| {
             v.get("turns")?
                 .as_sequence()?
@@ -348,7 +348,7 @@ pub fn labelled_items(
     let lname = labels_file.display().to_string();
     let text =
         std::fs::read_to_string(labels_file).map_err(|e| format!("cannot read {lname}: {e}"))?;
-    let labels = judgement::parse_labels(&lname, &text).map_err(|ps| {
+    let labels = harness_config::labels::parse_labels(&lname, &text).map_err(|ps| {
         ps.iter()
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
@@ -486,7 +486,7 @@ pub async fn build(
     Ok(items)
 }
 
-fn print_tables(tables: &[(&str, harness_core::render::Table)], format: TableFormat) {
+fn print_tables(tables: &[(&str, harness_report::render::Table)], format: TableFormat) {
     for (title, t) in tables {
         match format {
             TableFormat::Table => println!("{title}\n{}\n", t.to_terminal()),
@@ -575,13 +575,19 @@ async fn cmd_build(a: BuildArgs) -> i32 {
                 return EXIT_INTERNAL;
             }
         },
-        TableFormat::Csv => print!("{}", judgement::filter_table(&stats).to_csv()),
+        TableFormat::Csv => print!(
+            "{}",
+            harness_report::judgement::filter_table(&stats).to_csv()
+        ),
         f => print_tables(
             &[
-                ("The host's filter", judgement::filter_table(&stats)),
+                (
+                    "The host's filter",
+                    harness_report::judgement::filter_table(&stats),
+                ),
                 (
                     "The lexical rule at labelled turn boundaries",
-                    judgement::lexical_table(&stats),
+                    harness_report::judgement::lexical_table(&stats),
                 ),
             ],
             f,
@@ -855,15 +861,15 @@ async fn cmd_run(a: RunArgs) -> i32 {
         let tables = vec![
             (
                 "Boundary judgement".to_string(),
-                judgement::scores_table(&aggs),
+                harness_report::judgement::scores_table(&aggs),
             ),
             (
                 "The host's filter".to_string(),
-                judgement::filter_table(&stats),
+                harness_report::judgement::filter_table(&stats),
             ),
             (
                 "The lexical rule at labelled turn boundaries".to_string(),
-                judgement::lexical_table(&stats),
+                harness_report::judgement::lexical_table(&stats),
             ),
         ];
         let heading = format!(
@@ -889,14 +895,23 @@ async fn cmd_run(a: RunArgs) -> i32 {
                 }
             }
         }
-        TableFormat::Csv => print!("{}", judgement::scores_table(&aggs).to_csv()),
+        TableFormat::Csv => print!(
+            "{}",
+            harness_report::judgement::scores_table(&aggs).to_csv()
+        ),
         f => print_tables(
             &[
-                ("Boundary judgement", judgement::scores_table(&aggs)),
-                ("The host's filter", judgement::filter_table(&stats)),
+                (
+                    "Boundary judgement",
+                    harness_report::judgement::scores_table(&aggs),
+                ),
+                (
+                    "The host's filter",
+                    harness_report::judgement::filter_table(&stats),
+                ),
                 (
                     "The lexical rule at labelled turn boundaries",
-                    judgement::lexical_table(&stats),
+                    harness_report::judgement::lexical_table(&stats),
                 ),
             ],
             f,

@@ -1,5 +1,5 @@
 //! The matrix in the shell: finding and reading the matrix file (`foldbench.yaml`, format in
-//! `harness_core::matrix`), choosing a profile, applying the command line over it, loading the
+//! `harness_config::matrix`), choosing a profile, applying the command line over it, loading the
 //! tasks, expanding the cells with their stable ids, and picking a partition; and
 //! `foldbench list`, which prints the cells a `run` with the same flags would run.
 //!
@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use harness_core::compare::Threshold;
-use harness_core::matrix::{
+use harness_config::matrix::{
     self, apply_windows, has_param, with_param, ArmDef, Layer, MatrixFile, Partition, Vocabulary,
 };
+use harness_config::yaml::Problem;
 use harness_core::metrics::Price;
-use harness_core::yaml::Problem;
+use harness_report::compare::Threshold;
 use serde::Serialize;
 
 use crate::cli::{EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
@@ -460,7 +460,7 @@ pub fn list(a: ListArgs) -> i32 {
         if shard.is_some() {
             headers.push("shard");
         }
-        let table = harness_core::render::Table {
+        let table = harness_report::render::Table {
             headers: headers.iter().map(|s| s.to_string()).collect(),
             rows: cells
                 .iter()

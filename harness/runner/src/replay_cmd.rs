@@ -24,7 +24,6 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 use harness_core::metrics::Price;
-use harness_core::render::Table;
 use harness_import::fs::import_paths;
 use harness_import::{Format, ImportedSession};
 use harness_replay::engine::DEFAULT_WINDOW;
@@ -33,6 +32,7 @@ use harness_replay::truth::ErrorStats;
 use harness_replay::{
     analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer, SessionReplay,
 };
+use harness_report::render::Table;
 use serde::Serialize;
 
 use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};

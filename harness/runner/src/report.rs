@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use harness_core::record::{CellRecord, Status};
-use harness_core::svg::{self, RequestPoint, SessionChoice};
-use harness_core::{junit, render};
+use harness_report::svg::{self, RequestPoint, SessionChoice};
+use harness_report::{junit, render};
 
 use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 
@@ -33,7 +33,7 @@ pub enum Format {
     /// An SVG chart (see `--chart`).
     Svg,
     /// One self-contained HTML page: the tables, a chart per task, model and seed with every
-    /// arm, drill-downs to turns, folds and results (`harness_core::html`).
+    /// arm, drill-downs to turns, folds and results (`harness_report::html`).
     Html,
 }
 
@@ -115,7 +115,7 @@ pub fn verdict_lines(records: &[CellRecord], requested: Option<&str>) -> Vec<Str
             None => return Vec::new(),
         },
     };
-    harness_core::verdict::run_verdicts(records, &baseline)
+    harness_report::verdict::run_verdicts(records, &baseline)
         .iter()
         .map(|v| v.line())
         .collect()
@@ -249,7 +249,7 @@ pub fn render_format(
             format!("{}\n", v.map_err(|e| e.to_string())?)
         }
         Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_core::html::render(&crate::html::run_page(
+        Format::Html => harness_report::html::render(&crate::html::run_page(
             &a.run_dir,
             records,
             a.baseline.as_deref(),

@@ -136,7 +136,7 @@ pub struct RunConfig {
 }
 
 /// The matrix a run belongs to, when it is not the plain cross product of [`RunConfig`], and the
-/// shard of it that the run executes (see `harness_core::matrix`).
+/// shard of it that the run executes (see `harness_config::matrix`).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     /// Every cell of the matrix (default: [`expand`] of the config), e.g. with arms on their own

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use harness_core::spec::{self, TaskSpec};
-use harness_core::yaml::Problem;
+use harness_config::spec;
+use harness_config::yaml::Problem;
+use harness_core::spec::TaskSpec;
 
 /// A loaded task and the folder its paths are relative to.
 #[derive(Debug, Clone)]
@@ -282,8 +283,8 @@ pub fn default_dir(base: &Path) -> Result<PathBuf, String> {
 
 /// The table `foldbench tasks` and `foldbench list` print: each task with its turns, units,
 /// scripted tool calls, fixture size and description.
-pub fn table(tasks: &[LoadedTask]) -> harness_core::render::Table {
-    harness_core::render::Table {
+pub fn table(tasks: &[LoadedTask]) -> harness_report::render::Table {
+    harness_report::render::Table {
         headers: [
             "task",
             "turns",

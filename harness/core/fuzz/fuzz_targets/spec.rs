@@ -2,7 +2,7 @@
 //! (converted lossily), and the `repo` field the runner reads from specs with problems.
 #![no_main]
 
-use harness_core::spec;
+use harness_config::spec;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

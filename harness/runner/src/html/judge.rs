@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use harness_core::html::{cut, Block, Group, Page};
 use harness_core::judgement::{Item, JudgedRecord};
-use harness_core::render::Table;
+use harness_report::html::{cut, Block, Group, Page};
+use harness_report::render::Table;
 
 fn ranges(r: &[(u32, u32)]) -> String {
     r.iter()

@@ -1,5 +1,5 @@
 //! `-o FILE.html`: the pages of `report`, `replay` and `judge run`. This module reads what a page
-//! needs (a run folder's cell files) and builds a [`Page`]; `harness_core::html` renders it —
+//! needs (a run folder's cell files) and builds a [`Page`]; `harness_report::html` renders it —
 //! one self-contained file with inline style and script, no network, the same bytes for the same
 //! records.
 
@@ -9,7 +9,7 @@ mod run;
 
 use std::path::Path;
 
-use harness_core::html::{self, Page};
+use harness_report::html::{self, Page};
 
 pub use judge::judge_page;
 pub use replay::replay_page;

@@ -4,13 +4,13 @@
 //! the compactions.
 
 use harness_core::fold::group_thousands;
-use harness_core::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_core::metrics::SizeStats;
-use harness_core::render::{self, Table};
 use harness_core::request::Purpose;
 use harness_import::ImportedSession;
 use harness_replay::report::short_id;
 use harness_replay::{PolicyReplay, SessionReplay};
+use harness_report::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_report::render::{self, Table};
 
 /// One policy's line: its turn requests, a mark on the first turn request after each fold (spliced
 /// at the end of its turn) and after each compaction call.

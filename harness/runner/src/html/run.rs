@@ -8,11 +8,11 @@ use std::path::Path;
 
 use harness_core::events::Event;
 use harness_core::fold::group_thousands;
-use harness_core::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_core::message::{Message, MessageKind};
 use harness_core::record::{CellRecord, Status};
-use harness_core::render::{self, Table};
 use harness_core::request::Purpose;
+use harness_report::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_report::render::{self, Table};
 
 use crate::results::cell_folder;
 

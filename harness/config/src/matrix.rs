@@ -42,10 +42,10 @@ use std::fmt;
 use crate::yaml::Value;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{self, Threshold};
-use crate::metrics::Price;
-use crate::record::cell_id;
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
+use harness_core::metrics::Price;
+use harness_core::record::cell_id;
+use harness_core::regression::{self, Threshold};
 
 /// Version of the matrix file format (the optional `version:` field).
 pub const MATRIX_VERSION: u64 = 1;
@@ -132,7 +132,7 @@ pub struct Layer {
     pub windows: Option<Vec<u64>>,
     /// Prices per model name (`default` for the rest).
     pub prices: BTreeMap<String, Price>,
-    /// Regression thresholds per metric (see [`compare::COMPARED`]).
+    /// Regression thresholds per metric (see [`regression::COMPARED`]).
     pub regression: BTreeMap<String, Threshold>,
 }
 
@@ -777,7 +777,7 @@ fn read_prices(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Price> 
 }
 
 fn read_regression(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Threshold> {
-    let names = compare::metric_names();
+    let names = regression::metric_names();
     let fields = r.mapping(p, v, "`regression`", &names);
     let mut out = BTreeMap::new();
     for (k, val) in &fields {

@@ -7,9 +7,9 @@
 use serde::Deserialize;
 
 use crate::junit::escape;
-use crate::record::CellRecord;
 use crate::render::num;
-use crate::request::Purpose;
+use harness_core::record::CellRecord;
+use harness_core::request::Purpose;
 
 /// Colours of the series (Tableau 10), chosen to stay apart for common colour blindness.
 const PALETTE: [&str; 10] = [
@@ -409,7 +409,7 @@ pub fn reruns_chart(records: &[CellRecord]) -> BarChart {
     let mut cells: Vec<usize> = Vec::new();
     for r in records
         .iter()
-        .filter(|r| r.status != crate::record::Status::Error)
+        .filter(|r| r.status != harness_core::record::Status::Error)
     {
         let i = match bars.iter().position(|b| b.label == r.arm) {
             Some(i) => i,

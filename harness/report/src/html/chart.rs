@@ -4,8 +4,8 @@
 //! so the same chart is the same bytes.
 
 use super::{escape, Chart, MarkKind};
-use crate::fold::group_thousands;
 use crate::svg::ticks;
+use harness_core::fold::group_thousands;
 
 /// Colours of the series (Tableau 10, as in the SVG exporter), in series order.
 const PALETTE: [&str; 10] = [

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::metrics::{median_f64, CellMetrics};
-use crate::record::{CellRecord, RecordMetric, Status};
+use harness_core::metrics::{median_f64, CellMetrics};
+use harness_core::record::{CellRecord, RecordMetric, Status};
 
 /// A table of strings with headers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -97,7 +97,7 @@ pub fn num(x: f64) -> String {
         let sign = if x.round() < 0.0 { "-" } else { "" };
         format!(
             "{sign}{}",
-            crate::fold::group_thousands(x.round().abs() as u64)
+            harness_core::fold::group_thousands(x.round().abs() as u64)
         )
     } else {
         let tenths = (x * 10.0).round() as i64;
@@ -105,7 +105,7 @@ pub fn num(x: f64) -> String {
         let tenths = tenths.unsigned_abs();
         format!(
             "{sign}{}.{}",
-            crate::fold::group_thousands(tenths / 10),
+            harness_core::fold::group_thousands(tenths / 10),
             tenths % 10
         )
     }
@@ -395,7 +395,7 @@ pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
             "rewritten_tokens_total",
         ]);
     }
-    crate::record::record_metrics(&names)
+    harness_core::record::record_metrics(&names)
 }
 
 /// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the
@@ -532,7 +532,7 @@ mod tests {
         };
         metrics.request_tokens.total = total;
         CellRecord {
-            version: crate::record::RECORD_VERSION,
+            version: harness_core::record::RECORD_VERSION,
             id: format!("t/{arm}/sim/{seed}"),
             task: "t".into(),
             arm: arm.into(),

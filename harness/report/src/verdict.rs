@@ -9,7 +9,7 @@
 //! succeeded), in [−1, 1].
 //!
 //! ```
-//! use harness_core::verdict::{verdict, Pair};
+//! use harness_report::verdict::{verdict, Pair};
 //! let pairs: Vec<Pair> = (0..20)
 //!     .map(|i| Pair { base_tokens: 1000.0 + i as f64, arm_tokens: 600.0, base_cost: 1.0,
 //!                     arm_cost: 0.7, base_success: true, arm_success: i != 3 })
@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::record::{CellRecord, Status};
-use crate::rng::Rng;
+use harness_core::record::{CellRecord, Status};
+use harness_core::rng::Rng;
 
 /// Bootstrap resamples behind every interval.
 pub const RESAMPLES: usize = 2000;

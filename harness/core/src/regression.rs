@@ -1,0 +1,104 @@
+//! What counts as a regression between two runs: the metrics `compare` judges and the largest
+//! allowed worsening of each ([`Threshold`]). The matrix file's `regression:` section is read into
+//! these types by `harness_config::matrix`; `harness_report::compare` applies them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+/// A metric that `compare` reports (the record metrics' one table).
+pub use crate::record::RecordMetric as MetricDef;
+
+/// The name of the success metric (judged by flips, not by medians).
+pub const SUCCESS: &str = "success";
+
+/// The metrics `compare` reports, in report order.
+pub const COMPARED: [&str; 12] = [
+    SUCCESS,
+    "median_request_tokens",
+    "max_request_tokens",
+    "total_request_tokens",
+    "reruns",
+    "reruns_hidden",
+    "archive_reads",
+    "premature_folds",
+    "fold_regret",
+    "compactions",
+    "written_tokens",
+    "cost",
+];
+
+/// The definitions of [`COMPARED`].
+pub fn compared_metrics() -> Vec<&'static MetricDef> {
+    crate::record::record_metrics(&COMPARED)
+}
+
+/// The names of [`COMPARED`].
+pub fn metric_names() -> Vec<&'static str> {
+    COMPARED.to_vec()
+}
+
+/// The largest allowed worsening of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
+pub enum Threshold {
+    /// An absolute increase of the median (for `success`: a number of flipped cells).
+    Absolute(f64),
+    /// An increase in percent of the base median (for `success`: percent of the paired cells).
+    Percent(f64),
+}
+
+impl Threshold {
+    /// Parses `0.5`, `3` or `5%`.
+    pub fn parse(s: &str) -> Result<Threshold, String> {
+        let t = s.trim();
+        let (number, percent) = match t.strip_suffix('%') {
+            Some(n) => (n.trim(), true),
+            None => (t, false),
+        };
+        let x: f64 = number
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| {
+                format!("threshold `{s}` must be a non-negative number or a percentage like 5%")
+            })?;
+        Ok(if percent {
+            Threshold::Percent(x)
+        } else {
+            Threshold::Absolute(x)
+        })
+    }
+
+    /// Whether going from `base` to `new` worsens by more than the threshold (a rise; `base` is
+    /// the reference for percentages: any rise from 0 exceeds a percentage).
+    pub fn exceeded(&self, base: f64, new: f64) -> bool {
+        let rise = new - base;
+        if rise <= 1e-12 {
+            return false;
+        }
+        match *self {
+            Threshold::Absolute(t) => rise > t + 1e-12,
+            Threshold::Percent(p) => base <= 0.0 || rise / base * 100.0 > p + 1e-9,
+        }
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Threshold::Absolute(x) => write!(f, "{x}"),
+            Threshold::Percent(x) => write!(f, "{x}%"),
+        }
+    }
+}
+
+/// The thresholds used when neither the matrix file nor the command line gives any.
+pub fn default_thresholds() -> BTreeMap<String, Threshold> {
+    BTreeMap::from([
+        (SUCCESS.to_string(), Threshold::Absolute(0.0)),
+        ("reruns".to_string(), Threshold::Absolute(0.5)),
+        ("median_request_tokens".to_string(), Threshold::Percent(5.0)),
+    ])
+}

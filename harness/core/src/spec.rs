@@ -1,0 +1,273 @@
+//! Task specs (docs/design.md §4): the types a spec is read into. Reading and validating a spec
+//! file is `harness_config::spec::load`; the sim, the metrics and the runner use these types.
+
+use serde::Serialize;
+
+/// The workspace tools a script step may call.
+pub const WORKSPACE_TOOLS: [&str; 6] = [
+    "read_file",
+    "list_files",
+    "grep",
+    "edit_file",
+    "write_file",
+    "shell",
+];
+
+/// Strategy modes (docs/design.md §7).
+pub const MODES: [&str; 4] = ["errand", "triage", "intent", "counsel"];
+
+/// The user message that ends an open strategy.
+pub const BACK: &str = "/back";
+
+/// A scripted multi-turn coding task.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskSpec {
+    /// Unique name.
+    pub name: String,
+    /// One sentence.
+    pub description: String,
+    /// Fixture folder, relative to the spec's folder.
+    pub repo: String,
+    /// Shell commands run once before turn 1.
+    pub setup: Vec<String>,
+    /// Whether shell commands (setup, the agent's, checks) may use the network; off unless the
+    /// task says `network: true`.
+    pub network: bool,
+    /// `false` (`cache: false`) when no shell command of the task may be answered by the tool
+    /// cache (setup, the agent's calls and checks all run for real).
+    pub cache: bool,
+    /// The task's own environment variables, added to the shell's allow-list (`env:` mapping).
+    pub env: Vec<(String, String)>,
+    /// The scripted turns.
+    pub turns: Vec<TurnSpec>,
+    /// What must hold in the final repo.
+    pub checks: Vec<Check>,
+}
+
+/// One scripted turn.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnSpec {
+    /// The user's message, word for word.
+    pub user: String,
+    /// Ground-truth unit label.
+    pub unit: String,
+    /// Facts the agent must see before starting the turn.
+    pub needs: Vec<Need>,
+    /// The strategy mode the turn is done in (fold+strategies only).
+    pub strategy: Option<String>,
+    /// A strategy turn the agent leaves open for the user's `/back` (it does not yield at its
+    /// `say`). Written on the turn itself, so the agent never reads a turn that has not arrived.
+    pub awaits_back: bool,
+    /// The reference plan.
+    pub script: Vec<Step>,
+}
+
+impl TurnSpec {
+    /// The closing message (`say`) of the turn.
+    pub fn say(&self) -> &str {
+        self.script
+            .iter()
+            .find_map(|s| match &s.action {
+                Action::Say(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .unwrap_or("")
+    }
+
+    /// Whether the turn is a `/back`.
+    pub fn is_back(&self) -> bool {
+        self.user.trim() == BACK
+    }
+}
+
+/// One step of a script.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// What the step does.
+    pub action: Action,
+    /// Text the output must contain; it becomes a known fact.
+    pub expect: Option<String>,
+    /// Facts needed before this step.
+    pub needs: Vec<Need>,
+    /// `false` (`cache: false` on the step) when its command's output is not a function of the
+    /// workspace (a clock, randomness, the network): the tool cache never answers it.
+    pub cache: bool,
+}
+
+/// A fact a turn or step needs, and what the agent writes without it.
+///
+/// Written as a plain string (the fact) or as a map `{fact, value, guess}`:
+/// - `fact`: the text that must be visible: a line some earlier step `expect`s, or words of an
+///   earlier user message.
+/// - `value`: the part of the scripted text (edit `old`/`new`, written content, shell command,
+///   report, `say`) that carries the fact; default the fact itself. It must occur in the step's
+///   scripted text (for a turn's need, in some step of the turn).
+/// - `guess`: what an agent without the fact writes in place of `value`; its checks then fail.
+///
+/// An agent that lost a fact without a `guess` (a plain-string need) does not make it up: it
+/// stops the turn before the step and says what it is missing, like an agent that asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Need {
+    /// The text that must be visible.
+    pub fact: String,
+    /// The scripted text that carries the fact.
+    pub value: String,
+    /// What is written instead when the fact is lost; `None`: the agent stops and asks.
+    pub guess: Option<String>,
+}
+
+impl Need {
+    /// A plain-string need.
+    pub fn plain(fact: impl Into<String>) -> Need {
+        let fact = fact.into();
+        Need {
+            value: fact.clone(),
+            fact,
+            guess: None,
+        }
+    }
+}
+
+/// What a step does.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// A workspace tool call.
+    Tool {
+        /// Tool name (one of [`WORKSPACE_TOOLS`]).
+        name: String,
+        /// Arguments.
+        args: serde_json::Value,
+    },
+    /// The closing message of the turn.
+    Say(String),
+    /// A strategy report (inside a strategy).
+    Report(String),
+}
+
+impl Step {
+    /// The texts the step writes: every string of its tool arguments, its report or its `say`.
+    pub fn written_texts(&self) -> Vec<String> {
+        match &self.action {
+            Action::Tool { args, .. } => {
+                let mut out = Vec::new();
+                strings_of(args, &mut out);
+                out
+            }
+            Action::Say(t) | Action::Report(t) => vec![t.clone()],
+        }
+    }
+
+    /// Whether this step changes the workspace.
+    pub fn is_edit(&self) -> bool {
+        matches!(&self.action, Action::Tool { name, .. } if name == "edit_file" || name == "write_file")
+    }
+}
+
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
+        _ => {}
+    }
+}
+
+/// A check on the final repo.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// A shell command that must exit 0.
+    Shell(String),
+    /// A file must contain a text.
+    FileContains {
+        /// Workspace-relative path.
+        path: String,
+        /// The text.
+        text: String,
+    },
+    /// A file must not contain a text.
+    FileLacks {
+        /// Workspace-relative path.
+        path: String,
+        /// The text.
+        text: String,
+    },
+    /// The closing message of a turn must contain a text.
+    AnswerContains {
+        /// 1-based turn.
+        turn: u32,
+        /// The text.
+        text: String,
+    },
+}
+
+impl Check {
+    /// A short label for reports.
+    pub fn label(&self) -> String {
+        match self {
+            Check::Shell(c) => format!("shell: {c}"),
+            Check::FileContains { path, text } => format!("file_contains {path}: {text:?}"),
+            Check::FileLacks { path, text } => format!("file_lacks {path}: {text:?}"),
+            Check::AnswerContains { turn, text } => {
+                format!("answer_contains turn {turn}: {text:?}")
+            }
+        }
+    }
+}
+
+impl TaskSpec {
+    /// The shell commands of steps marked `cache: false`: the tool cache never answers them.
+    pub fn uncached_commands(&self) -> Vec<String> {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.script)
+            .filter(|s| !s.cache)
+            .filter_map(|s| match &s.action {
+                Action::Tool { name, args } if name == "shell" => args
+                    .get("command")
+                    .and_then(|c| c.as_str())
+                    .map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Number of tool steps in the script.
+    pub fn scripted_tool_calls(&self) -> usize {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.script)
+            .filter(|s| matches!(s.action, Action::Tool { .. }))
+            .count()
+    }
+
+    /// Distinct units, in order of first appearance.
+    pub fn units(&self) -> Vec<&str> {
+        let mut seen = Vec::new();
+        for t in &self.turns {
+            if !seen.contains(&t.unit.as_str()) {
+                seen.push(t.unit.as_str());
+            }
+        }
+        seen
+    }
+
+    /// The unit label of a turn (1-based).
+    pub fn unit_of(&self, turn: u32) -> Option<&str> {
+        self.turns
+            .get((turn as usize).checked_sub(1)?)
+            .map(|t| t.unit.as_str())
+    }
+
+    /// Whether the unit of `turn` is continued by a turn after `after` (1-based turns).
+    pub fn continued_after(&self, turn: u32, after: u32) -> bool {
+        let Some(unit) = self.unit_of(turn) else {
+            return false;
+        };
+        self.turns
+            .iter()
+            .skip(after as usize)
+            .any(|t| t.unit == unit)
+    }
+}

@@ -1,0 +1,375 @@
+//! The simulated agent against specs read by `harness-config`.
+
+use std::sync::Arc;
+
+use harness_config::spec;
+use harness_core::judge::Judge;
+use harness_core::message::ToolCall;
+use harness_core::message::{Message, ToolSpec};
+use harness_core::request::{Purpose, Request, Response};
+use harness_core::sim::{summary, Sim, SimConfig};
+use harness_core::spec::TaskSpec;
+use serde_json::json;
+
+const SPEC: &str = r#"name: two
+repo: fixtures/x
+turns:
+  - user: "look at a"
+    unit: a
+    script:
+      - read_file: { path: a.py }
+        expect: "A = 1"
+      - say: "seen"
+  - user: "now use it"
+    unit: a
+    needs: ["A = 1"]
+    script:
+      - edit_file: { path: a.py, old: "A = 1", new: "A = 2" }
+      - say: "done"
+checks:
+  - file_contains: { path: a.py, text: "A = 2" }
+"#;
+
+fn req(msgs: Vec<Arc<Message>>, tools: &[&str]) -> Request {
+    let tools: Vec<ToolSpec> = tools
+        .iter()
+        .map(|n| ToolSpec {
+            name: n.to_string(),
+            description: String::new(),
+            parameters: json!({}),
+        })
+        .collect();
+    Request::new(Arc::from("sys"), Arc::from(tools), 0, msgs, Purpose::Turn)
+}
+
+fn sim(recheck: f64) -> Sim {
+    Sim::new(
+        Arc::new(spec::load("t.yaml", SPEC).unwrap()),
+        SimConfig {
+            seed: 3,
+            recheck,
+            judge: Judge::Oracle,
+        },
+    )
+}
+
+#[test]
+fn follows_the_script_and_reruns_missing_facts() {
+    let mut s = sim(0.0);
+    let u1 = Message::user(1, "look at a", None);
+    let r = s.respond(&req(vec![u1.clone()], &[]));
+    assert_eq!(r.tool_calls[0].name, "read_file");
+    assert_eq!(r.expects[0].1, "A = 1");
+    let out = Message::tool_result(1, &r.tool_calls[0], "     1\tA = 1", false);
+    let a1 = Message::assistant(1, "", r.tool_calls.clone());
+    let r = s.respond(&req(vec![u1.clone(), a1.clone(), out.clone()], &[]));
+    assert_eq!(r.text, "seen");
+    // Turn 2 with the fact visible: straight to the edit.
+    let close = Message::assistant(1, "seen", vec![]);
+    let u2 = Message::user(2, "now use it", None);
+    let mut s2 = sim(0.0);
+    s2.continue_turn(1);
+    let r = s2.respond(&req(
+        vec![u1.clone(), a1, out, close.clone(), u2.clone()],
+        &[],
+    ));
+    assert_eq!(r.tool_calls[0].name, "edit_file");
+    // Turn 2 with the fact gone (trimmed): re-run the producing read first.
+    let r = s.respond(&req(vec![u1, close, u2], &[]));
+    assert_eq!(r.tool_calls[0].name, "read_file");
+    assert_eq!(r.tool_calls[0].args, json!({ "path": "a.py" }));
+}
+
+#[test]
+fn greps_the_archive_when_a_fold_covers_the_source() {
+    let mut s = sim(0.0);
+    let fold = harness_core::fold::result_message(
+        1,
+        1,
+        &[Message::user(1, "look at a", None)],
+        ".foldbench/archive/f.txt",
+        "00",
+    );
+    let u2 = Message::user(2, "now use it", None);
+    let r = s.respond(&req(vec![fold, u2], &[]));
+    assert_eq!(r.tool_calls[0].name, "grep");
+    assert_eq!(
+        r.tool_calls[0].args,
+        json!({ "pattern": "A = 1", "path": ".foldbench/archive/f.txt" })
+    );
+}
+
+#[test]
+fn summary_keeps_users_and_closings_only() {
+    let k = ToolCall {
+        id: "1".into(),
+        name: "shell".into(),
+        args: json!({"command": "ls"}),
+    };
+    let msgs = vec![
+        Message::user(1, "hello", None),
+        Message::assistant(1, "", vec![k.clone()]),
+        Message::tool_result(1, &k, "SECRET OUTPUT", false),
+        Message::assistant(1, "all done", vec![]),
+        Message::user(2, "summarize", None),
+    ];
+    let mut r = req(msgs, &[]);
+    r.purpose = Purpose::Compaction;
+    let text = summary(&r);
+    assert!(text.contains("\"hello\"") && text.contains("all done"));
+    assert!(!text.contains("SECRET OUTPUT") && !text.contains("summarize"));
+}
+
+const LOSS: &str = r#"name: loss
+repo: fixtures/x
+turns:
+  - user: "what is the limit?"
+    unit: a
+    script:
+      - read_file: { path: a.py }
+        expect: "LIMIT = 60"
+      - say: "found it"
+  - user: "raise it to 120"
+    unit: a
+    script:
+      - edit_file: { path: a.py, old: "LIMIT = 60", new: "LIMIT = 120" }
+      - say: "done"
+  - user: "changelog, with the old value"
+    unit: b
+    needs:
+      - { fact: "LIMIT = 60", value: "from 60 to", guess: "to" }
+    script:
+      - write_file: { path: CHANGES, content: "limit raised from 60 to 120" }
+      - say: "raised from 60 to 120"
+checks:
+  - file_contains: { path: CHANGES, text: "from 60" }
+"#;
+
+fn loss_sim(text: &str) -> Sim {
+    Sim::new(
+        Arc::new(spec::load("t.yaml", text).unwrap()),
+        SimConfig {
+            seed: 3,
+            recheck: 0.0,
+            judge: Judge::Oracle,
+        },
+    )
+}
+
+/// Drives one turn: answers every tool call with `output(call)`, until a closing message.
+fn drive(
+    s: &mut Sim,
+    msgs: &mut Vec<Arc<Message>>,
+    tools: &[&str],
+    output: &dyn Fn(&ToolCall) -> String,
+) -> Vec<Response> {
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        let r = s.respond(&req(msgs.clone(), tools));
+        msgs.push(Message::assistant(
+            msgs.last().unwrap().turn,
+            r.text.clone(),
+            r.tool_calls.clone(),
+        ));
+        let done = r.tool_calls.is_empty();
+        for c in &r.tool_calls {
+            let t = msgs.last().unwrap().turn;
+            msgs.push(Message::tool_result(t, c, output(c), false));
+        }
+        out.push(r);
+        if done {
+            break;
+        }
+    }
+    out
+}
+
+/// Turn 3 of LOSS after turns 1-2 were trimmed away (user and closing messages only).
+fn trimmed_turn3(rerun_output: &str) -> Vec<Response> {
+    let mut s = loss_sim(LOSS);
+    s.continue_turn(2);
+    let mut msgs = vec![
+        Message::user(1, "what is the limit?", None),
+        Message::assistant(1, "found it", vec![]),
+        Message::user(2, "raise it to 120", None),
+        Message::assistant(2, "done", vec![]),
+        Message::user(3, "changelog, with the old value", None),
+    ];
+    let out = rerun_output.to_string();
+    drive(&mut s, &mut msgs, &[], &move |_| out.clone())
+}
+
+#[test]
+fn a_rerun_that_no_longer_shows_the_fact_leads_to_the_guess() {
+    let rs = trimmed_turn3("     1\tLIMIT = 120");
+    assert_eq!(rs[0].tool_calls[0].name, "read_file", "recovery first");
+    let write = &rs[1].tool_calls[0];
+    assert_eq!(write.args["content"], "limit raised to 120");
+    assert_eq!(rs[2].text, "raised to 120");
+}
+
+#[test]
+fn a_rerun_that_shows_the_fact_recovers_it() {
+    let rs = trimmed_turn3("     1\tLIMIT = 60");
+    assert_eq!(
+        rs[1].tool_calls[0].args["content"],
+        "limit raised from 60 to 120"
+    );
+    assert_eq!(rs[2].text, "raised from 60 to 120");
+}
+
+#[test]
+fn a_visible_fact_is_written_as_scripted() {
+    let mut s = loss_sim(LOSS);
+    s.continue_turn(2);
+    let k = ToolCall {
+        id: "r".into(),
+        name: "read_file".into(),
+        args: json!({"path": "a.py"}),
+    };
+    let mut msgs = vec![
+        Message::user(1, "what is the limit?", None),
+        Message::assistant(1, "", vec![k.clone()]),
+        Message::tool_result(1, &k, "     1\tLIMIT = 60", false),
+        Message::assistant(1, "found it", vec![]),
+        Message::user(3, "changelog, with the old value", None),
+    ];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+    assert_eq!(rs[0].tool_calls[0].name, "write_file", "no recovery needed");
+    assert_eq!(
+        rs[0].tool_calls[0].args["content"],
+        "limit raised from 60 to 120"
+    );
+}
+
+#[test]
+fn a_lost_fact_without_a_guess_stops_the_turn() {
+    let text = LOSS.replace(
+        "      - { fact: \"LIMIT = 60\", value: \"from 60 to\", guess: \"to\" }",
+        "      - \"LIMIT = 60\"",
+    );
+    let mut s = loss_sim(&text);
+    s.continue_turn(2);
+    let mut msgs = vec![Message::user(3, "changelog, with the old value", None)];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 120".into());
+    assert_eq!(rs.len(), 2, "{rs:?}");
+    assert_eq!(rs[0].tool_calls[0].name, "read_file");
+    assert!(rs[1].tool_calls.is_empty());
+    assert!(
+        rs[1]
+            .text
+            .starts_with("I stopped before the write_file of CHANGES"),
+        "{}",
+        rs[1].text
+    );
+}
+
+#[test]
+fn the_users_words_have_no_call_to_repeat() {
+    let text = r#"name: words
+repo: fixtures/x
+turns:
+  - user: "keep 7 days (LEGAL-1)"
+    unit: a
+    script:
+      - say: "ok"
+  - user: "note it"
+    unit: b
+    needs: [{ fact: "keep 7 days (LEGAL-1)", value: "LEGAL-1", guess: "legal" }]
+    script:
+      - write_file: { path: N, content: "LEGAL-1" }
+      - say: "noted LEGAL-1"
+checks:
+  - file_contains: { path: N, text: "LEGAL-1" }
+"#;
+    // No archive and no call to repeat: the guess, without a recovery call.
+    let mut s = loss_sim(text);
+    s.continue_turn(1);
+    let mut msgs = vec![Message::user(2, "note it", None)];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+    assert_eq!(rs[0].tool_calls[0].args["content"], "legal");
+    // A fold result covering turn 1 quotes the user's words: written as scripted.
+    let mut s = loss_sim(text);
+    s.continue_turn(1);
+    let fold = harness_core::fold::result_message(
+        1,
+        1,
+        &[Message::user(1, "keep 7 days (LEGAL-1)", None)],
+        ".foldbench/archive/f.txt",
+        "00",
+    );
+    let mut msgs = vec![fold, Message::user(2, "note it", None)];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+    assert_eq!(rs[0].tool_calls[0].name, "write_file");
+    assert_eq!(rs[0].tool_calls[0].args["content"], "LEGAL-1");
+}
+
+const STRATEGY: &str = r#"name: strat
+repo: fixtures/x
+turns:
+  - user: "go find out why CI is flaky"
+    unit: ci
+    strategy: errand
+    script:
+      - read_file: { path: ci.log }
+        expect: "seed 4 FAIL"
+      - report: "seed 4 fails"
+      - say: "seed 4 fails"
+  - user: "NEXT"
+    unit: ci
+    script:
+      - say: "ok"
+checks:
+  - answer_contains: { turn: 1, text: "seed" }
+"#;
+
+fn strategy_turn1(spec: TaskSpec) -> Vec<(String, Vec<(String, serde_json::Value)>)> {
+    let mut s = Sim::new(
+        Arc::new(spec),
+        SimConfig {
+            seed: 3,
+            recheck: 0.0,
+            judge: Judge::Oracle,
+        },
+    );
+    let mut msgs = vec![Message::user(1, "go find out why CI is flaky", None)];
+    let tools = ["strategy_request", "strategy_report", "strategy_yield"];
+    drive(&mut s, &mut msgs, &tools, &|_| "seed 4 FAIL".into())
+        .into_iter()
+        .map(|r| {
+            let calls = r.tool_calls.into_iter().map(|c| (c.name, c.args)).collect();
+            (r.text, calls)
+        })
+        .collect()
+}
+
+#[test]
+fn the_next_turn_does_not_change_the_current_one() {
+    let other = spec::load("t.yaml", &STRATEGY.replace("NEXT", "thanks, what next?")).unwrap();
+    let mut back = other.clone();
+    back.turns[1].user = "/back".into();
+    let a = strategy_turn1(other);
+    let b = strategy_turn1(back);
+    assert_eq!(a, b);
+    assert!(
+        a.iter()
+            .any(|(_, c)| c.iter().any(|(n, _)| n == "strategy_yield")),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn awaits_back_leaves_the_strategy_open() {
+    let text = STRATEGY.replace("NEXT", "/back").replace(
+        "    strategy: errand\n",
+        "    strategy: errand\n    awaits_back: true\n",
+    );
+    let turns = strategy_turn1(spec::load("t.yaml", &text).unwrap());
+    assert!(
+        !turns
+            .iter()
+            .any(|(_, c)| c.iter().any(|(n, _)| n == "strategy_yield")),
+        "{turns:?}"
+    );
+    assert_eq!(turns.last().unwrap().0, "seed 4 fails");
+}

@@ -1,0 +1,133 @@
+//! The boundary-judgement tables (docs/judge.md): models' scores side by side, the host's filter
+//! and the lexical rule per source. Pure: aggregates in, a [`Table`] out.
+
+use harness_core::judgement::{Aggregate, SourceStats};
+
+use crate::render::Table;
+
+fn pct(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "–".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn count_pct(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        "–".into()
+    } else {
+        format!("{part} ({})", pct(part, whole))
+    }
+}
+
+/// The side-by-side table of models' scores.
+pub fn scores_table(aggs: &[Aggregate]) -> Table {
+    let headers = [
+        "model",
+        "items",
+        "exact",
+        "units folded",
+        "premature",
+        "late/missed",
+        "illegal",
+        "ignored, nothing closed",
+        "card tok",
+        "answer tok",
+        "latency ms",
+        "cost $",
+        "errors",
+    ];
+    Table {
+        headers: headers.iter().map(|s| s.to_string()).collect(),
+        rows: aggs
+            .iter()
+            .map(|a| {
+                let answered = a.items - a.errors;
+                vec![
+                    a.model.clone(),
+                    a.items.to_string(),
+                    count_pct(a.exact, answered),
+                    count_pct(a.folded_units, a.closed_units),
+                    format!(
+                        "{} ({} of items)",
+                        a.premature,
+                        pct(a.items_premature, answered)
+                    ),
+                    count_pct(a.missed_units, a.closed_units),
+                    a.illegal.to_string(),
+                    count_pct(a.ignored_when_nothing_closed, a.nothing_closed),
+                    format!("{:.0}", a.mean_card_tokens),
+                    format!("{:.1}", a.mean_output_tokens),
+                    format!("{:.0}", a.median_latency_ms),
+                    format!("{:.4}", a.cost),
+                    a.errors.to_string(),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// The host's filter: how many turn boundaries the counting threshold keeps away from the model,
+/// and how many of those were unit boundaries after all.
+pub fn filter_table(stats: &[SourceStats]) -> Table {
+    let headers = [
+        "source",
+        "sessions",
+        "turn boundaries",
+        "card shown",
+        "kept away",
+        "kept away: a unit ended",
+        "kept away: plainly continuing",
+        "kept away: closed work on the card",
+    ];
+    Table {
+        headers: headers.iter().map(|s| s.to_string()).collect(),
+        rows: stats
+            .iter()
+            .map(|s| {
+                vec![
+                    s.source.clone(),
+                    s.sessions.to_string(),
+                    s.items.to_string(),
+                    s.shown.to_string(),
+                    count_pct(s.kept_away, s.items),
+                    count_pct(s.kept_boundary, s.kept_labelled),
+                    count_pct(s.kept_labelled - s.kept_boundary, s.kept_labelled),
+                    count_pct(s.kept_closed, s.kept_away),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// The lexical rule (60 characters or less continues) checked against the labels at every
+/// labelled turn boundary.
+pub fn lexical_table(stats: &[SourceStats]) -> Table {
+    let headers = [
+        "source",
+        "labelled boundaries",
+        "lexical wrong",
+        "short (≤60 chars)",
+        "short: wrong (new work)",
+        "long",
+        "long: wrong (continues)",
+    ];
+    Table {
+        headers: headers.iter().map(|s| s.to_string()).collect(),
+        rows: stats
+            .iter()
+            .map(|s| {
+                vec![
+                    s.source.clone(),
+                    s.boundaries.to_string(),
+                    count_pct(s.lexical_wrong, s.boundaries),
+                    count_pct(s.short, s.boundaries),
+                    count_pct(s.short_wrong, s.short),
+                    count_pct(s.long, s.boundaries),
+                    count_pct(s.long_wrong, s.long),
+                ]
+            })
+            .collect(),
+    }
+}

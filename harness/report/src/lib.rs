@@ -1,0 +1,24 @@
+//! # harness-report: foldbench's output formats
+//!
+//! Every exporter is a pure function of records: cell records (or judged records, or aggregates)
+//! in, a `String` out. The runner decides where the bytes go.
+//!
+//! ```
+//! use harness_report::render::Table;
+//!
+//! let t = Table { headers: vec!["arm".into(), "success".into()], rows: vec![vec!["fold".into(), "3/3".into()]] };
+//! assert!(t.to_markdown().contains("| fold | 3/3 |"));
+//! ```
+//!
+//! - [`render`]: tables (terminal, markdown, CSV) and the run summary.
+//! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
+//!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
+//! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
+//! - [`judgement`]: the boundary-judgement tables.
+pub mod compare;
+pub mod html;
+pub mod judgement;
+pub mod junit;
+pub mod render;
+pub mod svg;
+pub mod verdict;
