@@ -21,18 +21,13 @@
 //!   and the session filters.
 pub mod backends;
 pub mod cell;
-pub mod cli;
-pub mod compare;
 pub mod history;
 pub mod html;
 pub mod judge;
-pub mod matrix;
 pub mod merge;
 pub mod model;
 pub mod progress;
 pub mod reap;
-pub mod replay_cmd;
-pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;

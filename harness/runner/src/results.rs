@@ -427,6 +427,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     fs::rename(&tmp, path)
 }
 
+/// Writes `lines` to `path`, one per line, through a temporary file renamed into place (so a
+/// reader never sees half a file), creating the parent folder; returns how many lines.
+pub fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> std::io::Result<usize> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let mut n = 0;
+    {
+        let mut f = std::io::BufWriter::new(File::create(&tmp)?);
+        for l in lines {
+            f.write_all(l.as_bytes())?;
+            f.write_all(b"\n")?;
+            n += 1;
+        }
+        f.flush()?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

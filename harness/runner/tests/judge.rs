@@ -22,6 +22,17 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The `foldbench` binary of this build (`target/<profile>/foldbench`, beside `deps/`); it is a
+/// different package's, so `cargo test --workspace` builds it.
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    dir.join("foldbench")
+}
+
 async fn dataset() -> Vec<Item> {
     let sources =
         judge::classify(&[repo().join("tasks/short-continuations.yaml")]).expect("sources");
@@ -221,7 +232,7 @@ async fn the_binary_puts_a_loopback_model_beside_the_baselines() {
         .mount(&server)
         .await;
     let records = dir.path().join("r.jsonl");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_foldbench"))
+    let out = tokio::process::Command::new(binary())
         .args([
             "judge",
             "run",

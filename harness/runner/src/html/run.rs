@@ -407,7 +407,7 @@ pub fn run_page(
     }
     let tasks: std::collections::BTreeSet<&str> = records.iter().map(|r| r.task.as_str()).collect();
     let mut blocks = Vec::new();
-    let lines = crate::report::verdict_lines(records, baseline);
+    let lines = harness_report::verdict::verdict_lines(records, baseline);
     if !lines.is_empty() {
         blocks.push(Block::Heading(
             "Verdict (95% bootstrap intervals over paired cells)".into(),

@@ -3,7 +3,7 @@
 //!
 //! `-o FILE` (repeatable) writes a file whose extension picks the format: `.md`, `.csv`,
 //! `.json`, `.xml` (JUnit), `.svg` (the chart chosen with `--chart`), `.html` (one
-//! self-contained page: tables, charts, drill-downs; [`crate::html`]), `.txt` (the table).
+//! self-contained page: tables, charts, drill-downs; [`harness_runner::html`]), `.txt` (the table).
 //! Without `-o` the report goes to standard output in `--format`. The exporters are the pure
 //! functions of `harness_core::{render, junit, svg}`; this module only reads and writes files.
 
@@ -101,24 +101,6 @@ pub struct ReportArgs {
     /// run has it, else the first arm).
     #[arg(long)]
     pub baseline: Option<String>,
-}
-
-/// The verdict lines of a run: each arm against the baseline (`requested`, else `none` when
-/// the records have it, else the first arm), paired by task, model and seed.
-pub fn verdict_lines(records: &[CellRecord], requested: Option<&str>) -> Vec<String> {
-    let has = |arm: &str| records.iter().any(|r| r.arm == arm);
-    let baseline = match requested {
-        Some(b) => b.to_string(),
-        None if has("none") => "none".to_string(),
-        None => match records.first() {
-            Some(r) => r.arm.clone(),
-            None => return Vec::new(),
-        },
-    };
-    harness_report::verdict::run_verdicts(records, &baseline)
-        .iter()
-        .map(|v| v.line())
-        .collect()
 }
 
 /// Writes to standard output, ignoring a closed pipe (`foldbench list | head`).
@@ -221,7 +203,7 @@ pub fn render_format(
     Ok(match format {
         Format::Table => {
             let mut out = format!("{}\n", table().to_terminal());
-            for line in verdict_lines(records, a.baseline.as_deref()) {
+            for line in harness_report::verdict::verdict_lines(records, a.baseline.as_deref()) {
                 out.push_str(&line);
                 out.push('\n');
             }
@@ -229,7 +211,7 @@ pub fn render_format(
         }
         Format::Md => {
             let mut md = markdown(records, &title, a.cells);
-            let lines = verdict_lines(records, a.baseline.as_deref());
+            let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
             if !lines.is_empty() {
                 md.push_str("\n### Verdict (95% bootstrap intervals over paired cells)\n\n");
                 for line in lines {
@@ -249,7 +231,7 @@ pub fn render_format(
             format!("{}\n", v.map_err(|e| e.to_string())?)
         }
         Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_report::html::render(&crate::html::run_page(
+        Format::Html => harness_report::html::render(&harness_runner::html::run_page(
             &a.run_dir,
             records,
             a.baseline.as_deref(),
@@ -276,7 +258,7 @@ pub fn render_format(
 
 /// Runs `foldbench report`.
 pub fn cmd(a: ReportArgs) -> i32 {
-    let records = match crate::results::read_records(&a.run_dir) {
+    let records = match harness_runner::results::read_records(&a.run_dir) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,8 +1,16 @@
-//! The `foldbench` binary: glue that calls [`harness_runner::cli::main`].
+//! The `foldbench` binary: the command line (clap), one module per command, the exit codes.
+
+mod cli;
+mod compare;
+mod judge;
+mod matrix;
+mod merge;
+mod replay;
+mod report;
 
 fn main() {
     restore_sigpipe();
-    std::process::exit(harness_runner::cli::main());
+    std::process::exit(cli::main());
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`foldbench tasks | head -1`) panics.

@@ -29,11 +29,11 @@ use harness_core::message::Message;
 use harness_core::record::{CellRecord, Status};
 use harness_report::render;
 
-use crate::backends::BackendOptions;
-use crate::cell::CellOptions;
-use crate::run::{self, Arm, RunConfig};
-use crate::tasks;
-use crate::tool_cache::ToolCache;
+use harness_runner::backends::BackendOptions;
+use harness_runner::cell::CellOptions;
+use harness_runner::run::{self, Arm, RunConfig};
+use harness_runner::tasks;
+use harness_runner::tool_cache::ToolCache;
 
 /// Exit code: all good.
 pub const EXIT_OK: i32 = 0;
@@ -111,10 +111,10 @@ enum Command {
     },
     /// Replay recorded sessions (Claude Code, Codex, ...) under each policy: every request's
     /// size, cache and cost, the essay's figures, and the reconstruction against recorded usage.
-    Replay(crate::replay_cmd::ReplayArgs),
+    Replay(crate::replay::ReplayArgs),
     /// Split what the model read in recorded sessions into work in progress, conclusions and
     /// steps of finished work.
-    Analyze(crate::replay_cmd::AnalyzeArgs),
+    Analyze(crate::replay::AnalyzeArgs),
     /// Write the built-in task suite into DIR/tasks (default: the current folder), to run,
     /// read and change it outside a checkout.
     Init {
@@ -181,7 +181,7 @@ struct CommonRun {
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
     /// else none with a warning).
     #[arg(long, default_value = "auto")]
-    sandbox: crate::sandbox::SandboxMode,
+    sandbox: harness_runner::sandbox::SandboxMode,
     /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
     #[arg(long, value_name = "DIR", conflicts_with = "no_tool_cache")]
     tool_cache: Option<PathBuf>,
@@ -273,8 +273,8 @@ async fn dispatch(cmd: Command) -> i32 {
             from,
             to,
         } => fold_cmd(transcript, from, to),
-        Command::Replay(a) => crate::replay_cmd::replay(a),
-        Command::Analyze(a) => crate::replay_cmd::analyze(a),
+        Command::Replay(a) => crate::replay::replay(a),
+        Command::Analyze(a) => crate::replay::analyze(a),
         Command::Init { dir } => init(&dir),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -350,11 +350,6 @@ fn list(paths: Vec<PathBuf>) -> i32 {
     EXIT_OK
 }
 
-/// Parses `1-3` or `1,2,5` (see `harness_config::matrix::parse_seeds`).
-pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
-    harness_config::matrix::parse_seeds(s)
-}
-
 /// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy
 /// name; otherwise it separates parameters of the same arm.
 pub fn split_arms(s: &str) -> Vec<String> {
@@ -425,14 +420,14 @@ fn config(
     };
     cell.tool_limits.shell_timeout = Duration::from_secs(common.tool_timeout.max(1));
     cell.cell_timeout = Duration::from_secs(common.cell_timeout.max(1));
-    cell.tool_limits.sandbox = crate::sandbox::Sandbox::detect(common.sandbox)?;
+    cell.tool_limits.sandbox = harness_runner::sandbox::Sandbox::detect(common.sandbox)?;
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),
         (Some(dir), false) => Some(Arc::new(
-            ToolCache::with_disk(dir, crate::tool_cache::DEFAULT_DISK_CAP).map_err(|e| {
-                format!("--tool-cache {}: cannot use the folder: {e}", dir.display())
-            })?,
+            ToolCache::with_disk(dir, harness_runner::tool_cache::DEFAULT_DISK_CAP).map_err(
+                |e| format!("--tool-cache {}: cannot use the folder: {e}", dir.display()),
+            )?,
         )),
     };
     Ok(RunConfig {
@@ -510,7 +505,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
                 return EXIT_NO_CELLS;
             }
             println!("{}", render::summary_table(&records).to_terminal());
-            for line in crate::report::verdict_lines(&records, None) {
+            for line in harness_report::verdict::verdict_lines(&records, None) {
                 println!("{line}");
             }
             print_failures(&records);
@@ -553,8 +548,8 @@ async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
         _ = term.recv() => 143,
     };
     // The run's future was dropped above: its cells' workspaces and calls are being released.
-    crate::reap::end_all_calls();
-    let removed = crate::workspace::close_and_sweep_own(&std::env::temp_dir());
+    harness_runner::reap::end_all_calls();
+    let removed = harness_runner::workspace::close_and_sweep_own(&std::env::temp_dir());
     eprintln!(
         "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",
         if code == 130 { "SIGINT" } else { "SIGTERM" },
@@ -607,7 +602,7 @@ async fn cmd_ab(a: AbArgs) -> i32 {
     match interruptible(run::run(cfg)).await {
         Ok(records) => {
             println!("{}", render::ab_table(&records, &labels).to_terminal());
-            for line in crate::report::verdict_lines(&records, a.baseline.as_deref()) {
+            for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {
                 println!("{line}");
             }
             print_failures(&records);
@@ -658,7 +653,7 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
     let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
     let archive = format!(
         "{}/{}",
-        crate::workspace::ARCHIVE_DIR,
+        harness_runner::workspace::ARCHIVE_DIR,
         harness_core::fold::archive_name(from, to, "fold")
     );
     println!(
@@ -680,6 +675,7 @@ mod tests {
 
     #[test]
     fn seeds_and_arms() {
+        use harness_config::matrix::parse_seeds;
         assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
         assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
         assert!(parse_seeds("3-1").is_err());

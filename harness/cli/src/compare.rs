@@ -127,7 +127,7 @@ pub fn cmd(a: CompareArgs) -> i32 {
         };
         outputs.push((p.clone(), f));
     }
-    let read = |d: &PathBuf| crate::results::read_records(d);
+    let read = |d: &PathBuf| harness_runner::results::read_records(d);
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {

@@ -17,8 +17,6 @@
 //! - analyze: `{version, session, source, request, turn, prefix, in_progress, conclusions,
 //!   steps}` — one per recorded request.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -36,6 +34,7 @@ use harness_report::render::Table;
 use serde::Serialize;
 
 use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use harness_runner::results::write_lines;
 
 /// How tables are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,7 +212,7 @@ fn threads(jobs: Option<usize>) -> usize {
 /// Reads the sessions (from the default places when no path is given), keeps those the filters
 /// select; prints skipped files, counted warnings and what the filters kept on stderr.
 fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
-    let filter = match crate::history::Filter::new(
+    let filter = match harness_runner::history::Filter::new(
         src.since.as_deref(),
         src.until.as_deref(),
         src.project.as_deref(),
@@ -226,7 +225,7 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
         }
     };
     let paths = if src.paths.is_empty() {
-        crate::history::resolve(command).ok_or(EXIT_USAGE)?
+        harness_runner::history::resolve(command).ok_or(EXIT_USAGE)?
     } else {
         src.paths.clone()
     };
@@ -366,7 +365,7 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, i32> {
     let mut problems = 0;
     for f in &files {
         let name = f.display().to_string();
-        let text = match harness_import::fs::read_regular(f, crate::tasks::MAX_SPEC_BYTES)
+        let text = match harness_import::fs::read_regular(f, harness_runner::tasks::MAX_SPEC_BYTES)
             .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
         {
             Ok(t) => t,
@@ -414,21 +413,6 @@ fn print_heading(text: &str, format: OutputFormat) {
     }
 }
 
-fn write_lines<T: Serialize>(
-    path: &Path,
-    records: impl Iterator<Item = T>,
-) -> std::io::Result<usize> {
-    let mut w = BufWriter::new(File::create(path)?);
-    let mut n = 0;
-    for r in records {
-        serde_json::to_writer(&mut w, &r)?;
-        w.write_all(b"\n")?;
-        n += 1;
-    }
-    w.flush()?;
-    Ok(n)
-}
-
 /// One replayed request as a JSON line.
 #[derive(Serialize)]
 struct RequestLine<'a> {
@@ -451,7 +435,7 @@ struct ReplayJson<'a> {
     judge: &'a str,
     policies: &'a [PolicySummary],
     /// The models the requests name and the price each was costed at.
-    models: &'a [crate::history::ModelPrice],
+    models: &'a [harness_runner::history::ModelPrice],
     per_session: Vec<SessionJson<'a>>,
     ground_truth: ErrorStats,
     ground_truth_sessions: &'a [harness_replay::SessionTruth],
@@ -528,14 +512,18 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
 
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> i32 {
-    let prices = match crate::history::parse_prices(&a.price, parse_price) {
+    let prices = match harness_runner::history::parse_prices(&a.price, parse_price) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: --price: {e}");
             return EXIT_USAGE;
         }
     };
-    if let Some(p) = a.output.as_ref().filter(|p| !crate::html::is_html(p)) {
+    if let Some(p) = a
+        .output
+        .as_ref()
+        .filter(|p| !harness_runner::html::is_html(p))
+    {
         eprintln!(
             "error: -o {}: replay writes an HTML page (.html); per-request records go to --requests-out",
             p.display()
@@ -587,8 +575,8 @@ pub fn replay(a: ReplayArgs) -> i32 {
     let requests: usize = loaded.sessions.iter().map(|s| s.requests.len()).sum();
     let labelled = replays.iter().filter(|s| s.labelled).count();
     let (truth, truth_all) = report::truth_table(&truths);
-    let models = crate::history::model_prices(&loaded.sessions, &prices);
-    let price_notes = crate::history::price_notes(&models, &prices.default);
+    let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
+    let price_notes = harness_runner::history::price_notes(&models, &prices.default);
 
     if let Some(path) = &a.source.requests_out {
         let lines = replays.iter().flat_map(|s| {
@@ -603,6 +591,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
                 })
             })
         });
+        let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
         match write_lines(path, lines) {
             Ok(n) => eprintln!("{n} request records in {}", path.display()),
             Err(e) => {
@@ -719,8 +708,9 @@ pub fn replay(a: ReplayArgs) -> i32 {
         notes.extend(report::hidden_notes(&summary));
         notes.extend(report::verdict_lines(&replays, &summary));
         notes.extend(price_notes.iter().cloned());
-        let page = crate::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
-        if let Err(e) = crate::html::write(path, &page) {
+        let page =
+            harness_runner::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
+        if let Err(e) = harness_runner::html::write(path, &page) {
             eprintln!("error: {e}");
             return EXIT_INTERNAL;
         }
@@ -789,6 +779,7 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
                     parts,
                 })
         });
+        let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
         match write_lines(path, lines) {
             Ok(n) => eprintln!("{n} request records in {}", path.display()),
             Err(e) => {

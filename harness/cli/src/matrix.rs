@@ -8,7 +8,7 @@
 //! (`--tasks`, `--policy`, `--model`, `--replay`, `--seeds`). Without a matrix file `foldbench run`
 //! runs the built-in defaults.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use harness_config::matrix::{
@@ -16,12 +16,11 @@ use harness_config::matrix::{
 };
 use harness_config::yaml::Problem;
 use harness_core::metrics::Price;
-use harness_report::compare::Threshold;
 use serde::Serialize;
 
 use crate::cli::{EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
-use crate::run::{self, Arm, MatrixCell, Selection};
-use crate::tasks::{self, LoadedTask};
+use harness_runner::run::{self, Arm, MatrixCell, Selection};
+use harness_runner::tasks::{self, LoadedTask};
 
 /// Which matrix file and profile to read.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -78,8 +77,6 @@ pub struct Plan {
     pub cells: Vec<MatrixCell>,
     /// The price table.
     pub prices: HashMap<String, Price>,
-    /// The regression thresholds of the profile.
-    pub regression: BTreeMap<String, Threshold>,
     /// The shard to run.
     pub partition: Option<Partition>,
 }
@@ -129,7 +126,7 @@ pub fn check_model(label: &str) -> Result<(), String> {
                 label.split(':').next().unwrap_or(label),
                 ["sim", "openai", "anthropic", "replay"]
             ),
-            crate::backends::KNOWN_MODELS
+            harness_runner::backends::KNOWN_MODELS
         )),
     }
 }
@@ -165,7 +162,7 @@ pub fn file_in_play(args: &ConfigArgs) -> Option<PathBuf> {
 /// Reads and validates a matrix file; prints every problem and returns exit 2 on any.
 pub fn read_file(path: &Path) -> Result<MatrixFile, i32> {
     let name = path.display().to_string();
-    let text = match harness_import::fs::read_regular(path, crate::tasks::MAX_SPEC_BYTES) {
+    let text = match harness_import::fs::read_regular(path, harness_runner::tasks::MAX_SPEC_BYTES) {
         Ok(b) => String::from_utf8(b).map_err(|_| {
             eprintln!("error: {name} is not UTF-8 text");
             EXIT_USAGE
@@ -219,7 +216,7 @@ fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, i32> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let Some(patterns) = &layer.tasks else {
-        return crate::tasks::default_dir(&dir)
+        return harness_runner::tasks::default_dir(&dir)
             .map(|d| vec![d])
             .map_err(usage);
     };
@@ -328,7 +325,6 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, i32> {
         seeds,
         cells,
         prices: layer.prices.into_iter().collect(),
-        regression: layer.regression,
         partition,
     })
 }
@@ -449,13 +445,16 @@ pub fn list(a: ListArgs) -> i32 {
             }
         }
     } else {
-        let listed: Vec<crate::tasks::LoadedTask> = plan
+        let listed: Vec<harness_runner::tasks::LoadedTask> = plan
             .tasks
             .iter()
             .filter(|t| cells.iter().any(|c| c.task == t.spec.name))
             .cloned()
             .collect();
-        crate::report::emit(&format!("{}\n", crate::tasks::table(&listed).to_terminal()));
+        crate::report::emit(&format!(
+            "{}\n",
+            harness_runner::tasks::table(&listed).to_terminal()
+        ));
         let mut headers = vec!["id", "task", "arm", "policy", "model", "seed"];
         if shard.is_some() {
             headers.push("shard");

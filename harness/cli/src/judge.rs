@@ -1,0 +1,420 @@
+//! `foldbench judge build` and `foldbench judge run`: boundary judgement (docs/design.md §12). The
+//! dataset, the gold, the scores and the tables are pure and live in
+//! [`harness_core::judgement`]; this module gathers the items, asks the models and writes files.
+//!
+//! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
+//! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
+//! keeps the first request of every turn: the context exactly as the model saw it, with the real
+//! tool outputs, earlier cards and gold fold results in place. Every turn ≥ 2 becomes an item;
+//! `threshold` says whether the policy showed a card there, and where it did, the card the
+//! policy showed must equal the one the item renders (checked, so the dataset and the policy
+//! cannot drift apart). Running the task rather than estimating turn sizes from its script is
+//! more faithful: the sizes, paths and outputs on the card are the ones a session has, and the
+//! context after an earlier fold holds what the sim did about it (archive reads, re-runs).
+//!
+//! **Items from labelled real sessions.** A data folder holds `labels/<format>/*.yaml` (units by
+//! prompt uuid) beside the transcripts they name (`source_path`). Each transcript is imported
+//! with `harness-import` and replayed under the same `fold` policy
+//! ([`judgement::replay_items`]): at every prompt the policy decides whether its threshold shows a
+//! card, the oracle answers it, and the policy's splices are applied. Every prompt ≥ 2 becomes an
+//! item.
+//!
+//! **Asking a model.** The request is the session's system prompt ([`harness_runner::cell::SYSTEM_PROMPT`]),
+//! the workspace tools plus `fold_unit`, the item's context (tool outputs cut to
+//! `--max-tool-output` characters, head and tail kept) and the current user message with the card
+//! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Subcommand, ValueEnum};
+use harness_core::judge::Judge;
+use harness_core::judgement::{self, Aggregate, BASELINES, DEFAULT_TOOL_OUTPUT_CAP};
+use harness_core::metrics::Price;
+
+use harness_runner::backends::{self, BackendOptions};
+use harness_runner::model::SharedModel;
+
+use harness_runner::judge::*;
+use harness_runner::results::write_lines;
+
+const EXIT_OK: i32 = crate::cli::EXIT_OK;
+const EXIT_INTERNAL: i32 = crate::cli::EXIT_INTERNAL;
+const EXIT_USAGE: i32 = crate::cli::EXIT_USAGE;
+const EXIT_FAILED: i32 = crate::cli::EXIT_FAILED;
+
+/// `foldbench judge ...`.
+#[derive(Debug, Subcommand)]
+pub enum JudgeCommand {
+    /// Build a dataset of card points from task specs and labelled real sessions.
+    Build(BuildArgs),
+    /// Show every item's card to models and baselines and score their answers.
+    Run(RunArgs),
+}
+
+/// Output format of the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Terminal tables.
+    Table,
+    /// GitHub Markdown.
+    Md,
+    /// CSV (the scores table only, for `run`; the filter table for `build`).
+    Csv,
+    /// JSON.
+    Json,
+}
+
+/// `judge build`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BuildArgs {
+    /// Task spec files or folders, data folders holding `labels/` (e.g.
+    /// tests/fixtures/real-sessions), labels files, or `history` (your Claude Code and Codex
+    /// sessions in the places `replay` reads with no path, where a `labels/` folder beside them
+    /// gives their units); repeatable (default: tasks/).
+    #[arg(long = "from")]
+    pub from: Vec<PathBuf>,
+    /// The dataset to write (JSONL).
+    #[arg(short = 'o', long = "out", default_value = "judge.jsonl")]
+    pub out: PathBuf,
+    /// Characters a tool output keeps in an item (head and tail; the middle is cut).
+    #[arg(long, default_value_t = DEFAULT_TOOL_OUTPUT_CAP)]
+    pub max_tool_output: usize,
+    /// Tasks run at once (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Output format of the summary tables.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+}
+
+/// `judge run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The dataset (from `judge build`).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// A model to judge: `openai:NAME`, `anthropic:NAME`, `replay:DIR`; repeatable. The
+    /// baselines oracle, lexical, eager and never are always in the table.
+    #[arg(long = "model")]
+    pub models: Vec<String>,
+    /// Requests in flight at once (also the backends' per-provider cap).
+    #[arg(long, default_value_t = 4)]
+    pub jobs: usize,
+    /// Record every model exchange into this cassette folder (one real model at a time).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Write one judged record per model and item (JSONL) here; a FILE.html gets one
+    /// self-contained page instead (the tables, each session's card points and answers).
+    /// Repeatable.
+    #[arg(short = 'o', long = "out")]
+    pub out: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// Only items of this source (`task`, `claude-code`, ...).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Only items where the counting threshold showed a card.
+    #[arg(long)]
+    pub threshold_only: bool,
+    /// Only the first N items (after the other filters).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Cut tool outputs in requests to this many characters (on top of the dataset's cut).
+    #[arg(long)]
+    pub max_tool_output: Option<usize>,
+    /// Price of input tokens in dollars per million (cache and output multipliers as in runs).
+    #[arg(long, default_value_t = 3.0)]
+    pub price: f64,
+    /// Time-out of one model request, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Retries of a failed request (after the first attempt).
+    #[arg(long, default_value_t = 4)]
+    pub retries: u32,
+}
+
+/// Runs a `judge` subcommand; returns the exit code.
+pub async fn main(cmd: JudgeCommand) -> i32 {
+    match cmd {
+        JudgeCommand::Build(a) => cmd_build(a).await,
+        JudgeCommand::Run(a) => cmd_run(a).await,
+    }
+}
+
+fn print_tables(tables: &[(&str, harness_report::render::Table)], format: TableFormat) {
+    for (title, t) in tables {
+        match format {
+            TableFormat::Table => println!("{title}\n{}\n", t.to_terminal()),
+            TableFormat::Md => println!("### {title}\n\n{}", t.to_markdown()),
+            TableFormat::Csv | TableFormat::Json => {}
+        }
+    }
+}
+
+/// The `--from` word that stands for your own history: the default places `replay` reads.
+pub const HISTORY: &str = "history";
+
+/// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
+/// beside the sessions: items need gold units, and recorded sessions carry none). Says which
+/// places it read; a history without labels is an error that says what to write.
+fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in from {
+        if p.as_os_str() != HISTORY {
+            out.push(p);
+            continue;
+        }
+        let places = harness_runner::history::resolve("judge build --from")
+            .ok_or("--from history: no session folder in the default places")?;
+        let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
+            places.into_iter().partition(|d| d.join("labels").is_dir());
+        if labelled.is_empty() {
+            return Err(format!(
+                "--from history: {} hold sessions but no unit labels; a judge item needs gold \
+                 units, so write labels/<format>/<session>.yaml beside them (the format: \
+                 docs/judge.md), with source_path relative to that folder",
+                bare.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        out.extend(labelled);
+    }
+    Ok(out)
+}
+
+async fn cmd_build(a: BuildArgs) -> i32 {
+    let from = if a.from.is_empty() {
+        vec![PathBuf::from("tasks")]
+    } else {
+        match expand_history(a.from.clone()) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    };
+    let sources = match classify(&from) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let started = Instant::now();
+    let warn = |w: &str| eprintln!("warning: {w}");
+    let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
+        eprintln!("error: cannot write {}: {e}", a.out.display());
+        return EXIT_INTERNAL;
+    }
+    let stats = judgement::dataset_stats(&items);
+    match a.format {
+        TableFormat::Json => match serde_json::to_string_pretty(&stats) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_INTERNAL;
+            }
+        },
+        TableFormat::Csv => print!(
+            "{}",
+            harness_report::judgement::filter_table(&stats).to_csv()
+        ),
+        f => print_tables(
+            &[
+                (
+                    "The host's filter",
+                    harness_report::judgement::filter_table(&stats),
+                ),
+                (
+                    "The lexical rule at labelled turn boundaries",
+                    harness_report::judgement::lexical_table(&stats),
+                ),
+            ],
+            f,
+        ),
+    }
+    eprintln!(
+        "{} items ({} with a card at the threshold) from {} task source(s) and {} labelled session(s) in {:.1}s → {}",
+        items.len(),
+        items.iter().filter(|i| i.threshold).count(),
+        sources.tasks.len(),
+        sources.labels.len(),
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
+    EXIT_OK
+}
+
+fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
+    let real: Vec<&String> = a
+        .models
+        .iter()
+        .filter(|m| Judge::parse(m).is_none())
+        .collect();
+    if a.record.is_some() && real.len() > 1 {
+        return Err("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into());
+    }
+    let opts = BackendOptions {
+        record: a.record.clone(),
+        in_flight: a.jobs.max(1),
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        max_retries: a.retries,
+        ..BackendOptions::default()
+    };
+    let mut out: Vec<SharedModel> = Vec::new();
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for m in real {
+        if m.trim() == "sim" || m.starts_with("sim:") {
+            return Err(format!(
+                "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
+            ));
+        }
+        if seen.insert(m.clone(), ()).is_some() {
+            return Err(format!("the model `{m}` is given twice"));
+        }
+        out.push(backends::parse_model(m, &opts)?);
+    }
+    Ok(out)
+}
+
+async fn cmd_run(a: RunArgs) -> i32 {
+    let items = match read_dataset(&a.dataset) {
+        Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if items.is_empty() {
+        eprintln!("error: no item selected from {}", a.dataset.display());
+        return crate::cli::EXIT_NO_CELLS;
+    }
+    let models = match run_models(&a) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut records = baseline_records(&items, a.max_tool_output);
+    let opts = JudgeOptions {
+        jobs: a.jobs,
+        max_tool_output: a.max_tool_output,
+        price: Price {
+            input: a.price,
+            ..Price::default()
+        },
+        progress: !models.is_empty(),
+    };
+    records.extend(judge_models(&items, &models, &opts).await);
+    let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
+    names.extend(models.iter().map(|m| m.name()));
+    let aggs: Vec<Aggregate> = names
+        .iter()
+        .map(|n| judgement::aggregate(n, &records))
+        .collect();
+    for out in a.out.iter().filter(|p| !harness_runner::html::is_html(p)) {
+        let lines = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap_or_default());
+        if let Err(e) = write_lines(out, lines) {
+            eprintln!("error: cannot write {}: {e}", out.display());
+            return EXIT_INTERNAL;
+        }
+    }
+    let stats = judgement::dataset_stats(&items);
+    for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
+        let tables = vec![
+            (
+                "Boundary judgement".to_string(),
+                harness_report::judgement::scores_table(&aggs),
+            ),
+            (
+                "The host's filter".to_string(),
+                harness_report::judgement::filter_table(&stats),
+            ),
+            (
+                "The lexical rule at labelled turn boundaries".to_string(),
+                harness_report::judgement::lexical_table(&stats),
+            ),
+        ];
+        let heading = format!(
+            "{} items of {} × {} judges",
+            items.len(),
+            a.dataset.display(),
+            names.len()
+        );
+        let page = harness_runner::html::judge_page(&heading, tables, &items, &records);
+        if let Err(e) = harness_runner::html::write(out, &page) {
+            eprintln!("error: {e}");
+            return EXIT_INTERNAL;
+        }
+    }
+    match a.format {
+        TableFormat::Json => {
+            let v = serde_json::json!({ "scores": aggs, "sources": stats });
+            match serde_json::to_string_pretty(&v) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_INTERNAL;
+                }
+            }
+        }
+        TableFormat::Csv => print!(
+            "{}",
+            harness_report::judgement::scores_table(&aggs).to_csv()
+        ),
+        f => print_tables(
+            &[
+                (
+                    "Boundary judgement",
+                    harness_report::judgement::scores_table(&aggs),
+                ),
+                (
+                    "The host's filter",
+                    harness_report::judgement::filter_table(&stats),
+                ),
+                (
+                    "The lexical rule at labelled turn boundaries",
+                    harness_report::judgement::lexical_table(&stats),
+                ),
+            ],
+            f,
+        ),
+    }
+    let errors: usize = aggs.iter().map(|x| x.errors).sum();
+    eprintln!(
+        "{} items × {} models{}",
+        items.len(),
+        names.len(),
+        a.out
+            .iter()
+            .filter(|o| !harness_runner::html::is_html(o))
+            .map(|o| format!(" · records in {}", o.display()))
+            .collect::<String>()
+    );
+    if errors > 0 {
+        eprintln!("error: {errors} request(s) got no answer; see the records");
+        return EXIT_FAILED;
+    }
+    EXIT_OK
+}
