@@ -29,22 +29,13 @@ use harness_core::message::Message;
 use harness_core::record::{CellRecord, Status};
 use harness_report::render;
 
+use crate::error::{Code, Error};
+
 use harness_runner::backends::BackendOptions;
 use harness_runner::cell::CellOptions;
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks;
 use harness_runner::tool_cache::ToolCache;
-
-/// Exit code: all good.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: internal error.
-pub const EXIT_INTERNAL: i32 = 1;
-/// Exit code: usage or spec error.
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code: no cell selected.
-pub const EXIT_NO_CELLS: i32 = 4;
-/// Exit code: cells failed or a regression.
-pub const EXIT_FAILED: i32 = 100;
 
 /// foldbench: decide how your coding agent should handle a growing conversation.
 ///
@@ -229,14 +220,18 @@ struct AbArgs {
     common: CommonRun,
 }
 
-/// Runs the command line; returns the exit code.
-pub fn main() -> i32 {
+/// Runs the command line: parses it (clap prints its own usage errors and help), runs the
+/// command on a runtime and returns what it returned.
+pub fn main() -> Result<Code, Error> {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
             let _ = e.print();
-            return code;
+            return if e.use_stderr() {
+                Err(Error::Problems(Vec::new()))
+            } else {
+                Ok(Code::Ok)
+            };
         }
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -245,8 +240,7 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!("cannot start the runtime: {e}")));
         }
     };
     let code = rt.block_on(dispatch(cli.command));
@@ -256,7 +250,7 @@ pub fn main() -> i32 {
     code
 }
 
-async fn dispatch(cmd: Command) -> i32 {
+async fn dispatch(cmd: Command) -> Result<Code, Error> {
     match cmd {
         Command::Validate { paths } => validate(paths),
         Command::List(a) if a.lists_tasks() => list(a.paths),
@@ -279,37 +273,27 @@ async fn dispatch(cmd: Command) -> i32 {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
-            EXIT_OK
+            Ok(Code::Ok)
         }
     }
 }
 
-fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, i32> {
+fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, Error> {
     let paths = if paths.is_empty() {
         match tasks::default_dir(Path::new("")) {
             Ok(d) => vec![d],
             Err(e) => {
-                eprintln!("error: {e}");
-                return Err(EXIT_INTERNAL);
+                return Err(Error::Internal(format!("{e}")));
             }
         }
     } else {
         paths
     };
-    tasks::load_tasks(&paths).map_err(|problems| {
-        for p in &problems {
-            eprintln!("{p}");
-        }
-        eprintln!(
-            "error: {} problem{} in the task specs",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" }
-        );
-        EXIT_USAGE
-    })
+    tasks::load_tasks(&paths)
+        .map_err(|problems| crate::error::problems(&problems, "the task specs"))
 }
 
-fn init(dir: &Path) -> i32 {
+fn init(dir: &Path) -> Result<Code, Error> {
     let target = dir.join("tasks");
     match tasks::embedded::write_to(&target) {
         Ok(n) => {
@@ -318,16 +302,13 @@ fn init(dir: &Path) -> i32 {
                 target.display(),
                 target.join("trim-rerun.yaml").display()
             );
-            EXIT_OK
+            Ok(Code::Ok)
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_USAGE
-        }
+        Err(e) => Err(Error::Usage(format!("{e}"))),
     }
 }
 
-fn validate(paths: Vec<PathBuf>) -> i32 {
+fn validate(paths: Vec<PathBuf>) -> Result<Code, Error> {
     match load(paths) {
         Ok(t) => {
             println!(
@@ -335,19 +316,19 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
                 t.len(),
                 if t.len() == 1 { "" } else { "s" }
             );
-            EXIT_OK
+            Ok(Code::Ok)
         }
-        Err(code) => code,
+        Err(e) => Err(e),
     }
 }
 
-fn list(paths: Vec<PathBuf>) -> i32 {
+fn list(paths: Vec<PathBuf>) -> Result<Code, Error> {
     let tasks = match load(paths) {
         Ok(t) => t,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     println!("{}", tasks::table(&tasks).to_terminal());
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 /// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy
@@ -454,17 +435,17 @@ fn config(
     })
 }
 
-fn exit_for(records: &[CellRecord]) -> i32 {
+fn exit_for(records: &[CellRecord]) -> Result<Code, Error> {
     if records.is_empty() {
-        EXIT_NO_CELLS
+        Ok(Code::NoCells)
     } else if records.iter().all(|r| r.status == Status::Success) {
-        EXIT_OK
+        Ok(Code::Ok)
     } else {
-        EXIT_FAILED
+        Ok(Code::Failed)
     }
 }
 
-async fn cmd_run(a: RunArgs) -> i32 {
+async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     // The matrix: foldbench.yaml (or --config) and --profile, with the flags over it.
     let mut models = a.common.models.clone();
     if let (Some(r), true) = (&a.common.replay, models.is_empty()) {
@@ -478,7 +459,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
     };
     let plan = match crate::matrix::plan(&a.matrix, &overrides) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(e) => return Err(e),
     };
     let mut common = a.common.clone();
     common.models = plan.models.clone();
@@ -490,8 +471,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
     ) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     cfg.cell.prices = plan.prices.clone();
@@ -502,7 +482,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
         Ok(records) => {
             if records.is_empty() {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
-                return EXIT_NO_CELLS;
+                return Ok(Code::NoCells);
             }
             println!("{}", render::summary_table(&records).to_terminal());
             for line in harness_report::verdict::verdict_lines(&records, None) {
@@ -521,13 +501,12 @@ async fn cmd_run(a: RunArgs) -> i32 {
     }
 }
 
-/// Prints a run's error; returns its exit code.
-fn run_error(e: &run::RunError) -> i32 {
-    eprintln!("error: {e}");
-    match e {
-        run::RunError::Usage(_) => EXIT_USAGE,
-        run::RunError::Internal(_) => EXIT_INTERNAL,
-    }
+/// A run's error as the binary's.
+fn run_error(e: &run::RunError) -> Result<Code, Error> {
+    Err(match e {
+        run::RunError::Usage(_) => Error::usage(e),
+        run::RunError::Internal(_) => Error::internal(e),
+    })
 }
 
 /// Runs `fut` until it ends or SIGINT/SIGTERM arrives. On a signal the run stops: the calls in
@@ -575,28 +554,26 @@ fn print_failures(records: &[CellRecord]) {
     }
 }
 
-async fn cmd_ab(a: AbArgs) -> i32 {
+async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     if !a.common.policies.is_empty() {
-        eprintln!(
-            "error: `ab` takes its arms from --arms; --policy {} would be ignored: add it to \
+        return Err(Error::Usage(format!(
+            "`ab` takes its arms from --arms; --policy {} would be ignored: add it to \
              --arms (for example --arms {},{})",
             a.common.policies.join(" --policy "),
             a.arms,
             a.common.policies.join(",")
-        );
-        return EXIT_USAGE;
+        )));
     }
     let tasks = match load(vec![a.task.clone()]) {
         Ok(t) => t,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     let labels = split_arms(&a.arms);
     let seeds: Vec<u64> = (1..=a.runs.max(1)).collect();
     let cfg = match arms_of(&labels).and_then(|arms| config(&a.common, tasks, arms, seeds)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     match interruptible(run::run(cfg)).await {
@@ -612,12 +589,11 @@ async fn cmd_ab(a: AbArgs) -> i32 {
     }
 }
 
-fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
+fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("cannot read {}: {e}", path.display())));
         }
     };
     let mut messages = Vec::new();
@@ -629,13 +605,12 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
         match serde_json::from_str::<Message>(line) {
             Ok(m) => messages.push(m.sealed()),
             Err(e) => {
-                eprintln!(
+                return Err(Error::Problems(vec![format!(
                     "{}:{}:{}: not a transcript message: {e}",
                     path.display(),
                     i + 1,
                     e.column()
-                );
-                return EXIT_USAGE;
+                )]));
             }
         }
     }
@@ -644,11 +619,10 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
         .filter(|m| m.turn >= from && m.turn <= to)
         .collect();
     if from > to || range.is_empty() {
-        eprintln!(
-            "error: {} has no messages in turns {from}–{to}",
+        return Err(Error::Usage(format!(
+            "{} has no messages in turns {from}–{to}",
             path.display()
-        );
-        return EXIT_USAGE;
+        )));
     }
     let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
     let archive = format!(
@@ -666,7 +640,7 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> i32 {
             &harness_core::digest::sha256_hex(&bytes)
         )
     );
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use harness_report::compare::{self, Threshold};
 
-use crate::cli::{EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
+use crate::error::{Code, Error};
 use crate::matrix::ConfigArgs;
 
 /// Output formats of `compare`.
@@ -75,10 +75,10 @@ fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<
 }
 
 /// Runs `foldbench compare`.
-pub fn cmd(a: CompareArgs) -> i32 {
+pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let (_, _, layer) = match crate::matrix::profile(&a.config) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(e) => return Err(e),
     };
     let mut thresholds = if layer.regression.is_empty() {
         compare::default_thresholds()
@@ -106,8 +106,7 @@ pub fn cmd(a: CompareArgs) -> i32 {
                 thresholds.insert(m, x);
             }
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("{e}")));
             }
         }
     }
@@ -118,11 +117,10 @@ pub fn cmd(a: CompareArgs) -> i32 {
             Some("json") => CompareFormat::Json,
             Some("txt") => CompareFormat::Table,
             _ => {
-                eprintln!(
-                    "error: cannot tell the format of {} from its extension; use .md, .json or .txt",
+                return Err(Error::Usage(format!(
+                    "cannot tell the format of {} from its extension; use .md, .json or .txt",
                     p.display()
-                );
-                return EXIT_USAGE;
+                )));
             }
         };
         outputs.push((p.clone(), f));
@@ -131,8 +129,7 @@ pub fn cmd(a: CompareArgs) -> i32 {
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let c = compare::compare(&base, &new, &thresholds);
@@ -145,8 +142,7 @@ pub fn cmd(a: CompareArgs) -> i32 {
         match render(f, &c, &a) {
             Ok(s) => crate::report::emit(&s),
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_INTERNAL;
+                return Err(Error::Internal(format!("{e}")));
             }
         }
     }
@@ -155,8 +151,7 @@ pub fn cmd(a: CompareArgs) -> i32 {
             std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
         });
         if let Err(e) = written {
-            eprintln!("error: {e}");
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!("{e}")));
         }
     }
     if c.pairs == 0 {
@@ -165,19 +160,19 @@ pub fn cmd(a: CompareArgs) -> i32 {
             a.base.display(),
             a.new.display()
         );
-        return EXIT_NO_CELLS;
+        return Ok(Code::NoCells);
     }
     let regressed = c.regressed_metrics();
     if regressed.is_empty() {
-        EXIT_OK
+        Ok(Code::Ok)
     } else if a.fail_on_regression {
         eprintln!("error: regression in {}", regressed.join(", "));
-        EXIT_FAILED
+        Ok(Code::Failed)
     } else {
         eprintln!(
             "regression in {} (pass --fail-on-regression to fail on it)",
             regressed.join(", ")
         );
-        EXIT_OK
+        Ok(Code::Ok)
     }
 }

@@ -37,12 +37,9 @@ use harness_runner::backends::{self, BackendOptions};
 use harness_runner::model::SharedModel;
 
 use harness_runner::judge::*;
-use harness_runner::results::write_lines;
 
-const EXIT_OK: i32 = crate::cli::EXIT_OK;
-const EXIT_INTERNAL: i32 = crate::cli::EXIT_INTERNAL;
-const EXIT_USAGE: i32 = crate::cli::EXIT_USAGE;
-const EXIT_FAILED: i32 = crate::cli::EXIT_FAILED;
+use crate::error::{Code, Error};
+use harness_runner::results::write_lines;
 
 /// `foldbench judge ...`.
 #[derive(Debug, Subcommand)]
@@ -137,7 +134,7 @@ pub struct RunArgs {
 }
 
 /// Runs a `judge` subcommand; returns the exit code.
-pub async fn main(cmd: JudgeCommand) -> i32 {
+pub async fn main(cmd: JudgeCommand) -> Result<Code, Error> {
     match cmd {
         JudgeCommand::Build(a) => cmd_build(a).await,
         JudgeCommand::Run(a) => cmd_run(a).await,
@@ -168,7 +165,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
             continue;
         }
         let places = harness_runner::history::resolve("judge build --from")
-            .ok_or("--from history: no session folder in the default places")?;
+            .map_err(|e| format!("--from history: {e}"))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| d.join("labels").is_dir());
         if labelled.is_empty() {
@@ -187,23 +184,21 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-async fn cmd_build(a: BuildArgs) -> i32 {
+async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let from = if a.from.is_empty() {
         vec![PathBuf::from("tasks")]
     } else {
         match expand_history(a.from.clone()) {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("{e}")));
             }
         }
     };
     let sources = match classify(&from) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let jobs = a.jobs.unwrap_or_else(|| {
@@ -216,21 +211,21 @@ async fn cmd_build(a: BuildArgs) -> i32 {
     let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
-        eprintln!("error: cannot write {}: {e}", a.out.display());
-        return EXIT_INTERNAL;
+        return Err(Error::Internal(format!(
+            "cannot write {}: {e}",
+            a.out.display()
+        )));
     }
     let stats = judgement::dataset_stats(&items);
     match a.format {
         TableFormat::Json => match serde_json::to_string_pretty(&stats) {
             Ok(s) => println!("{s}"),
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_INTERNAL;
+                return Err(Error::Internal(format!("{e}")));
             }
         },
         TableFormat::Csv => print!(
@@ -260,7 +255,7 @@ async fn cmd_build(a: BuildArgs) -> i32 {
         started.elapsed().as_secs_f64(),
         a.out.display()
     );
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
@@ -295,23 +290,21 @@ fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
     Ok(out)
 }
 
-async fn cmd_run(a: RunArgs) -> i32 {
+async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let items = match read_dataset(&a.dataset) {
         Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     if items.is_empty() {
         eprintln!("error: no item selected from {}", a.dataset.display());
-        return crate::cli::EXIT_NO_CELLS;
+        return Ok(Code::NoCells);
     }
     let models = match run_models(&a) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let mut records = baseline_records(&items, a.max_tool_output);
@@ -336,8 +329,10 @@ async fn cmd_run(a: RunArgs) -> i32 {
             .iter()
             .map(|r| serde_json::to_string(r).unwrap_or_default());
         if let Err(e) = write_lines(out, lines) {
-            eprintln!("error: cannot write {}: {e}", out.display());
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!(
+                "cannot write {}: {e}",
+                out.display()
+            )));
         }
     }
     let stats = judgement::dataset_stats(&items);
@@ -364,8 +359,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
         );
         let page = harness_runner::html::judge_page(&heading, tables, &items, &records);
         if let Err(e) = harness_runner::html::write(out, &page) {
-            eprintln!("error: {e}");
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!("{e}")));
         }
     }
     match a.format {
@@ -374,8 +368,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
             match serde_json::to_string_pretty(&v) {
                 Ok(s) => println!("{s}"),
                 Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_INTERNAL;
+                    return Err(Error::Internal(format!("{e}")));
                 }
             }
         }
@@ -414,7 +407,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
     );
     if errors > 0 {
         eprintln!("error: {errors} request(s) got no answer; see the records");
-        return EXIT_FAILED;
+        return Ok(Code::Failed);
     }
-    EXIT_OK
+    Ok(Code::Ok)
 }

@@ -2,15 +2,16 @@
 
 mod cli;
 mod compare;
+mod error;
 mod judge;
 mod matrix;
 mod merge;
 mod replay;
 mod report;
 
-fn main() {
+fn main() -> std::process::ExitCode {
     restore_sigpipe();
-    std::process::exit(cli::main());
+    error::exit_code(cli::main())
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`foldbench tasks | head -1`) panics.

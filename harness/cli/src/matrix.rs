@@ -18,7 +18,7 @@ use harness_config::yaml::Problem;
 use harness_core::metrics::Price;
 use serde::Serialize;
 
-use crate::cli::{EXIT_NO_CELLS, EXIT_OK, EXIT_USAGE};
+use crate::error::{Code, Error};
 use harness_runner::run::{self, Arm, MatrixCell, Selection};
 use harness_runner::tasks::{self, LoadedTask};
 
@@ -139,16 +139,8 @@ fn arm_def(policy: &str) -> ArmDef {
     }
 }
 
-fn print_problems(problems: &[Problem], what: &str) -> i32 {
-    for p in problems {
-        eprintln!("{p}");
-    }
-    eprintln!(
-        "error: {} problem{} in {what}",
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" }
-    );
-    EXIT_USAGE
+fn print_problems(problems: &[Problem], what: &str) -> Error {
+    crate::error::problems(problems, what)
 }
 
 /// The matrix file in play: `--config`, or `./foldbench.yaml` when it exists.
@@ -160,16 +152,16 @@ pub fn file_in_play(args: &ConfigArgs) -> Option<PathBuf> {
 }
 
 /// Reads and validates a matrix file; prints every problem and returns exit 2 on any.
-pub fn read_file(path: &Path) -> Result<MatrixFile, i32> {
+pub fn read_file(path: &Path) -> Result<MatrixFile, Error> {
     let name = path.display().to_string();
     let text = match harness_import::fs::read_regular(path, harness_runner::tasks::MAX_SPEC_BYTES) {
-        Ok(b) => String::from_utf8(b).map_err(|_| {
-            eprintln!("error: {name} is not UTF-8 text");
-            EXIT_USAGE
-        })?,
+        Ok(b) => {
+            String::from_utf8(b).map_err(|_| Error::Usage(format!("{name} is not UTF-8 text")))?
+        }
         Err(e) => {
-            eprintln!("error: cannot read the matrix file {name}: {e}");
-            return Err(EXIT_USAGE);
+            return Err(Error::Usage(format!(
+                "cannot read the matrix file {name}: {e}"
+            )));
         }
     };
     let vocab = Vocabulary {
@@ -180,37 +172,34 @@ pub fn read_file(path: &Path) -> Result<MatrixFile, i32> {
 }
 
 /// The settings of the chosen profile (empty without a matrix file), the file and the profile.
-pub fn profile(args: &ConfigArgs) -> Result<(Option<PathBuf>, String, Layer), i32> {
+pub fn profile(args: &ConfigArgs) -> Result<(Option<PathBuf>, String, Layer), Error> {
     let name = args
         .profile
         .clone()
         .unwrap_or_else(|| matrix::DEFAULT_PROFILE.to_string());
     let Some(path) = file_in_play(args) else {
         if name != matrix::DEFAULT_PROFILE {
-            eprintln!(
-                "error: --profile {name} needs a matrix file: there is no {} here; give --config FILE",
+            return Err(Error::Usage(format!(
+                "--profile {name} needs a matrix file: there is no {} here; give --config FILE",
                 matrix::DEFAULT_FILE
-            );
-            return Err(EXIT_USAGE);
+            )));
         }
         return Ok((None, name, Layer::default()));
     };
     let file = read_file(&path)?;
-    let layer = file.profile(&name).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_USAGE
-    })?;
+    let layer = file
+        .profile(&name)
+        .map_err(|e| Error::Usage(format!("{e}")))?;
     Ok((Some(path), name, layer))
 }
 
-fn usage(e: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {e}");
-    EXIT_USAGE
+fn usage(e: impl std::fmt::Display) -> Error {
+    Error::usage(e)
 }
 
 /// The task spec files of the profile's patterns (relative to the matrix file's folder), each
 /// pattern that matches nothing reported at its place in the file.
-fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, i32> {
+fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, Error> {
     let dir = file
         .and_then(Path::parent)
         .map(Path::to_path_buf)
@@ -251,7 +240,7 @@ fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, i32> {
 }
 
 /// Resolves the matrix: file, profile, command line, tasks from disk, cells and shard.
-pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, i32> {
+pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
     let (file, profile, layer) = profile(&args.config)?;
     let task_paths = if ov.tasks.is_empty() {
         task_files(file.as_deref(), &layer)?
@@ -387,7 +376,7 @@ struct ListedCell<'a> {
 
 /// Prints the cells of the matrix (after partition and filters); as text, after the table of
 /// their tasks.
-pub fn list(a: ListArgs) -> i32 {
+pub fn list(a: ListArgs) -> Result<Code, Error> {
     let plan = match plan(
         &a.matrix,
         &Overrides {
@@ -397,7 +386,7 @@ pub fn list(a: ListArgs) -> i32 {
         },
     ) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(e) => return Err(e),
     };
     let policy_of: HashMap<&str, String> = plan
         .arms
@@ -440,8 +429,7 @@ pub fn list(a: ListArgs) -> i32 {
         match serde_json::to_string_pretty(&v) {
             Ok(s) => crate::report::emit(&format!("{s}\n")),
             Err(e) => {
-                eprintln!("error: {e}");
-                return crate::cli::EXIT_INTERNAL;
+                return Err(Error::internal(e));
             }
         }
     } else {
@@ -496,8 +484,8 @@ pub fn list(a: ListArgs) -> i32 {
             .unwrap_or_else(|| " (no matrix file)".into())
     );
     if cells.is_empty() {
-        EXIT_NO_CELLS
+        Ok(Code::NoCells)
     } else {
-        EXIT_OK
+        Ok(Code::Ok)
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use harness_runner::merge::{merge, MergeError};
 
-use crate::cli::{EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use crate::error::{Code, Error};
 
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
@@ -17,7 +17,7 @@ pub struct MergeArgs {
 }
 
 /// Runs `foldbench merge`.
-pub fn cmd(a: MergeArgs) -> i32 {
+pub fn cmd(a: MergeArgs) -> Result<Code, Error> {
     match merge(&a.shards, &a.out) {
         Ok(m) => {
             eprintln!(
@@ -29,7 +29,7 @@ pub fn cmd(a: MergeArgs) -> i32 {
                 a.out.display()
             );
             if m.missing.is_empty() {
-                EXIT_OK
+                Ok(Code::Ok)
             } else {
                 for id in m.missing.iter().take(20) {
                     eprintln!("missing {id}");
@@ -46,16 +46,10 @@ pub fn cmd(a: MergeArgs) -> i32 {
                     },
                     if m.missing.len() == 1 { "is" } else { "are" }
                 );
-                EXIT_FAILED
+                Ok(Code::Failed)
             }
         }
-        Err(MergeError::Refused(e)) => {
-            eprintln!("error: {e}");
-            EXIT_USAGE
-        }
-        Err(MergeError::Io(e)) => {
-            eprintln!("error: {e}");
-            EXIT_INTERNAL
-        }
+        Err(MergeError::Refused(e)) => Err(Error::Usage(format!("{e}"))),
+        Err(MergeError::Io(e)) => Err(Error::Internal(format!("{e}"))),
     }
 }

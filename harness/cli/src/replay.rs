@@ -33,7 +33,7 @@ use harness_replay::{
 use harness_report::render::Table;
 use serde::Serialize;
 
-use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use crate::error::{Code, Error};
 use harness_runner::results::write_lines;
 
 /// How tables are printed.
@@ -211,7 +211,7 @@ fn threads(jobs: Option<usize>) -> usize {
 
 /// Reads the sessions (from the default places when no path is given), keeps those the filters
 /// select; prints skipped files, counted warnings and what the filters kept on stderr.
-fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
+fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
     let filter = match harness_runner::history::Filter::new(
         src.since.as_deref(),
         src.until.as_deref(),
@@ -220,12 +220,11 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
     ) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Err(EXIT_USAGE);
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let paths = if src.paths.is_empty() {
-        harness_runner::history::resolve(command).ok_or(EXIT_USAGE)?
+        harness_runner::history::resolve(command).map_err(Error::Usage)?
     } else {
         src.paths.clone()
     };
@@ -239,22 +238,22 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, i32> {
             count(before, "session")
         );
         if loaded.sessions.is_empty() {
-            eprintln!("error: no session matches --since/--until/--project/--session as given");
-            return Err(EXIT_USAGE);
+            return Err(Error::Usage(
+                "no session matches --since/--until/--project/--session as given".into(),
+            ));
         }
     }
     Ok(loaded)
 }
 
 /// Imports every session under `paths`.
-fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, i32> {
+fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
     let format = match src.input_format.as_str() {
         "auto" => None,
         f => match f.parse::<Format>() {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("error: --input-format: {e} or auto");
-                return Err(EXIT_USAGE);
+                return Err(Error::Usage(format!("--input-format: {e} or auto")));
             }
         },
     };
@@ -263,8 +262,10 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, i32> {
         Ok(r) => r,
         Err(e) => {
             let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            eprintln!("error: cannot read {}: {e}", names.join(", "));
-            return Err(EXIT_USAGE);
+            return Err(Error::Usage(format!(
+                "cannot read {}: {e}",
+                names.join(", ")
+            )));
         }
     };
     let seconds = began.elapsed().as_secs_f64();
@@ -297,8 +298,8 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, i32> {
         );
     }
     if report.sessions.is_empty() {
-        eprintln!(
-            "error: no session found in {} file{} under {}; expected {}",
+        return Err(Error::Usage(format!(
+            "no session found in {} file{} under {}; expected {}",
             report.files,
             if report.files == 1 { "" } else { "s" },
             paths
@@ -307,8 +308,7 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, i32> {
                 .collect::<Vec<_>>()
                 .join(", "),
             harness_import::EXPECTED
-        );
-        return Err(EXIT_USAGE);
+        )));
     }
     Ok(Loaded {
         sessions: report.sessions,
@@ -342,23 +342,24 @@ fn label_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Reads `--labels`; every problem is printed.
-fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, i32> {
+fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
     let judge: JudgeKind = src.judge.into();
     if src.labels.is_empty() {
         if judge.needs_labels() {
-            eprintln!(
-                "error: --judge {} needs --labels FILE_OR_DIR (e.g. tests/fixtures/real-sessions/labels)",
+            return Err(Error::Usage(format!(
+                "--judge {} needs --labels FILE_OR_DIR (e.g. tests/fixtures/real-sessions/labels)",
                 judge.name()
-            );
-            return Err(EXIT_USAGE);
+            )));
         }
         return Ok(None);
     }
     let mut files = Vec::new();
     for p in &src.labels {
         if let Err(e) = label_files(p, &mut files) {
-            eprintln!("error: cannot read labels {}: {e}", p.display());
-            return Err(EXIT_USAGE);
+            return Err(Error::Usage(format!(
+                "cannot read labels {}: {e}",
+                p.display()
+            )));
         }
     }
     let mut labels = Labels::new();
@@ -383,11 +384,10 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, i32> {
         }
     }
     if problems > 0 {
-        eprintln!(
-            "error: {problems} problem{} in the labels",
+        return Err(Error::Usage(format!(
+            "{problems} problem{} in the labels",
             if problems == 1 { "" } else { "s" }
-        );
-        return Err(EXIT_USAGE);
+        )));
     }
     if labels.is_empty() {
         eprintln!(
@@ -511,12 +511,11 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
 }
 
 /// Runs `foldbench replay`; returns the exit code.
-pub fn replay(a: ReplayArgs) -> i32 {
+pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let prices = match harness_runner::history::parse_prices(&a.price, parse_price) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: --price: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("--price: {e}")));
         }
     };
     if let Some(p) = a
@@ -524,11 +523,10 @@ pub fn replay(a: ReplayArgs) -> i32 {
         .as_ref()
         .filter(|p| !harness_runner::html::is_html(p))
     {
-        eprintln!(
-            "error: -o {}: replay writes an HTML page (.html); per-request records go to --requests-out",
+        return Err(Error::Usage(format!(
+            "-o {}: replay writes an HTML page (.html); per-request records go to --requests-out",
             p.display()
-        );
-        return EXIT_USAGE;
+        )));
     }
     let list: Vec<String> = if a.policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()
@@ -540,8 +538,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         match policies::parse_policy(p) {
             Ok(s) => specs.push(s),
             Err(e) => {
-                eprintln!("error: --policy: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("--policy: {e}")));
             }
         }
     }
@@ -554,17 +551,16 @@ pub fn replay(a: ReplayArgs) -> i32 {
     }) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let labels = match load_labels(&a.source) {
         Ok(l) => l,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     let loaded = match load_sessions(&a.source, "replay") {
         Ok(l) => l,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     let began = Instant::now();
     let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
@@ -595,8 +591,10 @@ pub fn replay(a: ReplayArgs) -> i32 {
         match write_lines(path, lines) {
             Ok(n) => eprintln!("{n} request records in {}", path.display()),
             Err(e) => {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return EXIT_INTERNAL;
+                return Err(Error::Internal(format!(
+                    "cannot write {}: {e}",
+                    path.display()
+                )));
             }
         }
     }
@@ -619,8 +617,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
             match serde_json::to_string_pretty(&doc) {
                 Ok(s) => println!("{s}"),
                 Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_INTERNAL;
+                    return Err(Error::Internal(format!("{e}")));
                 }
             }
         }
@@ -711,8 +708,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         let page =
             harness_runner::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
         if let Err(e) = harness_runner::html::write(path, &page) {
-            eprintln!("error: {e}");
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!("{e}")));
         }
     }
     eprintln!(
@@ -722,7 +718,7 @@ pub fn replay(a: ReplayArgs) -> i32 {
         count(replays.len(), "session"),
         count(threads(a.source.jobs), "thread")
     );
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 /// One analysed request as a JSON line.
@@ -747,16 +743,16 @@ struct AnalyzeJson<'a> {
 }
 
 /// Runs `foldbench analyze`; returns the exit code.
-pub fn analyze(a: AnalyzeArgs) -> i32 {
+pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
     let src = &a.source;
     let judge: JudgeKind = src.judge.into();
     let labels = match load_labels(src) {
         Ok(l) => l,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     let loaded = match load_sessions(src, "analyze") {
         Ok(l) => l,
-        Err(c) => return c,
+        Err(e) => return Err(e),
     };
     let sessions = harness_replay::engine::parallel_map(&loaded.sessions, threads(src.jobs), |s| {
         analyze_session(s, judge, labels.as_ref())
@@ -783,8 +779,10 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
         match write_lines(path, lines) {
             Ok(n) => eprintln!("{n} request records in {}", path.display()),
             Err(e) => {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return EXIT_INTERNAL;
+                return Err(Error::Internal(format!(
+                    "cannot write {}: {e}",
+                    path.display()
+                )));
             }
         }
     }
@@ -802,8 +800,7 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
             match serde_json::to_string_pretty(&doc) {
                 Ok(s) => println!("{s}"),
                 Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_INTERNAL;
+                    return Err(Error::Internal(format!("{e}")));
                 }
             }
         }
@@ -848,12 +845,13 @@ pub fn analyze(a: AnalyzeArgs) -> i32 {
         }
     }
     eprintln!("import and tokenize {:.2}s", loaded.seconds);
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{code_of, EXIT_OK, EXIT_USAGE};
     use clap::Parser;
 
     const SESSION: &str = include_str!("../../replay/fixtures/claude-code/five-turns.jsonl");
@@ -870,14 +868,18 @@ mod tests {
         a: AnalyzeArgs,
     }
 
-    fn replay_with(args: &[&str]) -> i32 {
+    fn replay_with(args: &[&str]) -> u8 {
         let argv = std::iter::once("foldbench").chain(args.iter().copied());
-        replay(R::try_parse_from(argv).expect("the arguments parse").a)
+        code_of(&replay(
+            R::try_parse_from(argv).expect("the arguments parse").a,
+        ))
     }
 
-    fn analyze_with(args: &[&str]) -> i32 {
+    fn analyze_with(args: &[&str]) -> u8 {
         let argv = std::iter::once("foldbench").chain(args.iter().copied());
-        analyze(A::try_parse_from(argv).expect("the arguments parse").a)
+        code_of(&analyze(
+            A::try_parse_from(argv).expect("the arguments parse").a,
+        ))
     }
 
     /// A folder with one good session and every kind of bad file.

@@ -15,7 +15,7 @@ use harness_core::record::{CellRecord, Status};
 use harness_report::svg::{self, RequestPoint, SessionChoice};
 use harness_report::{junit, render};
 
-use crate::cli::{EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use crate::error::{Code, Error};
 
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -257,12 +257,11 @@ pub fn render_format(
 }
 
 /// Runs `foldbench report`.
-pub fn cmd(a: ReportArgs) -> i32 {
+pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
     let records = match harness_runner::results::read_records(&a.run_dir) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
+            return Err(Error::Usage(format!("{e}")));
         }
     };
     let mut outputs = Vec::new();
@@ -270,8 +269,7 @@ pub fn cmd(a: ReportArgs) -> i32 {
         match Format::of_path(p) {
             Ok(f) => outputs.push((p.clone(), f)),
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("{e}")));
             }
         }
     }
@@ -284,8 +282,7 @@ pub fn cmd(a: ReportArgs) -> i32 {
         match render_format(f, &a, &records) {
             Ok(s) => emit(&s),
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("{e}")));
             }
         }
     }
@@ -293,23 +290,26 @@ pub fn cmd(a: ReportArgs) -> i32 {
         let text = match render_format(f, &a, &records) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
+                return Err(Error::Usage(format!("{e}")));
             }
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if let Err(e) = std::fs::create_dir_all(dir) {
-                eprintln!("error: cannot create {}: {e}", dir.display());
-                return EXIT_INTERNAL;
+                return Err(Error::Internal(format!(
+                    "cannot create {}: {e}",
+                    dir.display()
+                )));
             }
         }
         if let Err(e) = std::fs::write(&path, text) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return EXIT_INTERNAL;
+            return Err(Error::Internal(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
         }
         eprintln!("wrote {}", path.display());
     }
-    EXIT_OK
+    Ok(Code::Ok)
 }
 
 #[cfg(test)]

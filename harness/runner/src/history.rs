@@ -76,7 +76,7 @@ pub fn places(var: impl Fn(&str) -> Option<String>) -> Vec<Place> {
 
 /// The default places that exist, after saying on stderr which were read; when none exists,
 /// says where it looked and what to pass instead, and returns `None`.
-pub fn resolve(command: &str) -> Option<Vec<PathBuf>> {
+pub fn resolve(command: &str) -> Result<Vec<PathBuf>, String> {
     let all = places(|k| std::env::var(k).ok());
     let (found, missing): (Vec<&Place>, Vec<&Place>) = all.iter().partition(|p| p.path.is_dir());
     if found.is_empty() {
@@ -84,15 +84,14 @@ pub fn resolve(command: &str) -> Option<Vec<PathBuf>> {
             .iter()
             .map(|p| format!("{} ({}, from {})", p.path.display(), p.agent, p.from))
             .collect();
-        eprintln!(
-            "error: no session folder found: looked in {}. Pass session files or folders instead, e.g. `foldbench {command} path/to/sessions`, or set CLAUDE_CONFIG_DIR / CODEX_HOME",
+        return Err(format!(
+            "no session folder found: looked in {}. Pass session files or folders instead, e.g. `foldbench {command} path/to/sessions`, or set CLAUDE_CONFIG_DIR / CODEX_HOME",
             if looked.is_empty() {
                 "nothing (HOME, CLAUDE_CONFIG_DIR and CODEX_HOME are unset)".to_string()
             } else {
                 looked.join(", ")
             }
-        );
-        return None;
+        ));
     }
     let read: Vec<String> = found
         .iter()
@@ -106,7 +105,7 @@ pub fn resolve(command: &str) -> Option<Vec<PathBuf>> {
             .collect();
         eprintln!("not present: {}", names.join(", "));
     }
-    Some(found.into_iter().map(|p| p.path.clone()).collect())
+    Ok(found.into_iter().map(|p| p.path.clone()).collect())
 }
 
 /// Which sessions to keep (all fields optional; every given one must hold).

@@ -1,0 +1,339 @@
+//! The six workspace tools the agent calls (docs/design.md §6) and the sandbox they run in.
+//!
+//! Every tool resolves its paths through [`resolve`]: absolute paths, paths whose normalisation
+//! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused
+//! with an error result, never executed; so are paths into `.git`, and writes to a file with more
+//! than one hard link (its other names may be outside the workspace). The shell runs `sh -c` in
+//! the workspace root inside the [`Sandbox`] (bubblewrap when the machine has it), in its own
+//! process group (killed as a whole on timeout), with an allow-listed environment
+//! ([`crate::sandbox::allowed_env`]).
+//!
+//! Tool errors are results the model reads ([`ToolOutput::is_error`]), never panics or `Err`s.
+//!
+//! Output formats (task specs' `expect` strings rely on them):
+//!
+//! - `read_file`: `format!("{:>6}\t{}", lineno, line)` per line, joined with `\n`.
+//! - `list_files`: one workspace-relative path per line, sorted.
+//! - `grep`: `path:lineno:text` per match, files in sorted order; `no matches` when none.
+//! - `edit_file`: `edited PATH`; `write_file`: `wrote N bytes to PATH`.
+//! - `shell`: the merged stdout/stderr, then `\n[exit code: N]` when non-zero, or
+//!   `\n[killed: timed out after Ns]` on timeout.
+//! - Long outputs keep their head and tail around a line
+//!   `[… N bytes cut from the middle of the output …]`.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use harness_core::message::{ToolCall, ToolSpec};
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use crate::sandbox::Sandbox;
+use crate::tool_cache::{self, Source, ToolCache};
+use crate::workspace::is_archive_path;
+use std::sync::Arc;
+
+/// How long the shell tool waits, after `sh` itself exited, for background children that still
+/// hold its output pipe before it kills them.
+const EXIT_GRACE: Duration = Duration::from_millis(250);
+
+/// How long to drain what is left in the pipe after the process group was killed.
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Names of the tools this module executes, in the order [`tool_specs`] lists them.
+pub const TOOL_NAMES: [&str; 6] = [
+    "read_file",
+    "list_files",
+    "grep",
+    "edit_file",
+    "write_file",
+    "shell",
+];
+
+/// Limits that apply to tool calls, the sandbox their shell commands run in, and the run's tool
+/// cache.
+#[derive(Debug, Clone)]
+pub struct ToolLimits {
+    /// Wall-clock limit of one `shell` call; on expiry its whole process group is killed.
+    pub shell_timeout: Duration,
+    /// Maximum size in bytes of a tool's output (shell, read_file, grep, list_files); longer
+    /// output keeps its first and last halves with a note in between.
+    pub output_cap: usize,
+    /// Where shell commands run (bubblewrap when this machine has it, by default).
+    pub sandbox: Sandbox,
+    /// The run's cache of shell commands (`None`: every command runs).
+    pub cache: Option<Arc<ToolCache>>,
+    /// Commands never taken from the cache (a task's `cache: false` steps and commands).
+    pub uncached: Arc<[String]>,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        ToolLimits {
+            shell_timeout: Duration::from_secs(30),
+            output_cap: 50_000,
+            sandbox: Sandbox::default(),
+            cache: None,
+            uncached: Arc::from(Vec::new()),
+        }
+    }
+}
+
+/// The result of one tool call, as the model will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text of the result.
+    pub text: String,
+    /// Whether the call failed (bad arguments, refused path, missing file, shell timeout...). A
+    /// shell command that exits non-zero is *not* an error: its output is a normal result.
+    pub is_error: bool,
+    /// The normalised workspace-relative path the call reads, writes or searches (`.` for
+    /// `grep`/`list_files` without a path); `None` for `shell`, unknown tools and paths that
+    /// could not be normalised.
+    pub target: Option<String>,
+    /// Whether a `shell` result came from the run's tool cache instead of a process.
+    pub cached: bool,
+}
+
+impl ToolOutput {
+    fn ok(text: String, target: Option<String>) -> Self {
+        ToolOutput {
+            text,
+            is_error: false,
+            target,
+            cached: false,
+        }
+    }
+
+    fn err(text: String, target: Option<String>) -> Self {
+        ToolOutput {
+            text,
+            is_error: true,
+            target,
+            cached: false,
+        }
+    }
+}
+
+/// The JSON schemas of the six workspace tools, in the order of [`TOOL_NAMES`].
+pub fn tool_specs() -> Vec<ToolSpec> {
+    fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters,
+        }
+    }
+    let path_desc = "Path relative to the workspace root.";
+    vec![
+        spec(
+            "read_file",
+            "Read a text file; lines are shown numbered (cat -n style). Use offset/limit for a \
+             part of a long file.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "description": path_desc },
+                    "offset": { "type": "integer", "minimum": 1,
+                                "description": "First line to show, 1-based (default 1)." },
+                    "limit": { "type": "integer", "minimum": 1,
+                               "description": "Maximum number of lines to show (default: all)." }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+        spec(
+            "list_files",
+            "List every file below a directory, recursively, one workspace-relative path per line.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string",
+                              "description": "Directory relative to the workspace root (default: the root)." }
+                },
+                "additionalProperties": false
+            }),
+        ),
+        spec(
+            "grep",
+            "Search files for a regular expression (Rust regex syntax), recursively below a \
+             directory or in one file. Prints path:line:text for every matching line.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": { "type": "string", "description": "Regular expression." },
+                    "path": { "type": "string",
+                              "description": "File or directory relative to the workspace root (default: the root)." }
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+        ),
+        spec(
+            "edit_file",
+            "Replace text in a file: `old` must occur exactly once in the file; it is replaced \
+             by `new`. Include enough context in `old` to make it unique.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "description": path_desc },
+                    "old": { "type": "string", "description": "Exact text to replace; must be unique in the file." },
+                    "new": { "type": "string", "description": "Replacement text." }
+                },
+                "required": ["path", "old", "new"],
+                "additionalProperties": false
+            }),
+        ),
+        spec(
+            "write_file",
+            "Create or overwrite a file with the given content; missing parent directories are \
+             created.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "description": path_desc },
+                    "content": { "type": "string", "description": "The whole new content of the file." }
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        ),
+        spec(
+            "shell",
+            "Run a command with `sh -c` in the workspace root (stderr merged into stdout, no \
+             network guarantees, time-limited). Non-zero exit codes are reported after the output.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": { "type": "string", "description": "Shell command line." }
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+/// Executes one tool call in the workspace at `ws_root`. Never panics on bad input: unknown
+/// tools, missing or ill-typed arguments, refused paths and IO failures become error results.
+pub async fn execute(ws_root: &Path, call: &ToolCall, limits: &ToolLimits) -> ToolOutput {
+    // Some providers hand the arguments over as a JSON string; accept that too.
+    let parsed;
+    let args = match &call.args {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v) => {
+                parsed = v;
+                &parsed
+            }
+            Err(_) => &call.args,
+        },
+        other => other,
+    };
+    let a = Args {
+        tool: &call.name,
+        args,
+    };
+    match call.name.as_str() {
+        "read_file" => read_file(ws_root, &a, limits),
+        "list_files" => list_files(ws_root, &a, limits),
+        "grep" => grep(ws_root, &a, limits),
+        "edit_file" => edit_file(ws_root, &a),
+        "write_file" => write_file(ws_root, &a),
+        "shell" => shell(ws_root, &a, limits).await,
+        other => ToolOutput::err(
+            format!(
+                "error: unknown tool `{other}`; the tools are {}",
+                TOOL_NAMES.join(", ")
+            ),
+            None,
+        ),
+    }
+}
+
+/// Typed access to a call's arguments, with error texts that name the tool and the argument.
+struct Args<'a> {
+    tool: &'a str,
+    args: &'a Value,
+}
+
+impl<'a> Args<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    fn req_str(&self, key: &str) -> Result<&'a str, String> {
+        match self.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            _ => Err(format!(
+                "error: {} needs a string argument `{key}`",
+                self.tool
+            )),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(format!(
+                "error: {} argument `{key}` must be a string",
+                self.tool
+            )),
+        }
+    }
+
+    fn opt_uint(&self, key: &str) -> Result<Option<u64>, String> {
+        let bad = || {
+            format!(
+                "error: {} argument `{key}` must be a non-negative integer",
+                self.tool
+            )
+        };
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) => Ok(Some(v)),
+                // Accept whole floats such as 10.0.
+                None => match n.as_f64() {
+                    Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => {
+                        Ok(Some(f as u64))
+                    }
+                    _ => Err(bad()),
+                },
+            },
+            Some(Value::String(s)) => s.trim().parse::<u64>().map(Some).map_err(|_| bad()),
+            Some(_) => Err(bad()),
+        }
+    }
+}
+
+mod files;
+mod output;
+mod paths;
+mod shell;
+
+pub use files::MAX_READ_BYTES;
+use files::*;
+pub use output::cap_output;
+use output::*;
+use paths::*;
+pub use paths::{normalize, resolve};
+#[cfg(test)]
+pub(crate) use shell::run_shell;
+use shell::*;
+pub(crate) use shell::{kill_process_group, run_shell_for, ShellRun};
+
+#[cfg(test)]
+mod file_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! Paths the tools take: normalised, confined to the workspace, `.git` and hard-linked files refused.
+
+use super::*;
+
+/// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
+/// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
+pub fn normalize(rel: &str) -> Result<String, String> {
+    let outside = || {
+        format!(
+            "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
+        )
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in Path::new(rel).components() {
+        match comp {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(outside());
+                }
+            }
+            Component::Normal(s) => match s.to_str() {
+                Some(s) => parts.push(s),
+                None => return Err(format!("error: path `{rel}` is not valid UTF-8")),
+            },
+            Component::RootDir | Component::Prefix(_) => return Err(outside()),
+        }
+    }
+    if parts.is_empty() {
+        Ok(".".to_string())
+    } else {
+        Ok(parts.join("/"))
+    }
+}
+
+/// Resolves a workspace-relative path to an absolute path inside the workspace.
+///
+/// Refuses absolute paths, paths whose normalisation escapes the root (`..`), and paths that go
+/// through a symlink to outside the root (every existing component is resolved; a dangling
+/// symlink on the way is refused too, since its target cannot be checked). The part of the path
+/// that does not exist yet is appended as is. Paths inside the archive folder are allowed.
+pub fn resolve(ws_root: &Path, rel: &str) -> Result<PathBuf, String> {
+    let norm = normalize(rel)?;
+    resolve_normalized(ws_root, rel, &norm)
+}
+
+pub(super) fn resolve_normalized(ws_root: &Path, rel: &str, norm: &str) -> Result<PathBuf, String> {
+    let root = ws_root
+        .canonicalize()
+        .map_err(|e| format!("error: the workspace root is not accessible: {e}"))?;
+    let comps: Vec<&str> = if norm == "." {
+        Vec::new()
+    } else {
+        norm.split('/').collect()
+    };
+    let mut cur = root.clone();
+    for (i, comp) in comps.iter().enumerate() {
+        let next = cur.join(comp);
+        match fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => match next.canonicalize() {
+                Ok(target) if target.starts_with(&root) => cur = target,
+                Ok(_) => {
+                    return Err(format!(
+                        "error: path `{rel}` resolves through a symlink to outside the workspace; \
+                         use a path relative to the workspace root"
+                    ))
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "error: path `{rel}` goes through the symlink `{}` whose target does not \
+                         exist",
+                        comps[..=i].join("/")
+                    ))
+                }
+            },
+            Ok(_) => cur = next,
+            Err(_) => {
+                // This component does not exist (or its parent is not a directory): nothing
+                // below it can be a symlink; the operation itself will report the problem.
+                let mut out = next;
+                for c in &comps[i + 1..] {
+                    out.push(c);
+                }
+                return Ok(out);
+            }
+        }
+    }
+    Ok(cur)
+}
+
+/// Normalises and resolves `rel` for a file tool; on failure returns the error result to hand
+/// to the model. Paths into the workspace's `.git` folder are refused, also through a symlink:
+/// the file tools read and write the work tree, never the repository (its hooks and config run
+/// code).
+pub(super) fn resolve_arg(ws_root: &Path, rel: &str) -> Result<(PathBuf, String), ToolOutput> {
+    let norm = normalize(rel).map_err(|e| ToolOutput::err(e, None))?;
+    let abs = resolve_normalized(ws_root, rel, &norm)
+        .map_err(|e| ToolOutput::err(e, Some(norm.clone())))?;
+    let in_git = |p: &Path| p.components().next() == Some(Component::Normal(".git".as_ref()));
+    let through_git = ws_root
+        .canonicalize()
+        .ok()
+        .and_then(|root| abs.strip_prefix(root).ok().map(in_git))
+        .unwrap_or(false);
+    if in_git(Path::new(&norm)) || through_git {
+        return Err(ToolOutput::err(
+            format!(
+                "error: `{rel}` is inside `.git`, which the file tools do not touch; \
+                 use the shell's `git` to look at the repository"
+            ),
+            Some(norm),
+        ));
+    }
+    Ok((abs, norm))
+}
+
+/// Refuses to write a file that has more than one hard link: its other names may be outside the
+/// workspace, so writing it would change a file there.
+pub(super) fn refuse_hard_link(abs: &Path, norm: &str) -> Result<(), ToolOutput> {
+    use std::os::unix::fs::MetadataExt;
+    match fs::metadata(abs) {
+        Ok(m) if m.is_file() && m.nlink() > 1 => Err(ToolOutput::err(
+            format!(
+                "error: {norm} has {} hard links, and its other names may be outside the \
+                 workspace; refusing to write it (write a new file instead)",
+                m.nlink()
+            ),
+            Some(norm.to_string()),
+        )),
+        _ => Ok(()),
+    }
+}
