@@ -46,6 +46,7 @@ pub mod record;
 pub mod regression;
 pub mod request;
 pub mod rng;
+pub mod session;
 pub mod sim;
 pub mod spec;
 pub mod suggest;

@@ -33,10 +33,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
-use harness_core::fold;
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
-use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::policy::{Plan, Policy, ToolOutcome};
 use harness_core::prices::PriceTable;
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens::{self, MESSAGE_OVERHEAD};
@@ -51,13 +50,7 @@ use crate::hidden::{
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 
-/// Where archives would be written in a workspace (the same folder as the live runner's).
-pub const ARCHIVE_DIR: &str = ".foldbench/archive";
-
-/// The instruction of a compaction call (the live runner's words).
-pub const COMPACTION_PROMPT: &str =
-    "Summarize the conversation so far for your own later use: every user request and \
-decision, what was done and concluded. Tool outputs will not be available afterwards.";
+pub use harness_core::session::{ARCHIVE_DIR, COMPACTION_PROMPT};
 
 /// The default context window (Claude's 200k): `compact` fires at 0.9 of it.
 pub const DEFAULT_WINDOW: u64 = 200_000;
@@ -671,19 +664,7 @@ impl Loop<'_> {
     fn end_turn(&mut self, next_user: Option<&str>) {
         let t = self.ctx.turn;
         for splice in self.policy.end_turn(&self.ctx, next_user) {
-            let kind = if matches!(splice.kind, SpliceKind::Fold) {
-                "fold"
-            } else {
-                "strategy"
-            };
-            let text = fold::archive_text(splice.from, splice.to, &splice.messages);
-            let archive = ArchiveRef {
-                path: format!(
-                    "{ARCHIVE_DIR}/{}",
-                    fold::archive_name(splice.from, splice.to, kind)
-                ),
-                sha256: harness_core::digest::sha256_hex(text.as_bytes()),
-            };
+            let archive = harness_core::session::archive_splice(ARCHIVE_DIR, &splice).archive;
             let before = self
                 .prev
                 .clone()

@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
 use harness_core::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
-use harness_core::fold;
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
-use harness_core::policy::{ArchiveRef, Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::policy::{Plan, Policy, SpliceKind, ToolOutcome};
 use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
 use harness_core::request::{Purpose, Request};
 use harness_core::spec::{Check, TaskSpec, TurnSpec};
@@ -34,10 +33,7 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git reposit
 test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
 message that says what you found and what you changed, without calling a tool.";
 
-/// The instruction of the compaction call.
-pub const COMPACTION_PROMPT: &str =
-    "Summarize the conversation so far for your own later use: every user request and \
-decision, what was done and concluded. Tool outputs will not be available afterwards.";
+pub use harness_core::session::COMPACTION_PROMPT;
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
 pub trait ArchiveWriter: Send + Sync {
@@ -486,17 +482,8 @@ async fn session(
         });
         let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
         for splice in policy.end_turn(&ctx, next_user) {
-            let kind = if matches!(splice.kind, SpliceKind::Fold) {
-                "fold"
-            } else {
-                "strategy"
-            };
-            let rel = format!(
-                "{}/{}",
-                workspace::ARCHIVE_DIR,
-                fold::archive_name(splice.from, splice.to, kind)
-            );
-            let bytes = fold::archive_text(splice.from, splice.to, &splice.messages).into_bytes();
+            let archived = harness_core::session::archive_splice(workspace::ARCHIVE_DIR, &splice);
+            let (kind, rel, bytes) = (archived.kind, archived.archive.path.clone(), archived.bytes);
             if let Err(e) = run.opts.archive_writer.write(ws.path(), &rel, &bytes) {
                 run.emit(Event::SpliceFailed {
                     turn: t,
@@ -504,10 +491,7 @@ async fn session(
                 });
                 continue;
             }
-            let archive = ArchiveRef {
-                path: rel.clone(),
-                sha256: harness_core::digest::sha256_hex(&bytes),
-            };
+            let archive = archived.archive;
             let before = prev.clone().unwrap_or_else(|| ctx.messages.clone());
             let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
             if let Some(msg) = policy.apply_splice(&mut ctx, &splice, &archive) {

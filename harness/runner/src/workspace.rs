@@ -17,7 +17,7 @@ use crate::tools::{self, ToolLimits};
 
 /// The archive folder, relative to the workspace root. Policies write folded turns and strategy
 /// branches here; the model may read them back; git ignores them.
-pub const ARCHIVE_DIR: &str = ".foldbench/archive";
+pub use harness_core::session::ARCHIVE_DIR;
 
 /// A changed file larger than this (in bytes, before or after) is named in the diff with its
 /// size instead of its content.
