@@ -283,15 +283,9 @@ profiles:
         t = tasks.display()
     );
     std::fs::write(d.join("foldbench.yaml"), matrix).unwrap();
-    let run = |out: &str, extra: &[&str]| {
-        let mut args = vec!["run", "--jobs", "2", "--out", out];
-        args.extend(extra);
-        let o = fb(d, &args);
-        assert_eq!(o.status.code(), Some(0), "run {extra:?}: {}", text(&o));
-    };
-    run("shard1", &["--partition", "hash:1/2"]);
-    run("shard2", &["--partition", "hash:2/2"]);
-    run("whole", &[]);
+    run_in(d, "shard1", &["--partition", "hash:1/2"]);
+    run_in(d, "shard2", &["--partition", "hash:2/2"]);
+    run_in(d, "whole", &[]);
     let m = fb(d, &["merge", "shard1", "shard2", "-o", "merged"]);
     assert_eq!(m.status.code(), Some(0), "{}", text(&m));
     assert!(
@@ -300,6 +294,21 @@ profiles:
         text(&m)
     );
 
+    merged_equals_whole(d);
+    merge_refuses_what_does_not_fit(d);
+    compare_gates_a_regression(d);
+    reports_of_the_merged_run(d);
+}
+
+/// Runs the matrix file in `d` into `out` with `extra` flags; it must pass.
+fn run_in(d: &Path, out: &str, extra: &[&str]) {
+    let mut args = vec!["run", "--jobs", "2", "--out", out];
+    args.extend(extra);
+    let o = fb(d, &args);
+    assert_eq!(o.status.code(), Some(0), "run {extra:?}: {}", text(&o));
+}
+
+fn merged_equals_whole(d: &Path) {
     // The merged run has the unsharded run's cells, with the same metrics.
     let merged = by_id(read_records(&d.join("merged")).unwrap());
     let whole = by_id(read_records(&d.join("whole")).unwrap());
@@ -330,7 +339,9 @@ profiles:
     let resumed = fb(d, &["run", "--out", "merged"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     assert_eq!(read_records(&d.join("merged")).unwrap().len(), 8);
+}
 
+fn merge_refuses_what_does_not_fit(d: &Path) {
     // Merge refuses a cell twice, and shards of different matrices.
     let dup = fb(d, &["merge", "shard1", "shard1", "-o", "dup"]);
     assert_eq!(dup.status.code(), Some(2), "{}", text(&dup));
@@ -339,7 +350,7 @@ profiles:
         "{}",
         text(&dup)
     );
-    run("worse", &["--profile", "worse"]);
+    run_in(d, "worse", &["--profile", "worse"]);
     let other = fb(d, &["merge", "shard1", "worse", "-o", "other"]);
     assert_eq!(other.status.code(), Some(2), "{}", text(&other));
     assert!(
@@ -354,7 +365,9 @@ profiles:
         "{}",
         text(&half)
     );
+}
 
+fn compare_gates_a_regression(d: &Path) {
     // compare: identical runs pass the gate; the worse parameter fails it, naming the metric.
     let same = fb(d, &["compare", "whole", "merged", "--fail-on-regression"]);
     assert_eq!(same.status.code(), Some(0), "{}", text(&same));
@@ -407,7 +420,9 @@ profiles:
         ],
     );
     assert_eq!(loose.status.code(), Some(0), "{}", text(&loose));
+}
 
+fn reports_of_the_merged_run(d: &Path) {
     // Reports of the merged run: the extension picks the format.
     let r = fb(
         d,

@@ -42,7 +42,7 @@ pub struct MatrixArgs {
     /// One shard of the matrix: `hash:K/N` (a cell keeps its shard when cells are added) or
     /// `slice:K/N` (round robin over the matrix order).
     #[arg(long, value_name = "hash:K/N|slice:K/N")]
-    pub partition: Option<String>,
+    pub partition: Option<Partition>,
 }
 
 /// What the command line sets over the matrix file.
@@ -299,12 +299,7 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
             seed: c.seed,
         })
         .collect();
-    let partition = args
-        .partition
-        .as_deref()
-        .map(Partition::parse)
-        .transpose()
-        .map_err(usage)?;
+    let partition = args.partition;
     Ok(Plan {
         file,
         profile,

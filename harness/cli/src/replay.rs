@@ -512,12 +512,6 @@ fn session_json(s: &SessionReplay) -> SessionJson<'_> {
 
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
-    let prices = match harness_runner::history::parse_prices(&a.price, parse_price) {
-        Ok(p) => p,
-        Err(e) => {
-            return Err(Error::Usage(format!("--price: {e}")));
-        }
-    };
     if let Some(p) = a
         .output
         .as_ref()
@@ -528,6 +522,70 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
             p.display()
         )));
     }
+    let (replayer, prices) = replayer_of(&a)?;
+    let labels = load_labels(&a.source)?;
+    let loaded = load_sessions(&a.source, "replay")?;
+    let began = Instant::now();
+    let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
+    let replay_seconds = began.elapsed().as_secs_f64();
+    let labels_order = replayer.labels();
+    let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
+    let price_notes = harness_runner::history::price_notes(&models, &prices.default);
+    let (truth, truth_all) = report::truth_table(&truths);
+    let r = Replayed {
+        summary: report::summarize(&replays, &labels_order),
+        requests: loaded.sessions.iter().map(|s| s.requests.len()).sum(),
+        labelled: replays.iter().filter(|s| s.labelled).count(),
+        judge: a.source.judge.into(),
+        replays,
+        truths,
+        labels_order,
+        truth,
+        truth_all,
+        models,
+        price_notes,
+        loaded,
+    };
+    if let Some(path) = &a.source.requests_out {
+        write_requests(path, &r.replays)?;
+    }
+    print_replay(&a, &r)?;
+    if let Some(path) = &a.output {
+        write_replay_page(&a, &r, path)?;
+    }
+    eprintln!(
+        "import and tokenize {:.2}s · replay {:.2}s ({}, {})",
+        r.loaded.seconds,
+        replay_seconds,
+        count(r.replays.len(), "session"),
+        count(threads(a.source.jobs), "thread")
+    );
+    Ok(Code::Ok)
+}
+
+/// Everything `replay` prints and writes.
+struct Replayed {
+    replays: Vec<SessionReplay>,
+    truths: Vec<harness_replay::truth::SessionTruth>,
+    labels_order: Vec<String>,
+    summary: Vec<PolicySummary>,
+    /// Recorded requests over all sessions.
+    requests: usize,
+    /// Sessions with unit labels.
+    labelled: usize,
+    judge: JudgeKind,
+    truth: Table,
+    truth_all: ErrorStats,
+    models: Vec<harness_runner::history::ModelPrice>,
+    price_notes: Vec<String>,
+    loaded: Loaded,
+}
+
+/// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
+fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
+    let prices = harness_runner::history::parse_prices(&a.price, parse_price)
+        .map_err(|e| Error::Usage(format!("--price: {e}")))?;
     let list: Vec<String> = if a.policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()
     } else {
@@ -535,190 +593,157 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     };
     let mut specs = Vec::new();
     for p in &list {
-        match policies::parse_policy(p) {
-            Ok(s) => specs.push(s),
-            Err(e) => {
-                return Err(Error::Usage(format!("--policy: {e}")));
-            }
-        }
+        specs.push(policies::parse_policy(p).map_err(|e| Error::Usage(format!("--policy: {e}")))?);
     }
-    let judge: JudgeKind = a.source.judge.into();
-    let replayer = match Replayer::new(ReplayConfig {
+    let replayer = Replayer::new(ReplayConfig {
         policies: specs,
-        judge,
+        judge: a.source.judge.into(),
         window: a.window,
         prices: prices.clone(),
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
-        }
-    };
-    let labels = match load_labels(&a.source) {
-        Ok(l) => l,
-        Err(e) => return Err(e),
-    };
-    let loaded = match load_sessions(&a.source, "replay") {
-        Ok(l) => l,
-        Err(e) => return Err(e),
-    };
-    let began = Instant::now();
-    let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
-    let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
-    let replay_seconds = began.elapsed().as_secs_f64();
-    let labels_order = replayer.labels();
-    let summary = report::summarize(&replays, &labels_order);
-    let requests: usize = loaded.sessions.iter().map(|s| s.requests.len()).sum();
-    let labelled = replays.iter().filter(|s| s.labelled).count();
-    let (truth, truth_all) = report::truth_table(&truths);
-    let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
-    let price_notes = harness_runner::history::price_notes(&models, &prices.default);
+    })
+    .map_err(Error::usage)?;
+    Ok((replayer, prices))
+}
 
-    if let Some(path) = &a.source.requests_out {
-        let lines = replays.iter().flat_map(|s| {
-            s.policies.iter().flat_map(move |p| {
-                p.requests.iter().map(move |r| RequestLine {
-                    version: 1,
-                    session: &s.id,
-                    source: &s.source,
-                    policy: &p.policy,
-                    request: r,
-                    recorded_tokens: r.request.and_then(|k| s.recorded.get(k).copied().flatten()),
-                })
+/// `--requests-out`: one JSON line per replayed request.
+fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(), Error> {
+    let lines = replays.iter().flat_map(|s| {
+        s.policies.iter().flat_map(move |p| {
+            p.requests.iter().map(move |r| RequestLine {
+                version: 1,
+                session: &s.id,
+                source: &s.source,
+                policy: &p.policy,
+                request: r,
+                recorded_tokens: r.request.and_then(|k| s.recorded.get(k).copied().flatten()),
             })
-        });
-        let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-        match write_lines(path, lines) {
-            Ok(n) => eprintln!("{n} request records in {}", path.display()),
-            Err(e) => {
-                return Err(Error::Internal(format!(
-                    "cannot write {}: {e}",
-                    path.display()
-                )));
-            }
-        }
-    }
+        })
+    });
+    let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
+    let n = write_lines(path, lines)
+        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    eprintln!("{n} request records in {}", path.display());
+    Ok(())
+}
 
+/// The replay on standard output, in `--format`.
+fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
     let format = a.source.format;
     match format {
         OutputFormat::Json => {
             let doc = ReplayJson {
                 version: 1,
-                files: loaded.files,
-                sessions: replays.len(),
-                requests,
-                judge: judge.name(),
-                policies: &summary,
-                models: &models,
-                per_session: replays.iter().map(session_json).collect(),
-                ground_truth: truth_all,
-                ground_truth_sessions: &truths,
+                files: r.loaded.files,
+                sessions: r.replays.len(),
+                requests: r.requests,
+                judge: r.judge.name(),
+                policies: &r.summary,
+                models: &r.models,
+                per_session: r.replays.iter().map(session_json).collect(),
+                ground_truth: r.truth_all.clone(),
+                ground_truth_sessions: &r.truths,
             };
-            match serde_json::to_string_pretty(&doc) {
-                Ok(s) => println!("{s}"),
-                Err(e) => {
-                    return Err(Error::Internal(format!("{e}")));
-                }
-            }
+            let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
+            println!("{s}");
         }
-        OutputFormat::Csv => print!("{}", report::policy_csv(&summary)),
-        OutputFormat::Table | OutputFormat::Md => {
-            let fallback = if judge.needs_labels() {
-                format!(
-                    " ({labelled} labelled; {} judged lexically)",
-                    replays.len() - labelled
-                )
-            } else if labelled > 0 {
-                format!(" ({labelled} labelled: premature folds counted)")
+        OutputFormat::Csv => print!("{}", report::policy_csv(&r.summary)),
+        OutputFormat::Table | OutputFormat::Md => print_replay_tables(a, r, format),
+    }
+    Ok(())
+}
+
+/// The table and Markdown forms: the heading, the policy table and its notes, the essay's
+/// figures, the ground truth.
+fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) {
+    let fallback = if r.judge.needs_labels() {
+        format!(
+            " ({} labelled; {} judged lexically)",
+            r.labelled,
+            r.replays.len() - r.labelled
+        )
+    } else if r.labelled > 0 {
+        format!(" ({} labelled: premature folds counted)", r.labelled)
+    } else {
+        String::new()
+    };
+    print_heading(
+        &format!(
+            "Replay of {} from {}: {} × {}; judge {}{fallback}; window {}",
+            count(r.replays.len(), "session"),
+            count(r.loaded.files, "file"),
+            count(r.requests, "recorded request"),
+            if r.labels_order.len() == 1 {
+                "1 policy".to_string()
             } else {
-                String::new()
-            };
-            print_heading(
-                &format!(
-                    "Replay of {} from {}: {} × {}; judge {}{fallback}; window {}",
-                    count(replays.len(), "session"),
-                    count(loaded.files, "file"),
-                    count(requests, "recorded request"),
-                    if labels_order.len() == 1 {
-                        "1 policy".to_string()
-                    } else {
-                        format!("{} policies", labels_order.len())
-                    },
-                    judge.name(),
-                    a.window
-                ),
-                format,
-            );
-            print_table(&report::policy_table(&summary, labelled > 0), format);
-            for note in report::replay_notes(&replays, &summary, a.window) {
-                println!("{note}");
-            }
-            for note in report::hidden_notes(&summary) {
-                println!("{note}");
-            }
-            for line in report::verdict_lines(&replays, &summary) {
-                println!("{line}");
-            }
-            for note in &price_notes {
-                println!("{note}");
-            }
-            if labels_order.iter().any(|p| p == report::NONE) && labels_order.len() > 1 {
-                print_heading(
-                    &format!(
-                        "The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns",
-                        a.source.min_turns
-                    ),
-                    format,
-                );
-                print_table(
-                    &report::session_table(&replays, &labels_order, a.source.min_turns),
-                    format,
-                );
-            }
-            if truth_all.requests > 0 {
-                print_heading(
-                    "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
-                    format,
-                );
-                print_table(&truth, format);
-            }
-        }
-    }
-    if let Some(path) = &a.output {
-        let tables = vec![
-            ("Policies".to_string(), report::policy_table(&summary, labelled > 0)),
-            (
-                format!("The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns", a.source.min_turns),
-                report::session_table(&replays, &labels_order, a.source.min_turns),
-            ),
-            ("Ground truth: reconstructed against recorded request sizes".to_string(), truth),
-        ];
-        let heading = format!(
-            "{} from {}, {} recorded requests; judge {}; window {}",
-            count(replays.len(), "session"),
-            count(loaded.files, "file"),
-            requests,
-            judge.name(),
+                format!("{} policies", r.labels_order.len())
+            },
+            r.judge.name(),
             a.window
-        );
-        let mut notes = report::replay_notes(&replays, &summary, a.window);
-        notes.extend(report::hidden_notes(&summary));
-        notes.extend(report::verdict_lines(&replays, &summary));
-        notes.extend(price_notes.iter().cloned());
-        let page =
-            harness_runner::html::replay_page(&heading, tables, notes, &replays, &loaded.sessions);
-        if let Err(e) = harness_runner::html::write(path, &page) {
-            return Err(Error::Internal(format!("{e}")));
-        }
-    }
-    eprintln!(
-        "import and tokenize {:.2}s · replay {:.2}s ({}, {})",
-        loaded.seconds,
-        replay_seconds,
-        count(replays.len(), "session"),
-        count(threads(a.source.jobs), "thread")
+        ),
+        format,
     );
-    Ok(Code::Ok)
+    print_table(&report::policy_table(&r.summary, r.labelled > 0), format);
+    for note in notes_of(a, r) {
+        println!("{note}");
+    }
+    if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
+        print_heading(
+            &format!(
+                "The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns",
+                a.source.min_turns
+            ),
+            format,
+        );
+        print_table(
+            &report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
+            format,
+        );
+    }
+    if r.truth_all.requests > 0 {
+        print_heading(
+            "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
+            format,
+        );
+        print_table(&r.truth, format);
+    }
+}
+
+/// The notes under the policy table: the replay's, the hidden references', the verdicts and
+/// the prices'.
+fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
+    let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
+    notes.extend(report::hidden_notes(&r.summary));
+    notes.extend(report::verdict_lines(&r.replays, &r.summary));
+    notes.extend(r.price_notes.iter().cloned());
+    notes
+}
+
+/// `-o PAGE.html`: the replay as one page.
+fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Error> {
+    let tables = vec![
+        ("Policies".to_string(), report::policy_table(&r.summary, r.labelled > 0)),
+        (
+            format!("The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns", a.source.min_turns),
+            report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
+        ),
+        ("Ground truth: reconstructed against recorded request sizes".to_string(), r.truth.clone()),
+    ];
+    let heading = format!(
+        "{} from {}, {} recorded requests; judge {}; window {}",
+        count(r.replays.len(), "session"),
+        count(r.loaded.files, "file"),
+        r.requests,
+        r.judge.name(),
+        a.window
+    );
+    let page = harness_runner::html::replay_page(
+        &heading,
+        tables,
+        notes_of(a, r),
+        &r.replays,
+        &r.loaded.sessions,
+    );
+    harness_runner::html::write(path, &page).map_err(Error::internal)
 }
 
 /// One analysed request as a JSON line.
@@ -849,142 +874,5 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::{code_of, EXIT_OK, EXIT_USAGE};
-    use clap::Parser;
-
-    const SESSION: &str = include_str!("../../replay/fixtures/claude-code/five-turns.jsonl");
-
-    #[derive(Parser)]
-    struct R {
-        #[command(flatten)]
-        a: ReplayArgs,
-    }
-
-    #[derive(Parser)]
-    struct A {
-        #[command(flatten)]
-        a: AnalyzeArgs,
-    }
-
-    fn replay_with(args: &[&str]) -> u8 {
-        let argv = std::iter::once("foldbench").chain(args.iter().copied());
-        code_of(&replay(
-            R::try_parse_from(argv).expect("the arguments parse").a,
-        ))
-    }
-
-    fn analyze_with(args: &[&str]) -> u8 {
-        let argv = std::iter::once("foldbench").chain(args.iter().copied());
-        code_of(&analyze(
-            A::try_parse_from(argv).expect("the arguments parse").a,
-        ))
-    }
-
-    /// A folder with one good session and every kind of bad file.
-    fn folder() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let w = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
-        w("good.jsonl", SESSION.as_bytes());
-        w("empty.jsonl", b"");
-        w("binary.jsonl", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0");
-        w(
-            "truncated.traj.json",
-            br#"{"trajectory_format": "mini-swe-agent-1.1", "messages": [{"role": "sys"#,
-        );
-        w(
-            "other.jsonl",
-            br#"{"name": "left-pad", "version": "1.0.0"}"#,
-        );
-        let cut = &SESSION[..SESSION.len() / 2];
-        w("cut.jsonl", cut.as_bytes());
-        dir
-    }
-
-    #[test]
-    fn prices_parse() {
-        assert_eq!(parse_price("15").unwrap().input, 15.0);
-        let p = parse_price("input=1,output=4").unwrap();
-        assert_eq!((p.input, p.output, p.cache_read), (1.0, 4.0, 0.1));
-        assert!(parse_price("input=x").unwrap_err().contains("not a number"));
-        assert!(parse_price("cheap=1")
-            .unwrap_err()
-            .contains("unknown price"));
-        assert!(parse_price("-1").is_err());
-    }
-
-    #[test]
-    fn bad_files_are_skipped_with_a_warning_and_good_ones_replayed() {
-        let dir = folder();
-        let d = dir.path().to_str().unwrap();
-        let out = dir.path().join("requests.jsonl");
-        assert_eq!(
-            replay_with(&[d, "--requests-out", out.to_str().unwrap()]),
-            EXIT_OK
-        );
-        let lines = std::fs::read_to_string(&out).unwrap();
-        let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
-        assert_eq!(first["version"], 1);
-        assert_eq!(first["policy"], "none");
-        assert!(first["recorded_tokens"].as_u64().is_some());
-        assert_eq!(first["hidden_references"], 0, "none hides nothing");
-        assert_eq!(first["probes"]["recall"], true);
-        for format in ["md", "csv", "json"] {
-            assert_eq!(replay_with(&[d, "--format", format]), EXIT_OK);
-        }
-        assert_eq!(analyze_with(&[d]), EXIT_OK);
-        assert_eq!(analyze_with(&[d, "--format", "json"]), EXIT_OK);
-    }
-
-    #[test]
-    fn nothing_readable_is_a_usage_error_never_a_panic() {
-        let dir = folder();
-        for bad in [
-            "empty.jsonl",
-            "binary.jsonl",
-            "truncated.traj.json",
-            "other.jsonl",
-        ] {
-            let p = dir.path().join(bad);
-            let p = p.to_str().unwrap();
-            assert_eq!(replay_with(&[p]), EXIT_USAGE, "{bad}");
-            assert_eq!(analyze_with(&[p]), EXIT_USAGE, "{bad}");
-        }
-        let cut = dir.path().join("cut.jsonl");
-        assert_eq!(
-            replay_with(&[cut.to_str().unwrap()]),
-            EXIT_OK,
-            "a cut file keeps its whole lines"
-        );
-        assert_eq!(replay_with(&["/nonexistent/foldbench"]), EXIT_USAGE);
-        assert_eq!(
-            replay_with(&[dir.path().to_str().unwrap(), "--input-format", "nope"]),
-            EXIT_USAGE
-        );
-    }
-
-    #[test]
-    fn judges_that_need_labels_ask_for_them() {
-        let dir = folder();
-        let d = dir.path().to_str().unwrap();
-        assert_eq!(replay_with(&[d, "--judge", "oracle"]), EXIT_USAGE);
-        let bad = dir.path().join("labels.yaml");
-        std::fs::write(&bad, "turns:\n  - n: 1\n    unit: a\n").unwrap();
-        assert_eq!(
-            replay_with(&[d, "--judge", "labels", "--labels", bad.to_str().unwrap()]),
-            EXIT_USAGE
-        );
-        let good = concat!(env!("CARGO_MANIFEST_DIR"), "/../replay/fixtures/labels");
-        assert_eq!(
-            replay_with(&[d, "--judge", "oracle", "--labels", good]),
-            EXIT_OK
-        );
-        assert_eq!(
-            analyze_with(&[d, "--judge", "labels", "--labels", good]),
-            EXIT_OK
-        );
-        assert_eq!(replay_with(&[d, "--policy", "nope"]), EXIT_USAGE);
-        assert_eq!(replay_with(&[d, "--price", "x=cheap"]), EXIT_USAGE);
-    }
-}
+#[path = "replay_tests.rs"]
+mod tests;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
-use crate::request::Purpose;
+use crate::request::{Purpose, Usage};
 use crate::spec::TaskSpec;
 
 /// Prices of one model, in dollars per million tokens.
@@ -284,16 +284,34 @@ fn facts(needs: &[&FactSeen], calls: &[&ToolCallRecord]) -> (usize, RecoveredFac
 
 /// Computes a cell's metrics from its events. `spec` supplies the unit labels.
 pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> CellMetrics {
-    let mut m = CellMetrics::default();
-    let mut sizes = Vec::new();
-    let mut provider_sizes = Vec::new();
-    let mut requests: HashMap<usize, &RequestRecord> = HashMap::new();
-    let mut calls: Vec<&ToolCallRecord> = Vec::new();
-    let mut card_turns: Vec<u32> = Vec::new();
-    let mut folds: Vec<(u32, u32, u32, &str)> = Vec::new();
-    let mut cost_tokens = 0.0;
-    let mut needs: Vec<&FactSeen> = Vec::new();
+    let mut tally = Tally::default();
     for e in events {
+        tally.add(e, price);
+    }
+    tally.finish(spec, price)
+}
+
+/// What [`compute`] gathers in one pass over the events.
+#[derive(Default)]
+struct Tally<'a> {
+    m: CellMetrics,
+    /// Sizes of the turn requests (foldbench's count, and the provider's where reported).
+    sizes: Vec<u64>,
+    provider_sizes: Vec<u64>,
+    requests: HashMap<usize, &'a RequestRecord>,
+    calls: Vec<&'a ToolCallRecord>,
+    /// Turns that showed a card.
+    card_turns: Vec<u32>,
+    /// Folds: (turn, from, to, archive path).
+    folds: Vec<(u32, u32, u32, &'a str)>,
+    /// Cost in units of the input price, per million tokens.
+    cost_tokens: f64,
+    needs: Vec<&'a FactSeen>,
+}
+
+impl<'a> Tally<'a> {
+    fn add(&mut self, e: &'a Event, price: &Price) {
+        let m = &mut self.m;
         match e {
             Event::TurnStarted {
                 turn,
@@ -302,14 +320,14 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
             } => {
                 m.cards_shown += 1;
                 m.card_tokens += u64::from(*t);
-                card_turns.push(*turn);
+                self.card_turns.push(*turn);
             }
             Event::Request(r) => {
-                requests.insert(r.index, r);
+                self.requests.insert(r.index, r);
                 m.cached_tokens += r.cached_tokens;
                 m.written_tokens += r.written_tokens;
                 if r.purpose == Purpose::Turn {
-                    sizes.push(r.tokens);
+                    self.sizes.push(r.tokens);
                 }
             }
             Event::Response {
@@ -317,50 +335,8 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                 output_tokens,
                 usage,
                 ..
-            } => {
-                m.output_tokens += output_tokens;
-                let is_turn = requests
-                    .get(index)
-                    .is_some_and(|r| r.purpose == Purpose::Turn);
-                match usage {
-                    Some(u) => {
-                        if is_turn {
-                            provider_sizes.push(u.prompt_tokens());
-                        }
-                        cost_tokens += u.input_tokens as f64
-                            + u.cache_write_tokens as f64 * price.cache_write
-                            + u.cache_read_tokens as f64 * price.cache_read
-                            + u.output_tokens as f64 * price.output;
-                    }
-                    None => {
-                        if let Some(r) = requests.get(index) {
-                            cost_tokens += r.written_tokens as f64 * price.cache_write
-                                + r.cached_tokens as f64 * price.cache_read;
-                        }
-                        cost_tokens += *output_tokens as f64 * price.output;
-                    }
-                }
-            }
-            Event::ToolCall(c) => {
-                *m.tool_calls_by_name.entry(c.name.clone()).or_default() += 1;
-                if !c.policy_tool {
-                    m.tool_calls += 1;
-                }
-                if c.archive_read {
-                    m.archive_reads += 1;
-                }
-                if c.policy_tool
-                    && c.name == "fold_unit"
-                    && c.outcome
-                        .as_ref()
-                        .and_then(|o| o.get("outcome"))
-                        .and_then(|o| o.as_str())
-                        == Some("fold_rejected")
-                {
-                    m.fold_calls_rejected += 1;
-                }
-                calls.push(c);
-            }
+            } => self.response(*index, *output_tokens, usage.as_ref(), price),
+            Event::ToolCall(c) => self.tool_call(c),
             Event::Compaction {
                 emergency,
                 input_tokens,
@@ -388,10 +364,10 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
                 m.rewritten_tokens_per_fold.push(*rewritten_tokens);
                 if kind == "fold" {
                     m.folds += 1;
-                    folds.push((*turn, *from, *to, archive.as_str()));
+                    self.folds.push((*turn, *from, *to, archive.as_str()));
                 }
             }
-            Event::Needs { facts, .. } => needs.extend(facts),
+            Event::Needs { facts, .. } => self.needs.extend(facts),
             Event::StrategyEntered { .. } => m.strategies_entered += 1,
             Event::StrategyEnded { report_tokens, .. } => {
                 m.strategies_ended += 1;
@@ -400,51 +376,120 @@ pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> Cell
             _ => {}
         }
     }
-    m.requests = sizes.len();
-    m.request_tokens = SizeStats::of(&sizes);
-    if !provider_sizes.is_empty() {
-        m.provider_request_tokens = Some(SizeStats::of(&provider_sizes));
+
+    /// A response's output tokens and cost: the provider's usage where reported, else the
+    /// request's simulated cache split.
+    fn response(&mut self, index: usize, output_tokens: u64, usage: Option<&Usage>, price: &Price) {
+        self.m.output_tokens += output_tokens;
+        let request = self.requests.get(&index);
+        match usage {
+            Some(u) => {
+                if request.is_some_and(|r| r.purpose == Purpose::Turn) {
+                    self.provider_sizes.push(u.prompt_tokens());
+                }
+                self.cost_tokens += u.input_tokens as f64
+                    + u.cache_write_tokens as f64 * price.cache_write
+                    + u.cache_read_tokens as f64 * price.cache_read
+                    + u.output_tokens as f64 * price.output;
+            }
+            None => {
+                if let Some(r) = request {
+                    self.cost_tokens += r.written_tokens as f64 * price.cache_write
+                        + r.cached_tokens as f64 * price.cache_read;
+                }
+                self.cost_tokens += output_tokens as f64 * price.output;
+            }
+        }
     }
-    m.cost = cost_tokens * price.input / 1e6;
-    m.cards_ignored = card_turns
-        .iter()
-        .filter(|t| !calls.iter().any(|c| c.turn == **t && c.name == "fold_unit"))
-        .count();
-    (m.lost_facts, m.recovered_facts) = facts(&needs, &calls);
-    let reruns = find_reruns(&calls, &requests);
-    m.reruns = reruns.len();
-    m.reruns_hidden = reruns.iter().filter(|r| r.hidden).count();
-    m.reruns_visible = m.reruns - m.reruns_hidden;
-    if let Some(spec) = spec {
-        m.premature_folds = folds
+
+    fn tool_call(&mut self, c: &'a ToolCallRecord) {
+        let m = &mut self.m;
+        *m.tool_calls_by_name.entry(c.name.clone()).or_default() += 1;
+        if !c.policy_tool {
+            m.tool_calls += 1;
+        }
+        if c.archive_read {
+            m.archive_reads += 1;
+        }
+        let rejected = c
+            .outcome
+            .as_ref()
+            .and_then(|o| o.get("outcome"))
+            .and_then(|o| o.as_str())
+            == Some("fold_rejected");
+        if c.policy_tool && c.name == "fold_unit" && rejected {
+            m.fold_calls_rejected += 1;
+        }
+        self.calls.push(c);
+    }
+
+    /// The figures that need every event: sizes, cost, ignored cards, facts, re-runs, premature
+    /// folds and fold regret.
+    fn finish(self, spec: Option<&TaskSpec>, price: &Price) -> CellMetrics {
+        let Tally {
+            mut m,
+            sizes,
+            provider_sizes,
+            requests,
+            calls,
+            card_turns,
+            folds,
+            cost_tokens,
+            needs,
+        } = self;
+        m.requests = sizes.len();
+        m.request_tokens = SizeStats::of(&sizes);
+        if !provider_sizes.is_empty() {
+            m.provider_request_tokens = Some(SizeStats::of(&provider_sizes));
+        }
+        m.cost = cost_tokens * price.input / 1e6;
+        m.cards_ignored = card_turns
             .iter()
-            .filter(|(turn, from, to, _)| {
-                (*from..=*to).any(|x| spec.continued_after(x, turn.saturating_sub(1)))
-            })
+            .filter(|t| !calls.iter().any(|c| c.turn == **t && c.name == "fold_unit"))
             .count();
+        (m.lost_facts, m.recovered_facts) = facts(&needs, &calls);
+        let reruns = find_reruns(&calls, &requests);
+        m.reruns = reruns.len();
+        m.reruns_hidden = reruns.iter().filter(|r| r.hidden).count();
+        m.reruns_visible = m.reruns - m.reruns_hidden;
+        if let Some(spec) = spec {
+            m.premature_folds = folds
+                .iter()
+                .filter(|(turn, from, to, _)| {
+                    (*from..=*to).any(|x| spec.continued_after(x, turn.saturating_sub(1)))
+                })
+                .count();
+        }
+        m.fold_regret = folds
+            .iter()
+            .filter(|f| regretted(**f, &calls, &reruns))
+            .count();
+        m
     }
-    m.fold_regret = folds
-        .iter()
-        .filter(|(turn, from, to, archive)| {
-            let window = turn + 1..=turn + 2;
-            let read_back = calls.iter().any(|c| {
-                window.contains(&c.turn)
-                    && c.archive_read
-                    && c.target.as_deref().is_some_and(|t| {
-                        archive.ends_with(t)
-                            || t.ends_with(archive)
-                            || t == ".foldbench/archive"
-                            || t == ".foldbench"
-                    })
-            });
-            let rerun_inside = reruns.iter().any(|r| {
-                window.contains(&calls[r.call].turn)
-                    && (*from..=*to).contains(&calls[r.earlier].turn)
-            });
-            read_back || rerun_inside
-        })
-        .count();
-    m
+}
+
+/// Whether a fold was regretted: within the two turns after it, its archive was read back or a
+/// call from inside its range was run again.
+fn regretted(
+    (turn, from, to, archive): (u32, u32, u32, &str),
+    calls: &[&ToolCallRecord],
+    reruns: &[Rerun],
+) -> bool {
+    let window = turn + 1..=turn + 2;
+    let read_back = calls.iter().any(|c| {
+        window.contains(&c.turn)
+            && c.archive_read
+            && c.target.as_deref().is_some_and(|t| {
+                archive.ends_with(t)
+                    || t.ends_with(archive)
+                    || t == ".foldbench/archive"
+                    || t == ".foldbench"
+            })
+    });
+    let rerun_inside = reruns.iter().any(|r| {
+        window.contains(&calls[r.call].turn) && (from..=to).contains(&calls[r.earlier].turn)
+    });
+    read_back || rerun_inside
 }
 
 #[cfg(test)]

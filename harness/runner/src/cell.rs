@@ -19,7 +19,7 @@ use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{Plan, Policy, SpliceKind, ToolOutcome};
 use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
-use harness_core::request::{Purpose, Request};
+use harness_core::request::{Purpose, Request, Response};
 use harness_core::spec::{Check, TaskSpec, TurnSpec};
 use harness_core::tokens;
 use policies::PolicySpec;
@@ -279,7 +279,8 @@ pub async fn run_cell(
     }
 }
 
-/// The session loop. Returns the resolved policy name, or the infrastructure error.
+/// The session loop: the task's setup, then each turn started, stepped until the model closes it
+/// (or `max_steps`), and ended. Returns the resolved policy name, or the infrastructure error.
 async fn session(
     run: &mut Run<'_>,
     ws: &Workspace,
@@ -290,22 +291,67 @@ async fn session(
     ws.run_setup(&plan.task.setup, &run.limits)
         .await
         .map_err(|e| format!("setup: {e}"))?;
-    let window = run.model.window();
-    let mut policy = policies::build(&plan.policy, window)?;
-    let mut tool_list: Vec<ToolSpec> = tools::tool_specs();
-    tool_list.extend(policy.tools());
-    let tools: Arc<[ToolSpec]> = Arc::from(tool_list);
-    let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
-    let prefix = tokens::prefix_tokens(&system, &tools);
-    let mut ctx = Context::default();
-    let mut prev: Option<Vec<Arc<Message>>> = None;
-    let mut index = 0usize;
+    let mut lp = Loop::new(policies::build(&plan.policy, run.model.window())?);
     let spec = Arc::clone(&plan.task);
     for (i, turn) in spec.turns.iter().enumerate() {
         let t = i as u32 + 1;
         *turns_run = t;
-        ctx.turn = t;
-        let card = policy.card(&ctx, prefix);
+        let mut needs = lp.start_turn(run, t, turn);
+        let mut closing = None;
+        for _step in 0..run.opts.max_steps {
+            if let Some(text) = lp.step(run, ws, t, &mut needs).await? {
+                closing = Some(text);
+                break;
+            }
+        }
+        let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
+        lp.end_turn(run, t, needs, closing, closings);
+        lp.splice(run, ws, t, next_user);
+    }
+    Ok((lp.policy.name(), ()))
+}
+
+/// The state a session carries from request to request: the policy, the fixed prefix (system
+/// prompt and tool list), the live context, and what the cache simulation needs.
+struct Loop {
+    policy: Box<dyn Policy>,
+    system: Arc<str>,
+    tools: Arc<[ToolSpec]>,
+    /// Tokens of the system prompt and the tool list.
+    prefix: u32,
+    ctx: Context,
+    /// The messages of the previous request (the prompt cache's reference).
+    prev: Option<Vec<Arc<Message>>>,
+    /// The next request's index.
+    index: usize,
+}
+
+/// What one tool call produced: its result message, its record, and messages the policy
+/// appends after it.
+type CallOutcome = (Arc<Message>, ToolCallRecord, Vec<Arc<Message>>);
+
+impl Loop {
+    fn new(policy: Box<dyn Policy>) -> Loop {
+        let mut tool_list: Vec<ToolSpec> = tools::tool_specs();
+        tool_list.extend(policy.tools());
+        let tools: Arc<[ToolSpec]> = Arc::from(tool_list);
+        let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
+        let prefix = tokens::prefix_tokens(&system, &tools);
+        Loop {
+            policy,
+            system,
+            tools,
+            prefix,
+            ctx: Context::default(),
+            prev: None,
+            index: 0,
+        }
+    }
+
+    /// Starts turn `t`: the policy's card (if any) on the user message, which joins the context.
+    fn start_turn(&mut self, run: &mut Run<'_>, t: u32, turn: &TurnSpec) -> NeedWatch {
+        self.ctx.turn = t;
+        let card = self.policy.card(&self.ctx, self.prefix);
         let user = Message::user(t, turn.user.clone(), card.as_ref().map(|c| c.text.clone()));
         run.emit(Event::TurnStarted {
             turn: t,
@@ -313,158 +359,201 @@ async fn session(
             card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
             card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
         });
-        ctx.push(Arc::clone(&user));
+        self.ctx.push(Arc::clone(&user));
         run.transcript.push(user);
-        let mut needs = NeedWatch::new(turn);
-        let mut closing = None;
-        for _step in 0..run.opts.max_steps {
-            let mut compactions_here = 0;
-            let (messages, action) = loop {
-                match policy.plan(&ctx, prefix) {
-                    Plan::Send { messages, action } => break (messages, action),
-                    Plan::Compact { .. } if compactions_here > 0 => {
-                        break (
-                            ctx.messages.clone(),
-                            Some("compaction did not fit the window".into()),
-                        )
-                    }
-                    Plan::Compact { emergency } => {
-                        compactions_here += 1;
-                        compact(
-                            run,
-                            policy.as_mut(),
-                            &mut ctx,
-                            &system,
-                            &tools,
-                            prefix,
-                            &mut prev,
-                            &mut index,
-                            emergency,
-                        )
-                        .await?;
-                    }
+        NeedWatch::new(turn)
+    }
+
+    /// The messages of the next request, compacting first when the policy asks (once; a
+    /// second request to compact sends the context as it is, with the reason).
+    async fn next_messages(
+        &mut self,
+        run: &mut Run<'_>,
+    ) -> Result<(Vec<Arc<Message>>, Option<String>), String> {
+        let mut compactions_here = 0;
+        loop {
+            match self.policy.plan(&self.ctx, self.prefix) {
+                Plan::Send { messages, action } => return Ok((messages, action)),
+                Plan::Compact { .. } if compactions_here > 0 => {
+                    return Ok((
+                        self.ctx.messages.clone(),
+                        Some("compaction did not fit the window".into()),
+                    ))
                 }
-            };
-            let req = Request::new(
-                Arc::clone(&system),
-                Arc::clone(&tools),
-                prefix,
-                messages,
-                Purpose::Turn,
-            );
-            needs.first_request(&req);
-            let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
-            let this = index;
-            index += 1;
-            run.emit(Event::Request(RequestRecord {
-                index: this,
-                turn: t,
-                purpose: Purpose::Turn,
-                tokens: req.tokens,
-                cached_tokens: cached,
-                written_tokens: req.tokens.saturating_sub(cached),
-                messages: req.messages.len(),
-                visible_results: Context::visible_results(&req.messages),
-                action,
-                mode: policy.mode().map(|m| m.name),
-            }));
-            let began = Instant::now();
-            let resp = run
-                .model
-                .respond(&req, &plan.id)
-                .await
-                .map_err(|e| e.to_string())?;
-            let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-            run.model_ms += ms;
-            prev = Some(req.messages);
-            run.emit(Event::Response {
-                index: this,
-                output_tokens: resp.output_tokens,
-                usage: resp.usage,
-                model_ms: ms,
-            });
-            let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
-            ctx.push(Arc::clone(&assistant));
-            run.transcript.push(assistant);
-            if resp.tool_calls.is_empty() {
-                closing = Some(resp.text.clone());
-                break;
-            }
-            for call in &resp.tool_calls {
-                let (result, record, append) = if let Some(reason) =
-                    crate::backends::malformed_call(call)
-                {
-                    let result = Message::tool_result(t, call, reason, true);
-                    let record = tool_record(t, this, call, None, None, true, result.tokens);
-                    (result, record, Vec::new())
-                } else if policy.owns_tool(&call.name) {
-                    let reply = policy.handle_tool(&ctx, call);
-                    if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
-                        run.emit(Event::StrategyEntered {
-                            turn: t,
-                            mode: mode.clone(),
-                        });
-                    }
-                    let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
-                    let record = ToolCallRecord {
-                        turn: t,
-                        request: this,
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        args: call.canonical_args(),
-                        target: None,
-                        fingerprint: None,
-                        archive_read: false,
-                        is_error: reply.is_error,
-                        policy_tool: true,
-                        outcome: serde_json::to_value(&reply.outcome).ok(),
-                        result_tokens: result.tokens,
-                        cached: false,
-                    };
-                    (result, record, reply.append)
-                } else if let Some(reason) = policy.refuse_workspace_tool(call) {
-                    let result = Message::tool_result(t, call, reason, true);
-                    let record = tool_record(t, this, call, None, None, true, result.tokens);
-                    (result, record, Vec::new())
-                } else {
-                    let fp = ws
-                        .fingerprint()
-                        .map_err(|e| format!("workspace fingerprint: {e}"))?;
-                    let out = execute_limited(ws.path(), call, &run.limits).await;
-                    if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
-                        if !out.text.contains(want.as_str()) {
-                            return Err(format!(
-                                "task is broken: turn {t}, {} {}: the output does not contain the expected {want:?}; output begins {:?}",
-                                call.name,
-                                call.canonical_args(),
-                                out.text.chars().take(200).collect::<String>()
-                            ));
-                        }
-                    }
-                    let text = relative_to(ws.path(), out.text);
-                    let result = Message::tool_result(t, call, text, out.is_error);
-                    let mut record = tool_record(
-                        t,
-                        this,
-                        call,
-                        out.target,
-                        Some(fp),
-                        out.is_error,
-                        result.tokens,
-                    );
-                    record.cached = out.cached;
-                    (result, record, Vec::new())
-                };
-                needs.result(&call.id, &result.text);
-                run.emit(Event::ToolCall(record));
-                ctx.push(Arc::clone(&result));
-                run.transcript.push(result);
-                for m in append {
-                    ctx.push(Arc::clone(&m));
-                    run.transcript.push(m);
+                Plan::Compact { emergency } => {
+                    compactions_here += 1;
+                    compact(
+                        run,
+                        self.policy.as_mut(),
+                        &mut self.ctx,
+                        &self.system,
+                        &self.tools,
+                        self.prefix,
+                        &mut self.prev,
+                        &mut self.index,
+                        emergency,
+                    )
+                    .await?;
                 }
             }
         }
+    }
+
+    /// One step of turn `t`: a request, the model's answer, and its tool calls run. Returns the
+    /// closing message when the answer called no tool (the turn is over).
+    async fn step(
+        &mut self,
+        run: &mut Run<'_>,
+        ws: &Workspace,
+        t: u32,
+        needs: &mut NeedWatch,
+    ) -> Result<Option<String>, String> {
+        let (messages, action) = self.next_messages(run).await?;
+        let req = Request::new(
+            Arc::clone(&self.system),
+            Arc::clone(&self.tools),
+            self.prefix,
+            messages,
+            Purpose::Turn,
+        );
+        needs.first_request(&req);
+        let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), &req.messages);
+        let this = self.index;
+        self.index += 1;
+        run.emit(Event::Request(RequestRecord {
+            index: this,
+            turn: t,
+            purpose: Purpose::Turn,
+            tokens: req.tokens,
+            cached_tokens: cached,
+            written_tokens: req.tokens.saturating_sub(cached),
+            messages: req.messages.len(),
+            visible_results: Context::visible_results(&req.messages),
+            action,
+            mode: self.policy.mode().map(|m| m.name),
+        }));
+        let began = Instant::now();
+        let resp = run
+            .model
+            .respond(&req, &run.plan.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        run.model_ms += ms;
+        self.prev = Some(req.messages);
+        run.emit(Event::Response {
+            index: this,
+            output_tokens: resp.output_tokens,
+            usage: resp.usage,
+            model_ms: ms,
+        });
+        let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
+        self.ctx.push(Arc::clone(&assistant));
+        run.transcript.push(assistant);
+        if resp.tool_calls.is_empty() {
+            return Ok(Some(resp.text.clone()));
+        }
+        for call in &resp.tool_calls {
+            let (result, record, append) = self.tool_call(run, ws, t, this, call, &resp).await?;
+            needs.result(&call.id, &result.text);
+            run.emit(Event::ToolCall(record));
+            self.ctx.push(Arc::clone(&result));
+            run.transcript.push(result);
+            for m in append {
+                self.ctx.push(Arc::clone(&m));
+                run.transcript.push(m);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Answers one tool call of request `this`: a malformed call, a policy tool, a workspace
+    /// tool the policy refuses, or a workspace tool run for real (checked against the script's
+    /// `expect`, so a broken task stops the cell).
+    async fn tool_call(
+        &mut self,
+        run: &mut Run<'_>,
+        ws: &Workspace,
+        t: u32,
+        this: usize,
+        call: &ToolCall,
+        resp: &Response,
+    ) -> Result<CallOutcome, String> {
+        if let Some(reason) = crate::backends::malformed_call(call) {
+            let result = Message::tool_result(t, call, reason, true);
+            let record = tool_record(t, this, call, None, None, true, result.tokens);
+            return Ok((result, record, Vec::new()));
+        }
+        if self.policy.owns_tool(&call.name) {
+            let reply = self.policy.handle_tool(&self.ctx, call);
+            if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
+                run.emit(Event::StrategyEntered {
+                    turn: t,
+                    mode: mode.clone(),
+                });
+            }
+            let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
+            let record = ToolCallRecord {
+                turn: t,
+                request: this,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.canonical_args(),
+                target: None,
+                fingerprint: None,
+                archive_read: false,
+                is_error: reply.is_error,
+                policy_tool: true,
+                outcome: serde_json::to_value(&reply.outcome).ok(),
+                result_tokens: result.tokens,
+                cached: false,
+            };
+            return Ok((result, record, reply.append));
+        }
+        if let Some(reason) = self.policy.refuse_workspace_tool(call) {
+            let result = Message::tool_result(t, call, reason, true);
+            let record = tool_record(t, this, call, None, None, true, result.tokens);
+            return Ok((result, record, Vec::new()));
+        }
+        let fp = ws
+            .fingerprint()
+            .map_err(|e| format!("workspace fingerprint: {e}"))?;
+        let out = execute_limited(ws.path(), call, &run.limits).await;
+        if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
+            if !out.text.contains(want.as_str()) {
+                return Err(format!(
+                    "task is broken: turn {t}, {} {}: the output does not contain the expected {want:?}; output begins {:?}",
+                    call.name,
+                    call.canonical_args(),
+                    out.text.chars().take(200).collect::<String>()
+                ));
+            }
+        }
+        let text = relative_to(ws.path(), out.text);
+        let result = Message::tool_result(t, call, text, out.is_error);
+        let mut record = tool_record(
+            t,
+            this,
+            call,
+            out.target,
+            Some(fp),
+            out.is_error,
+            result.tokens,
+        );
+        record.cached = out.cached;
+        Ok((result, record, Vec::new()))
+    }
+
+    /// Ends turn `t`: the facts the harness watched, the closing message (none when the step
+    /// limit cut the turn).
+    fn end_turn(
+        &mut self,
+        run: &mut Run<'_>,
+        t: u32,
+        needs: NeedWatch,
+        closing: Option<String>,
+        closings: &mut HashMap<u32, String>,
+    ) {
         if !needs.facts.is_empty() {
             run.emit(Event::Needs {
                 turn: t,
@@ -478,10 +567,15 @@ async fn session(
             turn: t,
             closing,
             step_limit,
-            mode: policy.mode().map(|m| m.name),
+            mode: self.policy.mode().map(|m| m.name),
         });
-        let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
-        for splice in policy.end_turn(&ctx, next_user) {
+    }
+
+    /// The policy's splices at the end of turn `t`: each archived (written and flushed) before
+    /// the policy applies it, so a fold result never points at a missing archive; a failed
+    /// write leaves the context as it was.
+    fn splice(&mut self, run: &mut Run<'_>, ws: &Workspace, t: u32, next_user: Option<&str>) {
+        for splice in self.policy.end_turn(&self.ctx, next_user) {
             let archived = harness_core::session::archive_splice(workspace::ARCHIVE_DIR, &splice);
             let (kind, rel, bytes) = (archived.kind, archived.archive.path.clone(), archived.bytes);
             if let Err(e) = run.opts.archive_writer.write(ws.path(), &rel, &bytes) {
@@ -492,36 +586,12 @@ async fn session(
                 continue;
             }
             let archive = archived.archive;
-            let before = prev.clone().unwrap_or_else(|| ctx.messages.clone());
+            let before = self
+                .prev
+                .clone()
+                .unwrap_or_else(|| self.ctx.messages.clone());
             let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
-            if let Some(msg) = policy.apply_splice(&mut ctx, &splice, &archive) {
-                let rewritten = rewritten_tokens(&before, &ctx.messages);
-                run.emit(Event::Fold {
-                    turn: t,
-                    from: splice.from,
-                    to: splice.to,
-                    archive: rel.clone(),
-                    sha256: archive.sha256.clone(),
-                    folded_tokens,
-                    result_tokens: u64::from(msg.tokens),
-                    rewritten_tokens: rewritten,
-                    kind: kind.into(),
-                });
-                if let SpliceKind::StrategyExit { mode, via_back, .. } = &splice.kind {
-                    run.emit(Event::StrategyEnded {
-                        turn: t,
-                        mode: mode.clone(),
-                        via_back: *via_back,
-                        report_tokens: u64::from(msg.tokens),
-                    });
-                }
-                run.transcript.push(msg);
-                run.archives.push(WrittenArchive {
-                    path: rel,
-                    sha256: archive.sha256,
-                    bytes,
-                });
-            } else {
+            let Some(msg) = self.policy.apply_splice(&mut self.ctx, &splice, &archive) else {
                 run.emit(Event::SpliceFailed {
                     turn: t,
                     reason: format!(
@@ -529,10 +599,35 @@ async fn session(
                         splice.from, splice.to
                     ),
                 });
+                continue;
+            };
+            run.emit(Event::Fold {
+                turn: t,
+                from: splice.from,
+                to: splice.to,
+                archive: rel.clone(),
+                sha256: archive.sha256.clone(),
+                folded_tokens,
+                result_tokens: u64::from(msg.tokens),
+                rewritten_tokens: rewritten_tokens(&before, &self.ctx.messages),
+                kind: kind.into(),
+            });
+            if let SpliceKind::StrategyExit { mode, via_back, .. } = &splice.kind {
+                run.emit(Event::StrategyEnded {
+                    turn: t,
+                    mode: mode.clone(),
+                    via_back: *via_back,
+                    report_tokens: u64::from(msg.tokens),
+                });
             }
+            run.transcript.push(msg);
+            run.archives.push(WrittenArchive {
+                path: rel,
+                sha256: archive.sha256,
+                bytes,
+            });
         }
     }
-    Ok((policy.name(), ()))
 }
 
 /// Runs a workspace tool call within the tool time limit (`shell_timeout`, `--tool-timeout`).

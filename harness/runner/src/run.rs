@@ -191,28 +191,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         let only: std::collections::HashSet<&str> = only.iter().map(String::as_str).collect();
         cells.retain(|c| only.contains(c.id.as_str()));
     }
-    let mut matrix = serde_json::json!({
-        "version": 1,
-        "tasks": cfg.tasks.iter().map(|t| serde_json::json!({"name": t.spec.name, "file": t.file})).collect::<Vec<_>>(),
-        "arms": cfg.arms,
-        "models": cfg.models,
-        "seeds": cfg.seeds,
-        "cells": all,
-    });
-    if let Some(o) = matrix.as_object_mut() {
-        match (&sel.partition, &cfg.only) {
-            (Some(p), _) => {
-                o.insert("partition".into(), serde_json::json!(p));
-            }
-            (None, Some(_)) => {
-                o.insert(
-                    "only".into(),
-                    serde_json::json!(cells.iter().map(|c| &c.id).collect::<Vec<_>>()),
-                );
-            }
-            (None, None) => {}
-        }
-    }
+    let matrix = matrix_json(&cfg, sel.partition.as_deref(), &all, &cells);
     preflight(&cfg, &cells)?;
     crate::workspace::sweep_stale(&std::env::temp_dir());
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix, cfg.retry_errors)?;
@@ -221,32 +200,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .filter(|c| !done.contains(&c.id))
         .cloned()
         .collect();
-    let tasks: HashMap<String, LoadedTask> = cfg
-        .tasks
-        .iter()
-        .map(|t| (t.spec.name.clone(), t.clone()))
-        .collect();
-    let arms: HashMap<String, Arm> = cfg
-        .arms
-        .iter()
-        .map(|a| (a.label.clone(), a.clone()))
-        .collect();
-    let mut shared: HashMap<(String, u64), Arc<dyn Model>> = HashMap::new();
-    let mut jobs = Vec::new();
-    for c in &todo {
-        let task = &tasks[&c.task];
-        let plan = CellPlan {
-            id: c.id.clone(),
-            task: Arc::clone(&task.spec),
-            task_dir: task.dir.clone(),
-            arm: c.arm.clone(),
-            policy: arms[&c.arm].policy.clone(),
-            model_name: c.model.clone(),
-            seed: c.seed,
-        };
-        let model = model_for(c, task, &cfg, &mut shared)?;
-        jobs.push((plan, model));
-    }
+    let jobs = plan_jobs(&cfg, &todo)?;
     let total = cells.len();
     let already = total - todo.len();
     let mode = if cfg.progress {
@@ -292,7 +246,77 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         p.finish();
     }
     let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
-    // In matrix order, so tables list arms as they were given.
+    Ok(in_matrix_order(records, &cells))
+}
+
+/// `matrix.json`: the whole matrix, and which part of it this run is (a shard or `--only`).
+fn matrix_json(
+    cfg: &RunConfig,
+    partition: Option<&str>,
+    all: &[MatrixCell],
+    cells: &[MatrixCell],
+) -> serde_json::Value {
+    let mut matrix = serde_json::json!({
+        "version": 1,
+        "tasks": cfg.tasks.iter().map(|t| serde_json::json!({"name": t.spec.name, "file": t.file})).collect::<Vec<_>>(),
+        "arms": cfg.arms,
+        "models": cfg.models,
+        "seeds": cfg.seeds,
+        "cells": all,
+    });
+    if let Some(o) = matrix.as_object_mut() {
+        match (partition, &cfg.only) {
+            (Some(p), _) => {
+                o.insert("partition".into(), serde_json::json!(p));
+            }
+            (None, Some(_)) => {
+                o.insert(
+                    "only".into(),
+                    serde_json::json!(cells.iter().map(|c| &c.id).collect::<Vec<_>>()),
+                );
+            }
+            (None, None) => {}
+        }
+    }
+    matrix
+}
+
+/// The plan and the model of each cell still to run.
+fn plan_jobs(
+    cfg: &RunConfig,
+    todo: &[MatrixCell],
+) -> Result<Vec<(CellPlan, Arc<dyn Model>)>, RunError> {
+    let tasks: HashMap<String, LoadedTask> = cfg
+        .tasks
+        .iter()
+        .map(|t| (t.spec.name.clone(), t.clone()))
+        .collect();
+    let arms: HashMap<String, Arm> = cfg
+        .arms
+        .iter()
+        .map(|a| (a.label.clone(), a.clone()))
+        .collect();
+    let mut shared: HashMap<(String, u64), Arc<dyn Model>> = HashMap::new();
+    let mut jobs = Vec::new();
+    for c in todo {
+        let task = &tasks[&c.task];
+        let plan = CellPlan {
+            id: c.id.clone(),
+            task: Arc::clone(&task.spec),
+            task_dir: task.dir.clone(),
+            arm: c.arm.clone(),
+            policy: arms[&c.arm].policy.clone(),
+            model_name: c.model.clone(),
+            seed: c.seed,
+        };
+        let model = model_for(c, task, cfg, &mut shared)?;
+        jobs.push((plan, model));
+    }
+    Ok(jobs)
+}
+
+/// The records of `cells`, in matrix order (so tables list arms as they were given).
+fn in_matrix_order(records: Vec<CellRecord>, cells: &[MatrixCell]) -> Vec<CellRecord> {
     let order: HashMap<&str, usize> = cells
         .iter()
         .enumerate()
@@ -303,7 +327,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .filter(|r| order.contains_key(r.id.as_str()))
         .collect();
     records.sort_by_key(|r| order[r.id.as_str()]);
-    Ok(records)
+    records
 }
 
 /// The model of a cell: a fresh sim per cell (wrapped for recording), or one HTTP or cassette

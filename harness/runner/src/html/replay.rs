@@ -95,8 +95,18 @@ fn table(headers: Vec<String>, rows: Vec<Vec<String>>) -> Table {
     Table { headers, rows }
 }
 
-/// The drill-down of one session.
+/// The drill-down of one session: its turns, the folds (with their results), the compactions
+/// and the hidden references.
 fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
+    let mut out = vec![turns_block(s, session)];
+    out.extend(fold_blocks(s));
+    out.extend(compaction_block(s));
+    out.push(hidden_block(s));
+    out
+}
+
+/// Each turn: the user's words, the recorded requests, each policy's last request.
+fn turns_block(s: &SessionReplay, session: Option<&ImportedSession>) -> Block {
     let mut headers: Vec<String> = ["turn", "user", "recorded requests"]
         .iter()
         .map(|h| h.to_string())
@@ -126,10 +136,15 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
         }
         rows.push(row);
     }
-    let mut out = vec![Block::Table {
+    Block::Table {
         title: "Turns".into(),
         table: table(headers, rows),
-    }];
+    }
+}
+
+/// What each policy folded, and each fold's result.
+fn fold_blocks(s: &SessionReplay) -> Vec<Block> {
+    let mut out = Vec::new();
     let folds: Vec<Vec<String>> = s
         .policies
         .iter()
@@ -178,6 +193,11 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
             });
         }
     }
+    out
+}
+
+/// The compactions, if any.
+fn compaction_block(s: &SessionReplay) -> Option<Block> {
     let comps: Vec<Vec<String>> = s
         .policies
         .iter()
@@ -200,28 +220,24 @@ fn drill(s: &SessionReplay, session: Option<&ImportedSession>) -> Vec<Block> {
             })
         })
         .collect();
-    if !comps.is_empty() {
-        out.push(Block::Table {
-            title: "Compactions".into(),
-            table: table(
-                [
-                    "policy",
-                    "turn",
-                    "emergency",
-                    "summary",
-                    "input tokens",
-                    "summary tokens",
-                    "rewritten",
-                ]
-                .iter()
-                .map(|h| h.to_string())
-                .collect(),
-                comps,
-            ),
-        });
-    }
-    out.push(hidden_block(s));
-    out
+    (!comps.is_empty()).then(|| Block::Table {
+        title: "Compactions".into(),
+        table: table(
+            [
+                "policy",
+                "turn",
+                "emergency",
+                "summary",
+                "input tokens",
+                "summary tokens",
+                "rewritten",
+            ]
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+            comps,
+        ),
+    })
 }
 
 /// How many hidden references of one policy the drill-down lists.
