@@ -42,7 +42,7 @@ fn the_pure_crates_do_no_io() {
         for word in forbidden {
             assert!(
                 !text.contains(word),
-                "{} uses `{word}`: the core, the policies and the replay engine do no IO",
+                "{} uses `{word}`: the core, config, report, the policies, the importers (but fs.rs) and the replay engine do no IO",
                 f.display()
             );
         }
@@ -75,4 +75,140 @@ fn serde_yaml_is_called_in_one_function() {
         calls[0].contains("harness/config/src/yaml.rs"),
         "{calls:#?}"
     );
+}
+
+/// The Rust files under `dirs`, without build output and fuzz workspaces.
+fn sources(dirs: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&root().join(dir), &mut files);
+    }
+    files.retain(|f| {
+        !f.components()
+            .any(|c| c.as_os_str() == "target" || c.as_os_str() == "fuzz")
+    });
+    files
+}
+
+/// Whether `text` names the crate `name` in code (a path or a `use`), not only in a comment.
+fn names_crate(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("");
+        code.contains(&format!("{name}::")) || code.contains(&format!("use {name}"))
+    })
+}
+
+#[test]
+fn only_the_binary_names_clap_and_only_config_names_serde_yaml() {
+    let files = sources(&["harness", "policies", "tests"]);
+    assert!(files.len() > 40);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        if !rel.starts_with("harness/cli/") {
+            assert!(
+                !names_crate(&text, "clap"),
+                "{rel} names clap: only the binary parses the command line"
+            );
+        }
+        if !rel.starts_with("harness/config/") && !rel.ends_with("architecture.rs") {
+            assert!(
+                !names_crate(&text, "serde_yaml"),
+                "{rel} names serde_yaml: only harness-config reads YAML"
+            );
+        }
+    }
+    for (manifest, dep) in [
+        ("harness/core/Cargo.toml", "clap"),
+        ("harness/config/Cargo.toml", "clap"),
+        ("harness/report/Cargo.toml", "clap"),
+        ("harness/runner/Cargo.toml", "clap"),
+        ("harness/replay/Cargo.toml", "clap"),
+        ("harness/import/Cargo.toml", "clap"),
+        ("policies/Cargo.toml", "clap"),
+        ("harness/core/Cargo.toml", "serde_yaml"),
+        ("harness/report/Cargo.toml", "serde_yaml"),
+        ("harness/runner/Cargo.toml", "serde_yaml"),
+        ("harness/cli/Cargo.toml", "serde_yaml"),
+    ] {
+        let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{dep}"))),
+            "{manifest} depends on {dep}"
+        );
+    }
+}
+
+#[test]
+fn the_crates_depend_inward() {
+    // The domain depends on no other foldbench crate; the readers and the writers on the domain
+    // only; the IO shell never on the binary.
+    let deps = |manifest: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+        text.lines()
+            .filter_map(|l| {
+                l.split_once(".workspace = true")
+                    .map(|(n, _)| n.trim().to_string())
+            })
+            .filter(|n| n.starts_with("harness-") || n == "policies" || n == "foldbench")
+            .collect()
+    };
+    assert_eq!(
+        deps("harness/core/Cargo.toml"),
+        vec!["harness-config"],
+        "the core's only foldbench dependency is a dev-dependency (its sim tests read specs)"
+    );
+    let core = std::fs::read_to_string(root().join("harness/core/Cargo.toml")).unwrap();
+    let runtime = core
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|s| s.split("[dev-dependencies]").next())
+        .unwrap();
+    assert!(!runtime.contains("harness-"), "{runtime}");
+    assert_eq!(deps("harness/config/Cargo.toml"), vec!["harness-core"]);
+    assert_eq!(deps("harness/report/Cargo.toml"), vec!["harness-core"]);
+    assert!(!deps("harness/runner/Cargo.toml").contains(&"foldbench".to_string()));
+}
+
+#[test]
+fn files_and_functions_fit() {
+    // Past 1,000 lines a file becomes a folder module; past 120 lines a function is split into
+    // named phases.
+    let mut too_long = Vec::new();
+    for f in sources(&["harness", "policies", "tests"]) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() > 1_000 {
+            too_long.push(format!("{rel}: {} lines", lines.len()));
+        }
+        for (i, l) in lines.iter().enumerate() {
+            let indent = l.len() - l.trim_start().len();
+            let code = l.trim_start();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(crate) async fn ",
+                "pub(super) async fn ",
+            ]
+            .iter()
+            .any(|p| code.starts_with(p));
+            if !is_fn || l.trim_end().ends_with(';') {
+                continue;
+            }
+            let close = format!("{}}}", &l[..indent]);
+            if let Some(n) = lines[i + 1..].iter().position(|x| *x == close) {
+                if n + 2 > 120 {
+                    too_long.push(format!("{rel}:{}: a function of {} lines", i + 1, n + 2));
+                }
+            }
+        }
+    }
+    assert!(too_long.is_empty(), "{too_long:#?}");
 }

@@ -324,44 +324,8 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         .iter()
         .map(|n| judgement::aggregate(n, &records))
         .collect();
-    for out in a.out.iter().filter(|p| !harness_runner::html::is_html(p)) {
-        let lines = records
-            .iter()
-            .map(|r| serde_json::to_string(r).unwrap_or_default());
-        if let Err(e) = write_lines(out, lines) {
-            return Err(Error::Internal(format!(
-                "cannot write {}: {e}",
-                out.display()
-            )));
-        }
-    }
     let stats = judgement::dataset_stats(&items);
-    for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
-        let tables = vec![
-            (
-                "Boundary judgement".to_string(),
-                harness_report::judgement::scores_table(&aggs),
-            ),
-            (
-                "The host's filter".to_string(),
-                harness_report::judgement::filter_table(&stats),
-            ),
-            (
-                "The lexical rule at labelled turn boundaries".to_string(),
-                harness_report::judgement::lexical_table(&stats),
-            ),
-        ];
-        let heading = format!(
-            "{} items of {} × {} judges",
-            items.len(),
-            a.dataset.display(),
-            names.len()
-        );
-        let page = harness_runner::html::judge_page(&heading, tables, &items, &records);
-        if let Err(e) = harness_runner::html::write(out, &page) {
-            return Err(Error::Internal(format!("{e}")));
-        }
-    }
+    write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
     match a.format {
         TableFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
@@ -410,4 +374,53 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         return Ok(Code::Failed);
     }
     Ok(Code::Ok)
+}
+
+/// `judge run -o`: the records as JSON lines, or an HTML page (by extension).
+fn write_run_outputs(
+    a: &RunArgs,
+    items: &[judgement::Item],
+    records: &[judgement::JudgedRecord],
+    aggs: &[Aggregate],
+    stats: &[judgement::SourceStats],
+    judges: usize,
+) -> Result<(), Error> {
+    for out in a.out.iter().filter(|p| !harness_runner::html::is_html(p)) {
+        let lines = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap_or_default());
+        if let Err(e) = write_lines(out, lines) {
+            return Err(Error::Internal(format!(
+                "cannot write {}: {e}",
+                out.display()
+            )));
+        }
+    }
+    for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
+        let tables = vec![
+            (
+                "Boundary judgement".to_string(),
+                harness_report::judgement::scores_table(aggs),
+            ),
+            (
+                "The host's filter".to_string(),
+                harness_report::judgement::filter_table(stats),
+            ),
+            (
+                "The lexical rule at labelled turn boundaries".to_string(),
+                harness_report::judgement::lexical_table(stats),
+            ),
+        ];
+        let heading = format!(
+            "{} items of {} × {} judges",
+            items.len(),
+            a.dataset.display(),
+            judges
+        );
+        let page = harness_runner::html::judge_page(&heading, tables, items, records);
+        if let Err(e) = harness_runner::html::write(out, &page) {
+            return Err(Error::Internal(format!("{e}")));
+        }
+    }
+    Ok(())
 }

@@ -93,47 +93,7 @@ fn check_folder(dir: &std::path::Path) {
         report.errors.len()
     );
 
-    let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
-    let mut files_seen: HashMap<&str, Vec<&str>> = HashMap::new();
-    for s in &report.sessions {
-        let r = rows.entry(s.format.name()).or_default();
-        r.sessions += 1;
-        r.turns += s.human_turns.len();
-        r.requests += s.requests.len();
-        r.with_usage += s.requests.iter().filter(|q| q.usage.is_some()).count();
-        r.messages += s.messages.len();
-        r.tokens += s.messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        r.warnings += s.warnings.len();
-        files_seen
-            .entry(s.format.name())
-            .or_default()
-            .push(&s.source);
-        for w in &s.warnings {
-            println!("warning: {w}");
-        }
-    }
-    for (fmt, files) in &mut files_seen {
-        files.sort_unstable();
-        files.dedup();
-        if let Some(r) = rows.get_mut(fmt) {
-            r.files = files.len();
-        }
-    }
-    println!("{} files read", report.files);
-    println!("format          files sessions turns requests usage messages   tokens warnings");
-    for (fmt, r) in &rows {
-        println!(
-            "{fmt:<15} {:>5} {:>8} {:>5} {:>8} {:>5} {:>8} {:>8} {:>8}",
-            r.files,
-            r.sessions,
-            r.turns,
-            r.requests,
-            r.with_usage,
-            r.messages,
-            r.tokens,
-            r.warnings
-        );
-    }
+    let rows = print_rows(&report);
 
     // No warnings explode: at most one per file read.
     let warnings: usize = rows.values().map(|r| r.warnings).sum();
@@ -185,7 +145,59 @@ fn check_folder(dir: &std::path::Path) {
     );
     assert!(multi > 0);
 
-    // Where labels exist, the human turns are exactly the labelled prompts, in order.
+    check_labels(dir, &claude_main);
+}
+
+/// Counts per format (files, sessions, turns, requests, usage, messages, tokens, warnings),
+/// printed as a table.
+fn print_rows(report: &harness_import::fs::ImportReport) -> BTreeMap<&'static str, Row> {
+    let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
+    let mut files_seen: HashMap<&str, Vec<&str>> = HashMap::new();
+    for s in &report.sessions {
+        let r = rows.entry(s.format.name()).or_default();
+        r.sessions += 1;
+        r.turns += s.human_turns.len();
+        r.requests += s.requests.len();
+        r.with_usage += s.requests.iter().filter(|q| q.usage.is_some()).count();
+        r.messages += s.messages.len();
+        r.tokens += s.messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        r.warnings += s.warnings.len();
+        files_seen
+            .entry(s.format.name())
+            .or_default()
+            .push(&s.source);
+        for w in &s.warnings {
+            println!("warning: {w}");
+        }
+    }
+    for (fmt, files) in &mut files_seen {
+        files.sort_unstable();
+        files.dedup();
+        if let Some(r) = rows.get_mut(fmt) {
+            r.files = files.len();
+        }
+    }
+    println!("{} files read", report.files);
+    println!("format          files sessions turns requests usage messages   tokens warnings");
+    for (fmt, r) in &rows {
+        println!(
+            "{fmt:<15} {:>5} {:>8} {:>5} {:>8} {:>5} {:>8} {:>8} {:>8}",
+            r.files,
+            r.sessions,
+            r.turns,
+            r.requests,
+            r.with_usage,
+            r.messages,
+            r.tokens,
+            r.warnings
+        );
+    }
+
+    rows
+}
+
+/// Where labels exist, the human turns are exactly the labelled prompts, in order.
+fn check_labels(dir: &std::path::Path, claude_main: &[&ImportedSession]) {
     let labels_dir = dir.join("labels/claude-code");
     let mut checked = 0;
     if let Ok(entries) = std::fs::read_dir(&labels_dir) {
