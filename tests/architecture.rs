@@ -133,9 +133,7 @@ fn only_the_binary_names_clap_and_only_config_names_serde_yaml() {
     ] {
         let text = std::fs::read_to_string(root().join(manifest)).unwrap();
         assert!(
-            !text
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{dep}"))),
+            !text.lines().any(|l| l.trim_start().starts_with(dep)),
             "{manifest} depends on {dep}"
         );
     }

@@ -283,7 +283,7 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, Error> {
         match tasks::default_dir(Path::new("")) {
             Ok(d) => vec![d],
             Err(e) => {
-                return Err(Error::Internal(format!("{e}")));
+                return Err(Error::Internal(e.to_string()));
             }
         }
     } else {
@@ -304,7 +304,7 @@ fn init(dir: &Path) -> Result<Code, Error> {
             );
             Ok(Code::Ok)
         }
-        Err(e) => Err(Error::Usage(format!("{e}"))),
+        Err(e) => Err(Error::Usage(e.to_string())),
     }
 }
 
@@ -323,10 +323,7 @@ fn validate(paths: Vec<PathBuf>) -> Result<Code, Error> {
 }
 
 fn list(paths: Vec<PathBuf>) -> Result<Code, Error> {
-    let tasks = match load(paths) {
-        Ok(t) => t,
-        Err(e) => return Err(e),
-    };
+    let tasks = load(paths)?;
     println!("{}", tasks::table(&tasks).to_terminal());
     Ok(Code::Ok)
 }
@@ -471,7 +468,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     ) {
         Ok(c) => c,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     cfg.cell.prices = plan.prices.clone();
@@ -573,7 +570,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     let cfg = match arms_of(&labels).and_then(|arms| config(&a.common, tasks, arms, seeds)) {
         Ok(c) => c,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     match interruptible(run::run(cfg)).await {

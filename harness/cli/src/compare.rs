@@ -76,10 +76,7 @@ fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<
 
 /// Runs `foldbench compare`.
 pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
-    let (_, _, layer) = match crate::matrix::profile(&a.config) {
-        Ok(p) => p,
-        Err(e) => return Err(e),
-    };
+    let (_, _, layer) = crate::matrix::profile(&a.config)?;
     let mut thresholds = if layer.regression.is_empty() {
         compare::default_thresholds()
     } else {
@@ -106,7 +103,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
                 thresholds.insert(m, x);
             }
             Err(e) => {
-                return Err(Error::Usage(format!("{e}")));
+                return Err(Error::Usage(e.to_string()));
             }
         }
     }
@@ -129,7 +126,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     let c = compare::compare(&base, &new, &thresholds);
@@ -142,7 +139,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
         match render(f, &c, &a) {
             Ok(s) => crate::report::emit(&s),
             Err(e) => {
-                return Err(Error::Internal(format!("{e}")));
+                return Err(Error::Internal(e.to_string()));
             }
         }
     }
@@ -151,7 +148,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
             std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
         });
         if let Err(e) = written {
-            return Err(Error::Internal(format!("{e}")));
+            return Err(Error::Internal(e.to_string()));
         }
     }
     if c.pairs == 0 {

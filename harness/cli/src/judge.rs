@@ -191,14 +191,14 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
         match expand_history(a.from.clone()) {
             Ok(f) => f,
             Err(e) => {
-                return Err(Error::Usage(format!("{e}")));
+                return Err(Error::Usage(e.to_string()));
             }
         }
     };
     let sources = match classify(&from) {
         Ok(s) => s,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     let jobs = a.jobs.unwrap_or_else(|| {
@@ -211,7 +211,7 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
         Ok(i) => i,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
@@ -294,7 +294,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let items = match read_dataset(&a.dataset) {
         Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     if items.is_empty() {
@@ -304,7 +304,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let models = match run_models(&a) {
         Ok(m) => m,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     let mut records = baseline_records(&items, a.max_tool_output);
@@ -419,7 +419,7 @@ fn write_run_outputs(
         );
         let page = harness_runner::html::judge_page(&heading, tables, items, records);
         if let Err(e) = harness_runner::html::write(out, &page) {
-            return Err(Error::Internal(format!("{e}")));
+            return Err(Error::Internal(e.to_string()));
         }
     }
     Ok(())

@@ -1,5 +1,9 @@
 //! The `foldbench` binary: the command line (clap), one module per command, the exit codes.
 
+// The doc comments of the command-line types are clap's help text, written for a terminal
+// (`results/<run-id>`), not rustdoc's HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod cli;
 mod compare;
 mod error;

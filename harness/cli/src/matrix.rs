@@ -189,7 +189,7 @@ pub fn profile(args: &ConfigArgs) -> Result<(Option<PathBuf>, String, Layer), Er
     let file = read_file(&path)?;
     let layer = file
         .profile(&name)
-        .map_err(|e| Error::Usage(format!("{e}")))?;
+        .map_err(|e| Error::Usage(e.to_string()))?;
     Ok((Some(path), name, layer))
 }
 
@@ -372,17 +372,14 @@ struct ListedCell<'a> {
 /// Prints the cells of the matrix (after partition and filters); as text, after the table of
 /// their tasks.
 pub fn list(a: ListArgs) -> Result<Code, Error> {
-    let plan = match plan(
+    let plan = plan(
         &a.matrix,
         &Overrides {
             tasks: a.paths.clone(),
             seeds: a.seeds.clone(),
             ..Overrides::default()
         },
-    ) {
-        Ok(p) => p,
-        Err(e) => return Err(e),
-    };
+    )?;
     let policy_of: HashMap<&str, String> = plan
         .arms
         .iter()

@@ -220,7 +220,7 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
     ) {
         Ok(f) => f,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     let paths = if src.paths.is_empty() {
@@ -640,7 +640,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 policies: &r.summary,
                 models: &r.models,
                 per_session: r.replays.iter().map(session_json).collect(),
-                ground_truth: r.truth_all.clone(),
+                ground_truth: r.truth_all,
                 ground_truth_sessions: &r.truths,
             };
             let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
@@ -771,14 +771,8 @@ struct AnalyzeJson<'a> {
 pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
     let src = &a.source;
     let judge: JudgeKind = src.judge.into();
-    let labels = match load_labels(src) {
-        Ok(l) => l,
-        Err(e) => return Err(e),
-    };
-    let loaded = match load_sessions(src, "analyze") {
-        Ok(l) => l,
-        Err(e) => return Err(e),
-    };
+    let labels = load_labels(src)?;
+    let loaded = load_sessions(src, "analyze")?;
     let sessions = harness_replay::engine::parallel_map(&loaded.sessions, threads(src.jobs), |s| {
         analyze_session(s, judge, labels.as_ref())
     });

@@ -261,7 +261,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
     let records = match harness_runner::results::read_records(&a.run_dir) {
         Ok(r) => r,
         Err(e) => {
-            return Err(Error::Usage(format!("{e}")));
+            return Err(Error::Usage(e.to_string()));
         }
     };
     let mut outputs = Vec::new();
@@ -269,7 +269,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         match Format::of_path(p) {
             Ok(f) => outputs.push((p.clone(), f)),
             Err(e) => {
-                return Err(Error::Usage(format!("{e}")));
+                return Err(Error::Usage(e.to_string()));
             }
         }
     }
@@ -282,7 +282,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         match render_format(f, &a, &records) {
             Ok(s) => emit(&s),
             Err(e) => {
-                return Err(Error::Usage(format!("{e}")));
+                return Err(Error::Usage(e.to_string()));
             }
         }
     }
@@ -290,7 +290,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         let text = match render_format(f, &a, &records) {
             Ok(s) => s,
             Err(e) => {
-                return Err(Error::Usage(format!("{e}")));
+                return Err(Error::Usage(e.to_string()));
             }
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

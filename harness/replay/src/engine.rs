@@ -7,7 +7,7 @@
 //!
 //! - at each human prompt: the previous turn ends ([`Policy::end_turn`]: its splices are applied
 //!   with [`Policy::apply_splice`] and an in-memory archive reference — the sha256 of
-//!   [`fold::archive_text`]; no file is written), then [`Policy::card`]; a card is attached to
+//!   [`harness_core::fold::archive_text`]; no file is written), then [`Policy::card`]; a card is attached to
 //!   the prompt ([`Message::with_card`]) and the judge's ranges ([`crate::points`]) are handed to
 //!   [`Policy::handle_tool`] as `fold_unit` calls. (Their call and result messages, about 40
 //!   tokens a fold, are not added: the recorded responses are kept as they were.)

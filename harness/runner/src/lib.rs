@@ -10,15 +10,15 @@
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
-//! - [`run`]: the matrix, concurrency, resume and progress; [`results`]: the run directory.
-//! - [`matrix`]: the matrix file, profiles, overrides, partitions and `list`; [`merge`]: shards
-//!   into one run; [`report`]: reports from records (Markdown, CSV, JSON, JUnit, SVG);
-//!   [`compare`]: two runs, paired, with regression thresholds.
-//! - [`judge`]: `judge build` and `judge run` (boundary judgement over cards).
-//! - [`tasks`]: loading specs from disk; [`cli`]: the `foldbench` command line;
-//!   [`replay_cmd`]: its `replay` and `analyze` commands over recorded sessions; [`history`]:
-//!   the default places they read with no path (`~/.claude/projects`, `~/.codex/sessions`, ...)
-//!   and the session filters.
+//! - [`run`]: the matrix's cells, concurrency, resume and progress ([`progress`]);
+//!   [`results`]: the run directory; [`merge`]: shards into one run.
+//! - [`judge`]: gathering boundary-judgement items and asking models.
+//! - [`tasks`]: loading specs from disk (and the suite embedded in the binary); [`history`]: the
+//!   default places of recorded sessions (`~/.claude/projects`, `~/.codex/sessions`, ...) and
+//!   the session filters; [`html`]: what the HTML pages need from a run's files.
+//!
+//! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
+//! calls this library and maps errors to exit codes; nothing here knows about clap.
 pub mod backends;
 pub mod cell;
 pub mod history;

@@ -18,8 +18,6 @@ use harness_core::record::CellRecord;
 use crate::results::{cell_folder, read_records, write_atomic};
 use crate::run::MatrixCell;
 
-/// `foldbench merge`.
-
 /// Why a merge was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeError {

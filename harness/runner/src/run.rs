@@ -281,11 +281,11 @@ fn matrix_json(
     matrix
 }
 
+/// A cell to run: its plan and its model.
+type Job = (CellPlan, Arc<dyn Model>);
+
 /// The plan and the model of each cell still to run.
-fn plan_jobs(
-    cfg: &RunConfig,
-    todo: &[MatrixCell],
-) -> Result<Vec<(CellPlan, Arc<dyn Model>)>, RunError> {
+fn plan_jobs(cfg: &RunConfig, todo: &[MatrixCell]) -> Result<Vec<Job>, RunError> {
     let tasks: HashMap<String, LoadedTask> = cfg
         .tasks
         .iter()
