@@ -118,10 +118,10 @@ fn replayed_trim_flags_the_facts_live_trim_fetched_again() {
     );
     let recall = flagged as f64 / facts as f64;
     eprintln!("suite recall: {flagged}/{facts} = {recall:.3}; missed: {missed:#?}");
-    // Measured: 41 of 53 (0.77). The misses are facts whose distinctive strings the response
-    // does not copy (a 2-digit value written into new prose: "from 60 to 120") or copies from a
-    // message trim keeps (the closing message names `APP_TIMEOUT`, `db-replica-2`), while the
-    // sim needs the whole scripted line (docs/replay.md, "Recall against the live runner").
+    // Measured: 45 of 58 (0.776). The 13 misses are facts the answers use as one- or two-digit
+    // values (6), derive rather than copy (3), or copy after the turn shows them again or from a
+    // message trim keeps (4), while the sim needs the whole scripted line (docs/replay.md,
+    // "Recall against the live runner", classifies each).
     assert!(
         recall >= 0.75,
         "recall {flagged}/{facts} = {recall:.2} < 0.75; missed: {missed:#?}"
