@@ -490,7 +490,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 "{} cells in {:.1}s · records in {}",
                 records.len(),
                 started.elapsed().as_secs_f64(),
-                out.join("cells.jsonl").display()
+                out.join(harness_runner::results::CELLS_FILE).display()
             );
             exit_for(&records)
         }

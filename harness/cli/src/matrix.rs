@@ -289,16 +289,7 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
         });
     }
     let names: Vec<String> = loaded.iter().map(|t| t.spec.name.clone()).collect();
-    let cells = matrix::expand(&names, &arms, &models, &seeds)
-        .into_iter()
-        .map(|c| MatrixCell {
-            id: c.id,
-            task: c.task,
-            arm: c.arm,
-            model: c.model,
-            seed: c.seed,
-        })
-        .collect();
+    let cells = matrix::expand(&names, &arms, &models, &seeds);
     let partition = args.partition;
     Ok(Plan {
         file,

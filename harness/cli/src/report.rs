@@ -112,7 +112,7 @@ pub fn emit(text: &str) {
 
 /// Reads the chart fields of `requests.jsonl`.
 pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
-    let path = dir.join("requests.jsonl");
+    let path = dir.join(harness_runner::results::REQUESTS_FILE);
     let f =
         std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut out = Vec::new();

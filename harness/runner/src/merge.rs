@@ -43,7 +43,7 @@ pub struct Merged {
 
 /// A shard's `matrix.json`: the full matrix, and the value itself.
 fn read_matrix(dir: &Path) -> Result<(Vec<MatrixCell>, serde_json::Value), MergeError> {
-    let path = dir.join("matrix.json");
+    let path = dir.join(crate::results::MATRIX_FILE);
     let text = fs::read_to_string(&path).map_err(|e| {
         MergeError::Refused(format!(
             "cannot read {}: {e}; is {} a run directory?",
@@ -166,7 +166,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         o.remove("only");
     }
     let text = serde_json::to_string_pretty(&matrix).map_err(|e| MergeError::Io(e.to_string()))?;
-    let mpath = out.join("matrix.json");
+    let mpath = out.join(crate::results::MATRIX_FILE);
     write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
     // Cell folders and requests first; the records last (a record means a complete cell).
     let mut requests: HashMap<String, Vec<String>> = HashMap::new();
@@ -178,7 +178,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                 copy_dir(&from, &to).map_err(|e| io("copy", &from, e))?;
             }
         }
-        let rpath = dir.join("requests.jsonl");
+        let rpath = dir.join(crate::results::REQUESTS_FILE);
         let Ok(f) = fs::File::open(&rpath) else {
             continue;
         };
@@ -211,9 +211,9 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             None => missing.push(c.id.clone()),
         }
     }
-    let rpath = out.join("requests.jsonl");
+    let rpath = out.join(crate::results::REQUESTS_FILE);
     write_atomic(&rpath, req_text.as_bytes()).map_err(|e| io("write", &rpath, e))?;
-    let cpath = out.join("cells.jsonl");
+    let cpath = out.join(crate::results::CELLS_FILE);
     write_atomic(&cpath, cell_text.as_bytes()).map_err(|e| io("write", &cpath, e))?;
     Ok(Merged {
         shards: shards.len(),

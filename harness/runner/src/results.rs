@@ -37,6 +37,18 @@ use crate::cell::CellOutput;
 
 /// The lock file of a run directory (see the module docs).
 pub const LOCK_FILE: &str = "run.lock";
+/// The run's records, one cell per line, appended as cells finish.
+pub const CELLS_FILE: &str = "cells.jsonl";
+/// One line per model request of every cell.
+pub const REQUESTS_FILE: &str = "requests.jsonl";
+/// The whole matrix and which part of it the run is.
+pub const MATRIX_FILE: &str = "matrix.json";
+/// A cell's messages as the model saw them (in its folder under `cells/`).
+pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
+/// A cell's events (in its folder under `cells/`).
+pub const EVENTS_FILE: &str = "events.jsonl";
+/// A cell's workspace diff against the fixture (in its folder under `cells/`).
+pub const DIFF_FILE: &str = "diff.patch";
 
 /// An open run directory. It holds the folder's lock until it is dropped.
 #[derive(Debug)]
@@ -241,7 +253,7 @@ pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
 /// Reads the cell records of a run directory. A line that is not a cell record, or a second
 /// record of one cell (two runs wrote the folder at once), is an error naming the line.
 pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
-    let path = dir.join("cells.jsonl");
+    let path = dir.join(CELLS_FILE);
     let f = File::open(&path).map_err(|e| {
         format!(
             "cannot open {}: {e}; is this a run directory?",
@@ -294,7 +306,7 @@ impl RunDir {
         };
         fs::create_dir_all(root.join("cells")).map_err(|e| io("create", root, e))?;
         let lock = lock(root)?;
-        let mpath = root.join("matrix.json");
+        let mpath = root.join(MATRIX_FILE);
         if let Ok(old) = fs::read_to_string(&mpath) {
             let old: serde_json::Value = serde_json::from_str(&old)
                 .map_err(|e| RunDirError::Refused(format!("{}: {e}", mpath.display())))?;
@@ -313,8 +325,8 @@ impl RunDir {
                 serde_json::to_string_pretty(matrix).map_err(|e| RunDirError::Io(e.to_string()))?;
             write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
         }
-        let cpath = root.join("cells.jsonl");
-        let rpath = root.join("requests.jsonl");
+        let cpath = root.join(CELLS_FILE);
+        let rpath = root.join(REQUESTS_FILE);
         repair_jsonl(&cpath).map_err(|e| io("repair", &cpath, e))?;
         repair_jsonl(&rpath).map_err(|e| io("repair", &rpath, e))?;
         quarantine_bad_records(&cpath).map_err(|e| io("repair", &cpath, e))?;
@@ -372,14 +384,14 @@ impl RunDir {
             transcript.push_str(&serde_json::to_string(&**m).map_err(std::io::Error::other)?);
             transcript.push('\n');
         }
-        write_atomic(&dir.join("transcript.jsonl"), transcript.as_bytes())?;
+        write_atomic(&dir.join(TRANSCRIPT_FILE), transcript.as_bytes())?;
         let mut events = String::new();
         for e in &out.events {
             events.push_str(&serde_json::to_string(e).map_err(std::io::Error::other)?);
             events.push('\n');
         }
-        write_atomic(&dir.join("events.jsonl"), events.as_bytes())?;
-        write_atomic(&dir.join("diff.patch"), out.diff.as_bytes())?;
+        write_atomic(&dir.join(EVENTS_FILE), events.as_bytes())?;
+        write_atomic(&dir.join(DIFF_FILE), out.diff.as_bytes())?;
         for a in &out.archives {
             let name = Path::new(&a.path)
                 .file_name()

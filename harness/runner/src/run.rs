@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use harness_core::events::Event;
 use harness_core::judge::Judge;
-use harness_core::record::{cell_id, CellRecord};
+use harness_core::record::CellRecord;
 use harness_core::sim::{Sim, SimConfig};
 use policies::PolicySpec;
 use serde::Serialize;
@@ -64,45 +64,24 @@ pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
     Ok(Some(s))
 }
 
-/// One cell of the expanded matrix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct MatrixCell {
-    /// Stable id.
-    pub id: String,
-    /// Task name.
-    pub task: String,
-    /// Arm label.
-    pub arm: String,
-    /// Model label.
-    pub model: String,
-    /// Seed.
-    pub seed: u64,
-}
+/// One cell of the expanded matrix (the matrix file's cell: the same type, so a planned cell
+/// and a run's cell are never copied field by field).
+pub use harness_config::matrix::CellKey as MatrixCell;
 
-/// Expands tasks × arms × models × seeds into cells, in that nesting order.
+/// Expands tasks × arms × models × seeds into cells, in that nesting order (the matrix file's
+/// expansion, for arms without their own models).
 pub fn expand(
     tasks: &[LoadedTask],
     arms: &[Arm],
     models: &[String],
     seeds: &[u64],
 ) -> Vec<MatrixCell> {
-    let mut out = Vec::new();
-    for t in tasks {
-        for a in arms {
-            for m in models {
-                for s in seeds {
-                    out.push(MatrixCell {
-                        id: cell_id(&t.spec.name, &a.label, m, *s),
-                        task: t.spec.name.clone(),
-                        arm: a.label.clone(),
-                        model: m.clone(),
-                        seed: *s,
-                    });
-                }
-            }
-        }
-    }
-    out
+    let names: Vec<String> = tasks.iter().map(|t| t.spec.name.clone()).collect();
+    let defs: Vec<harness_config::matrix::ArmDef> = arms
+        .iter()
+        .map(|a| harness_config::matrix::ArmDef::plain(&a.label))
+        .collect();
+    harness_config::matrix::expand(&names, &defs, models, seeds)
 }
 
 /// What a run needs.

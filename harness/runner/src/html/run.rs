@@ -267,9 +267,10 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in cells {
         let folder = dir.join("cells").join(cell_folder(&r.id));
-        let events: Vec<Event> = read_jsonl(&folder.join("events.jsonl"))?.unwrap_or_default();
+        let events: Vec<Event> =
+            read_jsonl(&folder.join(crate::results::EVENTS_FILE))?.unwrap_or_default();
         let transcript: Vec<Message> =
-            read_jsonl(&folder.join("transcript.jsonl"))?.unwrap_or_default();
+            read_jsonl(&folder.join(crate::results::TRANSCRIPT_FILE))?.unwrap_or_default();
         let v = view(&r.arm, &events);
         facts.push(format!(
             "{}: {}{} · {} requests · median {} · last {} · total {} tokens · {} folds · {} compactions",
@@ -373,7 +374,7 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
 /// colour and place whatever order the cells finished in; arms the matrix does not name (or no
 /// readable `matrix.json`) follow in the order of the records.
 fn in_matrix_order(dir: &Path, records: &[CellRecord]) -> Vec<CellRecord> {
-    let labels: Vec<String> = std::fs::read_to_string(dir.join("matrix.json"))
+    let labels: Vec<String> = std::fs::read_to_string(dir.join(crate::results::MATRIX_FILE))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| {
