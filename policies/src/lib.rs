@@ -4,6 +4,15 @@
 //! runtime. A policy that needs a model call (compaction) or a file write (an archive) returns a
 //! decision and the runner carries it out.
 //!
+//! ```
+//! use harness_core::context::Context;
+//!
+//! let spec = policies::parse_policy("trim:keep=1").unwrap();
+//! let mut policy = policies::build(&spec, 200_000).unwrap();
+//! // An empty context offers no card: nothing is behind the agent yet.
+//! assert!(policy.card(&Context::default(), 0).is_none());
+//! ```
+//!
 //! - [`None`](none::NonePolicy): every message, as appended.
 //! - [`Trim`](trim::Trim): old tool results dropped (or replaced by a placeholder).
 //! - [`Compact`](compact::Compact): a model-written summary when the window fills.

@@ -10,6 +10,14 @@
 //! text or bytes and a file name (for messages) and never touch the file system. Reading files,
 //! walking folders and pairing subagent files with their sessions is the separate [`fs`] module.
 //!
+//! ```
+//! use harness_import::{import, Format};
+//!
+//! let line = r#"{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"fix the build"}}"#;
+//! let sessions = import("s.jsonl", line, Some(Format::ClaudeCode)).unwrap();
+//! assert_eq!(sessions[0].human_turns[0].text, "fix the build");
+//! ```
+//!
 //! Main types:
 //!
 //! - [`ImportedSession`]: the active branch as [`Message`](harness_core::message::Message)s, one

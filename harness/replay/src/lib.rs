@@ -3,6 +3,23 @@
 //! foldbench's answer to "what would each policy have done to *my* sessions?" (docs/design.md §11). It
 //! takes sessions imported by `harness-import` and, with no model call:
 //!
+//! ```
+//! use harness_core::message::Message;
+//! use harness_replay::transcript::session_of_transcript;
+//! use harness_replay::{ReplayConfig, Replayer};
+//!
+//! let messages = vec![
+//!     Message::user(1, "where is the port set?", None),
+//!     Message::assistant(1, "PORT = 8080 in src/app.py", Vec::new()),
+//! ];
+//! let session = session_of_transcript("demo", messages);
+//! let replayer = Replayer::new(ReplayConfig::default()).unwrap();
+//! let replay = replayer.replay(&session, None);
+//! // `none` shows everything, so it hides nothing.
+//! assert_eq!(replay.policy("none").unwrap().hidden.total(), 0);
+//! ```
+//!
+//!
 //! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
 //!   the policy would have sent it, its o200k size, the simulated prompt cache (cached, written
 //!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.

@@ -3,6 +3,14 @@
 //! Everything that touches the world lives here; the logic it drives is in `harness-core` and
 //! `policies`.
 //!
+//! ```no_run
+//! use std::path::PathBuf;
+//!
+//! // Task specs from disk, validated completely (every problem with file:line:col).
+//! let tasks = harness_runner::tasks::load_tasks(&[PathBuf::from("tasks")]).unwrap();
+//! println!("{}", harness_runner::tasks::table(&tasks).to_terminal());
+//! ```
+//!
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
 //! - [`tools`]: the six workspace tools; [`sandbox`]: bubblewrap (or a plain `sh`) with an
 //!   allow-listed environment, for every shell command of a cell; [`reap`]: ending a call's
