@@ -166,6 +166,25 @@ impl Run<'_> {
         (self.on_event)(&self.plan.id, &e);
         self.events.push(e);
     }
+
+    /// Sends request `index` to the model, times the answer and records it.
+    async fn ask(&mut self, req: &Request, index: usize) -> Result<Response, String> {
+        let began = Instant::now();
+        let resp = self
+            .model
+            .respond(req, &self.plan.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.model_ms += ms;
+        self.emit(Event::Response {
+            index,
+            output_tokens: resp.output_tokens,
+            usage: resp.usage,
+            model_ms: ms,
+        });
+        Ok(resp)
+    }
 }
 
 /// Runs one cell to its record. Infrastructure failures end as a record with status `error`.
@@ -432,21 +451,8 @@ impl Loop {
             action,
             mode: self.policy.mode().map(|m| m.name),
         }));
-        let began = Instant::now();
-        let resp = run
-            .model
-            .respond(&req, &run.plan.id)
-            .await
-            .map_err(|e| e.to_string())?;
-        let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-        run.model_ms += ms;
+        let resp = run.ask(&req, this).await?;
         self.prev = Some(req.messages);
-        run.emit(Event::Response {
-            index: this,
-            output_tokens: resp.output_tokens,
-            usage: resp.usage,
-            model_ms: ms,
-        });
         let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
         self.ctx.push(Arc::clone(&assistant));
         run.transcript.push(assistant);
@@ -775,20 +781,7 @@ async fn compact(
         }),
         mode: policy.mode().map(|m| m.name),
     }));
-    let began = Instant::now();
-    let resp = run
-        .model
-        .respond(&req, &run.plan.id)
-        .await
-        .map_err(|e| e.to_string())?;
-    let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-    run.model_ms += ms;
-    run.emit(Event::Response {
-        index: this,
-        output_tokens: resp.output_tokens,
-        usage: resp.usage,
-        model_ms: ms,
-    });
+    let resp = run.ask(&req, this).await?;
     let before = req.messages;
     let summary = Message::host(t, resp.text, MessageKind::Summary);
     policy.apply_compaction(ctx, Arc::clone(&summary));

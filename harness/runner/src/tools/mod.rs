@@ -47,14 +47,7 @@ const EXIT_GRACE: Duration = Duration::from_millis(250);
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Names of the tools this module executes, in the order [`tool_specs`] lists them.
-pub const TOOL_NAMES: [&str; 6] = [
-    "read_file",
-    "list_files",
-    "grep",
-    "edit_file",
-    "write_file",
-    "shell",
-];
+pub const TOOL_NAMES: [&str; 6] = harness_core::spec::WORKSPACE_TOOLS;
 
 /// Limits that apply to tool calls, the sandbox their shell commands run in, and the run's tool
 /// cache.
