@@ -1150,10 +1150,16 @@ pub struct SessionLabels {
     pub source_path: Option<String>,
     /// Prompt record uuid → unit; `None` for a record labelled as no prompt (`n: null`).
     pub units: HashMap<String, Option<String>>,
+    /// What the turns are keyed by (`key:`; [`crate::unit_labels`]).
+    pub key: crate::unit_labels::LabelKey,
+    /// With `key: "n"`: the importer's turn number → unit.
+    pub by_turn: BTreeMap<u32, Option<String>>,
 }
 
 /// Parses a labels file: `turns` is a list of `{uuid, n, unit, ...}`; `n: null` marks a user
-/// record that is not a prompt. Other fields are ignored. Every problem is reported.
+/// record that is not a prompt. With `key: "n"` the turns are keyed by `n`, the importer's turn
+/// number, and carry no `uuid` ([`crate::unit_labels`]). Other fields are ignored. Every problem
+/// is reported.
 pub fn parse_labels(name: &str, text: &str) -> Result<SessionLabels, Vec<Problem>> {
     let doc = yaml::parse(name, text).map_err(|p| vec![p])?;
     let mut r = Reader::new(name, text);
@@ -1172,6 +1178,10 @@ pub fn parse_labels(name: &str, text: &str) -> Result<SessionLabels, Vec<Problem
     let text_field = |k: &str| map.get(k).and_then(|v| v.as_str()).map(str::to_string);
     out.session = text_field("session");
     out.source_path = text_field("source_path");
+    match crate::unit_labels::label_key(&mut r, &root, map.get("key")) {
+        Some(k) => out.key = k,
+        None => return Err(r.problems),
+    }
     let Some(turns) = map.get("turns") else {
         r.problem(
             &root,
@@ -1189,6 +1199,10 @@ pub fn parse_labels(name: &str, text: &str) -> Result<SessionLabels, Vec<Problem
             );
             continue;
         };
+        if out.key == crate::unit_labels::LabelKey::Turn {
+            crate::unit_labels::turn_entry(&mut r, &p, t, &mut out);
+            continue;
+        }
         let Some(uuid) = m.get("uuid").and_then(|v| v.as_str()) else {
             r.problem(&p, "a turn needs `uuid`: the user record's uuid");
             continue;

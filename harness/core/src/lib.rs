@@ -20,7 +20,8 @@
 //! - [`sim`]: the simulated agent, deterministic for a seed.
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
 //!   judgement dataset, its gold labels, the scoring of answers and the tables; [`answer`]: the
-//!   answer modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
+//!   answer modes (tool calls or one strictly parsed line of text, with its GBNF grammar);
+//!   [`unit_labels`]: labels files keyed by uuid or by the importer's turn number.
 pub mod answer;
 pub mod compare;
 pub mod context;
@@ -45,5 +46,6 @@ pub mod spec;
 pub mod suggest;
 pub mod svg;
 pub mod tokens;
+pub mod unit_labels;
 pub mod verdict;
 pub mod yaml;

@@ -170,12 +170,16 @@ pub struct Sources {
     pub labels: Vec<(PathBuf, PathBuf)>,
 }
 
-/// Whether a YAML file is a labels file (its `turns` carry `uuid`s) rather than a task spec.
+/// Whether a YAML file is a labels file (its `turns` carry `uuid`s, or it says `key: "n"`)
+/// rather than a task spec.
 fn is_labels_file(p: &Path) -> bool {
     std::fs::read_to_string(p)
         .ok()
         .and_then(|t| harness_core::yaml::parse(&p.display().to_string(), &t).ok())
         .and_then(|v| {
+            if v.get("key").and_then(|k| k.as_str()) == Some("n") {
+                return Some(());
+            }
             v.get("turns")?
                 .as_sequence()?
                 .first()?
@@ -183,6 +187,15 @@ fn is_labels_file(p: &Path) -> bool {
                 .map(|_| ())
         })
         .is_some()
+}
+
+/// The folders of a data folder that hold labels files, `<folder>/<format>/*.yaml`: `labels/`
+/// and `labels-by-turn/` (files keyed by turn number, where the corpus kept them before the
+/// reader took both kinds).
+pub const LABEL_FOLDERS: [&str; 2] = ["labels", "labels-by-turn"];
+
+fn has_labels(dir: &Path) -> bool {
+    LABEL_FOLDERS.iter().any(|l| dir.join(l).is_dir())
 }
 
 fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -204,18 +217,29 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
     let mut s = Sources::default();
     for p in from {
-        if p.is_dir() && p.join("labels").is_dir() {
-            let labels = p.join("labels");
-            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
-                .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|d| d.is_dir())
-                .collect();
-            dirs.sort();
+        if p.is_dir() && has_labels(p) {
             let before = s.labels.len();
-            for d in dirs {
-                for f in yaml_files(&d)? {
-                    s.labels.push((f, p.clone()));
+            // format/file names already read from `labels/`: the same file in
+            // `labels-by-turn/` is its older copy.
+            let mut seen = std::collections::BTreeSet::new();
+            for folder in LABEL_FOLDERS {
+                let labels = p.join(folder);
+                if !labels.is_dir() {
+                    continue;
+                }
+                let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
+                    .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|d| d.is_dir())
+                    .collect();
+                dirs.sort();
+                for d in dirs {
+                    for f in yaml_files(&d)? {
+                        let name = f.strip_prefix(&labels).unwrap_or(&f).to_path_buf();
+                        if seen.insert(name) {
+                            s.labels.push((f, p.clone()));
+                        }
+                    }
                 }
             }
             if s.labels.len() == before {
@@ -228,7 +252,7 @@ pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
             let root = p
                 .ancestors()
                 .skip(1)
-                .find(|a| a.join("labels").is_dir())
+                .find(|a| has_labels(a))
                 .or_else(|| p.parent())
                 .unwrap_or(Path::new("."))
                 .to_path_buf();
@@ -381,7 +405,7 @@ pub fn labelled_items(
     let matched = |s: &harness_import::ImportedSession| {
         s.human_turns
             .iter()
-            .filter(|h| h.id.as_ref().is_some_and(|u| labels.units.contains_key(u)))
+            .filter(|h| labels.label(h.id.as_deref(), h.turn).is_some())
             .count()
     };
     let Some(session) = sessions
@@ -390,7 +414,7 @@ pub fn labelled_items(
         .max_by_key(|s| matched(s))
     else {
         return Err(format!(
-            "{lname}: no session of {rel} has a prompt with a labelled uuid"
+            "{lname}: no session of {rel} has a labelled prompt (by uuid, or by turn number with `key: n`)"
         ));
     };
     let mut warnings = Vec::new();
@@ -407,7 +431,7 @@ pub fn labelled_items(
             continue;
         };
         words[i] = Some(h.text.clone());
-        match h.id.as_ref().and_then(|u| labels.units.get(u)) {
+        match labels.label(h.id.as_deref(), h.turn) {
             Some(Some(u)) => per_turn[i] = Some(u.clone()),
             Some(None) => warnings.push(format!(
                 "{lname}: turn {} is a prompt for the importer but labelled as none; it stays unlabelled",
@@ -416,7 +440,7 @@ pub fn labelled_items(
             None => warnings.push(format!("{lname}: turn {} has no label", h.turn)),
         }
     }
-    let prompts = labels.units.values().filter(|u| u.is_some()).count();
+    let prompts = labels.prompts();
     let found = per_turn.iter().filter(|u| u.is_some()).count();
     if found < prompts {
         warnings.push(format!(
@@ -518,7 +542,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
         let places = crate::history::resolve("judge build --from")
             .ok_or("--from history: no session folder in the default places")?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
-            places.into_iter().partition(|d| d.join("labels").is_dir());
+            places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {
             return Err(format!(
                 "--from history: {} hold sessions but no unit labels; a judge item needs gold \
