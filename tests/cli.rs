@@ -314,7 +314,7 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
             .lines()
             .find(|l| l.starts_with(&format!("{policy} vs none: tokens ")))
             .unwrap_or_else(|| panic!("no verdict for {policy}: {text}"));
-        assert!(line.contains(" over 2 sessions; hides "), "{line}");
+        assert!(line.contains(" over 3 sessions; hides "), "{line}");
     }
     assert!(!text.contains("none vs none"), "{text}");
     // trim drops tool results, so it sends fewer tokens than none and hides references.

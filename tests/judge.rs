@@ -1,5 +1,6 @@
 //! Boundary judgement end to end: `judge build` from the task suite and from a hand-made
-//! labelled Claude Code session, the four baselines' scores, and the command line.
+//! labelled Claude Code session, a Codex session labelled by turn number, the four baselines'
+//! scores, and the command line.
 
 use std::process::Command;
 
@@ -160,7 +161,8 @@ fn judge_commands_write_the_dataset_tables_and_records() {
     assert_eq!(lines.lines().count(), 4 * n);
     let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
     assert_eq!(first["model"], "oracle");
-    assert_eq!(first["version"], 1);
+    assert_eq!(first["version"], 2);
+    assert_eq!(first["answer_mode"], "tool");
 
     let csv = Command::new(binary())
         .args([
@@ -175,9 +177,9 @@ fn judge_commands_write_the_dataset_tables_and_records() {
         .output()
         .unwrap();
     let csv = String::from_utf8_lossy(&csv.stdout);
-    assert!(csv.starts_with("model,items,exact,"), "{csv}");
+    assert!(csv.starts_with("model,answer,items,exact,"), "{csv}");
     assert!(
-        csv.contains("\noracle,1,"),
+        csv.contains("\noracle,–,1,"),
         "one item has a card at the threshold: {csv}"
     );
 
@@ -216,4 +218,59 @@ fn labelled_real_sessions_build_items_with_gold_the_oracle_matches() {
         );
         assert!(stats[0].boundaries > 0, "{}", data.display());
     }
+}
+
+#[test]
+fn a_codex_session_labelled_by_turn_number_gives_gold_from_its_turns() {
+    const ID: &str = "019ba1f0-504b-7643-82d5-364d9e886114";
+    const ROLLOUT: &str = "codex/dsissoko_atelier/rollout-2026-01-09T09-47-19-019ba1f0-504b-7643-82d5-364d9e886114.jsonl";
+    let real = root().join("tests/fixtures/real-sessions");
+    let labels = real.join(format!("labels/codex/{ID}.yaml"));
+    let items = judge_build(std::slice::from_ref(&labels));
+    assert!(items.iter().all(|i| i.source == "codex" && i.session == ID));
+    let currents: Vec<u32> = items.iter().map(|i| i.current).collect();
+    assert_eq!(currents, (2..=8).collect::<Vec<u32>>(), "a prompt ≥ 2 each");
+    let units: Vec<Option<&str>> = items[0].labels.iter().map(|u| u.as_deref()).collect();
+    let want: Vec<Option<&str>> = "aabbbbaa"
+        .chars()
+        .map(|c| Some(if c == 'a' { "a" } else { "b" }))
+        .collect();
+    assert_eq!(units, want, "the units of turns 1-8, by turn number");
+    let at = |c: u32| items.iter().find(|i| i.current == c).unwrap();
+    // Turn 3 starts b beside a unit the user comes back to at turn 7: nothing is closed.
+    assert!(at(3).gold.closed.is_empty());
+    assert_eq!(at(3).gold.continues, Some(false));
+    assert_eq!(at(3).gold.boundary, Some(false));
+    // Back to a at turn 7: b is closed, a is open.
+    let closed: Vec<&str> = at(7).gold.units.iter().map(|u| u.unit.as_str()).collect();
+    assert_eq!(closed, ["b"]);
+    assert_eq!(at(7).gold.boundary, Some(true));
+    assert!(at(7).gold.open.contains(&1));
+    assert_eq!(
+        aggregates(&items)[0].exact,
+        items.len(),
+        "the oracle is exact"
+    );
+
+    // The same file in a data folder's labels-by-turn/ gives the same items; in both places,
+    // the one in labels/ is read once.
+    let d = tempfile::tempdir().unwrap();
+    let rollout = d.path().join(ROLLOUT);
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    std::fs::copy(real.join(ROLLOUT), &rollout).unwrap();
+    let by_turn = d.path().join("labels-by-turn/codex");
+    std::fs::create_dir_all(&by_turn).unwrap();
+    std::fs::copy(&labels, by_turn.join(format!("{ID}.yaml"))).unwrap();
+    let gold = |items: &[Item]| -> Vec<(String, judgement::Gold)> {
+        items
+            .iter()
+            .map(|i| (i.id.clone(), i.gold.clone()))
+            .collect()
+    };
+    let again = judge_build(&[d.path().to_path_buf()]);
+    assert_eq!(gold(&again), gold(&items));
+    let moved = d.path().join("labels/codex");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(&labels, moved.join(format!("{ID}.yaml"))).unwrap();
+    assert_eq!(gold(&judge_build(&[d.path().to_path_buf()])), gold(&items));
 }

@@ -33,10 +33,11 @@ use harness_core::judge::Judge;
 use harness_core::judgement::{self, Aggregate, BASELINES, DEFAULT_TOOL_OUTPUT_CAP};
 use harness_core::metrics::Price;
 
-use harness_runner::backends::{self, BackendOptions};
+use harness_runner::backends::BackendOptions;
 use harness_runner::model::SharedModel;
 
 use harness_runner::judge::*;
+use harness_runner::judge_answer::Answering;
 
 use crate::error::{Code, Error};
 use harness_runner::results::write_lines;
@@ -87,6 +88,41 @@ pub struct BuildArgs {
 }
 
 /// `judge run`.
+/// `--answer` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnswerArg {
+    /// `fold_unit(from, to)` calls, or none (the card ignored).
+    Tool,
+    /// One line: `fold 2-4`, `fold 2-4 and 6-7` or `ignore`; anything else is unparsable.
+    Text,
+}
+
+/// The answer flags of `judge run`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AnswerFlags {
+    /// How models answer the card: `tool` (fold_unit calls; the default) or `text` (one line,
+    /// `fold 2-4`, `fold 2-4 and 6-7` or `ignore`, no tools sent). A `replay:DIR` model takes it
+    /// from the cassette's answer.json.
+    #[arg(long = "answer", value_enum)]
+    pub answer: Option<AnswerArg>,
+    /// With `--answer text`: constrain the answer with a GBNF grammar, sent to `openai:` models
+    /// as the request's `grammar` field (llama.cpp and llama-cpp-python servers).
+    #[arg(long)]
+    pub grammar: bool,
+}
+
+impl From<&AnswerFlags> for harness_runner::judge_answer::AnswerArgs {
+    fn from(f: &AnswerFlags) -> Self {
+        harness_runner::judge_answer::AnswerArgs {
+            answer: f.answer.map(|a| match a {
+                AnswerArg::Tool => harness_core::answer::AnswerMode::Tool,
+                AnswerArg::Text => harness_core::answer::AnswerMode::Text,
+            }),
+            grammar: f.grammar,
+        }
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// The dataset (from `judge build`).
@@ -131,6 +167,9 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// How the models answer (`--answer tool|text`, `--grammar`).
+    #[command(flatten)]
+    pub answer: AnswerFlags,
 }
 
 /// Runs a `judge` subcommand; returns the exit code.
@@ -167,7 +206,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
         let places = harness_runner::history::resolve("judge build --from")
             .map_err(|e| format!("--from history: {e}"))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
-            places.into_iter().partition(|d| d.join("labels").is_dir());
+            places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {
             return Err(format!(
                 "--from history: {} hold sessions but no unit labels; a judge item needs gold \
@@ -258,7 +297,7 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     Ok(Code::Ok)
 }
 
-fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
+fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
     let real: Vec<&String> = a
         .models
         .iter()
@@ -274,18 +313,20 @@ fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
         max_retries: a.retries,
         ..BackendOptions::default()
     };
-    let mut out: Vec<SharedModel> = Vec::new();
     let mut seen: HashMap<String, ()> = HashMap::new();
-    for m in real {
+    for m in &real {
         if m.trim() == "sim" || m.starts_with("sim:") {
             return Err(format!(
                 "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
             ));
         }
-        if seen.insert(m.clone(), ()).is_some() {
+        if seen.insert(m.to_string(), ()).is_some() {
             return Err(format!("the model `{m}` is given twice"));
         }
-        out.push(backends::parse_model(m, &opts)?);
+    }
+    let out = harness_runner::judge_answer::build_models(&real, &(&a.answer).into(), &opts)?;
+    if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
+        harness_runner::judge_answer::mark_cassette(dir, *how)?;
     }
     Ok(out)
 }
@@ -317,9 +358,9 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         },
         progress: !models.is_empty(),
     };
-    records.extend(judge_models(&items, &models, &opts).await);
+    records.extend(judge_models_answering(&items, &models, &opts).await);
     let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
-    names.extend(models.iter().map(|m| m.name()));
+    names.extend(models.iter().map(|(m, _)| m.name()));
     let aggs: Vec<Aggregate> = names
         .iter()
         .map(|n| judgement::aggregate(n, &records))

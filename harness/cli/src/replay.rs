@@ -100,7 +100,8 @@ pub struct SourceArgs {
     #[arg(long, value_enum, default_value_t = JudgeArg::Lexical)]
     pub judge: JudgeArg,
     /// Labels: a YAML file or a folder of them (tests/fixtures/real-sessions/labels format: a unit per human
-    /// turn, keyed by the record's uuid). With the lexical judge they count premature folds.
+    /// turn, keyed by the record's uuid, or by the importer's turn number with `key: "n"`);
+    /// repeatable. With the lexical judge they count premature folds.
     #[arg(long)]
     pub labels: Vec<PathBuf>,
     /// Output format.

@@ -30,8 +30,10 @@
 //! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
 //! - [`sim`]: the simulated agent, deterministic for a seed.
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
-//!   judgement dataset, its gold labels and the scoring of answers.
+//!   judgement dataset, its gold labels and the scoring of answers; [`answer`]: the answer
+//!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
 //! - [`suggest`]: "did you mean" for names.
+pub mod answer;
 pub mod context;
 pub mod digest;
 pub mod events;

@@ -146,6 +146,7 @@ fn check_folder(dir: &std::path::Path) {
     assert!(multi > 0);
 
     check_labels(dir, &claude_main);
+    check_codex_labels(dir, &report.sessions);
 }
 
 /// Counts per format (files, sessions, turns, requests, usage, messages, tokens, warnings),
@@ -228,6 +229,57 @@ fn check_labels(dir: &std::path::Path, claude_main: &[&ImportedSession]) {
         }
     }
     println!("human turns match the labels of {checked} sessions");
+}
+
+/// Codex: where labels exist (`labels/codex/`, or `labels-by-turn/codex/` where the corpus kept
+/// them first), keyed by the importer's turn number, the session's human turns are exactly the
+/// labelled turns (a resumed session's numbers start after its replayed parent history), and
+/// each prompt is as long as the labels say.
+fn check_codex_labels(dir: &std::path::Path, sessions: &[ImportedSession]) {
+    let mut checked = 0;
+    for folder in ["labels/codex", "labels-by-turn/codex"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(folder)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.path().display().to_string();
+            let text = std::fs::read_to_string(e.path()).expect("labels file reads");
+            let labels = harness_config::labels::parse_labels(&name, &text)
+                .unwrap_or_else(|p| panic!("{name}: {p:?}"));
+            assert_eq!(
+                labels.key,
+                harness_core::judgement::LabelKey::Turn,
+                "{name}: Codex labels are keyed by turn number"
+            );
+            let s = sessions
+                .iter()
+                .find(|s| s.format == Format::Codex && labels.names_session(&s.id, &s.source))
+                .unwrap_or_else(|| panic!("{name}: no imported Codex session it names"));
+            let got: Vec<u32> = s.human_turns.iter().map(|t| t.turn).collect();
+            let want: Vec<u32> = labels.by_turn.keys().copied().collect();
+            assert_eq!(got, want, "{name}: human turns differ from the labels");
+            // The prompt's words are as long as the labels say.
+            let doc = harness_config::yaml::parse(&name, &text).expect("parsed above");
+            let chars: BTreeMap<u64, u64> = doc["turns"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| Some((t.get("n")?.as_u64()?, t.get("chars")?.as_u64()?)))
+                .collect();
+            for t in &s.human_turns {
+                if let Some(c) = chars.get(&u64::from(t.turn)) {
+                    assert_eq!(
+                        t.text.chars().count() as u64,
+                        *c,
+                        "{name}: turn {} text",
+                        t.turn
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    println!("codex human turns match the labels of {checked} sessions");
 }
 
 /// Prompts by the data README's rule: `type: user` records whose content has text (not only

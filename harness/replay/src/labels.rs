@@ -15,6 +15,10 @@
 //! Other fields (`text`, `chars`, `note`, `reason`, `abandoned_branch`, ...) are ignored. Units are
 //! looked up through the prompts' uuids, so a labels file applies to whichever imported session
 //! holds those prompts, whatever the file is called.
+//!
+//! A file with `key: "n"` (Codex, whose prompts carry no record id) keys its turns by the
+//! importer's turn number instead ([`harness_config::labels`]); it applies to the session its
+//! `session` names (the session id as a file name) or whose path ends with its `source_path`.
 
 use std::collections::HashMap;
 
@@ -26,6 +30,8 @@ use harness_import::ImportedSession;
 pub struct Labels {
     /// uuid → (file index, unit name).
     by_uuid: HashMap<String, (usize, String)>,
+    /// Files keyed by turn number: (file index, the file).
+    by_turn: Vec<(usize, harness_core::judgement::SessionLabels)>,
     /// The files read, in order.
     files: Vec<String>,
 }
@@ -38,12 +44,12 @@ impl Labels {
 
     /// Whether no prompt is labelled.
     pub fn is_empty(&self) -> bool {
-        self.by_uuid.is_empty()
+        self.len() == 0
     }
 
     /// How many prompts are labelled.
     pub fn len(&self) -> usize {
-        self.by_uuid.len()
+        self.by_uuid.len() + self.by_turn.iter().map(|(_, l)| l.prompts()).sum::<usize>()
     }
 
     /// The files read.
@@ -58,6 +64,11 @@ impl Labels {
         let parsed = harness_config::labels::parse_labels(name, text)?;
         let index = self.files.len();
         self.files.push(name.to_string());
+        if parsed.key == harness_core::judgement::LabelKey::Turn {
+            let n = parsed.prompts();
+            self.by_turn.push((index, parsed));
+            return Ok(n);
+        }
         let mut n = 0;
         for (uuid, unit) in parsed.units {
             if let Some(unit) = unit {
@@ -68,9 +79,25 @@ impl Labels {
         Ok(n)
     }
 
-    /// The unit of each human turn of a session (index `turn - 1`), or `None` when none of its
+    /// The unit of each human turn of a session (one per human turn, in order), or `None` when none of its
     /// prompts is labelled. A prompt the labels do not name gets `None`.
     pub fn units_of(&self, session: &ImportedSession) -> Option<Vec<Option<String>>> {
+        let by_turn = self
+            .by_turn
+            .iter()
+            .find(|(_, l)| l.names_session(&session.id, &session.source));
+        if let Some((file, l)) = by_turn {
+            let units: Vec<Option<String>> = session
+                .human_turns
+                .iter()
+                .map(|h| {
+                    l.label(None, h.turn)
+                        .and_then(Option::as_ref)
+                        .map(|unit| format!("{file}:{unit}"))
+                })
+                .collect();
+            return units.iter().any(Option::is_some).then_some(units);
+        }
         let units: Vec<Option<String>> = session
             .human_turns
             .iter()

@@ -35,15 +35,26 @@ fn data_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// Every labels file of a data folder: `labels/<format>/` and `labels-by-turn/<format>/` (the
+/// Codex files keyed by turn number, where the corpus kept them first).
 fn labels(dir: &std::path::Path) -> Option<Labels> {
     let mut l = Labels::new();
-    let entries = std::fs::read_dir(dir.join("labels/claude-code")).ok()?;
-    for e in entries.flatten() {
-        let text = std::fs::read_to_string(e.path()).expect("a labels file reads");
-        l.add_file(&e.path().display().to_string(), &text)
-            .expect("the labels are valid");
+    for folder in ["labels", "labels-by-turn"] {
+        let Ok(formats) = std::fs::read_dir(dir.join(folder)) else {
+            continue;
+        };
+        for f in formats.flatten() {
+            let Ok(entries) = std::fs::read_dir(f.path()) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let text = std::fs::read_to_string(e.path()).expect("a labels file reads");
+                l.add_file(&e.path().display().to_string(), &text)
+                    .expect("the labels are valid");
+            }
+        }
     }
-    Some(l)
+    (!l.is_empty()).then_some(l)
 }
 
 #[test]
@@ -60,6 +71,18 @@ fn check_folder(dir: &std::path::Path) {
     let sessions = report.sessions;
     assert!(!sessions.is_empty());
     let labels = labels(dir);
+    // Codex sessions are labelled by turn number: each labels file finds its session.
+    let codex_files: std::collections::BTreeSet<std::ffi::OsString> = ["labels", "labels-by-turn"]
+        .iter()
+        .filter_map(|f| std::fs::read_dir(dir.join(f).join("codex")).ok())
+        .flat_map(|d| d.flatten().map(|e| e.file_name()))
+        .collect();
+    let codex_labelled = sessions
+        .iter()
+        .filter(|s| s.format == harness_import::Format::Codex)
+        .filter(|s| labels.as_ref().is_some_and(|l| l.units_of(s).is_some()))
+        .count();
+    assert_eq!(codex_labelled, codex_files.len(), "{}", dir.display());
 
     let replayer = Replayer::new(ReplayConfig {
         judge: if labels.is_some() {

@@ -25,12 +25,14 @@ fn count_pct(part: usize, whole: usize) -> String {
 pub fn scores_table(aggs: &[Aggregate]) -> Table {
     let headers = [
         "model",
+        "answer",
         "items",
         "exact",
         "units folded",
         "premature",
         "late/missed",
         "illegal",
+        "unparsable",
         "ignored, nothing closed",
         "card tok",
         "answer tok",
@@ -46,6 +48,7 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                 let answered = a.items - a.errors;
                 vec![
                     a.model.clone(),
+                    a.answer.clone(),
                     a.items.to_string(),
                     count_pct(a.exact, answered),
                     count_pct(a.folded_units, a.closed_units),
@@ -56,6 +59,11 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                     ),
                     count_pct(a.missed_units, a.closed_units),
                     a.illegal.to_string(),
+                    if a.answer.starts_with("text") {
+                        count_pct(a.unparsable, answered)
+                    } else {
+                        "–".into()
+                    },
                     count_pct(a.ignored_when_nothing_closed, a.nothing_closed),
                     format!("{:.0}", a.mean_card_tokens),
                     format!("{:.1}", a.mean_output_tokens),
@@ -129,5 +137,62 @@ pub fn lexical_table(stats: &[SourceStats]) -> Table {
                 ]
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(t: &Table, row: usize, header: &str) -> String {
+        let col = t.headers.iter().position(|h| h == header).unwrap();
+        t.rows[row][col].clone()
+    }
+
+    #[test]
+    fn scores_show_the_answer_mode_and_unparsable_for_text_only() {
+        let text = Aggregate {
+            model: "openai:m".into(),
+            answer: "text+grammar".into(),
+            items: 3,
+            exact: 1,
+            unparsable: 1,
+            ..Aggregate::default()
+        };
+        let baseline = Aggregate {
+            model: "oracle".into(),
+            answer: "–".into(),
+            items: 2,
+            exact: 2,
+            ..Aggregate::default()
+        };
+        let t = scores_table(&[text, baseline]);
+        assert_eq!(cell(&t, 0, "answer"), "text+grammar");
+        assert_eq!(cell(&t, 0, "unparsable"), "1 (33.3%)");
+        assert_eq!(cell(&t, 0, "exact"), "1 (33.3%)");
+        assert_eq!(cell(&t, 1, "answer"), "–");
+        assert_eq!(
+            cell(&t, 1, "unparsable"),
+            "–",
+            "a tool answer cannot be unparsable"
+        );
+        assert_eq!(cell(&t, 1, "exact"), "2 (100.0%)");
+    }
+
+    #[test]
+    fn the_filter_and_lexical_tables_count_per_source() {
+        let s = SourceStats {
+            source: "all".into(),
+            items: 5,
+            kept_away: 5,
+            boundaries: 5,
+            lexical_wrong: 4,
+            ..SourceStats::default()
+        };
+        assert_eq!(
+            cell(&filter_table(std::slice::from_ref(&s)), 0, "kept away"),
+            "5 (100.0%)"
+        );
+        assert_eq!(cell(&lexical_table(&[s]), 0, "lexical wrong"), "4 (80.0%)");
     }
 }

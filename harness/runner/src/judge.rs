@@ -28,7 +28,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use harness_core::events::Event;
 use harness_core::judge::Judge;
@@ -43,6 +42,7 @@ use harness_core::sim::{Sim, SimConfig};
 use harness_core::tokens;
 
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
+use crate::judge_answer::Answering;
 use crate::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::tasks::{self, LoadedTask};
 use crate::workspace::ARCHIVE_DIR;
@@ -56,12 +56,16 @@ pub struct Sources {
     pub labels: Vec<(PathBuf, PathBuf)>,
 }
 
-/// Whether a YAML file is a labels file (its `turns` carry `uuid`s) rather than a task spec.
+/// Whether a YAML file is a labels file (its `turns` carry `uuid`s, or it says `key: "n"`)
+/// rather than a task spec.
 fn is_labels_file(p: &Path) -> bool {
     std::fs::read_to_string(p)
         .ok()
         .and_then(|t| harness_config::yaml::parse(&p.display().to_string(), &t).ok())
         .and_then(|v| {
+            if v.get("key").and_then(|k| k.as_str()) == Some("n") {
+                return Some(());
+            }
             v.get("turns")?
                 .as_sequence()?
                 .first()?
@@ -69,6 +73,16 @@ fn is_labels_file(p: &Path) -> bool {
                 .map(|_| ())
         })
         .is_some()
+}
+
+/// The folders of a data folder that hold labels files, `<folder>/<format>/*.yaml`: `labels/`
+/// and `labels-by-turn/` (files keyed by turn number, where the corpus kept them before the
+/// reader took both kinds).
+pub const LABEL_FOLDERS: [&str; 2] = ["labels", "labels-by-turn"];
+
+/// Whether a data folder holds labels files.
+pub fn has_labels(dir: &Path) -> bool {
+    LABEL_FOLDERS.iter().any(|l| dir.join(l).is_dir())
 }
 
 fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -90,18 +104,29 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
     let mut s = Sources::default();
     for p in from {
-        if p.is_dir() && p.join("labels").is_dir() {
-            let labels = p.join("labels");
-            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
-                .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|d| d.is_dir())
-                .collect();
-            dirs.sort();
+        if p.is_dir() && has_labels(p) {
             let before = s.labels.len();
-            for d in dirs {
-                for f in yaml_files(&d)? {
-                    s.labels.push((f, p.clone()));
+            // format/file names already read from `labels/`: the same file in
+            // `labels-by-turn/` is its older copy.
+            let mut seen = std::collections::BTreeSet::new();
+            for folder in LABEL_FOLDERS {
+                let labels = p.join(folder);
+                if !labels.is_dir() {
+                    continue;
+                }
+                let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
+                    .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|d| d.is_dir())
+                    .collect();
+                dirs.sort();
+                for d in dirs {
+                    for f in yaml_files(&d)? {
+                        let name = f.strip_prefix(&labels).unwrap_or(&f).to_path_buf();
+                        if seen.insert(name) {
+                            s.labels.push((f, p.clone()));
+                        }
+                    }
                 }
             }
             if s.labels.len() == before {
@@ -114,7 +139,7 @@ pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
             let root = p
                 .ancestors()
                 .skip(1)
-                .find(|a| a.join("labels").is_dir())
+                .find(|a| has_labels(a))
                 .or_else(|| p.parent())
                 .unwrap_or(Path::new("."))
                 .to_path_buf();
@@ -267,7 +292,7 @@ pub fn labelled_items(
     let matched = |s: &harness_import::ImportedSession| {
         s.human_turns
             .iter()
-            .filter(|h| h.id.as_ref().is_some_and(|u| labels.units.contains_key(u)))
+            .filter(|h| labels.label(h.id.as_deref(), h.turn).is_some())
             .count()
     };
     let Some(session) = sessions
@@ -276,7 +301,7 @@ pub fn labelled_items(
         .max_by_key(|s| matched(s))
     else {
         return Err(format!(
-            "{lname}: no session of {rel} has a prompt with a labelled uuid"
+            "{lname}: no session of {rel} has a labelled prompt (by uuid, or by turn number with `key: n`)"
         ));
     };
     let mut warnings = Vec::new();
@@ -293,7 +318,7 @@ pub fn labelled_items(
             continue;
         };
         words[i] = Some(h.text.clone());
-        match h.id.as_ref().and_then(|u| labels.units.get(u)) {
+        match labels.label(h.id.as_deref(), h.turn) {
             Some(Some(u)) => per_turn[i] = Some(u.clone()),
             Some(None) => warnings.push(format!(
                 "{lname}: turn {} is a prompt for the importer but labelled as none; it stays unlabelled",
@@ -302,7 +327,7 @@ pub fn labelled_items(
             None => warnings.push(format!("{lname}: turn {} has no label", h.turn)),
         }
     }
-    let prompts = labels.units.values().filter(|u| u.is_some()).count();
+    let prompts = labels.prompts();
     let found = per_turn.iter().filter(|u| u.is_some()).count();
     if found < prompts {
         warnings.push(format!(
@@ -451,10 +476,23 @@ pub fn baseline_records(items: &[Item], cap: Option<usize>) -> Vec<JudgedRecord>
 }
 
 /// Asks each model about every item (concurrently, at most `jobs` requests at once) and judges
-/// the answers; records come back grouped by model, in item order.
+/// the answers; records come back grouped by model, in item order. Models answer with tool calls.
 pub async fn judge_models(
     items: &[Item],
     models: &[SharedModel],
+    opts: &JudgeOptions,
+) -> Vec<JudgedRecord> {
+    let models: Vec<(SharedModel, Answering)> = models
+        .iter()
+        .map(|m| (Arc::clone(m), Answering::default()))
+        .collect();
+    judge_models_answering(items, &models, opts).await
+}
+
+/// [`judge_models`], each model answering as its [`Answering`] says.
+pub async fn judge_models_answering(
+    items: &[Item],
+    models: &[(SharedModel, Answering)],
     opts: &JudgeOptions,
 ) -> Vec<JudgedRecord> {
     let items: Arc<Vec<Item>> = Arc::new(items.to_vec());
@@ -462,44 +500,20 @@ pub async fn judge_models(
     let total = items.len() * models.len();
     let done = Arc::new(Mutex::new(0usize));
     let mut handles = Vec::new();
-    for (mi, model) in models.iter().enumerate() {
+    for (mi, (model, how)) in models.iter().enumerate() {
         for ii in 0..items.len() {
-            let (items, sem, model, opts, done) = (
+            let (items, sem, model, opts, done, how) = (
                 Arc::clone(&items),
                 Arc::clone(&sem),
                 Arc::clone(model),
                 opts.clone(),
                 Arc::clone(&done),
+                *how,
             );
             handles.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
                 let item = &items[ii];
-                let req = request_for(item, opts.max_tool_output);
-                let card = item.card();
-                let name = model.name();
-                let mut rec = JudgedRecord::new(&name, item, judgement::card_tokens(&card));
-                let began = Instant::now();
-                let answer = model.respond(&req, &item.id).await;
-                rec.latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-                rec = match answer {
-                    Ok(resp) => {
-                        let mut r = rec.answered(item, &item.context(), &resp);
-                        r.prompt_tokens =
-                            resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
-                        r.cost = judgement::cost(
-                            req.tokens,
-                            resp.output_tokens,
-                            resp.usage,
-                            &opts.price,
-                        );
-                        r
-                    }
-                    Err(e) => {
-                        rec.prompt_tokens = req.tokens;
-                        rec.error = Some(e.to_string());
-                        rec
-                    }
-                };
+                let rec = crate::judge_answer::ask(item, &model, how, &opts).await;
                 if opts.progress {
                     let n = done.lock().map(|mut d| {
                         *d += 1;
@@ -507,6 +521,7 @@ pub async fn judge_models(
                     });
                     let what = match &rec.error {
                         Some(e) => format!("error: {e}"),
+                        None if rec.score.unparsable => format!("unparsable: {:?}", rec.text),
                         None if rec.score.ignored => "ignored the card".to_string(),
                         None => rec
                             .calls
@@ -519,8 +534,9 @@ pub async fn judge_models(
                             .join(", "),
                     };
                     eprintln!(
-                        "judge: [{}/{total}] {name} {} ({:.1}s): {what}",
+                        "judge: [{}/{total}] {} {} ({:.1}s): {what}",
                         n.unwrap_or(0),
+                        rec.model,
                         item.id,
                         rec.latency_ms as f64 / 1000.0
                     );

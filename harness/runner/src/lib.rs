@@ -20,7 +20,8 @@
 //! - [`cell`]: the session loop of one cell, emitting events.
 //! - [`run`]: the matrix's cells, concurrency, resume and progress ([`progress`]);
 //!   [`results`]: the run directory; [`merge`]: shards into one run.
-//! - [`judge`]: gathering boundary-judgement items and asking models.
+//! - [`judge`]: gathering boundary-judgement items and asking models; [`judge_answer`]: how a
+//!   model answers a card (`--answer tool|text`, `--grammar`).
 //! - [`tasks`]: loading specs from disk (and the suite embedded in the binary); [`history`]: the
 //!   default places of recorded sessions (`~/.claude/projects`, `~/.codex/sessions`, ...) and
 //!   the session filters; [`html`]: what the HTML pages need from a run's files.
@@ -32,6 +33,7 @@ pub mod cell;
 pub mod history;
 pub mod html;
 pub mod judge;
+pub mod judge_answer;
 pub mod merge;
 pub mod model;
 pub mod progress;

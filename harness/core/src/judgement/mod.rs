@@ -47,8 +47,10 @@ use crate::tokens;
 /// The dataset format's version; every line carries it.
 pub const DATASET_VERSION: u32 = 1;
 
-/// The version of a judged record (`judge run -o records.jsonl`).
-pub const RECORD_VERSION: u32 = 1;
+/// The version of a judged record (`judge run -o records.jsonl`). Version 2 added
+/// `answer_mode`, `constrained` and `score.unparsable`; version 1 records read as tool answers
+/// ([`crate::answer::parse_records`]).
+pub const RECORD_VERSION: u32 = 2;
 
 /// Characters a tool output keeps in a dataset item by default (head and tail, the middle cut).
 pub const DEFAULT_TOOL_OUTPUT_CAP: usize = 2_000;
@@ -490,6 +492,56 @@ pub struct SessionLabels {
     pub source_path: Option<String>,
     /// Prompt record uuid → unit; `None` for a record labelled as no prompt (`n: null`).
     pub units: HashMap<String, Option<String>>,
+    /// What the turns are keyed by (`key:`).
+    pub key: LabelKey,
+    /// With `key: "n"`: the importer's turn number → unit.
+    pub by_turn: BTreeMap<u32, Option<String>>,
+}
+
+/// What a labels file keys its turns by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LabelKey {
+    /// The user record's `uuid` (the default).
+    #[default]
+    Uuid,
+    /// The importer's turn number `n` (`key: "n"`).
+    Turn,
+}
+
+impl SessionLabels {
+    /// The label of a prompt, by its record id (uuid-keyed files) or its turn number (files keyed
+    /// by `n`): `Some(None)` for a record labelled as no prompt, `None` when the file does not
+    /// name it.
+    pub fn label(&self, id: Option<&str>, turn: u32) -> Option<&Option<String>> {
+        match self.key {
+            LabelKey::Uuid => id.and_then(|u| self.units.get(u)),
+            LabelKey::Turn => self.by_turn.get(&turn),
+        }
+    }
+
+    /// How many prompts the file labels.
+    pub fn prompts(&self) -> usize {
+        self.units
+            .values()
+            .chain(self.by_turn.values())
+            .filter(|u| u.is_some())
+            .count()
+    }
+
+    /// Whether the file names the session `id` read from `source`: its `session` is the id (as
+    /// a file name, `.jsonl` dropped) or `source` ends with its `source_path`. Files keyed by
+    /// `n` are matched this way; uuid-keyed files match through their prompts' uuids.
+    pub fn names_session(&self, id: &str, source: &str) -> bool {
+        let stem = self
+            .session
+            .as_deref()
+            .map(|s| s.strip_suffix(".jsonl").unwrap_or(s));
+        stem == Some(id)
+            || self
+                .source_path
+                .as_deref()
+                .is_some_and(|p| !p.is_empty() && source.replace('\\', "/").ends_with(p))
+    }
 }
 
 mod replay;

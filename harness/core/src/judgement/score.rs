@@ -50,6 +50,9 @@ pub struct ItemScore {
     pub folds: usize,
     /// No `fold_unit` call at all: the card was ignored.
     pub ignored: bool,
+    /// A text answer that is none of the accepted forms ([`crate::answer`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unparsable: bool,
 }
 
 /// Reads `from` and `to` of a `fold_unit` call as the fold policy does (numbers, or numbers in
@@ -236,6 +239,12 @@ pub struct JudgedRecord {
     pub version: u32,
     /// The model (`oracle`, `lexical`, `eager`, `never`, `openai:NAME`, ...).
     pub model: String,
+    /// How the model was asked to answer (version 1 records: `tool`).
+    #[serde(default)]
+    pub answer_mode: crate::answer::AnswerMode,
+    /// Whether a grammar constrained the answer (text mode on a server that takes one).
+    #[serde(default)]
+    pub constrained: bool,
     /// The item's id.
     pub item: String,
     /// The item's source.
@@ -283,6 +292,8 @@ impl JudgedRecord {
         JudgedRecord {
             version: RECORD_VERSION,
             model: model.to_string(),
+            answer_mode: crate::answer::AnswerMode::Tool,
+            constrained: false,
             item: item.id.clone(),
             source: item.source.clone(),
             current: item.current,
@@ -352,6 +363,10 @@ pub struct Aggregate {
     pub items_premature: usize,
     /// Illegal calls.
     pub illegal: usize,
+    /// Unparsable text answers.
+    pub unparsable: usize,
+    /// How the model answered: `tool`, `text`, `text+grammar` (`–` for the baselines).
+    pub answer: String,
     /// Folds asked for.
     pub folds: usize,
     /// Answered items where nothing was closed.
@@ -387,6 +402,7 @@ pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
         a.premature += s.premature;
         a.items_premature += usize::from(s.premature > 0);
         a.illegal += s.illegal;
+        a.unparsable += usize::from(s.unparsable);
         a.folds += s.folds;
         if r.gold_closed.is_empty() {
             a.nothing_closed += 1;
@@ -404,5 +420,6 @@ pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
         l => (lat[l / 2 - 1] + lat[l / 2]) / 2.0,
     };
     a.cost = mine.iter().map(|r| r.cost).sum();
+    a.answer = crate::answer::answer_label(model, &mine);
     a
 }
