@@ -281,23 +281,14 @@ pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, String
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| format!("{name}:{}: not a JSON line: {e}", i + 1))?;
-        match v.get("version").and_then(|x| x.as_u64()) {
-            Some(1) | Some(2) => {}
-            Some(v) => {
-                return Err(format!(
-                    "{name}:{}: record version {v} is not supported; this foldbench reads versions 1 and {RECORD_VERSION}",
-                    i + 1
-                ))
-            }
-            None => {
-                return Err(format!(
-                    "{name}:{}: not a judged record (no `version`); write them with `foldbench judge run -o`",
-                    i + 1
-                ))
-            }
-        }
+        let v = crate::judgement::versioned_line(
+            name,
+            i + 1,
+            line,
+            &[1, RECORD_VERSION],
+            &format!("record version {{}} is not supported; this foldbench reads versions 1 and {RECORD_VERSION}"),
+            "not a judged record (no `version`); write them with `foldbench judge run -o`",
+        )?;
         let r: JudgedRecord = serde_json::from_value(v)
             .map_err(|e| format!("{name}:{}: not a judged record: {e}", i + 1))?;
         out.push(r);

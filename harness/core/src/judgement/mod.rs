@@ -447,6 +447,29 @@ pub fn to_line(item: &Item) -> String {
     serde_json::to_string(item).unwrap_or_default()
 }
 
+/// One line of a versioned JSONL file (a dataset, judged records) as JSON, its `version` among
+/// `accepted`; errors name `name:line` (`unsupported` with `{}` for the version found, `missing`
+/// when there is none).
+pub fn versioned_line(
+    name: &str,
+    line_no: usize,
+    line: &str,
+    accepted: &[u32],
+    unsupported: &str,
+    missing: &str,
+) -> Result<serde_json::Value, String> {
+    let v: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| format!("{name}:{line_no}: not a JSON line: {e}"))?;
+    match v.get("version").and_then(|x| x.as_u64()) {
+        Some(n) if accepted.iter().any(|a| u64::from(*a) == n) => Ok(v),
+        Some(n) => Err(format!(
+            "{name}:{line_no}: {}",
+            unsupported.replace("{}", &n.to_string())
+        )),
+        None => Err(format!("{name}:{line_no}: {missing}")),
+    }
+}
+
 /// Reads a dataset; `name` names it in errors (`name:line: ...`). Every item is checked.
 pub fn parse_dataset(name: &str, text: &str) -> Result<Vec<Item>, String> {
     let mut out = Vec::new();
@@ -455,23 +478,14 @@ pub fn parse_dataset(name: &str, text: &str) -> Result<Vec<Item>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| format!("{name}:{}: not a JSON line: {e}", i + 1))?;
-        match v.get("version").and_then(|x| x.as_u64()) {
-            Some(v) if v == u64::from(DATASET_VERSION) => {}
-            Some(v) => {
-                return Err(format!(
-                    "{name}:{}: dataset version {v} is not supported; this foldbench reads version {DATASET_VERSION}",
-                    i + 1
-                ))
-            }
-            None => {
-                return Err(format!(
-                    "{name}:{}: not a judgement item (no `version`); build one with `foldbench judge build`",
-                    i + 1
-                ))
-            }
-        }
+        let v = versioned_line(
+            name,
+            i + 1,
+            line,
+            &[DATASET_VERSION],
+            &format!("dataset version {{}} is not supported; this foldbench reads version {DATASET_VERSION}"),
+            "not a judgement item (no `version`); build one with `foldbench judge build`",
+        )?;
         let item: Item = serde_json::from_value(v)
             .map_err(|e| format!("{name}:{}: not a judgement item: {e}", i + 1))?;
         item.check().map_err(|e| format!("{name}:{}: {e}", i + 1))?;
