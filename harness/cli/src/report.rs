@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use harness_core::record::{CellRecord, Status};
+use harness_core::record::CellRecord;
 use harness_report::svg::{self, RequestPoint, SessionChoice};
 use harness_report::{junit, render};
 
@@ -133,55 +133,6 @@ pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
     Ok(out)
 }
 
-/// The Markdown report: a heading, the counts, the per-arm (or per-cell) table and the cells
-/// that did not succeed.
-pub fn markdown(records: &[CellRecord], title: &str, cells: bool) -> String {
-    let count = |s: Status| records.iter().filter(|r| r.status == s).count();
-    let mut s = format!(
-        "## foldbench: {title}\n\n{} cells: {} success, {} failure, {} error\n\n",
-        records.len(),
-        count(Status::Success),
-        count(Status::Failure),
-        count(Status::Error)
-    );
-    let table = if cells {
-        render::cells_table(records)
-    } else {
-        render::summary_table(records)
-    };
-    s.push_str(&table.to_markdown());
-    let bad: Vec<&CellRecord> = records
-        .iter()
-        .filter(|r| r.status != Status::Success)
-        .collect();
-    if !bad.is_empty() {
-        s.push_str("\n### Cells that did not succeed\n\n");
-        for r in bad {
-            let why = match &r.error {
-                Some(e) => e.clone(),
-                None => r
-                    .checks
-                    .iter()
-                    .filter(|c| !c.passed)
-                    .map(|c| c.label.clone())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            };
-            let lost = match r.metrics.lost_facts {
-                0 => String::new(),
-                n => format!(" ({n} lost facts)"),
-            };
-            s.push_str(&format!(
-                "- `{}` {}{lost}: {}\n",
-                r.id,
-                r.status.as_str(),
-                why.replace('\n', " ")
-            ));
-        }
-    }
-    s
-}
-
 /// Renders one format. `dir` is the run directory (for `requests.jsonl`).
 pub fn render_format(
     format: Format,
@@ -210,7 +161,7 @@ pub fn render_format(
             out
         }
         Format::Md => {
-            let mut md = markdown(records, &title, a.cells);
+            let mut md = harness_report::markdown::report(records, &title, a.cells);
             let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
             if !lines.is_empty() {
                 md.push_str("\n### Verdict (95% bootstrap intervals over paired cells)\n\n");
@@ -331,13 +282,5 @@ mod tests {
         }
         assert!(Format::of_path(Path::new("report.pdf")).is_err());
         assert!(Format::of_path(Path::new("report")).is_err());
-    }
-
-    #[test]
-    fn markdown_lists_the_cells_that_did_not_succeed() {
-        let records: Vec<CellRecord> = Vec::new();
-        let md = markdown(&records, "run-1", false);
-        assert!(md.starts_with("## foldbench: run-1\n\n0 cells"), "{md}");
-        assert!(!md.contains("did not succeed"));
     }
 }

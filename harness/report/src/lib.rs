@@ -10,7 +10,8 @@
 //! assert!(t.to_markdown().contains("| fold | 3/3 |"));
 //! ```
 //!
-//! - [`render`]: tables (terminal, markdown, CSV) and the run summary.
+//! - [`render`]: tables (terminal, markdown, CSV) and the run summary; [`markdown`]: a run's
+//!   Markdown report.
 //! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
@@ -19,6 +20,7 @@ pub mod compare;
 pub mod html;
 pub mod judgement;
 pub mod junit;
+pub mod markdown;
 pub mod render;
 pub mod svg;
 pub mod verdict;
