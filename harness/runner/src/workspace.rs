@@ -283,12 +283,12 @@ impl Workspace {
         fingerprint_of(&self.root)
     }
 
-    /// The state a shell command's output can depend on, for the tool cache: the
-    /// [fingerprint](Self::fingerprint) of the work tree plus what identifies the repository's
-    /// commits and refs and the archives (see `cache_state_of`). Two workspaces made from the
-    /// same fixture and changed the same way have the same state.
+    /// The state a shell command's output can depend on, for the tool cache: every folder, file
+    /// and symlink of the work tree with its mode and content, plus what identifies the
+    /// repository's commits and refs and the archives (see [`crate::snapshot`]). Two workspaces
+    /// made from the same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
-        cache_state_of(&self.root)
+        Ok(crate::snapshot::Snapshot::take(&self.root)?.state())
     }
 
     /// The changes since the first commit as a unified diff (git patch text): the first
@@ -460,39 +460,6 @@ fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     let sig = Signature::new("foldbench", "foldbench@localhost", &Time::new(0, 0))?;
     let oid = repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])?;
     Ok(oid)
-}
-
-/// [`Workspace::cache_state`] of the workspace at `root`.
-///
-/// Under `.git`: the content of HEAD, refs and config, the names of the objects (named by their
-/// hash), and neither the index nor the reflogs (they hold times and inode numbers that differ
-/// between two workspaces of the same commit). Under the archive folder: names and sizes (the
-/// harness writes each archive once, named by its range).
-pub(crate) fn cache_state_of(root: &Path) -> io::Result<String> {
-    let mut hasher = Sha256::new();
-    hasher.update(fingerprint_of(root)?.as_bytes());
-    for top in [".git", FOLDBENCH_DIR] {
-        let mut files = Vec::new();
-        let dir = root.join(top);
-        if dir.is_dir() {
-            collect_regular_files(&dir, top, &mut files)?;
-        }
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (rel, abs) in files {
-            hasher.update(rel.as_bytes());
-            hasher.update([0u8]);
-            if rel == ".git/index" || rel.starts_with(".git/logs/") {
-                continue;
-            }
-            if top == ".git" && !rel.starts_with(".git/objects/") {
-                hasher.update(fs::read(&abs)?);
-            } else {
-                hasher.update(fs::metadata(&abs)?.len().to_le_bytes());
-            }
-            hasher.update([0u8]);
-        }
-    }
-    Ok(harness_core::digest::hex(&hasher.finalize()))
 }
 
 /// [`Workspace::fingerprint`] of the work tree at `root`.
