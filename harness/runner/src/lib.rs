@@ -40,6 +40,7 @@ pub mod run;
 pub mod sandbox;
 pub mod snapshot;
 pub mod tasks;
+mod template;
 pub mod tool_cache;
 pub mod tools;
 pub mod workspace;

@@ -1,5 +1,7 @@
 //! A cell's workspace: a temp dir holding a copy of the task's fixture, committed as the first
-//! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git.
+//! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git. The
+//! copy and the repository are made once per fixture and process and written out per cell
+//! (`crate::template`).
 //!
 //! The workspace gives the runner what it needs around the tools: the setup commands, a
 //! fingerprint of the files (to check that two arms start from and end in the same state) and
@@ -205,8 +207,8 @@ impl Workspace {
             .path()
             .canonicalize()
             .map_err(io_err("cannot resolve the temp dir"))?;
-        copy_tree(fixture, &root)?;
-        let base = init_repo(&root)?;
+        // The fixture copied and committed, written from the task's prepared workspace.
+        let base = crate::template::instantiate(fixture, &root)?;
         let tmp = if keep {
             let _ = tmp.keep();
             None
@@ -391,7 +393,7 @@ pub fn is_archive_path(rel: &str) -> bool {
 }
 
 /// Copies the fixture tree `src` into the existing directory `dst`.
-fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
+pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
     let mut entries: Vec<fs::DirEntry> = fs::read_dir(src)
         .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?
         .collect::<Result<_, _>>()
@@ -436,7 +438,7 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
 }
 
 /// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
-fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
+pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     let mut init = git2::RepositoryInitOptions::new();
     init.initial_head("main");
     let repo = Repository::init_opts(root, &init)?;
