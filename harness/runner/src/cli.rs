@@ -554,7 +554,7 @@ async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
     };
     // The run's future was dropped above: its cells' workspaces and calls are being released.
     crate::reap::end_all_calls();
-    let removed = crate::workspace::close_and_sweep_own(&std::env::temp_dir());
+    let removed = crate::workspace::close_and_sweep_own(&crate::workspace::workspaces_dir());
     eprintln!(
         "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",
         if code == 130 { "SIGINT" } else { "SIGTERM" },

@@ -96,7 +96,7 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
             "{}template-",
             crate::workspace::owned_prefix(std::process::id())
         ))
-        .tempdir()
+        .tempdir_in(crate::workspace::workspaces_dir())
         .map_err(io_err("cannot create a temp dir"))?;
     let root = scratch.path();
     crate::workspace::copy_tree(fixture, root)?;

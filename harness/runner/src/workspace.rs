@@ -70,6 +70,33 @@ pub enum WorkspaceError {
 /// The name prefix of a kept workspace (`--keep-workspaces`): never swept.
 pub const KEPT_PREFIX: &str = "foldbench-kept-";
 
+/// The folder cells' workspaces are made in: `$TMPDIR` when it is set; else `/dev/shm` when it
+/// is a tmpfs this process can write (a cell creates and removes hundreds of small files, and
+/// on a journaled disk allocating their inodes costs more than the rest of the cell:
+/// docs/performance.md); else the system's temp folder. Kept workspaces (`--keep-workspaces`)
+/// go to the temp folder, on disk.
+pub fn workspaces_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if std::env::var_os("TMPDIR").is_some() {
+            return std::env::temp_dir();
+        }
+        let shm = Path::new("/dev/shm");
+        let is_tmpfs = fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
+            m.lines().any(|l| {
+                let mut f = l.split_whitespace();
+                f.nth(1) == Some("/dev/shm") && f.next() == Some("tmpfs")
+            })
+        });
+        if is_tmpfs && tempfile::tempdir_in(shm).is_ok() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+    .clone()
+}
+
 /// The name prefix of the workspaces of process `pid`.
 pub fn owned_prefix(pid: u32) -> String {
     format!("foldbench-p{pid}-")
@@ -165,7 +192,7 @@ impl Workspace {
     /// Same as the module's [`ARCHIVE_DIR`].
     pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
-    /// Creates a workspace from the fixture folder: a fresh temp dir (named
+    /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
     /// `foldbench-p<PID>-…` after the process that owns it, so [`sweep_stale`] can tell a dead
     /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
@@ -196,9 +223,14 @@ impl Workspace {
                     source: io::Error::other("the run is stopping"),
                 });
             }
+            let parent = if keep {
+                std::env::temp_dir()
+            } else {
+                workspaces_dir()
+            };
             let tmp = tempfile::Builder::new()
                 .prefix(&prefix)
-                .tempdir()
+                .tempdir_in(parent)
                 .map_err(io_err("cannot create a temp dir"));
             drop(guard);
             tmp?
