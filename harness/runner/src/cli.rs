@@ -190,7 +190,7 @@ struct CommonRun {
     #[arg(long)]
     no_retry_errors: bool,
     /// Run every shell command for real: no tool cache (by default cells of a run share the
-    /// results of commands that left the workspace unchanged; see docs/performance.md).
+    /// results of commands, with the file changes they made; see docs/performance.md).
     #[arg(long)]
     no_tool_cache: bool,
 }
