@@ -470,6 +470,9 @@ fn exit_for(records: &[CellRecord]) -> i32 {
 }
 
 async fn cmd_run(a: RunArgs) -> i32 {
+    // The tokenizer's tables take ~0.1 s to load on first use: loaded on a thread while the
+    // matrix is read, the sandbox probed and the run folder opened (docs/performance.md).
+    std::thread::spawn(|| harness_core::tokens::count("warm"));
     // The matrix: foldbench.yaml (or --config) and --profile, with the flags over it.
     let mut models = a.common.models.clone();
     if let (Some(r), true) = (&a.common.replay, models.is_empty()) {
