@@ -69,10 +69,13 @@ pub enum Source {
     Hit,
 }
 
+/// One key's result, filled by the first caller (`None`: the call could not be stored).
+type Slot = Arc<OnceCell<Option<Arc<Stored>>>>;
+
 /// The cache of one run.
 #[derive(Debug, Default)]
 pub struct ToolCache {
-    mem: Mutex<HashMap<String, Arc<OnceCell<Option<Arc<Stored>>>>>>,
+    mem: Mutex<HashMap<String, Slot>>,
     disk: Option<DiskStore>,
     stats: Mutex<Stats>,
 }
