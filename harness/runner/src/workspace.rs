@@ -71,10 +71,10 @@ pub enum WorkspaceError {
 pub const KEPT_PREFIX: &str = "foldbench-kept-";
 
 /// The folder cells' workspaces are made in: `$TMPDIR` when it is set; else `/dev/shm` when it
-/// is a tmpfs this process can write (a cell creates and removes hundreds of small files, and
-/// on a journaled disk allocating their inodes costs more than the rest of the cell:
-/// docs/performance.md); else the system's temp folder. Kept workspaces (`--keep-workspaces`)
-/// go to the temp folder, on disk.
+/// is a tmpfs of at least [`SHM_MIN`] this process can write (a cell creates and removes hundreds
+/// of small files, and on a journaled disk allocating their inodes costs more than the rest of
+/// the cell: docs/performance.md); else the system's temp folder. Kept workspaces
+/// (`--keep-workspaces`) go to the temp folder, on disk.
 pub fn workspaces_dir() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
@@ -82,19 +82,57 @@ pub fn workspaces_dir() -> PathBuf {
             return std::env::temp_dir();
         }
         let shm = Path::new("/dev/shm");
-        let is_tmpfs = fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
-            m.lines().any(|l| {
-                let mut f = l.split_whitespace();
-                f.nth(1) == Some("/dev/shm") && f.next() == Some("tmpfs")
-            })
-        });
-        if is_tmpfs && tempfile::tempdir_in(shm).is_ok() {
+        let usable = fs::read_to_string("/proc/self/mounts").is_ok_and(|m| shm_usable(&m));
+        if usable && tempfile::tempdir_in(shm).is_ok() {
             shm.to_path_buf()
         } else {
             std::env::temp_dir()
         }
     })
     .clone()
+}
+
+/// The smallest `/dev/shm` workspaces go to (a container's default of 64 MB is too small for a
+/// task that writes logs, times the cells running at once).
+pub const SHM_MIN: u64 = 1 << 30;
+
+/// Whether the mount table (`/proc/self/mounts`) shows `/dev/shm` as a tmpfs of at least
+/// [`SHM_MIN`] (a tmpfs without a `size=` option is half the memory). The last mount of the
+/// folder is the one in effect.
+fn shm_usable(mounts: &str) -> bool {
+    let Some(line) = mounts
+        .lines()
+        .rev()
+        .find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))
+    else {
+        return false;
+    };
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.get(2) != Some(&"tmpfs") {
+        return false;
+    }
+    let size = f
+        .get(3)
+        .into_iter()
+        .flat_map(|o| o.split(','))
+        .find_map(|o| o.strip_prefix("size="));
+    let Some(size) = size else {
+        return true;
+    };
+    let (digits, unit) = size.split_at(
+        size.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(size.len()),
+    );
+    let scale: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return false,
+    };
+    digits
+        .parse::<u64>()
+        .is_ok_and(|n| n.saturating_mul(scale) >= SHM_MIN)
 }
 
 /// The name prefix of the workspaces of process `pid`.
@@ -781,6 +819,23 @@ mod tests {
         let path = ws.path().to_path_buf();
         drop(ws);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn dev_shm_is_used_when_it_is_a_large_enough_tmpfs() {
+        let host =
+            "sysfs /sys sysfs rw 0 0\ntmpfs /dev/shm tmpfs rw,nosuid,nodev,size=24684084k 0 0\n";
+        assert!(shm_usable(host));
+        assert!(shm_usable("tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"));
+        // A container's default, a disk, none, and a small tmpfs mounted over a large one.
+        assert!(!shm_usable(
+            "shm /dev/shm tmpfs rw,nosuid,size=65536k 0 0\n"
+        ));
+        assert!(!shm_usable("/dev/vda /dev/shm ext4 rw 0 0\n"));
+        assert!(!shm_usable("proc /proc proc rw 0 0\n"));
+        assert!(!shm_usable(&format!(
+            "{host}shm /dev/shm tmpfs rw,size=65536k 0 0\n"
+        )));
     }
 
     #[test]
