@@ -1,5 +1,6 @@
 //! The tool cache changes nothing but time: a run with it and a run without it write the same
-//! records, and the cache really answers (its hits are marked).
+//! records and leave the same workspaces (the same diff per cell), and the cache really answers
+//! (its hits are marked) — calls that change files included, whose changes a hit replays.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -22,18 +23,79 @@ fn records(dir: &std::path::Path) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn run(out: &std::path::Path, extra: &[&str]) {
+/// Each cell's `diff.patch` (the workspace against the fixture, after the checks) by folder.
+fn diffs(dir: &std::path::Path) -> BTreeMap<String, String> {
+    std::fs::read_dir(dir.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (
+                name,
+                std::fs::read_to_string(e.path().join("diff.patch")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The shell calls of a run answered by the cache, as `(cell folder, command)`.
+fn hits(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir.join("cells")).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path().join("events.jsonl")).unwrap();
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let call = v.get("tool_call").unwrap_or(&v);
+            if call["name"] == "shell" && call["cached"] == true {
+                let args: Value = match &call["args"] {
+                    Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
+                    other => other.clone(),
+                };
+                out.push((
+                    e.file_name().to_string_lossy().into_owned(),
+                    args["command"].as_str().unwrap_or_default().to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The tasks and policies of the first test: reads and edits, under a folding policy too.
+const READS: &[&str] = &[
+    "--tasks",
+    "tasks/trim-rerun.yaml",
+    "--tasks",
+    "tasks/docs-and-code.yaml",
+    "--policy",
+    "none",
+    "--policy",
+    "trim",
+    "--policy",
+    "fold",
+];
+
+/// The tasks of the second test, whose shell calls change files: snapshots and a migration of
+/// the data (`snapshot-rollback`), logs written by the setup (`large-logs`). Without `fold`:
+/// its results quote the sha256 of archives that hold `unittest`'s own timing line ("Ran 3
+/// tests in 0.001s"), which differs from run to run with the cache or without it.
+const WRITES: &[&str] = &[
+    "--tasks",
+    "tasks/snapshot-rollback.yaml",
+    "--tasks",
+    "tasks/large-logs.yaml",
+    "--policy",
+    "none",
+    "--policy",
+    "trim",
+];
+
+fn run(out: &std::path::Path, matrix: &[&str], extra: &[&str]) {
     let status = Command::new(binary())
         .current_dir(root())
-        .args(["run", "--tasks", "tasks/trim-rerun.yaml", "--tasks"])
-        .args([
-            "tasks/docs-and-code.yaml",
-            "--policy",
-            "none",
-            "--policy",
-            "trim",
-        ])
-        .args(["--policy", "fold", "--seeds", "1-2", "--out"])
+        .arg("run")
+        .args(matrix)
+        .args(["--seeds", "1-2", "--out"])
         .arg(out)
         .args(extra)
         .output()
@@ -46,27 +108,49 @@ fn run(out: &std::path::Path, extra: &[&str]) {
     );
 }
 
-#[test]
-fn a_run_with_the_tool_cache_writes_the_records_of_a_run_without_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let disk = dir.path().join("tool-cache");
-    run(
-        &dir.path().join("cached"),
-        &["--tool-cache", disk.to_str().unwrap()],
-    );
-    run(&dir.path().join("uncached"), &["--no-tool-cache"]);
-    let (a, b) = (
-        records(&dir.path().join("cached")),
-        records(&dir.path().join("uncached")),
-    );
-    assert_eq!(a.len(), 12);
+/// Runs `matrix` with an on-disk cache, without a cache, and again from the disk cache alone;
+/// checks that the three wrote the same records and left the same workspaces. Returns the run
+/// folders (cached, uncached).
+fn same_with_and_without(
+    dir: &std::path::Path,
+    matrix: &[&str],
+    cells: usize,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let disk = dir.join("tool-cache");
+    let (cached, uncached, again) = (dir.join("cached"), dir.join("uncached"), dir.join("again"));
+    run(&cached, matrix, &["--tool-cache", disk.to_str().unwrap()]);
+    run(&uncached, matrix, &["--no-tool-cache"]);
+    let (a, b) = (records(&cached), records(&uncached));
+    assert_eq!(a.len(), cells);
     assert_eq!(a, b);
+    assert_eq!(diffs(&cached), diffs(&uncached));
+    assert!(!hits(&cached).is_empty(), "the cache answered nothing");
+    assert!(hits(&uncached).is_empty());
     // The cache was used: entries on disk, and a second run answers from them alone.
     let stored = std::fs::read_dir(&disk).unwrap().count();
     assert!(stored > 0, "nothing was stored");
-    run(
-        &dir.path().join("again"),
-        &["--tool-cache", disk.to_str().unwrap()],
-    );
-    assert_eq!(records(&dir.path().join("again")), b);
+    run(&again, matrix, &["--tool-cache", disk.to_str().unwrap()]);
+    assert_eq!(records(&again), b);
+    assert_eq!(diffs(&again), diffs(&uncached));
+    (cached, uncached)
+}
+
+#[test]
+fn a_run_with_the_tool_cache_writes_the_records_of_a_run_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    same_with_and_without(dir.path(), READS, 12);
+}
+
+#[test]
+fn calls_that_change_files_are_answered_by_the_cache_and_leave_the_same_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cached, _) = same_with_and_without(dir.path(), WRITES, 8);
+    // Calls that change the workspace were answered by the cache (their changes replayed).
+    let hit = hits(&cached);
+    for command in ["python3 tools/snapshot.py", "python3 tools/migrate.py"] {
+        assert!(
+            hit.iter().any(|(_, c)| c == command),
+            "{command} never answered by the cache: {hit:?}"
+        );
+    }
 }

@@ -181,7 +181,7 @@ struct CommonRun {
     #[arg(long)]
     no_retry_errors: bool,
     /// Run every shell command for real: no tool cache (by default cells of a run share the
-    /// results of commands that left the workspace unchanged; see docs/performance.md).
+    /// results of commands, with the file changes they made; see docs/performance.md).
     #[arg(long)]
     no_tool_cache: bool,
 }
@@ -443,6 +443,9 @@ fn exit_for(records: &[CellRecord]) -> Result<Code, Error> {
 }
 
 async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
+    // The tokenizer's tables take ~0.1 s to load on first use: loaded on a thread while the
+    // matrix is read, the sandbox probed and the run folder opened (docs/performance.md).
+    std::thread::spawn(|| harness_core::tokens::count("warm"));
     // The matrix: foldbench.yaml (or --config) and --profile, with the flags over it.
     let mut models = a.common.models.clone();
     if let (Some(r), true) = (&a.common.replay, models.is_empty()) {
@@ -525,7 +528,9 @@ async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
     };
     // The run's future was dropped above: its cells' workspaces and calls are being released.
     harness_runner::reap::end_all_calls();
-    let removed = harness_runner::workspace::close_and_sweep_own(&std::env::temp_dir());
+    let removed = harness_runner::workspace::close_and_sweep_own(
+        &harness_runner::workspace::workspaces_dir(),
+    );
     eprintln!(
         "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",
         if code == 130 { "SIGINT" } else { "SIGTERM" },

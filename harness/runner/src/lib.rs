@@ -14,7 +14,9 @@
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
 //! - [`tools`]: the six workspace tools; [`sandbox`]: bubblewrap (or a plain `sh`) with an
 //!   allow-listed environment, for every shell command of a cell; [`reap`]: ending a call's
-//!   processes, `setsid` descendants included, where there is no PID namespace to end.
+//!   processes, `setsid` descendants included, where there is no PID namespace to end;
+//!   [`tool_cache`]: the run's cache of shell results with their file changes, keyed by
+//!   [`snapshot`]s of the workspace.
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
@@ -41,7 +43,9 @@ pub mod reap;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod snapshot;
 pub mod tasks;
+mod template;
 pub mod tool_cache;
 pub mod tools;
 pub mod workspace;

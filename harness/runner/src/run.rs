@@ -172,7 +172,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     let matrix = matrix_json(&cfg, sel.partition.as_deref(), &all, &cells);
     preflight(&cfg, &cells)?;
-    crate::workspace::sweep_stale(&std::env::temp_dir());
+    crate::workspace::sweep_stale(&crate::workspace::workspaces_dir());
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix, cfg.retry_errors)?;
     let todo: Vec<MatrixCell> = cells
         .iter()

@@ -151,7 +151,7 @@ impl Sandbox {
         let mut cmd = match &self.bwrap {
             Some(bwrap) => {
                 let mut cmd = tokio::process::Command::new(bwrap);
-                cmd.args(bwrap_args(root, self.network)).arg("--");
+                cmd.args(bwrap_args(root, self.network, true)).arg("--");
                 cmd.arg("sh");
                 cmd
             }
@@ -168,7 +168,10 @@ impl Sandbox {
 }
 
 /// The arguments of `bwrap` for a workspace at `root` (before `--` and the command).
-fn bwrap_args(root: &Path, network: bool) -> Vec<std::ffi::OsString> {
+/// With `python`, the bare Python environment is bound in (finding it runs the host's `python3`
+/// once per process; the probe, which runs no Python, leaves it out so a run without a shell
+/// command never pays for it).
+fn bwrap_args(root: &Path, network: bool, python: bool) -> Vec<std::ffi::OsString> {
     let mut a: Vec<std::ffi::OsString> = Vec::new();
     let mut push = |parts: &[&std::ffi::OsStr]| a.extend(parts.iter().map(|p| p.to_os_string()));
     push(&["--unshare-all".as_ref()]);
@@ -187,7 +190,7 @@ fn bwrap_args(root: &Path, network: bool) -> Vec<std::ffi::OsString> {
         push(&["--tmpfs".as_ref(), dir.as_os_str()]);
     }
     // The interpreter and the bare environment, when a hidden folder holds them.
-    for dir in python_binds() {
+    for dir in if python { python_binds() } else { Vec::new() } {
         if hidden.iter().any(|h| dir.starts_with(h)) {
             push(&["--ro-bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
         }
@@ -232,7 +235,7 @@ fn probe_bwrap() -> Result<PathBuf, String> {
             // The temp folder itself stands in for a workspace: the probe writes nothing, and
             // a folder made for it could be left behind by a kill.
             let out = std::process::Command::new(&path)
-                .args(bwrap_args(&std::env::temp_dir(), false))
+                .args(bwrap_args(&std::env::temp_dir(), false, false))
                 .args(["--", "sh", "-c", "test -d /proc/self && echo ok"])
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")

@@ -7,19 +7,23 @@
 //! clocks, randomness, the network), and the inputs are all in the key:
 //!
 //! - the command text, its time limit and output cap;
-//! - the workspace's state before the call: the content fingerprint of the work tree, plus the
-//!   size and modification time of every file under `.git` and the archive folder;
+//! - the workspace's state before the call ([`Snapshot::state`]): every folder, file and symlink
+//!   of the work tree with its mode and content, what identifies `.git`'s commits and refs, and
+//!   the archive folder's names and sizes;
 //! - the sandbox (bubblewrap or not, network or not) and the allowed environment (which names the
 //!   interpreter's folder), with the workspace root written as a marker.
 //!
-//! **Only calls that leave the workspace as they found it are cached**: after a miss the state is
-//! taken again, and a call that changed anything (wrote a file, committed, touched the archive)
-//! is not stored, so a hit never has to replay file changes — it leaves the workspace exactly as
-//! the real call did, untouched. Timed-out calls are never stored.
+//! **A result is the output, the exit status and the call's file changes**: after a miss the
+//! workspace is looked at again and what the call created, rewrote, removed or re-moded in the
+//! work tree is stored with the output; a hit applies those changes, so the workspace ends
+//! exactly as the real call left it (same folders, files, contents, modes and links). A call that
+//! changed `.git` or the archive folder is not stored (it runs every time), and neither is a
+//! timed-out one.
 //!
-//! The workspace's absolute path differs per cell; a stored output has it replaced by a marker
-//! and a hit puts the current root back, so the text a cell sees is the text a real call would
-//! have printed. Concurrent cells asking for the same key wait for the first to finish.
+//! The workspace's absolute path differs per cell; a stored output and stored file contents have
+//! it replaced by a marker and a hit puts the current root back, so the text a cell sees and the
+//! files it gets are what a real call would have printed and written. Concurrent cells asking for
+//! the same key wait for the first to finish.
 
 use std::collections::HashMap;
 use std::io;
@@ -33,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
 use crate::sandbox::Sandbox;
+use crate::snapshot::{self, Change, Snapshot};
 use crate::tools::ShellRun;
 
 /// Stands for the workspace root inside stored outputs.
@@ -41,13 +46,18 @@ const ROOT_MARK: &str = "\u{1}FOLDBENCH_WORKSPACE\u{1}";
 /// Default size cap of the on-disk store.
 pub const DEFAULT_DISK_CAP: u64 = 256 * 1024 * 1024;
 
-/// One stored result: the output as the shell returned it and its wait status.
+/// One stored result: the output as the shell returned it, its wait status and the changes the
+/// call made to the work tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
     /// The merged, capped output, with the workspace root replaced by a marker.
     pub output: String,
     /// The raw wait status of `sh` (`None` when it was not collected).
     pub status: Option<i32>,
+    /// What the call changed in the work tree, in the order to apply it, with the workspace root
+    /// replaced by a marker in file contents (empty: it changed nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
 }
 
 /// Where a shell result came from.
@@ -59,10 +69,13 @@ pub enum Source {
     Hit,
 }
 
+/// One key's result, filled by the first caller (`None`: the call could not be stored).
+type Slot = Arc<OnceCell<Option<Arc<Stored>>>>;
+
 /// The cache of one run.
 #[derive(Debug, Default)]
 pub struct ToolCache {
-    mem: Mutex<HashMap<String, Arc<OnceCell<Option<Stored>>>>>,
+    mem: Mutex<HashMap<String, Slot>>,
     disk: Option<DiskStore>,
     stats: Mutex<Stats>,
 }
@@ -74,8 +87,11 @@ pub struct Stats {
     pub hits: u64,
     /// Commands that ran.
     pub misses: u64,
-    /// Commands that ran and changed the workspace, so were not stored.
+    /// Commands that ran and were not stored: they changed `.git` or the archive folder, or
+    /// timed out.
     pub uncacheable: u64,
+    /// Hits that applied file changes to the workspace.
+    pub replayed: u64,
 }
 
 impl ToolCache {
@@ -102,14 +118,16 @@ impl ToolCache {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `run` unless a result for `key` is known. `state` takes the workspace state the key
-    /// was built from; a result is stored only when the state after the call equals `before`.
+    /// Runs `run` unless a result for `key` is known. `before` is the workspace snapshot the key
+    /// was built from and `snap` takes it again after a miss: the call's changes to the work tree
+    /// are stored with its output, and a hit applies them to `root`. A call that changed
+    /// anything else (`.git`, the archive) or timed out is not stored.
     pub(crate) async fn run<F, Fut>(
         &self,
         root: &Path,
         key: &str,
-        before: &str,
-        state: impl Fn() -> io::Result<String>,
+        before: &Snapshot,
+        snap: impl Fn() -> io::Result<Snapshot>,
         run: F,
     ) -> io::Result<(ShellRun, Source)>
     where
@@ -120,18 +138,28 @@ impl ToolCache {
             let mut mem = self.mem.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(mem.entry(key.to_string()).or_default())
         };
+        let root_text = root.display().to_string();
         let mut ran: Option<ShellRun> = None;
         let stored = cell
             .get_or_try_init(|| async {
                 if let Some(s) = self.disk.as_ref().and_then(|d| d.get(key)) {
-                    return Ok::<_, io::Error>(Some(s));
+                    return Ok::<_, io::Error>(Some(Arc::new(s)));
                 }
                 let r = run().await?;
-                let after = state()?;
-                let keep = (!r.timed_out && after == before).then(|| Stored {
-                    output: r.output.replace(&root.display().to_string(), ROOT_MARK),
-                    status: r.status.map(|s| s.into_raw()),
-                });
+                let after = snap()?;
+                let keep = if r.timed_out || after.meta != before.meta {
+                    None
+                } else {
+                    let changes = snapshot::changes(before, &after, root)?
+                        .iter()
+                        .map(|c| c.replaced(&root_text, ROOT_MARK))
+                        .collect();
+                    Some(Arc::new(Stored {
+                        output: r.output.replace(&root_text, ROOT_MARK),
+                        status: r.status.map(|s| s.into_raw()),
+                        changes,
+                    }))
+                };
                 if let (Some(d), Some(s)) = (&self.disk, &keep) {
                     d.put(key, s);
                 }
@@ -148,17 +176,26 @@ impl ToolCache {
         }
         match stored {
             Some(s) => {
-                self.count(|c| c.hits += 1);
+                let changes: Vec<Change> = s
+                    .changes
+                    .iter()
+                    .map(|c| c.replaced(ROOT_MARK, &root_text))
+                    .collect();
+                snapshot::apply(root, &changes)?;
+                self.count(|c| {
+                    c.hits += 1;
+                    c.replayed += u64::from(!changes.is_empty());
+                });
                 Ok((
                     ShellRun {
-                        output: s.output.replace(ROOT_MARK, &root.display().to_string()),
+                        output: s.output.replace(ROOT_MARK, &root_text),
                         status: s.status.map(ExitStatus::from_raw),
                         timed_out: false,
                     },
                     Source::Hit,
                 ))
             }
-            // The first caller's run changed the workspace: this one runs for real.
+            // The first caller's run could not be stored: this one runs for real.
             None => {
                 self.count(|c| c.misses += 1);
                 Ok((run().await?, Source::Ran))
@@ -175,7 +212,7 @@ impl ToolCache {
 /// workspace's own path is not in it (outputs store it as a marker), so cells share results.
 pub fn key(command: &str, state: &str, sandbox: &Sandbox, timeout: Duration, cap: usize) -> String {
     let mut text = format!(
-        "v1\ncommand={command:?}\nstate={state}\nsandbox={sandbox:?}\ntimeout_ms={}\ncap={cap}\n",
+        "v2\ncommand={command:?}\nstate={state}\nsandbox={sandbox:?}\ntimeout_ms={}\ncap={cap}\n",
         timeout.as_millis()
     );
     for (k, v) in sandbox.env(Path::new(ROOT_MARK)) {
@@ -244,6 +281,7 @@ impl DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn done(output: &str, code: i32) -> ShellRun {
@@ -251,6 +289,14 @@ mod tests {
             output: output.to_string(),
             status: Some(ExitStatus::from_raw(code << 8)),
             timed_out: false,
+        }
+    }
+
+    /// A snapshot of an empty work tree whose `.git` and archive digest is `meta`.
+    fn snap(meta: u8) -> Snapshot {
+        Snapshot {
+            tree: BTreeMap::new(),
+            meta: [meta; 32],
         }
     }
 
@@ -263,8 +309,8 @@ mod tests {
             .run(
                 a,
                 "k",
-                "s0",
-                || Ok("s0".into()),
+                &snap(0),
+                || Ok(snap(0)),
                 || async {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok(done("error in /tmp/ws-a/src/x.py\n", 1))
@@ -279,8 +325,8 @@ mod tests {
             .run(
                 b,
                 "k",
-                "s0",
-                || Ok("s0".into()),
+                &snap(0),
+                || Ok(snap(0)),
                 || async {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok(done("never", 0))
@@ -297,22 +343,23 @@ mod tests {
             Stats {
                 hits: 1,
                 misses: 1,
-                uncacheable: 0
+                uncacheable: 0,
+                replayed: 0,
             }
         );
     }
 
     #[tokio::test]
-    async fn a_call_that_changed_the_workspace_or_timed_out_is_not_stored() {
+    async fn a_call_that_changed_git_or_the_archive_or_timed_out_is_not_stored() {
         let cache = ToolCache::new();
         let root = Path::new("/w");
         for _ in 0..2 {
             let (_, src) = cache
                 .run(
                     root,
-                    "writes",
-                    "s0",
-                    || Ok("s1".into()),
+                    "commits",
+                    &snap(0),
+                    || Ok(snap(1)),
                     || async { Ok(done("", 0)) },
                 )
                 .await
@@ -324,8 +371,8 @@ mod tests {
                 .run(
                     root,
                     "slow",
-                    "s0",
-                    || Ok("s0".into()),
+                    &snap(0),
+                    || Ok(snap(0)),
                     || async {
                         Ok(ShellRun {
                             output: String::new(),
@@ -354,8 +401,8 @@ mod tests {
                     .run(
                         Path::new("/w"),
                         "k",
-                        "s",
-                        || Ok("s".into()),
+                        &snap(0),
+                        || Ok(snap(0)),
                         || async {
                             runs.fetch_add(1, Ordering::SeqCst);
                             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -382,8 +429,8 @@ mod tests {
             .run(
                 Path::new("/w"),
                 "k1",
-                "s",
-                || Ok("s".into()),
+                &snap(0),
+                || Ok(snap(0)),
                 || async { Ok(done("from disk", 0)) },
             )
             .await
@@ -393,8 +440,8 @@ mod tests {
             .run(
                 Path::new("/w"),
                 "k1",
-                "s",
-                || Ok("s".into()),
+                &snap(0),
+                || Ok(snap(0)),
                 || async { Ok(done("ran again", 0)) },
             )
             .await
@@ -407,8 +454,8 @@ mod tests {
                 .run(
                     Path::new("/w"),
                     &format!("big{i}"),
-                    "s",
-                    || Ok("s".into()),
+                    &snap(0),
+                    || Ok(snap(0)),
                     || async { Ok(done(&"x".repeat(60), 0)) },
                 )
                 .await
@@ -422,40 +469,83 @@ mod tests {
         assert!(total <= 100, "{total} bytes on disk");
     }
 
+    /// Two workspaces with the same files: `a.txt` and a `.git` folder.
+    fn twins() -> (tempfile::TempDir, tempfile::TempDir) {
+        let make = || {
+            // Under the canonical temp folder, as workspaces are, so `pwd` prints the root.
+            let d = tempfile::tempdir_in(std::env::temp_dir().canonicalize().unwrap()).unwrap();
+            std::fs::write(d.path().join("a.txt"), "one\n").unwrap();
+            std::fs::create_dir(d.path().join(".git")).unwrap();
+            d
+        };
+        (make(), make())
+    }
+
     #[tokio::test]
-    async fn shell_calls_hit_unless_marked_uncached_or_they_change_the_workspace() {
+    async fn shell_calls_hit_unless_marked_uncached_and_a_hit_replays_the_file_changes() {
         use crate::tools::{run_shell_for, ToolLimits};
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        let (a, b) = twins();
         let mut limits = ToolLimits {
             cache: Some(Arc::new(ToolCache::new())),
             ..ToolLimits::default()
         };
         let t = Duration::from_secs(10);
-        let go = |l: ToolLimits, cmd: &'static str| {
-            let root = dir.path().to_path_buf();
+        let go = |l: ToolLimits, root: &Path, cmd: &'static str| {
+            let root = root.to_path_buf();
             async move { run_shell_for(&root, cmd, t, &l).await.unwrap() }
         };
         // A read: the second call is a hit with the same output.
-        let (a, s1) = go(limits.clone(), "cat a.txt; echo $RANDOM >/dev/null").await;
-        let (b, s2) = go(limits.clone(), "cat a.txt; echo $RANDOM >/dev/null").await;
+        let cat = "cat a.txt; echo $RANDOM >/dev/null";
+        let (x, s1) = go(limits.clone(), a.path(), cat).await;
+        let (y, s2) = go(limits.clone(), a.path(), cat).await;
         assert_eq!((s1, s2), (Source::Ran, Source::Hit));
-        assert_eq!(a.output, b.output);
+        assert_eq!(x.output, y.output);
         // A clock, marked `cache: false`: it runs every time.
         let clock = "date +%s%N";
         limits.uncached = Arc::from(vec![clock.to_string()]);
-        let (x, s1) = go(limits.clone(), clock).await;
-        let (y, s2) = go(limits.clone(), clock).await;
+        let (x, s1) = go(limits.clone(), a.path(), clock).await;
+        let (y, s2) = go(limits.clone(), a.path(), clock).await;
         assert_eq!((s1, s2), (Source::Ran, Source::Ran));
         assert_ne!(x.output, y.output);
-        // A write: never stored, and the file it changes changes the next key anyway.
-        let (_, s1) = go(limits.clone(), "echo two >> a.txt").await;
-        let (_, s2) = go(limits.clone(), "echo two >> a.txt").await;
-        assert_eq!((s1, s2), (Source::Ran, Source::Ran));
+        // A call that writes files: it runs in `a`, and in `b` (same state) the hit makes the
+        // same changes — including a file naming its own workspace — without running.
+        let write = "echo two >> a.txt; mkdir -p out/x; pwd > out/x/where; rm -f gone; \
+                     chmod +x a.txt; echo $RANDOM > out/rand";
+        std::fs::write(a.path().join("gone"), "").unwrap();
+        std::fs::write(b.path().join("gone"), "").unwrap();
+        let (_, s1) = go(limits.clone(), a.path(), write).await;
+        let (_, s2) = go(limits.clone(), b.path(), write).await;
+        assert_eq!((s1, s2), (Source::Ran, Source::Hit));
+        for d in [&a, &b] {
+            let p = d.path();
+            assert_eq!(
+                std::fs::read_to_string(p.join("a.txt")).unwrap(),
+                "one\ntwo\n"
+            );
+            assert_eq!(
+                std::fs::read_to_string(p.join("out/x/where")).unwrap(),
+                format!("{}\n", p.display())
+            );
+            assert!(!p.join("gone").exists());
+        }
         assert_eq!(
-            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
-            "one\ntwo\ntwo\n"
+            std::fs::read(a.path().join("out/rand")).unwrap(),
+            std::fs::read(b.path().join("out/rand")).unwrap(),
+            "the hit wrote what the real call wrote"
         );
+        let (sa, sb) = (
+            Snapshot::take(a.path()).unwrap(),
+            Snapshot::take(b.path()).unwrap(),
+        );
+        assert_eq!(
+            sa.tree.keys().collect::<Vec<_>>(),
+            sb.tree.keys().collect::<Vec<_>>()
+        );
+        // A call that writes into `.git` is never stored.
+        let git = "echo x > .git/marker";
+        let (_, s1) = go(limits.clone(), a.path(), git).await;
+        let (_, s2) = go(limits.clone(), b.path(), git).await;
+        assert_eq!((s1, s2), (Source::Ran, Source::Ran));
     }
 
     #[test]

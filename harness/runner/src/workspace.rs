@@ -1,5 +1,7 @@
 //! A cell's workspace: a temp dir holding a copy of the task's fixture, committed as the first
-//! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git.
+//! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git. The
+//! copy and the repository are made once per fixture and process and written out per cell
+//! (`crate::template`).
 //!
 //! The workspace gives the runner what it needs around the tools: the setup commands, a
 //! fingerprint of the files (to check that two arms start from and end in the same state) and
@@ -67,6 +69,71 @@ pub enum WorkspaceError {
 
 /// The name prefix of a kept workspace (`--keep-workspaces`): never swept.
 pub const KEPT_PREFIX: &str = "foldbench-kept-";
+
+/// The folder cells' workspaces are made in: `$TMPDIR` when it is set; else `/dev/shm` when it
+/// is a tmpfs of at least [`SHM_MIN`] this process can write (a cell creates and removes hundreds
+/// of small files, and on a journaled disk allocating their inodes costs more than the rest of
+/// the cell: docs/performance.md); else the system's temp folder. Kept workspaces
+/// (`--keep-workspaces`) go to the temp folder, on disk.
+pub fn workspaces_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if std::env::var_os("TMPDIR").is_some() {
+            return std::env::temp_dir();
+        }
+        let shm = Path::new("/dev/shm");
+        let usable = fs::read_to_string("/proc/self/mounts").is_ok_and(|m| shm_usable(&m));
+        if usable && tempfile::tempdir_in(shm).is_ok() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+    .clone()
+}
+
+/// The smallest `/dev/shm` workspaces go to (a container's default of 64 MB is too small for a
+/// task that writes logs, times the cells running at once).
+pub const SHM_MIN: u64 = 1 << 30;
+
+/// Whether the mount table (`/proc/self/mounts`) shows `/dev/shm` as a tmpfs of at least
+/// [`SHM_MIN`] (a tmpfs without a `size=` option is half the memory). The last mount of the
+/// folder is the one in effect.
+fn shm_usable(mounts: &str) -> bool {
+    let Some(line) = mounts
+        .lines()
+        .rev()
+        .find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))
+    else {
+        return false;
+    };
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.get(2) != Some(&"tmpfs") {
+        return false;
+    }
+    let size = f
+        .get(3)
+        .into_iter()
+        .flat_map(|o| o.split(','))
+        .find_map(|o| o.strip_prefix("size="));
+    let Some(size) = size else {
+        return true;
+    };
+    let (digits, unit) = size.split_at(
+        size.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(size.len()),
+    );
+    let scale: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return false,
+    };
+    digits
+        .parse::<u64>()
+        .is_ok_and(|n| n.saturating_mul(scale) >= SHM_MIN)
+}
 
 /// The name prefix of the workspaces of process `pid`.
 pub fn owned_prefix(pid: u32) -> String {
@@ -163,7 +230,7 @@ impl Workspace {
     /// Same as the module's [`ARCHIVE_DIR`].
     pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
-    /// Creates a workspace from the fixture folder: a fresh temp dir (named
+    /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
     /// `foldbench-p<PID>-…` after the process that owns it, so [`sweep_stale`] can tell a dead
     /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
@@ -194,9 +261,14 @@ impl Workspace {
                     source: io::Error::other("the run is stopping"),
                 });
             }
+            let parent = if keep {
+                std::env::temp_dir()
+            } else {
+                workspaces_dir()
+            };
             let tmp = tempfile::Builder::new()
                 .prefix(&prefix)
-                .tempdir()
+                .tempdir_in(parent)
                 .map_err(io_err("cannot create a temp dir"));
             drop(guard);
             tmp?
@@ -205,8 +277,8 @@ impl Workspace {
             .path()
             .canonicalize()
             .map_err(io_err("cannot resolve the temp dir"))?;
-        copy_tree(fixture, &root)?;
-        let base = init_repo(&root)?;
+        // The fixture copied and committed, written from the task's prepared workspace.
+        let base = crate::template::instantiate(fixture, &root)?;
         let tmp = if keep {
             let _ = tmp.keep();
             None
@@ -283,12 +355,12 @@ impl Workspace {
         fingerprint_of(&self.root)
     }
 
-    /// The state a shell command's output can depend on, for the tool cache: the
-    /// [fingerprint](Self::fingerprint) of the work tree plus what identifies the repository's
-    /// commits and refs and the archives (see `cache_state_of`). Two workspaces made from the
-    /// same fixture and changed the same way have the same state.
+    /// The state a shell command's output can depend on, for the tool cache: every folder, file
+    /// and symlink of the work tree with its mode and content, plus what identifies the
+    /// repository's commits and refs and the archives (see [`crate::snapshot`]). Two workspaces
+    /// made from the same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
-        cache_state_of(&self.root)
+        Ok(crate::snapshot::Snapshot::take(&self.root)?.state())
     }
 
     /// The changes since the first commit as a unified diff (git patch text): the first
@@ -391,7 +463,7 @@ pub fn is_archive_path(rel: &str) -> bool {
 }
 
 /// Copies the fixture tree `src` into the existing directory `dst`.
-fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
+pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
     let mut entries: Vec<fs::DirEntry> = fs::read_dir(src)
         .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?
         .collect::<Result<_, _>>()
@@ -436,7 +508,7 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
 }
 
 /// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
-fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
+pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     let mut init = git2::RepositoryInitOptions::new();
     init.initial_head("main");
     let repo = Repository::init_opts(root, &init)?;
@@ -460,39 +532,6 @@ fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     let sig = Signature::new("foldbench", "foldbench@localhost", &Time::new(0, 0))?;
     let oid = repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])?;
     Ok(oid)
-}
-
-/// [`Workspace::cache_state`] of the workspace at `root`.
-///
-/// Under `.git`: the content of HEAD, refs and config, the names of the objects (named by their
-/// hash), and neither the index nor the reflogs (they hold times and inode numbers that differ
-/// between two workspaces of the same commit). Under the archive folder: names and sizes (the
-/// harness writes each archive once, named by its range).
-pub(crate) fn cache_state_of(root: &Path) -> io::Result<String> {
-    let mut hasher = Sha256::new();
-    hasher.update(fingerprint_of(root)?.as_bytes());
-    for top in [".git", FOLDBENCH_DIR] {
-        let mut files = Vec::new();
-        let dir = root.join(top);
-        if dir.is_dir() {
-            collect_regular_files(&dir, top, &mut files)?;
-        }
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (rel, abs) in files {
-            hasher.update(rel.as_bytes());
-            hasher.update([0u8]);
-            if rel == ".git/index" || rel.starts_with(".git/logs/") {
-                continue;
-            }
-            if top == ".git" && !rel.starts_with(".git/objects/") {
-                hasher.update(fs::read(&abs)?);
-            } else {
-                hasher.update(fs::metadata(&abs)?.len().to_le_bytes());
-            }
-            hasher.update([0u8]);
-        }
-    }
-    Ok(harness_core::digest::hex(&hasher.finalize()))
 }
 
 /// [`Workspace::fingerprint`] of the work tree at `root`.
@@ -780,6 +819,23 @@ mod tests {
         let path = ws.path().to_path_buf();
         drop(ws);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn dev_shm_is_used_when_it_is_a_large_enough_tmpfs() {
+        let host =
+            "sysfs /sys sysfs rw 0 0\ntmpfs /dev/shm tmpfs rw,nosuid,nodev,size=24684084k 0 0\n";
+        assert!(shm_usable(host));
+        assert!(shm_usable("tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"));
+        // A container's default, a disk, none, and a small tmpfs mounted over a large one.
+        assert!(!shm_usable(
+            "shm /dev/shm tmpfs rw,nosuid,size=65536k 0 0\n"
+        ));
+        assert!(!shm_usable("/dev/vda /dev/shm ext4 rw 0 0\n"));
+        assert!(!shm_usable("proc /proc proc rw 0 0\n"));
+        assert!(!shm_usable(&format!(
+            "{host}shm /dev/shm tmpfs rw,size=65536k 0 0\n"
+        )));
     }
 
     #[test]

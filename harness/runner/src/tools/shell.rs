@@ -34,14 +34,14 @@ pub(crate) async fn run_shell_for(
         Some(c) if !limits.uncached.iter().any(|u| u == command) => c,
         _ => return Ok((fresh().await?, Source::Ran)),
     };
-    let before = crate::workspace::cache_state_of(root)?;
-    let key = tool_cache::key(command, &before, sandbox, timeout, cap);
+    let before = crate::snapshot::Snapshot::take(root)?;
+    let key = tool_cache::key(command, &before.state(), sandbox, timeout, cap);
     cache
         .run(
             root,
             &key,
             &before,
-            || crate::workspace::cache_state_of(root),
+            || crate::snapshot::Snapshot::take(root),
             fresh,
         )
         .await

@@ -1,0 +1,530 @@
+//! What the tool cache knows of a workspace: a snapshot of its work tree (every folder, file and
+//! symlink with its mode and content hash) and of what else a command can see (`.git` and the
+//! archive folder), the state string the cache keys on, and the file changes between two
+//! snapshots — stored with a command's result and applied on a hit, so the workspace ends as the
+//! real call left it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The folders at the root that are not part of the work tree.
+const NOT_TREE: [&str; 2] = [".git", ".foldbench"];
+
+/// One entry of the work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A folder with its permission bits.
+    Dir {
+        /// `mode & 0o7777`.
+        mode: u32,
+    },
+    /// A regular file with its permission bits and the sha256 of its content.
+    File {
+        /// `mode & 0o7777`.
+        mode: u32,
+        /// sha256 of the content.
+        sha: [u8; 32],
+    },
+    /// A symlink (never followed) and where it points.
+    Link {
+        /// The link's target as written.
+        target: PathBuf,
+    },
+}
+
+/// A workspace as a command can see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    /// The work tree (`.git` and `.foldbench` at the root left out), by relative path.
+    pub tree: BTreeMap<String, Entry>,
+    /// The digest of `.git` and the archive folder (see [`meta_of`]).
+    pub meta: [u8; 32],
+}
+
+impl Snapshot {
+    /// Takes the snapshot of the workspace at `root`.
+    pub fn take(root: &Path) -> io::Result<Snapshot> {
+        let mut tree = BTreeMap::new();
+        walk_tree(root, "", &mut tree)?;
+        Ok(Snapshot {
+            tree,
+            meta: meta_of(root)?,
+        })
+    }
+
+    /// The state string of the cache key: a hex sha256 over every entry and the meta digest.
+    /// Two workspaces made from the same fixture and changed the same way have the same state.
+    pub fn state(&self) -> String {
+        let mut h = Sha256::new();
+        for (rel, e) in &self.tree {
+            h.update(rel.as_bytes());
+            h.update([0u8]);
+            match e {
+                Entry::Dir { mode } => {
+                    h.update(b"d");
+                    h.update(mode.to_le_bytes());
+                }
+                Entry::File { mode, sha } => {
+                    h.update(b"f");
+                    h.update(mode.to_le_bytes());
+                    h.update(sha);
+                }
+                Entry::Link { target } => {
+                    h.update(b"l");
+                    h.update(target.as_os_str().as_encoded_bytes());
+                }
+            }
+            h.update([0u8]);
+        }
+        h.update(b"meta");
+        h.update(self.meta);
+        harness_core::digest::hex(&h.finalize())
+    }
+}
+
+fn walk_tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if prefix.is_empty() && NOT_TREE.contains(&name.as_str()) {
+            continue;
+        }
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path)?;
+        let ft = meta.file_type();
+        let mode = meta.mode() & 0o7777;
+        if ft.is_dir() {
+            out.insert(rel.clone(), Entry::Dir { mode });
+            walk_tree(&path, &rel, out)?;
+        } else if ft.is_file() {
+            let mut file = fs::File::open(&path)?;
+            let mut h = Sha256::new();
+            io::copy(&mut file, &mut h)?;
+            out.insert(
+                rel,
+                Entry::File {
+                    mode,
+                    sha: h.finalize().into(),
+                },
+            );
+        } else if ft.is_symlink() {
+            out.insert(
+                rel,
+                Entry::Link {
+                    target: fs::read_link(&path)?,
+                },
+            );
+        }
+        // Sockets, fifos and devices have no content a later command reads back as a file:
+        // left out, as the fingerprint leaves them out.
+    }
+    Ok(())
+}
+
+/// The digest of what a command can see besides the work tree. Under `.git`: the content of
+/// HEAD, refs and config, the names and sizes of the objects (named by their hash), and neither
+/// the index nor the reflogs (they hold times and inode numbers that differ between two
+/// workspaces of the same commit). Under the archive folder: names and sizes (the harness writes
+/// each archive once, named by its range).
+fn meta_of(root: &Path) -> io::Result<[u8; 32]> {
+    let mut h = Sha256::new();
+    for top in NOT_TREE {
+        let mut files = Vec::new();
+        let dir = root.join(top);
+        if dir.is_dir() {
+            collect_files(&dir, top, &mut files)?;
+        }
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (rel, abs) in files {
+            h.update(rel.as_bytes());
+            h.update([0u8]);
+            if rel == ".git/index" || rel.starts_with(".git/logs/") {
+                continue;
+            }
+            if top == ".git" && !rel.starts_with(".git/objects/") {
+                h.update(fs::read(&abs)?);
+            } else {
+                h.update(fs::metadata(&abs)?.len().to_le_bytes());
+            }
+            h.update([0u8]);
+        }
+    }
+    Ok(h.finalize().into())
+}
+
+fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let rel = format!("{prefix}/{}", entry.file_name().to_string_lossy());
+        let ft = entry.file_type()?;
+        if ft.is_dir() {
+            collect_files(&entry.path(), &rel, out)?;
+        } else if ft.is_file() {
+            out.push((rel, entry.path()));
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of a changed file: text when it is UTF-8 (readable on disk), else raw bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// UTF-8 content.
+    Text(String),
+    /// Any other content.
+    Bytes(Vec<u8>),
+}
+
+impl Content {
+    fn of(bytes: Vec<u8>) -> Content {
+        match String::from_utf8(bytes) {
+            Ok(s) => Content::Text(s),
+            Err(e) => Content::Bytes(e.into_bytes()),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Content::Text(s) => s.as_bytes(),
+            Content::Bytes(b) => b,
+        }
+    }
+
+    /// The content with every occurrence of `from` replaced by `to`.
+    pub(crate) fn replaced(&self, from: &str, to: &str) -> Content {
+        match self {
+            Content::Text(s) if s.contains(from) => Content::Text(s.replace(from, to)),
+            Content::Text(s) => Content::Text(s.clone()),
+            Content::Bytes(b) => Content::Bytes(replace_bytes(b, from.as_bytes(), to.as_bytes())),
+        }
+    }
+}
+
+fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return hay.to_vec();
+    }
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// One change of the work tree, relative to the workspace root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Change {
+    /// A file or symlink that is gone (or changes kind).
+    Remove {
+        /// Relative path.
+        path: String,
+    },
+    /// A folder that is gone (applied after what was inside it).
+    RemoveDir {
+        /// Relative path.
+        path: String,
+    },
+    /// A new folder (its mode is set after its content is written).
+    Dir {
+        /// Relative path.
+        path: String,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// A folder whose permission bits changed.
+    DirMode {
+        /// Relative path.
+        path: String,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// A file written (new, or with new content or mode).
+    File {
+        /// Relative path.
+        path: String,
+        /// Permission bits.
+        mode: u32,
+        /// The whole content.
+        content: Content,
+    },
+    /// A new symlink.
+    Link {
+        /// Relative path.
+        path: String,
+        /// Where it points.
+        target: PathBuf,
+    },
+}
+
+impl Change {
+    /// The change with the workspace root's path written as `to` instead of `from` in file
+    /// contents (a file a command wrote can hold the absolute path of its workspace).
+    pub(crate) fn replaced(&self, from: &str, to: &str) -> Change {
+        match self {
+            Change::File {
+                path,
+                mode,
+                content,
+            } => Change::File {
+                path: path.clone(),
+                mode: *mode,
+                content: content.replaced(from, to),
+            },
+            Change::Link { path, target } => {
+                let t = target.to_string_lossy();
+                Change::Link {
+                    path: path.clone(),
+                    target: if t.contains(from) {
+                        PathBuf::from(t.replace(from, to))
+                    } else {
+                        target.clone()
+                    },
+                }
+            }
+            other => other.clone(),
+        }
+    }
+}
+
+/// The changes that turn the work tree of `before` into that of `after`, with the content of
+/// written files read from `root` (which holds `after`). In the order [`apply`] needs them:
+/// removals deepest first, then creations shallowest first, then folder modes deepest first.
+pub(crate) fn changes(before: &Snapshot, after: &Snapshot, root: &Path) -> io::Result<Vec<Change>> {
+    let mut out = Vec::new();
+    for (rel, old) in before.tree.iter().rev() {
+        let same_kind = matches!(
+            (old, after.tree.get(rel)),
+            (Entry::Dir { .. }, Some(Entry::Dir { .. }))
+                | (Entry::File { .. }, Some(Entry::File { .. }))
+                | (Entry::Link { .. }, Some(Entry::Link { .. }))
+        );
+        if !same_kind {
+            let path = rel.clone();
+            out.push(match old {
+                Entry::Dir { .. } => Change::RemoveDir { path },
+                _ => Change::Remove { path },
+            });
+        }
+    }
+    let mut modes = Vec::new();
+    for (rel, new) in &after.tree {
+        let old = before.tree.get(rel);
+        if old == Some(new) {
+            continue;
+        }
+        let path = rel.clone();
+        match new {
+            Entry::Dir { mode } => match old {
+                Some(Entry::Dir { .. }) => modes.push(Change::DirMode { path, mode: *mode }),
+                _ => {
+                    out.push(Change::Dir {
+                        path: path.clone(),
+                        mode: *mode,
+                    });
+                    modes.push(Change::DirMode { path, mode: *mode });
+                }
+            },
+            Entry::File { mode, .. } => {
+                let content = Content::of(fs::read(root.join(rel))?);
+                out.push(Change::File {
+                    path,
+                    mode: *mode,
+                    content,
+                });
+            }
+            Entry::Link { target } => {
+                if matches!(old, Some(Entry::Link { .. })) {
+                    out.push(Change::Remove { path: path.clone() });
+                }
+                out.push(Change::Link {
+                    path,
+                    target: target.clone(),
+                });
+            }
+        }
+    }
+    modes.reverse();
+    out.extend(modes);
+    Ok(out)
+}
+
+/// Applies `changes` (from [`changes`]) to the work tree at `root`. A file is written aside and
+/// renamed over its path, so a file with other hard links is replaced, never written through.
+pub(crate) fn apply(root: &Path, changes: &[Change]) -> io::Result<()> {
+    for c in changes {
+        match c {
+            Change::Remove { path } => fs::remove_file(root.join(path))?,
+            Change::RemoveDir { path } => fs::remove_dir(root.join(path))?,
+            Change::Dir { path, .. } => fs::create_dir(root.join(path))?,
+            Change::DirMode { path, mode } => {
+                fs::set_permissions(root.join(path), fs::Permissions::from_mode(*mode))?
+            }
+            Change::File {
+                path,
+                mode,
+                content,
+            } => {
+                let target = root.join(path);
+                let dir = target.parent().unwrap_or(root);
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(".foldbench-replay-")
+                    .tempfile_in(dir)?;
+                io::Write::write_all(&mut tmp, content.bytes())?;
+                tmp.as_file()
+                    .set_permissions(fs::Permissions::from_mode(*mode))?;
+                tmp.persist(&target).map_err(|e| e.error)?;
+            }
+            Change::Link { path, target } => std::os::unix::fs::symlink(target, root.join(path))?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        fs::create_dir_all(p.join("src/deep")).unwrap();
+        fs::create_dir_all(p.join("gone/inner")).unwrap();
+        fs::write(p.join("src/a.txt"), "a\n").unwrap();
+        fs::write(p.join("src/deep/b.bin"), [0u8, 159, 146, 150]).unwrap();
+        fs::write(p.join("gone/inner/x"), "x").unwrap();
+        fs::write(p.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::symlink("src/a.txt", p.join("link")).unwrap();
+        fs::create_dir_all(p.join(".git")).unwrap();
+        fs::write(p.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        d
+    }
+
+    /// Runs the same edits on two copies, records the changes on the first and applies them to
+    /// the second: both end with the same snapshot.
+    #[test]
+    fn applying_the_changes_of_a_call_gives_the_state_the_call_left() {
+        let (a, b) = (tree(), tree());
+        let before = Snapshot::take(a.path()).unwrap();
+        assert_eq!(before, Snapshot::take(b.path()).unwrap());
+        let p = a.path();
+        fs::write(p.join("src/a.txt"), format!("root is {}\n", p.display())).unwrap();
+        fs::set_permissions(p.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::remove_dir_all(p.join("gone")).unwrap();
+        fs::create_dir_all(p.join("new/sub")).unwrap();
+        fs::write(p.join("new/sub/c.csv"), "x,y\n").unwrap();
+        fs::remove_file(p.join("src/deep/b.bin")).unwrap();
+        fs::create_dir(p.join("src/deep/b.bin")).unwrap();
+        fs::remove_file(p.join("link")).unwrap();
+        std::os::unix::fs::symlink("run.sh", p.join("link")).unwrap();
+        fs::write(p.join("bytes"), [0xffu8, 0, 1]).unwrap();
+        fs::set_permissions(p.join("src/deep"), fs::Permissions::from_mode(0o700)).unwrap();
+        let after = Snapshot::take(p).unwrap();
+        assert_ne!(before.state(), after.state());
+        let root_a = p.display().to_string();
+        let root_b = b.path().display().to_string();
+        let changes: Vec<Change> = changes(&before, &after, p)
+            .unwrap()
+            .iter()
+            .map(|c| c.replaced(&root_a, &root_b))
+            .collect();
+        apply(b.path(), &changes).unwrap();
+        let got = Snapshot::take(b.path()).unwrap();
+        assert_eq!(
+            fs::read_to_string(b.path().join("src/a.txt")).unwrap(),
+            format!("root is {root_b}\n")
+        );
+        // Same tree apart from the one file that names its own root.
+        let mut want = after.clone();
+        let sha: [u8; 32] = Sha256::digest(format!("root is {root_b}\n")).into();
+        if let Some(Entry::File { sha: s, .. }) = want.tree.get_mut("src/a.txt") {
+            *s = sha;
+        }
+        assert_eq!(got.tree, want.tree);
+        assert_eq!(got.meta, after.meta);
+    }
+
+    #[test]
+    fn the_state_sees_modes_folders_links_and_git_but_not_the_index() {
+        let d = tree();
+        let p = d.path();
+        fs::write(p.join(".git/index"), "stat cache").unwrap();
+        let s0 = Snapshot::take(p).unwrap().state();
+        fs::write(p.join(".git/index"), "other stat cache").unwrap();
+        assert_eq!(Snapshot::take(p).unwrap().state(), s0);
+        for edit in [
+            &|p: &Path| fs::create_dir(p.join("empty")).unwrap() as _,
+            &|p: &Path| {
+                fs::set_permissions(p.join("run.sh"), fs::Permissions::from_mode(0o700)).unwrap()
+            },
+            &|p: &Path| {
+                fs::remove_file(p.join("link")).unwrap();
+                std::os::unix::fs::symlink("elsewhere", p.join("link")).unwrap();
+            },
+            &|p: &Path| fs::write(p.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap(),
+            &|p: &Path| {
+                fs::create_dir_all(p.join(".foldbench/archive")).unwrap();
+                fs::write(p.join(".foldbench/archive/f"), "turns").unwrap();
+            },
+        ] as [&dyn Fn(&Path); 5]
+        {
+            let before = Snapshot::take(p).unwrap().state();
+            edit(p);
+            assert_ne!(Snapshot::take(p).unwrap().state(), before);
+        }
+    }
+
+    #[test]
+    fn a_file_with_other_hard_links_is_replaced_not_written_through() {
+        let d = tree();
+        let other = tempfile::tempdir().unwrap();
+        let outside = other.path().join("shared");
+        fs::write(&outside, "fixture").unwrap();
+        fs::hard_link(&outside, d.path().join("linked")).unwrap();
+        apply(
+            d.path(),
+            &[Change::File {
+                path: "linked".into(),
+                mode: 0o644,
+                content: Content::Text("new".into()),
+            }],
+        )
+        .unwrap();
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "fixture");
+        assert_eq!(fs::read_to_string(d.path().join("linked")).unwrap(), "new");
+    }
+
+    #[test]
+    fn content_survives_json_as_text_or_bytes() {
+        for c in [
+            Content::Text("line\n".into()),
+            Content::Bytes(vec![0xff, 0, 7]),
+        ] {
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<Content>(&json).unwrap(), c);
+        }
+        assert_eq!(
+            replace_bytes(b"a/ROOT/b ROOT", b"ROOT", b"/w"),
+            b"a//w/b /w".to_vec()
+        );
+    }
+}
