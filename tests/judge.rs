@@ -160,7 +160,8 @@ fn judge_commands_write_the_dataset_tables_and_records() {
     assert_eq!(lines.lines().count(), 4 * n);
     let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
     assert_eq!(first["model"], "oracle");
-    assert_eq!(first["version"], 1);
+    assert_eq!(first["version"], 2);
+    assert_eq!(first["answer_mode"], "tool");
 
     let csv = Command::new(binary())
         .args([
@@ -175,9 +176,9 @@ fn judge_commands_write_the_dataset_tables_and_records() {
         .output()
         .unwrap();
     let csv = String::from_utf8_lossy(&csv.stdout);
-    assert!(csv.starts_with("model,items,exact,"), "{csv}");
+    assert!(csv.starts_with("model,answer,items,exact,"), "{csv}");
     assert!(
-        csv.contains("\noracle,1,"),
+        csv.contains("\noracle,–,1,"),
         "one item has a card at the threshold: {csv}"
     );
 

@@ -50,8 +50,10 @@ use crate::yaml::{self, key, Problem, Reader, Seg};
 /// The dataset format's version; every line carries it.
 pub const DATASET_VERSION: u32 = 1;
 
-/// The version of a judged record (`judge run -o records.jsonl`).
-pub const RECORD_VERSION: u32 = 1;
+/// The version of a judged record (`judge run -o records.jsonl`). Version 2 added
+/// `answer_mode`, `constrained` and `score.unparsable`; version 1 records read as tool answers
+/// ([`crate::answer::parse_records`]).
+pub const RECORD_VERSION: u32 = 2;
 
 /// Characters a tool output keeps in a dataset item by default (head and tail, the middle cut).
 pub const DEFAULT_TOOL_OUTPUT_CAP: usize = 2_000;
@@ -531,6 +533,9 @@ pub struct ItemScore {
     pub folds: usize,
     /// No `fold_unit` call at all: the card was ignored.
     pub ignored: bool,
+    /// A text answer that is none of the accepted forms ([`crate::answer`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unparsable: bool,
 }
 
 /// Reads `from` and `to` of a `fold_unit` call as the fold policy does (numbers, or numbers in
@@ -717,6 +722,12 @@ pub struct JudgedRecord {
     pub version: u32,
     /// The model (`oracle`, `lexical`, `eager`, `never`, `openai:NAME`, ...).
     pub model: String,
+    /// How the model was asked to answer (version 1 records: `tool`).
+    #[serde(default)]
+    pub answer_mode: crate::answer::AnswerMode,
+    /// Whether a grammar constrained the answer (text mode on a server that takes one).
+    #[serde(default)]
+    pub constrained: bool,
     /// The item's id.
     pub item: String,
     /// The item's source.
@@ -764,6 +775,8 @@ impl JudgedRecord {
         JudgedRecord {
             version: RECORD_VERSION,
             model: model.to_string(),
+            answer_mode: crate::answer::AnswerMode::Tool,
+            constrained: false,
             item: item.id.clone(),
             source: item.source.clone(),
             current: item.current,
@@ -833,6 +846,10 @@ pub struct Aggregate {
     pub items_premature: usize,
     /// Illegal calls.
     pub illegal: usize,
+    /// Unparsable text answers.
+    pub unparsable: usize,
+    /// How the model answered: `tool`, `text`, `text+grammar` (`–` for the baselines).
+    pub answer: String,
     /// Folds asked for.
     pub folds: usize,
     /// Answered items where nothing was closed.
@@ -868,6 +885,7 @@ pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
         a.premature += s.premature;
         a.items_premature += usize::from(s.premature > 0);
         a.illegal += s.illegal;
+        a.unparsable += usize::from(s.unparsable);
         a.folds += s.folds;
         if r.gold_closed.is_empty() {
             a.nothing_closed += 1;
@@ -885,6 +903,7 @@ pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
         l => (lat[l / 2 - 1] + lat[l / 2]) / 2.0,
     };
     a.cost = mine.iter().map(|r| r.cost).sum();
+    a.answer = crate::answer::answer_label(model, &mine);
     a
 }
 
@@ -908,12 +927,14 @@ fn count_pct(part: usize, whole: usize) -> String {
 pub fn scores_table(aggs: &[Aggregate]) -> Table {
     let headers = [
         "model",
+        "answer",
         "items",
         "exact",
         "units folded",
         "premature",
         "late/missed",
         "illegal",
+        "unparsable",
         "ignored, nothing closed",
         "card tok",
         "answer tok",
@@ -929,6 +950,7 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                 let answered = a.items - a.errors;
                 vec![
                     a.model.clone(),
+                    a.answer.clone(),
                     a.items.to_string(),
                     count_pct(a.exact, answered),
                     count_pct(a.folded_units, a.closed_units),
@@ -939,6 +961,11 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                     ),
                     count_pct(a.missed_units, a.closed_units),
                     a.illegal.to_string(),
+                    if a.answer.starts_with("text") {
+                        count_pct(a.unparsable, answered)
+                    } else {
+                        "–".into()
+                    },
                     count_pct(a.ignored_when_nothing_closed, a.nothing_closed),
                     format!("{:.0}", a.mean_card_tokens),
                     format!("{:.1}", a.mean_output_tokens),
@@ -1546,7 +1573,8 @@ mod tests {
         assert!(oracle.mean_card_tokens > 50.0);
         let t = scores_table(&aggs);
         assert_eq!(t.rows.len(), 4);
-        assert_eq!(t.rows[0][2], "2 (100.0%)");
+        assert_eq!(t.rows[0][3], "2 (100.0%)", "exact, after model and answer");
+        assert_eq!(t.rows[0][1], "–", "a baseline's answer column");
     }
 
     #[test]

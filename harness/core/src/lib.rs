@@ -19,7 +19,9 @@
 //! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
 //! - [`sim`]: the simulated agent, deterministic for a seed.
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
-//!   judgement dataset, its gold labels, the scoring of answers and the tables.
+//!   judgement dataset, its gold labels, the scoring of answers and the tables; [`answer`]: the
+//!   answer modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
+pub mod answer;
 pub mod compare;
 pub mod context;
 pub mod digest;

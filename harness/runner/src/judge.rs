@@ -23,6 +23,8 @@
 //! the workspace tools plus `fold_unit`, the item's context (tool outputs cut to
 //! `--max-tool-output` characters, head and tail kept) and the current user message with the card
 //! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
+//! With `--answer text` the model gets no tools and answers with one line
+//! ([`crate::judge_answer`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -44,8 +46,9 @@ use harness_core::request::{Purpose, Request};
 use harness_core::sim::{Sim, SimConfig};
 use harness_core::tokens;
 
-use crate::backends::{self, BackendOptions};
+use crate::backends::BackendOptions;
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
+use crate::judge_answer::Answering;
 use crate::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::tasks::{self, LoadedTask};
 use crate::workspace::ARCHIVE_DIR;
@@ -145,6 +148,9 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// How the models answer (`--answer tool|text`, `--grammar`).
+    #[command(flatten)]
+    pub answer: crate::judge_answer::AnswerArgs,
 }
 
 /// Runs a `judge` subcommand; returns the exit code.
@@ -685,10 +691,23 @@ pub fn baseline_records(items: &[Item], cap: Option<usize>) -> Vec<JudgedRecord>
 }
 
 /// Asks each model about every item (concurrently, at most `jobs` requests at once) and judges
-/// the answers; records come back grouped by model, in item order.
+/// the answers; records come back grouped by model, in item order. Models answer with tool calls.
 pub async fn judge_models(
     items: &[Item],
     models: &[SharedModel],
+    opts: &JudgeOptions,
+) -> Vec<JudgedRecord> {
+    let models: Vec<(SharedModel, Answering)> = models
+        .iter()
+        .map(|m| (Arc::clone(m), Answering::default()))
+        .collect();
+    judge_models_answering(items, &models, opts).await
+}
+
+/// [`judge_models`], each model answering as its [`Answering`] says.
+pub async fn judge_models_answering(
+    items: &[Item],
+    models: &[(SharedModel, Answering)],
     opts: &JudgeOptions,
 ) -> Vec<JudgedRecord> {
     let items: Arc<Vec<Item>> = Arc::new(items.to_vec());
@@ -696,44 +715,20 @@ pub async fn judge_models(
     let total = items.len() * models.len();
     let done = Arc::new(Mutex::new(0usize));
     let mut handles = Vec::new();
-    for (mi, model) in models.iter().enumerate() {
+    for (mi, (model, how)) in models.iter().enumerate() {
         for ii in 0..items.len() {
-            let (items, sem, model, opts, done) = (
+            let (items, sem, model, opts, done, how) = (
                 Arc::clone(&items),
                 Arc::clone(&sem),
                 Arc::clone(model),
                 opts.clone(),
                 Arc::clone(&done),
+                *how,
             );
             handles.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
                 let item = &items[ii];
-                let req = request_for(item, opts.max_tool_output);
-                let card = item.card();
-                let name = model.name();
-                let mut rec = JudgedRecord::new(&name, item, judgement::card_tokens(&card));
-                let began = Instant::now();
-                let answer = model.respond(&req, &item.id).await;
-                rec.latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-                rec = match answer {
-                    Ok(resp) => {
-                        let mut r = rec.answered(item, &item.context(), &resp);
-                        r.prompt_tokens =
-                            resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
-                        r.cost = judgement::cost(
-                            req.tokens,
-                            resp.output_tokens,
-                            resp.usage,
-                            &opts.price,
-                        );
-                        r
-                    }
-                    Err(e) => {
-                        rec.prompt_tokens = req.tokens;
-                        rec.error = Some(e.to_string());
-                        rec
-                    }
-                };
+                let rec = crate::judge_answer::ask(item, &model, how, &opts).await;
                 if opts.progress {
                     let n = done.lock().map(|mut d| {
                         *d += 1;
@@ -741,6 +736,7 @@ pub async fn judge_models(
                     });
                     let what = match &rec.error {
                         Some(e) => format!("error: {e}"),
+                        None if rec.score.unparsable => format!("unparsable: {:?}", rec.text),
                         None if rec.score.ignored => "ignored the card".to_string(),
                         None => rec
                             .calls
@@ -753,8 +749,9 @@ pub async fn judge_models(
                             .join(", "),
                     };
                     eprintln!(
-                        "judge: [{}/{total}] {name} {} ({:.1}s): {what}",
+                        "judge: [{}/{total}] {} {} ({:.1}s): {what}",
                         n.unwrap_or(0),
+                        rec.model,
                         item.id,
                         rec.latency_ms as f64 / 1000.0
                     );
@@ -773,7 +770,7 @@ pub async fn judge_models(
     got.into_iter().map(|(_, _, r)| r).collect()
 }
 
-fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
+fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
     let real: Vec<&String> = a
         .models
         .iter()
@@ -789,18 +786,20 @@ fn run_models(a: &RunArgs) -> Result<Vec<SharedModel>, String> {
         max_retries: a.retries,
         ..BackendOptions::default()
     };
-    let mut out: Vec<SharedModel> = Vec::new();
     let mut seen: HashMap<String, ()> = HashMap::new();
-    for m in real {
+    for m in &real {
         if m.trim() == "sim" || m.starts_with("sim:") {
             return Err(format!(
                 "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
             ));
         }
-        if seen.insert(m.clone(), ()).is_some() {
+        if seen.insert(m.to_string(), ()).is_some() {
             return Err(format!("the model `{m}` is given twice"));
         }
-        out.push(backends::parse_model(m, &opts)?);
+    }
+    let out = crate::judge_answer::build_models(&real, &a.answer, &opts)?;
+    if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
+        crate::judge_answer::mark_cassette(dir, *how)?;
     }
     Ok(out)
 }
@@ -834,9 +833,9 @@ async fn cmd_run(a: RunArgs) -> i32 {
         },
         progress: !models.is_empty(),
     };
-    records.extend(judge_models(&items, &models, &opts).await);
+    records.extend(judge_models_answering(&items, &models, &opts).await);
     let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
-    names.extend(models.iter().map(|m| m.name()));
+    names.extend(models.iter().map(|(m, _)| m.name()));
     let aggs: Vec<Aggregate> = names
         .iter()
         .map(|n| judgement::aggregate(n, &records))

@@ -14,7 +14,8 @@
 //! - [`matrix`]: the matrix file, profiles, overrides, partitions and `list`; [`merge`]: shards
 //!   into one run; [`report`]: reports from records (Markdown, CSV, JSON, JUnit, SVG);
 //!   [`compare`]: two runs, paired, with regression thresholds.
-//! - [`judge`]: `judge build` and `judge run` (boundary judgement over cards).
+//! - [`judge`]: `judge build` and `judge run` (boundary judgement over cards); [`judge_answer`]:
+//!   how a model answers a card (`--answer tool|text`, `--grammar`).
 //! - [`tasks`]: loading specs from disk; [`cli`]: the `foldbench` command line;
 //!   [`replay_cmd`]: its `replay` and `analyze` commands over recorded sessions; [`history`]:
 //!   the default places they read with no path (`~/.claude/projects`, `~/.codex/sessions`, ...)
@@ -26,6 +27,7 @@ pub mod compare;
 pub mod history;
 pub mod html;
 pub mod judge;
+pub mod judge_answer;
 pub mod matrix;
 pub mod merge;
 pub mod model;

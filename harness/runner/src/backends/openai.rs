@@ -14,7 +14,8 @@
 //!
 //! Whenever tools are sent, `tool_choice` is `"auto"` (llama.cpp ignores tools when it is left
 //! out, and answers HTTP 500 to `"required"`). No `max_tokens` or `temperature` is sent: servers
-//! and models differ on which they accept.
+//! and models differ on which they accept. Extra body fields (llama.cpp's `grammar`) are sent
+//! only when the model was built with them ([`OpenAiModel::with_extra_body`]).
 //!
 //! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
 //! parts) and `tool_calls`. A call's `arguments` arrive as a JSON string; when that string is not
@@ -40,6 +41,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// An OpenAI-compatible chat-completions model.
 pub struct OpenAiModel {
     endpoint: Endpoint,
+    /// Fields added to every request body ([`OpenAiModel::with_extra_body`]).
+    extra: Map<String, Value>,
 }
 
 impl OpenAiModel {
@@ -67,7 +70,19 @@ impl OpenAiModel {
             key.into_iter().collect(),
             opts,
         )?;
-        Ok(OpenAiModel { endpoint })
+        Ok(OpenAiModel {
+            endpoint,
+            extra: Map::new(),
+        })
+    }
+
+    /// This model with `extra` added to every request body, replacing fields of the same name:
+    /// server extensions the chat-completions API does not name, such as llama.cpp's `grammar`
+    /// (a GBNF string that constrains the answer). Sent only to the server; cassette keys do not
+    /// include them (record a constrained model into its own folder).
+    pub fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
+        self.extra = extra;
+        self
     }
 
     /// A model named `model` with the base URL and key from `OPENAI_BASE_URL` and
@@ -85,9 +100,11 @@ impl Model for OpenAiModel {
 
     fn respond<'a>(&'a self, req: &'a Request, _cell: &'a str) -> ModelFuture<'a> {
         Box::pin(async move {
-            self.endpoint
-                .call(&body(req, &self.endpoint.model), parse_response)
-                .await
+            let mut b = body(req, &self.endpoint.model);
+            for (k, v) in &self.extra {
+                b[k] = v.clone();
+            }
+            self.endpoint.call(&b, parse_response).await
         })
     }
 }

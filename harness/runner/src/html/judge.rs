@@ -22,6 +22,9 @@ fn ranges(r: &[(u32, u32)]) -> String {
 }
 
 fn answer(r: &JudgedRecord) -> String {
+    if r.score.unparsable {
+        return format!("unparsable: {:?}", cut(&r.text, 80));
+    }
     if r.calls.is_empty() {
         return if r.other_calls.is_empty() {
             "no fold".into()

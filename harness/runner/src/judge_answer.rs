@@ -1,0 +1,289 @@
+//! How `judge run` asks a model to answer a card: `--answer tool` (the default: the workspace
+//! tools and `fold_unit`, the answer is its calls) or `--answer text` (no tools, the context as a
+//! plain conversation, the answer one line parsed strictly by [`harness_core::answer`]), and
+//! `--grammar` (text mode on an OpenAI-compatible server: the body carries llama.cpp's `grammar`
+//! field with [`answer::GRAMMAR`], so the model can only write a parsable line).
+//!
+//! A cassette recorded by `judge run --record DIR` gets `DIR/answer.json`, which says how its
+//! answers were asked (`{"answer": "text", "constrained": true}`): the cassette key holds what
+//! the model is shown, not the grammar, so this file is what tells a replay whether its figures
+//! were constrained. `--model replay:DIR` takes its mode from the file (a flag that contradicts
+//! it is an error), and recording into a folder whose file says otherwise is refused.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::ValueEnum;
+use harness_core::answer::{self, AnswerMode};
+use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_core::request::{Purpose, Request};
+use harness_core::tokens;
+use serde_json::{json, Map, Value};
+
+use crate::backends::{self, BackendOptions, OpenAiModel};
+use crate::cell::SYSTEM_PROMPT;
+use crate::judge::JudgeOptions;
+use crate::model::SharedModel;
+
+/// The file in a cassette folder that says how its answers were asked.
+pub const MARKER: &str = "answer.json";
+
+/// `--answer` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnswerArg {
+    /// `fold_unit(from, to)` calls, or none (the card ignored).
+    Tool,
+    /// One line: `fold 2-4`, `fold 2-4 and 6-7` or `ignore`; anything else is unparsable.
+    Text,
+}
+
+impl From<AnswerArg> for AnswerMode {
+    fn from(a: AnswerArg) -> AnswerMode {
+        match a {
+            AnswerArg::Tool => AnswerMode::Tool,
+            AnswerArg::Text => AnswerMode::Text,
+        }
+    }
+}
+
+/// The answer flags of `judge run`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AnswerArgs {
+    /// How models answer the card: `tool` (fold_unit calls; the default) or `text` (one line,
+    /// `fold 2-4`, `fold 2-4 and 6-7` or `ignore`, no tools sent). A `replay:DIR` model takes it
+    /// from the cassette's answer.json.
+    #[arg(long = "answer", value_enum)]
+    pub answer: Option<AnswerArg>,
+    /// With `--answer text`: constrain the answer with a GBNF grammar, sent to `openai:` models
+    /// as the request's `grammar` field (llama.cpp and llama-cpp-python servers).
+    #[arg(long)]
+    pub grammar: bool,
+}
+
+/// How one model answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Answering {
+    /// Tool calls or text.
+    pub mode: AnswerMode,
+    /// Whether a grammar constrains the text.
+    pub constrained: bool,
+}
+
+impl Answering {
+    fn to_json(self) -> Value {
+        json!({"answer": self.mode.name(), "constrained": self.constrained})
+    }
+
+    fn from_json(v: &Value) -> Option<Answering> {
+        Some(Answering {
+            mode: AnswerMode::parse(v.get("answer")?.as_str()?)?,
+            constrained: v.get("constrained")?.as_bool()?,
+        })
+    }
+}
+
+fn read_marker(dir: &Path) -> Result<Option<Answering>, String> {
+    let path = dir.join(MARKER);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .as_ref()
+        .and_then(Answering::from_json)
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "{}: expected {{\"answer\": \"tool\"|\"text\", \"constrained\": true|false}}",
+                path.display()
+            )
+        })
+}
+
+/// Writes `dir/answer.json` for a recording; refuses a folder recorded with other answers.
+pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), String> {
+    if let Some(old) = read_marker(dir)? {
+        if old != how {
+            return Err(format!(
+                "--record {}: the cassette holds answers asked as {}, this run asks {}; record into another folder",
+                dir.display(),
+                old.to_json(),
+                how.to_json()
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(MARKER);
+    std::fs::write(&path, format!("{}\n", how.to_json()))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The models of a run, each with how it answers: the flags for live models, the cassette's
+/// `answer.json` for `replay:DIR` (the flags when it has none). `--grammar` needs
+/// `--answer text` and is sent to `openai:` models only.
+pub fn build_models(
+    specs: &[&String],
+    args: &AnswerArgs,
+    opts: &BackendOptions,
+) -> Result<Vec<(SharedModel, Answering)>, String> {
+    let asked = Answering {
+        mode: args.answer.map(AnswerMode::from).unwrap_or_default(),
+        constrained: args.grammar,
+    };
+    if args.grammar && asked.mode != AnswerMode::Text {
+        return Err("--grammar constrains a text answer: give it with --answer text".to_string());
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        let spec = spec.trim();
+        let (prefix, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let how = match prefix {
+            "replay" => match read_marker(Path::new(rest))? {
+                Some(m) if (args.answer.is_some() || args.grammar) && m != asked => {
+                    return Err(format!(
+                        "{spec}: its {MARKER} says {}, the flags ask {}; drop --answer/--grammar to replay it as recorded",
+                        m.to_json(),
+                        asked.to_json()
+                    ))
+                }
+                Some(m) => m,
+                None => asked,
+            },
+            _ => asked,
+        };
+        let model = match prefix {
+            "openai" if how.constrained => {
+                let mut extra = Map::new();
+                extra.insert("grammar".into(), json!(answer::GRAMMAR));
+                let m = OpenAiModel::from_env(rest, opts)?.with_extra_body(extra);
+                backends::with_recording(Arc::new(m), opts)?
+            }
+            "openai" | "replay" => backends::parse_model(spec, opts)?,
+            _ if how.constrained => {
+                return Err(format!(
+                    "{spec}: --grammar is sent to OpenAI-compatible servers (openai:NAME) only"
+                ))
+            }
+            _ => backends::parse_model(spec, opts)?,
+        };
+        out.push((model, how));
+    }
+    Ok(out)
+}
+
+/// The request an item sends in a mode: tool mode is [`crate::judge::request_for`]; text mode
+/// has the same system prompt, no tools, and [`answer::text_request_messages`].
+pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
+    match mode {
+        AnswerMode::Tool => crate::judge::request_for(item, cap),
+        AnswerMode::Text => {
+            let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
+            let prefix = tokens::prefix_tokens(&system, &[]);
+            Request::new(
+                system,
+                Arc::from(Vec::new()),
+                prefix,
+                answer::text_request_messages(item, cap),
+                Purpose::Turn,
+            )
+        }
+    }
+}
+
+/// Asks one model about one item and judges its answer.
+pub async fn ask(
+    item: &Item,
+    model: &SharedModel,
+    how: Answering,
+    opts: &JudgeOptions,
+) -> JudgedRecord {
+    let req = request_in(item, opts.max_tool_output, how.mode);
+    let card = match how.mode {
+        AnswerMode::Tool => item.card(),
+        AnswerMode::Text => answer::item_text_card(item),
+    };
+    let mut rec = JudgedRecord::new(&model.name(), item, judgement::card_tokens(&card));
+    rec.answer_mode = how.mode;
+    rec.constrained = how.constrained;
+    let began = Instant::now();
+    let got = model.respond(&req, &item.id).await;
+    rec.latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match got {
+        Ok(resp) => {
+            let mut r = match how.mode {
+                AnswerMode::Tool => rec.answered(item, &item.context(), &resp),
+                AnswerMode::Text => {
+                    rec.answered_text(item, &item.context(), &resp, how.constrained)
+                }
+            };
+            r.prompt_tokens = resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
+            r.cost = judgement::cost(req.tokens, resp.output_tokens, resp.usage, &opts.price);
+            r
+        }
+        Err(e) => {
+            rec.prompt_tokens = req.tokens;
+            rec.error = Some(e.to_string());
+            rec
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cassette_marker_refuses_other_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = Answering {
+            mode: AnswerMode::Text,
+            constrained: true,
+        };
+        assert_eq!(read_marker(dir.path()), Ok(None));
+        mark_cassette(dir.path(), text).unwrap();
+        assert_eq!(read_marker(dir.path()), Ok(Some(text)));
+        mark_cassette(dir.path(), text).unwrap();
+        let e = mark_cassette(dir.path(), Answering::default()).unwrap_err();
+        assert!(e.contains("record into another folder"), "{e}");
+        std::fs::write(dir.path().join(MARKER), "{}").unwrap();
+        assert!(read_marker(dir.path()).unwrap_err().contains("expected"));
+    }
+
+    #[test]
+    fn grammar_needs_text_and_a_replay_takes_its_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = format!("replay:{}", dir.path().display());
+        let opts = BackendOptions::default();
+        let grammar_only = AnswerArgs {
+            answer: None,
+            grammar: true,
+        };
+        let e = build_models(&[&spec], &grammar_only, &opts).err().unwrap();
+        assert!(e.contains("--answer text"), "{e}");
+        let text = Answering {
+            mode: AnswerMode::Text,
+            constrained: true,
+        };
+        mark_cassette(dir.path(), text).unwrap();
+        let got = build_models(&[&spec], &AnswerArgs::default(), &opts).unwrap();
+        assert_eq!(got[0].1, text, "the cassette says how it was asked");
+        let tool = AnswerArgs {
+            answer: Some(AnswerArg::Tool),
+            grammar: false,
+        };
+        let e = build_models(&[&spec], &tool, &opts).err().unwrap();
+        assert!(e.contains("drop --answer"), "{e}");
+        let anthropic = "anthropic:claude-haiku-4-5".to_string();
+        let constrained = AnswerArgs {
+            answer: Some(AnswerArg::Text),
+            grammar: true,
+        };
+        let e = build_models(&[&anthropic], &constrained, &opts)
+            .err()
+            .unwrap();
+        assert!(e.contains("openai:NAME"), "{e}");
+    }
+}

@@ -1,0 +1,295 @@
+//! `judge run --answer text` against a model on loopback: a wiremock server plays an
+//! OpenAI-compatible model that answers each card with one line (some of them unparsable); the
+//! requests carry no tools and, with `--grammar`, the GBNF grammar; the records say the mode and
+//! are judged as the core judges the text; the cassette replays the same records and says how
+//! its answers were asked.
+
+use std::path::{Path, PathBuf};
+
+use harness_core::answer::{self, AnswerMode};
+use harness_core::fold::card_turns;
+use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_runner::judge;
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+async fn dataset() -> Vec<Item> {
+    let sources =
+        judge::classify(&[repo().join("tasks/short-continuations.yaml")]).expect("sources");
+    judge::build(&sources, 2_000, 1, &|_: &str| {})
+        .await
+        .expect("the dataset builds")
+}
+
+/// The fake model's line for a card offering `offered`.
+fn line_for(offered: &[u32]) -> String {
+    let (first, last) = (offered[0], offered[offered.len() - 1]);
+    match offered.len() {
+        1 => "ignore".into(),
+        2 => format!("fold {first}-{first}\n"),
+        3 => format!("Fold {first}-{last}."),
+        _ => format!("fold {first}-{last}"),
+    }
+}
+
+/// Answers with [`line_for`] the card of the last user message.
+struct LineAnswerer;
+
+impl Respond for LineAnswerer {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let offered = card_turns(last);
+        if offered.is_empty() {
+            return ResponseTemplate::new(400).set_body_string("no card in the last message");
+        }
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-text", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": line_for(&offered)}}],
+            "usage": {"prompt_tokens": 800, "completion_tokens": 4}
+        }))
+    }
+}
+
+fn foldbench(args: &[&str], base: Option<&str>) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_foldbench"));
+    cmd.args(args).env_remove("OPENAI_API_KEY");
+    match base {
+        Some(b) => cmd.env("OPENAI_BASE_URL", b),
+        None => cmd.env_remove("OPENAI_BASE_URL"),
+    };
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn model_records(file: &Path, model: &str) -> Vec<JudgedRecord> {
+    let text = std::fs::read_to_string(file).unwrap();
+    answer::parse_records(&file.display().to_string(), &text)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.model == model)
+        .collect()
+}
+
+/// The CSV row of `model`, by header.
+fn csv_row(stdout: &str, model: &str) -> Vec<(String, String)> {
+    let mut lines = stdout.lines();
+    let headers: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let row = lines
+        .find(|l| l.starts_with(&format!("{model},")))
+        .unwrap_or_else(|| panic!("no row for {model} in\n{stdout}"));
+    headers
+        .into_iter()
+        .zip(row.split(',').map(str::to_string))
+        .collect()
+}
+
+fn cell(row: &[(String, String)], header: &str) -> String {
+    row.iter()
+        .find(|(h, _)| h == header)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no column {header} in {row:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
+    let items = dataset().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.jsonl");
+    let text: String = items.iter().map(|i| judgement::to_line(i) + "\n").collect();
+    std::fs::write(&data, text).unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(LineAnswerer)
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", server.uri());
+    let data_s = data.display().to_string();
+    let cassette = dir.path().join("cassette");
+    let cassette_s = cassette.display().to_string();
+    let records = dir.path().join("r.jsonl");
+    let records_s = records.display().to_string();
+
+    // Without --grammar: text mode, no grammar in the body.
+    let plain = dir.path().join("plain.jsonl");
+    let (code, stdout, stderr) = tokio::task::block_in_place(|| {
+        foldbench(
+            &[
+                "judge",
+                "run",
+                "--dataset",
+                &data_s,
+                "--model",
+                "openai:fake",
+                "--answer",
+                "text",
+                "--format",
+                "csv",
+                "-o",
+                &plain.display().to_string(),
+            ],
+            Some(&base),
+        )
+    });
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(cell(&csv_row(&stdout, "openai:fake"), "answer"), "text");
+    assert_eq!(cell(&csv_row(&stdout, "oracle"), "answer"), "–");
+    let first = server.received_requests().await.unwrap();
+    assert_eq!(first.len(), items.len());
+    for r in &first {
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(body.get("grammar").is_none(), "no grammar unless asked");
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    // With --grammar and --record.
+    let (code, stdout, stderr) = tokio::task::block_in_place(|| {
+        foldbench(
+            &[
+                "judge",
+                "run",
+                "--dataset",
+                &data_s,
+                "--model",
+                "openai:fake",
+                "--answer",
+                "text",
+                "--grammar",
+                "--record",
+                &cassette_s,
+                "--format",
+                "csv",
+                "-o",
+                &records_s,
+            ],
+            Some(&base),
+        )
+    });
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let seen = server.received_requests().await.unwrap();
+    assert_eq!(seen.len(), 2 * items.len());
+    for r in &seen[items.len()..] {
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(body["grammar"], answer::GRAMMAR);
+        assert!(body.get("tools").is_none(), "text mode sends no tools");
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs[0]["role"], "system");
+        let roles: Vec<&str> = msgs[1..]
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert!(
+            roles.iter().all(|r| *r == "user" || *r == "assistant"),
+            "{roles:?}"
+        );
+        assert!(
+            roles.windows(2).all(|w| w[0] != w[1]),
+            "roles alternate: {roles:?}"
+        );
+        let last = msgs.last().unwrap()["content"].as_str().unwrap();
+        assert!(last.contains(answer::TEXT_INSTRUCTION) && !last.contains("fold_unit"));
+    }
+
+    // Each record is the core's judgement of the line, and says how it was asked.
+    let got = model_records(&records, "openai:fake");
+    assert_eq!(got.len(), items.len());
+    let mut unparsable = 0;
+    for (r, it) in got.iter().zip(&items) {
+        assert_eq!(r.item, it.id);
+        assert_eq!((r.answer_mode, r.constrained), (AnswerMode::Text, true));
+        assert_eq!(r.text, line_for(&it.offered()));
+        let (want, _) = answer::judge_text(it, &it.context(), &r.text);
+        assert_eq!(r.score, want.score, "{}", it.id);
+        assert_eq!(r.calls, want.calls, "{}", it.id);
+        assert_eq!(r.score.unparsable, it.offered().len() == 3, "{}", it.id);
+        unparsable += usize::from(r.score.unparsable);
+    }
+    assert!(unparsable > 0, "the dataset has a card of three turns");
+    let row = csv_row(&stdout, "openai:fake");
+    assert_eq!(cell(&row, "answer"), "text+grammar");
+    assert!(cell(&row, "unparsable").starts_with(&format!("{unparsable} (")));
+    assert_eq!(cell(&csv_row(&stdout, "oracle"), "unparsable"), "–");
+    let marker = std::fs::read_to_string(cassette.join("answer.json")).unwrap();
+    assert!(marker.contains("\"constrained\":true"), "{marker}");
+
+    // The cassette replays the same records with no flag, and refuses contradicting flags.
+    let again = dir.path().join("again.jsonl");
+    let spec = format!("replay:{cassette_s}");
+    let (code, stdout, stderr) = foldbench(
+        &[
+            "judge",
+            "run",
+            "--dataset",
+            &data_s,
+            "--model",
+            &spec,
+            "--format",
+            "csv",
+            "-o",
+            &again.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(cell(&csv_row(&stdout, &spec), "answer"), "text+grammar");
+    let strip = |mut r: JudgedRecord| {
+        r.latency_ms = 0;
+        r.model = String::new();
+        r
+    };
+    let a: Vec<JudgedRecord> = got.into_iter().map(strip).collect();
+    let b: Vec<JudgedRecord> = model_records(&again, &spec)
+        .into_iter()
+        .map(strip)
+        .collect();
+    assert_eq!(a, b);
+    let (code, _, stderr) = foldbench(
+        &[
+            "judge",
+            "run",
+            "--dataset",
+            &data_s,
+            "--model",
+            &spec,
+            "--answer",
+            "tool",
+        ],
+        None,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("drop --answer"), "{stderr}");
+    let (code, _, stderr) = foldbench(
+        &[
+            "judge",
+            "run",
+            "--dataset",
+            &data_s,
+            "--model",
+            "openai:fake",
+            "--grammar",
+        ],
+        Some(&base),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--answer text"), "{stderr}");
+}
