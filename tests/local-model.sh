@@ -283,7 +283,10 @@ start() {
     rm -f "$PIDFILE"
     write_config
     log "starting $(for m in $MODEL_LIST; do alias_of "$m"; done | paste -sd' ' -) on $BASE_URL ($THREADS threads; log $LOGFILE)"
-    nohup "$VENV/bin/python" -m llama_cpp.server --config_file "$CONFIG" \
+    # The server's settings also read environment variables named like its fields (`MODELS`,
+    # `MODEL`, `HOST`, `N_CTX`…): the config file says everything, so those are removed.
+    nohup env -u MODELS -u MODEL -u MODEL_ALIAS -u HOST -u N_CTX -u CHAT_FORMAT -u CONFIG_FILE \
+        "$VENV/bin/python" -m llama_cpp.server --config_file "$CONFIG" \
         >"$LOGFILE" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
     local waited=0

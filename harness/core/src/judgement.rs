@@ -767,6 +767,17 @@ pub struct JudgedRecord {
     /// Why the model gave no answer (after the backend's retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Turns of the context left out to fit `judge run --max-context` (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_cut: u32,
+    /// The request did not fit `--max-context` even without its context, so the model was not
+    /// asked (`error` says the sizes); counted in its own column, not among the errors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_long: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl JudgedRecord {
@@ -794,6 +805,8 @@ impl JudgedRecord {
             latency_ms: 0,
             cost: 0.0,
             error: None,
+            context_cut: 0,
+            too_long: false,
         }
     }
 
@@ -830,8 +843,12 @@ pub struct Aggregate {
     pub model: String,
     /// Items asked.
     pub items: usize,
-    /// Items with no answer (errors).
+    /// Items with no answer (errors), the too-long ones aside.
     pub errors: usize,
+    /// Items not asked: the request did not fit `--max-context` even without its context.
+    pub too_long: usize,
+    /// Items asked with the oldest turns of their context left out to fit `--max-context`.
+    pub cut: usize,
     /// Items answered exactly.
     pub exact: usize,
     /// Closed units on the cards answered.
@@ -870,10 +887,13 @@ pub struct Aggregate {
 pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
     let mine: Vec<&JudgedRecord> = records.iter().filter(|r| r.model == model).collect();
     let ok: Vec<&&JudgedRecord> = mine.iter().filter(|r| r.error.is_none()).collect();
+    let too_long = mine.iter().filter(|r| r.too_long).count();
     let mut a = Aggregate {
         model: model.to_string(),
         items: mine.len(),
-        errors: mine.len() - ok.len(),
+        errors: mine.len() - ok.len() - too_long,
+        too_long,
+        cut: ok.iter().filter(|r| r.context_cut > 0).count(),
         ..Aggregate::default()
     };
     for r in &ok {
@@ -940,6 +960,8 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
         "answer tok",
         "latency ms",
         "cost $",
+        "cut",
+        "too long",
         "errors",
     ];
     Table {
@@ -947,7 +969,7 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
         rows: aggs
             .iter()
             .map(|a| {
-                let answered = a.items - a.errors;
+                let answered = a.items - a.errors - a.too_long;
                 vec![
                     a.model.clone(),
                     a.answer.clone(),
@@ -971,6 +993,8 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                     format!("{:.1}", a.mean_output_tokens),
                     format!("{:.0}", a.median_latency_ms),
                     format!("{:.4}", a.cost),
+                    a.cut.to_string(),
+                    a.too_long.to_string(),
                     a.errors.to_string(),
                 ]
             })

@@ -148,6 +148,11 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// Fit every request into N o200k tokens: the oldest whole turns of the context are left
+    /// out (a note says so; the card and the current message stay whole); an item whose card
+    /// alone is over N is not asked and counted as `too long`.
+    #[arg(long, value_name = "N")]
+    pub max_context: Option<u64>,
     /// How the models answer (`--answer tool|text`, `--grammar`).
     #[command(flatten)]
     pub answer: crate::judge_answer::AnswerArgs,
@@ -673,6 +678,8 @@ pub struct JudgeOptions {
     pub price: Price,
     /// Print a line per answered item to stderr.
     pub progress: bool,
+    /// Fit every request into this many o200k tokens ([`crate::judge_fit`]).
+    pub max_context: Option<u64>,
 }
 
 /// The baselines' records over the items; `prompt_tokens` is the size of the request a model
@@ -832,6 +839,7 @@ async fn cmd_run(a: RunArgs) -> i32 {
             ..Price::default()
         },
         progress: !models.is_empty(),
+        max_context: a.max_context,
     };
     records.extend(judge_models_answering(&items, &models, &opts).await);
     let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();

@@ -28,6 +28,7 @@ pub mod history;
 pub mod html;
 pub mod judge;
 pub mod judge_answer;
+pub mod judge_fit;
 pub mod matrix;
 pub mod merge;
 pub mod model;

@@ -112,6 +112,7 @@ fn judge_opts() -> JudgeOptions {
         max_tool_output: None,
         price: harness_core::metrics::Price::default(),
         progress: false,
+        max_context: None,
     }
 }
 
