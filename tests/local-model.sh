@@ -22,9 +22,11 @@
 # `smollm2,gemma3` serves both at once from one server (llama-cpp-python's --config_file with
 # several models: one is loaded at a time, a request naming the other swaps it in, ~1 s).
 #
-# The server is llama-cpp-python[server]==0.3.36 (MIT) with --chat_format
-# chatml-function-calling for every model (tool calls; a request without tools is one plain
-# generation, constrained by the request's `grammar` when it has one), on 127.0.0.1 only, one
+# The server is llama-cpp-python[server]==0.3.36 (MIT), started by tests/llm-server.py with the
+# chat format foldbench-function-calling for every model (llama-cpp-python's
+# chatml-function-calling, with the request's max_tokens applied to every generation it runs; a
+# request without tools is one plain generation, constrained by the request's `grammar` when it
+# has one), on 127.0.0.1 only, one
 # request at a time (clients queue: foldbench caps requests to a loopback server at one in
 # flight). The first install compiles llama.cpp (about 7 minutes on 2 cores) for a portable
 # x86-64 baseline (AVX2/FMA/F16C, no AVX-512, no AMX: a native build crashes in libggml-cpu on
@@ -42,15 +44,18 @@
 #   FOLDBENCH_LLM_MODELS   the models to serve (above)
 #   FOLDBENCH_LLM_VENV     the venv (default /opt/foldbench-llm)
 #   PORT                   the port (default 8089)
-#   FOLDBENCH_LLM_THREADS  llama.cpp threads, generation and prompt (default: all cores, `nproc`)
+#   FOLDBENCH_LLM_THREADS  llama.cpp threads, generation and prompt (default 1: on a 2-core
+#                          machine shared with builds, 2 threads wait on each other; measured in
+#                          docs/local-models.md. On a quiet machine try `nproc`.)
 #   FOLDBENCH_LLM_STATE    where the pid, config and log files go (default ${TMPDIR:-/tmp}/foldbench-llm)
 #   PYTHON                 the python that creates the venv (default python3)
 set -euo pipefail
 
+SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"
 VENV="${FOLDBENCH_LLM_VENV:-/opt/foldbench-llm}"
 PORT="${PORT:-8089}"
 HOST=127.0.0.1
-THREADS="${FOLDBENCH_LLM_THREADS:-$(nproc 2>/dev/null || echo 2)}"
+THREADS="${FOLDBENCH_LLM_THREADS:-1}"
 MODELS="${FOLDBENCH_LLM_MODELS:-smollm2}"
 STATE_DIR="${FOLDBENCH_LLM_STATE:-${TMPDIR:-/tmp}/foldbench-llm}"
 PIDFILE="$STATE_DIR/server-$PORT.pid"
@@ -243,7 +248,7 @@ write_config() {
         for m in $MODEL_LIST; do
             [ "$first" = 1 ] || echo ","
             first=0
-            printf '  {"model": "%s", "model_alias": "%s", "chat_format": "chatml-function-calling", "n_ctx": %s, "n_threads": %s, "n_threads_batch": %s, "n_batch": 512, "logits_all": %s, "verbose": true}' \
+            printf '  {"model": "%s", "model_alias": "%s", "chat_format": "foldbench-function-calling", "n_ctx": %s, "n_threads": %s, "n_threads_batch": %s, "n_batch": 512, "logits_all": %s, "verbose": true}' \
                 "$(gguf_of "$m")" "$(alias_of "$m")" "$(ctx_of "$m")" "$THREADS" "$THREADS" "$LOGITS_ALL"
         done
         echo "]}"
@@ -286,7 +291,7 @@ start() {
     # The server's settings also read environment variables named like its fields (`MODELS`,
     # `MODEL`, `HOST`, `N_CTX`…): the config file says everything, so those are removed.
     nohup env -u MODELS -u MODEL -u MODEL_ALIAS -u HOST -u N_CTX -u CHAT_FORMAT -u CONFIG_FILE \
-        "$VENV/bin/python" -m llama_cpp.server --config_file "$CONFIG" \
+        "$VENV/bin/python" "$SCRIPT_DIR/llm-server.py" --config_file "$CONFIG" \
         >"$LOGFILE" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
     local waited=0

@@ -84,6 +84,8 @@ fn each_local_model_judges_cards_in_both_answer_modes_and_the_cassettes_replay()
                 "300",
                 "--max-context",
                 "3000",
+                "--max-answer-tokens",
+                "64",
                 "--jobs",
                 "2",
                 "--timeout",
