@@ -3,19 +3,19 @@
 # each in both answer modes (`tool`, and `text` with the grammar), beside the baselines, on the
 # items built from the task suite and the labelled real sessions.
 #
-#   tests/judge-comparison.sh DATA_DIR      record (local models, ~40 min on 2 loaded cores at STEP=20)
+#   tests/judge-comparison.sh DATA_DIR      record (local models; ~20 min on 2 shared cores at STEP=20)
 #   tests/judge-comparison.sh --replay      the table again from the committed cassettes (offline)
 #
-# Settings (environment): STEP (every STEP-th item of the full dataset, from the first; default
-# 20; 1 = every item), FOLDBENCH (the binary; default target/release/foldbench),
-# FOLDBENCH_LLM_THREADS (default 1). Writes results/judge/: items.jsonl (the selected items),
-# cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out, its sha256 is
-# the file's key and items.jsonl regenerates it), records.jsonl and table.md (the replayed
-# comparison), runs.txt (each live run's command, time and `uptime` load).
+# Settings (environment): OUT (default results/judge), STEP (every STEP-th item of the full
+# dataset, from the first; default 20; 1 = every item), FOLDBENCH (the binary; default
+# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1). Writes OUT: items.jsonl (the
+# selected items), cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out,
+# its sha256 is the file's key and items.jsonl regenerates it), records.jsonl and table.md (the
+# replayed comparison), runs.txt (each live run's command, time and `uptime` load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OUT=results/judge
+OUT="${OUT:-results/judge}"
 BIN="${FOLDBENCH:-target/release/foldbench}"
 STEP="${STEP:-20}"
 export FOLDBENCH_LLM_THREADS="${FOLDBENCH_LLM_THREADS:-1}"
