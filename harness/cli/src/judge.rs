@@ -109,6 +109,11 @@ pub struct AnswerFlags {
     /// as the request's `grammar` field (llama.cpp and llama-cpp-python servers).
     #[arg(long)]
     pub grammar: bool,
+    /// Stop an `openai:` model's answer after N tokens (the request's `max_tokens`): a small
+    /// model can repeat `and 2-3` until its context is full. A text answer cut short does not
+    /// parse and counts as unparsable.
+    #[arg(long, value_name = "N")]
+    pub max_answer_tokens: Option<u32>,
 }
 
 impl From<&AnswerFlags> for harness_runner::judge_answer::AnswerArgs {
@@ -119,6 +124,7 @@ impl From<&AnswerFlags> for harness_runner::judge_answer::AnswerArgs {
                 AnswerArg::Text => harness_core::answer::AnswerMode::Text,
             }),
             grammar: f.grammar,
+            max_answer_tokens: f.max_answer_tokens,
         }
     }
 }
@@ -167,6 +173,11 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// Fit every request into N o200k tokens: the oldest whole turns of the context are left
+    /// out (a note says so; the card and the current message stay whole); an item whose card
+    /// alone is over N is not asked and counted as `too long`.
+    #[arg(long, value_name = "N")]
+    pub max_context: Option<u64>,
     /// How the models answer (`--answer tool|text`, `--grammar`).
     #[command(flatten)]
     pub answer: AnswerFlags,
@@ -357,6 +368,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             ..Price::default()
         },
         progress: !models.is_empty(),
+        max_context: a.max_context,
     };
     records.extend(judge_models_answering(&items, &models, &opts).await);
     let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();

@@ -114,6 +114,11 @@ pub struct Response {
     /// broken"). Real models never set it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expects: Vec<(String, String)>,
+    /// The time the provider took to answer, measured by the HTTP backend from sending the
+    /// request to the end of the answer (no time queued for a slot, no earlier attempt); kept in
+    /// a cassette, so a replay reports the recorded time. `None` for the sim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_ms: Option<u64>,
 }
 
 impl Response {
@@ -136,6 +141,7 @@ impl Response {
             output_tokens,
             usage,
             expects: Vec::new(),
+            model_ms: None,
         }
     }
 }

@@ -38,6 +38,8 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
         "answer tok",
         "latency ms",
         "cost $",
+        "cut",
+        "too long",
         "errors",
     ];
     Table {
@@ -45,7 +47,7 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
         rows: aggs
             .iter()
             .map(|a| {
-                let answered = a.items - a.errors;
+                let answered = a.items - a.errors - a.too_long;
                 vec![
                     a.model.clone(),
                     a.answer.clone(),
@@ -69,6 +71,8 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                     format!("{:.1}", a.mean_output_tokens),
                     format!("{:.0}", a.median_latency_ms),
                     format!("{:.4}", a.cost),
+                    a.cut.to_string(),
+                    a.too_long.to_string(),
                     a.errors.to_string(),
                 ]
             })

@@ -9,7 +9,7 @@
 #
 # Usage: harness/runner/benches/lean_process.sh [FOLDBENCH] [N]
 #   FOLDBENCH defaults to target/release/foldbench (build it with
-#   `cargo build --release -p harness-runner`), N to 300. Prints medians of 5 (start-up) and 3
+#   `cargo build --release -p foldbench`), N to 300. Prints medians of 5 (start-up) and 3
 #   (runs) and the load average.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

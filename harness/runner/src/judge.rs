@@ -458,6 +458,8 @@ pub struct JudgeOptions {
     pub price: Price,
     /// Print a line per answered item to stderr.
     pub progress: bool,
+    /// Fit every request into this many o200k tokens ([`crate::judge_fit`]).
+    pub max_context: Option<u64>,
 }
 
 /// The baselines' records over the items; `prompt_tokens` is the size of the request a model

@@ -35,6 +35,10 @@ pub struct AnswerArgs {
     pub answer: Option<AnswerMode>,
     /// With text answers: constrain them with the GBNF grammar (`openai:` models only).
     pub grammar: bool,
+    /// Stop an `openai:` model's answer after N tokens (the request's `max_tokens`): a small
+    /// model can repeat `and 2-3` until its context is full. A text answer cut short does not
+    /// parse and counts as unparsable.
+    pub max_answer_tokens: Option<u32>,
 }
 
 /// How one model answers.
@@ -131,9 +135,14 @@ pub fn build_models(
             _ => asked,
         };
         let model = match prefix {
-            "openai" if how.constrained => {
+            "openai" if how.constrained || args.max_answer_tokens.is_some() => {
                 let mut extra = Map::new();
-                extra.insert("grammar".into(), json!(answer::GRAMMAR));
+                if how.constrained {
+                    extra.insert("grammar".into(), json!(answer::GRAMMAR));
+                }
+                if let Some(n) = args.max_answer_tokens {
+                    extra.insert("max_tokens".into(), json!(n));
+                }
                 let m = OpenAiModel::from_env(rest, opts)?.with_extra_body(extra);
                 backends::with_recording(Arc::new(m), opts)?
             }
@@ -184,11 +193,28 @@ pub async fn ask(
     let mut rec = JudgedRecord::new(&model.name(), item, judgement::card_tokens(&card));
     rec.answer_mode = how.mode;
     rec.constrained = how.constrained;
+    let req = match crate::judge_fit::fit(req, opts.max_context) {
+        Ok((req, fitted)) => {
+            rec.context_cut = fitted.turns_cut;
+            req
+        }
+        Err(e) => {
+            rec.too_long = true;
+            rec.error = Some(e);
+            return rec;
+        }
+    };
     let began = Instant::now();
     let got = model.respond(&req, &item.id).await;
     rec.latency_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
     match got {
         Ok(resp) => {
+            // The provider's own time when the backend measured it: a request queued for a
+            // local server's single slot is not slower for it, and a replay reports the
+            // recorded time.
+            if let Some(ms) = resp.model_ms {
+                rec.latency_ms = ms;
+            }
             let mut r = match how.mode {
                 AnswerMode::Tool => rec.answered(item, &item.context(), &resp),
                 AnswerMode::Text => {
@@ -236,6 +262,7 @@ mod tests {
         let grammar_only = AnswerArgs {
             answer: None,
             grammar: true,
+            max_answer_tokens: None,
         };
         let e = build_models(&[&spec], &grammar_only, &opts).err().unwrap();
         assert!(e.contains("--answer text"), "{e}");
@@ -249,6 +276,7 @@ mod tests {
         let tool = AnswerArgs {
             answer: Some(AnswerMode::Tool),
             grammar: false,
+            max_answer_tokens: None,
         };
         let e = build_models(&[&spec], &tool, &opts).err().unwrap();
         assert!(e.contains("drop --answer"), "{e}");
@@ -256,6 +284,7 @@ mod tests {
         let constrained = AnswerArgs {
             answer: Some(AnswerMode::Text),
             grammar: true,
+            max_answer_tokens: None,
         };
         let e = build_models(&[&anthropic], &constrained, &opts)
             .err()

@@ -36,6 +36,7 @@ pub mod history;
 pub mod html;
 pub mod judge;
 pub mod judge_answer;
+pub mod judge_fit;
 pub mod merge;
 pub mod model;
 pub mod progress;

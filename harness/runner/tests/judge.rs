@@ -3,7 +3,10 @@
 //! the core judges them. Recording to a cassette and replaying it gives the same records, and
 //! the `foldbench` binary puts the model beside the baselines.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{binary, repo};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,21 +20,6 @@ use harness_runner::model::SharedModel;
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The `foldbench` binary of this build (`target/<profile>/foldbench`, beside `deps/`); it is a
-/// different package's, so `cargo test --workspace` builds it.
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    dir.join("foldbench")
-}
 
 async fn dataset() -> Vec<Item> {
     let sources =
@@ -123,6 +111,7 @@ fn judge_opts() -> JudgeOptions {
         max_tool_output: None,
         price: harness_core::metrics::Price::default(),
         progress: false,
+        max_context: None,
     }
 }
 

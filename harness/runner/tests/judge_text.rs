@@ -4,7 +4,11 @@
 //! are judged as the core judges the text; the cassette replays the same records and says how
 //! its answers were asked.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{binary, repo};
+
+use std::path::Path;
 
 use harness_core::answer::{self, AnswerMode};
 use harness_core::fold::card_turns;
@@ -13,21 +17,6 @@ use harness_runner::judge;
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
-
-/// The `foldbench` binary of this build (`target/<profile>/foldbench`, beside `deps/`); it is a
-/// different package's, so `cargo test --workspace` builds it.
-fn binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>");
-    dir.join("foldbench")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 async fn dataset() -> Vec<Item> {
     let sources =

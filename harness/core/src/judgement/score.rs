@@ -284,6 +284,17 @@ pub struct JudgedRecord {
     /// Why the model gave no answer (after the backend's retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Turns of the context left out to fit `judge run --max-context` (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_cut: u32,
+    /// The request did not fit `--max-context` even without its context, so the model was not
+    /// asked (`error` says the sizes); counted in its own column, not among the errors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_long: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl JudgedRecord {
@@ -311,6 +322,8 @@ impl JudgedRecord {
             latency_ms: 0,
             cost: 0.0,
             error: None,
+            context_cut: 0,
+            too_long: false,
         }
     }
 
@@ -347,8 +360,12 @@ pub struct Aggregate {
     pub model: String,
     /// Items asked.
     pub items: usize,
-    /// Items with no answer (errors).
+    /// Items with no answer (errors), the too-long ones aside.
     pub errors: usize,
+    /// Items not asked: the request did not fit `--max-context` even without its context.
+    pub too_long: usize,
+    /// Items asked with the oldest turns of their context left out to fit `--max-context`.
+    pub cut: usize,
     /// Items answered exactly.
     pub exact: usize,
     /// Closed units on the cards answered.
@@ -387,10 +404,13 @@ pub struct Aggregate {
 pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
     let mine: Vec<&JudgedRecord> = records.iter().filter(|r| r.model == model).collect();
     let ok: Vec<&&JudgedRecord> = mine.iter().filter(|r| r.error.is_none()).collect();
+    let too_long = mine.iter().filter(|r| r.too_long).count();
     let mut a = Aggregate {
         model: model.to_string(),
         items: mine.len(),
-        errors: mine.len() - ok.len(),
+        errors: mine.len() - ok.len() - too_long,
+        too_long,
+        cut: ok.iter().filter(|r| r.context_cut > 0).count(),
         ..Aggregate::default()
     };
     for r in &ok {

@@ -3,7 +3,8 @@
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
 //! - [`cassette`]: `--record DIR` (a decorator around any model) and `replay:DIR`;
-//! - [`retry`]: the HTTP engine both providers share: in-flight cap, retries, redaction.
+//! - [`retry`]: the HTTP engine both providers share: in-flight cap, retries, redaction;
+//! - [`slots`]: how many requests a server takes at once (one for a server on this machine).
 //!
 //! [`parse_model`] turns a `--model` spec into a model; `sim` is built by the caller, which can
 //! wrap it for recording with [`with_recording`].
@@ -22,6 +23,7 @@ pub mod anthropic;
 pub mod cassette;
 pub mod openai;
 pub mod retry;
+pub mod slots;
 
 pub use anthropic::AnthropicModel;
 pub use cassette::{canonical_request, cassette_key, Recorder, ReplayModel};
@@ -230,7 +232,8 @@ impl Endpoint {
         if base.is_empty() {
             return Err(format!("{provider}: the base url is empty"));
         }
-        let semaphore = retry::provider_semaphore(&format!("{provider} {base}"), opts.in_flight);
+        let cap = slots::in_flight_cap_from_env(base, opts.in_flight);
+        let semaphore = retry::provider_semaphore(&format!("{provider} {base}"), cap);
         let secrets = secrets_with(keys.into_iter());
         let engine = retry::Engine::new(
             &format!("{provider}:{model}"),
@@ -252,12 +255,13 @@ impl Endpoint {
         body: &serde_json::Value,
         parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, String>,
     ) -> Result<harness_core::request::Response, crate::model::ModelError> {
-        let answer = self
+        let (answer, took) = self
             .engine
-            .post_json(&self.url, &self.headers, body)
+            .post_json_timed(&self.url, &self.headers, body)
             .await?;
         let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m))?;
         unique_call_ids(&mut resp.tool_calls);
+        resp.model_ms = Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
         Ok(resp)
     }
 }

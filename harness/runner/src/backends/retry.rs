@@ -183,21 +183,38 @@ impl Engine {
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
     ) -> Result<serde_json::Value, ModelError> {
+        self.post_json_timed(url, headers, body)
+            .await
+            .map(|(v, _)| v)
+    }
+
+    /// [`Engine::post_json`], with the time the answering attempt took from sending the request
+    /// to the end of the answer: no time waiting for a slot of the in-flight cap, no earlier
+    /// attempt, no backoff.
+    pub async fn post_json_timed(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<(serde_json::Value, Duration), ModelError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| self.other(format!("cannot encode the request: {e}")))?;
         let attempts = self.policy.max_retries.saturating_add(1);
         let mut last = String::new();
         for attempt in 1..=attempts {
-            let outcome = {
+            let (outcome, took) = {
                 let _permit = self.semaphore.acquire().await.map_err(|_| {
                     self.other("the provider's request limiter was closed".to_string())
                 })?;
-                self.attempt(url, headers, bytes.clone(), attempt, attempts)
-                    .await
+                let began = std::time::Instant::now();
+                let outcome = self
+                    .attempt(url, headers, bytes.clone(), attempt, attempts)
+                    .await;
+                (outcome, began.elapsed())
             };
             match outcome {
                 Attempt::Done(body) => match self.parse(&body) {
-                    Ok(v) => return Ok(v),
+                    Ok(v) => return Ok((v, took)),
                     // A body cut short (the connection closed early) is worth another try.
                     Err((err, true)) if attempt < attempts => {
                         let reason = err.to_string();
