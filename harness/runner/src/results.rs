@@ -377,29 +377,16 @@ impl RunDir {
     /// Writes a finished cell: its files first, then its requests, then its record (the record
     /// is what marks the cell finished, so it goes last).
     pub fn write_cell(&mut self, out: &CellOutput) -> std::io::Result<()> {
-        let dir = self.root.join("cells").join(cell_folder(&out.record.id));
-        fs::create_dir_all(&dir)?;
-        let mut transcript = String::new();
-        for m in &out.transcript {
-            transcript.push_str(&serde_json::to_string(&**m).map_err(std::io::Error::other)?);
-            transcript.push('\n');
-        }
-        write_atomic(&dir.join(TRANSCRIPT_FILE), transcript.as_bytes())?;
-        let mut events = String::new();
-        for e in &out.events {
-            events.push_str(&serde_json::to_string(e).map_err(std::io::Error::other)?);
-            events.push('\n');
-        }
-        write_atomic(&dir.join(EVENTS_FILE), events.as_bytes())?;
-        write_atomic(&dir.join(DIFF_FILE), out.diff.as_bytes())?;
-        for a in &out.archives {
-            let name = Path::new(&a.path)
-                .file_name()
-                .map(|n| n.to_owned())
-                .unwrap_or_default();
-            fs::create_dir_all(dir.join("archive"))?;
-            write_atomic(&dir.join("archive").join(name), &a.bytes)?;
-        }
+        write_cell_files(&self.root, out)?;
+        self.append_record(out)?;
+        self.sync_records()
+    }
+
+    /// The second half of [`RunDir::write_cell`]: the cell's request rows, then its record,
+    /// appended (not yet synced: [`RunDir::sync_records`] syncs the records appended so far, so
+    /// the cells that finish together share one sync). Call it only after [`write_cell_files`]
+    /// succeeded for the cell, so a record still means the cell's files are complete.
+    pub fn append_record(&mut self, out: &CellOutput) -> std::io::Result<()> {
         let mut reqs = String::new();
         for e in &out.events {
             if let harness_core::events::Event::Request(r) = e {
@@ -420,9 +407,43 @@ impl RunDir {
         let mut line = serde_json::to_string(&out.record).map_err(std::io::Error::other)?;
         line.push('\n');
         self.cells.write_all(line.as_bytes())?;
-        self.cells.flush()?;
+        self.cells.flush()
+    }
+
+    /// Syncs the records appended so far to the disk.
+    pub fn sync_records(&mut self) -> std::io::Result<()> {
         self.cells.sync_data()
     }
+}
+
+/// The first half of [`RunDir::write_cell`]: a cell's own files (transcript, events, diff,
+/// archives), each written aside, synced and renamed into `root/cells/<cell>/`. Cells write
+/// theirs concurrently; the run's single writer then appends the records in turn.
+pub fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
+    let dir = root.join("cells").join(cell_folder(&out.record.id));
+    fs::create_dir_all(&dir)?;
+    let mut transcript = String::new();
+    for m in &out.transcript {
+        transcript.push_str(&serde_json::to_string(&**m).map_err(std::io::Error::other)?);
+        transcript.push('\n');
+    }
+    write_atomic(&dir.join(TRANSCRIPT_FILE), transcript.as_bytes())?;
+    let mut events = String::new();
+    for e in &out.events {
+        events.push_str(&serde_json::to_string(e).map_err(std::io::Error::other)?);
+        events.push('\n');
+    }
+    write_atomic(&dir.join(EVENTS_FILE), events.as_bytes())?;
+    write_atomic(&dir.join(DIFF_FILE), out.diff.as_bytes())?;
+    for a in &out.archives {
+        let name = Path::new(&a.path)
+            .file_name()
+            .map(|n| n.to_owned())
+            .unwrap_or_default();
+        fs::create_dir_all(dir.join("archive"))?;
+        write_atomic(&dir.join("archive").join(name), &a.bytes)?;
+    }
+    Ok(())
 }
 
 /// Writes a file through a temporary name and a rename, so it is never seen half-written.

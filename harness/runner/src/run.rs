@@ -179,7 +179,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .filter(|c| !done.contains(&c.id))
         .cloned()
         .collect();
-    let jobs = plan_jobs(&cfg, &todo)?;
+    let jobs = plan_jobs(&cfg, &interleaved(todo.clone()))?;
     let total = cells.len();
     let already = total - todo.len();
     let mode = if cfg.progress {
@@ -191,11 +191,13 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let opts = Arc::new(cfg.cell);
+    let root = dir.root().to_path_buf();
     for (plan, model) in jobs {
         let sem = Arc::clone(&sem);
         let tx = tx.clone();
         let opts = Arc::clone(&opts);
         let progress = Arc::clone(&progress);
+        let root = root.clone();
         tokio::spawn(async move {
             let Ok(_permit) = sem.acquire_owned().await else {
                 return;
@@ -209,16 +211,44 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
                 }
             };
             let out = run_cell(&plan, &opts, model.as_ref(), &on_event).await;
-            let _ = tx.send(out);
+            // The cell's own files are written (and synced) here, beside the other cells'; the
+            // loop below appends the records one at a time, each after its cell's files.
+            let written = tokio::task::spawn_blocking(move || {
+                let r = crate::results::write_cell_files(&root, &out);
+                (out, r)
+            })
+            .await;
+            if let Ok(done) = written {
+                let _ = tx.send(done);
+            }
         });
     }
     drop(tx);
-    while let Some(out) = rx.recv().await {
-        dir.write_cell(&out).map_err(|e| {
-            RunError::Internal(format!("cannot write the record of {}: {e}", out.record.id))
-        })?;
-        if let Ok(mut p) = progress.lock() {
-            p.finished(&out.record);
+    while let Some(first) = rx.recv().await {
+        // The cells that have finished by now: their records appended, then synced once.
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let mut failed = None;
+        for (out, files) in &batch {
+            let written = match files {
+                Ok(()) => dir.append_record(out).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = written {
+                failed.get_or_insert(format!("cannot write the record of {}: {e}", out.record.id));
+            }
+        }
+        dir.sync_records()
+            .map_err(|e| RunError::Internal(format!("cannot sync the records: {e}")))?;
+        if let Some(e) = failed {
+            return Err(RunError::Internal(e));
+        }
+        for (out, _) in &batch {
+            if let Ok(mut p) = progress.lock() {
+                p.finished(&out.record);
+            }
         }
     }
     if let Ok(p) = progress.lock() {
@@ -226,6 +256,26 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
     Ok(in_matrix_order(records, &cells))
+}
+
+/// The cells in the order they start: the k-th cell of every task before the (k+1)-th of any.
+/// Cells of one task walk the same workspace states and ask the tool cache for the same
+/// commands, so started side by side they wait on each other's first calls; started task by
+/// task, the first arm of each task fills the cache while the others read it. Records are
+/// listed in matrix order whatever the start order.
+fn interleaved(cells: Vec<MatrixCell>) -> Vec<MatrixCell> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut keyed: Vec<(usize, usize, MatrixCell)> = cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let k = seen.entry(c.task.clone()).or_default();
+            *k += 1;
+            (*k, i, c)
+        })
+        .collect();
+    keyed.sort_by_key(|(k, i, _)| (*k, *i));
+    keyed.into_iter().map(|(_, _, c)| c).collect()
 }
 
 /// `matrix.json`: the whole matrix, and which part of it this run is (a shard or `--only`).
