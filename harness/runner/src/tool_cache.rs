@@ -7,7 +7,7 @@
 //! clocks, randomness, the network), and the inputs are all in the key:
 //!
 //! - the command text, its time limit and output cap;
-//! - the workspace's state before the call ([`Snapshot::state`]): every folder, file and symlink
+//! - the workspace's state before the call (`Snapshot::state`): every folder, file and symlink
 //!   of the work tree with its mode and content, what identifies `.git`'s commits and refs, and
 //!   the archive folder's names and sizes;
 //! - the sandbox (bubblewrap or not, network or not) and the allowed environment (which names the
