@@ -32,7 +32,12 @@ fn success_usage_and_input_errors_map_to_their_codes() {
     let err = String::from_utf8_lossy(&invalid.stderr);
     assert!(err.contains("t.yaml:"), "{err}");
     assert!(
-        err.trim_end().lines().last().unwrap().starts_with("error: ") && err.contains("problem"),
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("error: ")
+            && err.contains("problem"),
         "{err}"
     );
 }
