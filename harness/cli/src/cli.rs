@@ -1,15 +1,8 @@
-//! The `foldbench` command line. `main.rs` only calls [`main`].
+//! The `foldbench` command line: clap's definitions and the commands without a module of
+//! their own. `main.rs` maps what [`main`] returns to an exit code.
 //!
-//! Exit codes (the one place they are defined):
-//!
-//! | code | meaning |
-//! |---|---|
-//! | 0 | all good |
-//! | 100 | cells failed (a check did not hold or a cell ended in error), or a regression |
-//! | 4 | no cell selected |
-//! | 2 | usage error or a bad spec/matrix file |
-//! | 1 | internal error (IO, an unexpected state) |
-//! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (after removing its workspaces) |
+//! The exit codes are defined once, in [`crate::error`]; `run` and `ab` stopped by SIGINT or
+//! SIGTERM exit 130 or 143 (after removing their workspaces).
 //!
 //! Per command: `run`/`ab` — 0 every cell succeeded, 100 a cell failed or ended in error, 4 the
 //! matrix or the `--partition` selected no cell, 2 the run folder is in use by another run or

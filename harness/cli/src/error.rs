@@ -8,6 +8,7 @@
 //! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`]) |
 //! | 4 | no cell selected ([`Code::NoCells`]) |
 //! | 100 | cells failed, or a regression ([`Code::Failed`]) |
+//! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
 
 use std::fmt;
 use std::process::ExitCode;

@@ -179,9 +179,9 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         .filter(|c| !done.contains(&c.id))
         .cloned()
         .collect();
-    let jobs = plan_jobs(&cfg, &interleaved(todo.clone()))?;
     let total = cells.len();
     let already = total - todo.len();
+    let jobs = plan_jobs(&cfg, &interleaved(todo))?;
     let mode = if cfg.progress {
         crate::progress::Mode::detect()
     } else {
