@@ -8,7 +8,9 @@
 #
 # Settings (environment): OUT (default results/judge), STEP (every STEP-th item of the full
 # dataset, from the first; default 20; 1 = every item), FOLDBENCH (the binary; default
-# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1). Writes OUT: items.jsonl (the
+# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep the cassettes
+# already recorded and ask only the exchanges they lack — an interrupted recording goes on where it
+# stopped; default: record afresh). Writes OUT: items.jsonl (the
 # selected items), cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out,
 # its sha256 is the file's key and items.jsonl regenerates it), records.jsonl and table.md (the
 # replayed comparison), runs.txt (each live run's command, time and `uptime` load).
@@ -72,8 +74,12 @@ for m in "${MODELS[@]}"; do
     url="$(sed -n 's/^OPENAI_BASE_URL=//p' <<<"$settings")"
     for mode in "${MODES[@]}"; do
         dir="$OUT/cassettes/$alias-$mode"
-        rm -rf "$dir"
         flags=(--answer "$mode")
+        if [ "${RESUME:-0}" = 1 ]; then
+            flags+=(--resume)
+        else
+            rm -rf "$dir"
+        fi
         [ "$mode" = text ] && flags+=(--grammar)
         cmd=("$BIN" judge run --dataset "$OUT/items.jsonl" "${SHAPE[@]}" "${ASK[@]}" "${flags[@]}"
             --model "openai:$alias" --record "$dir" -o "target/judge/live-$alias-$mode.jsonl" --format md)

@@ -144,6 +144,10 @@ pub struct RunArgs {
     /// Record every model exchange into this cassette folder (one real model at a time).
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// With --record: answer every request the cassette already holds from it and ask the
+    /// model only the missing ones, so an interrupted recording goes on where it stopped.
+    #[arg(long, requires = "record")]
+    pub resume: bool,
     /// Write one judged record per model and item (JSONL) here; a FILE.html gets one
     /// self-contained page instead (the tables, each session's card points and answers).
     /// Repeatable.
@@ -319,6 +323,7 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
     }
     let opts = BackendOptions {
         record: a.record.clone(),
+        resume_recording: a.resume,
         in_flight: a.jobs.max(1),
         timeout: Duration::from_secs(a.timeout.max(1)),
         max_retries: a.retries,

@@ -641,7 +641,7 @@ async fn cassette_records_then_replays_the_same_response() {
         .await;
     let dir = tempfile::tempdir().unwrap();
     let inner: Arc<dyn Model> = Arc::new(openai_model(&server, &opts()));
-    let rec = Recorder::new(inner, dir.path(), 7, vec![KEY.to_string()]).unwrap();
+    let rec = Recorder::new(inner, dir.path(), 7, vec![KEY.to_string()], false).unwrap();
     let req = request();
     let recorded = rec.respond(&req, "task/none/0").await.unwrap();
     let again = rec.respond(&request(), "task/fold/0").await.unwrap();
@@ -677,6 +677,89 @@ async fn cassette_records_then_replays_the_same_response() {
     );
 }
 
+/// A request whose text differs from `request()`'s, so it has another cassette key.
+fn other_request() -> Request {
+    let mut req = request();
+    req.system = format!("{} (another request)", req.system).into();
+    req
+}
+
+#[tokio::test]
+async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first recording: one exchange, then "interrupted".
+    let first = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
+        .expect(1)
+        .mount(&first)
+        .await;
+    let rec = Recorder::new(
+        Arc::new(openai_model(&first, &opts())),
+        dir.path(),
+        0,
+        vec![],
+        false,
+    )
+    .unwrap();
+    let recorded = rec.respond(&request(), "item/1").await.unwrap();
+    let recorded_file = dir
+        .path()
+        .join(format!("{}.json", cassette_key(&request(), 0)));
+    let before = std::fs::read_to_string(&recorded_file).unwrap();
+
+    // Resumed against a server that must be asked exactly once: for the missing request.
+    let second = MockServer::start().await;
+    let mut answer = openai_answer();
+    answer["choices"][0]["message"]["content"] = Value::from("a new answer");
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .expect(1)
+        .mount(&second)
+        .await;
+    let resumed = Recorder::new(
+        Arc::new(openai_model(&second, &opts())),
+        dir.path(),
+        0,
+        vec![],
+        true,
+    )
+    .unwrap();
+    assert_eq!(
+        resumed.respond(&request(), "item/1").await.unwrap(),
+        recorded
+    );
+    let fresh = resumed.respond(&other_request(), "item/2").await.unwrap();
+    assert_ne!(fresh, recorded);
+    assert_eq!(
+        std::fs::read_to_string(&recorded_file).unwrap(),
+        before,
+        "not rewritten"
+    );
+    let replay = ReplayModel::open(dir.path(), 0).unwrap();
+    assert_eq!(
+        replay.respond(&other_request(), "item/2").await.unwrap(),
+        fresh
+    );
+
+    // Without resuming, the same folder is asked again (and overwritten).
+    let third = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
+        .expect(1)
+        .mount(&third)
+        .await;
+    let again = Recorder::new(
+        Arc::new(openai_model(&third, &opts())),
+        dir.path(),
+        0,
+        vec![],
+        false,
+    )
+    .unwrap();
+    again.respond(&request(), "item/1").await.unwrap();
+}
+
 #[tokio::test]
 async fn errors_are_never_recorded() {
     let server = MockServer::start().await;
@@ -689,7 +772,14 @@ async fn errors_are_never_recorded() {
         max_retries: 0,
         ..opts()
     };
-    let rec = Recorder::new(Arc::new(openai_model(&server, &o)), dir.path(), 0, vec![]).unwrap();
+    let rec = Recorder::new(
+        Arc::new(openai_model(&server, &o)),
+        dir.path(),
+        0,
+        vec![],
+        false,
+    )
+    .unwrap();
     assert!(rec.respond(&request(), "c").await.is_err());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -35,7 +35,9 @@
 //! errors are never recorded. Within one recording run, a request whose key was already answered
 //! is not sent again: every cell asking it gets the same answer (concurrent askers wait for the
 //! first), so a replay reproduces each cell exactly. Recording into a directory that already holds
-//! a key overwrites it.
+//! a key overwrites it, unless the recorder *resumes* (`judge run --record DIR --resume`): then a
+//! key the directory holds is answered from its file and only the missing ones are asked, so an
+//! interrupted recording of many hours goes on where it stopped.
 //!
 //! `--model replay:DIR` is a [`ReplayModel`]: it computes the key of each request and answers with
 //! the recorded response; a request with no file fails the cell with
@@ -177,16 +179,19 @@ pub struct Recorder {
     dir: PathBuf,
     epoch: u64,
     secrets: Vec<String>,
+    resume: bool,
     answered: Mutex<HashMap<String, Arc<OnceCell<Response>>>>,
 }
 
 impl Recorder {
     /// Wraps `inner`, writing into `dir` (created if needed); `secrets` are redacted from files.
+    /// With `resume`, a request whose key `dir` already holds is answered from that file.
     pub fn new(
         inner: Arc<dyn Model>,
         dir: &Path,
         epoch: u64,
         secrets: Vec<String>,
+        resume: bool,
     ) -> Result<Recorder, String> {
         std::fs::create_dir_all(dir).map_err(|e| {
             format!(
@@ -200,6 +205,7 @@ impl Recorder {
             dir: dir.to_path_buf(),
             epoch,
             secrets,
+            resume,
             answered: Mutex::new(HashMap::new()),
         })
     }
@@ -278,6 +284,12 @@ impl Model for Recorder {
             let slot = self.slot(&key);
             let response = slot
                 .get_or_try_init(|| async {
+                    if self.resume {
+                        match load_exchange(&self.dir, &key, cell, &self.inner.name()) {
+                            Err(ModelError::MissingRecording { .. }) => {}
+                            recorded => return recorded,
+                        }
+                    }
                     let response = self.inner.respond(req, cell).await?;
                     self.write(&key, request, cell, &response)?;
                     Ok::<Response, ModelError>(response)
@@ -310,47 +322,53 @@ impl ReplayModel {
     }
 
     fn load(&self, key: &str, cell: &str) -> Result<Response, ModelError> {
-        let path = self.dir.join(format!("{key}.json"));
-        let bad = |message: String| ModelError::Other {
-            model: self.name(),
-            message,
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ModelError::MissingRecording {
-                    dir: self.dir.display().to_string(),
-                    key: key.to_string(),
-                    cell: cell.to_string(),
-                })
-            }
-            Err(e) => return Err(bad(format!("cannot read cassette {}: {e}", path.display()))),
-        };
-        let file: Value = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("cassette {} is not JSON: {e}", path.display())))?;
-        match file.get("version").and_then(Value::as_u64) {
-            Some(CASSETTE_VERSION) => {}
-            other => {
-                return Err(bad(format!(
-                    "cassette {} has version {}, this foldbench reads version {CASSETTE_VERSION}",
-                    path.display(),
-                    other.map_or("none".to_string(), |v| v.to_string())
-                )))
-            }
-        }
-        if file.get("key").and_then(Value::as_str) != Some(key) {
-            return Err(bad(format!(
-                "cassette {} does not hold key {key}",
-                path.display()
-            )));
-        }
-        let response = file
-            .get("response")
-            .cloned()
-            .ok_or_else(|| bad(format!("cassette {} has no response", path.display())))?;
-        serde_json::from_value(response)
-            .map_err(|e| bad(format!("cassette {}: bad response: {e}", path.display())))
+        load_exchange(&self.dir, key, cell, &self.name())
     }
+}
+
+/// The recorded response of `key` in the cassette `dir`: [`ModelError::MissingRecording`] when
+/// the directory has no such file, another error (naming the file) when it cannot be read.
+fn load_exchange(dir: &Path, key: &str, cell: &str, model: &str) -> Result<Response, ModelError> {
+    let path = dir.join(format!("{key}.json"));
+    let bad = |message: String| ModelError::Other {
+        model: model.to_string(),
+        message,
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ModelError::MissingRecording {
+                dir: dir.display().to_string(),
+                key: key.to_string(),
+                cell: cell.to_string(),
+            })
+        }
+        Err(e) => return Err(bad(format!("cannot read cassette {}: {e}", path.display()))),
+    };
+    let file: Value = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("cassette {} is not JSON: {e}", path.display())))?;
+    match file.get("version").and_then(Value::as_u64) {
+        Some(CASSETTE_VERSION) => {}
+        other => {
+            return Err(bad(format!(
+                "cassette {} has version {}, this foldbench reads version {CASSETTE_VERSION}",
+                path.display(),
+                other.map_or("none".to_string(), |v| v.to_string())
+            )))
+        }
+    }
+    if file.get("key").and_then(Value::as_str) != Some(key) {
+        return Err(bad(format!(
+            "cassette {} does not hold key {key}",
+            path.display()
+        )));
+    }
+    let response = file
+        .get("response")
+        .cloned()
+        .ok_or_else(|| bad(format!("cassette {} has no response", path.display())))?;
+    serde_json::from_value(response)
+        .map_err(|e| bad(format!("cassette {}: bad response: {e}", path.display())))
 }
 
 impl Model for ReplayModel {

@@ -91,6 +91,9 @@ pub const SECRET_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 pub struct BackendOptions {
     /// `--record DIR`: write every successful exchange to this cassette directory.
     pub record: Option<PathBuf>,
+    /// With `record`: answer the keys the cassette already holds from it and ask only the
+    /// missing ones (an interrupted recording goes on where it stopped).
+    pub resume_recording: bool,
     /// Requests in flight per provider endpoint (default 4).
     pub in_flight: usize,
     /// Time-out of one attempt (default 120 s).
@@ -107,6 +110,7 @@ impl Default for BackendOptions {
     fn default() -> BackendOptions {
         BackendOptions {
             record: None,
+            resume_recording: false,
             in_flight: 4,
             timeout: Duration::from_secs(120),
             max_retries: 4,
@@ -197,6 +201,7 @@ pub fn with_recording(
             dir,
             opts.epoch,
             env_secrets(),
+            opts.resume_recording,
         )?)),
         None => Ok(model),
     }
