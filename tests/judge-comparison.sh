@@ -10,7 +10,8 @@
 # dataset, from the first; default 20; 1 = every item), FOLDBENCH (the binary; default
 # target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep the cassettes
 # already recorded and ask only the exchanges they lack — an interrupted recording goes on where it
-# stopped; default: record afresh). Writes OUT: items.jsonl (the
+# stopped; default: record afresh), JUDGE_MODELS (the models to run, default "smollm2 gemma3"; two
+# instances with their own PORT and OUT run side by side). Writes OUT: items.jsonl (the
 # selected items), cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out,
 # its sha256 is the file's key and items.jsonl regenerates it), records.jsonl and table.md (the
 # replayed comparison), runs.txt (each live run's command, time and `uptime` load).
@@ -27,7 +28,11 @@ export FOLDBENCH_LLM_THREADS="${FOLDBENCH_LLM_THREADS:-1}"
 SHAPE=(--max-context 2048)
 # Not part of the keys: how the live runs ask.
 ASK=(--max-answer-tokens 64 --jobs 1 --timeout 900 --retries 1)
-MODELS=(smollm2:smollm2-135m-instruct gemma3:gemma-3-270m)
+ALL_MODELS=(smollm2:smollm2-135m-instruct gemma3:gemma-3-270m)
+MODELS=()
+for m in "${ALL_MODELS[@]}"; do
+    case " ${JUDGE_MODELS:-smollm2 gemma3} " in *" ${m%%:*} "*) MODELS+=("$m") ;; esac
+done
 MODES=(tool text)
 
 log() { echo "judge-comparison: $*" >&2; }
@@ -63,10 +68,10 @@ if [ "${1:-}" = "--replay" ]; then
 fi
 DATA="${1:?usage: tests/judge-comparison.sh DATA_DIR | --replay}"
 mkdir -p "$OUT" target/judge
-"$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o target/judge/all.jsonl \
+"$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o "target/judge/all-$$.jsonl" \
     --format md >&2
-awk -v step="$STEP" 'NR % step == 1' target/judge/all.jsonl >"$OUT/items.jsonl"
-log "$(wc -l <"$OUT/items.jsonl") of $(wc -l <target/judge/all.jsonl) items (every ${STEP}th from the first)"
+awk -v step="$STEP" 'NR % step == 1' "target/judge/all-$$.jsonl" >"$OUT/items.jsonl"
+log "$(wc -l <"$OUT/items.jsonl") of $(wc -l <"target/judge/all-$$.jsonl") items (every ${STEP}th from the first)"
 : >"$OUT/runs.txt"
 for m in "${MODELS[@]}"; do
     key="${m%%:*}" alias="${m#*:}"
