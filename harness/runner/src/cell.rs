@@ -806,6 +806,9 @@ pub async fn run_checks(
     limits: &ToolLimits,
 ) -> Vec<CheckResult> {
     let mut out = Vec::new();
+    // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
+    // if it cannot be moved they see it, and the tool cache keys on it as for any command.
+    let _aside = ws.set_archive_aside().ok().flatten();
     for c in &spec.checks {
         let (passed, detail) = match c {
             Check::Shell(cmd) => match tools::run_shell_for(
@@ -879,4 +882,63 @@ pub fn relative_to(root: &Path, text: String) -> String {
 fn tail(s: &str, n: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     chars[chars.len().saturating_sub(n)..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_cache::ToolCache;
+
+    fn task(checks: Vec<Check>) -> TaskSpec {
+        TaskSpec {
+            name: "t".into(),
+            description: String::new(),
+            repo: ".".into(),
+            setup: vec![],
+            network: false,
+            cache: true,
+            env: vec![],
+            turns: vec![],
+            checks,
+        }
+    }
+
+    #[tokio::test]
+    async fn checks_do_not_see_the_archive_and_share_results_across_arms() {
+        let fx = tempfile::tempdir().expect("tempdir");
+        std::fs::write(fx.path().join("app.py"), "NEW = 1\n").expect("write");
+        let limits = ToolLimits {
+            cache: Some(Arc::new(ToolCache::new())),
+            ..ToolLimits::default()
+        };
+        // The check a task writes to say the old name is gone; the archive still holds it.
+        let spec = task(vec![Check::Shell(
+            "test ! -e .foldbench && ! grep -rq OLD_NAME .".into(),
+        )]);
+        let folded = Workspace::create(fx.path(), false).expect("create");
+        std::fs::create_dir_all(folded.archive_dir()).expect("mkdir");
+        std::fs::write(
+            folded.archive_dir().join("fold-turns-001-002.txt"),
+            "OLD_NAME = 1\n",
+        )
+        .expect("write");
+        let plain = Workspace::create(fx.path(), false).expect("create");
+        for ws in [&plain, &folded] {
+            let got = run_checks(ws, &spec, &HashMap::new(), &limits).await;
+            assert!(got[0].passed, "{:?}", got[0]);
+        }
+        assert!(
+            folded
+                .archive_dir()
+                .join("fold-turns-001-002.txt")
+                .is_file(),
+            "put back"
+        );
+        let stats = limits.cache.as_ref().expect("cache").stats();
+        assert_eq!(
+            (stats.misses, stats.hits),
+            (1, 1),
+            "the folded arm's check is a hit"
+        );
+    }
 }

@@ -215,6 +215,21 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> WorkspaceErro
     move |source| WorkspaceError::Io { context, source }
 }
 
+/// `.foldbench/` set aside by [`Workspace::set_archive_aside`]; dropping it puts the folder back.
+#[derive(Debug)]
+pub struct ArchiveAside {
+    from: PathBuf,
+    aside: PathBuf,
+    _tmp: TempDir,
+}
+
+impl Drop for ArchiveAside {
+    fn drop(&mut self) {
+        // A rename within one folder's file system: it fails only if the workspace is gone.
+        let _ = fs::rename(&self.aside, &self.from);
+    }
+}
+
 /// A fixture copy in a temp dir, committed as the first commit of a fresh git repo.
 ///
 /// Dropping it removes the temp dir, unless it was created with `keep`.
@@ -300,6 +315,29 @@ impl Workspace {
     /// The archive folder's absolute path (it need not exist yet).
     pub fn archive_dir(&self) -> PathBuf {
         self.root.join(ARCHIVE_DIR)
+    }
+
+    /// Moves `.foldbench/` (the archive) out of the work tree until the returned guard is
+    /// dropped: the task's checks judge the repository the agent left, which is then the same
+    /// folder under every arm (an archive holds old versions of the code a `grep -r` would find),
+    /// and their tool-cache keys do not change with the archive. `None` when there is none. The
+    /// folder waits in a sibling temp folder of this process (swept like a workspace).
+    pub fn set_archive_aside(&self) -> io::Result<Option<ArchiveAside>> {
+        let from = self.root.join(".foldbench");
+        if !from.exists() {
+            return Ok(None);
+        }
+        let parent = self.root.parent().unwrap_or(Path::new("/"));
+        let tmp = tempfile::Builder::new()
+            .prefix(&owned_prefix(std::process::id()))
+            .tempdir_in(parent)?;
+        let aside = tmp.path().join(".foldbench");
+        fs::rename(&from, &aside)?;
+        Ok(Some(ArchiveAside {
+            from,
+            aside,
+            _tmp: tmp,
+        }))
     }
 
     /// The id of the first commit (the fixture as it was copied).
@@ -598,6 +636,36 @@ mod tests {
     fn write_archive(ws: &Workspace) {
         fs::create_dir_all(ws.archive_dir()).expect("mkdir");
         fs::write(ws.archive_dir().join("x"), "archived turn\n").expect("write");
+    }
+
+    #[test]
+    fn the_archive_set_aside_is_out_of_the_tree_until_the_guard_drops() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        assert!(
+            ws.set_archive_aside().expect("aside").is_none(),
+            "no archive yet"
+        );
+        write_archive(&ws);
+        let before = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+        let guard = ws.set_archive_aside().expect("aside").expect("an archive");
+        assert!(!ws.path().join(".foldbench").exists());
+        let during = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+        let plain = Workspace::create(fx.path(), false).expect("create");
+        let fresh = crate::snapshot::Snapshot::take(plain.path()).expect("snapshot");
+        assert_eq!(
+            during.state(),
+            fresh.state(),
+            "the state of a workspace without archive"
+        );
+        assert_ne!(before.state(), fresh.state());
+        drop(guard);
+        assert_eq!(
+            fs::read_to_string(ws.archive_dir().join("x")).expect("back"),
+            "archived turn\n"
+        );
+        let after = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+        assert_eq!(after.state(), before.state());
     }
 
     #[test]
