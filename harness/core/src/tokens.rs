@@ -7,8 +7,24 @@
 //! The count of a message is the count of its rendering for counting: the role, the visible text
 //! (with any card), and each tool call's name and canonical arguments, plus a fixed overhead per
 //! message ([`MESSAGE_OVERHEAD`]) as in OpenAI's chat format.
+//!
+//! Texts of [`MEMO_MIN_BYTES`] or more are counted once per process: a matrix shows the same
+//! tool outputs again and again (fifteen cells read the same files, the tool cache answers with
+//! the same text), and hashing a text costs a fraction of encoding it. The memo is keyed by the
+//! text's sha256 and emptied when it holds [`MEMO_CAP`] counts.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 use crate::message::{Message, ToolSpec};
+
+/// Texts at least this long (in bytes) have their count remembered.
+pub const MEMO_MIN_BYTES: usize = 1024;
+
+/// Counts the memo holds before it is emptied.
+pub const MEMO_CAP: usize = 1 << 16;
 
 /// Tokens added per message for the chat format's framing.
 pub const MESSAGE_OVERHEAD: u32 = 4;
@@ -18,6 +34,25 @@ pub fn count(text: &str) -> u32 {
     if text.is_empty() {
         return 0;
     }
+    if text.len() < MEMO_MIN_BYTES {
+        return encode_count(text);
+    }
+    static MEMO: OnceLock<Mutex<HashMap<[u8; 32], u32>>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Mutex::default);
+    let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+    if let Some(&n) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return n;
+    }
+    let n = encode_count(text);
+    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if m.len() >= MEMO_CAP {
+        m.clear();
+    }
+    m.insert(key, n);
+    n
+}
+
+fn encode_count(text: &str) -> u32 {
     u32::try_from(bpe_openai::o200k_base().count(text)).unwrap_or(u32::MAX)
 }
 
@@ -48,6 +83,17 @@ pub fn prefix_tokens(system: &str, tools: &[ToolSpec]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_texts_count_the_same_the_second_time_and_as_encoded() {
+        let a = "def parse(row):\n    return row.split(',')\n".repeat(60);
+        let b = format!("{a}x");
+        assert!(a.len() >= MEMO_MIN_BYTES);
+        for t in [&a, &b, &a, &b] {
+            assert_eq!(count(t), encode_count(t));
+        }
+        assert_ne!(count(&a), count(&b));
+    }
 
     #[test]
     fn counts_known_o200k_strings() {

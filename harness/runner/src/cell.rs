@@ -343,7 +343,14 @@ struct Loop {
     prev: Option<Vec<Arc<Message>>>,
     /// The next request's index.
     index: usize,
+    /// The work tree's fingerprint as the last workspace tool call found it, while only
+    /// reading tools ran since (they cannot change a file; a shell call's processes end with
+    /// it): the next call's fingerprint without hashing the workspace again.
+    fingerprint: Option<String>,
 }
+
+/// The workspace tools that only read: after them the work tree is as it was.
+const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "grep"];
 
 /// What one tool call produced: its result message, its record, and messages the policy
 /// appends after it.
@@ -364,6 +371,7 @@ impl Loop {
             ctx: Context::default(),
             prev: None,
             index: 0,
+            fingerprint: None,
         }
     }
 
@@ -521,10 +529,16 @@ impl Loop {
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
         }
-        let fp = ws
-            .fingerprint()
-            .map_err(|e| format!("workspace fingerprint: {e}"))?;
+        let fp = match self.fingerprint.take() {
+            Some(fp) => fp,
+            None => ws
+                .fingerprint()
+                .map_err(|e| format!("workspace fingerprint: {e}"))?,
+        };
         let out = execute_limited(ws.path(), call, &run.limits).await;
+        if READ_ONLY_TOOLS.contains(&call.name.as_str()) && !out.is_error {
+            self.fingerprint = Some(fp.clone());
+        }
         if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
             if !out.text.contains(want.as_str()) {
                 return Err(format!(

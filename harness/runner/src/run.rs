@@ -199,7 +199,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
         let progress = Arc::clone(&progress);
         let root = root.clone();
         tokio::spawn(async move {
-            let Ok(_permit) = sem.acquire_owned().await else {
+            let Ok(permit) = sem.acquire_owned().await else {
                 return;
             };
             if let Ok(mut p) = progress.lock() {
@@ -211,8 +211,10 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
                 }
             };
             let out = run_cell(&plan, &opts, model.as_ref(), &on_event).await;
-            // The cell's own files are written (and synced) here, beside the other cells'; the
-            // loop below appends the records one at a time, each after its cell's files.
+            // The next cell starts while this one's files are written and synced (waiting on
+            // the disk, not the CPU), beside the other cells'; the loop below appends the
+            // records one at a time, each after its cell's files.
+            drop(permit);
             let written = tokio::task::spawn_blocking(move || {
                 let r = crate::results::write_cell_files(&root, &out);
                 (out, r)
