@@ -529,13 +529,24 @@ impl Loop {
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
         }
-        let fp = match self.fingerprint.take() {
-            Some(fp) => fp,
-            None => ws
+        let memo = self.fingerprint.take();
+        // A shell call answered through the tool cache snapshots the workspace for its key; the
+        // fingerprint comes from that snapshot rather than from reading every file again.
+        let before = match (&memo, call.name.as_str(), &run.limits.cache) {
+            (None, "shell", Some(_)) => Some(
+                crate::snapshot::Snapshot::take(ws.path())
+                    .map_err(|e| format!("workspace snapshot: {e}"))?,
+            ),
+            _ => None,
+        };
+        let fp = match (memo, &before) {
+            (Some(fp), _) => fp,
+            (None, Some(snap)) => snap.fingerprint(),
+            (None, None) => ws
                 .fingerprint()
                 .map_err(|e| format!("workspace fingerprint: {e}"))?,
         };
-        let out = execute_limited(ws.path(), call, &run.limits).await;
+        let out = execute_limited(ws.path(), call, &run.limits, before).await;
         if READ_ONLY_TOOLS.contains(&call.name.as_str()) && !out.is_error {
             self.fingerprint = Some(fp.clone());
         }
@@ -654,9 +665,14 @@ impl Loop {
 /// A shell call enforces it itself (its process group is killed at the limit); the file tools
 /// run on a blocking thread, and a call that has not returned at the limit is answered with an
 /// error (its thread is abandoned).
-async fn execute_limited(root: &Path, call: &ToolCall, limits: &ToolLimits) -> tools::ToolOutput {
+async fn execute_limited(
+    root: &Path,
+    call: &ToolCall,
+    limits: &ToolLimits,
+    before: Option<crate::snapshot::Snapshot>,
+) -> tools::ToolOutput {
     if call.name == "shell" {
-        return tools::execute(root, call, limits).await;
+        return tools::execute_with(root, call, limits, before).await;
     }
     let (dir, owned, l) = (root.to_path_buf(), call.clone(), limits.clone());
     let job = tokio::task::spawn_blocking(move || {

@@ -50,12 +50,15 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// Takes the snapshot of the workspace at `root`.
     pub fn take(root: &Path) -> io::Result<Snapshot> {
-        let mut tree = BTreeMap::new();
-        walk_tree(root, "", &mut tree)?;
         Ok(Snapshot {
-            tree,
+            tree: work_tree(root)?,
             meta: meta_of(root)?,
         })
+    }
+
+    /// The work tree's fingerprint ([`tree_fingerprint`]), from this snapshot.
+    pub fn fingerprint(&self) -> String {
+        tree_fingerprint(&self.tree)
     }
 
     /// The state string of the cache key: a hex sha256 over every entry and the meta digest.
@@ -86,6 +89,30 @@ impl Snapshot {
         h.update(self.meta);
         harness_core::digest::hex(&h.finalize())
     }
+}
+
+/// The work tree at `root` (`.git` and `.foldbench` left out), by relative path.
+pub(crate) fn work_tree(root: &Path) -> io::Result<BTreeMap<String, Entry>> {
+    let mut tree = BTreeMap::new();
+    walk_tree(root, "", &mut tree)?;
+    Ok(tree)
+}
+
+/// The workspace fingerprint ([`crate::workspace::Workspace::fingerprint`]): hex sha256 over the
+/// regular files of a work tree in order of their relative paths, each contributing its path
+/// bytes, a 0 byte, the sha256 of its content and a 0 byte. Folders, modes and symlinks are not
+/// in it.
+pub(crate) fn tree_fingerprint(tree: &BTreeMap<String, Entry>) -> String {
+    let mut h = Sha256::new();
+    for (rel, e) in tree {
+        if let Entry::File { sha, .. } = e {
+            h.update(rel.as_bytes());
+            h.update([0u8]);
+            h.update(sha);
+            h.update([0u8]);
+        }
+    }
+    harness_core::digest::hex(&h.finalize())
 }
 
 fn walk_tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) -> io::Result<()> {

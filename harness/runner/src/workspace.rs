@@ -12,7 +12,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use git2::{DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, Signature, Time};
-use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 use crate::tools::{self, ToolLimits};
@@ -387,10 +386,14 @@ impl Workspace {
     }
 
     /// Hex sha256 over every regular file below the root except `.git/` and `.foldbench/`: the
-    /// files in order of their relative paths, each contributing its path bytes, a 0 byte, its
-    /// content and a 0 byte. Symlinks are not followed. Equal files give equal fingerprints.
+    /// files in order of their relative paths, each contributing its path bytes, a 0 byte, the
+    /// sha256 of its content and a 0 byte. Symlinks are not followed. Equal files give equal
+    /// fingerprints, and a tool-cache snapshot of the workspace gives the same one
+    /// ([`crate::snapshot`]) without reading the files again.
     pub fn fingerprint(&self) -> io::Result<String> {
-        fingerprint_of(&self.root)
+        Ok(crate::snapshot::tree_fingerprint(
+            &crate::snapshot::work_tree(&self.root)?,
+        ))
     }
 
     /// The state a shell command's output can depend on, for the tool cache: every folder, file
@@ -572,50 +575,6 @@ pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
     Ok(oid)
 }
 
-/// [`Workspace::fingerprint`] of the work tree at `root`.
-fn fingerprint_of(root: &Path) -> io::Result<String> {
-    let mut files = Vec::new();
-    collect_regular_files(root, "", &mut files)?;
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut hasher = Sha256::new();
-    for (rel, abs) in files {
-        hasher.update(rel.as_bytes());
-        hasher.update([0u8]);
-        let mut file = fs::File::open(&abs)?;
-        io::copy(&mut file, &mut hasher)?;
-        hasher.update([0u8]);
-    }
-    Ok(harness_core::digest::hex(&hasher.finalize()))
-}
-
-/// Collects `(relative path, absolute path)` of the regular files below `dir`, skipping `.git`
-/// and `.foldbench` at the root; symlinks are neither followed nor collected.
-fn collect_regular_files(
-    dir: &Path,
-    prefix: &str,
-    out: &mut Vec<(String, PathBuf)>,
-) -> io::Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if prefix.is_empty() && (name == ".git" || name == FOLDBENCH_DIR) {
-            continue;
-        }
-        let rel = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        let ft = entry.file_type()?;
-        if ft.is_dir() {
-            collect_regular_files(&entry.path(), &rel, out)?;
-        } else if ft.is_file() {
-            out.push((rel, entry.path()));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,6 +595,28 @@ mod tests {
     fn write_archive(ws: &Workspace) {
         fs::create_dir_all(ws.archive_dir()).expect("mkdir");
         fs::write(ws.archive_dir().join("x"), "archived turn\n").expect("write");
+    }
+
+    #[test]
+    fn a_snapshot_gives_the_workspace_fingerprint() {
+        let fx = fixture();
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let snap = || crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+        assert_eq!(snap().fingerprint(), ws.fingerprint().expect("fp"));
+        let before = ws.fingerprint().expect("fp");
+        fs::write(ws.path().join("src/session.py"), "PORT = 9090\n").expect("write");
+        assert_ne!(ws.fingerprint().expect("fp"), before);
+        assert_eq!(snap().fingerprint(), ws.fingerprint().expect("fp"));
+        // Modes and empty folders are the cache's business, not the fingerprint's.
+        let fp = ws.fingerprint().expect("fp");
+        fs::create_dir(ws.path().join("empty")).expect("mkdir");
+        fs::set_permissions(
+            ws.path().join("README.md"),
+            fs::Permissions::from_mode(0o600),
+        )
+        .expect("chmod");
+        assert_eq!(ws.fingerprint().expect("fp"), fp);
+        assert_eq!(snap().fingerprint(), fp);
     }
 
     #[test]

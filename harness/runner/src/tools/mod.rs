@@ -217,6 +217,17 @@ pub fn tool_specs() -> Vec<ToolSpec> {
 /// Executes one tool call in the workspace at `ws_root`. Never panics on bad input: unknown
 /// tools, missing or ill-typed arguments, refused paths and IO failures become error results.
 pub async fn execute(ws_root: &Path, call: &ToolCall, limits: &ToolLimits) -> ToolOutput {
+    execute_with(ws_root, call, limits, None).await
+}
+
+/// [`execute`], with the workspace's tool-cache snapshot when the caller has just taken it (a
+/// `shell` call then does not take it again).
+pub(crate) async fn execute_with(
+    ws_root: &Path,
+    call: &ToolCall,
+    limits: &ToolLimits,
+    before: Option<crate::snapshot::Snapshot>,
+) -> ToolOutput {
     // Some providers hand the arguments over as a JSON string; accept that too.
     let parsed;
     let args = match &call.args {
@@ -239,7 +250,7 @@ pub async fn execute(ws_root: &Path, call: &ToolCall, limits: &ToolLimits) -> To
         "grep" => grep(ws_root, &a, limits),
         "edit_file" => edit_file(ws_root, &a),
         "write_file" => write_file(ws_root, &a),
-        "shell" => shell(ws_root, &a, limits).await,
+        "shell" => shell(ws_root, &a, limits, before).await,
         other => ToolOutput::err(
             format!(
                 "error: unknown tool `{other}`; the tools are {}",

@@ -2,13 +2,19 @@
 //! limit, the tool cache.
 
 use super::*;
+use crate::snapshot::Snapshot;
 
-pub(super) async fn shell(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
+pub(super) async fn shell(
+    ws_root: &Path,
+    a: &Args<'_>,
+    limits: &ToolLimits,
+    before: Option<Snapshot>,
+) -> ToolOutput {
     let command = match a.req_str("command") {
         Ok(c) => c,
         Err(e) => return ToolOutput::err(e, None),
     };
-    match run_shell_for(ws_root, command, limits.shell_timeout, limits).await {
+    match run_shell_with(ws_root, command, limits.shell_timeout, limits, before).await {
         Ok((run, source)) => ToolOutput {
             text: run.render(limits.shell_timeout),
             is_error: run.timed_out,
@@ -28,22 +34,36 @@ pub(crate) async fn run_shell_for(
     timeout: Duration,
     limits: &ToolLimits,
 ) -> io::Result<(ShellRun, Source)> {
+    run_shell_with(root, command, timeout, limits, None).await
+}
+
+/// Whether `command` is answered through the tool cache under `limits` (then a call takes a
+/// snapshot of the workspace first).
+fn uses_cache(command: &str, limits: &ToolLimits) -> bool {
+    limits.cache.is_some() && !limits.uncached.iter().any(|u| u == command)
+}
+
+/// [`run_shell_for`] with the workspace's snapshot when the caller has just taken it.
+async fn run_shell_with(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    limits: &ToolLimits,
+    before: Option<Snapshot>,
+) -> io::Result<(ShellRun, Source)> {
     let (cap, sandbox) = (limits.output_cap, &limits.sandbox);
     let fresh = || run_shell(root, command, timeout, cap, sandbox);
     let cache = match &limits.cache {
-        Some(c) if !limits.uncached.iter().any(|u| u == command) => c,
+        Some(c) if uses_cache(command, limits) => c,
         _ => return Ok((fresh().await?, Source::Ran)),
     };
-    let before = crate::snapshot::Snapshot::take(root)?;
+    let before = match before {
+        Some(b) => b,
+        None => Snapshot::take(root)?,
+    };
     let key = tool_cache::key(command, &before.state(), sandbox, timeout, cap);
     cache
-        .run(
-            root,
-            &key,
-            &before,
-            || crate::snapshot::Snapshot::take(root),
-            fresh,
-        )
+        .run(root, &key, &before, || Snapshot::take(root), fresh)
         .await
 }
 
