@@ -677,6 +677,29 @@ async fn cassette_records_then_replays_the_same_response() {
     );
 }
 
+/// A mock server that must be asked exactly once (checked when it is dropped), with `answer`.
+async fn answering_once(answer: Value) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .expect(1)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A recorder of an OpenAI-compatible mock into `dir` at epoch 0.
+fn recorder(server: &MockServer, dir: &std::path::Path, resume: bool) -> Recorder {
+    Recorder::new(
+        Arc::new(openai_model(server, &opts())),
+        dir,
+        0,
+        vec![],
+        resume,
+    )
+    .unwrap()
+}
+
 /// A request whose text differs from `request()`'s, so it has another cassette key.
 fn other_request() -> Request {
     let mut req = request();
@@ -688,20 +711,8 @@ fn other_request() -> Request {
 async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
     let dir = tempfile::tempdir().unwrap();
     // The first recording: one exchange, then "interrupted".
-    let first = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
-        .expect(1)
-        .mount(&first)
-        .await;
-    let rec = Recorder::new(
-        Arc::new(openai_model(&first, &opts())),
-        dir.path(),
-        0,
-        vec![],
-        false,
-    )
-    .unwrap();
+    let first = answering_once(openai_answer()).await;
+    let rec = recorder(&first, dir.path(), false);
     let recorded = rec.respond(&request(), "item/1").await.unwrap();
     let recorded_file = dir
         .path()
@@ -709,22 +720,10 @@ async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
     let before = std::fs::read_to_string(&recorded_file).unwrap();
 
     // Resumed against a server that must be asked exactly once: for the missing request.
-    let second = MockServer::start().await;
     let mut answer = openai_answer();
     answer["choices"][0]["message"]["content"] = Value::from("a new answer");
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-        .expect(1)
-        .mount(&second)
-        .await;
-    let resumed = Recorder::new(
-        Arc::new(openai_model(&second, &opts())),
-        dir.path(),
-        0,
-        vec![],
-        true,
-    )
-    .unwrap();
+    let second = answering_once(answer).await;
+    let resumed = recorder(&second, dir.path(), true);
     assert_eq!(
         resumed.respond(&request(), "item/1").await.unwrap(),
         recorded
@@ -743,20 +742,8 @@ async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
     );
 
     // Without resuming, the same folder is asked again (and overwritten).
-    let third = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
-        .expect(1)
-        .mount(&third)
-        .await;
-    let again = Recorder::new(
-        Arc::new(openai_model(&third, &opts())),
-        dir.path(),
-        0,
-        vec![],
-        false,
-    )
-    .unwrap();
+    let third = answering_once(openai_answer()).await;
+    let again = recorder(&third, dir.path(), false);
     again.respond(&request(), "item/1").await.unwrap();
 }
 
