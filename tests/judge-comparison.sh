@@ -8,8 +8,8 @@
 #
 # Settings (environment): OUT (default results/judge), STEP (every STEP-th item of the full
 # dataset, from the first; default 20; 1 = every item), FOLDBENCH (the binary; default
-# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep the cassettes
-# already recorded and ask only the exchanges they lack — an interrupted recording goes on where it
+# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep OUT's items and
+# the cassettes already recorded, ask only the exchanges they lack, add to runs.txt — an interrupted recording goes on where it
 # stopped; default: record afresh), JUDGE_MODELS (the models to run, default "smollm2 gemma3"; two
 # instances with their own PORT and OUT run side by side). Writes OUT: items.jsonl (the
 # selected items), cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out,
@@ -68,11 +68,18 @@ if [ "${1:-}" = "--replay" ]; then
 fi
 DATA="${1:?usage: tests/judge-comparison.sh DATA_DIR | --replay}"
 mkdir -p "$OUT" target/judge
-"$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o "target/judge/all-$$.jsonl" \
-    --format md >&2
-awk -v step="$STEP" 'NR % step == 1' "target/judge/all-$$.jsonl" >"$OUT/items.jsonl"
-log "$(wc -l <"$OUT/items.jsonl") of $(wc -l <"target/judge/all-$$.jsonl") items (every ${STEP}th from the first)"
-: >"$OUT/runs.txt"
+if [ "${RESUME:-0}" = 1 ] && [ -s "$OUT/items.jsonl" ]; then
+    # The items the cassettes were recorded on: a new build is not byte-identical (the task items
+    # hold the tasks' own outputs, test timings included), so a resumed recording keeps them.
+    log "resuming on the $(wc -l <"$OUT/items.jsonl") items of $OUT/items.jsonl"
+else
+    "$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o "target/judge/all-$$.jsonl" \
+        --format md >&2
+    awk -v step="$STEP" 'NR % step == 1' "target/judge/all-$$.jsonl" >"$OUT/items.jsonl"
+    log "$(wc -l <"$OUT/items.jsonl") of $(wc -l <"target/judge/all-$$.jsonl") items (every ${STEP}th from the first)"
+    rm -f "target/judge/all-$$.jsonl"
+fi
+[ "${RESUME:-0}" = 1 ] || : >"$OUT/runs.txt"
 for m in "${MODELS[@]}"; do
     key="${m%%:*}" alias="${m#*:}"
     settings="$(FOLDBENCH_LLM_MODELS="$key" bash tests/local-model.sh start)"
