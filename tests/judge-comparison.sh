@@ -3,11 +3,12 @@
 # each in both answer modes (`tool`, and `text` with the grammar), beside the baselines, on the
 # items built from the task suite and the labelled real sessions.
 #
-#   tests/judge-comparison.sh DATA_DIR      record (local models; ~20 min on 2 shared cores at STEP=20)
+#   tests/judge-comparison.sh DATA_DIR      record (local models; at STEP=5, 95 items: 25–31 min per
+#                                           model and mode on one core; STEP=1, 474 items: ~9.5 h)
 #   tests/judge-comparison.sh --replay      the table again from the committed cassettes (offline)
 #
 # Settings (environment): OUT (default results/judge), STEP (every STEP-th item of the full
-# dataset, from the first; default 20; 1 = every item), FOLDBENCH (the binary; default
+# dataset, from the first; default 5; 1 = every item), FOLDBENCH (the binary; default
 # target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep OUT's items and
 # the cassettes already recorded, ask only the exchanges they lack, add to runs.txt — an interrupted recording goes on where it
 # stopped; default: record afresh), JUDGE_MODELS (the models to run, default "smollm2 gemma3"; two
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 OUT="${OUT:-results/judge}"
 BIN="${FOLDBENCH:-target/release/foldbench}"
-STEP="${STEP:-20}"
+STEP="${STEP:-5}"
 export FOLDBENCH_LLM_THREADS="${FOLDBENCH_LLM_THREADS:-1}"
 # The request-shaping flags: the live runs and every replay must use the same ones (they are part
 # of what the model is shown, hence of the cassette keys).
