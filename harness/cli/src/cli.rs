@@ -160,6 +160,10 @@ struct CommonRun {
     /// errors, time-outs and truncated answers).
     #[arg(long, default_value_t = 4, value_name = "N")]
     retries: u32,
+    /// The most tokens a real model may write per answer, sent as `max_tokens` (default: the
+    /// provider's; a small local model may otherwise write until its context is full).
+    #[arg(long, value_name = "N")]
+    max_output_tokens: Option<u32>,
     /// Where shell commands (setup, the agent's, checks) run: `bwrap` (bubblewrap: own PID
     /// namespace and /proc, allowed environment only, the workspace the only writable folder, no
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
@@ -414,6 +418,7 @@ fn config(
         cell,
         backend: BackendOptions {
             record: common.record.clone(),
+            max_output_tokens: common.max_output_tokens,
             timeout: Duration::from_secs(common.request_timeout.max(1)),
             max_retries: common.retries,
             ..BackendOptions::default()

@@ -11,7 +11,7 @@ use harness_runner::backends::{
 };
 use harness_runner::model::{Model, ModelError};
 use serde_json::{json, Value};
-use wiremock::matchers::{header, method, path};
+use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 const KEY: &str = "sk-test-0123456789abcdef";
@@ -745,6 +745,51 @@ async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
     let third = answering_once(openai_answer()).await;
     let again = recorder(&third, dir.path(), false);
     again.respond(&request(), "item/1").await.unwrap();
+}
+
+#[tokio::test]
+async fn max_output_tokens_is_sent_as_max_tokens_to_both_providers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_partial_json(json!({"max_tokens": 77})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_partial_json(json!({"max_tokens": 77})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_answer()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let capped = BackendOptions {
+        max_output_tokens: Some(77),
+        ..opts()
+    };
+    openai_model(&server, &capped)
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    AnthropicModel::new("claude-test", &server.uri(), KEY, &capped)
+        .unwrap()
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    // Uncapped: no `max_tokens` for an OpenAI-compatible server (none of the mocks above match).
+    let requests = server.received_requests().await.unwrap_or_default();
+    let uncapped_server = MockServer::start().await;
+    mount_ok(&uncapped_server, 1).await;
+    openai_model(&uncapped_server, &opts())
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    let sent: Value = uncapped_server.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert!(sent.get("max_tokens").is_none(), "{sent}");
+    assert_eq!(requests.len(), 2);
 }
 
 #[tokio::test]

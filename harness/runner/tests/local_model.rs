@@ -38,6 +38,7 @@ async fn local_model_answers_with_workspace_tools() {
         timeout: Duration::from_secs(300),
         max_retries: 1,
         in_flight: 1,
+        max_output_tokens: Some(256),
         ..Default::default()
     };
     let model =
@@ -162,6 +163,9 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
             record: record.then(|| cassette.clone()),
             timeout: Duration::from_secs(300),
             max_retries: 2,
+            // Bounds every generation of the server's function-calling format: unbounded, the
+            // model can ramble until its 8,192-token context is full (minutes on one core).
+            max_output_tokens: Some(256),
             ..BackendOptions::default()
         },
         progress: false,

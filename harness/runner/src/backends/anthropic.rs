@@ -2,7 +2,8 @@
 //!
 //! `POST {base}/v1/messages` with `x-api-key` and `anthropic-version: 2023-06-01`; key from
 //! `ANTHROPIC_API_KEY`, base URL from `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`).
-//! `max_tokens` is [`MAX_TOKENS`] (a value every current model accepts).
+//! `max_tokens` is [`MAX_TOKENS`] (a value every current model accepts) unless the run caps
+//! answers (`--max-output-tokens`).
 //!
 //! Message mapping ([`body`]): the system prompt is one text block; user and host messages are
 //! text blocks ([`Message::visible_text`]); an assistant message is an optional text block and one
@@ -47,6 +48,8 @@ pub const EMPTY_TEXT: &str = "(empty)";
 /// A Claude model over the Messages API.
 pub struct AnthropicModel {
     endpoint: Endpoint,
+    /// `max_tokens` of every request ([`MAX_TOKENS`] unless the run caps answers).
+    max_tokens: u32,
 }
 
 impl AnthropicModel {
@@ -72,7 +75,10 @@ impl AnthropicModel {
             vec![key],
             opts,
         )?;
-        Ok(AnthropicModel { endpoint })
+        Ok(AnthropicModel {
+            endpoint,
+            max_tokens: opts.max_output_tokens.unwrap_or(MAX_TOKENS),
+        })
     }
 
     /// A model named `model` with the key from `ANTHROPIC_API_KEY` (required) and the base URL
@@ -96,9 +102,9 @@ impl Model for AnthropicModel {
 
     fn respond<'a>(&'a self, req: &'a Request, _cell: &'a str) -> ModelFuture<'a> {
         Box::pin(async move {
-            self.endpoint
-                .call(&body(req, &self.endpoint.model), parse_response)
-                .await
+            let mut b = body(req, &self.endpoint.model);
+            b["max_tokens"] = Value::from(self.max_tokens);
+            self.endpoint.call(&b, parse_response).await
         })
     }
 }

@@ -94,6 +94,10 @@ pub struct BackendOptions {
     /// With `record`: answer the keys the cassette already holds from it and ask only the
     /// missing ones (an interrupted recording goes on where it stopped).
     pub resume_recording: bool,
+    /// `--max-output-tokens N`: the most tokens a model may write per answer, sent as
+    /// `max_tokens` (OpenAI-compatible servers; Anthropic's default is
+    /// [`anthropic::MAX_TOKENS`]). `None`: the provider's default.
+    pub max_output_tokens: Option<u32>,
     /// Requests in flight per provider endpoint (default 4).
     pub in_flight: usize,
     /// Time-out of one attempt (default 120 s).
@@ -111,6 +115,7 @@ impl Default for BackendOptions {
         BackendOptions {
             record: None,
             resume_recording: false,
+            max_output_tokens: None,
             in_flight: 4,
             timeout: Duration::from_secs(120),
             max_retries: 4,

@@ -13,8 +13,9 @@
 //! - a tool result → `{role: "tool", tool_call_id, content}`.
 //!
 //! Whenever tools are sent, `tool_choice` is `"auto"` (llama.cpp ignores tools when it is left
-//! out, and answers HTTP 500 to `"required"`). No `max_tokens` or `temperature` is sent: servers
-//! and models differ on which they accept. Extra body fields (llama.cpp's `grammar`) are sent
+//! out, and answers HTTP 500 to `"required"`). No `temperature` is sent, and `max_tokens` only
+//! when the run caps answers (`--max-output-tokens`): servers and models differ on which they
+//! accept. Extra body fields (llama.cpp's `grammar`) are sent
 //! only when the model was built with them ([`OpenAiModel::with_extra_body`]).
 //!
 //! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
@@ -70,10 +71,11 @@ impl OpenAiModel {
             key.into_iter().collect(),
             opts,
         )?;
-        Ok(OpenAiModel {
-            endpoint,
-            extra: Map::new(),
-        })
+        let mut extra = Map::new();
+        if let Some(n) = opts.max_output_tokens {
+            extra.insert("max_tokens".into(), Value::from(n));
+        }
+        Ok(OpenAiModel { endpoint, extra })
     }
 
     /// This model with `extra` added to every request body, replacing fields of the same name:
@@ -81,7 +83,7 @@ impl OpenAiModel {
     /// (a GBNF string that constrains the answer). Sent only to the server; cassette keys do not
     /// include them (record a constrained model into its own folder).
     pub fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
-        self.extra = extra;
+        self.extra.extend(extra);
         self
     }
 
