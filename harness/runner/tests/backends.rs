@@ -750,20 +750,18 @@ async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
 #[tokio::test]
 async fn max_output_tokens_is_sent_as_max_tokens_to_both_providers() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .and(body_partial_json(json!({"max_tokens": 77})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer()))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .and(body_partial_json(json!({"max_tokens": 77})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_answer()))
-        .expect(1)
-        .mount(&server)
-        .await;
+    for (endpoint, answer) in [
+        ("/v1/chat/completions", openai_answer()),
+        ("/v1/messages", anthropic_answer()),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(endpoint))
+            .and(body_partial_json(json!({"max_tokens": 77})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
     let capped = BackendOptions {
         max_output_tokens: Some(77),
         ..opts()
