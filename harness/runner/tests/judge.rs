@@ -5,12 +5,12 @@
 
 mod common;
 
-use common::{binary, repo};
+use common::{binary, chat_server, offered_in_request, repo, write_dataset};
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::fold::{card_turns, CARD_HEADER};
+use harness_core::fold::CARD_HEADER;
 use harness_core::judgement::{self, Item, JudgedRecord};
 use harness_core::message::ToolCall;
 use harness_runner::backends::{with_recording, BackendOptions, OpenAiModel, ReplayModel};
@@ -18,8 +18,7 @@ use harness_runner::cell::SYSTEM_PROMPT;
 use harness_runner::judge::{self, JudgeOptions};
 use harness_runner::model::SharedModel;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+use wiremock::{Respond, ResponseTemplate};
 
 async fn dataset() -> Vec<Item> {
     let sources =
@@ -64,13 +63,7 @@ struct CardAnswerer;
 
 impl Respond for CardAnswerer {
     fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let last_user = body["messages"]
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("");
-        let offered = card_turns(last_user);
+        let offered = offered_in_request(req);
         if offered.is_empty() {
             return ResponseTemplate::new(400).set_body_string("no card in the last user message");
         }
@@ -141,12 +134,7 @@ fn strip(mut r: JudgedRecord) -> JudgedRecord {
 async fn a_loopback_model_is_judged_like_the_core_judges_it_and_replays() {
     let items = dataset().await;
     assert_eq!(items.len(), 7);
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(CardAnswerer)
-        .mount(&server)
-        .await;
+    let server = chat_server(CardAnswerer).await;
     let cassette = tempfile::tempdir().unwrap();
     let rec_opts = BackendOptions {
         record: Some(cassette.path().to_path_buf()),
@@ -211,15 +199,8 @@ async fn a_loopback_model_is_judged_like_the_core_judges_it_and_replays() {
 async fn the_binary_puts_a_loopback_model_beside_the_baselines() {
     let items = dataset().await;
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d.jsonl");
-    let text: String = items.iter().map(|i| judgement::to_line(i) + "\n").collect();
-    std::fs::write(&data, text).unwrap();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(CardAnswerer)
-        .mount(&server)
-        .await;
+    let data = write_dataset(dir.path(), &items);
+    let server = chat_server(CardAnswerer).await;
     let records = dir.path().join("r.jsonl");
     let out = tokio::process::Command::new(binary())
         .args([

@@ -6,17 +6,15 @@
 
 mod common;
 
-use common::{binary, repo};
+use common::{binary, chat_server, offered_in_request, repo, write_dataset};
 
 use std::path::Path;
 
 use harness_core::answer::{self, AnswerMode};
-use harness_core::fold::card_turns;
-use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_core::judgement::{Item, JudgedRecord};
 use harness_runner::judge;
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+use wiremock::{Respond, ResponseTemplate};
 
 async fn dataset() -> Vec<Item> {
     let sources =
@@ -42,13 +40,7 @@ struct LineAnswerer;
 
 impl Respond for LineAnswerer {
     fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let last = body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("");
-        let offered = card_turns(last);
+        let offered = offered_in_request(req);
         if offered.is_empty() {
             return ResponseTemplate::new(400).set_body_string("no card in the last message");
         }
@@ -114,15 +106,8 @@ fn cell(row: &[(String, String)], header: &str) -> String {
 async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
     let items = dataset().await;
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d.jsonl");
-    let text: String = items.iter().map(|i| judgement::to_line(i) + "\n").collect();
-    std::fs::write(&data, text).unwrap();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(LineAnswerer)
-        .mount(&server)
-        .await;
+    let data = write_dataset(dir.path(), &items);
+    let server = chat_server(LineAnswerer).await;
     let base = format!("{}/v1", server.uri());
     let data_s = data.display().to_string();
     let cassette = dir.path().join("cassette");
@@ -132,25 +117,24 @@ async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
 
     // Without --grammar: text mode, no grammar in the body.
     let plain = dir.path().join("plain.jsonl");
-    let (code, stdout, stderr) = tokio::task::block_in_place(|| {
-        foldbench(
-            &[
-                "judge",
-                "run",
-                "--dataset",
-                &data_s,
-                "--model",
-                "openai:fake",
-                "--answer",
-                "text",
-                "--format",
-                "csv",
-                "-o",
-                &plain.display().to_string(),
-            ],
-            Some(&base),
-        )
-    });
+    let text_run = |more: &[&str]| {
+        let mut args = vec![
+            "judge",
+            "run",
+            "--dataset",
+            &data_s,
+            "--model",
+            "openai:fake",
+            "--answer",
+            "text",
+            "--format",
+            "csv",
+        ];
+        args.extend_from_slice(more);
+        tokio::task::block_in_place(|| foldbench(&args, Some(&base)))
+    };
+    let plain_s = plain.display().to_string();
+    let (code, stdout, stderr) = text_run(&["-o", &plain_s]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert_eq!(cell(&csv_row(&stdout, "openai:fake"), "answer"), "text");
     assert_eq!(cell(&csv_row(&stdout, "oracle"), "answer"), "–");
@@ -163,28 +147,8 @@ async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
     }
 
     // With --grammar and --record.
-    let (code, stdout, stderr) = tokio::task::block_in_place(|| {
-        foldbench(
-            &[
-                "judge",
-                "run",
-                "--dataset",
-                &data_s,
-                "--model",
-                "openai:fake",
-                "--answer",
-                "text",
-                "--grammar",
-                "--record",
-                &cassette_s,
-                "--format",
-                "csv",
-                "-o",
-                &records_s,
-            ],
-            Some(&base),
-        )
-    });
+    let (code, stdout, stderr) =
+        text_run(&["--grammar", "--record", &cassette_s, "-o", &records_s]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let seen = server.received_requests().await.unwrap();
     assert_eq!(seen.len(), 2 * items.len());

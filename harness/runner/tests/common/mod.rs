@@ -1,4 +1,5 @@
-//! What the runner's test files share: the repository root and the `foldbench` binary.
+//! What the runner's test files share: the repository root, the `foldbench` binary, a judge
+//! dataset written to a file and a mock OpenAI-compatible chat server.
 
 #![allow(dead_code)]
 
@@ -18,4 +19,38 @@ pub fn binary() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>");
     dir.join("foldbench")
+}
+
+/// Writes `items` as a judge dataset (`d.jsonl`, one item per line) in `dir`.
+pub fn write_dataset(dir: &Path, items: &[harness_core::judgement::Item]) -> PathBuf {
+    let data = dir.join("d.jsonl");
+    let text: String = items
+        .iter()
+        .map(|i| harness_core::judgement::to_line(i) + "\n")
+        .collect();
+    std::fs::write(&data, text).expect("write the dataset");
+    data
+}
+
+/// A mock OpenAI-compatible server whose `/v1/chat/completions` answers with `answer`.
+pub async fn chat_server(answer: impl wiremock::Respond + 'static) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(answer)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The turns offered by the card of the last user message of a chat-completions request (empty
+/// when it has none): what a fake model reads before it answers.
+pub fn offered_in_request(req: &wiremock::Request) -> Vec<u32> {
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let last_user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    harness_core::fold::card_turns(last_user)
 }
