@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # The boundary-judgement comparison of docs/judge.md: SmolLM2-135M-Instruct and Gemma 3 270M,
-# each in both answer modes (`tool`, and `text` with the grammar), beside the baselines, on the
-# items built from the task suite and the labelled real sessions.
+# each in both answer modes (`tool`, and `text` with the grammar), beside the baselines, on every
+# item built from the labelled real sessions and every 5th item of the task suite.
 #
-#   tests/judge-comparison.sh DATA_DIR      record (local models; at STEP=5, 95 items: 25–31 min per
-#                                           model and mode on one core; STEP=1, 474 items: ~9.5 h)
+#   tests/judge-comparison.sh DATA_DIR      record with the local models (~16-20 s per item, model
+#                                           and mode on one core; all five passes ~9 h of one core)
 #   tests/judge-comparison.sh --replay      the table again from the committed cassettes (offline)
 #
-# Settings (environment): OUT (default results/judge), STEP (every STEP-th item of the full
-# dataset, from the first; default 5; 1 = every item), FOLDBENCH (the binary; default
-# target/release/foldbench), FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep OUT's items and
-# the cassettes already recorded, ask only the exchanges they lack, add to runs.txt — an interrupted recording goes on where it
-# stopped; default: record afresh), JUDGE_MODELS (the models to run, default "smollm2 gemma3"; two
-# instances with their own PORT and OUT run side by side). Writes OUT: items.jsonl (the
-# selected items), cassettes/<alias>-<mode>/ (every exchange; compacted: the request is left out,
-# its sha256 is the file's key and items.jsonl regenerates it), records.jsonl and table.md (the
-# replayed comparison), runs.txt (each live run's command, time and `uptime` load).
+# The items come in five passes: pass K holds the items at lines K, K+5, K+10, ... of the full
+# build (`judge build --from tasks --from DATA`, task items first), pass 0 those at 5, 10, ...; a
+# task item is kept only in pass 1 (every 5th task item: the target is every real-session item,
+# and a task item's request holds the task's own test timings, so a new build asks it again).
+# items.jsonl holds the passes one after another, each a systematic sample of the whole, and the
+# live runs go pass by pass (both modes of a model before its next pass), so an interrupted
+# recording leaves whole passes behind and the comparison of the passes done is a fair sample.
+#
+# Settings (environment): OUT (default results/judge), PASSES (the passes, in order; default
+# "1 2 3 4 0": every real-session item), FOLDBENCH (the binary; default target/release/foldbench),
+# FOLDBENCH_LLM_THREADS (default 1), RESUME (1: keep the items of OUT/items.jsonl that are
+# selected again (a new build's task items differ), keep the cassettes, ask only the exchanges
+# they lack, add to runs.txt: an interrupted recording goes on where it stopped, and a recording
+# of some passes grows to more; default: record afresh), JUDGE_MODELS (the models to run, default
+# "smollm2 gemma3"; two instances with their own PORT run side by side, one model each).
+# Writes OUT: items.jsonl (the selected items), cassettes/<alias>-<mode>/ (every exchange;
+# compacted: the request is left out, its sha256 is the file's key and items.jsonl regenerates
+# it), records.jsonl and table.md (the replayed comparison), runs.txt (each live run's command,
+# time and `uptime` load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 OUT="${OUT:-results/judge}"
 BIN="${FOLDBENCH:-target/release/foldbench}"
-STEP="${STEP:-5}"
+PASSES="${PASSES:-1 2 3 4 0}"
 export FOLDBENCH_LLM_THREADS="${FOLDBENCH_LLM_THREADS:-1}"
 # The request-shaping flags: the live runs and every replay must use the same ones (they are part
 # of what the model is shown, hence of the cassette keys).
@@ -64,47 +74,70 @@ PY
 }
 
 if [ "${1:-}" = "--replay" ]; then
-    replay
+    rm -f target/judge/pass-*-$$.jsonl
+replay
     exit 0
 fi
 DATA="${1:?usage: tests/judge-comparison.sh DATA_DIR | --replay}"
 mkdir -p "$OUT" target/judge
+"$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o "target/judge/all-$$.jsonl" \
+    --format md >&2
+keep=/dev/null
 if [ "${RESUME:-0}" = 1 ] && [ -s "$OUT/items.jsonl" ]; then
     # The items the cassettes were recorded on: a new build is not byte-identical (the task items
     # hold the tasks' own outputs, test timings included), so a resumed recording keeps them.
-    log "resuming on the $(wc -l <"$OUT/items.jsonl") items of $OUT/items.jsonl"
-else
-    "$BIN" judge build --from tasks --from "$DATA" --max-tool-output 300 -o "target/judge/all-$$.jsonl" \
-        --format md >&2
-    awk -v step="$STEP" 'NR % step == 1' "target/judge/all-$$.jsonl" >"$OUT/items.jsonl"
-    log "$(wc -l <"$OUT/items.jsonl") of $(wc -l <"target/judge/all-$$.jsonl") items (every ${STEP}th from the first)"
-    rm -f "target/judge/all-$$.jsonl"
+    keep="$OUT/items.jsonl"
 fi
+# items.jsonl: the passes in order; target/judge/pass-K-PID.jsonl: each pass alone.
+python3 - "target/judge/all-$$.jsonl" "$keep" "$OUT/items.jsonl" "target/judge/pass-%s-$$.jsonl" $PASSES <<'PY'
+import json, sys
+full, keep, out, per_pass, passes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+lines = open(full).read().splitlines()
+kept = {json.loads(l)["id"]: l for l in open(keep).read().splitlines()}
+selected = []
+for p in passes:
+    chosen = [
+        kept.get(json.loads(l)["id"], l)
+        for n, l in enumerate(lines, start=1)
+        if n % 5 == int(p) % 5 and (p == "1" or json.loads(l)["source"] != "task")
+    ]
+    open(per_pass % p, "w").write("".join(l + "\n" for l in chosen))
+    selected += chosen
+open(out, "w").write("".join(l + "\n" for l in selected))
+print(f"judge-comparison: {len(selected)} of {len(lines)} items (passes {' '.join(passes)}; "
+      f"{len(kept)} kept from the earlier items)", file=sys.stderr)
+PY
+rm -f "target/judge/all-$$.jsonl"
 [ "${RESUME:-0}" = 1 ] || : >"$OUT/runs.txt"
 for m in "${MODELS[@]}"; do
     key="${m%%:*}" alias="${m#*:}"
     settings="$(FOLDBENCH_LLM_MODELS="$key" bash tests/local-model.sh start)"
     url="$(sed -n 's/^OPENAI_BASE_URL=//p' <<<"$settings")"
-    for mode in "${MODES[@]}"; do
-        dir="$OUT/cassettes/$alias-$mode"
-        flags=(--answer "$mode")
-        if [ "${RESUME:-0}" = 1 ]; then
-            flags+=(--resume)
-        else
-            rm -rf "$dir"
-        fi
-        [ "$mode" = text ] && flags+=(--grammar)
-        cmd=("$BIN" judge run --dataset "$OUT/items.jsonl" "${SHAPE[@]}" "${ASK[@]}" "${flags[@]}"
-            --model "openai:$alias" --record "$dir" -o "target/judge/live-$alias-$mode.jsonl" --format md)
-        start=$(date +%s)
-        load0="$(uptime)"
-        OPENAI_BASE_URL="$url" "${cmd[@]}" >"target/judge/live-$alias-$mode.md" || true
-        {
-            echo "${cmd[*]}"
-            echo "  $(($(date +%s) - start)) s; load before: ${load0##*load average: }; after: $(uptime | sed 's/.*load average: //')"
-        } >>"$OUT/runs.txt"
-        compact "$dir"
+    for pass in $PASSES; do
+        for mode in "${MODES[@]}"; do
+            dir="$OUT/cassettes/$alias-$mode"
+            flags=(--answer "$mode")
+            # Every pass after the first adds to the cassettes of the earlier ones.
+            if [ "${RESUME:-0}" = 1 ] || [ "$pass" != "${PASSES%% *}" ]; then
+                flags+=(--resume)
+            else
+                rm -rf "$dir"
+            fi
+            [ "$mode" = text ] && flags+=(--grammar)
+            cmd=("$BIN" judge run --dataset "target/judge/pass-$pass-$$.jsonl" "${SHAPE[@]}" "${ASK[@]}"
+                "${flags[@]}" --model "openai:$alias" --record "$dir"
+                -o "target/judge/live-$alias-$mode.jsonl" --format md)
+            start=$(date +%s)
+            load0="$(uptime)"
+            OPENAI_BASE_URL="$url" "${cmd[@]}" >"target/judge/live-$alias-$mode.md" || true
+            {
+                echo "pass $pass ($(wc -l <"target/judge/pass-$pass-$$.jsonl") items): ${cmd[*]}"
+                echo "  $(($(date +%s) - start)) s; load before: ${load0##*load average: }; after: $(uptime | sed 's/.*load average: //')"
+            } >>"$OUT/runs.txt"
+            compact "$dir"
+        done
     done
     FOLDBENCH_LLM_MODELS="$key" bash tests/local-model.sh stop
 done
+rm -f target/judge/pass-*-$$.jsonl
 replay
