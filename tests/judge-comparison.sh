@@ -3,8 +3,9 @@
 # each in both answer modes (`tool`, and `text` with the grammar), beside the baselines, on every
 # item built from the labelled real sessions and every 5th item of the task suite.
 #
-#   tests/judge-comparison.sh DATA_DIR      record with the local models (~16-20 s per item, model
-#                                           and mode on one core; all five passes ~9 h of one core)
+#   tests/judge-comparison.sh DATA_DIR      record with the local models (a pass of 76 items: ~1.7 h
+#                                           of one core for the four runs; all five ~8.8 h; measured
+#                                           in docs/judge.md)
 #   tests/judge-comparison.sh --replay      the table again from the committed cassettes (offline)
 #
 # The items come in five passes: pass K holds the items at lines K, K+5, K+10, ... of the full
@@ -21,7 +22,8 @@
 # selected again (a new build's task items differ), keep the cassettes, ask only the exchanges
 # they lack, add to runs.txt: an interrupted recording goes on where it stopped, and a recording
 # of some passes grows to more; default: record afresh), JUDGE_MODELS (the models to run, default
-# "smollm2 gemma3"; two instances with their own PORT run side by side, one model each).
+# "smollm2 gemma3"; two instances with their own PORT run side by side, one model each, on the
+# same OUT; each ends with a table of its own model, so run `--replay` once both are done).
 # Writes OUT: items.jsonl (the selected items), cassettes/<alias>-<mode>/ (every exchange;
 # compacted: the request is left out, its sha256 is the file's key and items.jsonl regenerates
 # it), records.jsonl and table.md (the replayed comparison), runs.txt (each live run's command,
@@ -90,7 +92,7 @@ if [ "${RESUME:-0}" = 1 ] && [ -s "$OUT/items.jsonl" ]; then
 fi
 # items.jsonl: the passes in order; target/judge/pass-K-PID.jsonl: each pass alone.
 python3 - "target/judge/all-$$.jsonl" "$keep" "$OUT/items.jsonl" "target/judge/pass-%s-$$.jsonl" $PASSES <<'PY'
-import json, sys
+import json, os, sys
 full, keep, out, per_pass, passes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 lines = open(full).read().splitlines()
 kept = {json.loads(l)["id"]: l for l in open(keep).read().splitlines()}
@@ -103,7 +105,10 @@ for p in passes:
     ]
     open(per_pass % p, "w").write("".join(l + "\n" for l in chosen))
     selected += chosen
-open(out, "w").write("".join(l + "\n" for l in selected))
+# Replaced in one step: a second instance on the same OUT reads either file whole.
+tmp = f"{out}.{os.getpid()}"
+open(tmp, "w").write("".join(l + "\n" for l in selected))
+os.replace(tmp, out)
 print(f"judge-comparison: {len(selected)} of {len(lines)} items (passes {' '.join(passes)}; "
       f"{len(kept)} kept from the earlier items)", file=sys.stderr)
 PY
