@@ -76,8 +76,7 @@ PY
 }
 
 if [ "${1:-}" = "--replay" ]; then
-    rm -f target/judge/pass-*-$$.jsonl
-replay
+    replay
     exit 0
 fi
 DATA="${1:?usage: tests/judge-comparison.sh DATA_DIR | --replay}"
@@ -95,13 +94,14 @@ python3 - "target/judge/all-$$.jsonl" "$keep" "$OUT/items.jsonl" "target/judge/p
 import json, os, sys
 full, keep, out, per_pass, passes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 lines = open(full).read().splitlines()
+items = [json.loads(l) for l in lines]
 kept = {json.loads(l)["id"]: l for l in open(keep).read().splitlines()}
 selected = []
 for p in passes:
     chosen = [
-        kept.get(json.loads(l)["id"], l)
-        for n, l in enumerate(lines, start=1)
-        if n % 5 == int(p) % 5 and (p == "1" or json.loads(l)["source"] != "task")
+        kept.get(item["id"], l)
+        for n, (l, item) in enumerate(zip(lines, items), start=1)
+        if n % 5 == int(p) % 5 and (p == "1" or item["source"] != "task")
     ]
     open(per_pass % p, "w").write("".join(l + "\n" for l in chosen))
     selected += chosen
