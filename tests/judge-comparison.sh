@@ -4,7 +4,7 @@
 # item built from the labelled real sessions and every 5th item of the task suite.
 #
 #   tests/judge-comparison.sh DATA_DIR      record with the local models (a pass of 76 items: ~1.7 h
-#                                           of one core for the four runs; all five ~8.8 h; measured
+#                                           of one core for the four runs; all five ~8.9 h; measured
 #                                           in docs/judge.md)
 #   tests/judge-comparison.sh --replay      the table again from the committed cassettes (offline)
 #
