@@ -265,6 +265,56 @@ fn silent_server() -> String {
     format!("http://{addr}/v1")
 }
 
+/// A server on 127.0.0.1 that keeps the bytes of the first request it is sent and never
+/// answers.
+fn capturing_server() -> (String, std::sync::mpsc::Receiver<String>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming().flatten() {
+            let mut s = s;
+            let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65536];
+            loop {
+                match s.read(&mut buf) {
+                    Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+            let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+            held.push(s);
+        }
+    });
+    (format!("http://{addr}/v1"), rx)
+}
+
+#[test]
+fn the_temperature_flag_is_sent_to_the_model() {
+    let (base, requests) = capturing_server();
+    let d = tempfile::tempdir().unwrap();
+    let extra = [
+        "--temperature",
+        "0.5",
+        "--request-timeout",
+        "2",
+        "--retries",
+        "0",
+    ];
+    let (code, err, _) = run_against(&base, &extra, &d.path().join("t"));
+    assert_eq!(code, Some(100), "{err}");
+    let first = requests
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the run sent a request");
+    assert!(first.starts_with("POST /v1/chat/completions"), "{first}");
+    assert!(first.contains("\"temperature\":0.5"), "{first}");
+    let (code, err, _) = run_against(&base, &["--temperature", "2.5"], &d.path().join("u"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("2.5 is outside 0 to 2"), "{err}");
+}
+
 fn run_against(base: &str, extra: &[&str], out: &PathBuf) -> (Option<i32>, String, String) {
     let o = Command::new(binary())
         .current_dir(root())

@@ -164,6 +164,10 @@ struct CommonRun {
     /// provider's; a small local model may otherwise write until its context is full).
     #[arg(long, value_name = "N")]
     max_output_tokens: Option<u32>,
+    /// The sampling temperature sent to a real model, 0 to 2 (Anthropic: 0 to 1); 0 asks for the
+    /// most likely answer (default: none sent, the provider's own, which samples).
+    #[arg(long, value_name = "T", value_parser = harness_runner::backends::parse_temperature)]
+    temperature: Option<f64>,
     /// Where shell commands (setup, the agent's, checks) run: `bwrap` (bubblewrap: own PID
     /// namespace and /proc, allowed environment only, the workspace the only writable folder, no
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
@@ -419,6 +423,7 @@ fn config(
         backend: BackendOptions {
             record: common.record.clone(),
             max_output_tokens: common.max_output_tokens,
+            temperature: common.temperature,
             timeout: Duration::from_secs(common.request_timeout.max(1)),
             max_retries: common.retries,
             ..BackendOptions::default()

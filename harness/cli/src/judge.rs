@@ -177,6 +177,10 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// The sampling temperature sent to the models, 0 to 2 (Anthropic: 0 to 1); 0 asks each
+    /// model for its most likely answer (default: none sent, the provider's own, which samples).
+    #[arg(long, value_name = "T", value_parser = harness_runner::backends::parse_temperature)]
+    pub temperature: Option<f64>,
     /// Fit every request into N o200k tokens: the oldest whole turns of the context are left
     /// out (a note says so; the card and the current message stay whole); an item whose card
     /// alone is over N is not asked and counted as `too long`.
@@ -327,6 +331,7 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
         in_flight: a.jobs.max(1),
         timeout: Duration::from_secs(a.timeout.max(1)),
         max_retries: a.retries,
+        temperature: a.temperature,
         ..BackendOptions::default()
     };
     let mut seen: HashMap<String, ()> = HashMap::new();

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::request::{Purpose, Request, Response, Usage};
 use harness_runner::backends::{
-    anthropic, cassette_key, openai, parse_model, AnthropicModel, BackendOptions, OpenAiModel,
-    Recorder, ReplayModel,
+    anthropic, cassette_key, openai, parse_model, parse_temperature, AnthropicModel,
+    BackendOptions, OpenAiModel, Recorder, ReplayModel,
 };
 use harness_runner::model::{Model, ModelError};
 use serde_json::{json, Value};
@@ -788,6 +788,78 @@ async fn max_output_tokens_is_sent_as_max_tokens_to_both_providers() {
         .unwrap();
     assert!(sent.get("max_tokens").is_none(), "{sent}");
     assert_eq!(requests.len(), 2);
+}
+
+#[tokio::test]
+async fn temperature_is_sent_to_both_providers_only_when_given() {
+    let server = MockServer::start().await;
+    mount_ok(&server, 2).await;
+    let anthropic = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_answer()))
+        .expect(2)
+        .mount(&anthropic)
+        .await;
+    for temperature in [Some(0.0), None] {
+        let o = BackendOptions {
+            temperature,
+            ..opts()
+        };
+        openai_model(&server, &o)
+            .respond(&request(), "c")
+            .await
+            .unwrap();
+        AnthropicModel::new("claude-test", &anthropic.uri(), KEY, &o)
+            .unwrap()
+            .respond(&request(), "c")
+            .await
+            .unwrap();
+    }
+    for srv in [&server, &anthropic] {
+        let sent: Vec<Value> = srv
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.body_json().unwrap())
+            .collect();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[0]["temperature"], json!(0.0), "{}", sent[0]);
+        assert!(sent[1].get("temperature").is_none(), "{}", sent[1]);
+    }
+    // Over the Messages API's 1: refused when the model is built, before any request.
+    let hot = BackendOptions {
+        temperature: Some(1.5),
+        ..opts()
+    };
+    let err = AnthropicModel::new("claude-test", &anthropic.uri(), KEY, &hot)
+        .err()
+        .expect("1.5 is refused for anthropic");
+    assert!(err.contains("--temperature 1.5 is over 1"), "{err}");
+    openai_model(&server, &hot)
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    let last: Value = server.received_requests().await.unwrap()[2]
+        .body_json()
+        .unwrap();
+    assert_eq!(last["temperature"], json!(1.5));
+}
+
+#[test]
+fn a_temperature_outside_0_to_2_is_refused_with_what_to_give() {
+    assert_eq!(parse_temperature("0"), Ok(0.0));
+    assert_eq!(parse_temperature(" 0.7 "), Ok(0.7));
+    assert_eq!(parse_temperature("2"), Ok(2.0));
+    let high = parse_temperature("2.5").unwrap_err();
+    assert!(high.contains("outside 0 to 2"), "{high}");
+    let neg = parse_temperature("-1").unwrap_err();
+    assert!(neg.contains("outside 0 to 2"), "{neg}");
+    let word = parse_temperature("hot").unwrap_err();
+    assert!(word.contains("`hot` is not a number"), "{word}");
+    let nan = parse_temperature("NaN").unwrap_err();
+    assert!(nan.contains("outside"), "{nan}");
 }
 
 #[tokio::test]

@@ -1,8 +1,8 @@
 //! `judge run --answer text` against a model on loopback: a wiremock server plays an
 //! OpenAI-compatible model that answers each card with one line (some of them unparsable); the
-//! requests carry no tools and, with `--grammar`, the GBNF grammar; the records say the mode and
-//! are judged as the core judges the text; the cassette replays the same records and says how
-//! its answers were asked.
+//! requests carry no tools and, with `--grammar`, the GBNF grammar (with `--temperature`, the
+//! temperature); the records say the mode and are judged as the core judges the text; the
+//! cassette replays the same records and says how its answers were asked.
 
 mod common;
 
@@ -143,12 +143,29 @@ async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
     for r in &first {
         let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert!(body.get("grammar").is_none(), "no grammar unless asked");
+        assert!(
+            body.get("temperature").is_none(),
+            "no temperature unless asked"
+        );
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
-    // With --grammar and --record.
-    let (code, stdout, stderr) =
-        text_run(&["--grammar", "--record", &cassette_s, "-o", &records_s]);
+    // A temperature the providers do not take is refused before any request.
+    let (code, _, stderr) = text_run(&["--temperature", "3"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("3 is outside 0 to 2"), "{stderr}");
+    assert_eq!(server.received_requests().await.unwrap().len(), items.len());
+
+    // With --grammar, --temperature 0 and --record.
+    let (code, stdout, stderr) = text_run(&[
+        "--grammar",
+        "--temperature",
+        "0",
+        "--record",
+        &cassette_s,
+        "-o",
+        &records_s,
+    ]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let seen = server.received_requests().await.unwrap();
     assert_eq!(seen.len(), 2 * items.len());
@@ -161,12 +178,14 @@ async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
     check_replay_and_refusals(dir.path(), &data_s, &cassette_s, &base, got);
 }
 
-/// Every text-mode request with `--grammar`: the grammar, no tools, a system prompt then
-/// alternating user and assistant turns, the one-line instruction last.
+/// Every text-mode request with `--grammar --temperature 0`: the grammar and the temperature, no
+/// tools, a system prompt then alternating user and assistant turns, the one-line instruction
+/// last.
 fn check_text_bodies(seen: &[wiremock::Request]) {
     for r in seen {
         let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(body["grammar"], answer::GRAMMAR);
+        assert_eq!(body["temperature"], json!(0.0));
         assert!(body.get("tools").is_none(), "text mode sends no tools");
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs[0]["role"], "system");

@@ -3,7 +3,8 @@
 //! `POST {base}/v1/messages` with `x-api-key` and `anthropic-version: 2023-06-01`; key from
 //! `ANTHROPIC_API_KEY`, base URL from `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`).
 //! `max_tokens` is [`MAX_TOKENS`] (a value every current model accepts) unless the run caps
-//! answers (`--max-output-tokens`).
+//! answers (`--max-output-tokens`); `temperature` is sent only when the run sets one
+//! (`--temperature`; the API takes 0 to 1).
 //!
 //! Message mapping ([`body`]): the system prompt is one text block; user and host messages are
 //! text blocks ([`Message::visible_text`]); an assistant message is an optional text block and one
@@ -50,6 +51,8 @@ pub struct AnthropicModel {
     endpoint: Endpoint,
     /// `max_tokens` of every request ([`MAX_TOKENS`] unless the run caps answers).
     max_tokens: u32,
+    /// `temperature` of every request (`--temperature`; none sent when `None`).
+    temperature: Option<f64>,
 }
 
 impl AnthropicModel {
@@ -61,6 +64,11 @@ impl AnthropicModel {
         api_key: &str,
         opts: &BackendOptions,
     ) -> Result<AnthropicModel, String> {
+        if let Some(t) = opts.temperature.filter(|t| *t > 1.0) {
+            return Err(format!(
+                "anthropic:{model}: --temperature {t} is over 1, the most the Messages API takes; give 0 to 1"
+            ));
+        }
         let key = api_key.trim().to_string();
         let headers = vec![
             ("x-api-key", key.clone()),
@@ -78,6 +86,7 @@ impl AnthropicModel {
         Ok(AnthropicModel {
             endpoint,
             max_tokens: opts.max_output_tokens.unwrap_or(MAX_TOKENS),
+            temperature: opts.temperature,
         })
     }
 
@@ -104,6 +113,9 @@ impl Model for AnthropicModel {
         Box::pin(async move {
             let mut b = body(req, &self.endpoint.model);
             b["max_tokens"] = Value::from(self.max_tokens);
+            if let Some(t) = self.temperature {
+                b["temperature"] = Value::from(t);
+            }
             self.endpoint.call(&b, parse_response).await
         })
     }

@@ -87,7 +87,7 @@ pub fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
 pub const SECRET_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
 /// Settings shared by the backends of one run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BackendOptions {
     /// `--record DIR`: write every successful exchange to this cassette directory.
     pub record: Option<PathBuf>,
@@ -98,6 +98,12 @@ pub struct BackendOptions {
     /// `max_tokens` (OpenAI-compatible servers; Anthropic's default is
     /// [`anthropic::MAX_TOKENS`]). `None`: the provider's default.
     pub max_output_tokens: Option<u32>,
+    /// `--temperature T`: the sampling temperature, sent as `temperature` to both providers
+    /// (0 asks for the most likely answer, so a model answers a request the same way each
+    /// time, as far as its server is deterministic). `None`: none is sent, and the provider
+    /// samples at its default (llama.cpp's servers: 0.8 with a random seed). Not part of a
+    /// cassette key: record each setting into its own folder.
+    pub temperature: Option<f64>,
     /// Requests in flight per provider endpoint (default 4).
     pub in_flight: usize,
     /// Time-out of one attempt (default 120 s).
@@ -116,6 +122,7 @@ impl Default for BackendOptions {
             record: None,
             resume_recording: false,
             max_output_tokens: None,
+            temperature: None,
             in_flight: 4,
             timeout: Duration::from_secs(120),
             max_retries: 4,
@@ -133,6 +140,23 @@ impl BackendOptions {
             base_delay: self.base_delay,
             timeout: self.timeout,
         }
+    }
+}
+
+/// The highest `--temperature` a provider takes (OpenAI's API: 2; Anthropic's: 1, checked when
+/// the model is built).
+pub const MAX_TEMPERATURE: f64 = 2.0;
+
+/// Reads a `--temperature` value: a number from 0 to [`MAX_TEMPERATURE`].
+pub fn parse_temperature(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
+        Ok(t) => Err(format!(
+            "{t} is outside 0 to {MAX_TEMPERATURE}: give 0 for the most likely answer, or up to {MAX_TEMPERATURE} (Anthropic's API takes up to 1)"
+        )),
+        Err(_) => Err(format!(
+            "`{s}` is not a number: give a temperature from 0 to {MAX_TEMPERATURE}, such as 0 or 0.7"
+        )),
     }
 }
 

@@ -13,9 +13,9 @@
 //! - a tool result → `{role: "tool", tool_call_id, content}`.
 //!
 //! Whenever tools are sent, `tool_choice` is `"auto"` (llama.cpp ignores tools when it is left
-//! out, and answers HTTP 500 to `"required"`). No `temperature` is sent, and `max_tokens` only
-//! when the run caps answers (`--max-output-tokens`): servers and models differ on which they
-//! accept. Extra body fields (llama.cpp's `grammar`) are sent
+//! out, and answers HTTP 500 to `"required"`). `temperature` is sent only when the run sets one
+//! (`--temperature`), and `max_tokens` only when the run caps answers (`--max-output-tokens`):
+//! servers and models differ on which they accept. Extra body fields (llama.cpp's `grammar`) are sent
 //! only when the model was built with them ([`OpenAiModel::with_extra_body`]).
 //!
 //! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
@@ -74,6 +74,9 @@ impl OpenAiModel {
         let mut extra = Map::new();
         if let Some(n) = opts.max_output_tokens {
             extra.insert("max_tokens".into(), Value::from(n));
+        }
+        if let Some(t) = opts.temperature {
+            extra.insert("temperature".into(), Value::from(t));
         }
         Ok(OpenAiModel { endpoint, extra })
     }
