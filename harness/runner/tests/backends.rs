@@ -747,6 +747,20 @@ async fn a_resumed_recording_asks_only_what_the_cassette_lacks() {
     again.respond(&request(), "item/1").await.unwrap();
 }
 
+/// One request to an OpenAI-compatible model on `openai` and one to a Claude model on
+/// `anthropic` (the same server may play both), built with `o`.
+async fn ask_both(openai: &MockServer, anthropic: &MockServer, o: &BackendOptions) {
+    openai_model(openai, o)
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+    AnthropicModel::new("claude-test", &anthropic.uri(), KEY, o)
+        .unwrap()
+        .respond(&request(), "c")
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn max_output_tokens_is_sent_as_max_tokens_to_both_providers() {
     let server = MockServer::start().await;
@@ -766,15 +780,7 @@ async fn max_output_tokens_is_sent_as_max_tokens_to_both_providers() {
         max_output_tokens: Some(77),
         ..opts()
     };
-    openai_model(&server, &capped)
-        .respond(&request(), "c")
-        .await
-        .unwrap();
-    AnthropicModel::new("claude-test", &server.uri(), KEY, &capped)
-        .unwrap()
-        .respond(&request(), "c")
-        .await
-        .unwrap();
+    ask_both(&server, &server, &capped).await;
     // Uncapped: no `max_tokens` for an OpenAI-compatible server (none of the mocks above match).
     let requests = server.received_requests().await.unwrap_or_default();
     let uncapped_server = MockServer::start().await;
@@ -806,15 +812,7 @@ async fn temperature_is_sent_to_both_providers_only_when_given() {
             temperature,
             ..opts()
         };
-        openai_model(&server, &o)
-            .respond(&request(), "c")
-            .await
-            .unwrap();
-        AnthropicModel::new("claude-test", &anthropic.uri(), KEY, &o)
-            .unwrap()
-            .respond(&request(), "c")
-            .await
-            .unwrap();
+        ask_both(&server, &anthropic, &o).await;
     }
     for srv in [&server, &anthropic] {
         let sent: Vec<Value> = srv
