@@ -413,4 +413,19 @@ mod tests {
         assert_eq!(m.name(), "openai:some-model");
         assert!(dir.path().join("rec").is_dir());
     }
+
+    #[test]
+    fn a_temperature_outside_0_to_2_is_refused_with_what_to_give() {
+        assert_eq!(parse_temperature("0"), Ok(0.0));
+        assert_eq!(parse_temperature(" 0.7 "), Ok(0.7));
+        assert_eq!(parse_temperature("2"), Ok(2.0));
+        let high = parse_temperature("2.5").unwrap_err();
+        assert!(high.contains("outside 0 to 2"), "{high}");
+        let neg = parse_temperature("-1").unwrap_err();
+        assert!(neg.contains("outside 0 to 2"), "{neg}");
+        let word = parse_temperature("hot").unwrap_err();
+        assert!(word.contains("`hot` is not a number"), "{word}");
+        let nan = parse_temperature("NaN").unwrap_err();
+        assert!(nan.contains("outside"), "{nan}");
+    }
 }
