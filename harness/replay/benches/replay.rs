@@ -215,10 +215,7 @@ fn long_message_benches(c: &mut Criterion) {
 }
 
 fn data_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FOLDBENCH_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-    };
+    let dir = PathBuf::from(std::env::var_os("FOLDBENCH_DATA")?);
     dir.is_dir().then_some(dir)
 }
 
@@ -250,9 +247,7 @@ fn synthetic_benches(c: &mut Criterion) {
 
 fn corpus_benches(c: &mut Criterion) {
     let Some(dir) = data_dir() else {
-        println!(
-            "corpus benchmarks skipped: no full corpus beside the checkout (set FOLDBENCH_DATA)"
-        );
+        println!("corpus benchmarks skipped: FOLDBENCH_DATA does not name the real-session corpus");
         return;
     };
     let paths = vec![dir];

@@ -1,6 +1,6 @@
 //! Replays, analyses and checks against recorded usage the real sessions: the in-repository
-//! subset, and the full corpus when it is there (`FOLDBENCH_DATA`, or the data folder beside the
-//! checkout). Run with `--nocapture` to see the tables.
+//! subset, and the full corpus when `FOLDBENCH_DATA` names it. Run with `--nocapture` to see the
+//! tables.
 
 use std::path::PathBuf;
 
@@ -10,28 +10,21 @@ use harness_replay::report;
 use harness_replay::{analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer};
 
 /// The folders to run on: the in-repository subset (`tests/fixtures/real-sessions`) always, and
-/// the full corpus (`FOLDBENCH_DATA`, or the data folder beside the checkout) when it is there.
-/// Under `CI=true` a missing full corpus is a failure, not a silent skip.
+/// the full corpus when `FOLDBENCH_DATA` names it. A `FOLDBENCH_DATA` that names no such folder
+/// is a failure, not a silent skip.
 fn data_dirs() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut dirs = vec![root.join("tests/fixtures/real-sessions")];
-    let full = match std::env::var_os("FOLDBENCH_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => root.join("../shared/data"),
+    let Some(full) = std::env::var_os("FOLDBENCH_DATA").map(PathBuf::from) else {
+        println!("note: FOLDBENCH_DATA is not set: the in-repository subset only");
+        return dirs;
     };
-    if full.is_dir() {
-        dirs.push(full);
-    } else if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "the real-session corpus is missing at {} (CI=true); set FOLDBENCH_DATA to its folder",
-            full.display()
-        );
-    } else {
-        println!(
-            "note: no full corpus at {} (set FOLDBENCH_DATA); the in-repository subset only",
-            full.display()
-        );
-    }
+    assert!(
+        full.is_dir(),
+        "FOLDBENCH_DATA={} is not a folder: set it to the real-session corpus, or unset it to run on the in-repository subset only",
+        full.display()
+    );
+    dirs.push(full);
     dirs
 }
 
