@@ -7,24 +7,8 @@ use std::path::PathBuf;
 use harness_import::fs::import_paths;
 use harness_import::{Format, ImportedSession};
 
-/// The folders to run on: the in-repository subset (`tests/fixtures/real-sessions`) always, and
-/// the full corpus when `FOLDBENCH_DATA` names it. A `FOLDBENCH_DATA` that names no such folder
-/// is a failure, not a silent skip.
-fn data_dirs() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut dirs = vec![root.join("tests/fixtures/real-sessions")];
-    let Some(full) = std::env::var_os("FOLDBENCH_DATA").map(PathBuf::from) else {
-        println!("note: FOLDBENCH_DATA is not set: the in-repository subset only");
-        return dirs;
-    };
-    assert!(
-        full.is_dir(),
-        "FOLDBENCH_DATA={} is not a folder: set it to the real-session corpus, or unset it to run on the in-repository subset only",
-        full.display()
-    );
-    dirs.push(full);
-    dirs
-}
+mod support;
+use support::data_dirs;
 
 /// One labelled user record of a labels file.
 struct Label {

@@ -9,24 +9,9 @@ use harness_replay::engine::{estimate_prefix, none_context, sum_tokens};
 use harness_replay::report;
 use harness_replay::{analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer};
 
-/// The folders to run on: the in-repository subset (`tests/fixtures/real-sessions`) always, and
-/// the full corpus when `FOLDBENCH_DATA` names it. A `FOLDBENCH_DATA` that names no such folder
-/// is a failure, not a silent skip.
-fn data_dirs() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut dirs = vec![root.join("tests/fixtures/real-sessions")];
-    let Some(full) = std::env::var_os("FOLDBENCH_DATA").map(PathBuf::from) else {
-        println!("note: FOLDBENCH_DATA is not set: the in-repository subset only");
-        return dirs;
-    };
-    assert!(
-        full.is_dir(),
-        "FOLDBENCH_DATA={} is not a folder: set it to the real-session corpus, or unset it to run on the in-repository subset only",
-        full.display()
-    );
-    dirs.push(full);
-    dirs
-}
+#[path = "../../import/tests/support/mod.rs"]
+mod support;
+use support::data_dirs;
 
 /// Every labels file of a data folder: `labels/<format>/` and `labels-by-turn/<format>/` (the
 /// Codex files keyed by turn number, where the corpus kept them first).
