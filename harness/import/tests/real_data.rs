@@ -2,7 +2,6 @@
 //! when `FOLDBENCH_DATA` names it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 
 use harness_import::fs::import_paths;
 use harness_import::{Format, ImportedSession};

@@ -2,8 +2,6 @@
 //! subset, and the full corpus when `FOLDBENCH_DATA` names it. Run with `--nocapture` to see the
 //! tables.
 
-use std::path::PathBuf;
-
 use harness_import::fs::import_paths;
 use harness_replay::engine::{estimate_prefix, none_context, sum_tokens};
 use harness_replay::report;
