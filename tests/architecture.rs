@@ -33,6 +33,7 @@ fn the_pure_crates_do_no_io() {
         "harness/report/src",
         "policies/src",
         "harness/replay/src",
+        "harness/wire/src",
     ] {
         rust_files(&root().join(dir), &mut files);
     }
@@ -42,7 +43,7 @@ fn the_pure_crates_do_no_io() {
         for word in forbidden {
             assert!(
                 !text.contains(word),
-                "{} uses `{word}`: the core, config, report, the policies, the importers (but fs.rs) and the replay engine do no IO",
+                "{} uses `{word}`: the core, config, report, the policies, the importers (but fs.rs), the replay engine and the wire formats do no IO",
                 f.display()
             );
         }
@@ -167,6 +168,7 @@ fn the_crates_depend_inward() {
     assert!(!runtime.contains("harness-"), "{runtime}");
     assert_eq!(deps("harness/config/Cargo.toml"), vec!["harness-core"]);
     assert_eq!(deps("harness/report/Cargo.toml"), vec!["harness-core"]);
+    assert_eq!(deps("harness/wire/Cargo.toml"), vec!["harness-core"]);
     assert!(!deps("harness/runner/Cargo.toml").contains(&"foldbench".to_string()));
 }
 

@@ -1,0 +1,352 @@
+//! The pieces of a conversation as an API writes them, and their grouping into core messages.
+//!
+//! A [`Unit`] is the smallest piece an API lets a host keep or leave out on its own, with its raw
+//! JSON: an Anthropic content block, a Chat message, a Responses item. Each API's `decode_item`
+//! turns one message or item into units; the [`Grouper`] turns units into the core's messages:
+//!
+//! - consecutive user-side text units are one user message; it opens a new turn when it follows
+//!   the model's closing answer (an answer without tool calls) or starts the conversation, and
+//!   otherwise belongs to the turn in progress (Claude Code's reminders beside tool results);
+//! - each tool result is one tool message, named after the call it answers;
+//! - consecutive model-side units (text, tool calls, thinking or reasoning) are one assistant
+//!   message;
+//! - `system` and `developer` units are *pinned*: no policy sees them; a host sends them where
+//!   they stood ([`Piece::message`] is `None`).
+//!
+//! The grouper keeps the turn in progress and the calls seen, so the units of the next request
+//! continue where the last request ended.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use harness_core::message::{Message, ToolCall};
+use serde_json::value::RawValue;
+
+/// What a unit is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UnitKind {
+    /// A `system`/`developer` entry: sent where it stood, never given to a policy.
+    Pinned,
+    /// User-side text (images as `[image]`).
+    UserText(String),
+    /// A tool's result.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// Its text.
+        text: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+    /// Model-side: text, tool calls, or neither (thinking, reasoning: kept raw, not read).
+    Assistant {
+        /// The text.
+        text: String,
+        /// Tool calls.
+        calls: Vec<ToolCall>,
+    },
+}
+
+/// One unit: its raw JSON and what it is.
+#[derive(Debug)]
+pub struct Unit {
+    /// The JSON as the agent wrote it (a content block, a message or an item).
+    pub raw: Box<RawValue>,
+    /// What it is.
+    pub kind: UnitKind,
+    /// For a tool call or result: the API's form (`function_call`, `custom_tool_call`,
+    /// `tool_use`, …), so a result a policy rewrites is written back in the form of the original.
+    pub form: Option<String>,
+}
+
+impl Unit {
+    /// The side of the conversation the unit is on.
+    pub fn side(&self) -> Side {
+        match self.kind {
+            UnitKind::Pinned => Side::Pinned,
+            UnitKind::UserText(_) | UnitKind::ToolResult { .. } => Side::User,
+            UnitKind::Assistant { .. } => Side::Assistant,
+        }
+    }
+}
+
+/// Which side a unit is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The user's (text, tool results).
+    User,
+    /// The model's.
+    Assistant,
+    /// A pinned system entry.
+    Pinned,
+}
+
+/// Where a unit is: the item of the request, and the unit of that item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UnitRef {
+    /// Index of the item in the request.
+    pub item: usize,
+    /// Index of the unit in the item.
+    pub unit: usize,
+}
+
+/// A core message and the units it was made of (or a pinned unit).
+#[derive(Debug, Clone)]
+pub struct Piece {
+    /// The message; `None` for a pinned unit.
+    pub message: Option<Arc<Message>>,
+    /// Its units, in order.
+    pub units: Vec<UnitRef>,
+    /// Whether the message opens a new turn (the user's prompt).
+    pub opens_turn: bool,
+}
+
+/// What came last, for the turn rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Nothing,
+    User,
+    Tool,
+    /// An answer with tool calls.
+    Calling,
+    /// An answer without: the turn is over.
+    Closing,
+}
+
+/// Groups units into core messages, carrying the turn and the calls from request to request.
+#[derive(Debug, Clone)]
+pub struct Grouper {
+    turn: u32,
+    last: Last,
+    /// Call id → (tool name, form of the call).
+    calls: HashMap<String, (String, Option<String>)>,
+    /// Call id → form of its result, as the agent wrote it.
+    results: HashMap<String, String>,
+}
+
+impl Default for Grouper {
+    fn default() -> Self {
+        Grouper {
+            turn: 0,
+            last: Last::Nothing,
+            calls: HashMap::new(),
+            results: HashMap::new(),
+        }
+    }
+}
+
+/// A group being built.
+struct Open {
+    side: Side,
+    text: Vec<String>,
+    calls: Vec<ToolCall>,
+    units: Vec<UnitRef>,
+}
+
+impl Grouper {
+    /// A grouper at the start of a conversation.
+    pub fn new() -> Grouper {
+        Grouper::default()
+    }
+
+    /// The turn in progress (0 before the first prompt).
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// The name and form of a call seen so far.
+    pub fn call(&self, id: &str) -> Option<(&str, Option<&str>)> {
+        self.calls.get(id).map(|(n, f)| (n.as_str(), f.as_deref()))
+    }
+
+    /// The form the agent wrote a call's result in, when one was seen.
+    pub fn result_form(&self, call_id: &str) -> Option<&str> {
+        self.results.get(call_id).map(String::as_str)
+    }
+
+    /// Notes a call the host itself answered (a policy's tool), so its result is named.
+    pub fn note_call(&mut self, call: &ToolCall, form: Option<&str>) {
+        self.calls.insert(
+            call.id.clone(),
+            (call.name.clone(), form.map(str::to_string)),
+        );
+    }
+
+    /// Groups the units of `items` (each with its index in the request) into pieces, in order.
+    pub fn group(&mut self, items: &[(usize, &[Unit])]) -> Vec<Piece> {
+        let mut out = Vec::new();
+        let mut open: Option<Open> = None;
+        for (item, units) in items {
+            for (u, unit) in units.iter().enumerate() {
+                let at = UnitRef {
+                    item: *item,
+                    unit: u,
+                };
+                match &unit.kind {
+                    UnitKind::Pinned => {
+                        self.flush(&mut open, &mut out);
+                        out.push(Piece {
+                            message: None,
+                            units: vec![at],
+                            opens_turn: false,
+                        });
+                    }
+                    UnitKind::ToolResult {
+                        call_id,
+                        text,
+                        is_error,
+                    } => {
+                        self.flush(&mut open, &mut out);
+                        if let Some(f) = &unit.form {
+                            self.results.insert(call_id.clone(), f.clone());
+                        }
+                        let name = self
+                            .calls
+                            .get(call_id)
+                            .map(|c| c.0.clone())
+                            .unwrap_or_default();
+                        let call = ToolCall {
+                            id: call_id.clone(),
+                            name,
+                            args: serde_json::Value::Null,
+                        };
+                        let turn = self.turn.max(1);
+                        out.push(Piece {
+                            message: Some(Message::tool_result(
+                                turn,
+                                &call,
+                                text.clone(),
+                                *is_error,
+                            )),
+                            units: vec![at],
+                            opens_turn: false,
+                        });
+                        self.last = Last::Tool;
+                    }
+                    UnitKind::UserText(t) | UnitKind::Assistant { text: t, .. } => {
+                        let side = unit.side();
+                        if open.as_ref().is_some_and(|o| o.side != side) {
+                            self.flush(&mut open, &mut out);
+                        }
+                        let o = open.get_or_insert_with(|| Open {
+                            side,
+                            text: Vec::new(),
+                            calls: Vec::new(),
+                            units: Vec::new(),
+                        });
+                        if !t.is_empty() {
+                            o.text.push(t.clone());
+                        }
+                        if let UnitKind::Assistant { calls, .. } = &unit.kind {
+                            for c in calls {
+                                self.calls
+                                    .insert(c.id.clone(), (c.name.clone(), unit.form.clone()));
+                            }
+                            o.calls.extend(calls.iter().cloned());
+                        }
+                        o.units.push(at);
+                    }
+                }
+            }
+        }
+        self.flush(&mut open, &mut out);
+        out
+    }
+
+    fn flush(&mut self, open: &mut Option<Open>, out: &mut Vec<Piece>) {
+        let Some(o) = open.take() else { return };
+        let text = o.text.join("\n\n");
+        let (message, opens_turn) = match o.side {
+            Side::User => {
+                let opens = matches!(self.last, Last::Nothing | Last::Closing);
+                if opens {
+                    self.turn += 1;
+                }
+                self.last = Last::User;
+                (Message::user(self.turn, text, None), opens)
+            }
+            _ => {
+                let calling = !o.calls.is_empty();
+                self.last = if calling {
+                    Last::Calling
+                } else {
+                    Last::Closing
+                };
+                (Message::assistant(self.turn.max(1), text, o.calls), false)
+            }
+        };
+        out.push(Piece {
+            message: Some(message),
+            units: o.units,
+            opens_turn,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn unit(kind: UnitKind) -> Unit {
+        Unit {
+            raw: crate::null(),
+            kind,
+            form: None,
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "Read".into(),
+            args: json!({"file_path": "a"}),
+        }
+    }
+
+    #[test]
+    fn turns_open_after_a_closing_answer_and_continue_across_requests() {
+        let mut g = Grouper::new();
+        let first = [
+            unit(UnitKind::Pinned),
+            unit(UnitKind::UserText(
+                "<system-reminder>x</system-reminder>".into(),
+            )),
+            unit(UnitKind::UserText("read a".into())),
+        ];
+        let p = g.group(&[(0, &first[..1]), (1, &first[1..])]);
+        assert_eq!(p.len(), 2);
+        assert!(p[0].message.is_none());
+        let m = p[1].message.as_ref().unwrap();
+        assert_eq!((m.turn, p[1].opens_turn), (1, true));
+        assert_eq!(m.text, "<system-reminder>x</system-reminder>\n\nread a");
+        let second = [
+            unit(UnitKind::Assistant {
+                text: "".into(),
+                calls: vec![call("c1")],
+            }),
+            unit(UnitKind::ToolResult {
+                call_id: "c1".into(),
+                text: "x = 1".into(),
+                is_error: false,
+            }),
+            unit(UnitKind::UserText("reminder beside the result".into())),
+        ];
+        let p = g.group(&[(2, &second[..1]), (3, &second[1..])]);
+        assert_eq!(p.len(), 3);
+        let result = p[1].message.as_ref().unwrap();
+        assert_eq!(result.tool_name.as_deref(), Some("Read"));
+        assert!(!p[2].opens_turn, "text beside results stays in the turn");
+        let third = [
+            unit(UnitKind::Assistant {
+                text: "done".into(),
+                calls: vec![],
+            }),
+            unit(UnitKind::UserText("next".into())),
+        ];
+        let p = g.group(&[(4, &third[..1]), (5, &third[1..])]);
+        assert!(p[1].opens_turn);
+        assert_eq!(p[1].message.as_ref().unwrap().turn, 2);
+        assert_eq!(g.turn(), 2);
+    }
+}
