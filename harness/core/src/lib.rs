@@ -28,7 +28,8 @@
 //!   numbers from them; [`record`] is the versioned cell record; [`regression`] says which
 //!   metrics `compare` judges and how much worse each may get.
 //! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
-//! - [`sim`]: the simulated agent, deterministic for a seed.
+//! - [`sim`]: the simulated agent, deterministic for a seed; [`upstream`]: the sim answering a
+//!   real agent's requests in its own tool vocabulary (the offline upstream's pure part).
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
 //!   judgement dataset, its gold labels and the scoring of answers; [`answer`]: the answer
 //!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
@@ -53,3 +54,4 @@ pub mod sim;
 pub mod spec;
 pub mod suggest;
 pub mod tokens;
+pub mod upstream;

@@ -1,0 +1,336 @@
+//! The sim's tool calls in an agent's own vocabulary: Claude Code's `Read`/`Edit`/`Write`/`Bash`
+//! (and `Grep` where it is offered), Codex's `exec_command` and `apply_patch`, mini-swe-agent's
+//! one bash block in text, or foldbench's own six tools as they are.
+//!
+//! Which vocabulary a request speaks is read from the tools it offers ([`Vocabulary::of`]), so
+//! the upstream needs no flag per agent and follows an agent that changes its tool list.
+
+use serde_json::{json, Value};
+
+use crate::message::{ToolCall, ToolSpec};
+
+/// The tool vocabulary an agent's request speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vocabulary {
+    /// foldbench's own tools (`read_file`, `edit_file`, `shell`, …): calls go out as the sim
+    /// wrote them.
+    Foldbench,
+    /// Claude Code: `Read`, `Edit`, `Write`, `Bash`, and `Grep` when it is offered.
+    ClaudeCode,
+    /// Codex: `exec_command` (or the older `shell`) and `apply_patch`.
+    Codex,
+    /// mini-swe-agent's text-based mode: one fenced `mswea_bash_command` block per answer.
+    MiniText,
+}
+
+/// The fence mini-swe-agent's text-based model reads a command from.
+pub const MINI_FENCE: &str = "```mswea_bash_command";
+
+/// The command that ends a mini-swe-agent task.
+pub const MINI_SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+
+impl Vocabulary {
+    /// The vocabulary of a request offering `tools`, with `system` its system text.
+    pub fn of(tools: &[ToolSpec], system: &str) -> Vocabulary {
+        let has = |n: &str| tools.iter().any(|t| t.name == n);
+        if has("Bash") || has("Read") {
+            Vocabulary::ClaudeCode
+        } else if has("exec_command") || (has("shell") && has("apply_patch")) {
+            Vocabulary::Codex
+        } else if has("read_file") && has("shell") {
+            Vocabulary::Foldbench
+        } else if system.contains(MINI_FENCE) || system.contains("mswea_bash_command") {
+            Vocabulary::MiniText
+        } else if tools.iter().all(|t| is_host_tool(&t.name)) {
+            // No tools of the agent's own: a text-based agent.
+            Vocabulary::MiniText
+        } else {
+            Vocabulary::Foldbench
+        }
+    }
+
+    /// The word the upstream's record uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vocabulary::Foldbench => "foldbench",
+            Vocabulary::ClaudeCode => "claude-code",
+            Vocabulary::Codex => "codex",
+            Vocabulary::MiniText => "mini-swe-agent",
+        }
+    }
+}
+
+/// Tools a host (foldbench's proxy) adds beside the agent's own: they are answered by the host,
+/// so they go out as the sim wrote them in every vocabulary.
+pub fn is_host_tool(name: &str) -> bool {
+    name == "fold_unit" || name.starts_with("strategy_")
+}
+
+/// What the upstream knows of the agent's surroundings, read from the request: its working
+/// folder (for absolute paths), the tools it offers, and the file texts earlier reads showed.
+pub struct Surroundings<'a> {
+    /// The agent's working folder, when the request names it.
+    pub cwd: Option<&'a str>,
+    /// The tools the request offers.
+    pub tools: &'a [ToolSpec],
+    /// The text a file showed when it was last read whole with nothing written to it since
+    /// (for a patch of whole lines), by workspace-relative path.
+    pub shown: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Surroundings<'_> {
+    fn offers(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    fn abs(&self, path: &str) -> String {
+        match self.cwd {
+            Some(cwd) if !path.starts_with('/') => {
+                let rel = path.trim_start_matches("./");
+                if rel.is_empty() || rel == "." {
+                    cwd.to_string()
+                } else {
+                    format!("{}/{rel}", cwd.trim_end_matches('/'))
+                }
+            }
+            _ => path.to_string(),
+        }
+    }
+}
+
+/// One sim call as the agent writes it: a native tool call, or (mini-swe-agent) a command in
+/// the answer's text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Written {
+    /// A tool call in the agent's vocabulary (its id is the sim's).
+    Call(ToolCall),
+    /// A shell command the answer's text carries.
+    Command(String),
+}
+
+/// Writes the sim's `call` in `vocab`.
+pub fn write_call(vocab: Vocabulary, call: &ToolCall, at: &Surroundings<'_>) -> Written {
+    if vocab == Vocabulary::Foldbench || is_host_tool(&call.name) {
+        return Written::Call(call.clone());
+    }
+    let arg = |k: &str| call.args.get(k).and_then(Value::as_str).unwrap_or("");
+    let uint = |k: &str| call.args.get(k).and_then(Value::as_u64);
+    let native = |name: &str, args: Value| {
+        Written::Call(ToolCall {
+            id: call.id.clone(),
+            name: name.to_string(),
+            args,
+        })
+    };
+    let path = arg("path");
+    match vocab {
+        Vocabulary::ClaudeCode => match call.name.as_str() {
+            "read_file" => {
+                let mut args = json!({ "file_path": at.abs(path) });
+                if let Some(o) = uint("offset") {
+                    args["offset"] = json!(o);
+                }
+                if let Some(l) = uint("limit") {
+                    args["limit"] = json!(l);
+                }
+                native("Read", args)
+            }
+            "edit_file" => native(
+                "Edit",
+                json!({ "file_path": at.abs(path), "old_string": arg("old"), "new_string": arg("new") }),
+            ),
+            "write_file" => native(
+                "Write",
+                json!({ "file_path": at.abs(path), "content": arg("content") }),
+            ),
+            "grep" if at.offers("Grep") => {
+                let mut args =
+                    json!({ "pattern": arg("pattern"), "output_mode": "content", "-n": true });
+                if !path.is_empty() {
+                    args["path"] = json!(at.abs(path));
+                }
+                native("Grep", args)
+            }
+            _ => native(
+                "Bash",
+                json!({ "command": shell_command(call), "description": describe(call) }),
+            ),
+        },
+        Vocabulary::Codex => {
+            if call.name == "edit_file" && at.offers("apply_patch") {
+                if let Some(patch) = (at.shown)(path)
+                    .and_then(|text| update_patch(path, &text, arg("old"), arg("new")))
+                {
+                    return native("apply_patch", json!({ "input": patch }));
+                }
+            }
+            let cmd = shell_command(call);
+            if at.offers("exec_command") || !at.offers("shell") {
+                native("exec_command", json!({ "cmd": cmd }))
+            } else {
+                native("shell", json!({ "command": ["bash", "-lc", cmd] }))
+            }
+        }
+        Vocabulary::MiniText => Written::Command(shell_command(call)),
+        Vocabulary::Foldbench => Written::Call(call.clone()),
+    }
+}
+
+/// A few words on what a call does (Claude Code's `Bash` asks for a description).
+fn describe(call: &ToolCall) -> String {
+    let path = call.str_arg("path").unwrap_or(".");
+    match call.name.as_str() {
+        "shell" => "Run a command".to_string(),
+        "grep" => format!("Search {path}"),
+        "list_files" => format!("List the files under {path}"),
+        "read_file" => format!("Read {path}"),
+        other => format!("Run {other}"),
+    }
+}
+
+/// The sim's file tools as shell commands (for the agents whose tool is a shell).
+pub fn shell_command(call: &ToolCall) -> String {
+    let arg = |k: &str| call.str_arg(k).unwrap_or("");
+    let path = call.str_arg("path").filter(|p| !p.is_empty());
+    match call.name.as_str() {
+        "shell" => arg("command").to_string(),
+        "read_file" => {
+            let p = sh_quote(arg("path"));
+            let offset = call.args.get("offset").and_then(Value::as_u64);
+            let limit = call.args.get("limit").and_then(Value::as_u64);
+            match (offset, limit) {
+                (None, None) => format!("cat -- {p}"),
+                (o, Some(l)) => {
+                    let from = o.unwrap_or(1).max(1);
+                    format!("sed -n '{from},{}p' -- {p}", from + l.max(1) - 1)
+                }
+                (Some(o), None) => format!("tail -n +{} -- {p}", o.max(1)),
+            }
+        }
+        "list_files" => format!(
+            "find {} -type f -not -path '*/.git/*' | sort",
+            sh_quote(path.unwrap_or("."))
+        ),
+        "grep" => format!(
+            "grep -rnE --exclude-dir=.git -- {} {}",
+            sh_quote(&ere(arg("pattern"))),
+            sh_quote(path.unwrap_or("."))
+        ),
+        "edit_file" => python_edit(arg("path"), Some(arg("old")), arg("new")),
+        "write_file" => python_edit(arg("path"), None, arg("content")),
+        other => format!(
+            "echo {}",
+            sh_quote(&format!("(no shell form for the tool {other})"))
+        ),
+    }
+}
+
+/// A pattern the sim escaped for a Rust regex, as a POSIX extended one: the escapes of `#`,
+/// `&`, `-` and `~` (literal in both) dropped, so grep prints no "stray \" warning.
+fn ere(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(&n) = chars.peek() {
+                if "#&-~".contains(n) {
+                    out.push(n);
+                    chars.next();
+                    continue;
+                }
+                out.push(c);
+                out.push(n);
+                chars.next();
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `s` in single quotes for `sh`.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// A Python heredoc that replaces `old` by `new` exactly once in `path` (or, without `old`,
+/// writes `new` as the whole file, making its folders). Strings go in as JSON literals, which
+/// Python reads as its own, so no quoting can break.
+fn python_edit(path: &str, old: Option<&str>, new: &str) -> String {
+    let lit = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    let body = match old {
+        Some(old) => format!(
+            "s = p.read_text()\nold, new = {}, {}\nn = s.count(old)\nif n != 1:\n    \
+             raise SystemExit(f\"{{p}}: the text to replace occurs {{n}} times, not once\")\n\
+             p.write_text(s.replace(old, new, 1))\nprint(f\"edited {{p}}\")",
+            lit(old),
+            lit(new)
+        ),
+        None => format!(
+            "p.parent.mkdir(parents=True, exist_ok=True)\np.write_text({})\nprint(f\"wrote {{p}}\")",
+            lit(new)
+        ),
+    };
+    format!(
+        "python3 - <<'FOLDBENCH_EOF'\nimport pathlib\np = pathlib.Path({})\n{body}\nFOLDBENCH_EOF",
+        lit(path)
+    )
+}
+
+/// Codex's `apply_patch` text replacing `old` by `new` in `path`, whose text is `shown`: the
+/// whole lines that hold `old` become the lines with `new` in its place. `None` when `old` is not
+/// in `shown` exactly once, or the edit does not end on a line boundary.
+pub fn update_patch(path: &str, shown: &str, old: &str, new: &str) -> Option<String> {
+    if old.is_empty() || shown.matches(old).count() != 1 {
+        return None;
+    }
+    let start = shown.find(old)?;
+    let end = start + old.len();
+    let line_start = shown[..start].rfind('\n').map_or(0, |i| i + 1);
+    // The end of the line that holds the last byte of `old` (its newline included).
+    let last = end - 1;
+    let line_end = shown[last..]
+        .find('\n')
+        .map_or(shown.len(), |i| last + i + 1);
+    let before = &shown[line_start..line_end];
+    let after = format!(
+        "{}{new}{}",
+        &shown[line_start..start],
+        &shown[end..line_end]
+    );
+    let ends_line = |s: &str| s.ends_with('\n') || line_end == shown.len();
+    if !ends_line(before) || !ends_line(&after) && !after.is_empty() {
+        return None;
+    }
+    let mut patch = format!("*** Begin Patch\n*** Update File: {path}\n@@\n");
+    for l in before.strip_suffix('\n').unwrap_or(before).split('\n') {
+        patch.push('-');
+        patch.push_str(l);
+        patch.push('\n');
+    }
+    if !after.is_empty() {
+        for l in after.strip_suffix('\n').unwrap_or(&after).split('\n') {
+            patch.push('+');
+            patch.push_str(l);
+            patch.push('\n');
+        }
+    }
+    patch.push_str("*** End Patch\n");
+    Some(patch)
+}
+
+/// The text of a mini-swe-agent answer: the thought, then the one command block.
+pub fn mini_answer(thought: &str, command: &str) -> String {
+    format!("{thought}\n\n{MINI_FENCE}\n{command}\n```")
+}
+
+/// The command of a mini-swe-agent answer, as its text-based model reads it (the first fenced
+/// block).
+pub fn mini_command(text: &str) -> Option<&str> {
+    let at = text.find(MINI_FENCE)? + MINI_FENCE.len();
+    let rest = text[at..].trim_start_matches([' ', '\t', '\r']);
+    let rest = rest.strip_prefix('\n')?;
+    let end = rest.find("\n```")?;
+    Some(&rest[..end])
+}
