@@ -30,6 +30,7 @@
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
+pub mod agents;
 pub mod backends;
 pub mod cell;
 pub mod history;

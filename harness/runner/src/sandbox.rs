@@ -131,6 +131,11 @@ impl Sandbox {
         }
     }
 
+    /// bubblewrap's path, when commands run in it.
+    pub(crate) fn bwrap_path(&self) -> Option<&Path> {
+        self.bwrap.as_deref()
+    }
+
     /// Whether commands run inside bubblewrap.
     pub fn is_isolated(&self) -> bool {
         self.bwrap.is_some()
@@ -172,6 +177,17 @@ impl Sandbox {
 /// once per process; the probe, which runs no Python, leaves it out so a run without a shell
 /// command never pays for it).
 fn bwrap_args(root: &Path, network: bool, python: bool) -> Vec<std::ffi::OsString> {
+    bwrap_args_with(root, network, python, &[])
+}
+
+/// [`bwrap_args`] with more folders bound after the workspace, each `(path, writable)`: a real
+/// agent's home, its install folder, the folder of its socket (`agents::isolate`).
+pub(crate) fn bwrap_args_with(
+    root: &Path,
+    network: bool,
+    python: bool,
+    extra: &[(&Path, bool)],
+) -> Vec<std::ffi::OsString> {
     let mut a: Vec<std::ffi::OsString> = Vec::new();
     let mut push = |parts: &[&std::ffi::OsStr]| a.extend(parts.iter().map(|p| p.to_os_string()));
     push(&["--unshare-all".as_ref()]);
@@ -203,9 +219,16 @@ fn bwrap_args(root: &Path, network: bool, python: bool) -> Vec<std::ffi::OsStrin
         "--bind".as_ref(),
         root.as_os_str(),
         root.as_os_str(),
-        "--chdir".as_ref(),
-        root.as_os_str(),
     ]);
+    for (dir, writable) in extra {
+        let flag: &std::ffi::OsStr = if *writable {
+            "--bind".as_ref()
+        } else {
+            "--ro-bind".as_ref()
+        };
+        push(&[flag, dir.as_os_str(), dir.as_os_str()]);
+    }
+    push(&["--chdir".as_ref(), root.as_os_str()]);
     a
 }
 

@@ -1,0 +1,137 @@
+use super::*;
+
+fn agent(kind: AgentKind) -> Agent {
+    Agent {
+        kind,
+        program: PathBuf::from("/opt/agents/bin/x"),
+        version: "1.0".into(),
+    }
+}
+
+fn settings(turn: u32, session: Option<&str>, native: bool) -> TurnSettings<'_> {
+    TurnSettings {
+        turn,
+        prompt: "fix it",
+        base_url: "http://127.0.0.1:47100",
+        api_key: "offline",
+        model: None,
+        home: Path::new("/h"),
+        session,
+        native,
+        max_steps: 80,
+    }
+}
+
+fn env<'a>(c: &'a TurnCommand, k: &str) -> Option<&'a str> {
+    c.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn agent_names_parse_and_exec_needs_a_command() {
+    assert_eq!("claude-code".parse(), Ok(AgentKind::ClaudeCode));
+    assert_eq!(
+        "exec:./a.sh --x".parse(),
+        Ok(AgentKind::Exec("./a.sh --x".into()))
+    );
+    assert!("exec: "
+        .parse::<AgentKind>()
+        .unwrap_err()
+        .contains("needs a command"));
+    assert!("aider"
+        .parse::<AgentKind>()
+        .unwrap_err()
+        .contains("claude-code, codex"));
+}
+
+#[test]
+fn claude_code_starts_a_named_session_and_resumes_it() {
+    let a = agent(AgentKind::ClaudeCode);
+    let id = session_uuid("t/fold/sim/1");
+    let first = a.turn_command(&settings(1, Some(&id), false));
+    assert_eq!(
+        env(&first, "ANTHROPIC_BASE_URL"),
+        Some("http://127.0.0.1:47100")
+    );
+    assert_eq!(env(&first, "DISABLE_AUTO_COMPACT"), Some("1"));
+    assert_eq!(env(&first, "HOME"), Some("/h"));
+    let args = first.args.join(" ");
+    assert!(
+        args.starts_with("-p fix it --output-format json --allowedTools Bash Read Edit Write"),
+        "{args}"
+    );
+    assert!(args.ends_with(&format!("--session-id {id}")), "{args}");
+    let second = a.turn_command(&settings(2, Some(&id), true));
+    assert!(second.args.join(" ").ends_with(&format!("--resume {id}")));
+    assert_eq!(
+        env(&second, "DISABLE_AUTO_COMPACT"),
+        None,
+        "native keeps its compaction"
+    );
+    // A UUID, the same for the same cell.
+    assert_eq!(id.len(), 36);
+    assert_eq!(id.as_bytes()[14], b'4');
+    assert_eq!(id, session_uuid("t/fold/sim/1"));
+}
+
+#[test]
+fn codex_resumes_its_thread_with_compaction_off() {
+    let a = agent(AgentKind::Codex);
+    let first = a.turn_command(&settings(1, None, false));
+    let args = first.args.join(" ");
+    assert!(args.starts_with("exec --json"), "{args}");
+    assert!(
+        args.contains("model_auto_compact_token_limit=9223372036854775807"),
+        "{args}"
+    );
+    assert!(args.ends_with("-- fix it"), "{args}");
+    let second = a.turn_command(&settings(2, Some("01a2-thread"), true));
+    let args = second.args.join(" ");
+    assert!(args.starts_with("exec resume --json"), "{args}");
+    assert!(args.ends_with("-- 01a2-thread fix it"), "{args}");
+    assert!(!args.contains("auto_compact"), "{args}");
+    assert_eq!(env(&second, "CODEX_HOME"), Some("/h/.codex"));
+    assert!(
+        codex_config("http://127.0.0.1:1", None).contains("base_url = \"http://127.0.0.1:1/v1\"")
+    );
+}
+
+#[test]
+fn what_a_turn_printed_is_read() {
+    let home = tempfile::tempdir().unwrap();
+    let claude = agent(AgentKind::ClaudeCode);
+    let out = "{\"type\":\"result\",\"result\":\"Fixed: 0.20\",\"session_id\":\"abc\",\"is_error\":false}\n";
+    assert_eq!(
+        claude.read_turn(home.path(), out),
+        Ok(TurnRead {
+            closing: "Fixed: 0.20".into(),
+            session: Some("abc".into()),
+            error: None
+        })
+    );
+    assert!(claude
+        .read_turn(home.path(), "Error: boom")
+        .unwrap_err()
+        .contains("no JSON"));
+    let codex = agent(AgentKind::Codex);
+    std::fs::write(home.path().join("last-message.txt"), "Done.\n").unwrap();
+    let out =
+        "{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}\n{\"type\":\"turn.completed\"}\n";
+    assert_eq!(
+        codex.read_turn(home.path(), out),
+        Ok(TurnRead {
+            closing: "Done.".into(),
+            session: Some("t-1".into()),
+            error: None
+        })
+    );
+    let mini = agent(AgentKind::MiniSweAgent);
+    let out = "This is mini-swe-agent version 2.4.6.\n{\"closing\": \"seen\", \"exit_status\": \"Submitted\"}\n";
+    assert_eq!(mini.read_turn(home.path(), out).unwrap().closing, "seen");
+    let out = "{\"closing\": \"\", \"exit_status\": \"LimitsExceeded\"}\n";
+    assert!(mini
+        .read_turn(home.path(), out)
+        .unwrap()
+        .error
+        .unwrap()
+        .contains("LimitsExceeded"));
+}
