@@ -306,7 +306,8 @@ fn hidden_analysis(sessions: &[ImportedSession]) -> usize {
         let mut obs = Observer::new(s, ix, &cands, units);
         for k in 0..s.requests.len() {
             let ctx = none_context(s, k);
-            hidden += obs.observe(k, &ctx, &mut [], &mut []).0.len();
+            let tokens = harness_replay::engine::sum_tokens(&ctx);
+            hidden += obs.observe(k, &ctx, tokens, &mut [], &mut []).0.len();
         }
     }
     hidden

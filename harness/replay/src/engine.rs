@@ -44,7 +44,7 @@ use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 
 use crate::hidden::{
-    BySource, Candidates, Common, HiddenRef, Observer, ProbeCounts, Probes, SessionIndex,
+    BySource, Candidates, Common, HiddenRef, Observer, ProbeCounts, Probes, Recovery, SessionIndex,
     REFS_PER_REQUEST,
 };
 use crate::labels::Labels;
@@ -253,6 +253,9 @@ pub struct PolicyReplay {
     /// The probes over the turns' requests.
     #[serde(default)]
     pub probes: ProbeCounts,
+    /// What recovering the hidden references would cost ([`crate::hidden::recovery`]).
+    #[serde(default)]
+    pub recovery: Recovery,
 }
 
 impl PolicyReplay {
@@ -283,6 +286,12 @@ impl PolicyReplay {
     /// Dollars.
     pub fn cost(&self) -> f64 {
         self.requests.iter().map(|r| r.cost).sum()
+    }
+
+    /// [`total_input`](Self::total_input) with what recovering the hidden references would add
+    /// ([`Recovery::tokens`]).
+    pub fn tokens_incl_recovery(&self) -> u64 {
+        self.total_input() + self.recovery.tokens()
     }
 
     /// Folds known to be premature (only labelled sessions can tell).
@@ -565,6 +574,7 @@ fn replay_policy(
         hidden: BySource::default(),
         responses_with_hidden: 0,
         probes: ProbeCounts::default(),
+        recovery: Recovery::default(),
     };
     // Checked by `Replayer::new`; a policy that fails to build here replays as nothing.
     let Ok(policy) = policies::build(spec, config.window) else {
@@ -624,6 +634,7 @@ fn replay_policy(
     l.out.hidden = l.obs.by_source;
     l.out.responses_with_hidden = l.obs.responses;
     l.out.probes = l.obs.probes;
+    l.out.recovery = l.obs.recovery();
     l.out
 }
 
@@ -706,9 +717,14 @@ impl Loop<'_> {
             }
         };
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
-        let (hidden, probes) =
-            self.obs
-                .observe(k, &messages, &mut self.out.folds, &mut self.out.compactions);
+        let tokens = u64::from(self.prefix) + sum_tokens(&messages);
+        let (hidden, probes) = self.obs.observe(
+            k,
+            &messages,
+            tokens,
+            &mut self.out.folds,
+            &mut self.out.compactions,
+        );
         self.push_request(Some(k), Purpose::Turn, messages, output, action);
         if let Some(r) = self.out.requests.last_mut() {
             r.hidden_references = hidden.len();

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::{Composition, SessionComposition};
 use crate::engine::SessionReplay;
-use crate::hidden::{BySource, ProbeCounts, ProbeFractions};
+use crate::hidden::{BySource, ProbeCounts, ProbeFractions, Recovery};
 use crate::truth::{error_stats, ErrorStats, SessionTruth};
 
 /// The label of the baseline policy.
@@ -40,6 +40,13 @@ pub struct PolicySummary {
     pub total_input: u64,
     /// `total_input / none's total_input` (token-weighted over the corpus).
     pub total_ratio: Option<f64>,
+    /// `total_input` plus what recovering the hidden references would add
+    /// ([`Recovery::tokens`]).
+    pub tokens_incl_recovery: u64,
+    /// `tokens_incl_recovery / none's` (token-weighted over the corpus; `none` hides nothing).
+    pub incl_recovery_ratio: Option<f64>,
+    /// What recovering the hidden references would cost, and how many are gone.
+    pub recovery: Recovery,
     /// Tokens read from the simulated cache.
     pub cached: u64,
     /// Tokens written to it.
@@ -134,6 +141,11 @@ pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySu
         .filter_map(|s| s.policy(NONE))
         .map(|p| p.total_input())
         .sum();
+    let none_incl: u64 = replays
+        .iter()
+        .filter_map(|s| s.policy(NONE))
+        .map(|p| p.tokens_incl_recovery())
+        .sum();
     let has_none = policies.iter().any(|p| p == NONE);
     policies
         .iter()
@@ -152,6 +164,7 @@ pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySu
                 .filter_map(|(s, _)| session_ratios(s, label))
                 .collect();
             let total_input: u64 = runs.iter().map(|(_, p)| p.total_input()).sum();
+            let incl: u64 = runs.iter().map(|(_, p)| p.tokens_incl_recovery()).sum();
             let rewritten: Vec<f64> = runs
                 .iter()
                 .flat_map(|(_, p)| p.folds.iter().map(|f| f.rewritten_tokens as f64))
@@ -169,6 +182,9 @@ pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySu
                 total_input,
                 total_ratio: (has_none && none_total > 0)
                     .then(|| total_input as f64 / none_total as f64),
+                tokens_incl_recovery: incl,
+                incl_recovery_ratio: (has_none && none_incl > 0)
+                    .then(|| incl as f64 / none_incl as f64),
                 cached: runs.iter().map(|(_, p)| p.cached()).sum(),
                 written: runs.iter().map(|(_, p)| p.written()).sum(),
                 cost: runs.iter().map(|(_, p)| p.cost()).sum(),
@@ -188,9 +204,11 @@ pub fn summarize(replays: &[SessionReplay], policies: &[String]) -> Vec<PolicySu
 fn hidden_summary(runs: &[&crate::engine::PolicyReplay]) -> PolicySummary {
     let mut by = BySource::default();
     let mut probes = ProbeCounts::default();
+    let mut recovery = Recovery::default();
     for p in runs {
         by.add(&p.hidden);
         probes.merge(&p.probes);
+        recovery.add(&p.recovery);
     }
     let total = by.total();
     PolicySummary {
@@ -203,6 +221,9 @@ fn hidden_summary(runs: &[&crate::engine::PolicyReplay]) -> PolicySummary {
         last_ratio: None,
         total_input: 0,
         total_ratio: None,
+        tokens_incl_recovery: 0,
+        incl_recovery_ratio: None,
+        recovery,
         cached: 0,
         written: 0,
         cost: 0.0,
@@ -265,6 +286,17 @@ pub fn policy_csv(rows: &[PolicySummary]) -> String {
         "last_ratio",
         "total_input",
         "total_ratio",
+        "tokens_incl_recovery",
+        "incl_recovery_ratio",
+        "recovery_round_trips",
+        "recovery_round_trip_tokens",
+        "recovery_archive_greps",
+        "recovery_reruns",
+        "recovery_fetched_tokens",
+        "recovery_carried_tokens",
+        "recovery_recovered",
+        "recovery_covered",
+        "recovery_gone",
         "cached",
         "written",
         "cost",
@@ -305,6 +337,17 @@ pub fn policy_csv(rows: &[PolicySummary]) -> String {
                     opt(r.last_ratio),
                     r.total_input.to_string(),
                     opt(r.total_ratio),
+                    r.tokens_incl_recovery.to_string(),
+                    opt(r.incl_recovery_ratio),
+                    r.recovery.round_trips.to_string(),
+                    r.recovery.round_trip_tokens.to_string(),
+                    r.recovery.archive_greps.to_string(),
+                    r.recovery.reruns.to_string(),
+                    r.recovery.fetched_tokens.to_string(),
+                    r.recovery.carried_tokens.to_string(),
+                    r.recovery.recovered.to_string(),
+                    r.recovery.covered.to_string(),
+                    r.recovery.gone.to_string(),
                     r.cached.to_string(),
                     r.written.to_string(),
                     f(r.cost),

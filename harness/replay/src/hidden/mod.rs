@@ -19,6 +19,7 @@
 //! its token's postings — no request is scanned as text. It also answers the four probes.
 
 pub mod index;
+pub mod recovery;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use harness_import::ImportedSession;
 use serde::{Deserialize, Serialize};
 
 pub use index::{Candidates, Common, SessionIndex};
+pub use recovery::Recovery;
 
 use crate::engine::{CompactionEvent, FoldEvent};
 use index::{key, FxMap};
@@ -219,6 +221,8 @@ pub struct Observer<'a> {
     pub responses: usize,
     /// The probes.
     pub probes: ProbeCounts,
+    /// What recovering the hidden references costs ([`recovery`]).
+    recoverer: recovery::Recoverer,
 }
 
 impl<'a> Observer<'a> {
@@ -244,12 +248,19 @@ impl<'a> Observer<'a> {
             by_source: BySource::default(),
             responses: 0,
             probes: ProbeCounts::default(),
+            recoverer: recovery::Recoverer::default(),
         }
     }
 
     /// A compaction replaced the context; `next` is the first recorded message after it.
     pub fn compacted(&mut self, next: usize) {
         self.compacted_at.push(next);
+        self.recoverer.compacted();
+    }
+
+    /// What recovering the hidden references observed so far costs.
+    pub fn recovery(&self) -> Recovery {
+        self.recoverer.total
     }
 
     fn mark(&mut self, messages: &[Arc<Message>]) {
@@ -330,13 +341,15 @@ impl<'a> Observer<'a> {
         kept
     }
 
-    /// Observes the policy's request for recorded request `k`: returns its hidden references
-    /// (all of them) and its probes, and marks the folds and compactions a reference reaches
-    /// into as needed (`needed_after`: the turns from the fold or compaction to this request).
+    /// Observes the policy's request for recorded request `k` (`tokens` in all, the prefix
+    /// included): returns its hidden references (all of them) and its probes, marks the folds
+    /// and compactions a reference reaches into as needed (`needed_after`: the turns from the
+    /// fold or compaction to this request), and prices their recovery ([`recovery`]).
     pub fn observe(
         &mut self,
         k: usize,
         messages: &[Arc<Message>],
+        tokens: u64,
         folds: &mut [FoldEvent],
         compactions: &mut [CompactionEvent],
     ) -> (Vec<HiddenRef>, Probes) {
@@ -347,6 +360,29 @@ impl<'a> Observer<'a> {
             return (Vec::new(), self.trivial());
         };
         let turn = msgs.get(r.message).map_or(0, |m| m.turn);
+        let ix = self.ix;
+        fn at<'b>(
+            msgs: &'b [Arc<Message>],
+            ix: &'b SessionIndex,
+            context: usize,
+            turn: u32,
+            folds: &'b [FoldEvent],
+        ) -> recovery::At<'b> {
+            recovery::At {
+                msgs,
+                ix,
+                context,
+                turn,
+                folds,
+            }
+        }
+        {
+            let (present, generation) = (&self.present, self.generation);
+            self.recoverer
+                .begin(&at(msgs, ix, r.context, turn, folds), |i| {
+                    present[i] == generation
+                });
+        }
         let mut refs = Vec::new();
         for c in cands.per_request.get(k).into_iter().flatten() {
             if self.visible(c.token) {
@@ -383,12 +419,15 @@ impl<'a> Observer<'a> {
                 }
             }
             self.by_source.count(source);
+            self.recoverer
+                .hidden(&at(msgs, ix, r.context, turn, folds), c, source);
             refs.push(HiddenRef {
                 text: self.ix.text(c.token).to_string(),
                 source,
                 from_turn: c.sources.iter().map(turn_of).min().unwrap_or(0),
             });
         }
+        self.recoverer.end(tokens);
         self.responses += usize::from(!refs.is_empty());
         let probes = Probes {
             decision: self.decision(r.context),
