@@ -8,6 +8,7 @@ mod cache;
 mod cli;
 mod folds;
 mod hidden;
+mod hostile;
 mod history;
 mod html;
 mod install;

@@ -398,6 +398,10 @@ fn config(
         ..CellOptions::default()
     };
     cell.tool_limits.shell_timeout = Duration::from_secs(common.tool_timeout.max(1));
+    cell.tool_limits.check_timeout = cell
+        .tool_limits
+        .shell_timeout
+        .max(harness_runner::tools::MIN_CHECK_TIMEOUT);
     cell.cell_timeout = Duration::from_secs(common.cell_timeout.max(1));
     cell.tool_limits.sandbox = harness_runner::sandbox::Sandbox::detect(common.sandbox)?;
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
@@ -544,17 +548,28 @@ async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
 
 fn print_failures(records: &[CellRecord]) {
     for r in records.iter().filter(|r| r.status != Status::Success) {
-        match &r.error {
-            Some(e) => eprintln!("error   {}: {e}", r.id),
-            None => {
-                let failed: Vec<&str> = r
-                    .checks
-                    .iter()
-                    .filter(|c| !c.passed)
-                    .map(|c| c.label.as_str())
-                    .collect();
-                eprintln!("failure {}: {}", r.id, failed.join("; "));
-            }
+        eprintln!("{}", failure_line(r));
+    }
+}
+
+/// The line that says why a cell did not succeed: its error, or its failed checks (a check
+/// that timed out with what timed out and the limit).
+fn failure_line(r: &CellRecord) -> String {
+    match &r.error {
+        Some(e) => format!("error   {}: {e}", r.id),
+        None => {
+            let failed: Vec<String> = r
+                .checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| match c.detail.lines().next() {
+                    Some(first) if first.starts_with("timed out after ") => {
+                        format!("{} ({first})", c.label)
+                    }
+                    _ => c.label.clone(),
+                })
+                .collect();
+            format!("failure {}: {}", r.id, failed.join("; "))
         }
     }
 }
@@ -651,6 +666,43 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timed_out_check_is_printed_with_what_timed_out_and_the_limit() {
+        let check = |label: &str, detail: &str| harness_core::record::CheckResult {
+            label: label.into(),
+            passed: false,
+            detail: detail.into(),
+        };
+        let r = CellRecord {
+            version: 1,
+            id: "t/none/sim/1".into(),
+            task: "t".into(),
+            arm: "none".into(),
+            policy: "none".into(),
+            model: "sim".into(),
+            seed: 1,
+            status: Status::Failure,
+            error: None,
+            checks: vec![
+                check(
+                    "shell: sleep 100",
+                    "timed out after 60s, the time limit of a check (--tool-timeout, at least \
+                     60s)\nstarted",
+                ),
+                check("shell: false", "\n[exit code: 1]"),
+            ],
+            turns: 1,
+            metrics: Default::default(),
+            wall_ms: 0,
+            model_ms: 0,
+        };
+        assert_eq!(
+            failure_line(&r),
+            "failure t/none/sim/1: shell: sleep 100 (timed out after 60s, the time limit of a \
+             check (--tool-timeout, at least 60s)); shell: false"
+        );
+    }
 
     #[test]
     fn seeds_and_arms() {

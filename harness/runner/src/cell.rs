@@ -8,7 +8,6 @@
 //! happens is emitted as an [`Event`]; the metrics are computed from those events.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,19 +40,16 @@ pub trait ArchiveWriter: Send + Sync {
     fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()>;
 }
 
-/// Writes archives as files, flushed to disk before returning.
+/// Writes archives as files beneath the workspace root, flushed to disk before returning,
+/// never through a link the agent planted ([`crate::beneath::write_new`]): a symlinked archive
+/// folder is refused (the splice then fails with the reason as an event) and a link at the
+/// file itself is replaced.
 #[derive(Debug, Default)]
 pub struct FsArchive;
 
 impl ArchiveWriter for FsArchive {
     fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut f = std::fs::File::create(&path)?;
-        f.write_all(bytes)?;
-        f.sync_all()
+        crate::beneath::write_new(root, rel, bytes)
     }
 }
 
@@ -159,9 +155,21 @@ struct Run<'a> {
     archives: Vec<WrittenArchive>,
     on_event: &'a (dyn Fn(&str, &Event) + Send + Sync),
     model_ms: u64,
+    /// When the cell's time limit (`--cell-timeout`) ends; `None` when it is too far away to
+    /// be a time.
+    deadline: Option<Instant>,
 }
 
 impl Run<'_> {
+    /// The cell's time limit, checked at every step: a session whose model answers at once
+    /// never waits, so a timer alone would not stop it.
+    fn within_deadline(&self) -> Result<(), String> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(cell_timed_out(self.opts.cell_timeout)),
+            _ => Ok(()),
+        }
+    }
+
     fn emit(&mut self, e: Event) {
         (self.on_event)(&self.plan.id, &e);
         self.events.push(e);
@@ -211,6 +219,7 @@ pub async fn run_cell(
         archives: Vec::new(),
         on_event,
         model_ms: 0,
+        deadline: started.checked_add(opts.cell_timeout),
     };
     let mut diff = String::new();
     let mut kept = None;
@@ -231,12 +240,7 @@ pub async fn run_cell(
                     session(&mut run, &ws, &mut closings, &mut turns_run),
                 )
                 .await
-                .unwrap_or_else(|_| {
-                    Err(format!(
-                        "the cell timed out after {}s (--cell-timeout)",
-                        limit.as_secs_f64()
-                    ))
-                });
+                .unwrap_or_else(|_| Err(cell_timed_out(limit)));
                 let policy_name = outcome
                     .as_ref()
                     .map(|(n, _)| n.clone())
@@ -298,6 +302,14 @@ pub async fn run_cell(
     }
 }
 
+/// The error of a cell that ran past `--cell-timeout`.
+fn cell_timed_out(limit: Duration) -> String {
+    format!(
+        "the cell timed out after {}s (--cell-timeout)",
+        limit.as_secs_f64()
+    )
+}
+
 /// The session loop: the task's setup, then each turn started, stepped until the model closes it
 /// (or `max_steps`), and ended. Returns the resolved policy name, or the infrastructure error.
 async fn session(
@@ -315,9 +327,11 @@ async fn session(
     for (i, turn) in spec.turns.iter().enumerate() {
         let t = i as u32 + 1;
         *turns_run = t;
+        run.within_deadline()?;
         let mut needs = lp.start_turn(run, t, turn);
         let mut closing = None;
         for _step in 0..run.opts.max_steps {
+            run.within_deadline()?;
             if let Some(text) = lp.step(run, ws, t, &mut needs).await? {
                 closing = Some(text);
                 break;
@@ -839,26 +853,32 @@ pub async fn run_checks(
     // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
     // if it cannot be moved they see it, and the tool cache keys on it as for any command.
     let _aside = ws.set_archive_aside().ok().flatten();
+    let timeout = limits.check_timeout;
     for c in &spec.checks {
         let (passed, detail) = match c {
-            Check::Shell(cmd) => match tools::run_shell_for(
-                ws.path(),
-                cmd,
-                limits.shell_timeout.max(Duration::from_secs(60)),
-                limits,
-            )
-            .await
-            {
+            Check::Shell(cmd) => match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
                 Ok((r, _)) if r.success() => (true, String::new()),
-                Ok((r, _)) => (false, tail(&r.render(limits.shell_timeout), 2000)),
+                Ok((r, _)) if r.timed_out => (
+                    false,
+                    format!(
+                        "timed out after {}s, the time limit of a check (--tool-timeout, at least \
+                         {}s)\n{}",
+                        timeout.as_secs_f64(),
+                        tools::MIN_CHECK_TIMEOUT.as_secs(),
+                        tail(&r.output, 2000)
+                    ),
+                ),
+                Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
                 Err(e) => (false, format!("could not run: {e}")),
             },
             Check::FileContains { path, text } | Check::FileLacks { path, text } => {
                 let want = matches!(c, Check::FileContains { .. });
+                // As the file tools open files: a regular file only, opened non-blocking (a
+                // FIFO planted at the path is refused, never waited on), read in pieces.
                 match tools::resolve(ws.path(), path).and_then(|p| {
-                    std::fs::read_to_string(&p).map_err(|e| format!("cannot read {path}: {e}"))
+                    tools::file_contains(&p, text).map_err(|e| format!("cannot read {path}: {e}"))
                 }) {
-                    Ok(body) if body.contains(text.as_str()) == want => (true, String::new()),
+                    Ok(found) if found == want => (true, String::new()),
                     Ok(_) => (
                         false,
                         format!(

@@ -32,6 +32,7 @@
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
 pub mod agents;
 pub mod backends;
+pub mod beneath;
 pub mod cell;
 pub mod history;
 pub mod html;

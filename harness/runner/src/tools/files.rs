@@ -52,6 +52,37 @@ pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, Str
     }
 }
 
+/// Whether the regular file at `abs` holds `text`, read in pieces of 1 MiB (memory stays
+/// bounded whatever the file's size; a FIFO, socket or device is refused before it is opened,
+/// and the open is non-blocking). The checks `file_contains` and `file_lacks` use it.
+pub(crate) fn file_contains(abs: &Path, text: &str) -> io::Result<bool> {
+    use std::io::Read;
+    let needle = text.as_bytes();
+    if needle.is_empty() {
+        return Ok(true);
+    }
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut file = harness_import::fs::open_regular(abs)?;
+    let keep = needle.len() - 1;
+    let mut buf = vec![0u8; (1 << 20) + keep];
+    // `have` bytes at the start of `buf` are the end of the last piece, kept so a match across
+    // two pieces is found.
+    let mut have = 0;
+    loop {
+        let n = file.read(&mut buf[have..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = have + n;
+        if finder.find(&buf[..end]).is_some() {
+            return Ok(true);
+        }
+        let from = end.saturating_sub(keep);
+        buf.copy_within(from..end, 0);
+        have = end - from;
+    }
+}
+
 pub(super) fn read_file(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
     let (rel, offset, limit) = match (a.req_str("path"), a.opt_uint("offset"), a.opt_uint("limit"))
     {

@@ -46,6 +46,10 @@ const EXIT_GRACE: Duration = Duration::from_millis(250);
 /// How long to drain what is left in the pipe after the process group was killed.
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// The shortest time limit of a shell check: a task's test suite may take longer than one
+/// tool call of the agent.
+pub const MIN_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Names of the tools this module executes, in the order [`tool_specs`] lists them.
 pub const TOOL_NAMES: [&str; 6] = harness_core::spec::WORKSPACE_TOOLS;
 
@@ -55,6 +59,9 @@ pub const TOOL_NAMES: [&str; 6] = harness_core::spec::WORKSPACE_TOOLS;
 pub struct ToolLimits {
     /// Wall-clock limit of one `shell` call; on expiry its whole process group is killed.
     pub shell_timeout: Duration,
+    /// Wall-clock limit of one shell check of a task (`--tool-timeout`, at least
+    /// [`MIN_CHECK_TIMEOUT`]).
+    pub check_timeout: Duration,
     /// Maximum size in bytes of a tool's output (shell, read_file, grep, list_files); longer
     /// output keeps its first and last halves with a note in between.
     pub output_cap: usize,
@@ -70,6 +77,7 @@ impl Default for ToolLimits {
     fn default() -> Self {
         ToolLimits {
             shell_timeout: Duration::from_secs(30),
+            check_timeout: MIN_CHECK_TIMEOUT,
             output_cap: 50_000,
             sandbox: Sandbox::default(),
             cache: None,
@@ -326,6 +334,7 @@ mod output;
 mod paths;
 mod shell;
 
+pub(crate) use files::file_contains;
 pub use files::MAX_READ_BYTES;
 use files::*;
 pub use output::cap_output;
