@@ -67,7 +67,12 @@ fn a_check_on_a_file_larger_than_any_read_is_answered_in_pieces() {
         "none",
         CellOptions::default(),
     );
-    assert_eq!(out.record.status, Status::Success, "{:?}", out.record.checks);
+    assert_eq!(
+        out.record.status,
+        Status::Success,
+        "{:?}",
+        out.record.checks
+    );
 }
 
 #[test]
@@ -90,7 +95,8 @@ fn a_timed_out_check_says_what_timed_out_and_the_limit() {
 #[test]
 fn a_session_that_never_waits_stops_at_the_cell_timeout() {
     let d = tempfile::tempdir().unwrap();
-    let mut spec = String::from("name: chatty\ndescription: ten thousand say-only turns\nrepo: fx\nturns:\n");
+    let mut spec =
+        String::from("name: chatty\ndescription: ten thousand say-only turns\nrepo: fx\nturns:\n");
     for i in 0..10_000 {
         spec.push_str(&format!(
             "  - user: \"turn {i}\"\n    unit: u\n    script:\n      - say: \"ok {i}\"\n"
@@ -131,7 +137,11 @@ const POLICY: &str = "fold:card_after_tool_calls=1";
 #[test]
 fn a_fold_archives_where_no_link_was_planted() {
     let d = tempfile::tempdir().unwrap();
-    let out = run_bounded(planting_task(d.path(), "true"), POLICY, CellOptions::default());
+    let out = run_bounded(
+        planting_task(d.path(), "true"),
+        POLICY,
+        CellOptions::default(),
+    );
     let paths: Vec<&str> = out.archives.iter().map(|a| a.path.as_str()).collect();
     assert!(
         paths.contains(&".foldbench/archive/fold-turns-001-001.txt"),
@@ -149,7 +159,11 @@ fn a_symlink_planted_at_the_archive_file_is_replaced_and_the_host_file_untouched
         "mkdir -p .foldbench/archive && ln -sf {} .foldbench/archive/fold-turns-001-001.txt",
         victim.display()
     );
-    let out = run_bounded(planting_task(d.path(), &plant), POLICY, CellOptions::default());
+    let out = run_bounded(
+        planting_task(d.path(), &plant),
+        POLICY,
+        CellOptions::default(),
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "host file\n");
     assert!(
         out.archives
@@ -168,7 +182,11 @@ fn a_symlinked_archive_folder_is_refused_as_an_event_and_the_host_folder_stays_e
             "mkdir -p $(dirname {planted}) && ln -s {} {planted}",
             host.path().display()
         );
-        let out = run_bounded(planting_task(d.path(), &plant), POLICY, CellOptions::default());
+        let out = run_bounded(
+            planting_task(d.path(), &plant),
+            POLICY,
+            CellOptions::default(),
+        );
         assert_eq!(
             std::fs::read_dir(host.path()).unwrap().count(),
             0,

@@ -112,7 +112,8 @@ pub fn write_new(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rustix::fs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
             Ok(fd) => break (tmp, fd),
             Err(rustix::io::Errno::EXIST) => continue,
@@ -185,7 +186,8 @@ mod tests {
             symlink(host.path(), &link).unwrap();
             let err = write_new(ws.path(), rel, b"archive").unwrap_err();
             assert!(
-                err.to_string().contains(&format!("`{planted}` is a symlink")),
+                err.to_string()
+                    .contains(&format!("`{planted}` is a symlink")),
                 "{err}"
             );
         }

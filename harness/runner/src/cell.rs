@@ -856,21 +856,23 @@ pub async fn run_checks(
     let timeout = limits.check_timeout;
     for c in &spec.checks {
         let (passed, detail) = match c {
-            Check::Shell(cmd) => match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
-                Ok((r, _)) if r.success() => (true, String::new()),
-                Ok((r, _)) if r.timed_out => (
-                    false,
-                    format!(
+            Check::Shell(cmd) => {
+                match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
+                    Ok((r, _)) if r.success() => (true, String::new()),
+                    Ok((r, _)) if r.timed_out => (
+                        false,
+                        format!(
                         "timed out after {}s, the time limit of a check (--tool-timeout, at least \
                          {}s)\n{}",
                         timeout.as_secs_f64(),
                         tools::MIN_CHECK_TIMEOUT.as_secs(),
                         tail(&r.output, 2000)
                     ),
-                ),
-                Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
-                Err(e) => (false, format!("could not run: {e}")),
-            },
+                    ),
+                    Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
+                    Err(e) => (false, format!("could not run: {e}")),
+                }
+            }
             Check::FileContains { path, text } | Check::FileLacks { path, text } => {
                 let want = matches!(c, Check::FileContains { .. });
                 // As the file tools open files: a regular file only, opened non-blocking (a
