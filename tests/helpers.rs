@@ -39,6 +39,7 @@ pub fn arms(labels: &[&str]) -> Vec<Arm> {
         .map(|l| Arm {
             label: l.to_string(),
             policy: policies::parse_policy(l).unwrap(),
+            sweep: None,
         })
         .collect()
 }

@@ -164,7 +164,7 @@ fn a_matrix_file_with_three_errors_gets_three_positions_and_exit_2() {
         "{err}"
     );
     assert!(
-        positioned[1].starts_with(&format!("{f}:7:21: parameter `keep`")),
+        positioned[1].starts_with(&format!("{f}:7:21: policy `trim`: parameter `keep`")),
         "{err}"
     );
     assert!(

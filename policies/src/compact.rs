@@ -5,6 +5,23 @@ use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::params::Params;
+use crate::registry::Entry;
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new("compact", |p, b| {
+        Ok(Box::new(Compact::from_params(p, b.window)?))
+    })
+    .summary("a model-written summary of everything when the request nears the window")
+    .source("foldbench (the essay's compact)")
+    .param(
+        "threshold",
+        "0.9",
+        "fraction of the window",
+        "compact when the request would exceed it",
+    )
+    .param("window", "(the model's)", "tokens", "the context window")
+}
 
 /// Compaction on the water level.
 #[derive(Debug)]

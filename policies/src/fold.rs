@@ -31,6 +31,66 @@ use serde_json::json;
 
 use crate::compact::compactable;
 use crate::params::Params;
+use crate::registry::Entry;
+
+/// The registry entry of `fold` (`strategies: false`) or `fold+strategies`.
+pub fn entry(strategies: bool) -> Entry {
+    let (name, summary) = if strategies {
+        (
+            "fold+strategies",
+            "fold, and detours entered and left as stack frames that leave their report",
+        )
+    } else {
+        ("fold", "the model is asked at counted moments whether work behind it is finished; finished work is archived and replaced by a mechanical result")
+    };
+    Entry::new(name, move |p, b| {
+        Ok(Box::new(Fold::from_params(p, b.window, strategies)?))
+    })
+    .summary(summary)
+    .source("foldbench (the essay's fold)")
+    .param(
+        "card_after_tool_calls",
+        "20",
+        "tool calls",
+        "a card after this many calls since the last fold",
+    )
+    .param(
+        "card_after_tokens",
+        "100000",
+        "tokens",
+        "or after this many tokens of turns since the last fold",
+    )
+    .param(
+        "timing",
+        "eager",
+        "eager|pressure",
+        "offer cards at once, or only above `pressure_tokens`",
+    )
+    .param(
+        "pressure_tokens",
+        "(half the window)",
+        "tokens",
+        "the request size `timing=pressure` waits for",
+    )
+    .param(
+        "window",
+        "(the model's)",
+        "tokens",
+        "the window of the emergency compaction",
+    )
+    .param(
+        "card_repeat",
+        "turn",
+        "turn|threshold",
+        "an ignored card returns at every user message, or after another threshold",
+    )
+    .param(
+        "card_quote",
+        "0",
+        "characters",
+        "quote prompts in the card up to this many characters (0: whole)",
+    )
+}
 
 /// When cards are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -496,7 +556,7 @@ impl Policy for Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::parse_policy;
+    use crate::parse_policy;
 
     fn session(turns: u32, calls_per_turn: usize) -> Context {
         let mut c = Context::default();

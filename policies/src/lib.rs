@@ -13,47 +13,132 @@
 //! assert!(policy.card(&Context::default(), 0).is_none());
 //! ```
 //!
+//! foldbench's own:
+//!
 //! - [`None`](none::NonePolicy): every message, as appended.
 //! - [`Trim`](trim::Trim): old tool results dropped (or replaced by a placeholder).
 //! - [`Compact`](compact::Compact): a model-written summary when the window fills.
 //! - [`Fold`](fold::Fold): cards, `fold_unit`, archives and mechanical results; with
 //!   `strategies`, the strategy modes as stack frames (`fold+strategies`).
 //!
-//! [`build`] turns an arm's policy text (`trim:keep=1,mode=placeholder`) into a policy.
+//! The peers', with their sources' parameter names, units and defaults (docs/policies.md says
+//! what each reproduces and what it approximates): [`clear_tool_uses`] (Anthropic's context
+//! editing), [`claude_code`], [`codex`], OpenHands' condensers ([`observation_masking`],
+//! [`recent`], [`amortized`]), [`swe_agent`], and any sequence of them in a [`pipeline`].
+//!
+//! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
+//! [current](registry::current) one, so a program that installs its own registry runs every
+//! command with its policies too. [`sweep`] expands a text with lists or ranges into arms.
 
+pub mod amortized;
+pub mod claude_code;
+pub mod clear_tool_uses;
+pub mod codex;
 pub mod compact;
 pub mod fold;
 pub mod none;
+pub mod observation_masking;
 pub mod params;
+pub mod pipeline;
+pub mod recent;
+pub mod registry;
+pub mod swe_agent;
+pub mod sweep;
 pub mod trim;
+pub mod view;
 
 use harness_core::policy::Policy;
 
-pub use params::{parse_policy, PolicySpec};
+pub use params::PolicySpec;
+pub use registry::{Entry, Registry};
 
-/// Names of the policies, in the order reports show them.
+/// foldbench's own policies: the default arms, in the order reports show them.
 pub const POLICIES: [&str; 5] = ["none", "trim", "compact", "fold", "fold+strategies"];
 
-/// Builds a policy from its spec. `window` is the model's context window, the default of the
-/// `window` parameter.
+/// The peer policies (what people run today), in the order `foldbench policies` lists them.
+pub const PEERS: [&str; 7] = [
+    clear_tool_uses::NAME,
+    claude_code::NAME,
+    codex::NAME,
+    observation_masking::NAME,
+    recent::NAME,
+    amortized::NAME,
+    swe_agent::NAME,
+];
+
+/// The entries of [`Registry::builtin`]: foldbench's policies, the peers', the pipeline.
+pub fn builtin_entries() -> Vec<Entry> {
+    vec![
+        none::entry(),
+        trim::entry(),
+        compact::entry(),
+        fold::entry(false),
+        fold::entry(true),
+        clear_tool_uses::entry(),
+        claude_code::entry(),
+        codex::entry(),
+        observation_masking::entry(),
+        recent::entry(),
+        amortized::entry(),
+        swe_agent::entry(),
+        pipeline::entry(),
+    ]
+}
+
+/// Parses a policy text through the current registry: `NAME[:k=v,...]` or `STEP|STEP|...`.
+pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+    registry::current().parse(s)
+}
+
+/// Builds a policy from its spec through the current registry. `window` is the model's context
+/// window, the default of the `window` parameter.
 pub fn build(spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, String> {
-    let mut p = spec.params();
-    let policy: Box<dyn Policy> = match spec.name.as_str() {
-        "none" => Box::new(none::NonePolicy::new(
-            p.take_u64("window")?.unwrap_or(window),
-        )),
-        "trim" => Box::new(trim::Trim::from_params(&mut p, window)?),
-        "compact" => Box::new(compact::Compact::from_params(&mut p, window)?),
-        "fold" => Box::new(fold::Fold::from_params(&mut p, window, false)?),
-        "fold+strategies" => Box::new(fold::Fold::from_params(&mut p, window, true)?),
-        other => {
-            return Err(format!(
-                "unknown policy `{other}`{}; expected one of: {}",
-                harness_core::suggest::did_you_mean(other, POLICIES),
-                POLICIES.join(", ")
-            ))
+    registry::current().build(spec, window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_registry_holds_every_policy_once() {
+        let reg = Registry::builtin();
+        let names = reg.names();
+        assert_eq!(
+            names.len(),
+            builtin_entries().len(),
+            "no name refused: {names:?}"
+        );
+        for p in POLICIES.iter().chain(PEERS.iter()) {
+            assert!(names.contains(p), "{p}");
         }
-    };
-    p.finish(&spec.name)?;
-    Ok(policy)
+    }
+
+    #[test]
+    fn every_documented_default_builds_and_nothing_else_is_taken() {
+        // The parameters a help text and docs/policies.md show are the ones a policy reads: each
+        // with its documented default (when it is a literal) builds, and an undocumented one is
+        // refused with the documented names.
+        let reg = Registry::builtin();
+        for e in reg.entries() {
+            if e.is_raw() {
+                continue;
+            }
+            for p in e.params() {
+                // Computed defaults are in parentheses; a bracketed text would read as a sweep.
+                if p.default.starts_with('(') || sweep::is_sweep(&p.default) {
+                    continue;
+                }
+                let text = format!("{}:{}={}", e.name(), p.name, p.default);
+                reg.check(&text)
+                    .unwrap_or_else(|err| panic!("{text}: {err}"));
+            }
+            let err = reg
+                .check(&format!("{}:no_such_param=1", e.name()))
+                .unwrap_err();
+            for p in e.params() {
+                assert!(err.contains(&p.name), "{}: {err}", e.name());
+            }
+        }
+    }
 }

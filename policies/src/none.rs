@@ -3,6 +3,25 @@
 use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
+use crate::registry::Entry;
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new("none", |p, b| {
+        Ok(Box::new(NonePolicy::new(
+            p.take_u64("window")?.unwrap_or(b.window),
+        )))
+    })
+    .summary("every message, as appended: the baseline")
+    .source("foldbench")
+    .param(
+        "window",
+        "(the model's)",
+        "tokens",
+        "recorded with the arm (none never acts on it)",
+    )
+}
+
 /// The policy that does nothing.
 #[derive(Debug)]
 pub struct NonePolicy {

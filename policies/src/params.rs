@@ -1,4 +1,10 @@
 //! Policy specs as written on the command line and in matrix files: `NAME[:k=v,...]`.
+//!
+//! Commas separate parameters; a value in brackets (`[5,10,20]`) or a range (`0..5`) is a
+//! sweep, which [`crate::sweep`] expands into one spec per value before anything is built. A
+//! list-valued parameter (`exclude_tools=shell+grep`) joins its items with `+`. Which names
+//! exist, and which take their text after the colon as it is (a pipeline, a command), is the
+//! [registry](crate::registry)'s to say: [`crate::parse_policy`] reads a text through it.
 
 use std::collections::BTreeMap;
 
@@ -11,11 +17,32 @@ pub struct PolicySpec {
     pub name: String,
     /// Parameters as written.
     pub params: BTreeMap<String, String>,
+    /// The text after the colon of a policy that reads it whole (a pipeline's steps), in
+    /// canonical form; `None` for `k=v` policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg: Option<String>,
 }
 
 impl PolicySpec {
-    /// The canonical label: `name` or `name:k=v,k=v` with keys sorted.
+    /// A spec with parameters.
+    pub fn new(name: impl Into<String>, params: BTreeMap<String, String>) -> PolicySpec {
+        PolicySpec {
+            name: name.into(),
+            params,
+            arg: None,
+        }
+    }
+
+    /// The canonical label: `name`, `name:k=v,k=v` with keys sorted, or a whole-text policy's
+    /// canonical text (a pipeline's steps joined by `|`).
     pub fn label(&self) -> String {
+        if let Some(arg) = &self.arg {
+            return if self.name == crate::pipeline::NAME {
+                arg.clone()
+            } else {
+                format!("{}:{arg}", self.name)
+            };
+        }
         if self.params.is_empty() {
             self.name.clone()
         } else {
@@ -36,8 +63,62 @@ impl PolicySpec {
     }
 }
 
-/// Parses `NAME[:k=v,...]`.
-pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+/// Splits `s` at each `sep` outside brackets.
+pub fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The `k=v` pairs of a parameter text (`keep=1,mode=placeholder`), in the order written.
+/// A piece without `=` is refused with what to write instead: when it follows a parameter it
+/// is most likely a value meant for a sweep.
+pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for kv in split_top(rest, ',')
+        .into_iter()
+        .filter(|x| !x.trim().is_empty())
+    {
+        let Some((k, v)) = kv.split_once('=') else {
+            let hint = match out.last() {
+                Some((k, v)) => format!(
+                    "; to sweep `{k}` over several values write {k}=[{v},{}] (a comma outside brackets separates parameters)",
+                    kv.trim()
+                ),
+                None => String::new(),
+            };
+            return Err(format!(
+                "policy `{policy}`: parameter `{}` needs the form key=value{hint}",
+                kv.trim()
+            ));
+        };
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        if k.is_empty() {
+            return Err(format!("policy `{policy}`: `={v}` has no parameter name"));
+        }
+        if out.iter().any(|(o, _)| *o == k) {
+            return Err(format!("policy `{policy}`: parameter `{k}` is given twice"));
+        }
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+/// Parses `NAME[:k=v,...]` as a `k=v` policy, without the registry (no pipeline, no name
+/// check): what the registry does for every policy that takes parameters.
+pub fn parse_params_spec(s: &str) -> Result<PolicySpec, String> {
     let (name, rest) = match s.split_once(':') {
         Some((n, r)) => (n.trim(), Some(r)),
         None => (s.trim(), None),
@@ -49,19 +130,17 @@ pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
     }
     let mut params = BTreeMap::new();
     if let Some(rest) = rest {
-        for kv in rest.split(',').filter(|x| !x.trim().is_empty()) {
-            let Some((k, v)) = kv.split_once('=') else {
+        for (k, v) in parse_pairs(s.trim(), rest)? {
+            if crate::sweep::is_sweep(&v) {
                 return Err(format!(
-                    "policy `{s}`: parameter `{kv}` needs the form key=value"
+                    "policy `{}`: `{k}={v}` is a sweep; sweeps expand into arms where arms are given (run, ab, replay, the matrix file)",
+                    s.trim()
                 ));
-            };
-            params.insert(k.trim().to_string(), v.trim().to_string());
+            }
+            params.insert(k, v);
         }
     }
-    Ok(PolicySpec {
-        name: name.to_string(),
-        params,
-    })
+    Ok(PolicySpec::new(name, params))
 }
 
 /// Parameters not yet taken; [`Params::finish`] reports the ones no policy knows.
@@ -83,6 +162,17 @@ impl Params {
         }
     }
 
+    /// Takes a positive integer that fits a `usize`.
+    pub fn take_count(&mut self, key: &str) -> Result<Option<usize>, String> {
+        match self.take_u64(key)? {
+            None => Ok(None),
+            Some(0) => Err(format!("parameter `{key}` must be at least 1, not 0")),
+            Some(n) => usize::try_from(n)
+                .map(Some)
+                .map_err(|_| format!("parameter `{key}` is too large: {n}")),
+        }
+    }
+
     /// Takes a number.
     pub fn take_f64(&mut self, key: &str) -> Result<Option<f64>, String> {
         match self.left.remove(key) {
@@ -96,23 +186,61 @@ impl Params {
         }
     }
 
+    /// Takes `true` or `false`.
+    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, String> {
+        match self.take_choice(key, &["true", "false"])?.as_deref() {
+            None => Ok(None),
+            Some(v) => Ok(Some(v == "true")),
+        }
+    }
+
+    /// Takes a text as written.
+    pub fn take_text(&mut self, key: &str) -> Option<String> {
+        self.left.remove(key)
+    }
+
+    /// Takes a list written with `+` between its items (`shell+grep`).
+    pub fn take_list(&mut self, key: &str) -> Result<Option<Vec<String>>, String> {
+        match self.left.remove(key) {
+            None => Ok(None),
+            Some(v) => {
+                let items: Vec<String> = v.split('+').map(|x| x.trim().to_string()).collect();
+                if items.iter().any(String::is_empty) {
+                    return Err(format!(
+                        "parameter `{key}` is a list of names joined by `+` (shell+grep), not `{v}`"
+                    ));
+                }
+                Ok(Some(items))
+            }
+        }
+    }
+
     /// Takes one of a set of words.
     pub fn take_choice(&mut self, key: &str, choices: &[&str]) -> Result<Option<String>, String> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) if choices.contains(&v.as_str()) => Ok(Some(v)),
             Some(v) => Err(format!(
-                "parameter `{key}` must be one of {}, not `{v}`",
-                choices.join(", ")
+                "parameter `{key}` must be one of {}, not `{v}`{}",
+                choices.join(", "),
+                harness_core::suggest::did_you_mean(&v, choices.iter().copied())
             )),
         }
     }
 
-    /// Fails on parameters nobody took.
-    pub fn finish(self, policy: &str) -> Result<(), String> {
+    /// Fails on parameters nobody took, suggesting the nearest of `known`.
+    pub fn finish(self, policy: &str, known: &[&str]) -> Result<(), String> {
         match self.left.keys().next() {
             None => Ok(()),
-            Some(k) => Err(format!("policy `{policy}` has no parameter `{k}`")),
+            Some(k) => Err(format!(
+                "policy `{policy}` has no parameter `{k}`{}; {}",
+                harness_core::suggest::did_you_mean(k, known.iter().copied()),
+                if known.is_empty() {
+                    "it takes none".to_string()
+                } else {
+                    format!("its parameters: {}", known.join(", "))
+                }
+            )),
         }
     }
 }
@@ -123,19 +251,27 @@ mod tests {
 
     #[test]
     fn parses_and_labels() {
-        let p = parse_policy("trim:mode=placeholder,keep=1").unwrap();
+        let p = crate::parse_policy("trim:mode=placeholder,keep=1").unwrap();
         assert_eq!(p.name, "trim");
         assert_eq!(p.label(), "trim:keep=1,mode=placeholder");
-        assert!(parse_policy("trim:keep").is_err());
-        assert!(parse_policy(":x=1").is_err());
-        assert!(crate::build(&parse_policy("trim:kep=1").unwrap(), 1000)
-            .err()
-            .unwrap()
-            .contains("no parameter `kep`"));
-        assert!(crate::build(&parse_policy("nope").unwrap(), 1000)
+        assert!(crate::parse_policy("trim:keep").is_err());
+        assert!(crate::parse_policy(":x=1").is_err());
+        assert!(
+            crate::build(&crate::parse_policy("trim:kep=1").unwrap(), 1000)
+                .err()
+                .unwrap()
+                .contains("no parameter `kep`")
+        );
+        assert!(crate::parse_policy("nope")
             .err()
             .unwrap()
             .contains("unknown policy"));
-        assert!(crate::build(&parse_policy("compact:window=4000").unwrap(), 1000).is_ok());
+        assert!(crate::build(&crate::parse_policy("compact:window=4000").unwrap(), 1000).is_ok());
+    }
+
+    #[test]
+    fn commas_inside_brackets_stay_with_their_value() {
+        assert_eq!(split_top("a=[1,2],b=3", ','), vec!["a=[1,2]", "b=3"]);
+        assert_eq!(split_top("x|y:a=[1,2]|z", '|'), vec!["x", "y:a=[1,2]", "z"]);
     }
 }

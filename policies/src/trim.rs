@@ -14,6 +14,34 @@ use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::params::Params;
+use crate::registry::Entry;
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new("trim", |p, b| Ok(Box::new(Trim::from_params(p, b.window)?)))
+        .summary(
+            "tool results of old turns dropped (or replaced by a placeholder) on every request",
+        )
+        .source("foldbench (the essay's trim)")
+        .param(
+            "keep",
+            "0",
+            "turns",
+            "turns before the current one whose tool results stay",
+        )
+        .param(
+            "mode",
+            "drop",
+            "drop|placeholder",
+            "drop the calls and results, or leave `[output cleared]`",
+        )
+        .param(
+            "trigger_tokens",
+            "(none)",
+            "tokens",
+            "trim only when the request would exceed it",
+        )
+}
 
 /// The text that replaces a cleared result.
 pub const PLACEHOLDER: &str = "[output cleared]";
@@ -123,7 +151,7 @@ impl Policy for Trim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::parse_policy;
+    use crate::parse_policy;
     use harness_core::message::ToolCall;
     use serde_json::json;
 

@@ -106,6 +106,9 @@ enum Command {
         #[arg(default_value = ".")]
         dir: PathBuf,
     },
+    /// List the policies (foldbench's and the peers') with their parameters, defaults, units
+    /// and sources.
+    Policies(crate::policy::PoliciesArgs),
     /// Print a shell completion script: `foldbench completions bash > ~/.local/share/bash-completion/completions/foldbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -115,7 +118,8 @@ enum Command {
 
 #[derive(Debug, clap::Args, Clone)]
 struct CommonRun {
-    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies).
+    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies);
+    /// the full text, with every policy, is made from the registry ([`with_policy_help`]).
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// Model: `sim[:judge=oracle|eager|lexical|never,recheck=P]`, `openai:NAME`,
@@ -207,7 +211,8 @@ struct AbArgs {
     #[arg(long)]
     task: PathBuf,
     /// Arms, comma-separated policies: `none,trim` or `fold:timing=eager,fold:timing=pressure`
-    /// (a comma followed by a known policy name starts the next arm).
+    /// (a comma followed by a known policy name starts the next arm; sweeps expand:
+    /// `trim:keep=0..2`).
     #[arg(long)]
     arms: String,
     /// Runs per arm (seeds 1..=N).
@@ -224,7 +229,11 @@ struct AbArgs {
 /// Runs the command line: parses it (clap prints its own usage errors and help), runs the
 /// command on a runtime and returns what it returned.
 pub fn main() -> Result<Code, Error> {
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = with_policy_help(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -251,6 +260,25 @@ pub fn main() -> Result<Code, Error> {
     code
 }
 
+/// The command line with the `--policy` help texts made from the current registry, so a policy
+/// registered by a program embedding foldbench is listed as the built-in ones are.
+pub fn with_policy_help(cmd: clap::Command) -> clap::Command {
+    let arm = crate::policy::help("Policy");
+    cmd.mut_subcommand("run", |c| c.mut_arg("policies", |a| a.long_help(arm.clone())))
+        .mut_subcommand("replay", |c| {
+            c.mut_arg("policies", |a| {
+                a.long_help(crate::policy::help("Policy to replay under (default: none, trim, compact, fold, fold+strategies):"))
+            })
+        })
+        .mut_subcommand("ab", |c| {
+            c.mut_arg("arms", |a| {
+                a.long_help(crate::policy::help(
+                    "Arms, comma-separated (a comma followed by a policy name starts the next arm); each",
+                ))
+            })
+        })
+}
+
 async fn dispatch(cmd: Command) -> Result<Code, Error> {
     match cmd {
         Command::Validate { paths } => validate(paths),
@@ -271,8 +299,9 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::Replay(a) => crate::replay::replay(a),
         Command::Analyze(a) => crate::replay::analyze(a),
         Command::Init { dir } => init(&dir),
+        Command::Policies(a) => crate::policy::cmd(a),
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
             Ok(Code::Ok)
         }
@@ -330,19 +359,9 @@ fn list(paths: Vec<PathBuf>) -> Result<Code, Error> {
 }
 
 /// Splits an `--arms` list: a comma starts a new arm when the next piece begins with a policy
-/// name; otherwise it separates parameters of the same arm.
+/// name; otherwise it separates parameters of the same arm (commas in brackets never split).
 pub fn split_arms(s: &str) -> Vec<String> {
-    let mut arms: Vec<String> = Vec::new();
-    for piece in s.split(',') {
-        let name = piece.split(':').next().unwrap_or("").trim();
-        if policies::POLICIES.contains(&name) || arms.is_empty() {
-            arms.push(piece.trim().to_string());
-        } else if let Some(last) = arms.last_mut() {
-            last.push(',');
-            last.push_str(piece.trim());
-        }
-    }
-    arms
+    policies::registry::current().split_arms(s)
 }
 
 /// `run-YYYYMMDD-HHMMSS` in UTC, the default run folder's name.
@@ -358,19 +377,7 @@ fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
     } else {
         policies.to_vec()
     };
-    let mut arms = Vec::new();
-    for p in list {
-        let spec = policies::parse_policy(&p)?;
-        policies::build(&spec, 200_000)?;
-        if arms.iter().any(|a: &Arm| a.label == p) {
-            return Err(format!("the arm `{p}` is given twice"));
-        }
-        arms.push(Arm {
-            label: p,
-            policy: spec,
-        });
-    }
-    Ok(arms)
+    crate::policy::arms(&list)
 }
 
 fn config(
@@ -588,9 +595,13 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
         Ok(t) => t,
         Err(e) => return Err(e),
     };
-    let labels = split_arms(&a.arms);
     let seeds: Vec<u64> = (1..=a.runs.max(1)).collect();
-    let cfg = match arms_of(&labels).and_then(|arms| config(&a.common, tasks, arms, seeds)) {
+    let arms = match arms_of(&split_arms(&a.arms)) {
+        Ok(arms) => arms,
+        Err(e) => return Err(Error::Usage(e)),
+    };
+    let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
+    let cfg = match config(&a.common, tasks, arms, seeds) {
         Ok(c) => c,
         Err(e) => {
             return Err(Error::Usage(e.to_string()));

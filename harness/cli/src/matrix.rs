@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use harness_config::matrix::{
-    self, apply_windows, has_param, with_param, ArmDef, Layer, MatrixFile, Partition, Vocabulary,
+    self, apply_windows, ArmDef, Layer, MatrixFile, Partition, Vocabulary,
 };
 use harness_config::yaml::Problem;
 use harness_core::metrics::Price;
@@ -107,12 +107,6 @@ impl Plan {
     }
 }
 
-/// Checks a policy text the way `run` will build it.
-pub fn check_policy(text: &str) -> Result<(), String> {
-    let spec = policies::parse_policy(text)?;
-    policies::build(&spec, 200_000).map(|_| ())
-}
-
 /// Checks a model label without connecting to anything.
 pub fn check_model(label: &str) -> Result<(), String> {
     if run::parse_sim(label)?.is_some() {
@@ -131,12 +125,21 @@ pub fn check_model(label: &str) -> Result<(), String> {
     }
 }
 
-fn arm_def(policy: &str) -> ArmDef {
+fn arm_def(a: crate::policy::ArmText) -> ArmDef {
     ArmDef {
-        takes_window: !has_param(policy, "window")
-            && check_policy(&with_param(policy, "window", 100_000)).is_ok(),
-        ..ArmDef::plain(policy)
+        takes_window: crate::policy::vocab_window(&a.policy, 100_000).is_some(),
+        sweep: a.sweep,
+        label: a.label,
+        ..ArmDef::plain(&a.policy)
     }
+}
+
+fn arm_defs(texts: &[String]) -> Result<Vec<ArmDef>, Error> {
+    Ok(crate::policy::expand(texts)
+        .map_err(usage)?
+        .into_iter()
+        .map(arm_def)
+        .collect())
 }
 
 fn print_problems(problems: &[Problem], what: &str) -> Error {
@@ -165,7 +168,8 @@ pub fn read_file(path: &Path) -> Result<MatrixFile, Error> {
         }
     };
     let vocab = Vocabulary {
-        policy: &check_policy,
+        policy: &crate::policy::vocab_policy,
+        window: &crate::policy::vocab_window,
         model: &check_model,
     };
     matrix::load(&name, &text, &vocab).map_err(|p| print_problems(&p, &name))
@@ -250,20 +254,12 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
     let loaded =
         tasks::load_tasks(&task_paths).map_err(|p| print_problems(&p, "the task specs"))?;
     let mut arms: Vec<ArmDef> = if !ov.policies.is_empty() {
-        let mut v: Vec<ArmDef> = Vec::new();
-        for p in &ov.policies {
-            check_policy(p).map_err(usage)?;
-            if v.iter().any(|a| &a.label == p) {
-                return Err(usage(format!("the arm `{p}` is given twice")));
-            }
-            v.push(arm_def(p));
-        }
-        v
+        arm_defs(&ov.policies)?
     } else {
-        layer
-            .arms
-            .clone()
-            .unwrap_or_else(|| policies::POLICIES.iter().map(|p| arm_def(p)).collect())
+        match layer.arms.clone() {
+            Some(arms) => arms,
+            None => arm_defs(&policies::POLICIES.map(String::from))?,
+        }
     };
     let models = if !ov.models.is_empty() {
         for m in &ov.models {
@@ -280,12 +276,17 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
         Some(s) => matrix::parse_seeds(s).map_err(usage)?,
         None => layer.seeds.clone().unwrap_or_else(|| vec![1, 2, 3]),
     };
-    let arms = apply_windows(&arms, layer.windows.as_deref().unwrap_or(&[]));
+    let arms = apply_windows(
+        &arms,
+        layer.windows.as_deref().unwrap_or(&[]),
+        &crate::policy::vocab_window,
+    );
     let mut run_arms = Vec::new();
     for a in &arms {
         run_arms.push(Arm {
             label: a.label.clone(),
             policy: policies::parse_policy(&a.policy).map_err(usage)?,
+            sweep: a.sweep.clone(),
         });
     }
     let names: Vec<String> = loaded.iter().map(|t| t.spec.name.clone()).collect();

@@ -592,10 +592,11 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
     } else {
         a.policies.clone()
     };
-    let mut specs = Vec::new();
-    for p in &list {
-        specs.push(policies::parse_policy(p).map_err(|e| Error::Usage(format!("--policy: {e}")))?);
-    }
+    let specs = crate::policy::arms(&list)
+        .map_err(|e| Error::Usage(format!("--policy: {e}")))?
+        .into_iter()
+        .map(|a| a.policy)
+        .collect();
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),

@@ -20,6 +20,8 @@
 //!       - none
 //!       - { label: trim, policy: "trim:keep=0" }          # a label bound to parameters
 //!       - { policy: fold, model: "sim:judge=eager" }     # an arm on its own model
+//!       - "trim:keep=0..2"                                # a sweep: three arms, trim:keep=0 ...
+//!       - { label: f, policy: "fold:card_after_tool_calls=[5,10]" }  # f:card_after_tool_calls=5 ...
 //!     seeds: 1-2
 //!     windows: [200000]                   # the `window` of every policy that takes one
 //!     prices:
@@ -32,7 +34,8 @@
 //!
 //! [`load`] parses and validates a file completely, reporting **every** problem with file, line
 //! and column (policies and models are checked through a [`Vocabulary`] the runner supplies, so
-//! the core stays free of the `policies` crate). [`expand`] gives the cells in a fixed order with
+//! the core stays free of the `policies` crate; the vocabulary also expands an arm's sweep into
+//! the arms it stands for, each remembering the sweep in [`ArmDef::sweep`]). [`expand`] gives the cells in a fixed order with
 //! their stable ids `task/arm/model/seed`; a [`Partition`] (`hash:K/N`, `slice:K/N`) picks one
 //! shard of them.
 
@@ -71,10 +74,39 @@ const PRICE: [&str; 4] = ["input", "cache_write", "cache_read", "output"];
 /// Checks of the words a matrix file uses that only the runner knows: policy texts
 /// (`trim:keep=1`) and model labels (`sim:judge=eager`). Each returns the problem as a message.
 pub struct Vocabulary<'a> {
-    /// Checks a policy text.
-    pub policy: &'a dyn Fn(&str) -> Result<(), String>,
+    /// Checks a policy text and expands its sweeps (`trim:keep=0..2`) into the arms it stands
+    /// for, given the text and the arm's label as written; a text without a sweep is one arm.
+    pub policy: &'a PolicyCheck,
+    /// The policy text with its window set to this size, when its policy takes a window the
+    /// text does not set (what `windows` does to each arm).
+    pub window: &'a dyn Fn(&str, u64) -> Option<String>,
     /// Checks a model label.
     pub model: &'a dyn Fn(&str) -> Result<(), String>,
+}
+
+/// A policy check: the text and its arm's label in, the arms it stands for out.
+pub type PolicyCheck = dyn Fn(&str, &str) -> Result<Vec<SweepPoint>, String>;
+
+/// One arm a policy text stands for: the text with its swept values in place, the arm's label
+/// (naming the values) and the values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepPoint {
+    /// The policy text of the arm.
+    pub policy: String,
+    /// Its label.
+    pub label: String,
+    /// The swept parameters and this arm's values, in the order written (empty: no sweep).
+    pub values: Vec<(String, String)>,
+}
+
+/// Where an arm comes from when a sweep made it: the arm as written and the values it took,
+/// so reports can keep the arms of one sweep together and draw them as one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepOf {
+    /// The arm's label as written, before the sweep expanded it.
+    pub arm: String,
+    /// The swept parameters and this arm's values, in the order written.
+    pub values: Vec<(String, String)>,
 }
 
 /// A task file, folder or glob as written, with where it is written (the runner reports a
@@ -103,6 +135,9 @@ pub struct ArmDef {
     /// Whether the policy takes a `window` parameter it does not set itself (so `windows` apply).
     #[serde(skip)]
     pub takes_window: bool,
+    /// The sweep that made this arm, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepOf>,
 }
 
 impl ArmDef {
@@ -113,6 +148,7 @@ impl ArmDef {
             policy: policy.to_string(),
             models: None,
             takes_window: false,
+            sweep: None,
         }
     }
 }
@@ -252,29 +288,24 @@ fn check_unique_seeds(seeds: &[u64]) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a policy text sets parameter `k`.
-pub fn has_param(policy: &str, k: &str) -> bool {
-    policy
-        .split_once(':')
-        .map(|(_, rest)| {
-            rest.split(',')
-                .any(|kv| kv.split('=').next().map(str::trim) == Some(k))
-        })
-        .unwrap_or(false)
-}
-
-/// `text` with one more `k=v` parameter.
-pub fn with_param(text: &str, k: &str, v: u64) -> String {
-    if text.contains(':') {
-        format!("{text},{k}={v}")
+/// `label` with one more `k=v` after it (`trim` → `trim:window=4000`, `trim:keep=1` →
+/// `trim:keep=1,window=4000`).
+pub fn with_param(label: &str, k: &str, v: u64) -> String {
+    if label.contains(':') {
+        format!("{label},{k}={v}")
     } else {
-        format!("{text}:{k}={v}")
+        format!("{label}:{k}={v}")
     }
 }
 
 /// The arms with `windows` applied: an arm whose policy takes a `window` it does not set runs once
 /// per window (with one window its label stays; with several, `window=N` joins the label).
-pub fn apply_windows(arms: &[ArmDef], windows: &[u64]) -> Vec<ArmDef> {
+/// `window` sets a policy text's window ([`Vocabulary::window`]).
+pub fn apply_windows(
+    arms: &[ArmDef],
+    windows: &[u64],
+    window: &dyn Fn(&str, u64) -> Option<String>,
+) -> Vec<ArmDef> {
     let mut out = Vec::new();
     for a in arms {
         if windows.is_empty() || !a.takes_window {
@@ -288,9 +319,10 @@ pub fn apply_windows(arms: &[ArmDef], windows: &[u64]) -> Vec<ArmDef> {
                 } else {
                     with_param(&a.label, "window", *w)
                 },
-                policy: with_param(&a.policy, "window", *w),
+                policy: window(&a.policy, *w).unwrap_or_else(|| a.policy.clone()),
                 models: a.models.clone(),
                 takes_window: false,
+                sweep: a.sweep.clone(),
             });
         }
     }
@@ -690,6 +722,7 @@ fn read_arms(r: &mut Reader, p: &[Seg], v: &Value, vocab: &Vocabulary) -> Vec<Ar
                     policy,
                     models,
                     takes_window: false,
+                    sweep: None,
                 },
                 pp,
                 lp,
@@ -700,40 +733,51 @@ fn read_arms(r: &mut Reader, p: &[Seg], v: &Value, vocab: &Vocabulary) -> Vec<Ar
             };
             (ArmDef::plain(&policy), ip.clone(), ip.clone())
         };
-        let mut arm = arm;
-        match (vocab.policy)(&arm.policy) {
+        let points = match (vocab.policy)(&arm.policy, &arm.label) {
             Err(e) => {
                 r.problem(&policy_path, e);
                 continue;
             }
-            Ok(()) => {
-                arm.takes_window = !has_param(&arm.policy, "window")
-                    && (vocab.policy)(&with_param(&arm.policy, "window", 100_000)).is_ok();
-            }
+            Ok(points) => points,
+        };
+        for point in points {
+            let arm = ArmDef {
+                takes_window: (vocab.window)(&point.policy, 100_000).is_some(),
+                sweep: (!point.values.is_empty()).then(|| SweepOf {
+                    arm: arm.label.clone(),
+                    values: point.values.clone(),
+                }),
+                label: point.label,
+                policy: point.policy,
+                models: arm.models.clone(),
+            };
+            push_arm(r, &mut out, arm, &label_path);
         }
-        if arm.label.trim().is_empty() || arm.label.contains('/') {
-            r.problem(
-                &label_path,
-                format!(
-                    "arm label {:?} must be non-empty and have no `/` (it is part of cell ids)",
-                    arm.label
-                ),
-            );
-            continue;
-        }
-        if out.iter().any(|a| a.label == arm.label) {
-            r.problem(
-                &label_path,
-                format!(
-                    "the arm `{}` is given twice; give one of them another `label`",
-                    arm.label
-                ),
-            );
-            continue;
-        }
-        out.push(arm);
     }
     out
+}
+
+/// Adds an arm unless its label is empty, holds a `/` or is taken.
+fn push_arm(r: &mut Reader, out: &mut Vec<ArmDef>, arm: ArmDef, label_path: &[Seg]) {
+    if arm.label.trim().is_empty() || arm.label.contains('/') {
+        r.problem(
+            label_path,
+            format!(
+                "arm label {:?} must be non-empty and have no `/` (it is part of cell ids)",
+                arm.label
+            ),
+        );
+    } else if out.iter().any(|a| a.label == arm.label) {
+        r.problem(
+            label_path,
+            format!(
+                "the arm `{}` is given twice; give one of them another `label`",
+                arm.label
+            ),
+        );
+    } else {
+        out.push(arm);
+    }
 }
 
 fn read_prices(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Price> {

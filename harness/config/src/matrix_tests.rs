@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn vocab_policy(s: &str) -> Result<(), String> {
+fn vocab_policy(s: &str, label: &str) -> Result<Vec<SweepPoint>, String> {
     let (name, rest) = s.split_once(':').unwrap_or((s, ""));
     if !["none", "trim", "compact", "fold", "fold+strategies"].contains(&name) {
         return Err(format!("unknown policy `{name}`"));
@@ -10,7 +10,31 @@ fn vocab_policy(s: &str) -> Result<(), String> {
     if name == "trim" && rest.contains("window") {
         return Err("trim: unknown parameter `window`".into());
     }
-    Ok(())
+    // The one sweep this vocabulary knows: `keep=0..1`.
+    if rest == "keep=0..1" {
+        return Ok((0..2)
+            .map(|k| SweepPoint {
+                policy: format!("{name}:keep={k}"),
+                label: if label == s {
+                    format!("{name}:keep={k}")
+                } else {
+                    format!("{label}:keep={k}")
+                },
+                values: vec![("keep".into(), k.to_string())],
+            })
+            .collect());
+    }
+    Ok(vec![SweepPoint {
+        policy: s.to_string(),
+        label: label.to_string(),
+        values: Vec::new(),
+    }])
+}
+
+fn vocab_window(s: &str, w: u64) -> Option<String> {
+    let takes =
+        ["none", "compact", "fold", "fold+strategies"].contains(&s.split(':').next().unwrap_or(s));
+    (takes && !s.contains("window=")).then(|| with_param(s, "window", w))
 }
 
 fn vocab_model(s: &str) -> Result<(), String> {
@@ -24,6 +48,7 @@ fn vocab_model(s: &str) -> Result<(), String> {
 fn vocab() -> Vocabulary<'static> {
     Vocabulary {
         policy: &vocab_policy,
+        window: &vocab_window,
         model: &vocab_model,
     }
 }
@@ -69,7 +94,11 @@ fn profiles_layer_on_default() {
     assert_eq!(ci.tasks.as_ref().unwrap()[0].line, 12);
     assert_eq!(ci.regression.len(), 2, "maps merge");
     assert_eq!(ci.prices["sim"].input, 1.5);
-    let arms = apply_windows(ci.arms.as_ref().unwrap(), ci.windows.as_deref().unwrap());
+    let arms = apply_windows(
+        ci.arms.as_ref().unwrap(),
+        ci.windows.as_deref().unwrap(),
+        &vocab_window,
+    );
     let labels: Vec<&str> = arms.iter().map(|a| a.label.as_str()).collect();
     assert_eq!(
         labels,
@@ -187,4 +216,42 @@ fn seeds_parse() {
     assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
     assert!(parse_seeds("3-1").is_err());
     assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
+}
+
+#[test]
+fn a_swept_arm_becomes_arms_that_remember_their_sweep() {
+    let text = "arms:\n  - none\n  - \"trim:keep=0..1\"\n  - { label: mine, policy: \"trim:keep=0..1\" }\n  - fold\n";
+    let f = load("m.yaml", text, &vocab()).unwrap();
+    let arms = f.profile("default").unwrap().arms.unwrap();
+    let labels: Vec<&str> = arms.iter().map(|a| a.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "none",
+            "trim:keep=0",
+            "trim:keep=1",
+            "mine:keep=0",
+            "mine:keep=1",
+            "fold"
+        ],
+        "a sweep's arms stay where it was written, together"
+    );
+    assert_eq!(arms[2].policy, "trim:keep=1");
+    assert_eq!(
+        arms[4].sweep,
+        Some(SweepOf {
+            arm: "mine".into(),
+            values: vec![("keep".into(), "1".into())]
+        })
+    );
+    assert_eq!(arms[0].sweep, None);
+    // Two sweeps that make the same label: the second is reported where it is written.
+    let twice = "arms:\n  - \"trim:keep=0..1\"\n  - trim:keep=1\n";
+    let problems = load("m.yaml", twice, &vocab()).unwrap_err();
+    assert!(
+        problems[0]
+            .to_string()
+            .starts_with("m.yaml:3:3: the arm `trim:keep=1` is given twice"),
+        "{problems:?}"
+    );
 }

@@ -27,6 +27,10 @@ pub struct Arm {
     /// Parsed spec (recorded in `matrix.json`, so runs that bind one label to different
     /// parameters are different matrices).
     pub policy: PolicySpec,
+    /// The sweep that made this arm (recorded in `matrix.json`, so reports keep a sweep's arms
+    /// together and can draw them as one line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<harness_config::matrix::SweepOf>,
 }
 
 /// The sim's settings as written in a model label: `sim`, `sim:judge=eager,recheck=0`.

@@ -146,6 +146,7 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
         .map(|p| Arm {
             label: p.to_string(),
             policy: policies::parse_policy(p).expect("policy"),
+            sweep: None,
         })
         .collect();
     let config = |out: &str, record: bool, replay: bool| RunConfig {

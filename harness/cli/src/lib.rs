@@ -1,0 +1,59 @@
+//! foldbench's command line as a library: the `foldbench` binary is [`main`], and a program of
+//! your own that registers its own policies is [`main_with`] — every command (`run`, `ab`,
+//! `replay`, `list`, the matrix file, `--help`, `foldbench policies`) then knows them.
+//!
+//! ```no_run
+//! use foldbench::policies::registry::{Entry, Registry};
+//! use foldbench::policies::none::NonePolicy;
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let mut registry = Registry::builtin();
+//!     registry
+//!         .register(Entry::new("keep-all", |_, b| Ok(Box::new(NonePolicy::new(b.window)))))
+//!         .expect("a new name");
+//!     foldbench::main_with(registry)
+//! }
+//! ```
+//!
+//! `examples/embed-policy/` in the repository is such a program, built by CI.
+
+// The doc comments of the command-line types are clap's help text, written for a terminal
+// (`results/<run-id>`), not rustdoc's HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
+mod cli;
+mod compare;
+mod error;
+mod judge;
+mod matrix;
+mod merge;
+mod policy;
+mod replay;
+mod report;
+
+pub use harness_core;
+pub use policies;
+
+/// The `foldbench` command line with the built-in policies.
+pub fn main() -> std::process::ExitCode {
+    main_with(policies::Registry::builtin())
+}
+
+/// The `foldbench` command line with the policies of `registry` (the built-in ones and your
+/// own): it becomes the registry every command builds policies through.
+pub fn main_with(registry: policies::Registry) -> std::process::ExitCode {
+    restore_sigpipe();
+    policies::registry::install(registry);
+    error::exit_code(cli::main())
+}
+
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`foldbench tasks | head -1`) panics.
+/// A command-line tool should end quietly instead, as `cat` does: restore the default action.
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called once at start, before any thread exists; `signal` with SIG_DFL has no other
+    // precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -1,0 +1,136 @@
+//! `amortized`: OpenHands' `AmortizedForgettingCondenser`.
+//!
+//! When the context passes `max_size` events, it is cut to half that: the first `keep_first`
+//! events and the most recent ones stay, the events between are forgotten for good (later
+//! requests never show them again), with no summary. Then it grows again until the next cut,
+//! so the prompt cache is rebuilt once per cut rather than on every request. Events are counted
+//! with the system prompt as event 0; cuts fall between tool batches.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use harness_core::context::Context;
+use harness_core::message::Message;
+use harness_core::policy::{Plan, Policy};
+
+use crate::params::Params;
+use crate::recent;
+use crate::registry::Entry;
+use crate::view;
+
+/// The policy's name.
+pub const NAME: &str = "amortized";
+
+/// OpenHands' amortized forgetting.
+#[derive(Debug)]
+pub struct Amortized {
+    max_size: usize,
+    keep_first: usize,
+    forgotten: HashSet<u64>,
+}
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new(NAME, |p, _| Ok(Box::new(Amortized::from_params(p)?)))
+        .summary("OpenHands: past max_size events the older half is forgotten, with no summary")
+        .source("OpenHands `AmortizedForgettingCondenser`")
+        .param(
+            "max_size",
+            "100",
+            "events",
+            "the context is cut when it holds more",
+        )
+        .param(
+            "keep_first",
+            "1",
+            "events",
+            "events kept from the start (the system prompt is the first)",
+        )
+}
+
+impl Amortized {
+    /// From `max_size` and `keep_first`.
+    pub fn from_params(p: &mut Params) -> Result<Amortized, String> {
+        let max_size = p.take_count("max_size")?.unwrap_or(100);
+        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1))
+            .map_err(|_| "parameter `keep_first` is too large".to_string())?;
+        if max_size < 2 || keep_first >= max_size / 2 {
+            return Err(format!(
+                "`keep_first` ({keep_first}) must be less than half of `max_size` ({max_size})"
+            ));
+        }
+        Ok(Amortized {
+            max_size,
+            keep_first,
+            forgotten: HashSet::new(),
+        })
+    }
+}
+
+impl Policy for Amortized {
+    fn name(&self) -> String {
+        format!(
+            "{NAME}:max_size={},keep_first={}",
+            self.max_size, self.keep_first
+        )
+    }
+
+    fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        let mut view: Vec<Arc<Message>> = ctx
+            .messages
+            .iter()
+            .filter(|m| !self.forgotten.contains(&m.id))
+            .cloned()
+            .collect();
+        let mut action = None;
+        if 1 + view::total_events(&view) > self.max_size {
+            if let Some((head_end, tail_start)) =
+                recent::window(&view, self.keep_first, self.max_size / 2)
+            {
+                let gone: Vec<Arc<Message>> = view.drain(head_end..tail_start).collect();
+                action = Some(format!("forgot {} events", view::total_events(&gone)));
+                self.forgotten.extend(gone.iter().map(|m| m.id));
+            }
+        }
+        Plan::Send {
+            messages: view,
+            action,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use harness_core::message::{Message, ToolCall};
+    use serde_json::json;
+
+    #[test]
+    fn forgets_the_older_half_once_and_for_good() {
+        // 12 events (see recent's test): over max_size=10 the view is cut to 5.
+        let mut c = context(vec![
+            User("u1"),
+            Calls(vec![("read_file", output(10)), ("grep", output(10))]),
+            Calls(vec![("read_file", output(10))]),
+            Close("done"),
+            User("u2"),
+            Calls(vec![("shell", output(10))]),
+        ]);
+        let spec = crate::parse_policy("amortized:max_size=10").unwrap();
+        let mut p = crate::build(&spec, 200_000).unwrap();
+        // Target 5 events: the system prompt and a tail of 4 (events 8-11).
+        assert_eq!(shape(&sent(p.plan(&c, 0))), "cuar");
+        // It grows again from there: two more events stay, the forgotten ones do not return.
+        let call = ToolCall {
+            id: "c9".into(),
+            name: "read_file".into(),
+            args: json!({}),
+        };
+        c.push(Message::assistant(2, "", vec![call.clone()]));
+        c.push(Message::tool_result(2, &call, output(10), false));
+        assert_eq!(shape(&sent(p.plan(&c, 0))), "cuarar");
+        let keep = crate::parse_policy("amortized:max_size=4,keep_first=2").unwrap();
+        let e = crate::build(&keep, 1).err().unwrap();
+        assert!(e.contains("less than half of `max_size`"), "{e}");
+    }
+}

@@ -1,0 +1,152 @@
+//! The registry: names, parameters and their errors, sweeps, windows, arm lists.
+
+use super::*;
+
+fn reg() -> Registry {
+    Registry::builtin()
+}
+
+#[test]
+fn parameter_errors_name_the_policy_and_suggest() {
+    let cases = [
+        ("trim:kep=1", "policy `trim` has no parameter `kep` (did you mean `keep`?); its parameters: keep, mode, trigger_tokens"),
+        ("none:x=1", "policy `none` has no parameter `x`; its parameters: window"),
+        ("trim:mode=plceholder", "parameter `mode` must be one of drop, placeholder, not `plceholder` (did you mean `placeholder`?)"),
+        ("trim:keep=many", "policy `trim`: parameter `keep` must be a whole number, not `many`"),
+        ("clear-tool-uses:clear_tool_inputs=yes", "must be one of true, false, not `yes`"),
+        ("clear-tool-uses:exclude_tools=shell++grep", "a list of names joined by `+`"),
+        ("swe-agent:n=0", "parameter `n` must be at least 1, not 0"),
+        ("trim:keep=1,keep=2", "parameter `keep` is given twice"),
+        ("trim:keep", "parameter `keep` needs the form key=value"),
+        ("fold:card_after_tool_calls=5,10", "to sweep `card_after_tool_calls` over several values write card_after_tool_calls=[5,10]"),
+        ("trim:keep=0..5", "`keep=0..5` is a sweep"),
+        ("clear-tool-use", "unknown policy `clear-tool-use` (did you mean `clear-tool-uses`?)"),
+        ("obsrvation-masking:attention_window=5", "did you mean `observation-masking`?"),
+    ];
+    for (text, want) in cases {
+        let e = reg().check(text).unwrap_err();
+        assert!(e.contains(want), "{text}:\n  got  {e}\n  want {want}");
+    }
+}
+
+#[test]
+fn sweeps_expand_into_labelled_arms() {
+    let texts = |t: &str| -> Vec<String> {
+        reg()
+            .expand(t)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.text)
+            .collect()
+    };
+    assert_eq!(
+        texts("trim:keep=0..2"),
+        ["trim:keep=0", "trim:keep=1", "trim:keep=2"]
+    );
+    assert_eq!(
+        texts("fold:card_after_tool_calls=[5,10,20],timing=eager"),
+        [
+            "fold:card_after_tool_calls=5,timing=eager",
+            "fold:card_after_tool_calls=10,timing=eager",
+            "fold:card_after_tool_calls=20,timing=eager"
+        ]
+    );
+    assert_eq!(texts("none"), ["none"]);
+    // In a pipeline each step's sweep crosses the others'.
+    assert_eq!(
+        texts("swe-agent:n=[2,5]|trim:keep=0..1"),
+        [
+            "swe-agent:n=2|trim:keep=0",
+            "swe-agent:n=2|trim:keep=1",
+            "swe-agent:n=5|trim:keep=0",
+            "swe-agent:n=5|trim:keep=1"
+        ]
+    );
+    let points = reg().expand("swe-agent:n=[2,5]|trim:keep=0..1").unwrap();
+    assert_eq!(
+        points[3].values,
+        [
+            ("n".to_string(), "5".to_string()),
+            ("keep".into(), "1".into())
+        ]
+    );
+    // Every point is checked: one bad value is an error naming it.
+    let e = reg().expand("trim:mode=[drop,trash]").unwrap_err();
+    assert!(e.contains("not `trash`"), "{e}");
+}
+
+#[test]
+fn windows_go_to_the_policies_that_take_one() {
+    let r = reg();
+    assert_eq!(
+        r.with_window("compact", 4000).as_deref(),
+        Some("compact:window=4000")
+    );
+    assert_eq!(
+        r.with_window("compact:window=10", 4000),
+        None,
+        "set already"
+    );
+    assert_eq!(r.with_window("trim", 4000), None, "trim takes no window");
+    assert_eq!(
+        r.with_window("trim|compact", 4000).as_deref(),
+        Some("trim|compact:window=4000")
+    );
+    assert_eq!(
+        r.with_window("codex", 4000).as_deref(),
+        Some("codex:model_context_window=4000")
+    );
+    assert!(
+        r.takes_window("fold") && r.takes_window("claude-code") && !r.takes_window("swe-agent")
+    );
+}
+
+#[test]
+fn arm_lists_split_at_policy_names_outside_brackets() {
+    assert_eq!(
+        reg().split_arms("none,trim:keep=1,mode=placeholder,fold:card_after_tool_calls=[5,10],timing=eager,swe-agent:n=2|trim"),
+        [
+            "none",
+            "trim:keep=1,mode=placeholder",
+            "fold:card_after_tool_calls=[5,10],timing=eager",
+            "swe-agent:n=2|trim"
+        ]
+    );
+}
+
+#[test]
+fn a_registered_policy_is_built_and_listed() {
+    let mut r = reg();
+    r.register(
+        Entry::new("keep-nothing", |p, _| {
+            let _ = p.take_u64("depth")?;
+            Ok(Box::new(crate::none::NonePolicy::new(1)) as Box<dyn Policy>)
+        })
+        .summary("a test policy")
+        .param("depth", "1", "turns", "how deep"),
+    )
+    .unwrap();
+    assert!(r.check("keep-nothing:depth=3").is_ok());
+    assert!(r
+        .check("keep-nothing:dpth=3")
+        .unwrap_err()
+        .contains("did you mean `depth`"));
+    assert!(r.check("none|keep-nothing").is_ok(), "a pipeline step");
+    assert!(
+        r.help()
+            .lines()
+            .any(|l| l.trim_start().starts_with("keep-nothing") && l.ends_with(" a test policy")),
+        "{}",
+        r.help()
+    );
+    assert!(
+        r.markdown()
+            .contains("| `keep-nothing` | `depth` = 1 (turns) | your own |"),
+        "{}",
+        r.markdown()
+    );
+    let again = r.register(Entry::new("keep-nothing", |_, _| unreachable!()));
+    assert!(again.unwrap_err().contains("registered already"));
+    let bad = r.register(Entry::new("Keep Nothing", |_, _| unreachable!()));
+    assert!(bad.unwrap_err().contains("lowercase letters"));
+}

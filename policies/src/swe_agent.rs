@@ -1,0 +1,129 @@
+//! `swe-agent`: SWE-agent's `last_n_observations` history processor.
+//!
+//! Every observation but the last `n` is elided to `Old environment output: (K lines omitted)`.
+//! SWE-agent counts the task's first message (its instance template) as the first observation
+//! and never elides it; foldbench counts it the same way and elides tool results only. With
+//! `polling=P` the number elided is updated only every P observations, so the request stays the
+//! same (and cached) for P steps, keeping between `n` and `n + P - 1` observations.
+
+use std::sync::Arc;
+
+use harness_core::context::Context;
+use harness_core::policy::{Plan, Policy};
+
+use crate::params::Params;
+use crate::registry::Entry;
+use crate::view::{self, Memo};
+
+/// The policy's name.
+pub const NAME: &str = "swe-agent";
+
+/// SWE-agent's elision of old observations.
+#[derive(Debug)]
+pub struct SweAgent {
+    n: usize,
+    polling: usize,
+    memo: Memo,
+}
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new(NAME, |p, _| Ok(Box::new(SweAgent::from_params(p)?)))
+        .summary("SWE-agent: all but the last n observations elided to a line count")
+        .source("SWE-agent `last_n_observations`")
+        .param(
+            "n",
+            "5",
+            "observations",
+            "the most recent observations shown whole",
+        )
+        .param(
+            "polling",
+            "1",
+            "observations",
+            "how often the number elided is updated",
+        )
+}
+
+/// The text an elided observation becomes.
+pub fn elided(text: &str) -> String {
+    format!(
+        "Old environment output: ({} lines omitted)",
+        view::lines(text)
+    )
+}
+
+impl SweAgent {
+    /// From `n` and `polling`.
+    pub fn from_params(p: &mut Params) -> Result<SweAgent, String> {
+        Ok(SweAgent {
+            n: p.take_count("n")?.unwrap_or(5),
+            polling: p.take_count("polling")?.unwrap_or(1),
+            memo: Memo::default(),
+        })
+    }
+}
+
+impl Policy for SweAgent {
+    fn name(&self) -> String {
+        format!("{NAME}:n={},polling={}", self.n, self.polling)
+    }
+
+    fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        // Observation 0 is the instance template (the first user message), never elided.
+        let observations = 1 + ctx.messages.iter().filter(|m| view::is_result(m)).count();
+        let last_removed = (observations / self.polling * self.polling).saturating_sub(self.n);
+        let mut out = Vec::with_capacity(ctx.messages.len());
+        let mut rank = 0;
+        let mut count = 0;
+        for m in &ctx.messages {
+            if view::is_result(m) {
+                rank += 1;
+                if rank < last_removed {
+                    let text = elided(&m.text);
+                    out.push(self.memo.cleared(m, &text));
+                    count += 1;
+                    continue;
+                }
+            }
+            out.push(Arc::clone(m));
+        }
+        Plan::Send {
+            messages: out,
+            action: (count > 0).then(|| format!("elided {count} observations")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::view::testing::{context, sent, shape, Step::*};
+
+    #[test]
+    fn elides_all_but_the_last_n_observations() {
+        let out = |i: usize| format!("line {i}\nsecond\nthird");
+        let c = context(vec![
+            User("fix it"),
+            Calls(vec![("read_file", out(1))]),
+            Calls(vec![("read_file", out(2)), ("grep", out(3))]),
+            Calls(vec![("shell", out(4))]),
+            Calls(vec![("read_file", out(5))]),
+            Calls(vec![("shell", out(6))]),
+            Calls(vec![("read_file", out(7))]),
+        ]);
+        // 7 results + the template = 8 observations.
+        let cases = [
+            ("swe-agent", "uaxaxrarararar"),     // n=5: results 3-7 stay
+            ("swe-agent:n=2", "uaxaxxaxaxarar"), // results 6-7
+            ("swe-agent:n=8", "uararrarararar"), // nothing to elide
+            ("swe-agent:n=2,polling=3", "uaxaxxarararar"), // 8/3*3 - 2 = 4: results 1-3 go
+        ];
+        for (spec, want) in cases {
+            let mut p = crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap();
+            assert_eq!(shape(&sent(p.plan(&c, 0))), want, "{spec}");
+        }
+        let mut p = crate::build(&crate::parse_policy("swe-agent").unwrap(), 200_000).unwrap();
+        let m = sent(p.plan(&c, 0));
+        assert_eq!(m[2].text, "Old environment output: (3 lines omitted)");
+    }
+}
