@@ -265,7 +265,9 @@ fn bad_policies_are_refused_before_replaying() {
         .unwrap_err()
         .to_string()
     };
-    assert!(bad("nope").contains("unknown policy"));
+    assert!(policies::parse_policy("nope")
+        .unwrap_err()
+        .contains("unknown policy"));
     assert!(bad("trim:kep=1").contains("no parameter `kep`"));
     assert!(Replayer::new(ReplayConfig {
         policies: Vec::new(),
