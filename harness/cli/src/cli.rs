@@ -109,6 +109,15 @@ enum Command {
     /// List the policies (foldbench's and the peers') with their parameters, defaults, units
     /// and sources.
     Policies(crate::policy::PoliciesArgs),
+    /// Serve a model API on loopback that answers as the simulated agent does, from a task's
+    /// script, in the requesting agent's own tool vocabulary (Claude Code, Codex,
+    /// mini-swe-agent, foldbench's own tools): an offline upstream for real agents and the
+    /// proxy (docs/agents.md).
+    Serve(crate::serve::ServeArgs),
+    /// Inside a real agent's sandbox: forward a loopback port to the proxy's socket and run the
+    /// agent (started by `run --agent`).
+    #[command(hide = true)]
+    AgentBridge(crate::serve::BridgeArgs),
     /// Print a shell completion script: `foldbench completions bash > ~/.local/share/bash-completion/completions/foldbench`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -300,6 +309,8 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::Analyze(a) => crate::replay::analyze(a),
         Command::Init { dir } => init(&dir),
         Command::Policies(a) => crate::policy::cmd(a),
+        Command::Serve(a) => crate::serve::cmd(a).await,
+        Command::AgentBridge(a) => crate::serve::bridge(a).await,
         Command::Completions { shell } => {
             let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());

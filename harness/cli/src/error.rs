@@ -22,6 +22,9 @@ pub enum Code {
     NoCells,
     /// Cells failed their checks, or `compare` found a regression.
     Failed,
+    /// The exit code of a program foldbench ran in its place (`agent-bridge` passes on the
+    /// agent's).
+    Exit(u8),
 }
 
 /// Why a command stopped.
@@ -85,6 +88,7 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
         Ok(Code::Ok) => EXIT_OK,
         Ok(Code::NoCells) => EXIT_NO_CELLS,
         Ok(Code::Failed) => EXIT_FAILED,
+        Ok(Code::Exit(c)) => *c,
         Err(Error::Internal(_)) => EXIT_INTERNAL,
         Err(Error::Usage(_) | Error::Problems(_)) => EXIT_USAGE,
     }

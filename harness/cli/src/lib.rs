@@ -30,6 +30,7 @@ mod merge;
 mod policy;
 mod replay;
 mod report;
+mod serve;
 
 pub use harness_core;
 pub use policies;

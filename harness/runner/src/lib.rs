@@ -46,6 +46,7 @@ pub mod reap;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod sim_server;
 pub mod snapshot;
 pub mod tasks;
 mod template;

@@ -103,7 +103,8 @@ pub struct Exchange {
     pub vocabulary: &'static str,
     /// The task turn it belongs to (0 outside the task).
     pub turn: u32,
-    /// The tools the answer called, in the agent's names.
+    /// The tools the answer called, in the agent's names (`bash` for mini-swe-agent's command
+    /// in text).
     pub calls: Vec<String>,
     /// Whether this was a repeat of the previous request, answered as before.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -181,12 +182,18 @@ impl SimUpstream {
                 kind: AnswerKind::Side,
             },
         };
+        let mut calls: Vec<String> = answer.calls.iter().map(|c| c.name.clone()).collect();
+        if vocab == Vocabulary::MiniText
+            && vocab::mini_command(&answer.text).is_some_and(|c| c != vocab::MINI_SUBMIT)
+        {
+            calls.push("bash".to_string());
+        }
         self.exchanges.push(Exchange {
             index,
             kind: answer.kind,
             vocabulary: vocab.name(),
             turn: read.turn,
-            calls: answer.calls.iter().map(|c| c.name.clone()).collect(),
+            calls,
             repeated: false,
             expect_missed: missed,
         });
