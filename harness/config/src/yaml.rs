@@ -167,23 +167,31 @@ fn too_deep(text: &str) -> Option<(usize, usize)> {
     None
 }
 
-/// One level of the block structure while indexing: its indent, its path segment and the index
-/// the next sequence item directly below it gets.
+/// One level of the block structure while indexing: its indent, whether it is a sequence item
+/// (else a key), its node in the locator and the index the next sequence item directly below it
+/// gets.
 struct Frame {
     indent: usize,
-    seg: Seg,
+    item: bool,
+    node: u32,
     next: usize,
 }
 
-fn path_of(stack: &[Frame]) -> Path {
-    stack.iter().map(|f| f.seg.clone()).collect()
+/// The locator node of the innermost frame (0, the document, when there is none).
+fn node_of(stack: &[Frame]) -> u32 {
+    stack.last().map_or(0, |f| f.node)
 }
 
 /// Maps paths to positions in a YAML text, and finds the tags (`!!binary`, `!custom`) written in
-/// it. Built in one pass, linear in the text; a lookup costs one hash probe per path segment.
+/// it. Built in one pass, linear in the text: the paths form a tree whose nodes are numbered,
+/// each line adds at most one node keyed by its parent's number and its own segment (no path is
+/// copied or hashed whole); a lookup costs one hash probe per path segment.
 #[derive(Debug, Default)]
 pub struct Locator {
-    entries: HashMap<Path, (usize, usize)>,
+    /// The node of each segment under its parent node (0 is the document).
+    children: HashMap<(u32, Seg), u32>,
+    /// The position of node `n` at `n - 1`.
+    positions: Vec<(usize, usize)>,
     tags: Vec<(usize, usize, String)>,
 }
 
@@ -222,9 +230,7 @@ impl Locator {
                     // Pop everything deeper than or at this dash, except a key at the same indent
                     // whose value this sequence is (`key:\n- item`).
                     while let Some(f) = stack.last() {
-                        if f.indent > col
-                            || (f.indent == col && (matches!(f.seg, Seg::Index(_)) || !first))
-                        {
+                        if f.indent > col || (f.indent == col && (f.item || !first)) {
                             stack.pop();
                         } else {
                             break;
@@ -236,13 +242,13 @@ impl Locator {
                     };
                     let idx = *counter;
                     *counter += 1;
+                    let node = loc.add(node_of(&stack), Seg::Index(idx), line, col + 1);
                     stack.push(Frame {
                         indent: col,
-                        seg: Seg::Index(idx),
+                        item: true,
+                        node,
                         next: 0,
                     });
-                    let path = path_of(&stack);
-                    loc.add(&path, line, col + 1);
                     let after = &rest[1..];
                     let skip = after.len() - after.trim_start().len();
                     col += 1 + skip;
@@ -254,7 +260,7 @@ impl Locator {
                     loc.scan_tags(rest, line, col);
                     if rest.starts_with('{') {
                         // `- { a: 1, b: 2 }`: the item's keys are on this line.
-                        index_flow_mapping(&path, rest, line, col, &mut loc);
+                        index_flow_mapping(node, rest, line, col, &mut loc);
                         break;
                     }
                     if rest.starts_with('[') || rest.starts_with('!') {
@@ -266,20 +272,20 @@ impl Locator {
                     while stack.last().is_some_and(|f| f.indent >= col) {
                         stack.pop();
                     }
+                    let node = loc.add(node_of(&stack), Seg::Key(key.to_string()), line, col + 1);
                     stack.push(Frame {
                         indent: col,
-                        seg: Seg::Key(key.to_string()),
+                        item: false,
+                        node,
                         next: 0,
                     });
-                    let path = path_of(&stack);
-                    loc.add(&path, line, col + 1);
                     // `value` is a slice of `rest`: its offset is where it starts.
                     let vcol = col + (value.as_ptr() as usize - rest.as_ptr() as usize);
                     loc.scan_tags(value, line, vcol);
                     if value.starts_with('{') {
-                        index_flow_mapping(&path, value, line, vcol, &mut loc);
+                        index_flow_mapping(node, value, line, vcol, &mut loc);
                     } else if value.starts_with('[') {
-                        index_flow_sequence(&path, value, line, vcol, &mut loc);
+                        index_flow_sequence(node, value, line, vcol, &mut loc);
                     } else if value.starts_with('|') || value.starts_with('>') {
                         block_scalar_indent = Some(col);
                     }
@@ -290,11 +296,14 @@ impl Locator {
         loc
     }
 
-    /// Records a position; the first one written for a path wins.
-    fn add(&mut self, path: &[Seg], line: usize, col: usize) {
-        if !self.entries.contains_key(path) {
-            self.entries.insert(path.to_vec(), (line, col));
-        }
+    /// The node of `seg` under `parent`, recorded at `line:col` when it is new (the first
+    /// position written for a path wins).
+    fn add(&mut self, parent: u32, seg: Seg, line: usize, col: usize) -> u32 {
+        let positions = &mut self.positions;
+        *self.children.entry((parent, seg)).or_insert_with(|| {
+            positions.push((line, col));
+            u32::try_from(positions.len()).unwrap_or(u32::MAX)
+        })
     }
 
     /// Records the tags of a value that starts at `col` (0-based): one at its start, and in a
@@ -337,10 +346,18 @@ impl Locator {
 
     /// The position of a path: exact when indexed, else the longest indexed prefix, else 1:1.
     pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
-        (0..=path.len())
-            .rev()
-            .find_map(|n| self.entries.get(&path[..n]).copied())
-            .unwrap_or((1, 1))
+        let mut node = 0;
+        let mut at = (1, 1);
+        for seg in path {
+            match self.children.get(&(node, seg.clone())) {
+                Some(&n) => {
+                    node = n;
+                    at = self.positions[n as usize - 1];
+                }
+                None => break,
+            }
+        }
+        at
     }
 
     /// The tags written in the text (`!!binary`, `!custom`), with their line and column.
@@ -390,28 +407,29 @@ fn strip_comment(v: &str) -> &str {
     }
 }
 
-/// Indexes the keys of a one-line flow mapping `{ a: 1, b: "x" }`.
-fn index_flow_mapping(parent: &Path, v: &str, line: usize, col: usize, out: &mut Locator) {
+/// Indexes the keys of a one-line flow mapping `{ a: 1, b: "x" }` under node `parent`.
+fn index_flow_mapping(parent: u32, v: &str, line: usize, col: usize, out: &mut Locator) {
     for (start, part) in flow_parts(v) {
         if let Some((key, _)) = split_key(part.trim_start()) {
             let lead = part.len() - part.trim_start().len();
-            let mut p = parent.clone();
-            p.push(Seg::Key(key.to_string()));
-            out.add(&p, line, col + start + lead + 1);
+            out.add(
+                parent,
+                Seg::Key(key.to_string()),
+                line,
+                col + start + lead + 1,
+            );
         }
     }
 }
 
-/// Indexes the items of a one-line flow sequence `["a", "b"]`.
-fn index_flow_sequence(parent: &Path, v: &str, line: usize, col: usize, out: &mut Locator) {
+/// Indexes the items of a one-line flow sequence `["a", "b"]` under node `parent`.
+fn index_flow_sequence(parent: u32, v: &str, line: usize, col: usize, out: &mut Locator) {
     for (i, (start, part)) in flow_parts(v).into_iter().enumerate() {
         if part.trim().is_empty() {
             continue;
         }
         let lead = part.len() - part.trim_start().len();
-        let mut p = parent.clone();
-        p.push(Seg::Index(i));
-        out.add(&p, line, col + start + lead + 1);
+        out.add(parent, Seg::Index(i), line, col + start + lead + 1);
     }
 }
 
@@ -498,6 +516,11 @@ impl<'a> Reader<'a> {
     /// The position of a path.
     pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
         self.locator.locate(path)
+    }
+
+    /// The locator of the text.
+    pub fn locator(&self) -> &Locator {
+        &self.locator
     }
 
     /// The file name.

@@ -97,7 +97,8 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
         }]
     })?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let fixture_problem = spec::repo_field(&name, &text).and_then(|(repo, (line, col))| {
+    let loaded = spec::load_with_repo(&name, &text);
+    let fixture_problem = loaded.repo.and_then(|(repo, (line, col))| {
         let fixture = dir.join(&repo);
         (!fixture.is_dir()).then(|| Problem {
             file: name.clone(),
@@ -109,7 +110,7 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
             ),
         })
     });
-    let spec = match spec::load(&name, &text) {
+    let spec = match loaded.spec {
         Ok(s) => s,
         Err(mut problems) => {
             problems.extend(fixture_problem);

@@ -3,7 +3,8 @@
 //!
 //! [`load`] reads a spec from its text and reports **every** problem with file, line and column.
 //! Checks that need the file system (the fixture folder exists) are done by the runner, which
-//! uses [`repo_field`] to place its message.
+//! uses [`repo_field`] (or [`load_with_repo`], which reads the text once for both) to place its
+//! message.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -45,9 +46,43 @@ fn tool_args(name: &str) -> (&'static [&'static str], &'static [&'static str]) {
 /// problems, so the runner can check the fixture folder and report that problem alongside.
 pub fn repo_field(file: &str, text: &str) -> Option<(String, (usize, usize))> {
     let doc = yaml::parse(file, text).ok()?;
+    repo_of(&doc, &yaml::Locator::new(text))
+}
+
+fn repo_of(doc: &Value, locator: &yaml::Locator) -> Option<(String, (usize, usize))> {
     let repo = doc.get("repo")?.as_str()?.to_string();
-    let pos = yaml::Locator::new(text).locate(&key(&[], "repo"));
-    Some((repo, pos))
+    Some((repo, locator.locate(&key(&[], "repo"))))
+}
+
+/// A spec read by [`load_with_repo`].
+#[derive(Debug)]
+pub struct Loaded {
+    /// The validated spec, or every problem.
+    pub spec: Result<TaskSpec, Vec<Problem>>,
+    /// The `repo` field and where it is written, as [`repo_field`] gives it (even when the
+    /// spec has other problems).
+    pub repo: Option<(String, (usize, usize))>,
+}
+
+/// [`load`] and [`repo_field`] from one parse of the text (the runner needs both; parsing and
+/// indexing a 100,000-turn spec twice doubled its time).
+pub fn load_with_repo(file: &str, text: &str) -> Loaded {
+    let doc = match yaml::parse(file, text) {
+        Ok(d) => d,
+        Err(p) => {
+            return Loaded {
+                spec: Err(vec![p]),
+                repo: None,
+            }
+        }
+    };
+    let mut r = Reader::new(file, text);
+    let repo = repo_of(&doc, r.locator());
+    let spec = read_spec(&mut r, &doc);
+    Loaded {
+        spec: finish(r, spec),
+        repo,
+    }
 }
 
 /// Parses and validates a task spec. `file` names the spec in messages.
@@ -55,6 +90,11 @@ pub fn load(file: &str, text: &str) -> Result<TaskSpec, Vec<Problem>> {
     let doc = yaml::parse(file, text).map_err(|p| vec![p])?;
     let mut r = Reader::new(file, text);
     let spec = read_spec(&mut r, &doc);
+    finish(r, spec)
+}
+
+/// The spec when no problem was found, else every problem.
+fn finish(mut r: Reader, spec: Option<TaskSpec>) -> Result<TaskSpec, Vec<Problem>> {
     if r.problems.is_empty() {
         if let Some(spec) = spec {
             return Ok(spec);
@@ -404,12 +444,11 @@ fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Ac
 }
 
 fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
+    let before = r.problems.len();
     let fields = r.mapping(p, v, "a check", &CHECKS);
     if fields.len() != 1 {
-        if v.as_mapping().is_some()
-            && fields.is_empty()
-            && r.problems.iter().all(|x| x.line != r.locate(p).0)
-        {
+        // Unknown keys were reported by `mapping` (not a second time as a missing kind).
+        if v.as_mapping().is_some() && fields.is_empty() && r.problems.len() == before {
             r.problem(p, format!("a check needs one of: {}", CHECKS.join(", ")));
         } else if fields.len() > 1 {
             r.problem(
@@ -472,26 +511,25 @@ fn read_check(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Check> {
 }
 
 /// Rules across fields: needs after expects, a `say` closing every turn, checks that name turns
-/// that exist, strategies that can be left.
+/// that exist, strategies that can be left. Linear in the spec: a need's fact is looked up in the
+/// `expect`s so far (a hash map) and in the earlier user messages through [`SaidBy`] (one pass
+/// over them for every fact at once).
 fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
+    let said = SaidBy::new(spec);
     let mut expected: HashMap<&str, usize> = HashMap::new();
     let tp = key(&[], "turns");
     for (i, turn) in spec.turns.iter().enumerate() {
         let p = child(&tp, Seg::Index(i));
         let n = i + 1;
-        let earlier_users: Vec<&str> = spec.turns[..i].iter().map(|t| t.user.as_str()).collect();
         let turn_text: Vec<String> = turn.script.iter().flat_map(Step::written_texts).collect();
         for (j, need) in turn.needs.iter().enumerate() {
             let np = child(&key(&p, "needs"), Seg::Index(j));
-            check_need(
-                r,
-                &np,
-                need,
-                &format!("turn {n}"),
-                &expected,
-                &earlier_users,
-                &turn_text,
-            );
+            let source = Source {
+                expected: &expected,
+                said: &said,
+                turn: i,
+            };
+            check_need(r, &np, need, &format!("turn {n}"), &source, &turn_text);
         }
         let sp = key(&p, "script");
         check_say(r, &sp, turn, n);
@@ -502,7 +540,12 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
             for (k, need) in step.needs.iter().enumerate() {
                 let np = child(&key(&stp, "needs"), Seg::Index(k));
                 let what = format!("step {} of turn {n}", j + 1);
-                check_need(r, &np, need, &what, &expected, &earlier_users, &step_text);
+                let source = Source {
+                    expected: &expected,
+                    said: &said,
+                    turn: i,
+                };
+                check_need(r, &np, need, &what, &source, &step_text);
             }
             if let Some(e) = &step.expect {
                 if e.is_empty() {
@@ -531,6 +574,67 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
     }
 }
 
+/// For every fact a need names, the first turn (0-based) whose user message contains it. Built
+/// by one Aho-Corasick pass over the user messages for all the facts at once, so checking that
+/// a fact was said before a turn costs one hash probe, not a scan of every earlier message
+/// (which made validating a 100,000-turn spec quadratic).
+struct SaidBy<'a> {
+    first: HashMap<&'a str, usize>,
+}
+
+impl<'a> SaidBy<'a> {
+    fn new(spec: &'a TaskSpec) -> SaidBy<'a> {
+        let mut facts: Vec<&str> = spec
+            .turns
+            .iter()
+            .flat_map(|t| t.needs.iter().chain(t.script.iter().flat_map(|s| &s.needs)))
+            .map(|n| n.fact.as_str())
+            .filter(|f| !f.is_empty())
+            .collect();
+        facts.sort_unstable();
+        facts.dedup();
+        let mut first = HashMap::new();
+        if facts.is_empty() {
+            return SaidBy { first };
+        }
+        match aho_corasick::AhoCorasick::new(&facts) {
+            Ok(ac) => {
+                for (i, t) in spec.turns.iter().enumerate() {
+                    for m in ac.find_overlapping_iter(t.user.as_str()) {
+                        first.entry(facts[m.pattern().as_usize()]).or_insert(i);
+                    }
+                }
+            }
+            // Patterns too many or too long for the automaton: one scan per fact.
+            Err(_) => {
+                for f in facts {
+                    if let Some(i) = spec.turns.iter().position(|t| t.user.contains(f)) {
+                        first.insert(f, i);
+                    }
+                }
+            }
+        }
+        SaidBy { first }
+    }
+
+    /// Whether a user message before turn `turn` (0-based) contains `fact`.
+    fn before(&self, fact: &str, turn: usize) -> bool {
+        if fact.is_empty() {
+            return turn > 0;
+        }
+        self.first.get(fact).is_some_and(|&t| t < turn)
+    }
+}
+
+/// Where a need's fact may come from: the `expect`s before it, and the user messages before
+/// its turn.
+struct Source<'s, 'a> {
+    expected: &'s HashMap<&'a str, usize>,
+    said: &'s SaidBy<'a>,
+    /// The need's turn, 0-based.
+    turn: usize,
+}
+
 /// A need's fact has a source before it (an `expect` or an earlier user message), and its
 /// `value` (when it has a `value` or a `guess`) is part of what the step or turn writes.
 fn check_need(
@@ -538,14 +642,11 @@ fn check_need(
     np: &[Seg],
     need: &Need,
     what: &str,
-    expected: &HashMap<&str, usize>,
-    earlier_users: &[&str],
+    source: &Source,
     written: &[String],
 ) {
     let fact = &need.fact;
-    if !expected.contains_key(fact.as_str())
-        && !earlier_users.iter().any(|u| u.contains(fact.as_str()))
-    {
+    if !source.expected.contains_key(fact.as_str()) && !source.said.before(fact, source.turn) {
         r.problem(
             np,
             format!("{what} `needs` {fact:?}, but no earlier step `expect`s it and no earlier user message says it; add `expect: {fact:?}` to the step whose output shows it"),

@@ -274,3 +274,84 @@ fn never_panics_on_odd_documents() {
         let _ = load("odd.yaml", doc);
     }
 }
+
+/// Runs `f` on a thread and waits at most `secs` for it: a guard against a validation that
+/// hangs, not a timing measurement (the figures are in docs/performance.md).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("did not finish within {secs} s"))
+}
+
+/// A spec of `n` turns built in memory: turn `i`'s user says the code `C{i}`, and every turn
+/// after the first needs the code the user said one turn before (no step `expect`s it).
+fn chained(n: usize) -> TaskSpec {
+    let say = Step {
+        action: Action::Say("ok".into()),
+        expect: None,
+        needs: Vec::new(),
+        cache: true,
+    };
+    TaskSpec {
+        name: "chained".into(),
+        description: String::new(),
+        repo: "r".into(),
+        setup: Vec::new(),
+        network: false,
+        cache: true,
+        env: Vec::new(),
+        turns: (0..n)
+            .map(|i| TurnSpec {
+                user: format!("turn {i}: the code is C{i}."),
+                unit: "a".into(),
+                needs: if i == 0 {
+                    Vec::new()
+                } else {
+                    vec![Need::plain(format!("code is C{}.", i - 1))]
+                },
+                strategy: None,
+                awaits_back: false,
+                script: vec![say.clone()],
+            })
+            .collect(),
+        checks: Vec::new(),
+    }
+}
+
+fn semantic_problems(spec: TaskSpec) -> Vec<String> {
+    let mut r = Reader::new("t.yaml", "");
+    validate_semantics(&mut r, &spec);
+    r.problems.iter().map(|p| p.message.clone()).collect()
+}
+
+#[test]
+fn facts_said_by_earlier_users_are_found_in_one_pass_over_them() {
+    // 100,000 turns, each needing what the user said one turn before. Scanning the earlier
+    // user messages for every need was 5·10⁹ substring searches (and as many pointers copied
+    // into a list per turn); the one pass over them takes well under a second.
+    let problems = within(120, || semantic_problems(chained(100_000)));
+    assert!(
+        problems.is_empty(),
+        "{:?}",
+        &problems[..problems.len().min(3)]
+    );
+
+    // A fact the need's own turn or a later one says has no source before it.
+    let mut spec = chained(3);
+    spec.turns[1].needs = vec![Need::plain("code is C1.")];
+    spec.turns[0].needs = vec![Need::plain("code is C2.")];
+    spec.turns[2].script[0].needs = vec![Need::plain("code is C0."), Need::plain("")];
+    let problems = semantic_problems(spec);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].starts_with("turn 1 `needs` \"code is C2.\""),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].starts_with("turn 2 `needs` \"code is C1.\""),
+        "{problems:?}"
+    );
+}
