@@ -15,6 +15,7 @@ mod install;
 mod judge;
 mod loss;
 mod matrix;
+mod output;
 mod policy_docs;
 mod runs;
 mod snapshots;

@@ -245,11 +245,12 @@ pub fn main() -> Result<Code, Error> {
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
+            let printed = e.print();
             return if e.use_stderr() {
                 Err(Error::Problems(Vec::new()))
             } else {
-                Ok(Code::Ok)
+                // --help and --version go to standard output: a failed write is an error too.
+                crate::out::checked(printed).map(|()| Code::Ok)
             };
         }
     };
@@ -313,8 +314,9 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::AgentBridge(a) => crate::serve::bridge(a).await,
         Command::Completions { shell } => {
             let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());
-            clap_complete::generate(shell, &mut cmd, "foldbench", &mut std::io::stdout());
-            Ok(Code::Ok)
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "foldbench", &mut script);
+            crate::out::write_bytes(&script).map(|()| Code::Ok)
         }
     }
 }
@@ -338,11 +340,11 @@ fn init(dir: &Path) -> Result<Code, Error> {
     let target = dir.join("tasks");
     match tasks::embedded::write_to(&target) {
         Ok(n) => {
-            println!(
+            crate::out::line(&format!(
                 "wrote the task suite ({n} files) to {}; try: foldbench run --tasks {} --seeds 1",
                 target.display(),
                 target.join("trim-rerun.yaml").display()
-            );
+            ))?;
             Ok(Code::Ok)
         }
         Err(e) => Err(Error::Usage(e.to_string())),
@@ -352,11 +354,11 @@ fn init(dir: &Path) -> Result<Code, Error> {
 fn validate(paths: Vec<PathBuf>) -> Result<Code, Error> {
     match load(paths) {
         Ok(t) => {
-            println!(
+            crate::out::line(&format!(
                 "{} task spec{} valid",
                 t.len(),
                 if t.len() == 1 { "" } else { "s" }
-            );
+            ))?;
             Ok(Code::Ok)
         }
         Err(e) => Err(e),
@@ -365,7 +367,7 @@ fn validate(paths: Vec<PathBuf>) -> Result<Code, Error> {
 
 fn list(paths: Vec<PathBuf>) -> Result<Code, Error> {
     let tasks = load(paths)?;
-    println!("{}", tasks::table(&tasks).to_terminal());
+    crate::out::line(&tasks::table(&tasks).to_terminal())?;
     Ok(Code::Ok)
 }
 
@@ -509,9 +511,9 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
                 return Ok(Code::NoCells);
             }
-            println!("{}", render::summary_table(&records).to_terminal());
+            crate::out::line(&render::summary_table(&records).to_terminal())?;
             for line in harness_report::verdict::verdict_lines(&records, None) {
-                println!("{line}");
+                crate::out::line(&line)?;
             }
             print_failures(&records);
             eprintln!(
@@ -620,9 +622,9 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     };
     match interruptible(run::run(cfg)).await {
         Ok(records) => {
-            println!("{}", render::ab_table(&records, &labels).to_terminal());
+            crate::out::line(&render::ab_table(&records, &labels).to_terminal())?;
             for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {
-                println!("{line}");
+                crate::out::line(&line)?;
             }
             print_failures(&records);
             exit_for(&records)
@@ -672,16 +674,13 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
         harness_runner::workspace::ARCHIVE_DIR,
         harness_core::fold::archive_name(from, to, "fold")
     );
-    println!(
-        "{}",
-        harness_core::fold::build_result(
-            from,
-            to,
-            &range,
-            &archive,
-            &harness_core::digest::sha256_hex(&bytes)
-        )
-    );
+    crate::out::line(&harness_core::fold::build_result(
+        from,
+        to,
+        &range,
+        &archive,
+        &harness_core::digest::sha256_hex(&bytes),
+    ))?;
     Ok(Code::Ok)
 }
 

@@ -137,7 +137,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     };
     if let Some(f) = stdout {
         match render(f, &c, &a) {
-            Ok(s) => crate::report::emit(&s),
+            Ok(s) => crate::out::print(&s)?,
             Err(e) => {
                 return Err(Error::Internal(e.to_string()));
             }
@@ -145,7 +145,8 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     }
     for (path, f) in outputs {
         let written = render(f, &c, &a).and_then(|s| {
-            std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
+            harness_runner::atomic::write(&path, s.as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
         });
         if let Err(e) = written {
             return Err(Error::Internal(e.to_string()));

@@ -199,14 +199,18 @@ pub async fn main(cmd: JudgeCommand) -> Result<Code, Error> {
     }
 }
 
-fn print_tables(tables: &[(&str, harness_report::render::Table)], format: TableFormat) {
+fn print_tables(
+    tables: &[(&str, harness_report::render::Table)],
+    format: TableFormat,
+) -> Result<(), Error> {
     for (title, t) in tables {
         match format {
-            TableFormat::Table => println!("{title}\n{}\n", t.to_terminal()),
-            TableFormat::Md => println!("### {title}\n\n{}", t.to_markdown()),
+            TableFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
+            TableFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
             TableFormat::Csv | TableFormat::Json => {}
         }
     }
+    Ok(())
 }
 
 /// The `--from` word that stands for your own history: the default places `replay` reads.
@@ -281,15 +285,14 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let stats = judgement::dataset_stats(&items);
     match a.format {
         TableFormat::Json => match serde_json::to_string_pretty(&stats) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => crate::out::line(&s)?,
             Err(e) => {
                 return Err(Error::Internal(format!("{e}")));
             }
         },
-        TableFormat::Csv => print!(
-            "{}",
-            harness_report::judgement::filter_table(&stats).to_csv()
-        ),
+        TableFormat::Csv => {
+            crate::out::print(&harness_report::judgement::filter_table(&stats).to_csv())?
+        }
         f => print_tables(
             &[
                 (
@@ -302,7 +305,7 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
                 ),
             ],
             f,
-        ),
+        )?,
     }
     eprintln!(
         "{} items ({} with a card at the threshold) from {} task source(s) and {} labelled session(s) in {:.1}s → {}",
@@ -393,16 +396,15 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         TableFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
             match serde_json::to_string_pretty(&v) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => crate::out::line(&s)?,
                 Err(e) => {
                     return Err(Error::Internal(format!("{e}")));
                 }
             }
         }
-        TableFormat::Csv => print!(
-            "{}",
-            harness_report::judgement::scores_table(&aggs).to_csv()
-        ),
+        TableFormat::Csv => {
+            crate::out::print(&harness_report::judgement::scores_table(&aggs).to_csv())?
+        }
         f => print_tables(
             &[
                 (
@@ -419,7 +421,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 ),
             ],
             f,
-        ),
+        )?,
     }
     let errors: usize = aggs.iter().map(|x| x.errors).sum();
     eprintln!(

@@ -27,6 +27,7 @@ mod error;
 mod judge;
 mod matrix;
 mod merge;
+mod out;
 mod policy;
 mod replay;
 mod report;

@@ -411,7 +411,7 @@ pub fn list(a: ListArgs) -> Result<Code, Error> {
             "cells": cells,
         });
         match serde_json::to_string_pretty(&v) {
-            Ok(s) => crate::report::emit(&format!("{s}\n")),
+            Ok(s) => crate::out::line(&s)?,
             Err(e) => {
                 return Err(Error::internal(e));
             }
@@ -423,10 +423,7 @@ pub fn list(a: ListArgs) -> Result<Code, Error> {
             .filter(|t| cells.iter().any(|c| c.task == t.spec.name))
             .cloned()
             .collect();
-        crate::report::emit(&format!(
-            "{}\n",
-            harness_runner::tasks::table(&listed).to_terminal()
-        ));
+        crate::out::line(&harness_runner::tasks::table(&listed).to_terminal())?;
         let mut headers = vec!["id", "task", "arm", "policy", "model", "seed"];
         if shard.is_some() {
             headers.push("shard");
@@ -451,7 +448,7 @@ pub fn list(a: ListArgs) -> Result<Code, Error> {
                 })
                 .collect(),
         };
-        crate::report::emit(&format!("{}\n", table.to_terminal()));
+        crate::out::line(&table.to_terminal())?;
     }
     eprintln!(
         "{} cell{} of {} in the matrix{} · profile {}{}",

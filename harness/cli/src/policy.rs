@@ -97,7 +97,7 @@ pub struct PoliciesArgs {
 pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
     let reg = registry::current();
     if a.markdown {
-        print!("{}", reg.markdown());
+        crate::out::print(&reg.markdown())?;
         return Ok(Code::Ok);
     }
     let entries: Vec<&policies::Entry> = match &a.name {
@@ -115,10 +115,10 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
     };
     for (i, e) in entries.iter().enumerate() {
         if i > 0 {
-            println!();
+            crate::out::line("")?;
         }
-        println!("{}  {}", e.name(), e.summary_text());
-        println!("  source: {}", e.source_text());
+        crate::out::line(&format!("{}  {}", e.name(), e.summary_text()))?;
+        crate::out::line(&format!("  source: {}", e.source_text()))?;
         let lines: Vec<(String, String)> = e
             .params()
             .iter()
@@ -136,7 +136,7 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
             .collect();
         let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         for (k, doc) in lines {
-            println!("  {k:width$}  {doc}");
+            crate::out::line(&format!("  {k:width$}  {doc}"))?;
         }
     }
     Ok(Code::Ok)

@@ -399,18 +399,18 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
     Ok(Some(labels))
 }
 
-fn print_table(t: &Table, format: OutputFormat) {
+fn print_table(t: &Table, format: OutputFormat) -> Result<(), Error> {
     match format {
-        OutputFormat::Md => println!("{}", t.to_markdown()),
-        OutputFormat::Csv => print!("{}", t.to_csv()),
-        _ => println!("{}", t.to_terminal()),
+        OutputFormat::Md => crate::out::line(&t.to_markdown()),
+        OutputFormat::Csv => crate::out::print(&t.to_csv()),
+        _ => crate::out::line(&t.to_terminal()),
     }
 }
 
-fn print_heading(text: &str, format: OutputFormat) {
+fn print_heading(text: &str, format: OutputFormat) -> Result<(), Error> {
     match format {
-        OutputFormat::Md => println!("### {text}\n"),
-        _ => println!("{text}"),
+        OutputFormat::Md => crate::out::line(&format!("### {text}\n")),
+        _ => crate::out::line(text),
     }
 }
 
@@ -646,17 +646,16 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth_sessions: &r.truths,
             };
             let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
-            println!("{s}");
+            crate::out::line(&s)
         }
-        OutputFormat::Csv => print!("{}", report::policy_csv(&r.summary)),
+        OutputFormat::Csv => crate::out::print(&report::policy_csv(&r.summary)),
         OutputFormat::Table | OutputFormat::Md => print_replay_tables(a, r, format),
     }
-    Ok(())
 }
 
 /// The table and Markdown forms: the heading, the policy table and its notes, the essay's
 /// figures, the ground truth.
-fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) {
+fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
     let fallback = if r.judge.needs_labels() {
         format!(
             " ({} labelled; {} judged lexically)",
@@ -683,10 +682,10 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) {
             a.window
         ),
         format,
-    );
-    print_table(&report::policy_table(&r.summary, r.labelled > 0), format);
+    )?;
+    print_table(&report::policy_table(&r.summary, r.labelled > 0), format)?;
     for note in notes_of(a, r) {
-        println!("{note}");
+        crate::out::line(&note)?;
     }
     if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
         print_heading(
@@ -695,19 +694,20 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) {
                 a.source.min_turns
             ),
             format,
-        );
+        )?;
         print_table(
             &report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
             format,
-        );
+        )?;
     }
     if r.truth_all.requests > 0 {
         print_heading(
             "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
             format,
-        );
-        print_table(&r.truth, format);
+        )?;
+        print_table(&r.truth, format)?;
     }
+    Ok(())
 }
 
 /// The notes under the policy table: the replay's, the hidden references', the verdicts and
@@ -819,14 +819,14 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 sessions: &sessions,
             };
             match serde_json::to_string_pretty(&doc) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => crate::out::line(&s)?,
                 Err(e) => {
                     return Err(Error::Internal(format!("{e}")));
                 }
             }
         }
         OutputFormat::Csv => {
-            print_table(&report::composition_table(&sessions, src.min_turns), format)
+            print_table(&report::composition_table(&sessions, src.min_turns), format)?
         }
         OutputFormat::Table | OutputFormat::Md => {
             let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
@@ -851,18 +851,18 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                     src.min_turns
                 ),
                 format,
-            );
-            print_table(&report::composition_table(&sessions, src.min_turns), format);
+            )?;
+            print_table(&report::composition_table(&sessions, src.min_turns), format)?;
             if format == OutputFormat::Md {
-                println!();
+                crate::out::line("")?;
             }
-            println!(
+            crate::out::line(&format!(
                 "Over all {} requests: {:.1}% work in progress, {:.1}% conclusions of finished work, {:.1}% steps of finished work (token-weighted over the messages; the essay's sessions: about two thirds steps, 1% conclusions).",
                 harness_core::fold::group_thousands(requests as u64),
                 corpus.share(corpus.in_progress) * 100.0,
                 corpus.share(corpus.conclusions) * 100.0,
                 corpus.share(corpus.steps) * 100.0
-            );
+            ))?;
         }
     }
     eprintln!("import and tokenize {:.2}s", loaded.seconds);

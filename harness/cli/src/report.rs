@@ -103,13 +103,6 @@ pub struct ReportArgs {
     pub baseline: Option<String>,
 }
 
-/// Writes to standard output, ignoring a closed pipe (`foldbench list | head`).
-pub fn emit(text: &str) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
-}
-
 /// Reads the chart fields of `requests.jsonl`.
 pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
     let path = dir.join(harness_runner::results::REQUESTS_FILE);
@@ -231,7 +224,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
     };
     if let Some(f) = stdout {
         match render_format(f, &a, &records) {
-            Ok(s) => emit(&s),
+            Ok(s) => crate::out::print(&s)?,
             Err(e) => {
                 return Err(Error::Usage(e.to_string()));
             }
@@ -244,15 +237,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
                 return Err(Error::Usage(e.to_string()));
             }
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                return Err(Error::Internal(format!(
-                    "cannot create {}: {e}",
-                    dir.display()
-                )));
-            }
-        }
-        if let Err(e) = std::fs::write(&path, text) {
+        if let Err(e) = harness_runner::atomic::write(&path, text.as_bytes()) {
             return Err(Error::Internal(format!(
                 "cannot write {}: {e}",
                 path.display()

@@ -21,7 +21,8 @@
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events.
 //! - [`run`]: the matrix's cells, concurrency, resume and progress ([`progress`]);
-//!   [`results`]: the run directory; [`merge`]: shards into one run.
+//!   [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]: every file
+//!   written whole or not at all.
 //! - [`judge`]: gathering boundary-judgement items and asking models; [`judge_answer`]: how a
 //!   model answers a card (`--answer tool|text`, `--grammar`).
 //! - [`tasks`]: loading specs from disk (and the suite embedded in the binary); [`history`]: the
@@ -31,6 +32,7 @@
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
 pub mod agents;
+pub mod atomic;
 pub mod backends;
 pub mod beneath;
 pub mod cell;

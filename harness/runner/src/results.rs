@@ -446,43 +446,25 @@ pub fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes a file through a temporary name and a rename, so it is never seen half-written.
+/// Writes a file through a temporary name and a rename, so it is never seen half-written
+/// ([`crate::atomic`]: a failed write leaves no temporary file behind).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)
+    crate::atomic::write(path, bytes)
 }
 
 /// Writes `lines` to `path`, one per line, through a temporary file renamed into place (so a
-/// reader never sees half a file), creating the parent folder; returns how many lines.
+/// reader never sees half a file, and a failed write leaves none), creating the parent folder;
+/// returns how many lines. A device (`/dev/stdout`) is written in place ([`crate::atomic`]).
 pub fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> std::io::Result<usize> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let mut n = 0;
-    {
-        let mut f = std::io::BufWriter::new(File::create(&tmp)?);
+    crate::atomic::write_with(path, |f| {
+        let mut n = 0;
         for l in lines {
             f.write_all(l.as_bytes())?;
             f.write_all(b"\n")?;
             n += 1;
         }
-        f.flush()?;
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    Ok(n)
+        Ok(n)
+    })
 }
 
 #[cfg(test)]

@@ -50,7 +50,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harness_core::message::{Message, Role};
@@ -237,7 +236,7 @@ impl Recorder {
         let text = serde_json::to_string_pretty(&file)
             .map_err(|e| self.error(format!("cannot encode exchange {key}: {e}")))?;
         let text = redact(&text, &self.secrets) + "\n";
-        write_atomic(&self.dir.join(format!("{key}.json")), text.as_bytes())
+        crate::atomic::write(&self.dir.join(format!("{key}.json")), text.as_bytes())
             .map_err(|e| self.error(format!("cannot write cassette {}: {e}", self.dir.display())))
     }
 
@@ -247,25 +246,6 @@ impl Recorder {
             message,
         }
     }
-}
-
-/// Writes `path` through a temporary file in the same directory and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("cassette");
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 impl Model for Recorder {

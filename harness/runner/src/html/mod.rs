@@ -22,13 +22,10 @@ pub fn is_html(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
 }
 
-/// Renders the page and writes it to `path` (its folder created); says where on stderr.
+/// Renders the page and writes it to `path` whole or not at all ([`crate::atomic`]; its folder
+/// created); says where on stderr.
 pub fn write(path: &Path, page: &Page) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::write(path, html::render(page))
+    crate::atomic::write(path, html::render(page).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
