@@ -16,6 +16,7 @@ mod judge;
 mod loss;
 mod matrix;
 mod output;
+mod outside;
 mod policy_docs;
 mod runs;
 mod snapshots;

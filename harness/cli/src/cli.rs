@@ -173,6 +173,10 @@ struct CommonRun {
     /// errors, time-outs and truncated answers).
     #[arg(long, default_value_t = 4, value_name = "N")]
     retries: u32,
+    /// The longest wait between two attempts of a model request that a server's `Retry-After`
+    /// imposes, in seconds (a longer one is cut to this, and the warning says so).
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    max_retry_wait: u64,
     /// The most tokens a real model may write per answer, sent as `max_tokens` (default: the
     /// provider's; a small local model may otherwise write until its context is full).
     #[arg(long, value_name = "N")]
@@ -450,6 +454,7 @@ fn config(
             temperature: common.temperature,
             timeout: Duration::from_secs(common.request_timeout.max(1)),
             max_retries: common.retries,
+            max_retry_wait: Duration::from_secs(common.max_retry_wait),
             ..BackendOptions::default()
         },
         progress: true,

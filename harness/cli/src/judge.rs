@@ -177,6 +177,10 @@ pub struct RunArgs {
     /// Retries of a failed request (after the first attempt).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+    /// The longest wait between two attempts that a server's `Retry-After` imposes, in seconds
+    /// (a longer one is cut to this, and the warning says so).
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub max_retry_wait: u64,
     /// The sampling temperature sent to the models, 0 to 2 (Anthropic: 0 to 1); 0 asks each
     /// model for its most likely answer (default: none sent, the provider's own, which samples).
     #[arg(long, value_name = "T", value_parser = harness_runner::backends::parse_temperature)]
@@ -334,6 +338,7 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
         in_flight: a.jobs.max(1),
         timeout: Duration::from_secs(a.timeout.max(1)),
         max_retries: a.retries,
+        max_retry_wait: Duration::from_secs(a.max_retry_wait),
         temperature: a.temperature,
         ..BackendOptions::default()
     };

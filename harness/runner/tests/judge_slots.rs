@@ -136,13 +136,14 @@ async fn a_local_server_with_one_slot_gets_one_request_at_a_time_and_none_times_
 /// an in-flight cap of 8, as a remote provider gets): the later ones time out in its queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sent_at_once_the_requests_queued_in_the_server_time_out() {
-    use harness_runner::backends::retry::{provider_semaphore, Engine, RetryPolicy};
+    use harness_runner::backends::retry::{self, provider_semaphore, Engine, RetryPolicy};
     let url = one_slot_server().await;
     let n = 8;
     let policy = RetryPolicy {
         max_retries: 0,
         base_delay: Duration::from_millis(10),
         timeout: timeout_for(n),
+        max_retry_wait: retry::DEFAULT_MAX_RETRY_WAIT,
     };
     let engine = Arc::new(
         Engine::new(

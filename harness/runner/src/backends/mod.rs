@@ -112,6 +112,9 @@ pub struct BackendOptions {
     pub max_retries: u32,
     /// First backoff between attempts; it doubles each time, with jitter (default 500 ms).
     pub base_delay: Duration,
+    /// The longest wait a server's `Retry-After` imposes between attempts (default
+    /// [`retry::DEFAULT_MAX_RETRY_WAIT`], 60 s).
+    pub max_retry_wait: Duration,
     /// The run's epoch/seed, part of every cassette key (default 0).
     pub epoch: u64,
 }
@@ -127,6 +130,7 @@ impl Default for BackendOptions {
             timeout: Duration::from_secs(120),
             max_retries: 4,
             base_delay: Duration::from_millis(500),
+            max_retry_wait: retry::DEFAULT_MAX_RETRY_WAIT,
             epoch: 0,
         }
     }
@@ -139,6 +143,7 @@ impl BackendOptions {
             max_retries: self.max_retries,
             base_delay: self.base_delay,
             timeout: self.timeout,
+            max_retry_wait: self.max_retry_wait,
         }
     }
 }

@@ -5,8 +5,11 @@
 //! What is retried: HTTP 408, 429 and every 5xx status, connection errors, time-outs, and 2xx
 //! answers whose body was cut short (the connection closed early, or the JSON ends early). Any
 //! other status fails at once. A body larger than [`MAX_RESPONSE_BYTES`] is refused (not
-//! retried) without being read to its end. A `Retry-After` header given in seconds (integer or decimal) replaces the
-//! computed backoff for that wait (capped at [`MAX_RETRY_AFTER`]); the HTTP-date form is ignored.
+//! retried) without being read to its end. A `Retry-After` header given in seconds (integer or
+//! decimal) replaces the computed backoff for that wait, bounded by the policy's
+//! [`RetryPolicy::max_retry_wait`] (`--max-retry-wait`, default [`DEFAULT_MAX_RETRY_WAIT`]); the
+//! warning printed before the wait says when the bound cut the server's wish. The HTTP-date form
+//! is ignored.
 //! Between attempts the request holds no slot of the in-flight cap, so a waiting request does not
 //! block the others.
 //!
@@ -35,8 +38,11 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The longest error-response body excerpt kept in an error message, in characters.
 pub const ERROR_BODY_LIMIT: usize = 500;
 
-/// The longest wait a `Retry-After` header can impose.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+/// The longest wait a `Retry-After` header imposes unless told otherwise (`--max-retry-wait`).
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// The largest `Retry-After` value kept as asked (about 31 years); a larger one is read as this.
+const RETRY_AFTER_CEILING: Duration = Duration::from_secs(1_000_000_000);
 
 /// The longest computed backoff between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -50,6 +56,9 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// Time-out of one attempt, from sending the request to the end of the response body.
     pub timeout: Duration,
+    /// The longest wait a server's `Retry-After` imposes between two attempts; a longer one is
+    /// cut to this, and the warning says so.
+    pub max_retry_wait: Duration,
 }
 
 impl RetryPolicy {
@@ -66,6 +75,32 @@ impl RetryPolicy {
             jitter_u64() % (span + 1)
         };
         half + Duration::from_nanos(extra)
+    }
+
+    /// The wait after attempt `attempt` failed, and the note to print when the server asked for
+    /// a longer wait than [`RetryPolicy::max_retry_wait`] allows.
+    pub fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> (Duration, Option<String>) {
+        match retry_after {
+            None => (self.backoff(attempt), None),
+            Some(asked) if asked > self.max_retry_wait => (
+                self.max_retry_wait,
+                Some(format!(
+                    "the server asked for {} (Retry-After), more than --max-retry-wait {}",
+                    secs(asked),
+                    secs(self.max_retry_wait)
+                )),
+            ),
+            Some(asked) => (asked, None),
+        }
+    }
+}
+
+/// A duration as `12s` or `0.5s`.
+fn secs(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.2}s", d.as_secs_f64())
     }
 }
 
@@ -212,45 +247,31 @@ impl Engine {
                     .await;
                 (outcome, began.elapsed())
             };
-            match outcome {
+            let (reason, retry_after) = match outcome {
                 Attempt::Done(body) => match self.parse(&body) {
                     Ok(v) => return Ok((v, took)),
                     // A body cut short (the connection closed early) is worth another try.
-                    Err((err, true)) if attempt < attempts => {
-                        let reason = err.to_string();
-                        let wait = self.policy.backoff(attempt);
-                        crate::progress::warn(&format!(
-                            "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
-                            self.model,
-                            first_line(&reason),
-                            wait.as_secs_f64()
-                        ));
-                        tokio::time::sleep(wait).await;
-                        last = reason;
-                    }
+                    Err((err, true)) if attempt < attempts => (err.to_string(), None),
                     Err((err, _)) => return Err(err),
                 },
                 Attempt::Fatal(err) => return Err(err),
                 Attempt::Retry {
                     reason,
                     retry_after,
-                } => {
-                    if attempt < attempts {
-                        let wait = match retry_after {
-                            Some(d) => d.min(MAX_RETRY_AFTER),
-                            None => self.policy.backoff(attempt),
-                        };
-                        crate::progress::warn(&format!(
-                            "model {}: {} (attempt {attempt} of {attempts}); retrying in {:.2}s",
-                            self.model,
-                            first_line(&reason),
-                            wait.as_secs_f64()
-                        ));
-                        tokio::time::sleep(wait).await;
-                    }
-                    last = reason;
-                }
+                } => (reason, retry_after),
+            };
+            if attempt < attempts {
+                let (wait, bounded) = self.policy.wait(attempt, retry_after);
+                let bounded = bounded.map(|b| format!("; {b}")).unwrap_or_default();
+                crate::progress::warn(&format!(
+                    "model {}: {} (attempt {attempt} of {attempts}){bounded}; retrying in {:.2}s",
+                    self.model,
+                    first_line(&reason),
+                    wait.as_secs_f64()
+                ));
+                tokio::time::sleep(wait).await;
             }
+            last = reason;
         }
         Err(ModelError::Transport {
             model: self.model.clone(),
@@ -443,12 +464,13 @@ pub fn retryable(status: StatusCode) -> bool {
         || status.is_server_error()
 }
 
-/// A `Retry-After` value in seconds (integer or decimal); `None` for dates and nonsense.
+/// A `Retry-After` value in seconds (integer or decimal), as asked; `None` for
+/// dates and nonsense. The policy's [`RetryPolicy::max_retry_wait`] bounds the wait itself.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
     if secs.is_finite() && secs >= 0.0 {
         Some(Duration::from_secs_f64(
-            secs.min(MAX_RETRY_AFTER.as_secs_f64()),
+            secs.min(RETRY_AFTER_CEILING.as_secs_f64()),
         ))
     } else {
         None
@@ -465,6 +487,7 @@ mod tests {
             max_retries: 4,
             base_delay: Duration::from_millis(100),
             timeout: Duration::from_secs(1),
+            max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
         };
         for _ in 0..50 {
             let d1 = p.backoff(1);
@@ -487,7 +510,34 @@ mod tests {
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-3"), None);
-        assert_eq!(parse_retry_after("100000"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("100000"),
+            Some(Duration::from_secs(100_000))
+        );
+        assert_eq!(parse_retry_after("1e300"), Some(RETRY_AFTER_CEILING));
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_the_bound_waits_the_bound_and_says_so() {
+        let p = RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_millis(100),
+            timeout: Duration::from_secs(5),
+            max_retry_wait: Duration::from_secs(7),
+        };
+        let (wait, note) = p.wait(1, parse_retry_after("100000"));
+        assert_eq!(wait, Duration::from_secs(7));
+        let note = note.expect("a note");
+        assert!(
+            note.contains("asked for 100000s") && note.contains("--max-retry-wait 7s"),
+            "{note}"
+        );
+        assert_eq!(
+            p.wait(1, Some(Duration::from_secs(3))),
+            (Duration::from_secs(3), None)
+        );
+        let (backoff, note) = p.wait(1, None);
+        assert!(backoff <= Duration::from_millis(100) && note.is_none());
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! Numbers and bytes from outside: what a server sends (a `Retry-After`, usage figures, error
+//! bodies with terminal escapes) and what a user types (flag values past any real limit) are
+//! checked before foldbench acts on them or prints them.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::helpers::{binary, root};
+
+/// A server on 127.0.0.1 that answers every request with `answer` (raw bytes, then closes);
+/// returns its base URL (`http://…/v1`) and the count of requests it took.
+fn answering_server(answer: Vec<u8>) -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut s = s;
+            read_request(&mut s);
+            seen.fetch_add(1, Ordering::SeqCst);
+            let _ = s.write_all(&answer);
+            let _ = s.flush();
+        }
+    });
+    (format!("http://{addr}/v1"), count)
+}
+
+/// Reads one HTTP request (head and a `Content-Length` body).
+fn read_request(s: &mut std::net::TcpStream) {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = Vec::new();
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+}
+
+/// An HTTP answer with `status`, extra header lines and `body`.
+fn http(status: &str, headers: &[&str], body: &[u8]) -> Vec<u8> {
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    let mut v = head.into_bytes();
+    v.extend_from_slice(body);
+    v
+}
+
+/// `foldbench run` of `trim-rerun` under `none` on `openai:outside` at `base`, one seed, one
+/// job, with `extra` flags; returns the exit code, standard error and `cells.jsonl`.
+fn run_against(base: &str, extra: &[&str], out: &Path) -> (Option<i32>, String, String) {
+    let o = Command::new(binary())
+        .current_dir(root())
+        .args([
+            "run",
+            "--tasks",
+            "tasks/trim-rerun.yaml",
+            "--policy",
+            "none",
+            "--model",
+            "openai:outside",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--sandbox",
+            "none",
+        ])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .env("OPENAI_BASE_URL", base)
+        .env_remove("OPENAI_API_KEY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let cells = std::fs::read_to_string(out.join("cells.jsonl")).unwrap_or_default();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        cells,
+    )
+}
+
+#[test]
+fn a_retry_after_of_100000_seconds_waits_only_the_max_retry_wait_and_says_so() {
+    let (base, count) = answering_server(http(
+        "429 Too Many Requests",
+        &["retry-after: 100000", "content-type: text/plain"],
+        b"slow down",
+    ));
+    let d = tempfile::tempdir().unwrap();
+    let (code, err, cells) = run_against(
+        &base,
+        &[
+            "--retries",
+            "1",
+            "--max-retry-wait",
+            "1",
+            "--request-timeout",
+            "5",
+        ],
+        &d.path().join("r"),
+    );
+    assert_eq!(code, Some(100), "{err}");
+    assert!(
+        err.contains("the server asked for 100000s (Retry-After), more than --max-retry-wait 1s; retrying in 1.00s"),
+        "{err}"
+    );
+    assert!(cells.contains("gave up after 2 attempts"), "{cells}");
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+}
