@@ -10,6 +10,12 @@
 //! - the host's file system read-only, with the host's home folder, `/tmp`, `/var/tmp` and
 //!   `/run` replaced by empty private folders (the interpreter and the bare Python environment
 //!   are bound back read-only when they live there), and the workspace bound read-write;
+//! - no capability (`--cap-drop ALL`) and no-new-privileges, so an agent running as root can
+//!   neither mount nor unmount (the hidden folders stay hidden, `/` stays read-only) nor read a
+//!   file its mode keeps from it; and the host's files that only their owner or group may read
+//!   (`/etc/shadow`, `/etc/gshadow`, private keys, …: [`PrivateEntry`]) covered, since root owns
+//!   most of them. Why not a non-zero `--uid`: bubblewrap started by root maps the sandbox's user
+//!   to root's own, so the kernel still sees the owner of those files;
 //! - a cleared environment plus the allow-list of [`allowed_env`];
 //! - `--die-with-parent` and a PID namespace: when the call ends, every process it started,
 //!   `setsid` and double-forked ones included, is killed with it.
@@ -188,28 +194,91 @@ pub(crate) fn bwrap_args_with(
     python: bool,
     extra: &[(&Path, bool)],
 ) -> Vec<std::ffi::OsString> {
+    let python_dirs = if python { python_binds() } else { Vec::new() };
+    bwrap_args_from(
+        root,
+        network,
+        &python_dirs,
+        extra,
+        &hidden_folders(),
+        private_entries(),
+    )
+}
+
+/// [`bwrap_args_with`] given the bare environment's folders, the hidden folders and the host's
+/// private entries.
+fn bwrap_args_from(
+    root: &Path,
+    network: bool,
+    python_dirs: &[PathBuf],
+    extra: &[(&Path, bool)],
+    hidden: &[PathBuf],
+    private: &[PrivateEntry],
+) -> Vec<std::ffi::OsString> {
     let mut a: Vec<std::ffi::OsString> = Vec::new();
     let mut push = |parts: &[&std::ffi::OsStr]| a.extend(parts.iter().map(|p| p.to_os_string()));
     push(&["--unshare-all".as_ref()]);
     if network {
         push(&["--share-net".as_ref()]);
     }
+    // No capability inside, whoever runs foldbench: an agent running as root can then neither
+    // mount nor unmount (the host's `/tmp`, home and `/proc` stay covered, `/` read-only), nor
+    // read a file its mode keeps from it. bubblewrap also sets no-new-privileges, so no setuid
+    // program gives them back.
     push(&[
+        "--cap-drop".as_ref(),
+        "ALL".as_ref(),
         "--die-with-parent".as_ref(),
         "--new-session".as_ref(),
         "--ro-bind".as_ref(),
         "/".as_ref(),
         "/".as_ref(),
     ]);
-    let hidden = hidden_folders();
-    for dir in &hidden {
+    // The interpreter and the bare environment, bound back when a hidden folder holds them.
+    let rebound: Vec<&Path> = python_dirs
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|dir| {
+            hidden.iter().any(|h| dir.starts_with(h))
+                || private.iter().any(|p| p.dir && dir.starts_with(&p.path))
+        })
+        .collect();
+    // Everything mounted after the private entries: a private folder above one of them stays
+    // traversable (an empty folder of mode 755), the others get mode 000.
+    let later: Vec<&Path> = [root]
+        .into_iter()
+        .chain(hidden.iter().map(PathBuf::as_path))
+        .chain(rebound.iter().copied())
+        .chain(extra.iter().map(|(p, _)| *p))
+        .collect();
+    for entry in private {
+        // Inside the workspace or a folder bound in, the bound folder shows it as it is.
+        if [root]
+            .into_iter()
+            .chain(extra.iter().map(|(p, _)| *p))
+            .any(|b| entry.path.starts_with(b))
+        {
+            continue;
+        }
+        if entry.dir {
+            if !later.iter().any(|l| l.starts_with(&entry.path)) {
+                push(&["--perms".as_ref(), "0000".as_ref()]);
+            }
+            push(&["--tmpfs".as_ref(), entry.path.as_os_str()]);
+        } else {
+            // A bind of a device on a `nodev` mount: opening it fails with EACCES.
+            push(&[
+                "--ro-bind".as_ref(),
+                "/dev/null".as_ref(),
+                entry.path.as_os_str(),
+            ]);
+        }
+    }
+    for dir in hidden {
         push(&["--tmpfs".as_ref(), dir.as_os_str()]);
     }
-    // The interpreter and the bare environment, when a hidden folder holds them.
-    for dir in if python { python_binds() } else { Vec::new() } {
-        if hidden.iter().any(|h| dir.starts_with(h)) {
-            push(&["--ro-bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
-        }
+    for dir in &rebound {
+        push(&["--ro-bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
     }
     push(&[
         "--proc".as_ref(),
@@ -248,6 +317,108 @@ fn hidden_folders() -> Vec<PathBuf> {
     out
 }
 
+/// A host file or folder that only its owner or group may read (no read permission for others;
+/// for a folder, no read or search permission): `/etc/shadow`, `/etc/gshadow`, `/etc/sudoers`,
+/// `/etc/ssl/private`, SSH host keys, `/var/log/btmp`, … Inside the sandbox a file is covered by
+/// `/dev/null` on a `nodev` mount (opening it fails with "Permission denied") and a folder by an
+/// empty one of mode 000, so an agent running as root reads none of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PrivateEntry {
+    /// Its path on the host.
+    pub path: PathBuf,
+    /// Whether it is a folder.
+    pub dir: bool,
+}
+
+/// Folders whose whole tree is searched for private entries; elsewhere only the entries of `/`
+/// and of its folders are (the file system is too large to walk on every start).
+const DEEP_FOLDERS: [&str; 2] = ["/etc", "/var"];
+
+/// Folders never searched: the sandbox mounts its own `/proc` and `/dev`; `/sys` is the kernel's.
+const UNSEARCHED: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// At most this many entries are looked at (a few thousand on a usual host).
+const SEARCH_LIMIT: usize = 100_000;
+
+/// A folder (other than `/`, `/etc`, `/usr` and `/var`) holding more private entries than this is
+/// hidden whole, so a log folder of many private files costs one mount, not one each.
+const COLLAPSE_OVER: usize = 32;
+
+/// The host's private entries ([`PrivateEntry`]), found once per process.
+pub(crate) fn private_entries() -> &'static [PrivateEntry] {
+    static FOUND: OnceLock<Vec<PrivateEntry>> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let skip: Vec<PathBuf> = UNSEARCHED
+            .iter()
+            .map(PathBuf::from)
+            .chain(hidden_folders())
+            .collect();
+        let mut out = Vec::new();
+        let mut budget = SEARCH_LIMIT;
+        find_private(Path::new("/"), 0, &skip, &mut out, &mut budget);
+        out
+    })
+}
+
+/// Appends the private entries below `dir` (at `depth` below `/`) to `out`, not following links.
+fn find_private(
+    dir: &Path,
+    depth: usize,
+    skip: &[PathBuf],
+    out: &mut Vec<PrivateEntry>,
+    budget: &mut usize,
+) {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let start = out.len();
+    let mut names: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    names.sort();
+    for path in names {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        if skip.contains(&path) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let (kind, mode) = (meta.file_type(), meta.permissions().mode());
+        if kind.is_symlink() || kind.is_block_device() || kind.is_char_device() {
+            continue;
+        }
+        if kind.is_dir() {
+            if mode & 0o005 != 0o005 {
+                out.push(PrivateEntry { path, dir: true });
+            } else if depth == 0 || DEEP_FOLDERS.iter().any(|d| path.starts_with(d)) {
+                find_private(&path, depth + 1, skip, out, budget);
+            }
+        } else if mode & 0o004 == 0 {
+            out.push(PrivateEntry { path, dir: false });
+        }
+    }
+    let kept = ["/", "/etc", "/usr", "/var"]
+        .iter()
+        .any(|k| dir == Path::new(k));
+    if !kept && out.len() - start > COLLAPSE_OVER {
+        out.truncate(start);
+        out.push(PrivateEntry {
+            path: dir.to_path_buf(),
+            dir: true,
+        });
+    }
+}
+
+/// What the probe runs: `ok` when the sandbox has its own `/proc`, no capability and
+/// no-new-privileges, else the lines of `/proc/self/status` that say otherwise.
+const PROBE_SCRIPT: &str = "test -d /proc/self || exit 1; \
+     if grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status \
+        && grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status; \
+     then echo ok; else grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr '\\n\\t' '  '; fi";
+
 /// Finds `bwrap` on the PATH and checks that it can create its namespaces here, once per
 /// process.
 fn probe_bwrap() -> Result<PathBuf, String> {
@@ -259,7 +430,7 @@ fn probe_bwrap() -> Result<PathBuf, String> {
             // a folder made for it could be left behind by a kill.
             let out = std::process::Command::new(&path)
                 .args(bwrap_args(&std::env::temp_dir(), false, false))
-                .args(["--", "sh", "-c", "test -d /proc/self && echo ok"])
+                .args(["--", "sh", "-c", PROBE_SCRIPT])
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .stdin(std::process::Stdio::null())
@@ -267,6 +438,12 @@ fn probe_bwrap() -> Result<PathBuf, String> {
                 .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
             if out.status.success() && out.stdout.starts_with(b"ok") {
                 Ok(path)
+            } else if out.status.success() {
+                Err(format!(
+                    "{} leaves its commands privileges ({})",
+                    path.display(),
+                    String::from_utf8_lossy(&out.stdout).trim()
+                ))
             } else {
                 let err = String::from_utf8_lossy(&out.stderr);
                 Err(format!(
@@ -505,6 +682,142 @@ mod tests {
         let err = "docker".parse::<SandboxMode>().unwrap_err();
         assert!(err.contains("auto, bwrap or none"), "{err}");
         assert!(!Sandbox::detect(SandboxMode::None).unwrap().is_isolated());
+    }
+
+    fn entry(path: &str, dir: bool) -> PrivateEntry {
+        PrivateEntry {
+            path: PathBuf::from(path),
+            dir,
+        }
+    }
+
+    /// The argument pairs of `args` (`--tmpfs X`, `--ro-bind A B`, ...) as strings.
+    fn words(args: &[std::ffi::OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn private_files_are_covered_and_private_folders_above_a_bind_stay_traversable() {
+        let private = [
+            entry("/etc/shadow", false),
+            entry("/srv/keys", true),
+            entry("/work/private", true),
+            entry("/work/private/ws/secret.key", false),
+            entry("/opt/agent/private", true),
+        ];
+        let agent = PathBuf::from("/opt/agent");
+        let args = words(&bwrap_args_from(
+            Path::new("/work/private/ws"),
+            false,
+            &[],
+            &[(agent.as_path(), false)],
+            &[PathBuf::from("/tmp")],
+            &private,
+        ));
+        let at = |w: &[&str]| args.windows(w.len()).position(|x| x == w);
+        assert!(at(&["--cap-drop", "ALL"]).is_some(), "{args:?}");
+        assert!(
+            at(&["--ro-bind", "/dev/null", "/etc/shadow"]).is_some(),
+            "{args:?}"
+        );
+        assert!(
+            at(&["--perms", "0000", "--tmpfs", "/srv/keys"]).is_some(),
+            "{args:?}"
+        );
+        // Above the workspace: an empty folder the workspace's mount point is made in.
+        let above = at(&["--tmpfs", "/work/private"]).expect("the private folder is covered");
+        assert_ne!(args[above - 1], "0000", "{args:?}");
+        let ws = at(&["--bind", "/work/private/ws", "/work/private/ws"]).unwrap();
+        assert!(
+            above < ws,
+            "the workspace is bound after the cover: {args:?}"
+        );
+        // Inside the workspace or a bound folder: shown as it is there.
+        assert!(!args.iter().any(|a| a.contains("secret.key")), "{args:?}");
+        assert!(!args.iter().any(|a| a == "/opt/agent/private"), "{args:?}");
+        // Before the hidden folders, so a hidden folder inside a private one is mounted on top.
+        assert!(at(&["--tmpfs", "/tmp"]).unwrap() > at(&["--tmpfs", "/srv/keys"]).unwrap());
+    }
+
+    #[test]
+    fn the_search_finds_private_entries_without_entering_them_and_hides_crowded_folders_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let at = |p: &str| d.path().join(p);
+        let mode = |p: &str, m: u32| {
+            std::fs::set_permissions(at(p), std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        for dir in ["open/deeper", "closed", "logs", "unlisted"] {
+            std::fs::create_dir_all(at(dir)).unwrap();
+        }
+        for f in [
+            "a.key",
+            "pub.txt",
+            "open/b.key",
+            "open/deeper/c.key",
+            "closed/d.key",
+        ] {
+            std::fs::write(at(f), "secret").unwrap();
+        }
+        for n in 0..=COLLAPSE_OVER {
+            std::fs::write(at(&format!("logs/{n}.log")), "log").unwrap();
+            mode(&format!("logs/{n}.log"), 0o640);
+        }
+        std::fs::write(at("logs/public.log"), "log").unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", at("link")).unwrap();
+        mode("a.key", 0o600);
+        mode("open/b.key", 0o640);
+        mode("open/deeper/c.key", 0o600);
+        mode("closed", 0o700);
+        mode("unlisted", 0o711);
+        let mut found = Vec::new();
+        let mut budget = SEARCH_LIMIT;
+        find_private(d.path(), 0, &[], &mut found, &mut budget);
+        let rel: Vec<(String, bool)> = found
+            .iter()
+            .map(|e| {
+                let p = e.path.strip_prefix(d.path()).unwrap();
+                (p.display().to_string(), e.dir)
+            })
+            .collect();
+        let want: Vec<(String, bool)> = [
+            ("a.key", false),
+            ("closed", true),
+            ("logs", true),
+            ("open/b.key", false),
+            ("unlisted", true),
+        ]
+        .iter()
+        .map(|(p, dir)| (p.to_string(), *dir))
+        .collect();
+        assert_eq!(rel, want);
+        // The budget stops the search.
+        let mut found = Vec::new();
+        let mut budget = 1;
+        find_private(d.path(), 0, &[], &mut found, &mut budget);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(budget, 0);
+    }
+
+    #[test]
+    fn the_hosts_shadow_file_is_private() {
+        let shadow = Path::new("/etc/shadow");
+        let open_to_all = std::fs::metadata(shadow).map(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.permissions().mode() & 0o004 != 0
+        });
+        if let Ok(false) = open_to_all {
+            assert!(
+                private_entries().contains(&entry("/etc/shadow", false)),
+                "{:?}",
+                private_entries()
+            );
+        }
+        assert!(private_entries()
+            .iter()
+            .all(|e| !hidden_folders().iter().any(|h| e.path.starts_with(h))));
     }
 
     #[tokio::test]

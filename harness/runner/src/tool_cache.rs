@@ -211,8 +211,10 @@ impl ToolCache {
 /// The key of a shell command in a workspace: everything its output can depend on. The
 /// workspace's own path is not in it (outputs store it as a marker), so cells share results.
 pub fn key(command: &str, state: &str, sandbox: &Sandbox, timeout: Duration, cap: usize) -> String {
+    // v3: the sandbox drops every capability and covers private host files; results stored
+    // on disk under the older sandbox are not reused.
     let mut text = format!(
-        "v2\ncommand={command:?}\nstate={state}\nsandbox={sandbox:?}\ntimeout_ms={}\ncap={cap}\n",
+        "v3\ncommand={command:?}\nstate={state}\nsandbox={sandbox:?}\ntimeout_ms={}\ncap={cap}\n",
         timeout.as_millis()
     );
     for (k, v) in sandbox.env(Path::new(ROOT_MARK)) {

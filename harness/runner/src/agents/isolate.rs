@@ -6,6 +6,9 @@
 //!
 //! - its own PID, IPC, UTS, user and cgroup namespaces and `/proc`: no process of the host, so
 //!   not foldbench's environment; every process dies with the turn (`--die-with-parent`);
+//! - no capability and no-new-privileges, so an agent running as root can neither mount nor
+//!   unmount, and the host's files only their owner or group may read covered, as for every
+//!   shell command (`crate::sandbox`);
 //! - the host's files read-only, with the home folder, `/tmp`, `/var/tmp` and `/run` replaced by
 //!   empty ones; writable: the workspace and the agent's home (its config and sessions, made per
 //!   cell); read-only again: the agent's install folder and its interpreter when they sit in a
