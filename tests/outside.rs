@@ -136,3 +136,137 @@ fn a_retry_after_of_100000_seconds_waits_only_the_max_retry_wait_and_says_so() {
     assert!(cells.contains("gave up after 2 attempts"), "{cells}");
     assert_eq!(count.load(Ordering::SeqCst), 2);
 }
+
+/// `foldbench ARGS` in the repository root; returns the exit code and standard error.
+fn foldbench(args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(binary())
+        .current_dir(root())
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn duration_and_count_flags_past_their_maximum_are_refused_with_what_to_give() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("r");
+    let out = out.to_str().unwrap();
+    let huge = "18446744073709551615";
+    let run = [
+        "run",
+        "--tasks",
+        "tasks/trim-rerun.yaml",
+        "--policy",
+        "none",
+        "--seeds",
+        "1",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--tool-timeout", huge],
+            "more than 86400 seconds (a day), the most --tool-timeout takes; give 1 to 86400",
+        ),
+        (
+            vec!["--cell-timeout", huge],
+            "the most --cell-timeout takes; give 1 to 604800",
+        ),
+        (
+            vec!["--request-timeout", "99999999999999999999999"],
+            "the most --request-timeout takes; give 1 to 86400",
+        ),
+        (
+            vec!["--max-retry-wait", huge],
+            "the most --max-retry-wait takes; give 0 to 3600",
+        ),
+        (
+            vec!["--retries", huge],
+            "the most --retries takes; give 0 to 100",
+        ),
+        (
+            vec!["--max-steps", huge],
+            "the most --max-steps takes; give 1 to 100000",
+        ),
+        (
+            vec!["--jobs", huge],
+            "the most --jobs takes; give 1 to 1024",
+        ),
+        (
+            vec!["--jobs", "0"],
+            "0 is less than 1, the least --jobs takes; give 1 to 1024",
+        ),
+        (
+            vec!["--max-output-tokens", huge],
+            "the most --max-output-tokens takes; give 1 to 10000000",
+        ),
+    ];
+    for (flag, said) in cases {
+        let mut args = run.to_vec();
+        args.extend(&flag);
+        args.extend(["--out", out]);
+        let (code, err) = foldbench(&args);
+        assert_eq!(code, Some(2), "{flag:?}: {err}");
+        assert!(err.contains(said), "{flag:?}: {err}");
+        assert!(!err.contains("panicked"), "{flag:?}: {err}");
+        assert!(
+            !Path::new(out).exists(),
+            "{flag:?}: the run folder was created"
+        );
+    }
+    let others: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "ab",
+                "--task",
+                "tasks/trim-rerun.yaml",
+                "--arms",
+                "none",
+                "--runs",
+                huge,
+                "--out",
+                out,
+            ],
+            "the most --runs takes; give 1 to 10000",
+        ),
+        (
+            vec!["replay", "--window", huge, "."],
+            "the most --window takes; give 1 to 10000000",
+        ),
+        (
+            vec!["replay", "--jobs", huge, "."],
+            "the most --jobs takes; give 1 to 1024",
+        ),
+        (
+            vec!["judge", "run", "--dataset", "x.jsonl", "--timeout", huge],
+            "the most --timeout takes; give 1 to 86400",
+        ),
+        (
+            vec![
+                "judge",
+                "run",
+                "--dataset",
+                "x.jsonl",
+                "--max-context",
+                huge,
+            ],
+            "the most --max-context takes; give 1 to 10000000",
+        ),
+        (
+            vec!["judge", "run", "--dataset", "x.jsonl", "--price", "inf"],
+            "inf is outside 0 to 10000",
+        ),
+        (
+            vec!["judge", "build", "--max-tool-output", huge],
+            "the most --max-tool-output takes",
+        ),
+    ];
+    for (args, said) in others {
+        let (code, err) = foldbench(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+}

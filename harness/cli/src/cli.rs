@@ -138,8 +138,8 @@ struct CommonRun {
     /// Run directory (default results/<run-id>); the same directory resumes a run.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Cells at once (default: the number of cores).
-    #[arg(long)]
+    /// Cells at once, 1 to 1024 (default: the number of cores).
+    #[arg(long, value_parser = crate::limits::jobs)]
     jobs: Option<usize>,
     /// Keep each cell's workspace instead of removing it.
     #[arg(long)]
@@ -151,35 +151,40 @@ struct CommonRun {
     /// ids of the recorded run); alone, it is the same as --model replay:DIR.
     #[arg(long)]
     replay: Option<PathBuf>,
-    /// Model requests per turn before a turn is cut.
-    #[arg(long, default_value_t = 80)]
+    /// Model requests per turn before a turn is cut (at most 100,000).
+    #[arg(long, default_value_t = 80, value_parser = crate::limits::max_steps)]
     max_steps: usize,
     /// Time limit of one tool call, in seconds (a shell call's whole process group is killed
-    /// at the limit; setup and check commands get the same limit, checks at least 60 s).
+    /// at the limit; setup and check commands get the same limit, checks at least 60 s); at
+    /// most 86,400 (a day).
     #[arg(
         long,
         alias = "shell-timeout",
         default_value_t = 30,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = crate::limits::tool_timeout
     )]
     tool_timeout: u64,
-    /// Time limit of one cell, in seconds; a cell that exceeds it ends with status `error`.
-    #[arg(long, default_value_t = 3600, value_name = "SECS")]
+    /// Time limit of one cell, in seconds; a cell that exceeds it ends with status `error`; at
+    /// most 604,800 (a week).
+    #[arg(long, default_value_t = 3600, value_name = "SECS", value_parser = crate::limits::cell_timeout)]
     cell_timeout: u64,
-    /// Time limit of one model request, in seconds, from sending it to the end of the answer.
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    /// Time limit of one model request, in seconds, from sending it to the end of the answer;
+    /// at most 86,400 (a day).
+    #[arg(long, default_value_t = 120, value_name = "SECS", value_parser = crate::limits::request_timeout)]
     request_timeout: u64,
     /// Retries of a model request after the first attempt (on 408, 429, 5xx, connection
-    /// errors, time-outs and truncated answers).
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    /// errors, time-outs and truncated answers); at most 100.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = crate::limits::retries)]
     retries: u32,
     /// The longest wait between two attempts of a model request that a server's `Retry-After`
-    /// imposes, in seconds (a longer one is cut to this, and the warning says so).
-    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    /// imposes, in seconds (a longer one is cut to this, and the warning says so); at most 3,600.
+    #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = crate::limits::max_retry_wait)]
     max_retry_wait: u64,
     /// The most tokens a real model may write per answer, sent as `max_tokens` (default: the
-    /// provider's; a small local model may otherwise write until its context is full).
-    #[arg(long, value_name = "N")]
+    /// provider's; a small local model may otherwise write until its context is full); at most
+    /// 10,000,000.
+    #[arg(long, value_name = "N", value_parser = crate::limits::max_output_tokens)]
     max_output_tokens: Option<u32>,
     /// The sampling temperature sent to a real model, 0 to 2 (Anthropic: 0 to 1); 0 asks for the
     /// most likely answer (default: none sent, the provider's own, which samples).
@@ -228,8 +233,8 @@ struct AbArgs {
     /// `trim:keep=0..2`).
     #[arg(long)]
     arms: String,
-    /// Runs per arm (seeds 1..=N).
-    #[arg(long, default_value_t = 3)]
+    /// Runs per arm (seeds 1..=N), at most 10,000.
+    #[arg(long, default_value_t = 3, value_parser = crate::limits::runs)]
     runs: u64,
     /// The arm the others are judged against in the verdict lines (default: `none` when it is
     /// an arm, else the first).
@@ -421,12 +426,12 @@ fn config(
         max_steps: common.max_steps,
         ..CellOptions::default()
     };
-    cell.tool_limits.shell_timeout = Duration::from_secs(common.tool_timeout.max(1));
+    cell.tool_limits.shell_timeout = Duration::from_secs(common.tool_timeout);
     cell.tool_limits.check_timeout = cell
         .tool_limits
         .shell_timeout
         .max(harness_runner::tools::MIN_CHECK_TIMEOUT);
-    cell.cell_timeout = Duration::from_secs(common.cell_timeout.max(1));
+    cell.cell_timeout = Duration::from_secs(common.cell_timeout);
     cell.tool_limits.sandbox = harness_runner::sandbox::Sandbox::detect(common.sandbox)?;
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
@@ -452,7 +457,7 @@ fn config(
             record: common.record.clone(),
             max_output_tokens: common.max_output_tokens,
             temperature: common.temperature,
-            timeout: Duration::from_secs(common.request_timeout.max(1)),
+            timeout: Duration::from_secs(common.request_timeout),
             max_retries: common.retries,
             max_retry_wait: Duration::from_secs(common.max_retry_wait),
             ..BackendOptions::default()

@@ -76,11 +76,12 @@ pub struct BuildArgs {
     /// The dataset to write (JSONL).
     #[arg(short = 'o', long = "out", default_value = "judge.jsonl")]
     pub out: PathBuf,
-    /// Characters a tool output keeps in an item (head and tail; the middle is cut).
-    #[arg(long, default_value_t = DEFAULT_TOOL_OUTPUT_CAP)]
+    /// Characters a tool output keeps in an item (head and tail; the middle is cut), at most
+    /// 64 MiB.
+    #[arg(long, default_value_t = DEFAULT_TOOL_OUTPUT_CAP, value_parser = crate::limits::chars)]
     pub max_tool_output: usize,
-    /// Tasks run at once (default: the number of cores).
-    #[arg(long)]
+    /// Tasks run at once, 1 to 1024 (default: the number of cores).
+    #[arg(long, value_parser = crate::limits::jobs)]
     pub jobs: Option<usize>,
     /// Output format of the summary tables.
     #[arg(long, value_enum, default_value_t = TableFormat::Table)]
@@ -111,8 +112,8 @@ pub struct AnswerFlags {
     pub grammar: bool,
     /// Stop an `openai:` model's answer after N tokens (the request's `max_tokens`): a small
     /// model can repeat `and 2-3` until its context is full. A text answer cut short does not
-    /// parse and counts as unparsable.
-    #[arg(long, value_name = "N")]
+    /// parse and counts as unparsable. At most 10,000,000.
+    #[arg(long, value_name = "N", value_parser = crate::limits::max_answer_tokens)]
     pub max_answer_tokens: Option<u32>,
 }
 
@@ -138,8 +139,8 @@ pub struct RunArgs {
     /// baselines oracle, lexical, eager and never are always in the table.
     #[arg(long = "model")]
     pub models: Vec<String>,
-    /// Requests in flight at once (also the backends' per-provider cap).
-    #[arg(long, default_value_t = 4)]
+    /// Requests in flight at once (also the backends' per-provider cap), 1 to 1024.
+    #[arg(long, default_value_t = 4, value_parser = crate::limits::jobs)]
     pub jobs: usize,
     /// Record every model exchange into this cassette folder (one real model at a time).
     #[arg(long)]
@@ -163,23 +164,23 @@ pub struct RunArgs {
     #[arg(long)]
     pub threshold_only: bool,
     /// Only the first N items (after the other filters).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::limits::items)]
     pub limit: Option<usize>,
     /// Cut tool outputs in requests to this many characters (on top of the dataset's cut).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::limits::chars)]
     pub max_tool_output: Option<usize>,
     /// Price of input tokens in dollars per million (cache and output multipliers as in runs).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, value_parser = crate::limits::price)]
     pub price: f64,
-    /// Time-out of one model request, in seconds.
-    #[arg(long, default_value_t = 120)]
+    /// Time-out of one model request, in seconds (at most 86,400, a day).
+    #[arg(long, default_value_t = 120, value_parser = crate::limits::judge_timeout)]
     pub timeout: u64,
-    /// Retries of a failed request (after the first attempt).
-    #[arg(long, default_value_t = 4)]
+    /// Retries of a failed request (after the first attempt), at most 100.
+    #[arg(long, default_value_t = 4, value_parser = crate::limits::retries)]
     pub retries: u32,
     /// The longest wait between two attempts that a server's `Retry-After` imposes, in seconds
-    /// (a longer one is cut to this, and the warning says so).
-    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    /// (a longer one is cut to this, and the warning says so); at most 3,600.
+    #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = crate::limits::max_retry_wait)]
     pub max_retry_wait: u64,
     /// The sampling temperature sent to the models, 0 to 2 (Anthropic: 0 to 1); 0 asks each
     /// model for its most likely answer (default: none sent, the provider's own, which samples).
@@ -187,8 +188,8 @@ pub struct RunArgs {
     pub temperature: Option<f64>,
     /// Fit every request into N o200k tokens: the oldest whole turns of the context are left
     /// out (a note says so; the card and the current message stay whole); an item whose card
-    /// alone is over N is not asked and counted as `too long`.
-    #[arg(long, value_name = "N")]
+    /// alone is over N is not asked and counted as `too long`. At most 10,000,000.
+    #[arg(long, value_name = "N", value_parser = crate::limits::max_context)]
     pub max_context: Option<u64>,
     /// How the models answer (`--answer tool|text`, `--grammar`).
     #[command(flatten)]
@@ -336,7 +337,7 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
         record: a.record.clone(),
         resume_recording: a.resume,
         in_flight: a.jobs.max(1),
-        timeout: Duration::from_secs(a.timeout.max(1)),
+        timeout: Duration::from_secs(a.timeout),
         max_retries: a.retries,
         max_retry_wait: Duration::from_secs(a.max_retry_wait),
         temperature: a.temperature,

@@ -25,6 +25,7 @@ mod cli;
 mod compare;
 mod error;
 mod judge;
+mod limits;
 mod matrix;
 mod merge;
 mod out;

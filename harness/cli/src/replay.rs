@@ -111,10 +111,10 @@ pub struct SourceArgs {
     #[arg(long)]
     pub requests_out: Option<PathBuf>,
     /// List sessions with at least this many human turns in the per-session table.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::limits::turns)]
     pub min_turns: u32,
-    /// Threads (default: the number of cores).
-    #[arg(long)]
+    /// Threads, 1 to 1024 (default: the number of cores).
+    #[arg(long, value_parser = crate::limits::jobs)]
     pub jobs: Option<usize>,
 }
 
@@ -127,7 +127,7 @@ pub struct ReplayArgs {
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// The context window the policies assume (compact fires at 0.9 of it).
-    #[arg(long, default_value_t = DEFAULT_WINDOW)]
+    #[arg(long, default_value_t = DEFAULT_WINDOW, value_parser = crate::limits::window)]
     window: u64,
     /// Prices, repeatable: `[MODEL=]PRICE`, PRICE `INPUT` (dollars per million input tokens) or
     /// `input=3,cache_write=1.25,cache_read=0.1,output=5` (multipliers of the input price).

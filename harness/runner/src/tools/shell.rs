@@ -134,7 +134,11 @@ pub(crate) async fn run_shell(
 
     let mut buf = CappedBuf::new(cap);
     let mut chunk = vec![0u8; 16 * 1024];
-    let deadline = Instant::now() + timeout;
+    // A time limit past what an `Instant` holds (a library caller's `Duration::MAX`) is no limit.
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let mut status: Option<ExitStatus> = None;
     let mut eof = false;
     let mut timed_out = false;

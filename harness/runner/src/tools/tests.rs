@@ -468,6 +468,23 @@ async fn shell_runs_in_workspace_with_exit_code() {
 }
 
 #[tokio::test]
+async fn a_shell_limit_past_what_an_instant_holds_is_no_limit_not_a_panic() {
+    let dir = ws();
+    let lim = ToolLimits {
+        shell_timeout: Duration::MAX,
+        cache: None,
+        ..ToolLimits::default()
+    };
+    let out = execute(
+        dir.path(),
+        &call("shell", json!({"command": "echo hi"})),
+        &lim,
+    )
+    .await;
+    assert_eq!(out.text, "hi\n");
+}
+
+#[tokio::test]
 async fn shell_timeout_kills_process_group() {
     let dir = ws();
     let start = std::time::Instant::now();
