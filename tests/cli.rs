@@ -190,6 +190,47 @@ fn sandbox_bwrap_without_bubblewrap_exits_2_and_says_what_to_do() {
 }
 
 #[test]
+fn failed_cells_are_the_finding_exit_0_unless_fail_on_failure() {
+    // trim drops the snapshot listing turn 3 needs: the cell fails its checks, which is what the
+    // benchmark measures, so `run` exits 0 and says so; --fail-on-failure makes it exit 100.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = |extra: &[&str]| {
+        let o = Command::new(binary())
+            .current_dir(root())
+            .args(["run", "--tasks", "tasks/snapshot-rollback.yaml"])
+            .args(["--policy", "none", "--policy", "trim", "--seeds", "1"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("failure snapshot-rollback/trim/sim/1:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 of 2 cells failed a check: what the policy lost, the benchmark's finding (exit 0; --fail-on-failure exits 100 on it)"),
+        "{err}"
+    );
+    // The same folder again: every cell is done, and the flag judges the recorded verdicts.
+    let (code, err) = run(&["--fail-on-failure"]);
+    assert_eq!(code, Some(100), "{err}");
+    assert!(
+        err.contains("error: 1 of 2 cells failed a check (exit 100: --fail-on-failure)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab");

@@ -391,6 +391,16 @@ fn compare_gates_a_regression(d: &Path) {
     );
     assert_eq!(worse.status.code(), Some(100), "{}", text(&worse));
     let err = String::from_utf8_lossy(&worse.stderr);
+    // `worse` runs trim:keep=0 under the label `trim` (the baseline's trim:keep=1): paired by
+    // label, and said.
+    assert!(
+        err.contains(
+            "note: policy changed under the label `trim`: base `trim:keep=1,mode=drop`, new \
+             `trim:keep=0,mode=drop`; its 4 cells are paired by label"
+        ),
+        "{}",
+        text(&worse)
+    );
     assert!(
         err.contains("error: regression in reruns"),
         "{}",
@@ -417,9 +427,40 @@ fn compare_gates_a_regression(d: &Path) {
             "--fail-on-regression",
             "--threshold",
             "reruns=100",
+            "--allow-missing",
         ],
     );
     assert_eq!(loose.status.code(), Some(0), "{}", text(&loose));
+    // Half the cells (one shard) against the whole run: no metric regressed, but the gate
+    // cannot judge the missing cells, so it fails unless told to judge only the pairs.
+    let shard = fb(d, &["compare", "whole", "shard1", "--fail-on-regression"]);
+    assert_eq!(shard.status.code(), Some(100), "{}", text(&shard));
+    let err = String::from_utf8_lossy(&shard.stderr);
+    assert!(
+        err.contains("cells of whole are missing from shard1")
+            && err.contains("pass --allow-missing"),
+        "{}",
+        text(&shard)
+    );
+    assert!(
+        String::from_utf8_lossy(&shard.stdout).contains("no regression in the "),
+        "{}",
+        text(&shard)
+    );
+    let allowed = fb(
+        d,
+        &[
+            "compare",
+            "whole",
+            "shard1",
+            "--fail-on-regression",
+            "--allow-missing",
+        ],
+    );
+    assert_eq!(allowed.status.code(), Some(0), "{}", text(&allowed));
+    // Without the gate, missing cells are reported, not fatal.
+    let soft = fb(d, &["compare", "whole", "shard1"]);
+    assert_eq!(soft.status.code(), Some(0), "{}", text(&soft));
 }
 
 fn reports_of_the_merged_run(d: &Path) {

@@ -4,14 +4,16 @@
 //! The exit codes are defined once, in [`crate::error`]; `run` and `ab` stopped by SIGINT or
 //! SIGTERM exit 130 or 143 (after removing their workspaces).
 //!
-//! Per command: `run`/`ab` — 0 every cell succeeded, 100 a cell failed or ended in error, 4 the
-//! matrix or the `--partition` selected no cell, 2 the run folder is in use by another run or
-//! holds another matrix or a cell twice, or a model's API key is not set (checked before the
-//! folder is created); `report` — 2 a `cells.jsonl` with a bad line or a cell recorded twice; `list` — 4 when no cell is selected; `merge` —
-//! 2 shards of different matrices or a cell in two shards, 100 cells of the matrix in no shard;
-//! `compare` — 100 a metric regressed beyond its threshold with `--fail-on-regression`, 4 the
-//! runs share no cell; `validate` and every reader of a matrix file or spec — 2 with every
-//! problem printed as file:line:col.
+//! Per command: `run`/`ab` — 0 every cell ran to a verdict (succeeded or failed a check: the
+//! failing cells are the finding), 100 a cell ended in an infrastructure error (or, with
+//! `--fail-on-failure`, failed a check), 4 the matrix or the `--partition` selected no cell, 2
+//! the run folder is in use by another run or holds another matrix or a cell twice, or a model's
+//! API key is not set (checked before the folder is created); `report` — 2 a `cells.jsonl` with a
+//! bad line or a cell recorded twice; `list` — 4 when no cell is selected; `merge` — 2 shards of
+//! different matrices or a cell in two shards, 100 cells of the matrix in no shard; `compare` —
+//! with `--fail-on-regression`, 100 a metric regressed beyond its threshold or a base cell is
+//! missing from the new run (unless `--allow-missing`), 4 the runs share no cell; `validate` and
+//! every reader of a matrix file or spec — 2 with every problem printed as file:line:col.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -207,6 +209,11 @@ struct CommonRun {
     /// results of commands, with the file changes they made; see docs/performance.md).
     #[arg(long)]
     no_tool_cache: bool,
+    /// Exit 100 when a cell failed its checks too (by default a failed check is the
+    /// benchmark's finding, exit 0; a cell that ended in an infrastructure error always exits
+    /// 100).
+    #[arg(long)]
+    fail_on_failure: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -469,13 +476,57 @@ fn config(
     })
 }
 
-fn exit_for(records: &[CellRecord]) -> Result<Code, Error> {
+/// The exit code of a finished `run` or `ab`: 0 when every cell ran to a verdict (success or a
+/// failed check: the failing cells are the finding), 100 when a cell ended in an
+/// infrastructure error (`status: error`) or, with `--fail-on-failure`, failed a check; 4 with
+/// no cell. The note that says which goes to stderr.
+fn exit_for(records: &[CellRecord], fail_on_failure: bool) -> Result<Code, Error> {
     if records.is_empty() {
-        Ok(Code::NoCells)
-    } else if records.iter().all(|r| r.status == Status::Success) {
-        Ok(Code::Ok)
+        return Ok(Code::NoCells);
+    }
+    if let Some(note) = outcome_note(records, fail_on_failure) {
+        eprintln!("{note}");
+    }
+    Ok(outcome_code(records, fail_on_failure))
+}
+
+/// [`exit_for`]'s code, without the note.
+fn outcome_code(records: &[CellRecord], fail_on_failure: bool) -> Code {
+    let count = |s: Status| records.iter().filter(|r| r.status == s).count();
+    if count(Status::Error) > 0 || (fail_on_failure && count(Status::Failure) > 0) {
+        Code::Failed
     } else {
-        Ok(Code::Failed)
+        Code::Ok
+    }
+}
+
+/// The line that says what the failed and errored cells mean for the exit code (none when
+/// every cell succeeded).
+fn outcome_note(records: &[CellRecord], fail_on_failure: bool) -> Option<String> {
+    let count = |s: Status| records.iter().filter(|r| r.status == s).count();
+    let (failed, errors, n) = (count(Status::Failure), count(Status::Error), records.len());
+    let cells = |k: usize| format!("{k} of {n} cell{}", if n == 1 { "" } else { "s" });
+    match (failed, errors) {
+        (0, 0) => None,
+        (_, e) if e > 0 => Some(format!(
+            "error: {} ended in an infrastructure error (exit 100; the same command runs them \
+             again){}",
+            cells(e),
+            if failed > 0 {
+                format!("; {failed} failed a check")
+            } else {
+                String::new()
+            }
+        )),
+        (f, _) if fail_on_failure => Some(format!(
+            "error: {} failed a check (exit 100: --fail-on-failure)",
+            cells(f)
+        )),
+        (f, _) => Some(format!(
+            "{} failed a check: what the policy lost, the benchmark's finding (exit 0; \
+             --fail-on-failure exits 100 on it)",
+            cells(f)
+        )),
     }
 }
 
@@ -532,7 +583,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 started.elapsed().as_secs_f64(),
                 out.join(harness_runner::results::CELLS_FILE).display()
             );
-            exit_for(&records)
+            exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),
     }
@@ -637,7 +688,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
                 crate::out::line(&line)?;
             }
             print_failures(&records);
-            exit_for(&records)
+            exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),
     }
@@ -733,6 +784,44 @@ mod tests {
             "failure t/none/sim/1: shell: sleep 100 (timed out after 60s, the time limit of a \
              check (--tool-timeout, at least 60s)); shell: false"
         );
+    }
+
+    #[test]
+    fn only_an_infrastructure_error_or_fail_on_failure_exits_100() {
+        let cell = |id: &str, status: Status| CellRecord {
+            version: 1,
+            id: id.into(),
+            task: "t".into(),
+            arm: "none".into(),
+            policy: "none".into(),
+            model: "sim".into(),
+            seed: 1,
+            status,
+            error: (status == Status::Error).then(|| "the workspace could not be made".into()),
+            checks: vec![],
+            turns: 1,
+            metrics: Default::default(),
+            wall_ms: 0,
+            model_ms: 0,
+        };
+        let ok = cell("a", Status::Success);
+        let failed = cell("b", Status::Failure);
+        let broken = cell("c", Status::Error);
+        let both = [ok.clone(), failed.clone()];
+        assert_eq!(outcome_code(&both, false), Code::Ok);
+        assert_eq!(outcome_code(&both, true), Code::Failed);
+        assert_eq!(outcome_code(std::slice::from_ref(&ok), true), Code::Ok);
+        assert_eq!(
+            outcome_code(&[ok.clone(), broken.clone()], false),
+            Code::Failed
+        );
+        assert_eq!(outcome_note(std::slice::from_ref(&ok), false), None);
+        assert_eq!(
+            outcome_note(&[ok, failed, broken], false).unwrap(),
+            "error: 1 of 3 cells ended in an infrastructure error (exit 100; the same command \
+             runs them again); 1 failed a check"
+        );
+        assert_eq!(exit_for(&[], false), Ok(Code::NoCells));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `foldbench compare BASE NEW`: pairs the cells of two run directories by id and prints
 //! per-metric changes with a paired sign test and a bootstrap interval, the cells that flipped
 //! from success to failure, and — with `--fail-on-regression` — exits 100 when a metric worsened
-//! by more than its threshold.
+//! by more than its threshold or when cells of the base run are missing from the new one (unless
+//! `--allow-missing`). An arm whose policy text changed under the same label is paired by label
+//! and said (a note in the report and on stderr).
 //!
 //! Thresholds come from the matrix file's `regression:` section (profile layered as for `run`),
 //! then `--threshold metric=value` flags; without either, `harness_report::compare::
@@ -34,9 +36,14 @@ pub struct CompareArgs {
     pub base: PathBuf,
     /// The new run directory.
     pub new: PathBuf,
-    /// Exit 100 when a metric regressed beyond its threshold.
+    /// Exit 100 when a metric regressed beyond its threshold, or when cells of BASE are
+    /// missing from NEW (see --allow-missing).
     #[arg(long)]
     pub fail_on_regression: bool,
+    /// With --fail-on-regression: judge only the cells in both runs, and pass when cells of
+    /// BASE are missing from NEW (a partial run, one shard).
+    #[arg(long)]
+    pub allow_missing: bool,
     /// A threshold over the matrix file's: `metric=value`, e.g. `reruns=0.5`,
     /// `median_request_tokens=5%`, `success=0`. Repeatable.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
@@ -160,17 +167,49 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
         );
         return Ok(Code::NoCells);
     }
+    Ok(gate(&a, &c))
+}
+
+/// The exit code of a comparison that paired cells: 100 under `--fail-on-regression` when a
+/// metric regressed or base cells are missing from new (unless `--allow-missing`); what it
+/// found goes to stderr.
+fn gate(a: &CompareArgs, c: &compare::Comparison) -> Code {
+    for p in &c.policy_changes {
+        eprintln!("note: {}", compare::policy_change_note(p));
+    }
     let regressed = c.regressed_metrics();
+    let missing = if a.allow_missing {
+        0
+    } else {
+        c.only_base.len()
+    };
+    if a.fail_on_regression && missing > 0 {
+        eprintln!(
+            "error: {missing} cell{} of {} {} missing from {} (first: {}); the gate cannot judge \
+             {}: run them, or pass --allow-missing to judge only the {} cells in both",
+            if missing == 1 { "" } else { "s" },
+            a.base.display(),
+            if missing == 1 { "is" } else { "are" },
+            a.new.display(),
+            c.only_base[0],
+            if missing == 1 { "it" } else { "them" },
+            c.pairs
+        );
+    }
     if regressed.is_empty() {
-        Ok(Code::Ok)
+        if a.fail_on_regression && missing > 0 {
+            Code::Failed
+        } else {
+            Code::Ok
+        }
     } else if a.fail_on_regression {
         eprintln!("error: regression in {}", regressed.join(", "));
-        Ok(Code::Failed)
+        Code::Failed
     } else {
         eprintln!(
             "regression in {} (pass --fail-on-regression to fail on it)",
             regressed.join(", ")
         );
-        Ok(Code::Ok)
+        Code::Ok
     }
 }

@@ -7,7 +7,7 @@
 //! | 1 | foldbench itself failed: a file it could not write, the runtime ([`Error::Internal`]) |
 //! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`]) |
 //! | 4 | no cell selected ([`Code::NoCells`]) |
-//! | 100 | cells failed, or a regression ([`Code::Failed`]) |
+//! | 100 | a cell ended in an infrastructure error, a cell failed under `--fail-on-failure`, a regression or missing cells under `compare --fail-on-regression`, cells in no shard (`merge`) ([`Code::Failed`]) |
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
 
 use std::fmt;
@@ -20,7 +20,9 @@ pub enum Code {
     Ok,
     /// The selection left no cell to run.
     NoCells,
-    /// Cells failed their checks, or `compare` found a regression.
+    /// A cell ended in an infrastructure error (or failed its checks under
+    /// `--fail-on-failure`), or `compare --fail-on-regression` found a regression or missing
+    /// cells.
     Failed,
     /// The exit code of a program foldbench ran in its place (`agent-bridge` passes on the
     /// agent's).

@@ -67,6 +67,20 @@ pub struct Flip {
     pub new: Status,
 }
 
+/// An arm whose label is the same in both runs but whose policy text is not: its cells are
+/// paired by label (the change is what is measured) and the comparison says so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyChange {
+    /// The arm's label.
+    pub arm: String,
+    /// The policy text in the base run.
+    pub base: String,
+    /// The policy text in the new run.
+    pub new: String,
+    /// Paired cells of this arm.
+    pub cells: usize,
+}
+
 /// The comparison of two runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
@@ -78,6 +92,8 @@ pub struct Comparison {
     pub only_base: Vec<String>,
     /// Cell ids only in the new run.
     pub only_new: Vec<String>,
+    /// Arms paired by label whose policy text changed between the runs.
+    pub policy_changes: Vec<PolicyChange>,
     /// One entry per metric for all cells, then per arm where something changed.
     pub metrics: Vec<MetricDelta>,
     /// Cells that succeeded in the base run and not in the new one.
@@ -265,6 +281,21 @@ pub fn compare(
             metrics.push(d);
         }
     }
+    let mut policy_changes: Vec<PolicyChange> = Vec::new();
+    for (b, n) in pairs.iter().filter(|(b, n)| b.policy != n.policy) {
+        match policy_changes
+            .iter_mut()
+            .find(|c| c.arm == b.arm && c.base == b.policy && c.new == n.policy)
+        {
+            Some(c) => c.cells += 1,
+            None => policy_changes.push(PolicyChange {
+                arm: b.arm.clone(),
+                base: b.policy.clone(),
+                new: n.policy.clone(),
+                cells: 1,
+            }),
+        }
+    }
     let flip = |b: &CellRecord, n: &CellRecord| Flip {
         id: b.id.clone(),
         base: b.status,
@@ -286,6 +317,7 @@ pub fn compare(
             .filter(|n| !base_ids.contains(n.id.as_str()))
             .map(|n| n.id.clone())
             .collect(),
+        policy_changes,
         metrics,
         to_failure: pairs
             .iter()
@@ -411,6 +443,17 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         c.only_base.len(),
         c.only_new.len()
     )];
+    if let Some(first) = c.only_base.first() {
+        out.push(format!(
+            "missing from new: {} cell{} of base (first: {first}); `--fail-on-regression` fails \
+             on them unless `--allow-missing`",
+            c.only_base.len(),
+            if c.only_base.len() == 1 { "" } else { "s" }
+        ));
+    }
+    for p in &c.policy_changes {
+        out.push(policy_change_note(p));
+    }
     out.extend(power_notes(c));
     for f in &c.to_failure {
         out.push(format!(
@@ -428,7 +471,7 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         ));
     }
     if c.regressions.is_empty() {
-        out.push("no regression".into());
+        out.push(no_regression(c));
     } else {
         out.push(format!("regressed: {}", c.regressed_metrics().join(", ")));
         for r in &c.regressions {
@@ -436,6 +479,33 @@ pub fn notes(c: &Comparison) -> Vec<String> {
         }
     }
     out
+}
+
+/// `no regression`, and over how many cells when base cells are missing from new.
+fn no_regression(c: &Comparison) -> String {
+    if c.only_base.is_empty() {
+        "no regression".into()
+    } else {
+        format!(
+            "no regression in the {} paired cells; {} cell{} of base not in new, not judged",
+            c.pairs,
+            c.only_base.len(),
+            if c.only_base.len() == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// The line that says an arm's policy text changed under the same label.
+pub fn policy_change_note(p: &PolicyChange) -> String {
+    format!(
+        "policy changed under the label `{}`: base `{}`, new `{}`; its {} cell{} are paired by \
+         label, so the changes below include the policy's",
+        p.arm,
+        p.base,
+        p.new,
+        p.cells,
+        if p.cells == 1 { "" } else { "s" }
+    )
 }
 
 /// A note for each metric (over all cells) whose pairs are too few for the sign test ever to
@@ -464,7 +534,8 @@ pub fn markdown(c: &Comparison, base: &str, new: &str) -> String {
     let mut s = format!("## foldbench compare\n\n`{base}` → `{new}`\n\n");
     let regressed = c.regressed_metrics();
     if regressed.is_empty() {
-        s.push_str("**No regression.**\n\n");
+        let said = no_regression(c);
+        s.push_str(&format!("**N{}.**\n\n", &said[1..]));
     } else {
         s.push_str(&format!("**Regressed: {}**\n\n", regressed.join(", ")));
         for r in &c.regressions {
@@ -474,10 +545,9 @@ pub fn markdown(c: &Comparison, base: &str, new: &str) -> String {
     }
     s.push_str(&table(c).to_markdown());
     s.push('\n');
-    for line in notes(c)
-        .iter()
-        .filter(|l| !l.starts_with("regressed") && !l.starts_with("  ") && *l != "no regression")
-    {
+    for line in notes(c).iter().filter(|l| {
+        !l.starts_with("regressed") && !l.starts_with("  ") && !l.starts_with("no regression")
+    }) {
         s.push_str(&format!("- {line}\n"));
     }
     s
@@ -625,6 +695,54 @@ mod tests {
         assert_eq!(c.pairs, 0);
         assert_eq!(c.only_base, vec!["a/x/sim/1"]);
         assert_eq!(c.only_new, vec!["b/x/sim/1"]);
+    }
+
+    #[test]
+    fn missing_cells_and_a_changed_policy_are_said() {
+        let base = vec![
+            rec("t/trim/sim/1", "trim", Status::Success, 0, 900.0),
+            rec("t/trim/sim/2", "trim", Status::Success, 0, 900.0),
+            rec("t/none/sim/1", "none", Status::Success, 0, 1500.0),
+        ];
+        let mut new = base[..2].to_vec();
+        for r in &mut new {
+            r.policy = "trim:keep=3".into();
+        }
+        let c = compare(&base, &new, &default_thresholds());
+        assert_eq!(c.only_base, vec!["t/none/sim/1"]);
+        assert_eq!(
+            c.policy_changes,
+            vec![PolicyChange {
+                arm: "trim".into(),
+                base: "trim".into(),
+                new: "trim:keep=3".into(),
+                cells: 2
+            }]
+        );
+        let said = notes(&c);
+        assert!(said.contains(&"missing from new: 1 cell of base (first: t/none/sim/1); `--fail-on-regression` fails on them unless `--allow-missing`".to_string()), "{said:#?}");
+        assert!(said.iter().any(|n| n.starts_with("policy changed under the label `trim`: base `trim`, new `trim:keep=3`; its 2 cells are paired by label")), "{said:#?}");
+        assert_eq!(
+            said.last().unwrap(),
+            "no regression in the 2 paired cells; 1 cell of base not in new, not judged"
+        );
+        let md = markdown(&c, "b", "n");
+        assert!(
+            md.contains(
+                "**No regression in the 2 paired cells; 1 cell of base not in new, not judged.**"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- policy changed under the label `trim`"),
+            "{md}"
+        );
+        // Identical runs: neither is said.
+        let same = notes(&compare(&base, &base, &default_thresholds()));
+        assert!(!same
+            .iter()
+            .any(|n| n.starts_with("missing") || n.starts_with("policy changed")));
+        assert_eq!(same.last().unwrap(), "no regression");
     }
 
     #[test]

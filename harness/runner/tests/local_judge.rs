@@ -1,7 +1,8 @@
 //! End to end: `foldbench judge run` against the real local models, in both answer modes.
 //!
 //! Runs only when `FOLDBENCH_LOCAL_MODEL_URL` is set (`.ci/run` starts SmolLM2-135M and Gemma 3
-//! 270M with `FOLDBENCH_LLM_MODELS=smollm2,gemma3 tests/local-model.sh`); the models are
+//! 270M with `FOLDBENCH_LLM_MODELS=smollm2,gemma3 tests/local-model.sh`); otherwise it prints
+//! `skipped: …` and passes, or fails under `FOLDBENCH_REQUIRE_LOCAL_MODEL=1`. The models are
 //! `FOLDBENCH_LOCAL_MODELS` (comma-separated). For every model and mode (`--answer tool`, and
 //! `--answer text --grammar`), the binary judges a few task items with the answers recorded to a
 //! cassette, then replays the cassette offline. The models' choices are close to coin flips: the
@@ -41,8 +42,9 @@ fn records(path: &Path, model: &str) -> Vec<JudgedRecord> {
 
 #[test]
 fn each_local_model_judges_cards_in_both_answer_modes_and_the_cassettes_replay() {
-    let Ok(url) = std::env::var("FOLDBENCH_LOCAL_MODEL_URL") else {
-        eprintln!("skip: FOLDBENCH_LOCAL_MODEL_URL is not set (start the servers with `export $(FOLDBENCH_LLM_MODELS=smollm2,gemma3 tests/local-model.sh)`)");
+    let Some(url) = common::local_model_url(
+        "export $(FOLDBENCH_LLM_MODELS=smollm2,gemma3 tests/local-model.sh)",
+    ) else {
         return;
     };
     let names = std::env::var("FOLDBENCH_LOCAL_MODELS")

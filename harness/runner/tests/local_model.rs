@@ -1,9 +1,12 @@
 //! End-to-end check of the `openai` backend against a real local model server.
 //!
 //! Runs only when `FOLDBENCH_LOCAL_MODEL_URL` is set (start the server with
-//! `export $(tests/local-model.sh)`); otherwise it prints a skip message and passes. The model is
+//! `export $(tests/local-model.sh)`); otherwise each test prints `skipped: …` and passes, or
+//! fails under `FOLDBENCH_REQUIRE_LOCAL_MODEL=1` (`.ci/run`). The model is
 //! tiny and its choices are close to coin flips: the test asserts on the harness (the request is
 //! accepted, the answer parses, usage is recorded), never on the model's quality.
+
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +18,9 @@ use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::model::Model;
 use harness_runner::tools::tool_specs;
 use serde_json::json;
+
+/// How the server these tests need is started.
+const START: &str = "export $(tests/local-model.sh)";
 
 const SYSTEM: &str =
     "You are a coding agent working in a small repository. Use the tools to inspect files \
@@ -28,8 +34,7 @@ fn request(messages: Vec<Arc<Message>>) -> Request {
 
 #[tokio::test]
 async fn local_model_answers_with_workspace_tools() {
-    let Ok(url) = std::env::var("FOLDBENCH_LOCAL_MODEL_URL") else {
-        eprintln!("skip: FOLDBENCH_LOCAL_MODEL_URL is not set (start a server with `export $(tests/local-model.sh)`)");
+    let Some(url) = common::local_model_url(START) else {
         return;
     };
     let name = std::env::var("FOLDBENCH_LOCAL_MODEL")
@@ -129,8 +134,7 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
     use harness_runner::cell::CellOptions;
     use harness_runner::run::{self, Arm, RunConfig};
 
-    let Ok(url) = std::env::var("FOLDBENCH_LOCAL_MODEL_URL") else {
-        eprintln!("skip: FOLDBENCH_LOCAL_MODEL_URL is not set (start a server with `export $(tests/local-model.sh)`)");
+    let Some(url) = common::local_model_url(START) else {
         return;
     };
     let name = std::env::var("FOLDBENCH_LOCAL_MODEL")
@@ -239,4 +243,40 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
             "the replayed record equals the recorded one but for times"
         );
     }
+}
+
+/// Without a server the tests above say `skipped` where `cargo test` shows it, and fail when
+/// CI requires the model: this binary runs one of them again, without the URL.
+#[test]
+fn without_a_server_the_tests_say_skipped_or_fail_when_the_model_is_required() {
+    let again = |require: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().expect("this test binary"));
+        c.args(["--exact", "local_model_answers_with_workspace_tools"])
+            .env_remove("FOLDBENCH_LOCAL_MODEL_URL")
+            .env_remove("FOLDBENCH_REQUIRE_LOCAL_MODEL");
+        if require {
+            c.env("FOLDBENCH_REQUIRE_LOCAL_MODEL", "1");
+        }
+        let o = c.output().expect("the test binary runs");
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let (code, out) = again(false);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("skipped: FOLDBENCH_LOCAL_MODEL_URL is not set, this test did not run"),
+        "{out}"
+    );
+    let (code, out) = again(true);
+    assert_eq!(code, Some(101), "{out}");
+    assert!(
+        out.contains("FOLDBENCH_REQUIRE_LOCAL_MODEL=1 but FOLDBENCH_LOCAL_MODEL_URL is not set"),
+        "{out}"
+    );
 }

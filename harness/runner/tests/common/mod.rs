@@ -5,6 +5,30 @@
 
 use std::path::{Path, PathBuf};
 
+/// The local model server's URL (`FOLDBENCH_LOCAL_MODEL_URL`), or `None` after saying
+/// `skipped: …` where `cargo test` shows it — written to the process's stderr itself, which
+/// the test harness does not capture, so a test that did not run does not pass as `ok` unseen.
+/// Under `FOLDBENCH_REQUIRE_LOCAL_MODEL=1` (set by `.ci/run`, which starts the models) a
+/// missing URL fails the test instead. `start` is the command that starts the server.
+pub fn local_model_url(start: &str) -> Option<String> {
+    use std::io::Write;
+    match std::env::var("FOLDBENCH_LOCAL_MODEL_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if std::env::var("FOLDBENCH_REQUIRE_LOCAL_MODEL").as_deref() == Ok("1") => panic!(
+            "FOLDBENCH_REQUIRE_LOCAL_MODEL=1 but FOLDBENCH_LOCAL_MODEL_URL is not set: the \
+             local model did not start (start it with `{start}`)"
+        ),
+        _ => {
+            let line = format!(
+                "skipped: FOLDBENCH_LOCAL_MODEL_URL is not set, this test did not run (start a \
+                 server with `{start}`)\n"
+            );
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            None
+        }
+    }
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
