@@ -270,3 +270,69 @@ fn duration_and_count_flags_past_their_maximum_are_refused_with_what_to_give() {
         assert!(err.contains(said), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_server_body_with_terminal_escapes_is_shown_escaped_and_gzip_is_described() {
+    let evil = "\x1b]0;owned\x07\x1b[2J\r[1/1] trim-rerun/none/openai:outside/1 ok 0.1 s\n";
+    let (base, _) = answering_server(http(
+        "500 Internal Server Error",
+        &["content-type: text/plain"],
+        evil.as_bytes(),
+    ));
+    let d = tempfile::tempdir().unwrap();
+    let (code, err, cells) = run_against(&base, &["--retries", "1"], &d.path().join("e"));
+    assert_eq!(code, Some(100), "{err}");
+    assert!(
+        !err.contains('\x1b') && !err.contains('\x07') && !err.contains('\r'),
+        "{err:?}"
+    );
+    assert!(
+        err.contains("http 500 Internal Server Error: \\x1b]0;owned\\x07\\x1b[2J\\r[1/1]"),
+        "{err}"
+    );
+    // The fake progress line is not a line of its own.
+    assert!(
+        !err.lines()
+            .any(|l| l.starts_with("[1/1] trim-rerun") && l.contains(" ok ")),
+        "{err}"
+    );
+    assert!(!cells.contains("\\u001b"), "{cells}");
+
+    let gz: &[u8] = &[
+        0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x4b, 0xcb, 0xcf, 7, 0, 0x21, 0x65, 0x73, 0x8c, 3, 0,
+        0, 0,
+    ];
+    let (base, _) = answering_server(http(
+        "503 Service Unavailable",
+        &["content-type: application/json", "content-encoding: gzip"],
+        gz,
+    ));
+    let (code, err, _) = run_against(&base, &["--retries", "0"], &d.path().join("g"));
+    assert_eq!(code, Some(100), "{err}");
+    assert!(
+        err.contains("http 503 Service Unavailable: (a gzip body of 23 bytes, not shown)"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{fffd}'), "{err}");
+}
+
+#[test]
+fn a_usage_of_2_pow_64_minus_1_tokens_is_a_warning_not_a_figure() {
+    let answer = br#"{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Done."}}], "usage": {"prompt_tokens": 18446744073709551615, "completion_tokens": 18446744073709551615, "total_tokens": 18446744073709551615}}"#;
+    let (base, count) =
+        answering_server(http("200 OK", &["content-type: application/json"], answer));
+    let d = tempfile::tempdir().unwrap();
+    let (code, err, cells) = run_against(&base, &[], &d.path().join("u"));
+    assert!(code == Some(0) || code == Some(100), "{err}");
+    assert!(count.load(Ordering::SeqCst) > 0);
+    assert!(
+        err.contains("the server's usage says input_tokens = 18446744073709551615, more than any real context window (10000000 tokens); not counted"),
+        "{err}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(cells.lines().next().expect("a cell")).unwrap();
+    let m = &record["metrics"];
+    let cost = m["cost"].as_f64().expect("a cost");
+    assert!(cost < 1.0, "cost {cost}: {m}");
+    assert!(!cells.contains("1844674407370955161"), "{cells}");
+}

@@ -637,7 +637,12 @@ fn print_failures(records: &[CellRecord]) {
 /// that timed out with what timed out and the limit).
 fn failure_line(r: &CellRecord) -> String {
     match &r.error {
-        Some(e) => format!("error   {}: {e}", r.id),
+        // The error may quote a server's answer: shown escaped.
+        Some(e) => format!(
+            "error   {}: {}",
+            r.id,
+            harness_core::printable::printable(e, 2_000)
+        ),
         None => {
             let failed: Vec<String> = r
                 .checks

@@ -247,6 +247,15 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
     Ok(loaded)
 }
 
+/// The longest text of a transcript quoted in a warning, in characters.
+const QUOTE_LIMIT: usize = 500;
+
+/// Text from a transcript (a file name, a line's content) as a warning shows it: control
+/// characters escaped, cut at [`QUOTE_LIMIT`] characters.
+fn shown(text: &str) -> String {
+    harness_core::printable::printable(text, QUOTE_LIMIT)
+}
+
 /// Imports every session under `paths`.
 fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
     let format = match src.input_format.as_str() {
@@ -271,7 +280,7 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
     };
     let seconds = began.elapsed().as_secs_f64();
     for (_, e) in &report.errors {
-        eprintln!("warning: skipped {e}");
+        eprintln!("warning: skipped {}", shown(&e.to_string()));
     }
     if report.loops > 0 {
         eprintln!(
@@ -295,7 +304,7 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
             "warning: {} line{} skipped while importing; the first: {}",
             warnings.len(),
             if warnings.len() == 1 { "" } else { "s" },
-            warnings[0]
+            shown(&warnings[0].to_string())
         );
     }
     if report.sessions.is_empty() {

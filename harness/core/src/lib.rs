@@ -33,7 +33,8 @@
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
 //!   judgement dataset, its gold labels and the scoring of answers; [`answer`]: the answer
 //!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
-//! - [`suggest`]: "did you mean" for names.
+//! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
+//!   transcripts, tools) escaped and cut before it is printed on a terminal.
 pub mod answer;
 pub mod context;
 pub mod digest;
@@ -45,6 +46,7 @@ pub mod message;
 pub mod metrics;
 pub mod policy;
 pub mod prices;
+pub mod printable;
 pub mod record;
 pub mod regression;
 pub mod request;

@@ -74,7 +74,7 @@ impl SizeStats {
             p90: sorted[((sorted.len() as f64 * 0.9).ceil() as usize).clamp(1, sorted.len()) - 1],
             max: sorted[sorted.len() - 1],
             last: sizes[sizes.len() - 1],
-            total: sizes.iter().sum(),
+            total: sizes.iter().fold(0u64, |a, b| a.saturating_add(*b)),
         }
     }
 }

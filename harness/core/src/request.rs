@@ -88,10 +88,30 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+/// The most tokens one request's usage can really count (ten million: above the context window
+/// of any model). A provider's usage figure above it is a bug or a hostile server, not a count.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 10_000_000;
+
 impl Usage {
-    /// The whole prompt as the provider counted it.
+    /// The whole prompt as the provider counted it (saturating: never wraps).
     pub fn prompt_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+
+    /// The first figure above [`MAX_PLAUSIBLE_TOKENS`], named as the usage names it
+    /// (`input_tokens`, …), with its value; `None` when every figure is plausible.
+    pub fn implausible(&self) -> Option<(&'static str, u64)> {
+        [
+            ("input_tokens", self.input_tokens),
+            ("cache_read_tokens", self.cache_read_tokens),
+            ("cache_write_tokens", self.cache_write_tokens),
+            ("output_tokens", self.output_tokens),
+            ("prompt_tokens", self.prompt_tokens()),
+        ]
+        .into_iter()
+        .find(|(_, n)| *n > MAX_PLAUSIBLE_TOKENS)
     }
 }
 
@@ -143,5 +163,39 @@ impl Response {
             expects: Vec::new(),
             model_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_saturate_and_figures_past_any_window_are_named() {
+        let u = Usage {
+            input_tokens: u64::MAX,
+            cache_read_tokens: 5,
+            cache_write_tokens: 0,
+            output_tokens: 1,
+        };
+        assert_eq!(u.prompt_tokens(), u64::MAX);
+        assert_eq!(u.implausible(), Some(("input_tokens", u64::MAX)));
+        let real = Usage {
+            input_tokens: 120_000,
+            cache_read_tokens: 80_000,
+            cache_write_tokens: 0,
+            output_tokens: 4_000,
+        };
+        assert_eq!(real.implausible(), None);
+        let split = Usage {
+            input_tokens: 6_000_000,
+            cache_read_tokens: 6_000_000,
+            ..real
+        };
+        assert_eq!(split.implausible(), Some(("prompt_tokens", 12_000_000)));
+        assert_eq!(
+            crate::metrics::SizeStats::of(&[u64::MAX, 7]).total,
+            u64::MAX
+        );
     }
 }

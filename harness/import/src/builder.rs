@@ -211,6 +211,7 @@ impl Builder {
             self.answered.remove(&c.id);
         }
         let turn = self.turn;
+        let usage = self.plausible(usage);
         let message = self.push(Message::assistant(turn, text, calls));
         self.s.requests.push(RecordedRequest {
             message,
@@ -265,9 +266,26 @@ impl Builder {
 
     /// Sets the usage of request `i` (no-op when out of range).
     pub(crate) fn set_usage(&mut self, i: usize, usage: Usage) {
+        let usage = self.plausible(Some(usage));
         if let Some(r) = self.s.requests.get_mut(i) {
-            r.usage = Some(usage);
+            r.usage = usage;
         }
+    }
+
+    /// `usage` unless a figure is above any real context window: then a warning, and no usage
+    /// (the request is counted as if none was recorded).
+    fn plausible(&mut self, usage: Option<Usage>) -> Option<Usage> {
+        let Some((field, n)) = usage.as_ref().and_then(Usage::implausible) else {
+            return usage;
+        };
+        self.warn(
+            0,
+            format!(
+                "not counted: a recorded usage says {field} = {n}, more than any real context window ({} tokens)",
+                harness_core::request::MAX_PLAUSIBLE_TOKENS
+            ),
+        );
+        None
     }
 
     /// Number of requests so far.

@@ -186,7 +186,7 @@ pub(crate) fn usage(v: &Value) -> Option<Usage> {
             });
         let written = n(v, "cache_creation_input_tokens");
         return Some(Usage {
-            input_tokens: prompt.saturating_sub(cached + written),
+            input_tokens: prompt.saturating_sub(cached.saturating_add(written)),
             cache_read_tokens: cached,
             cache_write_tokens: written,
             output_tokens: n(v, "completion_tokens"),

@@ -786,3 +786,23 @@ fn sessions_keep_their_start_end_folder_and_model() {
     assert_eq!(r.cwd.as_deref(), Some("/home/dev/proj"));
     assert_eq!(r.started_ms, Some(1_759_320_000_000)); // 2025-10-01T12:00:00Z
 }
+
+#[test]
+fn a_recorded_usage_past_any_window_is_a_warning_not_a_figure() {
+    let (_, text) = fixture("claude-code/parallel.jsonl");
+    let text = text.replacen(
+        "\"input_tokens\": 4,",
+        "\"input_tokens\": 18446744073709551615,",
+        1,
+    );
+    assert!(text.contains("18446744073709551615"), "the fixture changed");
+    let s = &import("huge.jsonl", &text, None).expect("imports")[0];
+    assert_eq!(s.requests[0].usage, None);
+    let w: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter().any(|w| w.contains(
+            "not counted: a recorded usage says input_tokens = 18446744073709551615, more than any real context window"
+        )),
+        "{w:?}"
+    );
+}

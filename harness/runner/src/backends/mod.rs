@@ -299,6 +299,14 @@ impl Endpoint {
             .post_json_timed(&self.url, &self.headers, body)
             .await?;
         let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m))?;
+        if let Some((field, n)) = resp.usage.as_ref().and_then(|u| u.implausible()) {
+            crate::progress::warn(&format!(
+                "warning: model {}: the server's usage says {field} = {n}, more than any real context window ({} tokens); not counted: this answer's tokens and cost are foldbench's own count",
+                self.engine.model(),
+                harness_core::request::MAX_PLAUSIBLE_TOKENS
+            ));
+            resp.usage = None;
+        }
         unique_call_ids(&mut resp.tool_calls);
         resp.model_ms = Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
         Ok(resp)

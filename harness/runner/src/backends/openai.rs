@@ -310,10 +310,7 @@ fn short(v: &Value) -> String {
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| v.to_string());
-    match s.char_indices().nth(300) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s,
-    }
+    harness_core::printable::printable(&s, 300)
 }
 
 #[cfg(test)]

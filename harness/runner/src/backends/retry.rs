@@ -16,6 +16,10 @@
 //! Secrets: error messages never include request headers or the request URL (the base URL comes
 //! from the host environment); bodies of error responses are included with every known secret
 //! replaced by `[redacted]` and cut to [`ERROR_BODY_LIMIT`] characters.
+//!
+//! Terminals: what a server sent reaches a message only through
+//! [`harness_core::printable`]: control characters shown as escapes (`\x1b`), never sent, the
+//! text cut, and a gzip or binary body described by its kind and size, never printed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +41,9 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// The longest error-response body excerpt kept in an error message, in characters.
 pub const ERROR_BODY_LIMIT: usize = 500;
+
+/// The longest malformed-answer message, in characters (it may quote the server).
+const MESSAGE_LIMIT: usize = 2_000;
 
 /// The longest wait a `Retry-After` header imposes unless told otherwise (`--max-retry-wait`).
 pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
@@ -150,13 +157,17 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
-/// Redacts `text` and cuts it to `limit` characters (marking the cut).
+/// Redacts `text`, then makes it printable: control characters escaped, cut to `limit`
+/// characters (the cut marked) — [`harness_core::printable::printable`].
 pub fn excerpt(text: &str, secrets: &[String], limit: usize) -> String {
-    let clean = redact(text.trim(), secrets);
-    match clean.char_indices().nth(limit) {
-        Some((at, _)) => format!("{}… (truncated)", &clean[..at]),
-        None => clean,
-    }
+    harness_core::printable::printable(&redact(text.trim(), secrets), limit)
+}
+
+/// [`excerpt`] of a body of bytes; a gzip or binary body is described (kind and size), not
+/// shown.
+pub fn excerpt_bytes(body: &[u8], secrets: &[String], limit: usize) -> String {
+    harness_core::printable::binary_note(body)
+        .unwrap_or_else(|| excerpt(&String::from_utf8_lossy(body), secrets, limit))
 }
 
 /// The outcome of one attempt.
@@ -203,6 +214,11 @@ impl Engine {
             policy,
             secrets,
         })
+    }
+
+    /// The model's name in messages (`openai:gpt-4o-mini`).
+    pub fn model(&self) -> &str {
+        &self.model
     }
 
     /// The retry policy.
@@ -329,11 +345,10 @@ impl Engine {
                 },
             };
         }
-        let text = match body {
-            Ok(Capped::Whole(b)) => String::from_utf8_lossy(&b).into_owned(),
+        let detail = match body {
+            Ok(Capped::Whole(b)) => excerpt_bytes(&b, &self.secrets, ERROR_BODY_LIMIT),
             _ => String::new(),
         };
-        let detail = excerpt(&text, &self.secrets, ERROR_BODY_LIMIT);
         let reason = if detail.is_empty() {
             format!("http {status}")
         } else {
@@ -368,11 +383,10 @@ impl Engine {
             } else {
                 "the response body is not JSON"
             };
-            let text = String::from_utf8_lossy(body);
             (
                 self.malformed(format!(
                     "{what} ({e}); body starts: {}",
-                    excerpt(&text, &self.secrets, 200)
+                    excerpt_bytes(body, &self.secrets, 200)
                 )),
                 cut,
             )
@@ -406,11 +420,12 @@ impl Engine {
         }
     }
 
-    /// A malformed-response error for this model.
+    /// A malformed-response error for this model: `message` (which may quote the server)
+    /// redacted and made printable.
     pub fn malformed(&self, message: String) -> ModelError {
         ModelError::Malformed {
             model: self.model.clone(),
-            message: redact(&message, &self.secrets),
+            message: excerpt(&message, &self.secrets, MESSAGE_LIMIT),
         }
     }
 
@@ -547,8 +562,20 @@ mod tests {
         let e = excerpt(&body, &secrets, ERROR_BODY_LIMIT);
         assert!(!e.contains("sk-secret"));
         assert!(e.starts_with("bad key [redacted] xxx"));
-        assert!(e.chars().count() <= ERROR_BODY_LIMIT + 20);
+        assert!(e.ends_with("… (519 more characters)"), "{e}");
         assert_eq!(excerpt("short", &secrets, 500), "short");
+    }
+
+    #[test]
+    fn bodies_are_escaped_and_gzip_is_described() {
+        let body = b"\x1b]0;pwned\x07\x1b[2J[1/1] ok sk-secret";
+        let e = excerpt_bytes(body, &["sk-secret".to_string()], 500);
+        assert_eq!(e, "\\x1b]0;pwned\\x07\\x1b[2J[1/1] ok [redacted]");
+        let gz = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        assert_eq!(
+            excerpt_bytes(&gz, &[], 500),
+            "(a gzip body of 10 bytes, not shown)"
+        );
     }
 
     #[test]
