@@ -210,3 +210,68 @@ fn a_symlinked_archive_folder_is_refused_as_an_event_and_the_host_folder_stays_e
         assert!(out.archives.is_empty(), "{planted}");
     }
 }
+
+/// `sleep N` processes alive (zombies excluded), by pid, as `/proc` lists their command lines.
+fn sleeping(n: &str) -> Vec<u32> {
+    let want = format!("sleep\0{n}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (!zombie && cmdline == want.as_bytes()).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn without_a_sandbox_a_setsid_child_with_no_environment_dies_with_its_call() {
+    let d = tempfile::tempdir().unwrap();
+    let n = (600_000 + std::process::id() % 100_000).to_string();
+    // Turn 1 leaves `sleep N` in a session of its own with a cleared environment; the check,
+    // after the call has ended, fails while it is alive.
+    let seen = format!(
+        "for f in /proc/[0-9]*/cmdline; do tr '\\\\0' ' ' 2>/dev/null <$f; echo; done | grep -q '^sleep {n} $'"
+    );
+    let spec = format!(
+        "name: orphan\ndescription: a shell call leaves a setsid child with no environment\nrepo: fx\nturns:\n  - user: \"start it\"\n    unit: a\n    script:\n      - shell: {{ command: \"setsid env -i sleep {n} </dev/null >/dev/null 2>&1 & until {seen}; do sleep 0.01; done; echo started\" }}\n        expect: \"started\"\n      - say: \"started\"\nchecks:\n  - shell: \"! ({seen})\"\n"
+    );
+    task_in(d.path(), "orphan", &spec);
+    let out = std::process::Command::new(binary())
+        .args(["run", "--tasks"])
+        .arg(d.path().join("orphan.yaml"))
+        .args([
+            "--policy",
+            "none",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--sandbox",
+            "none",
+        ])
+        .arg("--out")
+        .arg(d.path().join("run"))
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let left = sleeping(&n);
+    for pid in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let cells = std::fs::read_to_string(d.path().join("run/cells.jsonl")).unwrap_or_default();
+    let record: serde_json::Value = serde_json::from_str(cells.trim())
+        .unwrap_or_else(|e| panic!("{e}: {cells}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        record["status"], "success",
+        "the orphan outlived its call: {cells}"
+    );
+    assert!(left.is_empty(), "the orphan outlived the run: {left:?}");
+}

@@ -2,10 +2,23 @@
 //!
 //! A shell call runs in its own process group, which is killed when the call ends. A process that
 //! left the group (`setsid`, `setpgid`) escapes that kill and would outlive the call, the cell and
-//! the run. So every call also carries a marker in its environment ([`CALL_ENV`]`=<pid>-<n>`,
-//! inherited by every descendant), and ending the call kills, besides the group, every process
-//! whose environment holds the marker ([`end_call`]). A descendant that clears its environment
-//! escapes the marker; a sandbox with its own PID namespace, killed as a whole, closes that gap.
+//! the run. Two more nets catch it:
+//!
+//! - **The marker.** Every call carries a marker in its environment ([`CALL_ENV`]`=<pid>-<n>`,
+//!   inherited by every descendant), and ending the call kills every process whose environment
+//!   holds it.
+//! - **The subreaper.** foldbench makes itself the child subreaper of its descendants
+//!   (`PR_SET_CHILD_SUBREAPER`), so a process whose parent exits is re-parented to foldbench, not
+//!   to init. Ending a call kills (and reaps) those orphans that are in a session of their own
+//!   (`setsid`) and were started after the call began (to the clock tick of `/proc`, 10 ms) —
+//!   unless another call still in flight
+//!   began before them (with `--jobs` above 1 it may be theirs): they then die when the last
+//!   such call ends. This catches `setsid env -i sleep 1000 &`, which clears the marker.
+//!
+//! What is left without bubblewrap: a descendant that clears its environment *and* leaves the
+//! call's process group without a session of its own (`setpgid`), or that makes its parent
+//! outlive the call some other way. A sandbox with its own PID namespace, killed as a whole,
+//! closes those gaps.
 //!
 //! Calls in flight are registered ([`begin_call`] returns a guard that ends the call when it is
 //! dropped, so a cancelled cell ends its calls too), and [`end_all_calls`] ends them all when the
@@ -14,45 +27,82 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, WaitOptions};
 
 /// The environment variable that marks a call's processes.
 pub const CALL_ENV: &str = "FOLDBENCH_CALL";
 
-/// How many times the process table is scanned for marked processes (a process may fork while
+/// How many times the process table is scanned for a call's processes (a process may fork while
 /// it is being killed; each round kills what the previous one missed).
 const ROUNDS: usize = 4;
+
+/// How long ending a call waits for a killed process to exit (so its children are re-parented
+/// and found by the next round), per round.
+const DEATH_WAIT: Duration = Duration::from_secs(2);
 
 /// Set by [`end_all_calls`]: a call that starts afterwards is ended as soon as it has a process.
 static STOPPED: AtomicBool = AtomicBool::new(false);
 
-fn live() -> &'static Mutex<HashMap<String, Option<u32>>> {
-    static LIVE: OnceLock<Mutex<HashMap<String, Option<u32>>>> = OnceLock::new();
+/// A call in flight: its process group and when it began (clock ticks since boot, the unit of
+/// `/proc/PID/stat`'s start time).
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    group: Option<u32>,
+    start: u64,
+}
+
+fn live() -> &'static Mutex<HashMap<String, Live>> {
+    static LIVE: OnceLock<Mutex<HashMap<String, Live>>> = OnceLock::new();
     LIVE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Makes this process the child subreaper of its descendants, once; whether it is.
+fn subreaper() -> bool {
+    static SET: OnceLock<bool> = OnceLock::new();
+    *SET.get_or_init(|| {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok()
+    })
+}
+
+/// Now, in clock ticks since boot (the clock of a process's start time in `/proc/PID/stat`).
+fn now_ticks() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let hz = u128::from(rustix::param::clock_ticks_per_second().max(1));
+    let ns = u128::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+        + u128::try_from(t.tv_nsec).unwrap_or(0);
+    u64::try_from(ns * hz / 1_000_000_000).unwrap_or(u64::MAX)
+}
+
 /// A tool call in flight: its marker and, once spawned, its process group. Dropping it ends the
-/// call ([`end_call`]).
+/// call ([`CallGuard::end`]).
 #[derive(Debug)]
 pub struct CallGuard {
     marker: String,
     group: Option<u32>,
+    start: u64,
     ended: bool,
 }
 
-/// Registers a new call and returns its guard.
+/// Registers a new call and returns its guard (and, the first time, makes this process the
+/// child subreaper of its descendants).
 pub fn begin_call() -> CallGuard {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    subreaper();
     let marker = format!(
         "{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
+    let start = now_ticks();
     if let Ok(mut l) = live().lock() {
-        l.insert(marker.clone(), None);
+        l.insert(marker.clone(), Live { group: None, start });
     }
     CallGuard {
         marker,
         group: None,
+        start,
         ended: false,
     }
 }
@@ -68,21 +118,28 @@ impl CallGuard {
     pub fn set_group(&mut self, pgid: Option<u32>) {
         self.group = pgid;
         if let Ok(mut l) = live().lock() {
-            l.insert(self.marker.clone(), pgid);
+            l.insert(
+                self.marker.clone(),
+                Live {
+                    group: pgid,
+                    start: self.start,
+                },
+            );
         }
         if STOPPED.load(Ordering::SeqCst) {
             self.end();
         }
     }
 
-    /// Ends the call now: kills its process group and every process carrying its marker.
+    /// Ends the call now: kills its process group, every process carrying its marker and the
+    /// orphans it left (see the module's notes).
     pub fn end(&mut self) {
         if !self.ended {
             self.ended = true;
-            end_call(&self.marker, self.group);
             if let Ok(mut l) = live().lock() {
                 l.remove(&self.marker);
             }
+            end_call_from(&self.marker, self.group, Some(self.start));
         }
     }
 }
@@ -96,17 +153,28 @@ impl Drop for CallGuard {
 /// Kills the process group `group` (when given) and every process whose environment holds
 /// `CALL_ENV=marker`.
 pub fn end_call(marker: &str, group: Option<u32>) {
+    end_call_from(marker, group, None);
+}
+
+/// [`end_call`], and with `start` (the call's beginning, in clock ticks) the orphans it left.
+fn end_call_from(marker: &str, group: Option<u32>, start: Option<u64>) {
     if let Some(g) = group {
         crate::tools::kill_process_group(g);
+        // Its children are re-parented when the leader has exited.
+        wait_dead(&[g]);
     }
     for _ in 0..ROUNDS {
-        let marked = marked_processes(marker);
-        if marked.is_empty() {
+        let mut doomed = marked_processes(marker);
+        let orphans = start.map(orphans_since).unwrap_or_default();
+        doomed.extend(orphans.iter().copied());
+        if doomed.is_empty() {
             break;
         }
-        for pid in marked {
+        for &pid in &doomed {
             signal_kill(pid);
         }
+        wait_dead(&doomed);
+        reap(&orphans);
     }
 }
 
@@ -114,12 +182,111 @@ pub fn end_call(marker: &str, group: Option<u32>) {
 /// the process exits).
 pub fn end_all_calls() {
     STOPPED.store(true, Ordering::SeqCst);
-    let calls: Vec<(String, Option<u32>)> = match live().lock() {
+    let calls: Vec<(String, Live)> = match live().lock() {
         Ok(mut l) => l.drain().collect(),
         Err(_) => return,
     };
-    for (marker, group) in calls {
-        end_call(&marker, group);
+    for (marker, call) in calls {
+        end_call_from(&marker, call.group, Some(call.start));
+    }
+}
+
+/// What `/proc/PID/stat` says of a process.
+struct Stat {
+    state: u8,
+    ppid: u32,
+    session: u32,
+    start: u64,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (which may hold spaces and parentheses): state, ppid, pgrp,
+    // session, ... and the start time as the 20th field.
+    let (_, rest) = text.rsplit_once(')')?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        state: *f.first()?.as_bytes().first()?,
+        ppid: f.get(1)?.parse().ok()?,
+        session: f.get(3)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// The pids in `/proc`.
+fn pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .collect()
+}
+
+/// The orphans a call that began at `start` left: this process's children (re-parented to it
+/// as the subreaper) in a session other than this process's, started at or after `start`, that
+/// are no call's process group leader and that no call still in flight may own (one that began
+/// at or before them). Those already dead are reaped on the way.
+fn orphans_since(start: u64) -> Vec<u32> {
+    if !subreaper() {
+        return Vec::new();
+    }
+    let me = std::process::id();
+    let Some(my_session) = rustix::process::getsid(None)
+        .ok()
+        .map(|s| s.as_raw_nonzero().get().unsigned_abs())
+    else {
+        return Vec::new();
+    };
+    let others: Vec<Live> = match live().lock() {
+        Ok(l) => l.values().copied().collect(),
+        Err(_) => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    let mut dead = Vec::new();
+    for pid in pids() {
+        let Some(st) = stat(pid) else { continue };
+        let ours = st.ppid == me
+            && st.session != my_session
+            && st.start >= start
+            && !others
+                .iter()
+                .any(|o| o.group == Some(pid) || o.start <= st.start);
+        if !ours {
+            continue;
+        }
+        if st.state == b'Z' || st.state == b'X' {
+            dead.push(pid);
+        } else {
+            out.push(pid);
+        }
+    }
+    reap(&dead);
+    out
+}
+
+/// Collects the exit status of those of `pids` that are this process's exited children (never
+/// any other child: `waitpid` is given each pid).
+fn reap(pids: &[u32]) {
+    for &pid in pids {
+        let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            continue;
+        };
+        let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
+    }
+}
+
+/// Waits (up to [`DEATH_WAIT`]) until every one of `pids` has exited (is gone or a zombie).
+fn wait_dead(pids: &[u32]) {
+    let until = Instant::now() + DEATH_WAIT;
+    for &pid in pids {
+        while stat(pid).is_some_and(|s| s.state != b'Z' && s.state != b'X') {
+            if Instant::now() >= until {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
@@ -128,18 +295,12 @@ pub fn end_all_calls() {
 fn marked_processes(marker: &str) -> Vec<u32> {
     let needle = format!("{CALL_ENV}={marker}");
     let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in pids() {
         if pid == me {
             continue;
         }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
         if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) && !is_zombie(pid) {
@@ -150,29 +311,19 @@ fn marked_processes(marker: &str) -> Vec<u32> {
 }
 
 fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
+    match stat(pid) {
+        Some(s) => s.state == b'Z' || s.state == b'X',
+        None => true,
+    }
 }
 
-/// Sends SIGKILL to the process `id`.
-#[allow(unsafe_code)]
+/// Sends SIGKILL to the process `id`; a failure (ESRCH: already gone) is ignored.
 fn signal_kill(id: u32) {
-    let Ok(id) = libc::pid_t::try_from(id) else {
-        return;
-    };
-    if id <= 1 || id == std::process::id() as libc::pid_t {
+    if id <= 1 || id == std::process::id() {
         return;
     }
-    // SAFETY: kill(2) only takes two integers and touches no memory of this process. The target
-    // is a process that carries one of this runner's call markers;
-    // a failure (ESRCH: already gone) is harmless and ignored.
-    unsafe {
-        libc::kill(id, libc::SIGKILL);
+    if let Some(pid) = i32::try_from(id).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, Signal::KILL);
     }
 }
 

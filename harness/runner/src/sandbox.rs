@@ -22,8 +22,9 @@
 //!
 //! Without bubblewrap ([`SandboxMode::Auto`] on a machine where `bwrap` is missing or cannot
 //! create namespaces, or [`SandboxMode::None`]) the command runs as a plain `sh` in its own
-//! process group with the same allowed environment; `/proc` then still shows the host's
-//! processes, which [`Sandbox::detect`] says once on standard error.
+//! process group with the same allowed environment (its descendants are still ended with the
+//! call: `crate::reap`); `/proc` then still shows the host's processes, which
+//! [`Sandbox::detect`] says once on standard error.
 
 use std::fmt;
 use std::io;
