@@ -336,3 +336,118 @@ fn a_usage_of_2_pow_64_minus_1_tokens_is_a_warning_not_a_figure() {
     assert!(cost < 1.0, "cost {cost}: {m}");
     assert!(!cells.contains("1844674407370955161"), "{cells}");
 }
+
+/// `foldbench ARGS` without the capabilities that let root read what its permissions refuse
+/// (`setpriv --bounding-set -dac_override,-dac_read_search`), so a folder of mode 000 is
+/// unreadable to it as it is to a user; plain `foldbench` when not root.
+fn foldbench_without_dac_override(args: &[&str]) -> (Option<i32>, String) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root_user = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0");
+    let mut c = if root_user {
+        let mut c = Command::new("setpriv");
+        c.args(["--bounding-set", "-dac_override,-dac_read_search"])
+            .arg(binary());
+        c
+    } else {
+        Command::new(binary())
+    };
+    let o = c
+        .current_dir(root())
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn unreadable_entries_of_a_replay_tree_are_named_and_counted_and_an_unreadable_path_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let tree = d.path().join("tree");
+    let session = root().join("harness/import/fixtures/claude-code/parallel.jsonl");
+    std::fs::create_dir_all(tree.join("ok")).unwrap();
+    std::fs::create_dir_all(tree.join("locked")).unwrap();
+    std::fs::copy(&session, tree.join("ok/s.jsonl")).unwrap();
+    std::fs::copy(&session, tree.join("locked/t.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/foldbench-target", tree.join("dangling")).unwrap();
+    std::fs::set_permissions(tree.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let t = tree.to_str().unwrap();
+    let (code, err) = foldbench_without_dac_override(&["replay", t, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: cannot read {t}/dangling: No such file or directory"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "warning: cannot read {t}/locked: Permission denied"
+        )),
+        "{err}"
+    );
+
+    let locked = tree.join("locked");
+    let (code, err) = foldbench_without_dac_override(&["replay", locked.to_str().unwrap()]);
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("the folder cannot be listed (Permission denied") && !err.contains("0 files"),
+        "{err}"
+    );
+}
+
+#[test]
+fn validate_of_a_folder_without_a_spec_exits_2_saying_no_task_was_found() {
+    let d = tempfile::tempdir().unwrap();
+    let (code, err) = foldbench(&["validate", d.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no task spec found in"), "{err}");
+}
+
+#[test]
+fn a_body_cut_short_is_retried_with_the_model_named_once() {
+    let (base, _) = answering_server(http(
+        "200 OK",
+        &["content-type: application/json"],
+        b"{\"id\": \"x\", \"choices\": [",
+    ));
+    let d = tempfile::tempdir().unwrap();
+    let (code, err, _) = run_against(&base, &["--retries", "1"], &d.path().join("t"));
+    assert_eq!(code, Some(100), "{err}");
+    assert!(
+        err.contains(
+            "model openai:outside: malformed response: the response body is truncated JSON"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("model openai:outside: model openai:outside:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn thousands_of_skipped_files_print_the_first_five_and_a_count() {
+    let d = tempfile::tempdir().unwrap();
+    let good = root().join("harness/import/fixtures/claude-code/parallel.jsonl");
+    std::fs::copy(&good, d.path().join("good.jsonl")).unwrap();
+    for i in 0..40 {
+        std::fs::write(d.path().join(format!("bad-{i:03}.jsonl")), "{nope\n").unwrap();
+    }
+    let (code, err) = foldbench(&["replay", d.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("warning: skipped").count(), 5, "{err}");
+    assert!(
+        err.contains("warning: … and 35 more files skipped (40 of 41 files in all)"),
+        "{err}"
+    );
+}

@@ -368,7 +368,16 @@ fn init(dir: &Path) -> Result<Code, Error> {
 }
 
 fn validate(paths: Vec<PathBuf>) -> Result<Code, Error> {
+    let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     match load(paths) {
+        Ok(t) if t.is_empty() => Err(Error::Usage(format!(
+            "no task spec found in {}; a task spec is a .yaml or .yml file (foldbench init writes the suite's into tasks/)",
+            if named.is_empty() {
+                "tasks/".to_string()
+            } else {
+                named.join(", ")
+            }
+        ))),
         Ok(t) => {
             crate::out::line(&format!(
                 "{} task spec{} valid",

@@ -256,6 +256,39 @@ fn shown(text: &str) -> String {
     harness_core::printable::printable(text, QUOTE_LIMIT)
 }
 
+/// How many skipped files or unreadable entries are named one by one; the rest are counted.
+const NAMED: usize = 5;
+
+/// Prints the files that could not be imported and the entries that could not be read: the
+/// first [`NAMED`] of each, then a count of the rest.
+fn print_skipped(report: &harness_import::fs::ImportReport) {
+    for (_, e) in report.errors.iter().take(NAMED) {
+        eprintln!("warning: skipped {}", shown(&e.to_string()));
+    }
+    if report.errors.len() > NAMED {
+        eprintln!(
+            "warning: … and {} more files skipped ({} of {} files in all)",
+            report.errors.len() - NAMED,
+            report.errors.len(),
+            report.files
+        );
+    }
+    for (path, why) in report.unreadable.iter().take(NAMED) {
+        eprintln!(
+            "warning: cannot read {}: {}; not replayed",
+            shown(&path.display().to_string()),
+            shown(why)
+        );
+    }
+    if report.unreadable.len() > NAMED {
+        eprintln!(
+            "warning: … and {} more entries that cannot be read ({} in all)",
+            report.unreadable.len() - NAMED,
+            report.unreadable.len()
+        );
+    }
+}
+
 /// Imports every session under `paths`.
 fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
     let format = match src.input_format.as_str() {
@@ -279,9 +312,7 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
         }
     };
     let seconds = began.elapsed().as_secs_f64();
-    for (_, e) in &report.errors {
-        eprintln!("warning: skipped {}", shown(&e.to_string()));
-    }
+    print_skipped(&report);
     if report.loops > 0 {
         eprintln!(
             "warning: skipped {} symlink{} to a folder that contains {} (a loop)",
@@ -297,19 +328,38 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
             if report.duplicates == 1 { "" } else { "s" }
         );
     }
-    let warnings: Vec<&harness_import::Warning> =
-        report.sessions.iter().flat_map(|s| &s.warnings).collect();
-    if !warnings.is_empty() {
+    // Lines skipped, and the other warnings (bytes replaced, figures not counted), apart.
+    let (skipped, other): (Vec<&harness_import::Warning>, Vec<_>) = report
+        .sessions
+        .iter()
+        .flat_map(|s| &s.warnings)
+        .partition(|w| w.message.starts_with("skipped"));
+    if let Some(first) = skipped.first() {
         eprintln!(
             "warning: {} line{} skipped while importing; the first: {}",
-            warnings.len(),
-            if warnings.len() == 1 { "" } else { "s" },
-            shown(&warnings[0].to_string())
+            skipped.len(),
+            if skipped.len() == 1 { "" } else { "s" },
+            shown(&first.to_string())
+        );
+    }
+    if let Some(first) = other.first() {
+        eprintln!(
+            "warning: {} other import warning{} (nothing skipped); the first: {}",
+            other.len(),
+            if other.len() == 1 { "" } else { "s" },
+            shown(&first.to_string())
         );
     }
     if report.sessions.is_empty() {
+        let unreadable = match report.unreadable.len() {
+            0 => String::new(),
+            n => format!(
+                " ({n} entr{} could not be read, named above)",
+                if n == 1 { "y" } else { "ies" }
+            ),
+        };
         return Err(Error::Usage(format!(
-            "no session found in {} file{} under {}; expected {}",
+            "no session found in {} file{}{unreadable} under {}; expected {}",
             report.files,
             if report.files == 1 { "" } else { "s" },
             paths

@@ -244,6 +244,9 @@ impl MatrixFile {
     }
 }
 
+/// The most seeds one range (`FIRST-LAST`) gives.
+pub const MAX_SEED_RANGE: u64 = 10_000;
+
 /// Parses `1-3` or `1,2,5` into seeds (each once).
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
     let mut out = Vec::new();
@@ -258,9 +261,16 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
                     .parse()
                     .map_err(|_| format!("bad seed range `{part}`"))?,
             );
-            if a > b || b - a > 10_000 {
+            if a > b {
                 return Err(format!(
-                    "bad seed range `{part}`; write FIRST-LAST with FIRST ≤ LAST"
+                    "bad seed range `{part}`: {a} is after {b}; write FIRST-LAST with FIRST ≤ LAST"
+                ));
+            }
+            if b - a >= MAX_SEED_RANGE {
+                return Err(format!(
+                    "seed range `{part}` gives {} seeds, more than {MAX_SEED_RANGE}, the most one range gives; write a shorter range such as {a}-{}",
+                    u128::from(b - a) + 1,
+                    a.saturating_add(MAX_SEED_RANGE - 1)
                 ));
             }
             out.extend(a..=b);

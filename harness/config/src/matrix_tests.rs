@@ -214,7 +214,16 @@ fn partitions_cover_every_cell_once() {
 fn seeds_parse() {
     assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
     assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
-    assert!(parse_seeds("3-1").is_err());
+    assert!(parse_seeds("3-1").unwrap_err().contains("3 is after 1"));
+    assert_eq!(parse_seeds("1-10000").unwrap().len(), 10_000);
+    let e = parse_seeds("1-1000000000").unwrap_err();
+    assert_eq!(
+        e,
+        "seed range `1-1000000000` gives 1000000000 seeds, more than 10000, the most one range gives; write a shorter range such as 1-10000"
+    );
+    assert!(parse_seeds("0-18446744073709551615")
+        .unwrap_err()
+        .contains("gives 18446744073709551616 seeds"));
     assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
 }
 

@@ -110,8 +110,35 @@ pub fn parse(file: &str, text: &str) -> Result<Value, Problem> {
         let msg = e.to_string();
         // serde_yaml appends " at line L column C"; the position is already in front.
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        // A duplicate key comes without a position: the locator finds the second one.
+        if let Some((line, col, first)) = duplicate_key_position(text, &msg) {
+            return problem(
+                line,
+                col,
+                format!(
+                    "invalid YAML: {}, written before at {}:{}; keep one",
+                    explain(&msg),
+                    first.0,
+                    first.1
+                ),
+            );
+        }
         problem(line, col, format!("invalid YAML: {}", explain(&msg)))
     })
+}
+
+/// For serde_yaml's `duplicate entry with key "K"`: where the key is written a second time in
+/// one mapping, and where it was written first.
+fn duplicate_key_position(text: &str, msg: &str) -> Option<(usize, usize, (usize, usize))> {
+    const SAID: &str = "duplicate entry with key \"";
+    // Nested: `turns[0]: duplicate entry with key "user"`, at the mapping's start.
+    let rest = &msg[msg.find(SAID)? + SAID.len()..];
+    let key = rest.strip_suffix('"')?;
+    Locator::new(text)
+        .duplicates
+        .into_iter()
+        .find(|(_, _, k, _)| k == key)
+        .map(|(line, col, _, first)| (line, col, first))
 }
 
 /// Rewrites the `serde_yaml` messages that name its internals.
@@ -193,6 +220,8 @@ pub struct Locator {
     /// The position of node `n` at `n - 1`.
     positions: Vec<(usize, usize)>,
     tags: Vec<(usize, usize, String)>,
+    /// Keys written twice in one mapping: where the second is, the key, where the first is.
+    duplicates: Vec<(usize, usize, String, (usize, usize))>,
 }
 
 impl Locator {
@@ -299,11 +328,21 @@ impl Locator {
     /// The node of `seg` under `parent`, recorded at `line:col` when it is new (the first
     /// position written for a path wins).
     fn add(&mut self, parent: u32, seg: Seg, line: usize, col: usize) -> u32 {
-        let positions = &mut self.positions;
-        *self.children.entry((parent, seg)).or_insert_with(|| {
-            positions.push((line, col));
-            u32::try_from(positions.len()).unwrap_or(u32::MAX)
-        })
+        use std::collections::hash_map::Entry;
+        match self.children.entry((parent, seg)) {
+            Entry::Occupied(o) => {
+                let node = *o.get();
+                let first = self.positions[(node - 1) as usize];
+                if let (Seg::Key(k), true) = (&o.key().1, first != (line, col)) {
+                    self.duplicates.push((line, col, k.clone(), first));
+                }
+                node
+            }
+            Entry::Vacant(v) => {
+                self.positions.push((line, col));
+                *v.insert(u32::try_from(self.positions.len()).unwrap_or(u32::MAX))
+            }
+        }
     }
 
     /// Records the tags of a value that starts at `col` (0-based): one at its start, and in a
@@ -802,6 +841,20 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(ps) => ps.iter().map(|p| p.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn a_duplicate_key_is_reported_where_it_is_written_again() {
+        let p = parse("d.yaml", "name: a\nturns:\n  - user: x\nname: b\n").unwrap_err();
+        assert_eq!(
+            p.to_string(),
+            "d.yaml:4:1: invalid YAML: duplicate entry with key \"name\", written before at 1:1; keep one"
+        );
+        let p = parse("d.yaml", "turns:\n  - user: x\n    unit: a\n    user: y\n").unwrap_err();
+        assert_eq!((p.line, p.col), (4, 5), "{p}");
+        let p = parse("d.yaml", "a: { b: 1, b: 2 }\n").unwrap_err();
+        assert_eq!(p.line, 1, "{p}");
+        assert!(p.message.contains("written before at 1:"), "{p}");
     }
 
     #[test]

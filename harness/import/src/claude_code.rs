@@ -198,6 +198,7 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
             if let Some(w) = file_warnings.first() {
                 return Err(ImportError::NoRecords {
                     file: file.to_string(),
+                    lines: text.split('\n').filter(|l| !l.trim().is_empty()).count(),
                     skipped: file_warnings.len(),
                     first_line: w.line,
                     first: w.message.clone(),

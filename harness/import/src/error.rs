@@ -58,11 +58,13 @@ pub enum ImportError {
         /// What is missing.
         detail: String,
     },
-    /// Every line was skipped: nothing of the file could be read.
-    #[error("{file}: no readable record; all {skipped} non-empty lines were skipped (line {first_line}: {first})")]
+    /// Nothing of the file could be read: its lines were skipped or hold no conversation.
+    #[error("{file}: no readable record; {} (line {first_line}: {first})", no_records(*lines, *skipped))]
     NoRecords {
         /// The file.
         file: String,
+        /// How many non-empty lines the file has.
+        lines: usize,
         /// How many lines were skipped.
         skipped: usize,
         /// The first skipped line (1-based).
@@ -70,4 +72,22 @@ pub enum ImportError {
         /// Why it was skipped.
         first: String,
     },
+}
+
+/// How a file with no readable record was read: `all 5 non-empty lines were skipped`, or `5 of
+/// 8 non-empty lines were skipped, the other 3 hold no conversation`.
+fn no_records(lines: usize, skipped: usize) -> String {
+    if skipped >= lines {
+        format!(
+            "all {skipped} non-empty line{} {} skipped",
+            if skipped == 1 { "" } else { "s" },
+            if skipped == 1 { "was" } else { "were" }
+        )
+    } else {
+        let rest = lines - skipped;
+        format!(
+            "{skipped} of {lines} non-empty lines were skipped, the other {rest} hold{} no conversation",
+            if rest == 1 { "s" } else { "" }
+        )
+    }
 }

@@ -10,7 +10,9 @@
 //! links Codex forks ([`crate::link_forks`]).
 //!
 //! Folders are walked following symlinks, with loop detection (a link to an ancestor is skipped
-//! and counted); each session is imported once: a second file holding the same session (same
+//! and counted); an entry that cannot be read (a folder without read permission, a dangling
+//! link) is named and counted in [`ImportReport::unreadable`], and a path given that cannot be
+//! read is an error that says why; each session is imported once: a second file holding the same session (same
 //! id, same bytes: a copy, or one file reached through two links) is skipped and counted. Only
 //! regular files are read ([`open_regular`]): a FIFO, a socket or a device is never opened for
 //! reading, so it cannot block.
@@ -113,18 +115,27 @@ pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 /// The largest transcript file [`import_paths`] reads: 1 GiB.
 pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
 
+/// What a walk found besides transcripts.
+#[derive(Debug, Default)]
+struct Walked {
+    /// Symlinks to an ancestor folder, skipped.
+    loops: usize,
+    /// Entries that could not be read, with why.
+    unreadable: Vec<(PathBuf, String)>,
+}
+
 /// Walks `path` (symlinks followed, loops detected) and pushes its transcripts; a file named
-/// directly is taken whatever its name. Returns how many symlink loops were skipped.
-fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<usize> {
+/// directly is taken whatever its name. `path` itself unreadable is an error; an entry below it
+/// that cannot be read is recorded in `walked`.
+fn walk(path: &Path, out: &mut Vec<PathBuf>, walked: &mut Walked) -> io::Result<()> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_dir() {
         if !meta.is_file() {
             return Err(not_regular(path, meta.file_type()));
         }
         out.push(path.to_path_buf());
-        return Ok(0);
+        return Ok(());
     }
-    let mut loops = 0;
     let walker = walkdir::WalkDir::new(path)
         .follow_links(true)
         .sort_by_file_name();
@@ -132,18 +143,32 @@ fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<usize> {
         let entry = match entry {
             Ok(e) => e,
             Err(e) if e.loop_ancestor().is_some() => {
-                loops += 1;
+                walked.loops += 1;
                 continue;
             }
-            // An unreadable entry or a dangling link: skipped, as before.
-            Err(_) => continue,
+            Err(e) => {
+                let at = e.path().unwrap_or(path).to_path_buf();
+                let why = e
+                    .io_error()
+                    .map_or_else(|| e.to_string(), io::Error::to_string);
+                if e.depth() == 0 {
+                    // The folder given cannot be listed: nothing under it can be replayed.
+                    let kind = e.io_error().map_or(io::ErrorKind::Other, io::Error::kind);
+                    return Err(io::Error::new(
+                        kind,
+                        format!("the folder cannot be listed ({why})"),
+                    ));
+                }
+                walked.unreadable.push((at, why));
+                continue;
+            }
         };
         let regular = entry.file_type().is_file();
         if regular && entry.file_name().to_str().is_some_and(is_transcript) {
             out.push(entry.into_path());
         }
     }
-    Ok(loops)
+    Ok(())
 }
 
 /// The `sessionId` the first record of a Claude Code file names (reads at most 64 KiB).
@@ -168,12 +193,12 @@ pub fn discover(paths: &[PathBuf]) -> io::Result<Vec<Discovered>> {
     Ok(discover_counting(paths)?.0)
 }
 
-/// [`discover`], and how many symlink loops the walk skipped.
-fn discover_counting(paths: &[PathBuf]) -> io::Result<(Vec<Discovered>, usize)> {
+/// [`discover`], and what else the walk met (loops, unreadable entries).
+fn discover_counting(paths: &[PathBuf]) -> io::Result<(Vec<Discovered>, Walked)> {
     let mut files = Vec::new();
-    let mut loops = 0;
+    let mut walked = Walked::default();
     for p in paths {
-        loops += walk(p, &mut files)?;
+        walk(p, &mut files, &mut walked)?;
     }
     files.sort();
     files.dedup();
@@ -219,7 +244,7 @@ fn discover_counting(paths: &[PathBuf]) -> io::Result<(Vec<Discovered>, usize)> 
         );
     }
     out.extend(subagents.into_iter().filter(|s| s.subagent_of.is_none()));
-    Ok((out, loops))
+    Ok((out, walked))
 }
 
 /// Everything [`import_paths`] read.
@@ -236,6 +261,9 @@ pub struct ImportReport {
     pub duplicates: usize,
     /// Symlinks to one of their own ancestor folders, skipped by the walk.
     pub loops: usize,
+    /// Entries under the paths given that could not be read (a folder without read permission,
+    /// a dangling link), with why: not replayed, and said.
+    pub unreadable: Vec<(PathBuf, String)>,
 }
 
 /// Why a file could not be imported.
@@ -258,9 +286,10 @@ pub enum FileError {
 /// session without a `parent` gets its session file's id. One bad file never stops the others;
 /// each session is imported once (by its id and its file's sha256).
 pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<ImportReport> {
-    let (found, loops) = discover_counting(paths)?;
+    let (found, walked) = discover_counting(paths)?;
     let mut report = ImportReport {
-        loops,
+        loops: walked.loops,
+        unreadable: walked.unreadable,
         ..ImportReport::default()
     };
     let mut owner_ids: Vec<(PathBuf, String)> = Vec::new();

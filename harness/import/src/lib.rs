@@ -96,13 +96,29 @@ pub fn import_bytes(
         Err(_) => {
             let text = String::from_utf8_lossy(bytes);
             let mut sessions = import(name, &text, format)?;
+            let bad: Vec<usize> = bytes
+                .split(|b| *b == b'\n')
+                .enumerate()
+                .filter(|(_, l)| std::str::from_utf8(l).is_err())
+                .map(|(i, _)| i + 1)
+                .collect();
             if let Some(first) = sessions.first_mut() {
+                let others = match bad.len() {
+                    0 | 1 => String::new(),
+                    n => format!(
+                        " (and on {} more line{})",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                };
                 first.warnings.insert(
                     0,
                     Warning {
                         file: name.to_string(),
-                        line: 0,
-                        message: "invalid utf-8 replaced by U+FFFD".into(),
+                        line: bad.first().copied().unwrap_or(0),
+                        message: format!(
+                            "not skipped: invalid utf-8 read as U+FFFD{others}; the line is kept"
+                        ),
                     },
                 );
             }

@@ -48,6 +48,7 @@ pub(crate) fn json_lines(file: &str, text: &str) -> Result<(Vec<Line>, Vec<Warni
         return match warnings.first() {
             Some(w) => Err(ImportError::NoRecords {
                 file: file.to_string(),
+                lines: warnings.len(),
                 skipped: warnings.len(),
                 first_line: w.line,
                 first: w.message.clone(),

@@ -714,7 +714,29 @@ fn every_line_bad_is_an_error_naming_the_first() {
         ),
         "{e}"
     );
-    assert!(e.to_string().starts_with("junk.jsonl: no readable record"));
+    assert!(e
+        .to_string()
+        .starts_with("junk.jsonl: no readable record; all 3 non-empty lines were skipped"));
+}
+
+#[test]
+fn a_file_of_8_lines_with_5_skipped_says_5_of_8() {
+    // Three records that hold no turn (a summary and two snapshots), five bad lines.
+    let text = concat!(
+        "{\"type\": \"summary\", \"summary\": \"s\", \"leafUuid\": \"x\"}\n",
+        "{nope\n",
+        "{\"type\": \"file-history-snapshot\", \"messageId\": \"m\", \"snapshot\": {}}\n",
+        "[1]\n",
+        "{\"a\": 1}\n",
+        "{\"type\": \"file-history-snapshot\", \"messageId\": \"n\", \"snapshot\": {}}\n",
+        "{\"b\": 2}\n",
+        "\"text\"\n",
+    );
+    let e = import("eight.jsonl", text, Some(Format::ClaudeCode)).expect_err("nothing readable");
+    assert_eq!(
+        e.to_string(),
+        "eight.jsonl: no readable record; 5 of 8 non-empty lines were skipped, the other 3 hold no conversation (line 2: skipped: malformed json (key must be a string))"
+    );
 }
 
 #[test]
@@ -724,7 +746,17 @@ fn invalid_utf8_is_read_with_a_warning() {
     let at = bytes.iter().position(|&b| b == b'v').expect("a v");
     bytes[at] = 0xff;
     let sessions = import_bytes(&name, &bytes, None).expect("imports");
-    assert!(sessions[0].warnings[0].message.contains("invalid utf-8"));
+    let line = 1 + bytes[..at].iter().filter(|b| **b == b'\n').count();
+    let w = &sessions[0].warnings[0];
+    assert_eq!(w.line, line);
+    assert_eq!(
+        w.message,
+        "not skipped: invalid utf-8 read as U+FFFD; the line is kept"
+    );
+    assert!(!sessions[0]
+        .warnings
+        .iter()
+        .any(|w| w.message.starts_with("skipped")));
 }
 
 #[test]

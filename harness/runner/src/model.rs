@@ -49,6 +49,20 @@ pub enum ModelError {
     },
 }
 
+impl ModelError {
+    /// The message without the `model NAME: ` its display starts with, for a message that
+    /// names the model already (a retry warning, a give-up).
+    pub fn detail(&self) -> String {
+        match self {
+            ModelError::Transport { message, .. } | ModelError::Other { message, .. } => {
+                message.clone()
+            }
+            ModelError::Malformed { message, .. } => format!("malformed response: {message}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// A boxed future, so the trait stays object-safe.
 pub type ModelFuture<'a> = Pin<Box<dyn Future<Output = Result<Response, ModelError>> + Send + 'a>>;
 

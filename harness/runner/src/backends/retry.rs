@@ -267,7 +267,8 @@ impl Engine {
                 Attempt::Done(body) => match self.parse(&body) {
                     Ok(v) => return Ok((v, took)),
                     // A body cut short (the connection closed early) is worth another try.
-                    Err((err, true)) if attempt < attempts => (err.to_string(), None),
+                    // The reason goes after `model NAME:` in the warning: without its own.
+                    Err((err, true)) if attempt < attempts => (err.detail(), None),
                     Err((err, _)) => return Err(err),
                 },
                 Attempt::Fatal(err) => return Err(err),

@@ -199,8 +199,22 @@ pub(super) fn list_files(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> T
     if files.is_empty() {
         return ToolOutput::ok(format!("(no files below {norm})"), target);
     }
-    let listing: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    let listing: Vec<String> = files.iter().map(|f| listed(&f.0)).collect();
     ToolOutput::ok(cap_output(&listing.join("\n"), limits.output_cap), target)
+}
+
+/// A path as a listing line shows it: as it is, or, when it holds a control character (a
+/// newline would make one name look like two), a backslash or a quote, quoted with escapes
+/// (`"a\nb.txt"`), as a JSON string of the path would be written.
+pub(super) fn listed(path: &str) -> String {
+    if path
+        .chars()
+        .any(|c| c.is_control() || c == '\\' || c == '"')
+    {
+        format!("{path:?}")
+    } else {
+        path.to_string()
+    }
 }
 
 pub(super) fn grep(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOutput {
@@ -255,7 +269,7 @@ pub(super) fn grep(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOut
                 if matches > 0 {
                     buf.push(b"\n");
                 }
-                buf.push(format!("{path}:{}:{line}", i + 1).as_bytes());
+                buf.push(format!("{}:{}:{line}", listed(&path), i + 1).as_bytes());
                 matches += 1;
             }
         }

@@ -468,6 +468,27 @@ async fn shell_runs_in_workspace_with_exit_code() {
 }
 
 #[tokio::test]
+async fn a_file_name_with_a_newline_is_listed_as_one_quoted_entry() {
+    let dir = ws();
+    fs::write(dir.path().join("src/evil\nREADME.md"), "PORT = 1\n").expect("write");
+    let out = run(dir.path(), "list_files", json!({"path": "src"})).await;
+    let lines: Vec<&str> = out.text.lines().collect();
+    assert_eq!(
+        lines,
+        ["src/a.py", "src/b.py", "\"src/evil\\nREADME.md\""],
+        "{}",
+        out.text
+    );
+    let out = run(
+        dir.path(),
+        "grep",
+        json!({"pattern": "PORT = 1", "path": "src"}),
+    )
+    .await;
+    assert_eq!(out.text, "\"src/evil\\nREADME.md\":1:PORT = 1");
+}
+
+#[tokio::test]
 async fn a_shell_limit_past_what_an_instant_holds_is_no_limit_not_a_panic() {
     let dir = ws();
     let lim = ToolLimits {
