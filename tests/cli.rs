@@ -182,11 +182,79 @@ fn sandbox_bwrap_without_bubblewrap_exits_2_and_says_what_to_do() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--sandbox bwrap"), "{err}");
-    assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(err.contains("apt install bubblewrap"), "{err}");
+    assert!(
+        !err.contains("warning: no sandbox"),
+        "a fallback warning first: {err}"
+    );
     assert!(
         !out_dir.path().join("run").exists(),
         "a run folder was made"
     );
+}
+
+/// `foldbench run` of `task` with `extra` flags, a PATH with `sh` but no `bwrap`, and the
+/// OpenAI-compatible server at a port nothing listens on: the exit code and standard error.
+fn run_without_bwrap(task: &str, extra: &[&str]) -> (Option<i32>, String, bool) {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let out = Command::new(binary())
+        .current_dir(root())
+        .env("PATH", bin.path())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", base)
+        .env("CI", "true")
+        .args(["run", "--tasks", task, "--policy", "none", "--seeds", "1"])
+        .args(["--retries", "0", "--request-timeout", "5"])
+        .args(extra)
+        .arg("--out")
+        .arg(out_dir.path().join("run"))
+        .output()
+        .unwrap();
+    let made = out_dir.path().join("run").exists();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        made,
+    )
+}
+
+#[test]
+fn a_real_model_without_bubblewrap_is_refused_unless_sandbox_none() {
+    let (code, err, made) = run_without_bwrap(
+        "tasks/trim-rerun.yaml",
+        &["--model", "openai:gpt-test", "--sandbox", "auto"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--sandbox auto"), "{err}");
+    assert!(err.contains("apt install bubblewrap"), "{err}");
+    assert!(err.contains("--sandbox none"), "{err}");
+    assert!(!err.contains("warning: no sandbox"), "{err}");
+    assert!(!made, "a run folder was made");
+    // Knowingly without one: the run starts (and its cells meet the closed port).
+    let (code, err, made) = run_without_bwrap(
+        "tasks/trim-rerun.yaml",
+        &["--model", "openai:gpt-test", "--sandbox", "none"],
+    );
+    assert_ne!(code, Some(2), "{err}");
+    assert!(!err.contains("apt install bubblewrap"), "{err}");
+    assert!(made, "no run folder: {err}");
+}
+
+#[test]
+fn the_sim_without_bubblewrap_falls_back_with_a_warning() {
+    let (code, err, made) = run_without_bwrap("tasks/trim-rerun.yaml", &["--sandbox", "auto"]);
+    assert!(
+        err.contains("warning: no sandbox for shell commands"),
+        "{err}"
+    );
+    assert!(err.contains("apt install bubblewrap"), "{err}");
+    assert_ne!(code, Some(2), "{err}");
+    assert!(made, "no run folder: {err}");
 }
 
 #[test]

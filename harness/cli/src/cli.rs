@@ -195,7 +195,7 @@ struct CommonRun {
     /// Where shell commands (setup, the agent's, checks) run: `bwrap` (bubblewrap: own PID
     /// namespace and /proc, allowed environment only, the workspace the only writable folder, no
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
-    /// else none with a warning).
+    /// else none with a warning for the sim, and an error for a real model).
     #[arg(long, default_value = "auto")]
     sandbox: harness_runner::sandbox::SandboxMode,
     /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
@@ -448,7 +448,13 @@ fn config(
         .shell_timeout
         .max(harness_runner::tools::MIN_CHECK_TIMEOUT);
     cell.cell_timeout = Duration::from_secs(common.cell_timeout);
-    cell.tool_limits.sandbox = harness_runner::sandbox::Sandbox::detect(common.sandbox)?;
+    // A real model's shell commands are its own (the sim's are the task's): without
+    // bubblewrap, `auto` refuses them instead of falling back.
+    let real_model = models
+        .iter()
+        .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
+    cell.tool_limits.sandbox =
+        harness_runner::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),

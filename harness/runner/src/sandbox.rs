@@ -79,9 +79,13 @@ pub struct Sandbox {
 }
 
 impl Default for Sandbox {
-    /// The `auto` sandbox: bubblewrap when this machine has a working one.
+    /// bubblewrap when this machine has a working one, else no sandbox — quietly: the warning
+    /// and the refusals are [`Sandbox::detect_for`]'s, which a command line calls.
     fn default() -> Self {
-        Sandbox::detect(SandboxMode::Auto).unwrap_or_else(|_| Sandbox::unconfined())
+        match probe_bwrap() {
+            Ok(path) => Sandbox::bwrap_at(path),
+            Err(_) => Sandbox::unconfined(),
+        }
     }
 }
 
@@ -95,23 +99,42 @@ impl Sandbox {
         }
     }
 
-    /// The sandbox `mode` asks for on this machine. `Auto` falls back to no sandbox (and says
-    /// so once per process on standard error) when `bwrap` is missing or cannot create its
-    /// namespaces; `Bwrap` makes that an error that says why and what to do.
+    fn bwrap_at(path: PathBuf) -> Sandbox {
+        Sandbox {
+            bwrap: Some(path),
+            network: false,
+            task_env: Vec::new(),
+        }
+    }
+
+    /// The sandbox `mode` asks for on this machine, for the sim's commands (the task's own):
+    /// [`Sandbox::detect_for`] without a real model.
     pub fn detect(mode: SandboxMode) -> Result<Sandbox, String> {
+        Sandbox::detect_for(mode, false)
+    }
+
+    /// The sandbox `mode` asks for on this machine, for a run with a real model
+    /// (`real_model`: one whose shell commands are its own, not the task's) or without.
+    /// `Auto` falls back to no sandbox (and says so once per process on standard error) when
+    /// `bwrap` is missing or cannot create its namespaces — for the sim only: with a real model
+    /// that is an error naming the package to install, unless the mode is `None`. `Bwrap` makes
+    /// a missing sandbox an error that says why and what to do, with no warning before it.
+    pub fn detect_for(mode: SandboxMode, real_model: bool) -> Result<Sandbox, String> {
         let probed = match mode {
             SandboxMode::None => return Ok(Sandbox::unconfined()),
             SandboxMode::Auto | SandboxMode::Bwrap => probe_bwrap(),
         };
         match (probed, mode) {
-            (Ok(path), _) => Ok(Sandbox {
-                bwrap: Some(path.clone()),
-                network: false,
-                task_env: Vec::new(),
-            }),
+            (Ok(path), _) => Ok(Sandbox::bwrap_at(path)),
             (Err(why), SandboxMode::Bwrap) => Err(format!(
-                "--sandbox bwrap: {why}; install bubblewrap (Debian: apt-get install bubblewrap) \
+                "--sandbox bwrap: {why}; install bubblewrap (Debian: apt install bubblewrap) \
                  or pass --sandbox auto"
+            )),
+            (Err(why), _) if real_model => Err(format!(
+                "--sandbox auto: {why}, and a real model's shell commands would run as plain \
+                 `sh`, where /proc/$PPID/environ shows the API keys; install bubblewrap \
+                 (Debian: apt install bubblewrap), or pass --sandbox none to run without one \
+                 knowingly"
             )),
             (Err(why), _) => {
                 static WARNED: OnceLock<()> = OnceLock::new();
@@ -119,7 +142,7 @@ impl Sandbox {
                     crate::progress::warn(&format!(
                         "warning: no sandbox for shell commands ({why}): they run as plain `sh` \
                          and can read other processes' environments through /proc; install \
-                         bubblewrap (Debian: apt-get install bubblewrap), or pass --sandbox \
+                         bubblewrap (Debian: apt install bubblewrap), or pass --sandbox \
                          none to run without one knowingly"
                     ));
                 });
