@@ -11,7 +11,8 @@
 //! println!("{}", harness_runner::tasks::table(&tasks).to_terminal());
 //! ```
 //!
-//! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs.
+//! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs
+//!   (which never read the workspace's own `.git`).
 //! - [`tools`]: the six workspace tools; [`sandbox`]: bubblewrap (or a plain `sh`) with an
 //!   allow-listed environment, for every shell command of a cell; [`reap`]: ending a call's
 //!   processes, `setsid` descendants included, where there is no PID namespace to end;
@@ -36,6 +37,7 @@ pub mod atomic;
 pub mod backends;
 pub mod beneath;
 pub mod cell;
+mod git;
 pub mod history;
 pub mod html;
 pub mod judge;

@@ -169,8 +169,17 @@ fn meta_of(root: &Path) -> io::Result<[u8; 32]> {
     for top in NOT_TREE {
         let mut files = Vec::new();
         let dir = root.join(top);
-        if dir.is_dir() {
-            collect_files(&dir, top, &mut files)?;
+        // Never followed: a `.git` or `.foldbench` that is a link (to a host folder, say) is
+        // its target's name, not the folder's content.
+        match fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => collect_files(&dir, top, &mut files)?,
+            Ok(m) if m.file_type().is_symlink() => {
+                h.update(top.as_bytes());
+                h.update(b"\0link\0");
+                h.update(fs::read_link(&dir)?.as_os_str().as_encoded_bytes());
+                h.update([0u8]);
+            }
+            _ => {}
         }
         files.sort_by(|a, b| a.0.cmp(&b.0));
         for (rel, abs) in files {
@@ -518,6 +527,24 @@ mod tests {
             edit(p);
             assert_ne!(Snapshot::take(p).unwrap().state(), before);
         }
+    }
+
+    #[test]
+    fn a_git_folder_linked_elsewhere_is_not_followed() {
+        let d = tree();
+        let host = tempfile::tempdir().unwrap();
+        fs::write(host.path().join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        fs::remove_dir_all(d.path().join(".git")).unwrap();
+        std::os::unix::fs::symlink(host.path(), d.path().join(".git")).unwrap();
+        let s0 = Snapshot::take(d.path()).unwrap().state();
+        // The host folder's content is not what the workspace holds: changing it changes
+        // nothing; pointing the link elsewhere does.
+        fs::write(host.path().join("HEAD"), "ref: refs/heads/other\n").unwrap();
+        fs::write(host.path().join("more"), "x").unwrap();
+        assert_eq!(Snapshot::take(d.path()).unwrap().state(), s0);
+        fs::remove_file(d.path().join(".git")).unwrap();
+        std::os::unix::fs::symlink("/elsewhere", d.path().join(".git")).unwrap();
+        assert_ne!(Snapshot::take(d.path()).unwrap().state(), s0);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use git2::Oid;
 use sha2::{Digest, Sha256};
 
+use crate::git::BaseObjects;
 use crate::workspace::WorkspaceError;
 
 /// One entry of a prepared workspace, relative to its root.
@@ -46,13 +47,19 @@ struct Template {
     items: Vec<Item>,
     /// The first commit.
     base: Oid,
+    /// The first commit's objects, for diffs that never open a workspace's `.git`.
+    objects: Arc<BaseObjects>,
 }
 
 static TEMPLATES: Mutex<Option<HashMap<PathBuf, Arc<Template>>>> = Mutex::new(None);
 
 /// Writes the prepared workspace of `fixture` into the empty folder `root` (preparing it first
-/// when this process has not, or when the fixture changed since); returns the first commit's id.
-pub(crate) fn instantiate(fixture: &Path, root: &Path) -> Result<Oid, WorkspaceError> {
+/// when this process has not, or when the fixture changed since); returns the first commit's id
+/// and its objects.
+pub(crate) fn instantiate(
+    fixture: &Path,
+    root: &Path,
+) -> Result<(Oid, Arc<BaseObjects>), WorkspaceError> {
     let template = template_of(fixture)?;
     for item in &template.items {
         match item {
@@ -71,7 +78,7 @@ pub(crate) fn instantiate(fixture: &Path, root: &Path) -> Result<Oid, WorkspaceE
             }
         }
     }
-    Ok(template.base)
+    Ok((template.base, Arc::clone(&template.objects)))
 }
 
 fn template_of(fixture: &Path) -> Result<Arc<Template>, WorkspaceError> {
@@ -102,12 +109,14 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
     crate::workspace::copy_tree(fixture, root)?;
     let base = crate::workspace::init_repo(root)?;
     let objects = root.join(".git/objects");
-    {
+    let base_objects = {
+        crate::git::hermetic();
         let repo = git2::Repository::open(root)?;
         let mut pack = repo.packbuilder()?;
         pack.insert_commit(base)?;
         pack.write(&objects.join("pack"), 0o444)?;
-    }
+        BaseObjects::read(&repo, base)?
+    };
     let mut items = Vec::new();
     read_in(root, "", &mut items).map_err(io_err(format!("cannot read {}", root.display())))?;
     // The loose objects are in the pack now.
@@ -124,6 +133,7 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
         signature,
         items,
         base,
+        objects: Arc::new(base_objects),
     })
 }
 
@@ -217,7 +227,7 @@ mod tests {
         let (want, want_oid) = direct(fx.path());
         for _ in 0..2 {
             let got = tempfile::tempdir().unwrap();
-            let oid = instantiate(fx.path(), got.path()).unwrap();
+            let (oid, _) = instantiate(fx.path(), got.path()).unwrap();
             assert_eq!(oid, want_oid);
             let (a, b) = (
                 crate::snapshot::Snapshot::take(got.path()).unwrap(),
@@ -247,10 +257,10 @@ mod tests {
     fn an_edited_fixture_is_prepared_again() {
         let fx = fixture();
         let first = tempfile::tempdir().unwrap();
-        let a = instantiate(fx.path(), first.path()).unwrap();
+        let (a, _) = instantiate(fx.path(), first.path()).unwrap();
         fs::write(fx.path().join("src/pkg/a.py"), "A = 22\n").unwrap();
         let second = tempfile::tempdir().unwrap();
-        let b = instantiate(fx.path(), second.path()).unwrap();
+        let (b, _) = instantiate(fx.path(), second.path()).unwrap();
         assert_ne!(a, b);
         assert_eq!(
             fs::read_to_string(second.path().join("src/pkg/a.py")).unwrap(),

@@ -236,6 +236,8 @@ impl Drop for ArchiveAside {
 pub struct Workspace {
     root: PathBuf,
     base: Oid,
+    /// The first commit's objects: the diff reads them, never the workspace's `.git`.
+    objects: std::sync::Arc<crate::git::BaseObjects>,
     /// Owns the temp dir (removed on drop); `None` when the workspace is kept.
     _tmp: Option<TempDir>,
 }
@@ -292,7 +294,7 @@ impl Workspace {
             .canonicalize()
             .map_err(io_err("cannot resolve the temp dir"))?;
         // The fixture copied and committed, written from the task's prepared workspace.
-        let base = crate::template::instantiate(fixture, &root)?;
+        let (base, objects) = crate::template::instantiate(fixture, &root)?;
         let tmp = if keep {
             let _ = tmp.keep();
             None
@@ -302,6 +304,7 @@ impl Workspace {
         Ok(Workspace {
             root,
             base,
+            objects,
             _tmp: tmp,
         })
     }
@@ -409,16 +412,22 @@ impl Workspace {
     /// with their content, the archive folder excluded. Empty when nothing changed. Bounded: a
     /// file larger than [`DIFF_FILE_CAP`] is named with its size, not its content, and the text
     /// stops at [`DIFF_CAP`] bytes with a note of what was left out.
+    ///
+    /// The workspace's `.git` is not read (its configuration, index, objects and links are the
+    /// agent's to change): the first commit comes from foldbench's own copy of its objects and
+    /// the work tree is read as files ([`crate::git::detached`]). Nested repositories are
+    /// listed, never opened.
     pub fn diff(&self) -> Result<String, WorkspaceError> {
-        let repo = Repository::open(&self.root)?;
+        let repo = crate::git::detached(&self.root, &self.objects)?;
         let tree = repo.find_commit(self.base)?.tree()?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
             .show_untracked_content(true)
+            .ignore_submodules(true)
             // Larger files count as binary: git never loads them to compute a patch.
             .max_size(i64::try_from(DIFF_FILE_CAP).unwrap_or(i64::MAX));
-        let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+        let diff = repo.diff_tree_to_workdir(Some(&tree), Some(&mut opts))?;
         let mut out = Vec::new();
         let mut cut = Cut::default();
         diff.print(DiffFormat::Patch, |delta, _hunk, line| {
@@ -550,6 +559,7 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
 
 /// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
 pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
+    crate::git::hermetic();
     let mut init = git2::RepositoryInitOptions::new();
     init.initial_head("main");
     let repo = Repository::init_opts(root, &init)?;

@@ -1,0 +1,90 @@
+//! foldbench never acts on what the agent planted: what it reads of a workspace after the agent's
+//! commands (the diff, the fingerprint, the tool cache's snapshots) follows no setting, link or
+//! size the agent chose, and a task's fixture resolves inside its tasks folder.
+
+use std::path::Path;
+
+use harness_core::judge::Judge;
+use harness_runner::cell::CellOptions;
+use harness_runner::tasks::LoadedTask;
+
+use crate::helpers::run_one;
+
+/// A task `name` from `spec` (YAML) with a fixture folder `fx` holding `a.txt` (`A = 1`), in
+/// `dir`.
+fn task_in(dir: &Path, name: &str, spec: &str) -> LoadedTask {
+    std::fs::create_dir_all(dir.join("fx")).unwrap();
+    std::fs::write(dir.join("fx/a.txt"), "A = 1\n").unwrap();
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(&file, spec).unwrap();
+    harness_runner::tasks::load_task(&file).unwrap_or_else(|p| panic!("{p:?}"))
+}
+
+/// A one-turn task whose agent runs `command` (YAML-quoted here) and then says it is done.
+fn one_shell(name: &str, command: &str) -> String {
+    format!(
+        "name: {name}\ndescription: the agent plants something\nrepo: fx\nturns:\n  - user: \"go\"\n    unit: a\n    script:\n      - shell: {{ command: {command:?} }}\n      - say: \"done\"\nchecks:\n  - file_contains: {{ path: a.txt, text: \"B\" }}\n"
+    )
+}
+
+#[test]
+fn the_diff_ignores_the_repositorys_own_config() {
+    let d = tempfile::tempdir().unwrap();
+    // A host folder the agent names from inside: its files must not reach diff.patch, and no
+    // program the repository's config names may run.
+    let host = tempfile::tempdir().unwrap();
+    let h = host.path().display().to_string();
+    std::fs::write(host.path().join("secret.txt"), "HOST SECRET\n").unwrap();
+    std::fs::write(
+        host.path().join("included.cfg"),
+        format!("[core]\n\tworktree = {h}\n"),
+    )
+    .unwrap();
+    let cases = [
+        ("worktree", format!("git config core.worktree {h}")),
+        ("include", format!("git config include.path {h}/included.cfg")),
+        (
+            "filter",
+            format!(
+                "git config filter.x.clean 'touch {h}/ran-clean; cat' && git config filter.x.smudge cat && git config diff.x.textconv 'touch {h}/ran-textconv; cat' && printf '* filter=x diff=x\\n' > .gitattributes"
+            ),
+        ),
+        (
+            "gitfile",
+            format!("rm -rf .git && printf 'gitdir: {h}\\n' > .git"),
+        ),
+        ("link", format!("rm -rf .git && ln -s {h} .git")),
+        (
+            "nested",
+            format!("mkdir sub && git -C sub init -q && git -C sub config core.worktree {h}"),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (name, plant) in cases {
+        let spec = one_shell(name, &format!("{plant} && echo B >> a.txt"));
+        let t = task_in(&d.path().join(name), name, &spec);
+        let (out, _) = run_one(&t, "none", Judge::Oracle, CellOptions::default());
+        assert!(
+            out.record.checks.iter().all(|c| c.passed),
+            "{name}: {:?}",
+            out.record
+        );
+        if !(out.diff.contains("+B") && out.diff.contains("a/a.txt")) {
+            wrong.push(format!(
+                "{name}: the workspace's change is not in the diff:\n{}",
+                out.diff
+            ));
+        }
+        if out.diff.contains("HOST SECRET") || out.diff.contains("secret.txt") {
+            wrong.push(format!("{name}: host files in the diff:\n{}", out.diff));
+        }
+        for ran in ["ran-clean", "ran-textconv"] {
+            if host.path().join(ran).exists() {
+                wrong.push(format!(
+                    "{name}: the repository's config ran a program ({ran})"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
