@@ -18,13 +18,26 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+/// A table cell as a terminal shows it: its lines kept, every other control character shown as
+/// an escape (a cell may quote a server or a tool: a cell error), each line cut at 2,000
+/// characters.
+fn terminal_cell(cell: &str) -> String {
+    if !cell.chars().any(|c| c.is_control() && c != '\n') && cell.len() <= 2_000 {
+        return cell.to_string();
+    }
+    cell.split('\n')
+        .map(|line| harness_core::printable::printable(line, 2_000))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 impl Table {
     /// For a terminal (tabled, rounded style).
     pub fn to_terminal(&self) -> String {
         let mut b = tabled::builder::Builder::default();
         b.push_record(self.headers.clone());
         for r in &self.rows {
-            b.push_record(r.clone());
+            b.push_record(r.iter().map(|cell| terminal_cell(cell)));
         }
         let mut t = b.build();
         t.with(tabled::settings::Style::rounded());
@@ -523,6 +536,24 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminal_table_shows_control_characters_escaped_and_keeps_lines() {
+        let t = Table {
+            headers: vec!["id".into(), "error".into()],
+            rows: vec![vec![
+                "t/none/sim/1".into(),
+                "setup failed\n\x1b]0;owned\x07\x1b[2J[1/1] ok".into(),
+            ]],
+        };
+        let text = t.to_terminal();
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(
+            text.contains("\\x1b]0;owned\\x07\\x1b[2J[1/1] ok"),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.contains("setup failed")));
+    }
 
     fn record(arm: &str, seed: u64, lost: usize, total: u64, compaction: u64) -> CellRecord {
         let mut metrics = CellMetrics {
