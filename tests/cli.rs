@@ -406,6 +406,87 @@ fn what_a_user_trips_on_gets_a_clear_answer() {
 }
 
 #[test]
+fn ab_run_and_fold_take_what_a_user_types() {
+    let run = |args: &[&str]| {
+        let o = Command::new(binary())
+            .current_dir(root())
+            .args(args)
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ab");
+    let out_s = out.to_str().unwrap();
+    // A task's name, as `list --task` takes it; `-o` for the run folder, as `merge -o`; the
+    // last line says where the records are.
+    let (code, _, err) = run(&[
+        "ab",
+        "--task",
+        "trim-rerun",
+        "--arms",
+        "none",
+        "--runs",
+        "1",
+        "-o",
+        out_s,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!("records in {out_s}/cells.jsonl")),
+        "{err}"
+    );
+    let (code, _, err) = run(&["ab", "--task", "trim-rrun", "--arms", "none"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no task named `trim-rrun` in tasks (did you mean `trim-rerun`?)")
+            && !err.contains(":1:1:"),
+        "{err}"
+    );
+    // The suggestion is for the bad arm alone.
+    let (code, _, err) = run(&["ab", "--task", "trim-rerun", "--arms", "none,trmi"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("unknown policy `trmi` (did you mean `trim`?)") && !err.contains("none,trmi"),
+        "{err}"
+    );
+    // `-o` names the run folder, not a report.
+    let (code, _, err) = run(&["run", "--seeds", "1", "-o", "report.html"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("names the run folder, not a report file")
+            && err.contains("foldbench report results/x -o report.html"),
+        "{err}"
+    );
+    // `ab --help` lists no --policy (it only says to use --arms).
+    let (_, help, _) = run(&["ab", "--help"]);
+    assert!(
+        help.contains("--arms") && !help.contains("--policy"),
+        "{help}"
+    );
+    // fold: a range past the transcript's turns, or reversed, is refused with the real range.
+    let transcript = out.join("cells/trim-rerun_none_sim_1/transcript.jsonl");
+    let t = transcript.to_str().unwrap();
+    let (code, _, err) = run(&["fold", t, "--from", "1", "--to", "99"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("has turns 1–2, not 1–99; give --from and --to within 1–2"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["fold", t, "--from", "2", "--to", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--from 2 --to 1 is reversed"), "{err}");
+    let (code, folded, err) = run(&["fold", t, "--from", "1", "--to", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(folded.starts_with("[fold] turns 1–2 folded"), "{folded}");
+}
+
+#[test]
 fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
     let out = Command::new(binary())
         .current_dir(root())

@@ -441,12 +441,16 @@ impl Registry {
     }
 
     /// Splits a comma-separated list of arms (`none,trim:keep=1,mode=placeholder`): a comma
-    /// starts a new arm when the next piece begins with a policy name, and commas in brackets
-    /// never do.
+    /// starts a new arm when the next piece begins with a policy name or is no `key=value`
+    /// parameter (so a misspelt arm, `none,trmi` or `none,fodl:timing=eager`, stands alone and
+    /// its error names it), and commas in brackets never do.
     pub fn split_arms(&self, s: &str) -> Vec<String> {
         let mut arms: Vec<String> = Vec::new();
         for piece in split_top(s, ',') {
-            let starts = self.get(Registry::head(piece)).is_some();
+            let param = piece.trim().split_once('=').is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            let starts = self.get(Registry::head(piece)).is_some() || !param;
             match arms.last_mut() {
                 Some(last) if !starts => {
                     last.push(',');

@@ -112,6 +112,13 @@ fn arm_lists_split_at_policy_names_outside_brackets() {
             "swe-agent:n=2|trim"
         ]
     );
+    // A piece that is neither a policy nor a parameter is an arm of its own: its error names
+    // it, not the arm before it.
+    assert_eq!(reg().split_arms("none,trmi"), ["none", "trmi"]);
+    assert_eq!(
+        reg().split_arms("trim:keep=1,mode=drop,fodl:timing=eager"),
+        ["trim:keep=1,mode=drop", "fodl:timing=eager"]
+    );
 }
 
 #[test]

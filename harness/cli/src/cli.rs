@@ -137,8 +137,10 @@ struct CommonRun {
     /// `anthropic:NAME`, `replay:DIR`. Repeatable.
     #[arg(long = "model")]
     models: Vec<String>,
-    /// Run directory (default results/<run-id>); the same directory resumes a run.
-    #[arg(long)]
+    /// Run directory (default results/<run-id>); the same directory resumes a run. `-o` as
+    /// `merge -o` takes it; a report is written from the folder afterwards (`foldbench report
+    /// DIR -o report.html`).
+    #[arg(short = 'o', long)]
     out: Option<PathBuf>,
     /// Cells at once, 1 to 1024 (default: the number of cores).
     #[arg(long, value_parser = crate::limits::jobs)]
@@ -218,7 +220,7 @@ struct CommonRun {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// Task spec files or folders (default: the matrix file's, or tasks/).
+    /// Task spec files or folders, or tasks' names (default: the matrix file's, or tasks/).
     #[arg(long = "tasks")]
     tasks: Vec<PathBuf>,
     /// Seeds: `1-3` or `1,2,5` (default: the matrix file's, or 1-3).
@@ -232,7 +234,7 @@ struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 struct AbArgs {
-    /// The task spec.
+    /// The task: a spec file, or a task's name (`trim-rerun`: its spec in tasks/).
     #[arg(long)]
     task: PathBuf,
     /// Arms, comma-separated policies: `none,trim` or `fold:timing=eager,fold:timing=pressure`
@@ -302,6 +304,8 @@ pub fn with_policy_help(cmd: clap::Command) -> clap::Command {
                     "Arms, comma-separated (a comma followed by a policy name starts the next arm); each",
                 ))
             })
+            // `ab` takes its policies from --arms; --policy stays parsed only to say so.
+            .mut_arg("policies", |a| a.hide(true))
         })
 }
 
@@ -346,10 +350,62 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, Error> {
             }
         }
     } else {
-        paths
+        task_paths(paths)?
     };
     tasks::load_tasks(&paths)
         .map_err(|problems| crate::error::problems(&problems, "the task specs"))
+}
+
+/// Task arguments as given, with a bare task name (`trim-rerun`, as `list --task` takes it)
+/// resolved to its spec file in the task folder (`tasks/`, else the built-in suite). A name that
+/// is no task, or a path that names no spec, is refused with what to give (and no made-up
+/// file position).
+pub(crate) fn task_paths(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        match bare_name(&p) {
+            Some(name) if !p.exists() => out.push(named_task(name)?),
+            _ => out.push(p),
+        }
+    }
+    tasks::spec_files(&out).map_err(Error::Usage)?;
+    Ok(out)
+}
+
+/// `p` as a task name: one path component, no glob, not a `.yaml`/`.yml` file name.
+fn bare_name(p: &Path) -> Option<&str> {
+    let s = p.to_str()?;
+    let spec_like = matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
+    (!s.is_empty() && !spec_like && !s.contains(['/', '*', '?', '[']) && s != "." && s != "..")
+        .then_some(s)
+}
+
+/// The spec file of the task named `name` in the task folder (a spec's file is named after its
+/// task).
+fn named_task(name: &str) -> Result<PathBuf, Error> {
+    let dir = tasks::default_dir(Path::new("")).map_err(Error::Internal)?;
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .map_err(|e| {
+            Error::Usage(format!(
+                "cannot read the task folder {}: {e}",
+                dir.display()
+            ))
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|f| matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")))
+        .filter_map(|f| Some((f.file_stem()?.to_str()?.to_string(), f.clone())))
+        .collect();
+    names.sort();
+    if let Some((_, file)) = names.iter().find(|(n, _)| n == name) {
+        return Ok(file.clone());
+    }
+    Err(Error::Usage(format!(
+        "no task named `{name}` in {}{}; give a task name that `foldbench list` shows or a spec \
+         file (tasks/NAME.yaml)",
+        dir.display(),
+        harness_core::suggest::did_you_mean(name, names.iter().map(|(n, _)| n.as_str()))
+    )))
 }
 
 fn init(dir: &Path) -> Result<Code, Error> {
@@ -432,6 +488,9 @@ fn config(
     for m in &models {
         run::parse_sim(m)?;
     }
+    if let Some(out) = &common.out {
+        check_run_folder(out)?;
+    }
     let jobs = common.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -495,6 +554,25 @@ fn config(
 /// failed check: the failing cells are the finding), 100 when a cell ended in an
 /// infrastructure error (`status: error`) or, with `--fail-on-failure`, failed a check; 4 with
 /// no cell. The note that says which goes to stderr.
+/// Refuses a run folder named like a report file (`-o report.html`): `-o` of `run` and `ab` is
+/// the run folder, as `merge -o`; `report` writes files.
+fn check_run_folder(out: &Path) -> Result<(), String> {
+    const REPORTS: [&str; 9] = [
+        "md", "html", "htm", "json", "jsonl", "csv", "xml", "svg", "txt",
+    ];
+    match out.extension().and_then(|e| e.to_str()) {
+        Some(ext) if REPORTS.contains(&ext) && !out.is_dir() => {
+            Err(format!(
+            "-o/--out {} names the run folder, not a report file; give a folder (-o results/x) \
+             and write the report from it afterwards: foldbench report results/x -o {}",
+            out.display(),
+            out.file_name().and_then(|n| n.to_str()).unwrap_or("report.html")
+        ))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn exit_for(records: &[CellRecord], fail_on_failure: bool) -> Result<Code, Error> {
     if records.is_empty() {
         return Ok(Code::NoCells);
@@ -555,7 +633,11 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         models = vec![format!("replay:{}", r.display())];
     }
     let overrides = crate::matrix::Overrides {
-        tasks: a.tasks.clone(),
+        tasks: if a.tasks.is_empty() {
+            Vec::new()
+        } else {
+            task_paths(a.tasks.clone())?
+        },
         seeds: a.seeds.clone(),
         policies: a.common.policies.clone(),
         models,
@@ -592,16 +674,23 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 crate::out::line(&line)?;
             }
             print_failures(&records);
-            eprintln!(
-                "{} cells in {:.1}s · records in {}",
-                records.len(),
-                started.elapsed().as_secs_f64(),
-                out.join(harness_runner::results::CELLS_FILE).display()
-            );
+            eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),
     }
+}
+
+/// `N cells in S s · records in DIR/cells.jsonl (foldbench report DIR …)`, the last line of
+/// `run` and `ab` on stderr.
+fn records_line(records: &[CellRecord], started: std::time::Instant, out: &Path) -> String {
+    format!(
+        "{} cells in {:.1}s · records in {} (a report: foldbench report {} -o report.html)",
+        records.len(),
+        started.elapsed().as_secs_f64(),
+        out.join(harness_runner::results::CELLS_FILE).display(),
+        out.display()
+    )
 }
 
 /// A run's error as the binary's.
@@ -701,6 +790,8 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             return Err(Error::Usage(e.to_string()));
         }
     };
+    let out = cfg.out.clone();
+    let started = std::time::Instant::now();
     match interruptible(run::run(cfg)).await {
         Ok(records) => {
             crate::out::line(&render::ab_table(&records, &labels).to_terminal())?;
@@ -708,10 +799,42 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
                 crate::out::line(&line)?;
             }
             print_failures(&records);
+            eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),
     }
+}
+
+/// Refuses a reversed range, and one that reaches past the transcript's turns (it would be
+/// folded as if those turns were there), with the range there is.
+fn check_fold_range(
+    path: &Path,
+    messages: &[Arc<Message>],
+    from: u32,
+    to: u32,
+) -> Result<(), Error> {
+    if from > to {
+        return Err(Error::Usage(format!(
+            "--from {from} --to {to} is reversed: --from is the first turn; give --from {to} \
+             --to {from}"
+        )));
+    }
+    let turns = messages.iter().map(|m| m.turn).filter(|t| *t > 0);
+    let (Some(first), Some(last)) = (turns.clone().min(), turns.max()) else {
+        return Err(Error::Usage(format!(
+            "{} has no turns to fold (no user or model message)",
+            path.display()
+        )));
+    };
+    if from < first || to > last {
+        return Err(Error::Usage(format!(
+            "{} has turns {first}–{last}, not {from}–{to}; give --from and --to within \
+             {first}–{last}",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
@@ -739,16 +862,11 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
             }
         }
     }
+    check_fold_range(&path, &messages, from, to)?;
     let range: Vec<Arc<Message>> = messages
         .into_iter()
         .filter(|m| m.turn >= from && m.turn <= to)
         .collect();
-    if from > to || range.is_empty() {
-        return Err(Error::Usage(format!(
-            "{} has no messages in turns {from}–{to}",
-            path.display()
-        )));
-    }
     let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
     let archive = format!(
         "{}/{}",

@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 use harness_core::metrics::Price;
-use harness_import::fs::import_paths;
 use harness_import::{Format, ImportedSession};
 use harness_replay::engine::DEFAULT_WINDOW;
 use harness_replay::report::{self, PolicySummary};
@@ -229,7 +228,7 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
     } else {
         src.paths.clone()
     };
-    let mut loaded = import_all(src, &paths)?;
+    let mut loaded = import_all(src, &paths, &filter.prefilter())?;
     if filter.is_active() {
         let before = loaded.sessions.len();
         loaded.sessions.retain(|s| filter.keeps(s));
@@ -289,8 +288,12 @@ fn print_skipped(report: &harness_import::fs::ImportReport) {
     }
 }
 
-/// Imports every session under `paths`.
-fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
+/// Imports every session under `paths` that `pre` does not rule out unread.
+fn import_all(
+    src: &SourceArgs,
+    paths: &[PathBuf],
+    pre: &harness_import::fs::Prefilter,
+) -> Result<Loaded, Error> {
     let format = match src.input_format.as_str() {
         "auto" => None,
         f => match f.parse::<Format>() {
@@ -301,7 +304,7 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
         },
     };
     let began = Instant::now();
-    let report = match import_paths(paths, format) {
+    let report = match harness_import::fs::import_paths_filtered(paths, format, pre) {
         Ok(r) => r,
         Err(e) => {
             let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -313,6 +316,14 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
     };
     let seconds = began.elapsed().as_secs_f64();
     print_skipped(&report);
+    if report.left_out > 0 {
+        eprintln!(
+            "{} of {} left unread by the filters (no session in {} can match)",
+            report.left_out,
+            count(report.files, "file"),
+            if report.left_out == 1 { "it" } else { "them" }
+        );
+    }
     if report.loops > 0 {
         eprintln!(
             "warning: skipped {} symlink{} to a folder that contains {} (a loop)",
@@ -328,27 +339,8 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
             if report.duplicates == 1 { "" } else { "s" }
         );
     }
-    // Lines skipped, and the other warnings (bytes replaced, figures not counted), apart.
-    let (skipped, other): (Vec<&harness_import::Warning>, Vec<_>) = report
-        .sessions
-        .iter()
-        .flat_map(|s| &s.warnings)
-        .partition(|w| w.message.starts_with("skipped"));
-    if let Some(first) = skipped.first() {
-        eprintln!(
-            "warning: {} line{} skipped while importing; the first: {}",
-            skipped.len(),
-            if skipped.len() == 1 { "" } else { "s" },
-            shown(&first.to_string())
-        );
-    }
-    if let Some(first) = other.first() {
-        eprintln!(
-            "warning: {} other import warning{} (nothing skipped); the first: {}",
-            other.len(),
-            if other.len() == 1 { "" } else { "s" },
-            shown(&first.to_string())
-        );
+    for line in warning_lines(&report.sessions) {
+        eprintln!("{line}");
     }
     if report.sessions.is_empty() {
         let unreadable = match report.unreadable.len() {
@@ -375,6 +367,64 @@ fn import_all(src: &SourceArgs, paths: &[PathBuf]) -> Result<Loaded, Error> {
         files: report.files,
         seconds,
     })
+}
+
+/// The most files [`warning_lines`] names one by one.
+const WARNED_FILES: usize = 20;
+
+/// The import warnings, a line per file: how many of its lines were skipped, the first of them,
+/// and what the importer says about the file as a whole (records joined across damage); after
+/// [`WARNED_FILES`] files, one line for the rest.
+fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
+    let mut files: Vec<(&str, Vec<&harness_import::Warning>)> = Vec::new();
+    for w in sessions.iter().flat_map(|s| &s.warnings) {
+        match files.iter_mut().find(|(f, _)| *f == w.file) {
+            Some((_, ws)) => ws.push(w),
+            None => files.push((&w.file, vec![w])),
+        }
+    }
+    let skipped = |w: &&&harness_import::Warning| w.line > 0 && w.message.starts_with("skipped");
+    let mut out = Vec::new();
+    for (file, ws) in files.iter().take(WARNED_FILES) {
+        let file = shown(file);
+        let lines: Vec<&&harness_import::Warning> = ws.iter().filter(skipped).collect();
+        if let Some(first) = lines.first() {
+            out.push(format!(
+                "warning: {file}: {} skipped while importing (first: line {}: {})",
+                count(lines.len(), "line"),
+                first.line,
+                shown(&first.message)
+            ));
+        }
+        // Lines kept with a warning (bytes replaced, figures not counted), apart.
+        let other: Vec<&&harness_import::Warning> =
+            ws.iter().filter(|w| w.line > 0 && !skipped(w)).collect();
+        if let Some(first) = other.first() {
+            out.push(format!(
+                "warning: {file}: {} (nothing skipped; first: line {}: {})",
+                count(other.len(), "other import warning"),
+                first.line,
+                shown(&first.message)
+            ));
+        }
+        for w in ws.iter().filter(|w| w.line == 0) {
+            out.push(format!("warning: {}", shown(&w.to_string())));
+        }
+    }
+    if files.len() > WARNED_FILES {
+        let rest = &files[WARNED_FILES..];
+        let lines: usize = rest
+            .iter()
+            .map(|(_, ws)| ws.iter().filter(skipped).count())
+            .sum();
+        out.push(format!(
+            "warning: {} more file{} with warnings ({} skipped in all)",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" },
+            count(lines, "line")
+        ));
+    }
+    out
 }
 
 /// The labels files under a path (a file, or *.yaml / *.yml in a folder, recursively; symlinks

@@ -137,3 +137,46 @@ fn judges_that_need_labels_ask_for_them() {
     assert_eq!(replay_with(&[d, "--policy", "nope"]), EXIT_USAGE);
     assert_eq!(replay_with(&[d, "--price", "x=cheap"]), EXIT_USAGE);
 }
+
+#[test]
+fn import_warnings_are_counted_per_file() {
+    // Lines 3 and 9 cut short in each file: a line per file with its count and first line,
+    // and the records joined across the damage; past 20 files, one line for the rest.
+    let damaged: String = SESSION
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 2 || i == 8 {
+                &l[..l.len() / 2]
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let sessions: Vec<ImportedSession> = (0..22)
+        .map(|i| {
+            harness_import::import_bytes(&format!("f{i:02}.jsonl"), damaged.as_bytes(), None)
+                .expect("imports")
+                .remove(0)
+        })
+        .collect();
+    let lines = warning_lines(&sessions);
+    assert_eq!(lines.len(), 2 * 20 + 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "warning: f00.jsonl: 2 lines skipped while importing (first: line 3: skipped: \
+             malformed json"
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].starts_with("warning: f00.jsonl: 2 records whose parent was on a skipped line"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[40],
+        "warning: 2 more files with warnings (4 lines skipped in all)"
+    );
+    assert!(warning_lines(&sessions[..0]).is_empty());
+}

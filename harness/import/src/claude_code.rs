@@ -118,7 +118,8 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         .filter(|l| s(&l.v, "type").is_none())
         .map(|l| l.no)
         .collect();
-    let tree = Tree::new(&lines);
+    let damaged: Vec<usize> = warnings.iter().map(|w| w.line).collect();
+    let tree = Tree::new(&lines, &damaged);
     // The session's id: the file's own name when a record names it (a resumed session's file
     // may carry records of the session it resumed), else the first `sessionId`.
     let stem = file_stem(file);
@@ -183,6 +184,19 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         sessions.push(b.finish());
     }
     let mut file_warnings = warnings;
+    if tree.bridged > 0 {
+        file_warnings.push(crate::Warning {
+            file: file.to_string(),
+            line: 0,
+            message: format!(
+                "{} record{} whose parent was on a skipped line joined to the record before {} \
+                 (the conversation goes on past the damage; the skipped records are lost)",
+                tree.bridged,
+                if tree.bridged == 1 { "" } else { "s" },
+                if tree.bridged == 1 { "it" } else { "them" }
+            ),
+        });
+    }
     file_warnings.extend(skipped.into_iter().map(|line| crate::Warning {
         file: file.to_string(),
         line,
@@ -228,10 +242,18 @@ struct Tree {
     kind: Vec<String>,
     /// Per line: the response key of an assistant record (`message.id` + `requestId`).
     key: Vec<Option<String>>,
+    /// Records whose parent is missing with a damaged line before them, joined to the record
+    /// before them.
+    bridged: usize,
 }
 
 impl Tree {
-    fn new(lines: &[Line]) -> Tree {
+    /// The tree of a file's records. `damaged` holds the 1-based numbers of the lines that
+    /// could not be read, ascending: a record whose named parent is missing and that follows a
+    /// damaged line (after the node before it) most likely had its parent on that line, so it
+    /// is joined to the node before it (of the same chain, main or sidechain). Without that, a
+    /// damaged line cuts the conversation and everything before it is lost.
+    fn new(lines: &[Line], damaged: &[usize]) -> Tree {
         let mut index = HashMap::new();
         let mut uuid = Vec::with_capacity(lines.len());
         for (i, l) in lines.iter().enumerate() {
@@ -247,15 +269,30 @@ impl Tree {
                 *u = None;
             }
         }
-        let parent = lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let p = s(&l.v, "parentUuid").or_else(|| s(&l.v, "logicalParentUuid"));
-                p.and_then(|p| index.get(p).copied()).filter(|&p| p != i)
-            })
-            .collect();
-        let sidechain = lines.iter().map(|l| flag(&l.v, "isSidechain")).collect();
+        let sidechain: Vec<bool> = lines.iter().map(|l| flag(&l.v, "isSidechain")).collect();
+        // The last node seen, per chain (main, sidechain).
+        let mut last: [Option<usize>; 2] = [None, None];
+        let mut bridged = 0;
+        let mut parent = Vec::with_capacity(lines.len());
+        for (i, l) in lines.iter().enumerate() {
+            let named = s(&l.v, "parentUuid").or_else(|| s(&l.v, "logicalParentUuid"));
+            let mut p = named
+                .and_then(|p| index.get(p).copied())
+                .filter(|&p| p != i);
+            let chain = usize::from(sidechain[i]);
+            if let (Some(_), None, Some(before)) = (named, p, last[chain]) {
+                let (from, to) = (lines[before].no, l.no);
+                let i_damaged = damaged.partition_point(|&d| d <= from);
+                if damaged.get(i_damaged).is_some_and(|&d| d < to) {
+                    p = Some(before);
+                    bridged += 1;
+                }
+            }
+            parent.push(p);
+            if uuid[i].is_some() {
+                last[chain] = Some(i);
+            }
+        }
         let kind = lines
             .iter()
             .map(|l| s(&l.v, "type").unwrap_or("").to_string())
@@ -281,6 +318,7 @@ impl Tree {
             sidechain,
             kind,
             key,
+            bridged,
         }
     }
 

@@ -264,6 +264,8 @@ pub struct ImportReport {
     /// Entries under the paths given that could not be read (a folder without read permission,
     /// a dangling link), with why: not replayed, and said.
     pub unreadable: Vec<(PathBuf, String)>,
+    /// Files read but not imported: the [`Prefilter`] ruled out every session they could hold.
+    pub left_out: usize,
 }
 
 /// Why a file could not be imported.
@@ -282,10 +284,97 @@ pub enum FileError {
     Import(#[from] ImportError),
 }
 
+/// What a session filter can tell from a file before it is imported (parsed and tokenized):
+/// a file none of whose sessions can pass is left unread by [`import_paths_filtered`]. Every
+/// test is a necessary condition of the full filter, so the sessions kept are the same as when
+/// everything is imported and then filtered:
+///
+/// - `modified_since_ms`: a file last written more than a day before it holds no record after
+///   it (records are appended as they happen; the day absorbs clock and time-zone skew);
+/// - `session`: a session's id (or its parent's) comes from the file's text or its name, so a
+///   file whose path and bytes both lack the prefix holds no session it names;
+/// - `project`: the working folder is in the file's text and the project folder in its path.
+///
+/// Codex files are always imported: a fork's parent may be any of them ([`crate::link_forks`]).
+/// A subagent file is imported when its session file was.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefilter {
+    /// Leave out files last modified more than a day before this time (ms since the epoch).
+    pub modified_since_ms: Option<i64>,
+    /// Leave out files whose path and bytes lack this text (a session id's prefix).
+    pub session: Option<String>,
+    /// Leave out files whose path and bytes lack this text, ASCII case-insensitively (lower
+    /// case; a working or project folder's part).
+    pub project: Option<String>,
+}
+
+/// A day in milliseconds: the margin of [`Prefilter::modified_since_ms`].
+const DAY_MS: i64 = 86_400_000;
+
+impl Prefilter {
+    /// Whether it leaves every file in.
+    pub fn is_empty(&self) -> bool {
+        *self == Prefilter::default()
+    }
+
+    /// Whether a file modified at `mtime_ms` may hold a session that passes.
+    fn by_time(&self, mtime_ms: Option<i64>) -> bool {
+        match (self.modified_since_ms, mtime_ms) {
+            (Some(since), Some(m)) => m >= since - DAY_MS,
+            _ => true,
+        }
+    }
+
+    /// Whether a file with this path and these bytes may hold a session that passes.
+    fn by_text(&self, path: &Path, bytes: &[u8]) -> bool {
+        let path = path.to_string_lossy();
+        if let Some(id) = self.session.as_deref().filter(|t| plain(t)) {
+            if !path.contains(id) && !contains(bytes, id.as_bytes()) {
+                return false;
+            }
+        }
+        if let Some(p) = self.project.as_deref().filter(|t| plain(t)) {
+            let lower = bytes.to_ascii_lowercase();
+            // A JSON writer may escape `/` as `\/`.
+            let escaped = p.replace('/', "\\/");
+            if !path.to_lowercase().contains(p)
+                && !contains(&lower, p.as_bytes())
+                && !contains(&lower, escaped.as_bytes())
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Text that JSON writes as it is (printable ASCII but `"` and `\`): only such text is looked
+/// for in a file's bytes; other text leaves every file in.
+fn plain(t: &str) -> bool {
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Discovers and imports every transcript under `paths`, then links Codex forks. A subagent
 /// session without a `parent` gets its session file's id. One bad file never stops the others;
 /// each session is imported once (by its id and its file's sha256).
 pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<ImportReport> {
+    import_paths_filtered(paths, format, &Prefilter::default())
+}
+
+/// [`import_paths`], leaving unread the files `pre` rules out (counted in
+/// [`ImportReport::left_out`]).
+pub fn import_paths_filtered(
+    paths: &[PathBuf],
+    format: Option<Format>,
+    pre: &Prefilter,
+) -> io::Result<ImportReport> {
     let (found, walked) = discover_counting(paths)?;
     let mut report = ImportReport {
         loops: walked.loops,
@@ -294,6 +383,7 @@ pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<Imp
     };
     let mut owner_ids: Vec<(PathBuf, String)> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut imported: HashSet<PathBuf> = HashSet::new();
     for d in found {
         report.files += 1;
         let bytes = match read_regular(&d.path, MAX_TRANSCRIPT_BYTES) {
@@ -310,6 +400,11 @@ pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<Imp
             }
         };
         let name = d.path.display().to_string();
+        if !pre.is_empty() && !keeps(pre, &d, &name, &bytes, format, &imported) {
+            report.left_out += 1;
+            continue;
+        }
+        imported.insert(d.path.clone());
         let hash = harness_core::digest::sha256_hex(&bytes);
         match crate::import_bytes(&name, &bytes, format) {
             Ok(mut sessions) => {
@@ -337,4 +432,33 @@ pub fn import_paths(paths: &[PathBuf], format: Option<Format>) -> io::Result<Imp
     }
     crate::link_forks(&mut report.sessions);
     Ok(report)
+}
+
+/// Whether [`import_paths_filtered`] imports a file: a Codex file always, a subagent file whose
+/// session file was imported, any other file that passes `pre`.
+fn keeps(
+    pre: &Prefilter,
+    d: &Discovered,
+    name: &str,
+    bytes: &[u8],
+    format: Option<Format>,
+    imported: &HashSet<PathBuf>,
+) -> bool {
+    if d.subagent_of.as_ref().is_some_and(|o| imported.contains(o)) {
+        return true;
+    }
+    // The format from the first lines (a whole-file document cut short is no Codex file).
+    let head = &bytes[..bytes.len().min(1 << 20)];
+    let head = String::from_utf8_lossy(head);
+    let head: String = head.split_inclusive('\n').take(64).collect();
+    let detected = format.or_else(|| crate::detect(name, &head).ok());
+    if matches!(detected, Some(Format::Codex | Format::CodexLegacy)) {
+        return true;
+    }
+    let mtime = std::fs::metadata(&d.path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_millis()).ok());
+    pre.by_time(mtime) && pre.by_text(&d.path, bytes)
 }

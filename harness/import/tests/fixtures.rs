@@ -233,6 +233,45 @@ fn claude_code_skips_malformed_lines_with_counted_warnings() {
         .starts_with("claude-code/malformed.jsonl:3: skipped: malformed json"));
 }
 
+#[test]
+fn claude_code_joins_the_conversation_across_a_damaged_line() {
+    // Line 9 (turn 2's first tool result) cut short: the record after it names it as parent.
+    // Joined to the record before the damage, the session keeps its five turns and every
+    // request instead of starting at turn 3.
+    let text = include_str!("../../replay/fixtures/claude-code/five-turns.jsonl");
+    let whole = import("s.jsonl", text, None).expect("imports").remove(0);
+    let damaged: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == 8 { &l[..l.len() / 2] } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let s = import("s.jsonl", &damaged, None)
+        .expect("imports")
+        .remove(0);
+    assert_eq!(s.human_turns.len(), 5, "{:?}", turn_texts(&s));
+    assert_eq!(s.requests.len(), whole.requests.len());
+    assert_eq!(
+        s.messages.len(),
+        whole.messages.len() - 1,
+        "the damaged record is lost"
+    );
+    let said: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(
+        said[0].starts_with("s.jsonl:9: skipped: malformed json"),
+        "{said:#?}"
+    );
+    assert_eq!(
+        said[1],
+        "s.jsonl: 1 record whose parent was on a skipped line joined to the record before it \
+         (the conversation goes on past the damage; the skipped records are lost)"
+    );
+    // Without damage nothing is joined: a missing parent alone (a resumed session's first
+    // record) is left as it is.
+    assert!(whole.warnings.is_empty());
+}
+
 // ---------------------------------------------------------------- Codex
 
 #[test]

@@ -251,3 +251,75 @@ fn one_file_reached_through_two_links_is_a_counted_duplicate() {
     assert_eq!(report.sessions.len(), FIXTURE_SESSIONS);
     assert_eq!(report.duplicates, FIXTURE_SESSIONS);
 }
+
+/// The ids of the sessions a `--session PREFIX` filter keeps (its own id or its parent's).
+fn kept_by_prefix(sessions: &[harness_import::ImportedSession], prefix: &str) -> Vec<String> {
+    let mut ids: Vec<String> = sessions
+        .iter()
+        .filter(|s| {
+            s.id.starts_with(prefix) || s.parent.as_deref().is_some_and(|p| p.starts_with(prefix))
+        })
+        .map(|s| s.id.clone())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
+    use harness_import::fs::{import_paths_filtered, Prefilter};
+    let dir = tree();
+    let paths = [dir.path().to_path_buf()];
+    let all = import_paths(&paths, None).expect("walks");
+    let by_session = Prefilter {
+        session: Some("2222".into()),
+        ..Prefilter::default()
+    };
+    let some = import_paths_filtered(&paths, None, &by_session).expect("walks");
+    // Left unread: the other session's file and its subagent, the orphan subagent, the
+    // mini-swe-agent run and the empty file; the Codex pair is always imported (forks), the
+    // subagent of the kept session with it.
+    assert_eq!((some.files, some.left_out), (9, 5));
+    assert_eq!(
+        kept_by_prefix(&some.sessions, "2222"),
+        kept_by_prefix(&all.sessions, "2222")
+    );
+    assert_eq!(kept_by_prefix(&some.sessions, "2222"), [T, "agent-zz"]);
+    assert!(some
+        .sessions
+        .iter()
+        .any(|s| s.id == "0199c000-0000-7000-8000-00000000000c" && s.dropped_prefix == 6));
+
+    // A project text: only files whose path or bytes hold it (any case).
+    let by_project = Prefilter {
+        project: Some("home/dev/proj".into()),
+        ..Prefilter::default()
+    };
+    let proj = import_paths_filtered(&paths, None, &by_project).expect("walks");
+    assert!(proj.left_out >= 2, "{}", proj.left_out);
+    assert!(proj.sessions.iter().any(|s| s.id == S));
+
+    // A file last written long before --since: left unread, unless it is a Codex file.
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    for rel in [
+        format!("proj/{S}.jsonl"),
+        "codex/2025/10/01/rollout-parent.jsonl".into(),
+    ] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join(rel))
+            .expect("open");
+        f.set_modified(old).expect("set the time");
+    }
+    let since = Prefilter {
+        modified_since_ms: Some(1_700_000_000_000),
+        ..Prefilter::default()
+    };
+    let recent = import_paths_filtered(&paths, None, &since).expect("walks");
+    assert_eq!(recent.left_out, 1);
+    assert!(!recent.sessions.iter().any(|s| s.id == S));
+    assert!(recent
+        .sessions
+        .iter()
+        .any(|s| s.id == "0199a000-0000-7000-8000-00000000000a"));
+}

@@ -170,6 +170,17 @@ impl Filter {
         *self != Filter::default()
     }
 
+    /// What of this filter can be tested on a file before it is imported (the session
+    /// prefix, the project text, `--since` against the file's modification time): files it
+    /// rules out are read but never parsed or tokenized, and the sessions kept are the same.
+    pub fn prefilter(&self) -> harness_import::fs::Prefilter {
+        harness_import::fs::Prefilter {
+            modified_since_ms: self.since_ms,
+            session: self.session.clone(),
+            project: self.project.clone(),
+        }
+    }
+
     /// Whether dates are filtered.
     pub fn by_date(&self) -> bool {
         self.since_ms.is_some() || self.until_ms.is_some()
