@@ -88,3 +88,49 @@ fn the_diff_ignores_the_repositorys_own_config() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A cell whose agent makes a 2 GB sparse file (no disk used), and another a 1 GB file under
+/// `.git`, with the tool cache on: every file foldbench reads for the snapshots, the fingerprint,
+/// the cache's changes, the diff and the checks is measured first; the large one is hashed by
+/// its size and samples, so the cache neither keys on nor stores these calls (they run), and
+/// the cell ends as it would without it.
+#[test]
+fn files_too_large_to_read_whole_are_measured_not_read() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, make) in [
+        ("sparse", "truncate -s 2G sparse.bin"),
+        ("bigref", "truncate -s 1G .git/bigref"),
+    ] {
+        let spec = format!(
+            "name: {name}\ndescription: the agent makes a huge file\nrepo: fx\nturns:\n  - user: \"go\"\n    unit: a\n    script:\n      - shell: {{ command: \"{make} && echo made\" }}\n        expect: made\n      - shell: {{ command: \"echo B >> a.txt && echo edited\" }}\n        expect: edited\n      - read_file: {{ path: a.txt }}\n        expect: B\n      - say: \"done\"\nchecks:\n  - file_contains: {{ path: a.txt, text: \"B\" }}\n"
+        );
+        let t = task_in(&d.path().join(name), name, &spec);
+        for _ in 0..2 {
+            let cache = std::sync::Arc::new(harness_runner::tool_cache::ToolCache::new());
+            let mut opts = CellOptions::default();
+            opts.tool_limits.cache = Some(std::sync::Arc::clone(&cache));
+            let (out, _) = run_one(&t, "none", Judge::Oracle, opts);
+            assert!(
+                out.record.checks.iter().all(|c| c.passed),
+                "{name}: {:?}",
+                out.record
+            );
+            let stats = cache.stats();
+            assert_eq!(
+                (stats.hits, stats.misses, stats.uncacheable),
+                (0, 2, 2),
+                "{name}: neither call is stored, the first because it wrote a file too large \
+                 to store, the second because its workspace holds one too large to hash: \
+                 {stats:?}"
+            );
+            if name == "sparse" {
+                assert!(
+                    out.diff
+                        .contains("sparse.bin: 2147483648 bytes, larger than"),
+                    "{}",
+                    out.diff
+                );
+            }
+        }
+    }
+}

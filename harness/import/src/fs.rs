@@ -94,20 +94,29 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 }
 
 /// Reads a regular file whole ([`open_regular`]); a file longer than `cap` bytes is an error
-/// that names the cap.
+/// that names its size and the cap. The size is measured on the open file before anything is
+/// read, and the read stops past `cap` all the same (a file that grows meanwhile).
 pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(io::Error::new(
+    let len = file.metadata()?.len();
+    let too_large = |what: String| {
+        io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
-                "{} is larger than {} bytes, the most foldbench reads",
+                "{} is {what}, larger than {cap} bytes, the most foldbench reads",
                 path.display(),
-                cap
             ),
-        ));
+        )
+    };
+    if len > cap {
+        return Err(too_large(format!(
+            "{len} bytes (refused before reading it)"
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large("growing while it was read".to_string()));
     }
     Ok(bytes)
 }

@@ -24,12 +24,14 @@ pub(crate) enum Entry {
         /// `mode & 0o7777`.
         mode: u32,
     },
-    /// A regular file with its permission bits and the sha256 of its content.
+    /// A regular file with its permission bits and the sha256 of its content ([`hash_file`]).
     File {
         /// `mode & 0o7777`.
         mode: u32,
-        /// sha256 of the content.
+        /// sha256 of the content, or of its size and samples for a file over [`HASH_WHOLE_MAX`].
         sha: [u8; 32],
+        /// Whether `sha` is of the whole content.
+        whole: bool,
     },
     /// A symlink (never followed) and where it points.
     Link {
@@ -45,15 +47,58 @@ pub(crate) struct Snapshot {
     pub tree: BTreeMap<String, Entry>,
     /// The digest of `.git` and the archive folder (see [`meta_of`]).
     pub meta: [u8; 32],
+    /// Whether every file was hashed whole: a file over [`HASH_WHOLE_MAX`] is known by its size
+    /// and samples only, so the state does not determine the workspace and the tool cache
+    /// neither looks it up nor stores it.
+    pub exact: bool,
+}
+
+/// The largest file a snapshot (and so the fingerprint and the tool cache's key) hashes whole,
+/// streamed in pieces of 64 KiB: 64 MiB. A larger file is hashed by its size and its first and
+/// last MiB, so a 2 GB file the agent made costs two reads of 1 MiB, not 2 GB of hashing.
+pub const HASH_WHOLE_MAX: u64 = 64 << 20;
+
+/// The most bytes of one file the tool cache stores with a call's changes: 8 MiB. A call that
+/// wrote a larger file, or more than [`CHANGES_MAX`] in all, is not stored (it runs each time).
+pub const CHANGE_FILE_MAX: u64 = 8 << 20;
+
+/// The most bytes of file content the tool cache stores for one call: 32 MiB.
+pub const CHANGES_MAX: u64 = 32 << 20;
+
+/// How much of each end of a file over [`HASH_WHOLE_MAX`] its hash samples.
+const SAMPLE: u64 = 1 << 20;
+
+/// The sha256 of a regular file (opened as the tools open files: never a FIFO, non-blocking),
+/// and whether it is of the whole content: a file up to [`HASH_WHOLE_MAX`] is hashed whole in
+/// pieces (memory stays bounded), a larger one by its size and its first and last
+/// [`SAMPLE`] bytes. The size is measured on the open file before anything is read.
+pub(crate) fn hash_file(path: &Path) -> io::Result<([u8; 32], bool)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = harness_import::fs::open_regular(path)?;
+    let len = file.metadata()?.len();
+    let mut h = Sha256::new();
+    if len <= HASH_WHOLE_MAX {
+        io::copy(&mut (&mut file).take(HASH_WHOLE_MAX), &mut h)?;
+        return Ok((h.finalize().into(), true));
+    }
+    h.update(b"sampled\0");
+    h.update(len.to_le_bytes());
+    io::copy(&mut (&mut file).take(SAMPLE), &mut h)?;
+    file.seek(SeekFrom::Start(len - SAMPLE))?;
+    io::copy(&mut file.take(SAMPLE), &mut h)?;
+    Ok((h.finalize().into(), false))
 }
 
 impl Snapshot {
     /// Takes the snapshot of the workspace at `root`.
     pub fn take(root: &Path) -> io::Result<Snapshot> {
-        Ok(Snapshot {
-            tree: work_tree(root)?,
-            meta: meta_of(root)?,
-        })
+        let tree = work_tree(root)?;
+        let (meta, meta_exact) = meta_of(root)?;
+        let exact = meta_exact
+            && tree
+                .values()
+                .all(|e| !matches!(e, Entry::File { whole: false, .. }));
+        Ok(Snapshot { tree, meta, exact })
     }
 
     /// The work tree's fingerprint ([`tree_fingerprint`]), from this snapshot.
@@ -73,7 +118,7 @@ impl Snapshot {
                     h.update(b"d");
                     h.update(mode.to_le_bytes());
                 }
-                Entry::File { mode, sha } => {
+                Entry::File { mode, sha, .. } => {
                     h.update(b"f");
                     h.update(mode.to_le_bytes());
                     h.update(sha);
@@ -135,16 +180,8 @@ fn walk_tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) -> io:
             out.insert(rel.clone(), Entry::Dir { mode });
             walk_tree(&path, &rel, out)?;
         } else if ft.is_file() {
-            let mut file = fs::File::open(&path)?;
-            let mut h = Sha256::new();
-            io::copy(&mut file, &mut h)?;
-            out.insert(
-                rel,
-                Entry::File {
-                    mode,
-                    sha: h.finalize().into(),
-                },
-            );
+            let (sha, whole) = hash_file(&path)?;
+            out.insert(rel, Entry::File { mode, sha, whole });
         } else if ft.is_symlink() {
             out.insert(
                 rel,
@@ -163,9 +200,11 @@ fn walk_tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) -> io:
 /// HEAD, refs and config, the names and sizes of the objects (named by their hash), and neither
 /// the index nor the reflogs (they hold times and inode numbers that differ between two
 /// workspaces of the same commit). Under the archive folder: names and sizes (the harness writes
-/// each archive once, named by its range).
-fn meta_of(root: &Path) -> io::Result<[u8; 32]> {
+/// each archive once, named by its range). A file under `.git` is hashed as [`hash_file`] does;
+/// the second value says whether every one was hashed whole.
+fn meta_of(root: &Path) -> io::Result<([u8; 32], bool)> {
     let mut h = Sha256::new();
+    let mut exact = true;
     for top in NOT_TREE {
         let mut files = Vec::new();
         let dir = root.join(top);
@@ -189,14 +228,16 @@ fn meta_of(root: &Path) -> io::Result<[u8; 32]> {
                 continue;
             }
             if top == ".git" && !rel.starts_with(".git/objects/") {
-                h.update(fs::read(&abs)?);
+                let (sha, whole) = hash_file(&abs)?;
+                h.update(sha);
+                exact &= whole;
             } else {
-                h.update(fs::metadata(&abs)?.len().to_le_bytes());
+                h.update(fs::symlink_metadata(&abs)?.len().to_le_bytes());
             }
             h.update([0u8]);
         }
     }
-    Ok(h.finalize().into())
+    Ok((h.finalize().into(), exact))
 }
 
 fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
@@ -345,8 +386,15 @@ impl Change {
 /// The changes that turn the work tree of `before` into that of `after`, with the content of
 /// written files read from `root` (which holds `after`). In the order [`apply`] needs them:
 /// removals deepest first, then creations shallowest first, then folder modes deepest first.
-pub(crate) fn changes(before: &Snapshot, after: &Snapshot, root: &Path) -> io::Result<Vec<Change>> {
+/// `None` when they are too large to store: a written file over [`CHANGE_FILE_MAX`] or more
+/// than [`CHANGES_MAX`] in all (each file's size is measured before it is read).
+pub(crate) fn changes(
+    before: &Snapshot,
+    after: &Snapshot,
+    root: &Path,
+) -> io::Result<Option<Vec<Change>>> {
     let mut out = Vec::new();
+    let mut total = 0u64;
     for (rel, old) in before.tree.iter().rev() {
         let same_kind = matches!(
             (old, after.tree.get(rel)),
@@ -381,7 +429,10 @@ pub(crate) fn changes(before: &Snapshot, after: &Snapshot, root: &Path) -> io::R
                 }
             },
             Entry::File { mode, .. } => {
-                let content = Content::of(fs::read(root.join(rel))?);
+                let Some(bytes) = read_change(&root.join(rel), &mut total)? else {
+                    return Ok(None);
+                };
+                let content = Content::of(bytes);
                 out.push(Change::File {
                     path,
                     mode: *mode,
@@ -401,7 +452,25 @@ pub(crate) fn changes(before: &Snapshot, after: &Snapshot, root: &Path) -> io::R
     }
     modes.reverse();
     out.extend(modes);
-    Ok(out)
+    Ok(Some(out))
+}
+
+/// A written file's content for [`changes`], `None` when it is over [`CHANGE_FILE_MAX`] or
+/// takes `total` past [`CHANGES_MAX`]: measured on the open file, then read at most that far.
+fn read_change(path: &Path, total: &mut u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = harness_import::fs::open_regular(path)?;
+    let len = file.metadata()?.len();
+    if len > CHANGE_FILE_MAX || *total + len > CHANGES_MAX {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(CHANGE_FILE_MAX + 1).read_to_end(&mut bytes)?;
+    *total += bytes.len() as u64;
+    if bytes.len() as u64 > CHANGE_FILE_MAX || *total > CHANGES_MAX {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
 }
 
 /// Applies `changes` (from [`changes`]) to the work tree at `root`. A file is written aside and
@@ -480,6 +549,7 @@ mod tests {
         let root_b = b.path().display().to_string();
         let changes: Vec<Change> = changes(&before, &after, p)
             .unwrap()
+            .unwrap()
             .iter()
             .map(|c| c.replaced(&root_a, &root_b))
             .collect();
@@ -527,6 +597,64 @@ mod tests {
             edit(p);
             assert_ne!(Snapshot::take(p).unwrap().state(), before);
         }
+    }
+
+    #[test]
+    fn a_file_over_the_hash_limit_is_known_by_size_and_samples_and_makes_the_snapshot_inexact() {
+        let d = tree();
+        let big = d.path().join("big.bin");
+        let f = fs::File::create(&big).unwrap();
+        f.set_len(HASH_WHOLE_MAX + 1).unwrap();
+        let (sha, whole) = hash_file(&big).unwrap();
+        assert!(!whole);
+        let snap = Snapshot::take(d.path()).unwrap();
+        assert!(!snap.exact);
+        assert_eq!(
+            snap.tree.get("big.bin"),
+            Some(&Entry::File {
+                mode: 0o644 & !umask(),
+                sha,
+                whole: false
+            })
+        );
+        // The samples see a change at either end.
+        std::os::unix::fs::FileExt::write_at(&f, b"x", HASH_WHOLE_MAX).unwrap();
+        assert_ne!(hash_file(&big).unwrap().0, sha);
+        // At the limit, the whole file.
+        f.set_len(HASH_WHOLE_MAX).unwrap();
+        assert!(hash_file(&big).unwrap().1);
+        assert!(Snapshot::take(d.path()).unwrap().exact);
+        // Under `.git` too.
+        fs::rename(&big, d.path().join(".git/bigref")).unwrap();
+        f.set_len(HASH_WHOLE_MAX + 1).unwrap();
+        assert!(!Snapshot::take(d.path()).unwrap().exact);
+    }
+
+    fn umask() -> u32 {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("f"), "").unwrap();
+        !fs::metadata(d.path().join("f")).unwrap().mode() & 0o666
+    }
+
+    #[test]
+    fn changes_too_large_to_store_are_none() {
+        let d = tree();
+        let before = Snapshot::take(d.path()).unwrap();
+        let f = fs::File::create(d.path().join("big.bin")).unwrap();
+        f.set_len(CHANGE_FILE_MAX + 1).unwrap();
+        let after = Snapshot::take(d.path()).unwrap();
+        let too_large = |c: Option<Vec<Change>>| c.is_none();
+        assert!(too_large(changes(&before, &after, d.path()).unwrap()));
+        f.set_len(CHANGE_FILE_MAX).unwrap();
+        let after = Snapshot::take(d.path()).unwrap();
+        assert!(changes(&before, &after, d.path()).unwrap().is_some());
+        // Several files under the per-file limit, together over the per-call one.
+        for i in 0..(CHANGES_MAX / CHANGE_FILE_MAX) {
+            let f = fs::File::create(d.path().join(format!("part{i}"))).unwrap();
+            f.set_len(CHANGE_FILE_MAX).unwrap();
+        }
+        let after = Snapshot::take(d.path()).unwrap();
+        assert!(too_large(changes(&before, &after, d.path()).unwrap()));
     }
 
     #[test]

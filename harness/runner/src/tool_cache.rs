@@ -87,8 +87,10 @@ pub struct Stats {
     pub hits: u64,
     /// Commands that ran.
     pub misses: u64,
-    /// Commands that ran and were not stored: they changed `.git` or the archive folder, or
-    /// timed out.
+    /// Commands that ran and were not stored: they changed `.git` or the archive folder, timed
+    /// out, wrote more than the cache keeps ([`snapshot::CHANGE_FILE_MAX`],
+    /// [`snapshot::CHANGES_MAX`]), or ran where a file is too large to hash whole
+    /// ([`snapshot::HASH_WHOLE_MAX`]).
     pub uncacheable: u64,
     /// Hits that applied file changes to the workspace.
     pub replayed: u64,
@@ -147,19 +149,21 @@ impl ToolCache {
                 }
                 let r = run().await?;
                 let after = snap()?;
-                let keep = if r.timed_out || after.meta != before.meta {
+                let changes = if r.timed_out || after.meta != before.meta {
                     None
                 } else {
-                    let changes = snapshot::changes(before, &after, root)?
-                        .iter()
-                        .map(|c| c.replaced(&root_text, ROOT_MARK))
-                        .collect();
-                    Some(Arc::new(Stored {
+                    snapshot::changes(before, &after, root)?
+                };
+                let keep = changes.map(|changes| {
+                    Arc::new(Stored {
                         output: r.output.replace(&root_text, ROOT_MARK),
                         status: r.status.map(|s| s.into_raw()),
-                        changes,
-                    }))
-                };
+                        changes: changes
+                            .iter()
+                            .map(|c| c.replaced(&root_text, ROOT_MARK))
+                            .collect(),
+                    })
+                });
                 if let (Some(d), Some(s)) = (&self.disk, &keep) {
                     d.put(key, s);
                 }
@@ -201,6 +205,15 @@ impl ToolCache {
                 Ok((run().await?, Source::Ran))
             }
         }
+    }
+
+    /// Counts a call that ran without the cache because its workspace's state does not
+    /// determine the workspace (a file too large to hash whole: [`Snapshot::exact`]).
+    pub(crate) fn count_unkeyed(&self) {
+        self.count(|c| {
+            c.misses += 1;
+            c.uncacheable += 1;
+        });
     }
 
     fn count(&self, f: impl FnOnce(&mut Stats)) {
@@ -299,6 +312,7 @@ mod tests {
         Snapshot {
             tree: BTreeMap::new(),
             meta: [meta; 32],
+            exact: true,
         }
     }
 

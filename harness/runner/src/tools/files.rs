@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// The largest file `read_file` and `grep` read: 64 MiB (their output is capped separately, at
+/// The largest file `read_file`, `grep` and `edit_file` read: 64 MiB (their output is capped separately, at
 /// [`ToolLimits::output_cap`]).
 pub const MAX_READ_BYTES: u64 = 64 << 20;
 
@@ -31,8 +31,9 @@ pub(super) fn looks_binary(bytes: &[u8]) -> bool {
     odd > 1 && odd * 10 > all
 }
 
-/// Reads a workspace file for `read_file`/`grep`: regular files only (a FIFO, socket or device
-/// is refused before it is opened, and the open is non-blocking), at most [`MAX_READ_BYTES`].
+/// Reads a workspace file for `read_file`/`grep`/`edit_file`: regular files only (a FIFO, socket or device
+/// is refused before it is opened, and the open is non-blocking), at most [`MAX_READ_BYTES`]
+/// (measured before anything is read).
 pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, String> {
     match harness_import::fs::read_regular(abs, MAX_READ_BYTES) {
         Ok(b) => Ok(b),
@@ -44,7 +45,7 @@ pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, Str
                 "error: {norm} is not a regular file (a FIFO, socket or device); the file tools read regular files only"
             ),
             Ok(m) if m.len() > MAX_READ_BYTES => format!(
-                "error: {norm} is {} bytes; read_file and grep read files up to {MAX_READ_BYTES} bytes (use shell with head, tail or sed -n for parts of it)",
+                "error: {norm} is {} bytes; read_file, grep and edit_file read files up to {MAX_READ_BYTES} bytes (use shell with head, tail or sed -n for parts of it)",
                 m.len()
             ),
             _ => file_error(abs, norm, &e),
@@ -306,9 +307,9 @@ pub(super) fn edit_file(ws_root: &Path, a: &Args<'_>) -> ToolOutput {
     if let Err(out) = refuse_hard_link(&abs, &norm) {
         return out;
     }
-    let bytes = match fs::read(&abs) {
+    let bytes = match read_workspace_file(&abs, &norm) {
         Ok(b) => b,
-        Err(e) => return ToolOutput::err(file_error(&abs, &norm, &e), target),
+        Err(e) => return ToolOutput::err(e, target),
     };
     let Ok(text) = String::from_utf8(bytes) else {
         return ToolOutput::err(

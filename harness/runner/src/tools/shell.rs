@@ -61,6 +61,11 @@ async fn run_shell_with(
         Some(b) => b,
         None => Snapshot::take(root)?,
     };
+    if !before.exact {
+        // A file too large to hash whole: the state does not determine the workspace.
+        cache.count_unkeyed();
+        return Ok((fresh().await?, Source::Ran));
+    }
     let key = tool_cache::key(command, &before.state(), sandbox, timeout, cap);
     cache
         .run(root, &key, &before, || Snapshot::take(root), fresh)
