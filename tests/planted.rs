@@ -134,3 +134,69 @@ fn files_too_large_to_read_whole_are_measured_not_read() {
         }
     }
 }
+
+/// A spec `t.yaml` in `dir` whose `repo:` (line 3) is `repo`.
+fn spec_with_repo(dir: &Path, repo: &str) -> std::path::PathBuf {
+    let file = dir.join("t.yaml");
+    std::fs::write(
+        &file,
+        format!("name: t\ndescription: a fixture that is not what it seems\nrepo: {repo}\nturns:\n  - user: \"go\"\n    unit: a\n    script:\n      - say: \"done\"\nchecks:\n  - answer_contains: {{ turn: 1, text: \"done\" }}\n"),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_fixture_must_resolve_inside_its_tasks_folder() {
+    let host = tempfile::tempdir().unwrap();
+    std::fs::write(host.path().join("secret.txt"), "HOST SECRET\n").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join("fixtures/real/sub")).unwrap();
+    std::fs::write(p.join("fixtures/real/a.txt"), "A = 1\n").unwrap();
+    // `repo:` a link to a host folder; a folder on the way a link; a link inside the fixture.
+    std::os::unix::fs::symlink(host.path(), p.join("fixtures/link")).unwrap();
+    std::os::unix::fs::symlink(p.join("fixtures"), p.join("via")).unwrap();
+    let cases = [
+        ("fixtures/link", "is a symbolic link"),
+        ("via/real", "is a symbolic link"),
+        ("fixtures/real", "holds a symbolic link"),
+    ];
+    for (i, (repo, says)) in cases.iter().enumerate() {
+        if i == 2 {
+            std::os::unix::fs::symlink(host.path(), p.join("fixtures/real/sub/escape")).unwrap();
+        }
+        let file = spec_with_repo(p, repo);
+        let problems = harness_runner::tasks::load_task(&file).expect_err(repo);
+        assert_eq!(problems.len(), 1, "{repo}: {problems:?}");
+        let pr = &problems[0];
+        assert_eq!((pr.line, pr.col), (3, 1), "{repo}: {pr:?}");
+        assert!(pr.message.contains(says), "{repo}: {pr:?}");
+        // `validate` and `run` both refuse it with file:line:col, and nothing is copied.
+        for args in [
+            vec!["validate".to_string(), file.display().to_string()],
+            vec![
+                "run".into(),
+                "--tasks".into(),
+                file.display().to_string(),
+                "--out".into(),
+                p.join(format!("run{i}")).display().to_string(),
+            ],
+        ] {
+            let o = std::process::Command::new(crate::helpers::binary())
+                .args(&args)
+                .env("CI", "true")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{repo} {args:?}: {err}");
+            assert!(
+                err.contains(&format!("{}:3:1", file.display())) && err.contains(says),
+                "{repo} {args:?}: {err}"
+            );
+        }
+    }
+    // Without the links, the same fixture is fine.
+    std::fs::remove_file(p.join("fixtures/real/sub/escape")).unwrap();
+    harness_runner::tasks::load_task(&spec_with_repo(p, "fixtures/real")).unwrap();
+}

@@ -76,6 +76,69 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 /// The largest spec file read: 64 MiB (a 100,000-turn spec is about 17 MB).
 pub const MAX_SPEC_BYTES: u64 = 64 << 20;
 
+/// What is wrong with the fixture `repo` of a spec in `dir`, if anything: it must be a folder
+/// that resolves inside `dir` — no symbolic link on the way to it (`fixtures/link -> /opt/x`)
+/// and none inside it (a fixture holds regular files and folders; a link is never followed, so
+/// its copy could not hold what the link points to).
+fn fixture_problem(dir: &Path, repo: &str) -> Option<String> {
+    let fixture = dir.join(repo);
+    let mut at = dir.to_path_buf();
+    for part in Path::new(repo).components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at)
+                    .map(|t| format!(" (to {})", t.display()))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "fixture folder `{repo}`: {} is a symbolic link{to}; a fixture must be a real folder inside the tasks folder {} (copy the files there instead)",
+                    at.display(),
+                    dir.display()
+                ));
+            }
+            Ok(_) => {}
+            Err(_) => {
+                return Some(format!(
+                "fixture folder `{repo}` does not exist (looked for {}); create it or fix `repo`",
+                fixture.display()
+            ))
+            }
+        }
+    }
+    if !std::fs::symlink_metadata(&fixture).is_ok_and(|m| m.is_dir()) {
+        return Some(format!(
+            "fixture folder `{repo}` is not a folder ({}); make it one or fix `repo`",
+            fixture.display()
+        ));
+    }
+    let link = first_link(&fixture)?;
+    let to = std::fs::read_link(&link)
+        .map(|t| format!(" (to {})", t.display()))
+        .unwrap_or_default();
+    Some(format!(
+        "fixture folder `{repo}` holds a symbolic link, {}{to}; a fixture holds regular files and folders only (copy what it points to, or remove it)",
+        link.display()
+    ))
+}
+
+/// The first symbolic link below `dir` (in name order), links never followed.
+fn first_link(dir: &Path) -> Option<PathBuf> {
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir).ok()?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_symlink() {
+            return Some(e.path());
+        }
+        if ft.is_dir() {
+            if let Some(l) = first_link(&e.path()) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}
+
 /// Loads one spec file and checks its fixture folder. Only a regular file is read: a FIFO or a
 /// device named as a spec is refused without being opened.
 pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
@@ -99,15 +162,11 @@ pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let loaded = spec::load_with_repo(&name, &text);
     let fixture_problem = loaded.repo.and_then(|(repo, (line, col))| {
-        let fixture = dir.join(&repo);
-        (!fixture.is_dir()).then(|| Problem {
+        fixture_problem(&dir, &repo).map(|message| Problem {
             file: name.clone(),
             line,
             col,
-            message: format!(
-                "fixture folder `{repo}` does not exist (looked for {}); create it or fix `repo`",
-                fixture.display()
-            ),
+            message,
         })
     });
     let spec = match loaded.spec {
@@ -321,10 +380,11 @@ fn dir_size(p: &Path) -> u64 {
     let mut n = 0;
     if let Ok(rd) = std::fs::read_dir(p) {
         for e in rd.flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                n += dir_size(&path);
-            } else if let Ok(m) = e.metadata() {
+            // Links are not followed (a fixture holds none; `load_task` says so).
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                n += dir_size(&e.path());
+            } else if m.is_file() {
                 n += m.len();
             }
         }

@@ -256,8 +256,15 @@ impl Workspace {
     ///
     /// With `keep`, the temp dir is left in place when the workspace is dropped.
     pub fn create(fixture: &Path, keep: bool) -> Result<Workspace, WorkspaceError> {
-        let meta = fs::metadata(fixture)
+        let meta = fs::symlink_metadata(fixture)
             .map_err(io_err(format!("cannot read fixture {}", fixture.display())))?;
+        if meta.file_type().is_symlink() {
+            return Err(WorkspaceError::Fixture {
+                path: fixture.to_path_buf(),
+                problem: "a symbolic link; a fixture must be a real folder inside the tasks folder"
+                    .to_string(),
+            });
+        }
         if !meta.is_dir() {
             return Err(WorkspaceError::Fixture {
                 path: fixture.to_path_buf(),
