@@ -329,6 +329,9 @@ fn a_usage_of_2_pow_64_minus_1_tokens_is_a_warning_not_a_figure() {
         err.contains("the server's usage says input_tokens = 18446744073709551615, more than any real context window (10000000 tokens); not counted"),
         "{err}"
     );
+    // Said once, though every answer carries it.
+    assert!(count.load(Ordering::SeqCst) > 1);
+    assert_eq!(err.matches("the server's usage says").count(), 1, "{err}");
     let record: serde_json::Value =
         serde_json::from_str(cells.lines().next().expect("a cell")).unwrap();
     let m = &record["metrics"];

@@ -248,6 +248,8 @@ struct Endpoint {
     url: String,
     headers: Vec<(&'static str, String)>,
     engine: retry::Engine,
+    /// Implausible usage figures met so far (the warning is printed for the first only).
+    implausible: std::sync::atomic::AtomicU64,
 }
 
 impl Endpoint {
@@ -285,6 +287,7 @@ impl Endpoint {
             url: format!("{base}{path}"),
             headers,
             engine,
+            implausible: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -300,11 +303,16 @@ impl Endpoint {
             .await?;
         let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m))?;
         if let Some((field, n)) = resp.usage.as_ref().and_then(|u| u.implausible()) {
-            crate::progress::warn(&format!(
-                "warning: model {}: the server's usage says {field} = {n}, more than any real context window ({} tokens); not counted: this answer's tokens and cost are foldbench's own count",
-                self.engine.model(),
-                harness_core::request::MAX_PLAUSIBLE_TOKENS
-            ));
+            let seen = self
+                .implausible
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if seen == 0 {
+                crate::progress::warn(&format!(
+                    "warning: model {}: the server's usage says {field} = {n}, more than any real context window ({} tokens); not counted: this answer's tokens and cost are foldbench's own count (said once; every such answer is counted so)",
+                    self.engine.model(),
+                    harness_core::request::MAX_PLAUSIBLE_TOKENS
+                ));
+            }
             resp.usage = None;
         }
         unique_call_ids(&mut resp.tool_calls);
