@@ -327,13 +327,14 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
         .unwrap_or_else(|| panic!("no verdict line: {text}"));
     assert!(line.ends_with("over 2 pairs"), "{line}");
     // trim re-runs turn 1's four calls, so the task costs it more input tokens than none.
-    let ratio: f64 = line["trim vs none: tokens ".len()..]
-        .split('×')
+    let ratio: f64 = line["trim vs none: tokens Σ× ".len()..]
+        .split(' ')
         .next()
         .unwrap()
         .parse()
         .unwrap();
     assert!(ratio > 1.0, "{line}");
+    assert!(line.contains(" (med× "), "both ratios, each named: {line}");
     for format in ["table", "md"] {
         let r = Command::new(binary())
             .args(["report", "--format", format])
@@ -502,18 +503,22 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
     for policy in ["trim", "compact", "fold", "fold+strategies"] {
         let line = text
             .lines()
-            .find(|l| l.starts_with(&format!("{policy} vs none: tokens ")))
+            .find(|l| l.starts_with(&format!("{policy} vs none: total input Σ× ")))
             .unwrap_or_else(|| panic!("no verdict for {policy}: {text}"));
         assert!(line.contains(" over 3 sessions; hides "), "{line}");
     }
     assert!(!text.contains("none vs none"), "{text}");
+    assert!(
+        text.contains("Σ× = ratio of summed totals"),
+        "the legend: {text}"
+    );
     // trim drops tool results, so it sends fewer tokens than none and hides references.
     let trim = text
         .lines()
         .find(|l| l.starts_with("trim vs none"))
         .unwrap();
-    let ratio: f64 = trim["trim vs none: tokens ".len()..]
-        .split('×')
+    let ratio: f64 = trim["trim vs none: total input Σ× ".len()..]
+        .split(' ')
         .next()
         .unwrap()
         .parse()

@@ -127,7 +127,10 @@ fn replay_and_judge_run_write_their_pages() {
         page.contains("<td>trim</td>"),
         "trim hides references in these sessions"
     );
-    assert!(page.contains("trim vs none: tokens "), "no verdict line");
+    assert!(
+        page.contains("trim vs none: total input Σ× "),
+        "no verdict line"
+    );
     let bad = run(
         &["replay", "tests/fixtures/real-sessions", "-o", "x.txt"],
         &[],

@@ -673,6 +673,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             for line in harness_report::verdict::verdict_lines(&records, None) {
                 crate::out::line(&line)?;
             }
+            crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)
@@ -798,6 +799,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {
                 crate::out::line(&line)?;
             }
+            crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)

@@ -825,6 +825,7 @@ fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
     let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
     notes.extend(report::hidden_notes(&r.summary));
     notes.extend(report::verdict_lines(&r.replays, &r.summary));
+    notes.push(harness_report::verdict::RATIO_LEGEND.to_string());
     notes.extend(r.price_notes.iter().cloned());
     notes
 }

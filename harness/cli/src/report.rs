@@ -147,10 +147,13 @@ pub fn render_format(
     Ok(match format {
         Format::Table => {
             let mut out = format!("{}\n", table().to_terminal());
-            for line in harness_report::verdict::verdict_lines(records, a.baseline.as_deref()) {
-                out.push_str(&line);
+            let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
+            for line in &lines {
+                out.push_str(line);
                 out.push('\n');
             }
+            out.push_str(harness_report::verdict::RATIO_LEGEND);
+            out.push('\n');
             out
         }
         Format::Md => {
@@ -162,6 +165,7 @@ pub fn render_format(
                     md.push_str(&format!("- {line}\n"));
                 }
             }
+            md.push_str(&format!("\n{}\n", harness_report::verdict::RATIO_LEGEND));
             md
         }
         Format::Csv if a.cells => render::cells_table(records).to_csv(),

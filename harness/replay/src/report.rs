@@ -385,11 +385,11 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
         "policy",
         "requests",
         "median req",
-        "× none",
+        "med× none",
         "last req",
-        "× none",
+        "med× none",
         "total input",
-        "× none",
+        "Σ× none",
         "cache written",
         "cost $",
         "cards",
@@ -819,9 +819,10 @@ pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Ve
         }
         let v = harness_report::verdict::verdict(&row.policy, NONE, &pairs);
         out.push(format!(
-            "{} vs none: tokens {}, cost {} over {} sessions; hides {:.1} references per 100 responses",
+            "{} vs none: total input {} (med× {:.2}), cost {} over {} sessions; hides {:.1} references per 100 responses",
             row.policy,
             v.tokens.ratio_text(),
+            v.tokens_median,
             v.cost.ratio_text(),
             v.pairs,
             row.hidden_per_100_responses

@@ -169,8 +169,11 @@ pub struct ArmSummary {
     pub median_tokens_per_task: f64,
     /// Median over cells of the last request.
     pub median_last_request_tokens: f64,
-    /// Median over cells of `ratio_to_none`.
+    /// Median over cells of `ratio_to_none` (the median request's; med×).
     pub median_ratio_to_none: Option<f64>,
+    /// The arm's `tokens/task` summed over its cells paired with `none` (same task, model and
+    /// seed) over `none`'s (Σ×: the verdict's tokens ratio).
+    pub tokens_ratio_to_none: Option<f64>,
     /// Median re-runs per cell.
     pub median_reruns: f64,
     /// Median hidden re-runs per cell.
@@ -189,6 +192,23 @@ pub struct ArmSummary {
     pub cost: f64,
     /// Median provider-reported request size, when a real model reported one.
     pub median_provider_request_tokens: Option<f64>,
+}
+
+/// The Σ× of `cells` against their `none` cells: `tokens/task` summed over the cells that have a
+/// `none` cell (neither ended in error) over the same sum of those `none` cells.
+fn tokens_ratio(records: &[CellRecord], cells: &[&CellRecord]) -> Option<f64> {
+    let base: BTreeMap<(String, String, u64), u64> = records
+        .iter()
+        .filter(|r| r.arm == "none" && r.status != Status::Error)
+        .map(|r| (pair_key(r), r.metrics.tokens_per_task()))
+        .collect();
+    let (a, b) = cells
+        .iter()
+        .filter_map(|r| Some((r.metrics.tokens_per_task(), *base.get(&pair_key(r))?)))
+        .fold((0u64, 0u64), |(a, b), (x, y)| {
+            (a.saturating_add(x), b.saturating_add(y))
+        });
+    (b > 0).then(|| a as f64 / b as f64)
 }
 
 /// Groups records by arm (in first-seen order) and summarises each.
@@ -232,6 +252,7 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 median_tokens_per_task: med(&|m| m.tokens_per_task() as f64),
                 median_last_request_tokens: med(&|m| m.request_tokens.last as f64),
                 median_ratio_to_none: (!rs.is_empty()).then(|| median_f64(&rs)),
+                tokens_ratio_to_none: tokens_ratio(records, &ok),
                 median_reruns: med(&|m| m.reruns as f64),
                 median_reruns_hidden: med(&|m| m.reruns_hidden as f64),
                 archive_reads: sum(&|m| m.archive_reads),
@@ -259,7 +280,7 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
         "lost",
         "median req",
         "tokens/task",
-        "× none",
+        "Σ× none",
         "last req",
         "re-runs",
         "hidden",
@@ -290,7 +311,7 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                 s.lost_facts.to_string(),
                 num(s.median_request_tokens),
                 num(s.median_tokens_per_task),
-                s.median_ratio_to_none
+                s.tokens_ratio_to_none
                     .map(|r| format!("{r:.2}"))
                     .unwrap_or_else(|| "–".into()),
                 num(s.median_last_request_tokens),
@@ -339,6 +360,7 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
         "median_request_tokens",
         "median_tokens_per_task",
         "median_ratio_to_none",
+        "tokens_ratio_to_none",
         "median_last_request_tokens",
         "median_reruns",
         "median_reruns_hidden",
@@ -370,6 +392,7 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
                 f(s.median_request_tokens),
                 f(s.median_tokens_per_task),
                 raw(s.median_ratio_to_none),
+                raw(s.tokens_ratio_to_none),
                 f(s.median_last_request_tokens),
                 f(s.median_reruns),
                 f(s.median_reruns_hidden),
@@ -465,7 +488,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
         "last req",
         "total req",
         "tokens/task",
-        "× none",
+        "req ÷ none",
         "tool calls",
         "re-runs",
         "hidden",
@@ -604,6 +627,46 @@ mod tests {
         assert_eq!((lost[1].as_str(), lost[2].as_str()), ("0, 2, 1", "1"));
         let tokens = ab.rows.iter().find(|r| r[0] == "tokens per task").unwrap();
         assert_eq!(tokens[1], "100, 300, 550");
+    }
+
+    #[test]
+    fn the_table_and_the_verdict_give_one_ratio_of_sums_and_the_median_beside_it() {
+        // A small task that trim leaves alone (100 → 100) and a large one it halves (10,000 →
+        // 5,000; 4,500 of requests and 500 of compaction calls): the ratio of summed totals is
+        // 5,100 / 10,100 = 0.505, the median of the per-task ratios (1.0, 0.5) 0.75.
+        let mut rs = vec![
+            record("none", 1, 0, 100, 0),
+            record("none", 2, 0, 10_000, 0),
+            record("trim", 1, 0, 100, 0),
+            record("trim", 2, 0, 4_500, 500),
+        ];
+        for r in &mut rs {
+            r.task = format!("t{}", r.seed);
+            r.id = format!("t{}/{}/sim/1", r.seed, r.arm);
+            r.seed = 1;
+        }
+        let t = summary_table(&rs);
+        let col = |h: &str| t.headers.iter().position(|x| x == h).unwrap();
+        assert_eq!(t.rows[1][0], "trim");
+        assert_eq!(t.rows[1][col("Σ× none")], "0.50");
+        assert_eq!(t.rows[0][col("Σ× none")], "1.00");
+        let s = summarize(&rs);
+        assert!((s[1].tokens_ratio_to_none.unwrap() - 5_100.0 / 10_100.0).abs() < 1e-12);
+        let lines = crate::verdict::verdict_lines(&rs, None);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("trim vs none: tokens Σ× 0.50 [")
+                && lines[0].contains("(med× 0.75)"),
+            "{}",
+            lines[0]
+        );
+        let v = &crate::verdict::run_verdicts(&rs, "none")[0];
+        assert_eq!(
+            v.tokens.point,
+            s[1].tokens_ratio_to_none.unwrap(),
+            "one definition"
+        );
+        assert!((v.tokens_median - 0.75).abs() < 1e-12);
     }
 
     #[test]

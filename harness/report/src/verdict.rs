@@ -3,10 +3,17 @@
 //! interval over the pairs.
 //!
 //! Pairs are cells that differ only in their arm: the same (task, model, seed) in runs, the same
-//! session in replay. A ratio is a ratio of sums over the pairs (total tokens of the arm over total
-//! tokens of the baseline), so large tasks weigh as much as they cost; its interval resamples the
-//! pairs. The success difference is the mean over pairs of (arm succeeded) − (baseline
-//! succeeded), in [−1, 1].
+//! session in replay. Two ratios, each named where it is shown:
+//!
+//! - **Σ×** — the *ratio of summed totals*: the arm's tokens (or cost) summed over the pairs
+//!   over the baseline's, so large tasks weigh as much as they cost. The verdict's ratio, with a
+//!   95% interval that resamples the pairs; the run table's `Σ× none` column is the same figure.
+//! - **med×** — the *median of per-pair ratios*: each pair's arm/baseline, then their median, so
+//!   every task or session counts once however large. Given beside Σ× in the verdict line.
+//!
+//! Runs count a cell's tokens as `tokens/task` (every input token it sent: its requests, recovery
+//! requests included, and its compaction calls); replay as `total input`. The success
+//! difference is the mean over pairs of (arm succeeded) − (baseline succeeded), in [−1, 1].
 //!
 //! ```
 //! use harness_report::verdict::{verdict, Pair};
@@ -15,7 +22,7 @@
 //!                     arm_cost: 0.7, base_success: true, arm_success: i != 3 })
 //!     .collect();
 //! let v = verdict("fold", "none", &pairs);
-//! assert!(v.line().starts_with("fold vs none: tokens 0.59× ["));
+//! assert!(v.line().starts_with("fold vs none: tokens Σ× 0.59 ["));
 //! assert!(v.line().ends_with("over 20 pairs"));
 //! ```
 
@@ -57,9 +64,9 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// A ratio with its interval: `0.62× [0.55, 0.70]`.
+    /// A ratio of summed totals with its interval: `Σ× 0.62 [0.55, 0.70]`.
     pub fn ratio_text(&self) -> String {
-        format!("{:.2}× [{:.2}, {:.2}]", self.point, self.lo, self.hi)
+        format!("Σ× {:.2} [{:.2}, {:.2}]", self.point, self.lo, self.hi)
     }
 }
 
@@ -72,8 +79,11 @@ pub struct Verdict {
     pub baseline: String,
     /// Pairs compared.
     pub pairs: usize,
-    /// Total input tokens, arm over baseline.
+    /// Tokens, the arm's summed over the pairs over the baseline's (Σ×).
     pub tokens: Estimate,
+    /// The median over pairs of the arm's tokens over the baseline's (med×; pairs whose
+    /// baseline has no token left out).
+    pub tokens_median: f64,
     /// Cost, arm over baseline.
     pub cost: Estimate,
     /// Success rate, arm minus baseline.
@@ -81,14 +91,15 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The one-line verdict: `fold vs none: tokens 0.62× [0.55, 0.70], cost 0.71× [0.64, 0.80],
-    /// success −0.02 [−0.06, +0.00] over 51 pairs`.
+    /// The one-line verdict: `fold vs none: tokens Σ× 0.62 [0.55, 0.70] (med× 0.80), cost Σ×
+    /// 0.71 [0.64, 0.80], success −0.02 [−0.06, +0.00] over 51 pairs`.
     pub fn line(&self) -> String {
         format!(
-            "{} vs {}: tokens {}, cost {}, success {} [{}, {}] over {} pairs",
+            "{} vs {}: tokens {} (med× {:.2}), cost {}, success {} [{}, {}] over {} pairs",
             self.arm,
             self.baseline,
             self.tokens.ratio_text(),
+            self.tokens_median,
             self.cost.ratio_text(),
             signed(self.success.point),
             signed(self.success.lo),
@@ -125,6 +136,7 @@ pub fn verdict(arm: &str, baseline: &str, pairs: &[Pair]) -> Verdict {
         baseline: baseline.to_string(),
         pairs: pairs.len(),
         tokens: estimate(pairs, tokens),
+        tokens_median: median_ratio(pairs.iter().map(|p| (p.arm_tokens, p.base_tokens))),
         cost: estimate(pairs, cost),
         success: estimate(pairs, success),
     }
@@ -154,8 +166,8 @@ pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
                 .filter_map(|r| {
                     let b = base.get(&key(r))?;
                     Some(Pair {
-                        base_tokens: b.metrics.request_tokens.total as f64,
-                        arm_tokens: r.metrics.request_tokens.total as f64,
+                        base_tokens: b.metrics.tokens_per_task() as f64,
+                        arm_tokens: r.metrics.tokens_per_task() as f64,
                         base_cost: b.metrics.cost,
                         arm_cost: r.metrics.cost,
                         base_success: b.status == Status::Success,
@@ -168,6 +180,22 @@ pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
         .filter(|v| v.pairs > 0)
         .collect()
 }
+
+/// The median of the first over the second, over the pairs whose second is not 0 (1 when none
+/// is).
+pub fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let rs: Vec<f64> = it.filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b).collect();
+    if rs.is_empty() {
+        1.0
+    } else {
+        harness_core::metrics::median_f64(&rs)
+    }
+}
+
+/// The legend of the two ratios, printed once under a report's tables.
+pub const RATIO_LEGEND: &str = "Σ× = ratio of summed totals over the pairs (token-weighted; the \
+verdict's and the table's `Σ× none`) · med× = median of the per-pair ratios (each task or session \
+once)";
 
 /// Sum of the first over sum of the second (1 when both are 0).
 fn ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
@@ -270,7 +298,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "none vs none: tokens 1.00× [1.00, 1.00], cost 1.00× [1.00, 1.00], success ±0.00 [±0.00, ±0.00] over 10 pairs"
+            "none vs none: tokens Σ× 1.00 [1.00, 1.00] (med× 1.00), cost Σ× 1.00 [1.00, 1.00], success ±0.00 [±0.00, ±0.00] over 10 pairs"
         );
     }
 
