@@ -13,7 +13,7 @@
 //! - no capability (`--cap-drop ALL`) and no-new-privileges, so an agent running as root can
 //!   neither mount nor unmount (the hidden folders stay hidden, `/` stays read-only) nor read a
 //!   file its mode keeps from it; and the host's files that only their owner or group may read
-//!   (`/etc/shadow`, `/etc/gshadow`, private keys, …: [`PrivateEntry`]) covered, since root owns
+//!   (`/etc/shadow`, `/etc/gshadow`, private keys, …: `PrivateEntry`) covered, since root owns
 //!   most of them. Why not a non-zero `--uid`: bubblewrap started by root maps the sandbox's user
 //!   to root's own, so the kernel still sees the owner of those files;
 //! - a cleared environment plus the allow-list of [`allowed_env`];

@@ -422,7 +422,7 @@ impl Workspace {
     ///
     /// The workspace's `.git` is not read (its configuration, index, objects and links are the
     /// agent's to change): the first commit comes from foldbench's own copy of its objects and
-    /// the work tree is read as files ([`crate::git::detached`]). Nested repositories are
+    /// the work tree is read as files (`git::detached`). Nested repositories are
     /// listed, never opened.
     pub fn diff(&self) -> Result<String, WorkspaceError> {
         let repo = crate::git::detached(&self.root, &self.objects)?;
