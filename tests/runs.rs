@@ -665,3 +665,61 @@ fn a_resume_runs_cells_that_ended_in_error_again_unless_told_not_to() {
         }
     }
 }
+
+#[test]
+fn a_signal_stops_a_run_whose_every_worker_thread_is_busy() {
+    // The tool cache snapshots a cell's workspace after its setup command, hashing a sparse file
+    // of 1 TiB on a worker thread for minutes. With twice as many cells as cores, each a task of
+    // its own (so no cell waits for another's result), every worker of the runtime is busy. The
+    // signal must end the run anyway.
+    let cells = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (signal, code) in [("-TERM", 143), ("-INT", 130)] {
+        let d = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("tasks/fx")).unwrap();
+        std::fs::write(d.path().join("tasks/fx/a.txt"), "A = 1\n").unwrap();
+        for k in 1..=cells {
+            let spec = format!("name: busy-{k}\ndescription: a huge sparse file made by setup\nrepo: fx\nsetup:\n  - \"truncate -s 1T big.bin && echo {k}\"\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - say: \"seen\"\nchecks:\n  - answer_contains: {{ turn: 1, text: \"seen\" }}\n");
+            std::fs::write(d.path().join(format!("tasks/busy-{k}.yaml")), spec).unwrap();
+        }
+        let mut c = Command::new(binary());
+        c.args(["run", "--tasks"])
+            .arg(d.path().join("tasks"))
+            .args(["--policy", "none", "--seeds", "1"])
+            .args(["--jobs", &cells.to_string(), "--out"])
+            .arg(d.path().join("run"))
+            .env("CI", "true")
+            .env("TMPDIR", tmp.path());
+        let mut child = spawn_quiet(c);
+        let with_big_file = || {
+            workspaces(tmp.path())
+                .iter()
+                .filter(|w| tmp.path().join(w).join("big.bin").exists())
+                .count()
+        };
+        wait_for(|| with_big_file() >= cells);
+        assert_eq!(
+            with_big_file(),
+            cells,
+            "the cells did not all run their setup"
+        );
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let start = Instant::now();
+        let mut ended = false;
+        while !ended && start.elapsed() < Duration::from_secs(60) {
+            ended = child.try_wait().unwrap().is_some();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !ended {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(ended, "{signal} did not end the run in a minute");
+        assert_eq!(status.code(), Some(code), "{signal}: {status:?}");
+        assert_eq!(workspaces(tmp.path()), Vec::<String>::new(), "{signal}");
+    }
+}

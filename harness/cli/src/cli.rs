@@ -663,7 +663,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     cfg.only = plan.only();
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
-    match interruptible(run::run_selected(cfg, plan.selection())).await {
+    match crate::signals::interruptible(run::run_selected(cfg, plan.selection())).await {
         Ok(records) => {
             if records.is_empty() {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
@@ -700,36 +700,6 @@ fn run_error(e: &run::RunError) -> Result<Code, Error> {
         run::RunError::Usage(_) => Error::usage(e),
         run::RunError::Internal(_) => Error::internal(e),
     })
-}
-
-/// Runs `fut` until it ends or SIGINT/SIGTERM arrives. On a signal the run stops: the calls in
-/// flight are ended (their process groups and descendants killed), this process's workspaces are
-/// removed, and the process exits 130 (SIGINT) or 143 (SIGTERM). The run folder stays
-/// consistent: what was recorded is complete, and the same command resumes it.
-async fn interruptible<T>(fut: impl std::future::Future<Output = T>) -> T {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return fut.await;
-    };
-    let code = tokio::select! {
-        out = fut => return out,
-        _ = int.recv() => 130,
-        _ = term.recv() => 143,
-    };
-    // The run's future was dropped above: its cells' workspaces and calls are being released.
-    harness_runner::reap::end_all_calls();
-    let removed = harness_runner::workspace::close_and_sweep_own(
-        &harness_runner::workspace::workspaces_dir(),
-    );
-    eprintln!(
-        "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",
-        if code == 130 { "SIGINT" } else { "SIGTERM" },
-        if removed == 1 { "" } else { "s" }
-    );
-    std::process::exit(code)
 }
 
 fn print_failures(records: &[CellRecord]) {
@@ -793,7 +763,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     };
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
-    match interruptible(run::run(cfg)).await {
+    match crate::signals::interruptible(run::run(cfg)).await {
         Ok(records) => {
             crate::out::line(&render::ab_table(&records, &labels).to_terminal())?;
             for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {

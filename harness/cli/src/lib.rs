@@ -33,6 +33,7 @@ mod policy;
 mod replay;
 mod report;
 mod serve;
+mod signals;
 
 pub use harness_core;
 pub use policies;
