@@ -72,12 +72,36 @@ fn describe(o: &Map<String, Value>) -> String {
 /// Detects the format of a transcript from its content (and, for ambiguous documents, its name).
 pub fn detect(name: &str, text: &str) -> Result<Format, ImportError> {
     check_text(name, text)?;
+    // A line over the limit of one record is never parsed, here or by the importers; a file of
+    // nothing else has no record.
+    let long = |l: &&str| l.len() > crate::util::MAX_LINE_BYTES;
     let non_empty: Vec<&str> = text
         .split('\n')
         .map(str::trim)
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && !long(l))
         .take(SNIFF_LINES)
         .collect();
+    if non_empty.is_empty() {
+        // Every non-empty line (if any) is too long.
+        let long_lines: Vec<(usize, &str)> = text
+            .split('\n')
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .collect();
+        if let Some(&(i, l)) = long_lines.first() {
+            return Err(ImportError::NoRecords {
+                file: name.to_string(),
+                lines: long_lines.len(),
+                skipped: long_lines.len(),
+                first_line: i + 1,
+                first: format!(
+                    "skipped: a line of {} bytes, longer than {} bytes, the most one record may be; not parsed",
+                    l.trim().len(),
+                    crate::util::MAX_LINE_BYTES
+                ),
+            });
+        }
+    }
     let first = non_empty.first().map(|l| serde_json::from_str::<Value>(l));
     if let Some(Ok(Value::Object(_))) = first {
         return detect_lines(name, &non_empty);

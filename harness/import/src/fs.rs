@@ -121,8 +121,31 @@ pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The largest transcript file [`import_paths`] reads: 1 GiB.
+/// The largest transcript file [`import_paths`] reads: 1 GiB (measured before it is read; a
+/// larger one is refused unread).
 pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
+
+/// How much of a transcript's start [`import_paths`] reads first to tell a binary file: 8 KiB.
+pub const SNIFF_BYTES: u64 = 8 << 10;
+
+/// Refuses a file that is binary from its first [`SNIFF_BYTES`] (a NUL byte: no transcript
+/// holds one), before the rest of it is read.
+fn refuse_binary(path: &Path) -> io::Result<()> {
+    let mut head = Vec::new();
+    open_regular(path)?
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut head)?;
+    if head.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is a binary file (a NUL byte in its first {SNIFF_BYTES} bytes), not a transcript; the rest was not read",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// What a walk found besides transcripts.
 #[derive(Debug, Default)]
@@ -395,7 +418,14 @@ pub fn import_paths_filtered(
     let mut imported: HashSet<PathBuf> = HashSet::new();
     for d in found {
         report.files += 1;
-        let bytes = match read_regular(&d.path, MAX_TRANSCRIPT_BYTES) {
+        let read = |p: &Path| {
+            let len = open_regular(p)?.metadata()?.len();
+            if len <= MAX_TRANSCRIPT_BYTES {
+                refuse_binary(p)?;
+            }
+            read_regular(p, MAX_TRANSCRIPT_BYTES)
+        };
+        let bytes = match read(&d.path) {
             Ok(b) => b,
             Err(source) => {
                 report.errors.push((

@@ -49,6 +49,8 @@ mod session;
 pub mod swe;
 mod util;
 
+pub use util::MAX_LINE_BYTES;
+
 pub use detect::detect;
 pub use error::{ImportError, EXPECTED};
 pub use forks::link_forks;

@@ -17,14 +17,31 @@ pub(crate) struct Line {
     pub v: Map<String, Value>,
 }
 
+/// The longest line of a JSON-lines transcript that is parsed: 64 MiB (a record with a few
+/// images is a few MB). A longer line is skipped with a warning, never parsed: its value would
+/// take several times its size in memory.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// Splits JSON lines: every non-empty line that holds a JSON object, and a warning for every
-/// other non-empty line. Fails only when no line could be read and at least one was skipped.
+/// other non-empty line (a line over [`MAX_LINE_BYTES`] included). Fails only when no line
+/// could be read and at least one was skipped.
 pub(crate) fn json_lines(file: &str, text: &str) -> Result<(Vec<Line>, Vec<Warning>), ImportError> {
     let mut lines = Vec::new();
     let mut warnings = Vec::new();
     for (i, raw) in text.split('\n').enumerate() {
         let raw = raw.trim();
         if raw.is_empty() {
+            continue;
+        }
+        if raw.len() > MAX_LINE_BYTES {
+            warnings.push(Warning {
+                file: file.to_string(),
+                line: i + 1,
+                message: format!(
+                    "skipped: a line of {} bytes, longer than {MAX_LINE_BYTES} bytes, the most one record may be; not parsed",
+                    raw.len()
+                ),
+            });
             continue;
         }
         match serde_json::from_str::<Value>(raw) {

@@ -323,3 +323,64 @@ fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
         .iter()
         .any(|s| s.id == "0199a000-0000-7000-8000-00000000000a"));
 }
+
+/// Sizes before reads: a file over the transcript limit is refused before it is read, a huge
+/// binary one from its first bytes, and a line over the record limit is skipped unparsed (the
+/// file's other records kept). Sparse files: no disk used.
+#[test]
+fn huge_files_are_refused_by_their_size_or_first_bytes_and_huge_lines_skipped() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let huge = d.path().join("huge.jsonl");
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len(harness_import::fs::MAX_TRANSCRIPT_BYTES + (100 << 20)))
+        .expect("sparse");
+    let binary = d.path().join("binary.jsonl");
+    std::fs::File::create(&binary)
+        .and_then(|f| f.set_len(900 << 20))
+        .expect("sparse");
+    let report = within(move || import_paths(&[huge, binary], None).expect("import"));
+    let errors: Vec<String> = report.errors.iter().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("binary.jsonl is a binary file (a NUL byte in its first 8192 bytes)"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("huge.jsonl is 1178599424 bytes (refused before reading it), larger than 1073741824 bytes"),
+        "{errors:?}"
+    );
+
+    // One line just over the record limit, beside a good session.
+    let long = format!(
+        "{{\"type\":\"user\",\"pad\":\"{}\"}}\n",
+        "x".repeat(harness_import::MAX_LINE_BYTES)
+    );
+    let mixed = d.path().join(format!("{S}.jsonl"));
+    std::fs::write(
+        &mixed,
+        format!("{long}{}", fixture("claude-code/sidechain.jsonl")),
+    )
+    .expect("write");
+    let only = d.path().join("only-long.jsonl");
+    std::fs::write(&only, &long).expect("write");
+    let plain = d.path().join("plain").join(format!("{S}.jsonl"));
+    put(
+        d.path(),
+        &format!("plain/{S}.jsonl"),
+        &fixture("claude-code/sidechain.jsonl"),
+    );
+    let want = import_paths(&[plain], None).expect("import").sessions.len();
+    let report = within(move || import_paths(&[mixed, only], None).expect("import"));
+    assert_eq!(report.sessions.len(), want, "{:?}", report.errors);
+    let w = &report.sessions[0].warnings;
+    assert!(
+        w.iter()
+            .any(|w| w.line == 1 && w.message.contains("longer than 67108864 bytes")),
+        "{w:?}"
+    );
+    let errors: Vec<String> = report.errors.iter().map(|(_, e)| e.to_string()).collect();
+    assert!(
+        errors.len() == 1 && errors[0].contains("longer than 67108864 bytes"),
+        "{errors:?}"
+    );
+}
