@@ -674,6 +674,12 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 crate::out::line(&line)?;
             }
             crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
+            if let Some(t) = harness_report::frontier::run_table(&records) {
+                crate::out::line(&format!(
+                    "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
+                    t.to_terminal()
+                ))?;
+            }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)
@@ -770,6 +776,12 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
                 crate::out::line(&line)?;
             }
             crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
+            if let Some(t) = harness_report::frontier::run_table(&records) {
+                crate::out::line(&format!(
+                    "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
+                    t.to_terminal()
+                ))?;
+            }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
             exit_for(&records, a.common.fail_on_failure)

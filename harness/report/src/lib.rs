@@ -17,6 +17,7 @@
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
 //! - [`judgement`]: the boundary-judgement tables.
 pub mod compare;
+pub mod frontier;
 pub mod html;
 pub mod judgement;
 pub mod junit;
