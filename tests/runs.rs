@@ -668,10 +668,9 @@ fn a_resume_runs_cells_that_ended_in_error_again_unless_told_not_to() {
 
 #[test]
 fn a_signal_stops_a_run_whose_every_worker_thread_is_busy() {
-    // The tool cache snapshots a cell's workspace after its setup command, hashing a sparse file
-    // of 1 TiB on a worker thread for minutes. With twice as many cells as cores, each a task of
-    // its own (so no cell waits for another's result), every worker of the runtime is busy. The
-    // signal must end the run anyway.
+    // A `file_contains` check reads a sparse file of 1 TiB on a worker thread for minutes. With
+    // twice as many cells as cores, every worker of the runtime is busy. The signal must end the
+    // run anyway.
     let cells = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
     for (signal, code) in [("-TERM", 143), ("-INT", 130)] {
         let d = tempfile::tempdir().unwrap();
@@ -679,7 +678,7 @@ fn a_signal_stops_a_run_whose_every_worker_thread_is_busy() {
         std::fs::create_dir_all(d.path().join("tasks/fx")).unwrap();
         std::fs::write(d.path().join("tasks/fx/a.txt"), "A = 1\n").unwrap();
         for k in 1..=cells {
-            let spec = format!("name: busy-{k}\ndescription: a huge sparse file made by setup\nrepo: fx\nsetup:\n  - \"truncate -s 1T big.bin && echo {k}\"\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - say: \"seen\"\nchecks:\n  - answer_contains: {{ turn: 1, text: \"seen\" }}\n");
+            let spec = format!("name: busy-{k}\ndescription: a huge sparse file under a check\nrepo: fx\nsetup:\n  - \"truncate -s 1T big.bin && echo {k}\"\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - say: \"seen\"\nchecks:\n  - file_contains: {{ path: big.bin, text: \"NEEDLE\" }}\n");
             std::fs::write(d.path().join(format!("tasks/busy-{k}.yaml")), spec).unwrap();
         }
         let mut c = Command::new(binary());
@@ -703,6 +702,8 @@ fn a_signal_stops_a_run_whose_every_worker_thread_is_busy() {
             cells,
             "the cells did not all run their setup"
         );
+        // Their checks are under way.
+        std::thread::sleep(Duration::from_millis(1000));
         let sent = Command::new("kill")
             .args([signal, &child.id().to_string()])
             .status()
