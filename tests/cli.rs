@@ -485,6 +485,46 @@ fn ab_run_and_fold_take_what_a_user_types() {
     let (code, folded, err) = run(&["fold", t, "--from", "1", "--to", "2"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(folded.starts_with("[fold] turns 1–2 folded"), "{folded}");
+    // The result quotes the model's closing message: a terminal escape planted there is shown, not sent.
+    let planted = dir.path().join("planted.jsonl");
+    // The closing message is the last assistant text: plant the escape in every assistant text.
+    let mut lines = String::new();
+    let mut done = false;
+    for line in std::fs::read_to_string(&transcript).unwrap().lines() {
+        let mut m: serde_json::Value = serde_json::from_str(line).unwrap();
+        if m["role"] == "assistant" && m["text"].as_str().is_some_and(|t| !t.is_empty()) {
+            let text = m["text"].as_str().unwrap().to_string();
+            m["text"] = format!("\u{1b}]0;owned\u{7}\u{1b}[2J{text}").into();
+            done = true;
+        }
+        lines.push_str(&m.to_string());
+        lines.push('\n');
+    }
+    assert!(done, "the transcript has an assistant text");
+    std::fs::write(&planted, lines).unwrap();
+    let (code, folded, err) = run(&[
+        "fold",
+        planted.to_str().unwrap(),
+        "--from",
+        "1",
+        "--to",
+        "2",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !folded.contains('\u{1b}') && folded.contains("\\x1b]0;owned\\x07"),
+        "{folded}"
+    );
+    // A FIFO is refused without being opened for reading (it would block).
+    let fifo = dir.path().join("fifo.jsonl");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, _, err) = run(&["fold", fifo.to_str().unwrap(), "--from", "1", "--to", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read"), "{err}");
 }
 
 #[test]

@@ -822,12 +822,17 @@ fn check_fold_range(
 }
 
 fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(Error::Usage(format!("cannot read {}: {e}", path.display())));
-        }
-    };
+    // Sized and checked before it is read, as replay's inputs are: a regular file of at most
+    // `MAX_TRANSCRIPT_BYTES`, never a FIFO or a device.
+    let bytes = harness_import::fs::read_regular(&path, harness_import::fs::MAX_TRANSCRIPT_BYTES)
+        .map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Error::Usage(format!(
+            "{}: not UTF-8 text (byte {}); a transcript is JSON lines",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let mut messages = Vec::new();
     for (i, line) in text
         .lines()
@@ -857,13 +862,20 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
         harness_runner::workspace::ARCHIVE_DIR,
         harness_core::fold::archive_name(from, to, "fold")
     );
-    crate::out::line(&harness_core::fold::build_result(
+    let result = harness_core::fold::build_result(
         from,
         to,
         &range,
         &archive,
         &harness_core::digest::sha256_hex(&bytes),
-    ))?;
+    );
+    // The result quotes the transcript (the user's words, the closing message): each line is
+    // shown with its control characters escaped, so a transcript cannot drive the terminal.
+    let shown: Vec<String> = result
+        .lines()
+        .map(|l| harness_core::printable::printable(l, usize::MAX))
+        .collect();
+    crate::out::line(&shown.join("\n"))?;
     Ok(Code::Ok)
 }
 
