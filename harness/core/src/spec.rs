@@ -96,13 +96,16 @@ pub struct Step {
 
 /// A fact a turn or step needs, and what the agent writes without it.
 ///
-/// Written as a plain string (the fact) or as a map `{fact, value, guess}`:
+/// Written as a plain string (the fact) or as a map `{fact, value, guess, cue}`:
 /// - `fact`: the text that must be visible: a line some earlier step `expect`s, or words of an
 ///   earlier user message.
 /// - `value`: the part of the scripted text (edit `old`/`new`, written content, shell command,
 ///   report, `say`) that carries the fact; default the fact itself. It must occur in the step's
 ///   scripted text (for a turn's need, in some step of the turn).
 /// - `guess`: what an agent without the fact writes in place of `value`; its checks then fail.
+/// - `cue`: the words an agent that lost the fact would search with (`"ConfigError"`): part of
+///   the fact, on one line. The sim greps for it (an archive, else the workspace) only while the
+///   cue is visible in its request; without a cue it can only re-run a call it can see.
 ///
 /// An agent that lost a fact without a `guess` (a plain-string need) does not make it up: it
 /// stops the turn before the step and says what it is missing, like an agent that asks.
@@ -114,6 +117,8 @@ pub struct Need {
     pub value: String,
     /// What is written instead when the fact is lost; `None`: the agent stops and asks.
     pub guess: Option<String>,
+    /// The words searched for to get the fact back; `None`: no search, only a re-run.
+    pub cue: Option<String>,
 }
 
 impl Need {
@@ -124,6 +129,7 @@ impl Need {
             value: fact.clone(),
             fact,
             guess: None,
+            cue: None,
         }
     }
 }

@@ -25,7 +25,7 @@ const TOP: [&str; 9] = [
     "checks",
 ];
 const TURN: [&str; 6] = ["user", "unit", "needs", "strategy", "awaits_back", "script"];
-const NEED: [&str; 3] = ["fact", "value", "guess"];
+const NEED: [&str; 4] = ["fact", "value", "guess", "cue"];
 const STEP_EXTRA: [&str; 3] = ["expect", "needs", "cache"];
 const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_contains"];
 
@@ -363,7 +363,7 @@ fn read_bool(r: &mut Reader, p: &[Seg], v: &Value, what: &str) -> Option<bool> {
     b
 }
 
-/// A `needs` list: each item a string (the fact) or a map `{fact, value, guess}`.
+/// A `needs` list: each item a string (the fact) or a map `{fact, value, guess, cue}`.
 fn read_needs(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<Need> {
     let mut out = Vec::new();
     for (i, item) in r.sequence(p, v, "`needs`").iter().enumerate() {
@@ -384,6 +384,7 @@ fn read_needs(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<Need> {
         let fact = get(r, "fact");
         let value = get(r, "value");
         let guess = get(r, "guess");
+        let cue = get(r, "cue");
         let Some(fact) = fact else {
             if !fields.iter().any(|(k, _)| k == "fact") {
                 r.problem(
@@ -402,13 +403,37 @@ fn read_needs(r: &mut Reader, p: &[Seg], v: &Value) -> Vec<Need> {
         if guess.is_some() && guess == value.clone().or(Some(fact.clone())) {
             r.problem(&key(&ip, "guess"), "`guess` equals the value it replaces; give what an agent without the fact would write instead");
         }
+        if let Some(c) = &cue {
+            check_cue(r, &key(&ip, "cue"), c, &fact);
+        }
         out.push(Need {
             value: value.unwrap_or_else(|| fact.clone()),
             fact,
             guess,
+            cue,
         });
     }
     out
+}
+
+/// A cue is words of its fact on one line: what a grep for it could find the fact's line by.
+fn check_cue(r: &mut Reader, p: &[Seg], cue: &str, fact: &str) {
+    if cue.trim().is_empty() {
+        r.problem(
+            p,
+            "`cue` is empty; give the words an agent would search with to find the fact again (e.g. `cue: \"ConfigError\"`)",
+        );
+    } else if cue.contains('\n') {
+        r.problem(
+            p,
+            format!("`cue` {cue:?} spans lines; a grep matches one line, so give words from one line of the fact"),
+        );
+    } else if !fact.contains(cue) {
+        r.problem(
+            p,
+            format!("`cue` {cue:?} does not occur in the fact {fact:?}, so a search for it could never find the fact's line; give words of the fact (case and spacing as written)"),
+        );
+    }
 }
 
 fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Action> {

@@ -208,6 +208,40 @@ fn needs_as_maps_and_their_checks() {
 }
 
 #[test]
+fn a_need_has_a_cue_of_its_own_words() {
+    let good = GOOD.replace(
+        "    needs: [\"PORT = 8080\"]\n",
+        "    needs:\n      - { fact: \"PORT = 8080\", cue: \"PORT\" }\n",
+    );
+    let s = load("t.yaml", &good).unwrap();
+    assert_eq!(s.turns[1].needs[0].cue.as_deref(), Some("PORT"));
+    assert_eq!(s.turns[1].needs[0].value, "PORT = 8080");
+    assert_eq!(load("t.yaml", GOOD).unwrap().turns[1].needs[0].cue, None);
+    // Empty, not in the fact, across lines, misspelled: each reported where it is written.
+    let bad = GOOD.replace(
+        "    needs: [\"PORT = 8080\"]\n",
+        "    needs:\n      - { fact: \"PORT = 8080\", cue: \"\" }\n      - { fact: \"PORT = 8080\", cue: \"port\" }\n      - { fact: \"PORT = 8080\", cue: \"PORT\\n=\" }\n      - { fact: \"PORT = 8080\", cues: \"PORT\" }\n",
+    );
+    let text: Vec<String> = load("bad.yaml", &bad)
+        .unwrap_err()
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    let has = |prefix: &str| text.iter().any(|t| t.starts_with(prefix));
+    assert!(has("bad.yaml:14:32: `cue` is empty"), "{text:#?}");
+    assert!(
+        has("bad.yaml:15:32: `cue` \"port\" does not occur in the fact \"PORT = 8080\""),
+        "{text:#?}"
+    );
+    assert!(
+        has("bad.yaml:16:32: `cue` \"PORT\\n=\" spans lines"),
+        "{text:#?}"
+    );
+    assert!(has("bad.yaml:17:32: unknown field `cues`"), "{text:#?}");
+    assert_eq!(text.len(), 4, "{text:#?}");
+}
+
+#[test]
 fn a_need_may_come_from_an_earlier_user_message() {
     let good = GOOD
         .replace(
