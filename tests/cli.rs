@@ -309,7 +309,7 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
             "--task",
             "tasks/trim-rerun.yaml",
             "--arms",
-            "none,trim",
+            "none,trim:mode=placeholder",
         ])
         .args(["--runs", "2", "--out"])
         .arg(&out)
@@ -323,11 +323,12 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
     );
     let line = text
         .lines()
-        .find(|l| l.starts_with("trim vs none: tokens "))
+        .find(|l| l.starts_with("trim:mode=placeholder vs none: tokens "))
         .unwrap_or_else(|| panic!("no verdict line: {text}"));
     assert!(line.ends_with("over 2 pairs"), "{line}");
-    // trim re-runs turn 1's four calls, so the task costs it more input tokens than none.
-    let ratio: f64 = line["trim vs none: tokens Σ× ".len()..]
+    // Placeholder trim re-runs turn 1's four calls (it still sees them), so the task costs it
+    // more input tokens than none.
+    let ratio: f64 = line["trim:mode=placeholder vs none: tokens Σ× ".len()..]
         .split(' ')
         .next()
         .unwrap()
@@ -345,12 +346,12 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
         assert!(text.contains(line), "{format}: {text}");
     }
     let r = Command::new(binary())
-        .args(["report", "--baseline", "trim"])
+        .args(["report", "--baseline", "trim:mode=placeholder"])
         .arg(&out)
         .output()
         .unwrap();
     assert!(
-        String::from_utf8_lossy(&r.stdout).contains("none vs trim: tokens "),
+        String::from_utf8_lossy(&r.stdout).contains("none vs trim:mode=placeholder: tokens "),
         "{}",
         String::from_utf8_lossy(&r.stdout)
     );

@@ -101,14 +101,26 @@ pub fn run_one(
     judge: harness_core::judge::Judge,
     opts: CellOptions,
 ) -> (CellOutput, Arc<Recording>) {
-    let sim = harness_core::sim::Sim::new(
-        Arc::clone(&t.spec),
-        harness_core::sim::SimConfig {
-            seed: 1,
-            recheck: 0.1,
-            judge,
-        },
-    );
+    let sim = harness_core::sim::Sim::new(Arc::clone(&t.spec), sim_config(judge));
+    run_one_with(t, policy, sim, opts)
+}
+
+/// The sim settings of [`run_one`]: seed 1, the default re-check noise.
+pub fn sim_config(judge: harness_core::judge::Judge) -> harness_core::sim::SimConfig {
+    harness_core::sim::SimConfig {
+        seed: 1,
+        recheck: 0.1,
+        judge,
+    }
+}
+
+/// Runs one cell with the given sim.
+pub fn run_one_with(
+    t: &LoadedTask,
+    policy: &str,
+    sim: harness_core::sim::Sim,
+    opts: CellOptions,
+) -> (CellOutput, Arc<Recording>) {
     let model = Arc::new(Recording {
         inner: SimModel::new(sim),
         seen: Mutex::new(Vec::new()),

@@ -77,31 +77,43 @@ fn every_task_fails_its_checks_when_its_edits_are_skipped() {
 }
 
 #[test]
-fn trim_reruns_the_four_turn_one_calls_and_none_does_not() {
+fn trim_reruns_the_four_turn_one_calls_it_can_see_and_none_does_not() {
+    // The essay's A/B. Under `trim:mode=placeholder` turn 1's calls stay in view with their
+    // results cleared, and turn 2 re-runs all four; under `trim` (drop) they vanish, nothing in
+    // view names a file, so nothing can be re-run and the turn stops for want of the facts.
     let out = tempfile::tempdir().unwrap();
     let records = run_matrix(
         vec![task("trim-rerun")],
-        &["none", "trim"],
+        &["none", "trim:mode=placeholder", "trim"],
         "sim",
         &[1, 2, 3],
         out.path(),
     );
-    assert_eq!(records.len(), 6);
+    assert_eq!(records.len(), 9);
     for r in &records {
-        assert_eq!(r.status, Status::Success, "{}", r.id);
-        if r.arm == "trim" {
-            assert_eq!(
-                r.metrics.reruns, 4,
-                "{}: trim re-runs every turn-1 call",
-                r.id
-            );
-            assert_eq!(r.metrics.reruns_hidden, 4, "{}", r.id);
-        } else {
-            assert!(
-                r.metrics.reruns <= 1,
-                "{}: none re-runs at most one call",
-                r.id
-            );
+        match r.arm.as_str() {
+            "trim:mode=placeholder" => {
+                assert_eq!(r.status, Status::Success, "{}", r.id);
+                assert_eq!(
+                    r.metrics.reruns, 4,
+                    "{}: placeholder trim re-runs every turn-1 call",
+                    r.id
+                );
+                assert_eq!(r.metrics.reruns_hidden, 4, "{}", r.id);
+            }
+            "trim" => {
+                assert_eq!(r.status, Status::Failure, "{}", r.id);
+                assert_eq!(r.metrics.reruns, 0, "{}: nothing in view to re-run", r.id);
+                assert!(r.metrics.lost_facts >= 1, "{}", r.id);
+            }
+            _ => {
+                assert_eq!(r.status, Status::Success, "{}", r.id);
+                assert!(
+                    r.metrics.reruns <= 1,
+                    "{}: none re-runs at most one call",
+                    r.id
+                );
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::request::{Purpose, Usage};
+use crate::request::{Purpose, Request, Response, Usage};
 
 /// One thing that happened in a cell, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +103,21 @@ pub enum Event {
         /// One entry per distinct fact, in the order the spec lists them.
         facts: Vec<FactSeen>,
     },
+    /// A call the agent said it built from the request's text (a scripted agent's recovery or
+    /// re-check, [`crate::request::Response::from_request`]) has arguments the request does not
+    /// show: the agent used something it could not have seen.
+    UnseenArguments {
+        /// Turn.
+        turn: u32,
+        /// Index of the request whose answer made the call.
+        request: usize,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The arguments the request does not show.
+        arguments: Vec<String>,
+    },
     /// The turn ended.
     TurnEnded {
         /// Turn.
@@ -123,6 +138,28 @@ pub enum Event {
         /// Output or reason when it failed.
         detail: String,
     },
+}
+
+impl Event {
+    /// The [`Event::UnseenArguments`] of an answer to request `index` of turn `turn`: one for
+    /// each call the answer lists in [`Response::from_request`] whose arguments
+    /// [`Request::unseen_arguments`] finds missing from the request.
+    pub fn unseen_arguments(turn: u32, index: usize, req: &Request, resp: &Response) -> Vec<Event> {
+        resp.tool_calls
+            .iter()
+            .filter(|c| resp.from_request.contains(&c.id))
+            .filter_map(|c| {
+                let arguments = req.unseen_arguments(c);
+                (!arguments.is_empty()).then(|| Event::UnseenArguments {
+                    turn,
+                    request: index,
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Where the harness saw one needed fact during a turn.

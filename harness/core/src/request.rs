@@ -73,6 +73,60 @@ impl Request {
     }
 }
 
+impl Request {
+    /// The string arguments of `call` (at any depth) that occur nowhere the model can read in
+    /// this request: not in the system prompt, a message's text or card, or a string argument
+    /// of a call it shows. A `grep` pattern also passes when the literal it matches (regex escapes
+    /// removed) is visible, so a search for a visible word escaped for the regex passes. Empty when
+    /// every argument could have been read off the request.
+    pub fn unseen_arguments(&self, call: &ToolCall) -> Vec<String> {
+        let mut args = Vec::new();
+        strings(&call.args, &mut args);
+        let pattern = call.str_arg("pattern").filter(|_| call.name == "grep");
+        let mut shown = Vec::new();
+        for c in self.messages.iter().flat_map(|m| &m.tool_calls) {
+            strings(&c.args, &mut shown);
+        }
+        let visible = |s: &str| {
+            self.system.contains(s)
+                || self
+                    .messages
+                    .iter()
+                    .any(|m| m.text.contains(s) || m.card.as_deref().is_some_and(|c| c.contains(s)))
+                || shown.iter().any(|a| a.contains(s))
+        };
+        args.into_iter()
+            .filter(|a| {
+                let literal = Some(a.as_str()) == pattern && visible(&unescape_regex(a));
+                !(visible(a) || literal)
+            })
+            .collect()
+    }
+}
+
+/// Every string inside `v`.
+fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
+/// A regex written as an escaped literal, back to the literal: each `\x` becomes `x`.
+fn unescape_regex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Token usage as a provider reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -134,6 +188,12 @@ pub struct Response {
     /// broken"). Real models never set it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expects: Vec<(String, String)>,
+    /// For scripted agents only: the ids of the calls whose arguments the agent built from the
+    /// request's text (the sim's recoveries and re-checks) rather than took from its script. The
+    /// runner checks that each argument occurs in the request ([`Request::unseen_arguments`])
+    /// and records an `unseen_arguments` event for a call whose arguments do not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_request: Vec<String>,
     /// The time the provider took to answer, measured by the HTTP backend from sending the
     /// request to the end of the answer (no time queued for a slot, no earlier attempt); kept in
     /// a cassette, so a replay reports the recorded time. `None` for the sim.
@@ -161,6 +221,7 @@ impl Response {
             output_tokens,
             usage,
             expects: Vec::new(),
+            from_request: Vec::new(),
             model_ms: None,
         }
     }

@@ -3,11 +3,17 @@
 //!
 //! - Before a step or turn that `needs` a fact, it looks for the fact's text in the request (or
 //!   in the output of a recovery call it made in this turn). When the fact is missing it tries
-//!   once to recover it as a careful agent would: if a fold result (or strategy report) in the
-//!   request points to an archive whose range covers the turn that showed the fact, it greps that
-//!   archive; otherwise it repeats the call that first showed the fact. The recovery is judged by
-//!   what comes back: a re-run whose output no longer has the fact (the file was edited since,
-//!   the output changes between runs) recovers nothing.
+//!   to recover it as a careful agent would, with calls built from the request's text alone, in
+//!   this order: a `grep` for the need's `cue` of the archive a fold result (or strategy report,
+//!   or a summary quoting one) in the request points to (the folder holding them when several
+//!   do); else a re-run of a call the request shows whose result is gone, or a `read_file` of a
+//!   path named in the request's messages (a user's words, a fold result's index, a closing
+//!   message, a summary), at most [`MAX_RERUNS`] of them, those sharing a name word with the
+//!   paths the step at hand works on first; else a `grep` of the workspace for the
+//!   cue. The cue is used only while it is visible in the request. Each call is judged by what
+//!   comes back, and the next is tried when the fact is not in it: a re-run of a file edited
+//!   since, or of a command whose output changes between runs, recovers nothing, and a grep for a
+//!   cue returns every line that has it (more than the fact when the cue is common).
 //! - A fact still missing is lost: the agent writes the need's `guess` in place of its `value`
 //!   in everything the step writes (tool arguments, report, `say`); a need without a guess
 //!   stops the turn with a closing message that says what is missing.
@@ -19,6 +25,18 @@
 //! - Cards are answered by a [`Judge`]; the compaction summary keeps every user message and every
 //!   closing message (and host-written fold results), and drops tool outputs.
 //!
+//! **What it keeps between requests.** Nothing that carries a fact or where one was: no map of
+//! which call showed what (under `trim` the call itself is gone, and a real agent cannot re-run
+//! what it does not see). What it keeps: the random stream and the script position (turn, step,
+//! whether the card was answered, the strategy entered or yielded, whether this step's noise was
+//! drawn, whether it has left the script since), which carry no fact; and, for the turn in
+//! progress only, the recovery calls it made (so none is made twice), those whose results have
+//! not been read yet, and the facts their results held (a result may later be cut from the
+//! context by a compaction within the turn, and the agent read it). Everything else a request's
+//! answer uses is that request's text and the script of the current step. The calls it builds
+//! from the request (recoveries, re-checks) are listed in [`Response::from_request`], and the
+//! harness checks that their arguments are all in the request's text.
+//!
 //! The sim reports no metric: the harness measures everything (lost and recovered facts
 //! included) from the request texts and tool results.
 
@@ -29,7 +47,7 @@ use serde_json::json;
 
 use crate::fold::{archive_pointer, card_turns};
 use crate::judge::{self, CardPoint, Judge};
-use crate::message::{MessageKind, Role, ToolCall};
+use crate::message::{canonical_json, MessageKind, Role, ToolCall};
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
@@ -58,7 +76,12 @@ impl Default for SimConfig {
 /// Tools that only read, which the re-check noise may repeat.
 const READ_TOOLS: [&str; 3] = ["read_file", "grep", "list_files"];
 
-/// Where a needed fact was first seen.
+/// The most re-runs (calls the request shows, reads of paths it names) tried for one fact in a
+/// turn: an agent re-reads the few things it can see, it does not read every file named.
+pub const MAX_RERUNS: usize = 4;
+
+/// Where a needed fact was first seen: the private map of the sim before issue 31, kept only
+/// for [`Sim::remembering_sources`].
 #[derive(Debug, Clone)]
 struct Source {
     /// The turn that showed it.
@@ -73,14 +96,20 @@ pub struct Sim {
     spec: Arc<TaskSpec>,
     cfg: SimConfig,
     rng: Rng,
-    sources: HashMap<String, Source>,
+    /// `Some` only in a sim built by [`Sim::remembering_sources`].
+    remembered: Option<HashMap<String, Source>>,
     turn: u32,
     step: usize,
     card_answered: bool,
     entered: bool,
     yielded: bool,
     noise_rolled: Option<usize>,
-    attempted: HashSet<String>,
+    /// Whether the agent has left the script (wrote a guess into a call, or stopped a turn):
+    /// from then on the workspace need not be what the script's `expect`s describe, so its calls
+    /// carry none (a later check fails the cell, not a "broken task" error).
+    deviated: bool,
+    /// Recovery calls of this turn per fact: the calls (name and canonical arguments) tried.
+    tried: HashMap<String, Vec<String>>,
     /// Recovery calls of this turn whose results have not been read yet: (call id, fact).
     inflight: Vec<(String, String)>,
     /// Facts that came back in the output of a recovery call of this turn.
@@ -91,6 +120,34 @@ pub struct Sim {
 impl Sim {
     /// A sim for a task.
     pub fn new(spec: Arc<TaskSpec>, cfg: SimConfig) -> Sim {
+        let rng = Rng::for_name(cfg.seed, &spec.name);
+        Sim {
+            spec,
+            cfg,
+            rng,
+            remembered: None,
+            turn: 0,
+            step: 0,
+            card_answered: false,
+            entered: false,
+            yielded: false,
+            noise_rolled: None,
+            deviated: false,
+            tried: HashMap::new(),
+            inflight: Vec::new(),
+            recovered: HashSet::new(),
+            calls: 0,
+        }
+    }
+
+    /// For tests only: the sim as it was before issue 31, which remembered across requests,
+    /// from the whole script, which call (or user message) first showed each fact; it grepped an
+    /// archive covering that turn for the fact itself, else repeated that call, whether or not
+    /// the request still showed it. Its recovery calls are listed in
+    /// [`Response::from_request`] like the real sim's, so the harness's check of their
+    /// arguments catches it.
+    #[doc(hidden)]
+    pub fn remembering_sources(spec: Arc<TaskSpec>, cfg: SimConfig) -> Sim {
         let mut sources = HashMap::new();
         for (i, t) in spec.turns.iter().enumerate() {
             for s in &t.script {
@@ -120,23 +177,9 @@ impl Sim {
                 );
             }
         }
-        let rng = Rng::for_name(cfg.seed, &spec.name);
-        Sim {
-            spec,
-            cfg,
-            rng,
-            sources,
-            turn: 0,
-            step: 0,
-            card_answered: false,
-            entered: false,
-            yielded: false,
-            noise_rolled: None,
-            attempted: HashSet::new(),
-            inflight: Vec::new(),
-            recovered: HashSet::new(),
-            calls: 0,
-        }
+        let mut sim = Sim::new(spec, cfg);
+        sim.remembered = Some(sources);
+        sim
     }
 
     fn call(&mut self, name: &str, args: serde_json::Value) -> ToolCall {
@@ -155,7 +198,7 @@ impl Sim {
         self.card_answered = false;
         self.yielded = false;
         self.noise_rolled = None;
-        self.attempted.clear();
+        self.tried.clear();
         self.inflight.clear();
         self.recovered.clear();
         let strategy_turn = self
@@ -209,13 +252,14 @@ impl Sim {
                 return Response::new("", vec![c], None);
             }
         }
-        let turn_lost = match self.missing(req, &ts.needs) {
-            Err(c) => return Response::new("", vec![c], None),
+        let next = ts.script.get(self.step);
+        let turn_lost = match self.missing(req, &ts.needs, next) {
+            Err(c) => return from_request(c),
             Ok(lost) => lost,
         };
         while let Some(step) = ts.script.get(self.step) {
-            let mut lost = match self.missing(req, &step.needs) {
-                Err(c) => return Response::new("", vec![c], None),
+            let mut lost = match self.missing(req, &step.needs, Some(step)) {
+                Err(c) => return from_request(c),
                 Ok(lost) => lost,
             };
             lost.extend(turn_lost.iter().cloned());
@@ -239,7 +283,7 @@ impl Sim {
                         let pick = self.rng.next_u64();
                         if roll < self.cfg.recheck {
                             if let Some(c) = self.visible_read(req, pick) {
-                                return Response::new("", vec![c], None);
+                                return from_request(c);
                             }
                         }
                     }
@@ -248,8 +292,10 @@ impl Sim {
                     let as_scripted = &written == args;
                     let c = self.call(name, written);
                     let mut r = Response::new("", vec![c.clone()], None);
-                    // What the script expects of its own arguments says nothing about a guess.
-                    if let (Some(e), true) = (&step.expect, as_scripted) {
+                    // What the script expects of its own arguments says nothing about a guess,
+                    // nor about a workspace a guess or a stopped turn left as it is.
+                    self.deviated |= !as_scripted;
+                    if let (Some(e), false) = (&step.expect, self.deviated) {
                         r.expects.push((c.id, e.clone()));
                     }
                     return r;
@@ -282,6 +328,7 @@ impl Sim {
             );
             return Response::new("", vec![c], None);
         }
+        self.deviated |= stop;
         self.step = if stop { ts.script.len() } else { self.step + 1 };
         Response::new(text, Vec::new(), None)
     }
@@ -289,8 +336,7 @@ impl Sim {
     /// Reads the results of this turn's recovery calls that have come back: a fact is recovered
     /// when the output contains it, whatever the call was.
     fn read_recoveries(&mut self, req: &Request) {
-        let inflight = std::mem::take(&mut self.inflight);
-        for (id, fact) in inflight {
+        for (id, fact) in std::mem::take(&mut self.inflight) {
             let result = req
                 .messages
                 .iter()
@@ -299,54 +345,75 @@ impl Sim {
                 Some(m) if m.text.contains(fact.as_str()) => {
                     self.recovered.insert(fact);
                 }
-                Some(_) => {}
-                None => self.inflight.push((id, fact)),
+                // Not recovered by it; a result no longer in the request is gone too (a
+                // compaction within the turn took it before the agent read it).
+                Some(_) | None => {}
             }
         }
     }
 
-    /// The needs that are lost (missing after a recovery was tried), or a call that tries to
-    /// recover the first missing one.
-    fn missing(&mut self, req: &Request, needs: &[Need]) -> Result<Vec<Need>, ToolCall> {
+    /// The needs that are lost (missing after every recovery the request allows was tried), or
+    /// a call that tries to recover the first missing one.
+    fn missing(
+        &mut self,
+        req: &Request,
+        needs: &[Need],
+        step: Option<&Step>,
+    ) -> Result<Vec<Need>, ToolCall> {
         let mut lost = Vec::new();
         for need in needs {
             let fact = &need.fact;
             if self.recovered.contains(fact) || req.contains_text(fact) {
                 continue;
             }
-            if self.attempted.contains(fact) {
-                if !self.inflight.iter().any(|(_, f)| f == fact) {
-                    lost.push(need.clone());
+            match self.recovery_call(req, need, step) {
+                Some(c) => {
+                    self.inflight.push((c.id.clone(), fact.clone()));
+                    return Err(c);
                 }
-                continue;
+                None => lost.push(need.clone()),
             }
-            self.attempted.insert(fact.clone());
-            if let Some(c) = self.recovery_call(req, fact) {
-                self.inflight.push((c.id.clone(), fact.clone()));
-                return Err(c);
-            }
-            lost.push(need.clone());
         }
         Ok(lost)
     }
 
-    /// The call a careful agent makes to get a fact back: a grep of the archive when a fold
-    /// result (or strategy report, or a summary quoting one) in the request covers the turn that
-    /// showed it, otherwise the
-    /// call that showed it, again. `None` when there is neither (the user's words, no archive).
-    fn recovery_call(&mut self, req: &Request, fact: &str) -> Option<ToolCall> {
-        let src = self.sources.get(fact)?.clone();
-        let archive = req
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::User && !m.is_human())
-            .flat_map(|m| m.text.lines())
-            .find_map(|line| {
-                // A fold result or strategy report, as it is or quoted in a summary.
-                let at = line.find("[fold]").or_else(|| line.find("[strategy"))?;
-                let (a, b, path) = archive_pointer(&line[at..])?;
-                (a <= src.turn && src.turn <= b).then_some(path)
-            });
+    /// The next call a careful agent makes to get a need's fact back, built from the request's
+    /// text (see the module doc for the order); `None` when every one the request allows was
+    /// tried in this turn.
+    fn recovery_call(
+        &mut self,
+        req: &Request,
+        need: &Need,
+        step: Option<&Step>,
+    ) -> Option<ToolCall> {
+        if self.remembered.is_some() {
+            return self.remembered_call(req, &need.fact);
+        }
+        let tried = self.tried.get(&need.fact).cloned().unwrap_or_default();
+        let reruns = tried.iter().filter(|k| k.starts_with("rerun ")).count();
+        let focus = step.map(focus_words).unwrap_or_default();
+        let (kind, name, args) = recovery_candidates(req, need, &focus)
+            .into_iter()
+            .filter(|(kind, ..)| *kind != Recovery::Rerun || reruns < MAX_RERUNS)
+            .find(|(kind, name, args)| !tried.contains(&tried_key(*kind, name, args)))?;
+        self.tried
+            .entry(need.fact.clone())
+            .or_default()
+            .push(tried_key(kind, &name, &args));
+        Some(self.call(&name, args))
+    }
+
+    /// The recovery of [`Sim::remembering_sources`]: once per fact and turn, a grep for the fact
+    /// itself of an archive whose range covers the turn that showed it, else that call again.
+    fn remembered_call(&mut self, req: &Request, fact: &str) -> Option<ToolCall> {
+        let src = self.remembered.as_ref()?.get(fact)?.clone();
+        if self.tried.insert(fact.to_string(), Vec::new()).is_some() {
+            return None;
+        }
+        let archive = archive_lines(req).find_map(|line| {
+            let (a, b, path) = archive_pointer(line)?;
+            (a <= src.turn && src.turn <= b).then_some(path)
+        });
         match (archive, src.call) {
             (Some(path), _) => Some(self.call(
                 "grep",
@@ -438,6 +505,224 @@ impl Sim {
         let c = candidates[(pick % candidates.len() as u64) as usize].clone();
         Some(self.call(&c.name, c.args))
     }
+}
+
+/// A response with one call whose arguments the agent took from the request's text.
+fn from_request(c: ToolCall) -> Response {
+    let mut r = Response::new("", vec![c.clone()], None);
+    r.from_request.push(c.id);
+    r
+}
+
+/// The kinds of recovery, in the order they are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    /// A grep of the visible archives for the cue.
+    Archive,
+    /// A call the request shows again, or a read of a path it names.
+    Rerun,
+    /// A grep of the workspace for the cue.
+    Workspace,
+}
+
+/// How a tried recovery call is remembered within its turn.
+fn tried_key(kind: Recovery, name: &str, args: &serde_json::Value) -> String {
+    let kind = match kind {
+        Recovery::Archive => "archive",
+        Recovery::Rerun => "rerun",
+        Recovery::Workspace => "workspace",
+    };
+    format!("{kind} {name} {}", canonical_json(args))
+}
+
+/// Extensions of the words in a message that are taken for file paths.
+const PATH_EXTENSIONS: [&str; 15] = [
+    "py", "md", "txt", "log", "csv", "ini", "toml", "json", "jsonl", "yaml", "yml", "cfg", "sql",
+    "sh", "rs",
+];
+
+/// Every recovery call the request's text allows for `need`, in the order they are tried: the
+/// archive grep (cue visible, an archive pointed to), the re-runs (calls shown without their
+/// result, then reads of named paths), the workspace grep (cue visible).
+fn recovery_candidates(
+    req: &Request,
+    need: &Need,
+    focus: &[String],
+) -> Vec<(Recovery, String, serde_json::Value)> {
+    let cue = need
+        .cue
+        .as_deref()
+        .filter(|c| !c.is_empty() && req.contains_text(c));
+    let mut out = Vec::new();
+    if let Some(cue) = cue {
+        let mut archives: Vec<String> = Vec::new();
+        for line in archive_lines(req) {
+            if let Some((_, _, path)) = archive_pointer(line) {
+                if !archives.contains(&path) {
+                    archives.push(path);
+                }
+            }
+        }
+        let path = match archives.as_slice() {
+            [] => None,
+            [one] => Some(one.clone()),
+            many => common_folder(many),
+        };
+        if let Some(path) = path {
+            out.push((
+                Recovery::Archive,
+                "grep".to_string(),
+                json!({ "pattern": regex_escape(cue), "path": path }),
+            ));
+        }
+    }
+    // Calls whose output is in the request already would show the same again.
+    let shown: HashSet<String> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool && m.kind == MessageKind::Plain)
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect::<HashSet<&str>>()
+        .into_iter()
+        .flat_map(|id| {
+            req.messages
+                .iter()
+                .flat_map(|m| &m.tool_calls)
+                .filter(move |c| c.id == id)
+                .map(|c| format!("{} {}", c.name, c.canonical_args()))
+        })
+        .collect();
+    let mut reruns: Vec<(String, serde_json::Value)> = Vec::new();
+    let mut add = |name: &str, args: serde_json::Value| {
+        let key = format!("{name} {}", canonical_json(&args));
+        if !shown.contains(&key) && !reruns.iter().any(|(n, a)| n == name && *a == args) {
+            reruns.push((name.to_string(), args));
+        }
+    };
+    for c in req.messages.iter().flat_map(|m| &m.tool_calls) {
+        if READ_TOOLS.contains(&c.name.as_str()) || c.name == "shell" {
+            add(&c.name, c.args.clone());
+        }
+    }
+    for m in &req.messages {
+        if m.role == Role::Tool {
+            continue;
+        }
+        for path in paths_in(&m.text) {
+            add("read_file", json!({ "path": path }));
+        }
+    }
+    // The ones about what the step at hand works on first (a read of `data/stock-levels.csv`
+    // before an edit of `depot/stock.py`), else in the order the request shows them.
+    let overlap = |args: &serde_json::Value| {
+        let mut texts = Vec::new();
+        strings_of(args, &mut texts);
+        let words: HashSet<String> = texts.iter().flat_map(|t| path_words(t)).collect();
+        focus.iter().filter(|w| words.contains(*w)).count()
+    };
+    reruns.sort_by_key(|(_, args)| std::cmp::Reverse(overlap(args)));
+    out.extend(
+        reruns
+            .into_iter()
+            .map(|(name, args)| (Recovery::Rerun, name, args)),
+    );
+    if let Some(cue) = cue {
+        out.push((
+            Recovery::Workspace,
+            "grep".to_string(),
+            json!({ "pattern": regex_escape(cue) }),
+        ));
+    }
+    out
+}
+
+/// The words of the paths a step works on (its `path` argument and the paths its texts name),
+/// which rank the re-runs tried for the facts it needs.
+fn focus_words(step: &Step) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    if let Action::Tool { args, .. } = &step.action {
+        if let Some(p) = args.get("path").and_then(|p| p.as_str()) {
+            paths.push(p.to_string());
+        }
+    }
+    for t in step.written_texts() {
+        paths.extend(paths_in(&t));
+    }
+    for w in paths.iter().flat_map(|p| path_words(p)) {
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// The name words of the paths in `text` (`data/stock-levels.csv`: `data`, `stock`, `levels`),
+/// lower-cased, without extensions and words of one or two letters.
+fn path_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() > 2 && !PATH_EXTENSIONS.contains(w))
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// Every string inside `v`.
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
+        _ => {}
+    }
+}
+
+/// The lines of the request's host messages (fold results, strategy reports, summaries quoting
+/// them) from where a fold result or strategy report begins.
+fn archive_lines(req: &Request) -> impl Iterator<Item = &str> {
+    req.messages
+        .iter()
+        .filter(|m| m.role == Role::User && !m.is_human())
+        .flat_map(|m| m.text.lines())
+        .filter_map(|line| {
+            let at = line.find("[fold]").or_else(|| line.find("[strategy"))?;
+            Some(&line[at..])
+        })
+}
+
+/// The folder that holds every one of `paths` (`None` when they share none).
+fn common_folder(paths: &[String]) -> Option<String> {
+    let first: Vec<&str> = paths.first()?.split('/').collect();
+    let mut n = first.len().saturating_sub(1);
+    for p in &paths[1..] {
+        let segs: Vec<&str> = p.split('/').collect();
+        n = n.min(segs.len().saturating_sub(1));
+        n = (0..n).find(|&i| first[i] != segs[i]).unwrap_or(n);
+    }
+    (n > 0).then(|| first[..n].join("/"))
+}
+
+/// The words of `text` that name files: relative paths (no leading `.` or `/`, no `..`) ending
+/// in a known extension, in order of appearance, each once.
+pub fn paths_in(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)));
+    for w in words {
+        let w = w.trim_end_matches(['.', '-', '/']);
+        if w.is_empty() || w.starts_with(['.', '/', '-']) || w.contains("..") || w.contains("//") {
+            continue;
+        }
+        let Some((stem, ext)) = w.rsplit_once('.') else {
+            continue;
+        };
+        let stem_name = stem.rsplit('/').next().unwrap_or(stem);
+        if stem_name.is_empty() || !PATH_EXTENSIONS.contains(&ext) {
+            continue;
+        }
+        if !out.iter().any(|p| p == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
 }
 
 /// `text` with each `(value, guess)` replaced.
@@ -565,5 +850,23 @@ mod tests {
     #[test]
     fn escapes_regex() {
         assert_eq!(regex_escape("a.b (c)"), "a\\.b \\(c\\)");
+    }
+
+    #[test]
+    fn paths_are_words_with_a_file_extension() {
+        assert_eq!(
+            paths_in("fixed `shop/cart.py` and docs/pricing.md. 0.20, e.g. v1.2; see .foldbench/a.txt or ../x.py, logs/"),
+            vec!["shop/cart.py", "docs/pricing.md"]
+        );
+    }
+
+    #[test]
+    fn several_archives_are_grepped_in_the_folder_that_holds_them() {
+        let paths = [
+            ".foldbench/archive/fold-turns-001-002.txt".to_string(),
+            ".foldbench/archive/fold-turns-003-004.txt".to_string(),
+        ];
+        assert_eq!(common_folder(&paths).as_deref(), Some(".foldbench/archive"));
+        assert_eq!(common_folder(&["a/b.txt".into(), "c/d.txt".into()]), None);
     }
 }

@@ -74,29 +74,12 @@ fn follows_the_script_and_reruns_missing_facts() {
         &[],
     ));
     assert_eq!(r.tool_calls[0].name, "edit_file");
-    // Turn 2 with the fact gone (trimmed): re-run the producing read first.
-    let r = s.respond(&req(vec![u1, close, u2], &[]));
+    // Turn 2 with the fact gone (trimmed) but a.py named in the closing message: read it.
+    let named = Message::assistant(1, "seen: A is set in a.py.", vec![]);
+    let r = s.respond(&req(vec![u1, named, u2], &[]));
     assert_eq!(r.tool_calls[0].name, "read_file");
     assert_eq!(r.tool_calls[0].args, json!({ "path": "a.py" }));
-}
-
-#[test]
-fn greps_the_archive_when_a_fold_covers_the_source() {
-    let mut s = sim(0.0);
-    let fold = harness_core::fold::result_message(
-        1,
-        1,
-        &[Message::user(1, "look at a", None)],
-        ".foldbench/archive/f.txt",
-        "00",
-    );
-    let u2 = Message::user(2, "now use it", None);
-    let r = s.respond(&req(vec![fold, u2], &[]));
-    assert_eq!(r.tool_calls[0].name, "grep");
-    assert_eq!(
-        r.tool_calls[0].args,
-        json!({ "pattern": "A = 1", "path": ".foldbench/archive/f.txt" })
-    );
+    assert_eq!(r.from_request, vec![r.tool_calls[0].id.clone()]);
 }
 
 #[test]
@@ -184,13 +167,18 @@ fn drive(
     out
 }
 
-/// Turn 3 of LOSS after turns 1-2 were trimmed away (user and closing messages only).
+/// Turn 3 of LOSS after turns 1-2 were trimmed away (user and closing messages only); turn 1's
+/// closing message names `a.py`.
 fn trimmed_turn3(rerun_output: &str) -> Vec<Response> {
+    trimmed_turn3_saying("found it in a.py", rerun_output)
+}
+
+fn trimmed_turn3_saying(closing: &str, rerun_output: &str) -> Vec<Response> {
     let mut s = loss_sim(LOSS);
     s.continue_turn(2);
     let mut msgs = vec![
         Message::user(1, "what is the limit?", None),
-        Message::assistant(1, "found it", vec![]),
+        Message::assistant(1, closing, vec![]),
         Message::user(2, "raise it to 120", None),
         Message::assistant(2, "done", vec![]),
         Message::user(3, "changelog, with the old value", None),
@@ -206,6 +194,45 @@ fn a_rerun_that_no_longer_shows_the_fact_leads_to_the_guess() {
     let write = &rs[1].tool_calls[0];
     assert_eq!(write.args["content"], "limit raised to 120");
     assert_eq!(rs[2].text, "raised to 120");
+}
+
+#[test]
+fn under_trim_with_the_path_nowhere_visible_the_call_cannot_be_rerun_and_the_guess_is_written() {
+    let rs = trimmed_turn3_saying("found it", "written");
+    // Nothing in view names a.py: no re-run (the old sim re-read it from memory), the guess.
+    assert_eq!(rs[0].tool_calls[0].name, "write_file", "{rs:?}");
+    assert_eq!(rs[0].tool_calls[0].args["content"], "limit raised to 120");
+    assert_eq!(rs[1].text, "raised to 120");
+    assert!(rs.iter().all(|r| r.from_request.is_empty()));
+}
+
+#[test]
+fn a_sim_with_the_old_private_map_reruns_a_call_it_cannot_see() {
+    let mut s = Sim::remembering_sources(
+        Arc::new(spec::load("t.yaml", LOSS).unwrap()),
+        SimConfig {
+            seed: 3,
+            recheck: 0.0,
+            judge: Judge::Oracle,
+        },
+    );
+    s.continue_turn(2);
+    let r = req(
+        vec![
+            Message::user(1, "what is the limit?", None),
+            Message::assistant(1, "found it", vec![]),
+            Message::user(3, "changelog, with the old value", None),
+        ],
+        &[],
+    );
+    let resp = s.respond(&r);
+    let call = &resp.tool_calls[0];
+    assert_eq!(
+        (call.name.as_str(), &call.args),
+        ("read_file", &json!({ "path": "a.py" }))
+    );
+    assert_eq!(resp.from_request, vec![call.id.clone()]);
+    assert_eq!(r.unseen_arguments(call), vec!["a.py".to_string()]);
 }
 
 #[test]
@@ -252,15 +279,142 @@ fn a_lost_fact_without_a_guess_stops_the_turn() {
     s.continue_turn(2);
     let mut msgs = vec![Message::user(3, "changelog, with the old value", None)];
     let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 120".into());
-    assert_eq!(rs.len(), 2, "{rs:?}");
-    assert_eq!(rs[0].tool_calls[0].name, "read_file");
-    assert!(rs[1].tool_calls.is_empty());
+    assert_eq!(rs.len(), 1, "nothing in view to recover it from: {rs:?}");
+    assert!(rs[0].tool_calls.is_empty());
     assert!(
-        rs[1]
+        rs[0]
             .text
             .starts_with("I stopped before the write_file of CHANGES"),
         "{}",
-        rs[1].text
+        rs[0].text
+    );
+}
+
+const CUE: &str = r#"name: cue
+repo: fixtures/x
+turns:
+  - user: "the importer crashes at start"
+    unit: a
+    script:
+      - shell: { command: "python3 -m importer" }
+        expect: "ConfigError: batch_size must be a whole number, got 'fifty'"
+      - say: "The config has a bad batch size; fixed."
+  - user: "write the incident note, quote the ConfigError exactly"
+    unit: b
+    needs:
+      - fact: "ConfigError: batch_size must be a whole number, got 'fifty'"
+        value: "batch_size must be a whole number, got 'fifty'"
+        guess: "the batch size was not a number"
+        cue: "ConfigError"
+    script:
+      - write_file: { path: NOTE, content: "error: batch_size must be a whole number, got 'fifty'" }
+      - say: "noted"
+checks:
+  - file_contains: { path: NOTE, text: "got 'fifty'" }
+"#;
+
+fn cue_sim(text: &str) -> Sim {
+    let mut s = loss_sim(text);
+    s.continue_turn(1);
+    s
+}
+
+/// Turn 1 folded into an archive, then turn 2 with `user`'s words.
+fn folded(user: &str) -> Vec<Arc<Message>> {
+    let fold = harness_core::fold::result_message(
+        1,
+        1,
+        &[Message::user(1, "the importer crashes at start", None)],
+        ".foldbench/archive/fold-turns-001-001.txt",
+        "00",
+    );
+    vec![fold, Message::user(2, user, None)]
+}
+
+#[test]
+fn a_fact_lost_under_fold_is_recovered_by_a_grep_of_the_archive_for_its_cue() {
+    let mut s = cue_sim(CUE);
+    let mut msgs = folded("write the incident note, quote the ConfigError exactly");
+    let first = s.respond(&req(msgs.clone(), &[]));
+    let grep = &first.tool_calls[0];
+    assert_eq!(
+        (grep.name.as_str(), &grep.args),
+        (
+            "grep",
+            &json!({ "pattern": "ConfigError", "path": ".foldbench/archive/fold-turns-001-001.txt" })
+        ),
+        "a grep for the cue, not for the fact"
+    );
+    assert_eq!(first.from_request, vec![grep.id.clone()]);
+    assert!(req(msgs.clone(), &[]).unseen_arguments(grep).is_empty());
+    // The cue matches more than the fact: every matching line comes back, and the fact is in it.
+    msgs.push(Message::assistant(2, "", first.tool_calls.clone()));
+    msgs.push(Message::tool_result(
+        2,
+        grep,
+        ".foldbench/archive/fold-turns-001-001.txt:4:  \"tool_call: shell python3 -m importer\"\n\
+         .foldbench/archive/fold-turns-001-001.txt:9:Traceback: importer.config.ConfigError raised\n\
+         .foldbench/archive/fold-turns-001-001.txt:10:importer.config.ConfigError: batch_size must be a whole number, got 'fifty'",
+        false,
+    ));
+    let next = s.respond(&req(msgs, &[]));
+    assert_eq!(
+        next.tool_calls[0].args["content"],
+        "error: batch_size must be a whole number, got 'fifty'"
+    );
+}
+
+#[test]
+fn with_no_cue_visible_no_archive_grep_happens() {
+    let mut s = cue_sim(CUE);
+    let mut msgs = folded("write the incident note");
+    let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+    assert!(
+        rs.iter()
+            .all(|r| r.tool_calls.iter().all(|c| c.name != "grep")),
+        "{rs:?}"
+    );
+    // Nothing else to recover it from (no call or path in view): the guess.
+    assert_eq!(
+        rs[0].tool_calls[0].args["content"],
+        "error: the batch size was not a number"
+    );
+}
+
+#[test]
+fn with_no_archive_the_cue_is_searched_for_in_the_workspace_after_the_reruns() {
+    let mut s = cue_sim(CUE);
+    let mut msgs = vec![
+        Message::user(1, "the importer crashes at start", None),
+        Message::assistant(
+            1,
+            "The config in config/importer.ini has a bad batch size.",
+            vec![],
+        ),
+        Message::user(
+            2,
+            "write the incident note, quote the ConfigError exactly",
+            None,
+        ),
+    ];
+    let rs = drive(&mut s, &mut msgs, &[], &|c| match c.name.as_str() {
+        "grep" => "importer/config.py:7:class ConfigError(ValueError):".into(),
+        _ => "     1\t[importer]\n     2\tbatch_size = 50".into(),
+    });
+    let calls: Vec<(&str, &serde_json::Value)> = rs
+        .iter()
+        .flat_map(|r| &r.tool_calls)
+        .map(|c| (c.name.as_str(), &c.args))
+        .collect();
+    assert_eq!(
+        calls[0],
+        ("read_file", &json!({ "path": "config/importer.ini" }))
+    );
+    assert_eq!(calls[1], ("grep", &json!({ "pattern": "ConfigError" })));
+    // Neither brought the line back (the config was fixed): the guess.
+    assert_eq!(
+        calls[2].1["content"],
+        "error: the batch size was not a number"
     );
 }
 
@@ -372,4 +526,48 @@ fn awaits_back_leaves_the_strategy_open() {
         "{turns:?}"
     );
     assert_eq!(turns.last().unwrap().0, "seed 4 fails");
+}
+
+#[test]
+fn after_a_stopped_turn_the_script_expects_nothing_of_the_workspace() {
+    let text = r#"name: off
+repo: fixtures/x
+turns:
+  - user: "look at a"
+    unit: a
+    script:
+      - read_file: { path: a.py }
+        expect: "A = 1"
+      - say: "seen"
+  - user: "now use it"
+    unit: a
+    needs: ["A = 1"]
+    script:
+      - edit_file: { path: a.py, old: "A = 1", new: "A = 2" }
+      - say: "done"
+  - user: "run it"
+    unit: a
+    script:
+      - shell: { command: "python3 a.py" }
+        expect: "2"
+      - say: "ran"
+checks:
+  - file_contains: { path: a.py, text: "A = 2" }
+"#;
+    // On the script, turn 3's call carries its expect.
+    let mut s = loss_sim(text);
+    s.continue_turn(2);
+    let r = s.respond(&req(vec![Message::user(3, "run it", None)], &[]));
+    assert_eq!(r.expects.len(), 1);
+    // Turn 2 stopped (the fact was nowhere in view): the edit was never made, so the shell
+    // call of turn 3 expects nothing (the checks fail the cell, not a "broken task").
+    let mut s = loss_sim(text);
+    s.continue_turn(1);
+    let mut msgs = vec![Message::user(2, "now use it", None)];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
+    assert!(rs[0].text.starts_with("I stopped"), "{rs:?}");
+    msgs.push(Message::user(3, "run it", None));
+    let r = s.respond(&req(msgs, &[]));
+    assert_eq!(r.tool_calls[0].name, "shell");
+    assert!(r.expects.is_empty(), "{r:?}");
 }

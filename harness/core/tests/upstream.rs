@@ -19,10 +19,10 @@ turns:
     script:
       - read_file: { path: a.py }
         expect: "A = 1"
-      - say: "seen"
+      - say: "seen: the A setting in a.py"
   - user: "now use it"
     unit: a
-    needs: ["A = 1"]
+    needs: [{ fact: "A = 1", cue: "A" }]
     script:
       - edit_file: { path: a.py, old: "A = 1", new: "A = 2" }
       - say: "done"
@@ -110,7 +110,10 @@ fn a_claude_code_session_is_answered_in_its_vocabulary() {
     assert_eq!(a.kind, AnswerKind::Turn);
     agent.take(&a, claude_read);
     let a = agent.ask(&mut up);
-    assert_eq!((a.text.as_str(), a.calls.len()), ("seen", 0));
+    assert_eq!(
+        (a.text.as_str(), a.calls.len()),
+        ("seen: the A setting in a.py", 0)
+    );
     agent.take(&a, |_| unreachable!());
     agent.say("now use it");
     let a = agent.ask(&mut up);
@@ -126,7 +129,8 @@ fn a_claude_code_session_is_answered_in_its_vocabulary() {
 
 #[test]
 fn a_trimmed_result_is_read_again_and_a_folded_one_grepped_from_its_archive() {
-    // Turn 2 arrives after a proxy trimmed turn 1's result: the sim re-runs the read.
+    // Turn 2 arrives after a proxy trimmed turn 1's result: the sim reads again the file its
+    // closing message names.
     let mut up = upstream();
     let mut agent = Agent::claude();
     agent.say("look at a");
@@ -156,7 +160,7 @@ fn a_trimmed_result_is_read_again_and_a_folded_one_grepped_from_its_archive() {
     let folded = vec![
         Message::user(
             0,
-            "[fold] turn 1 folded by the host. Archive: .foldbench/archive/fold-turns-001-001.txt (sha256 00ff)\nUser messages, word for word:\n  turn 1: \"look at a\"",
+            "[fold] turn 1 folded by the host. Archive: .foldbench/archive/fold-turns-001-001.txt (sha256 00ff)\nUser messages, word for word:\n  turn 1: \"look at a\"\nClosing message (turn 1):\nseen: the A setting in a.py",
             None,
         ),
         Message::user(0, "now use it", None),
@@ -169,9 +173,7 @@ fn a_trimmed_result_is_read_again_and_a_folded_one_grepped_from_its_archive() {
     assert_eq!(a.calls[0].name, "Bash", "{a:?}");
     assert_eq!(
         a.calls[0].args["command"],
-        json!(
-            "grep -rnE --exclude-dir=.git -- 'A = 1' '.foldbench/archive/fold-turns-001-001.txt'"
-        )
+        json!("grep -rnE --exclude-dir=.git -- 'A' '.foldbench/archive/fold-turns-001-001.txt'")
     );
 }
 
@@ -256,7 +258,8 @@ fn summaries_and_side_requests() {
         messages: &after,
     });
     assert_eq!(up.exchanges().last().map(|e| e.turn), Some(2));
-    // The summary drops tool outputs: the fact is gone, so the read runs again.
+    // The summary drops tool outputs: the fact is gone, so the file the closing message names
+    // is read again.
     assert_eq!(b.calls[0].name, "Read");
 }
 
@@ -293,7 +296,7 @@ fn mini_swe_agent_gets_text_and_its_observations_are_read_as_results() {
     let a = ask(&mut up, &msgs);
     assert_eq!(
         a.text,
-        "seen\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+        "seen: the A setting in a.py\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
     );
     msgs.push(Message::assistant(0, a.text.clone(), Vec::new()));
     msgs.push(Message::user(

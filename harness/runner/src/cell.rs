@@ -474,6 +474,9 @@ impl Loop {
             mode: self.policy.mode().map(|m| m.name),
         }));
         let resp = run.ask(&req, this).await?;
+        for e in Event::unseen_arguments(t, this, &req, &resp) {
+            run.emit(e);
+        }
         self.prev = Some(req.messages);
         let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
         self.ctx.push(Arc::clone(&assistant));
