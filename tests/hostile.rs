@@ -231,6 +231,40 @@ fn sleeping(n: &str) -> Vec<u32> {
 
 #[test]
 fn without_a_sandbox_a_setsid_child_with_no_environment_dies_with_its_call() {
+    setsid_orphan_dies(&[]);
+}
+
+/// The same run with foldbench in session 0, as a container's processes are when their session
+/// leader lies outside their PID namespace (CI's case): `unshare --pid` puts a shell there, and
+/// foldbench is its child.
+#[test]
+fn in_session_0_the_orphan_dies_with_its_call_too() {
+    let probe = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var_os("FOLDBENCH_REQUIRE_SANDBOX").is_none(),
+            "unshare --pid is unavailable: {probe:?}"
+        );
+        eprintln!("skipped: unshare --pid is unavailable here (root is needed)");
+        return;
+    }
+    setsid_orphan_dies(&[
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        "test \"$(cut -d' ' -f6 /proc/self/stat)\" = 0 || exit 9; \"$0\" \"$@\"",
+    ]);
+}
+
+/// Runs a task whose shell call leaves `setsid env -i sleep N` behind, under `wrapper` (a
+/// command foldbench's own command line is appended to, or none), and asserts the sleep died
+/// with its call.
+fn setsid_orphan_dies(wrapper: &[&str]) {
     let d = tempfile::tempdir().unwrap();
     let n = (600_000 + std::process::id() % 100_000).to_string();
     // Turn 1 leaves `sleep N` in a session of its own with a cleared environment; the check,
@@ -242,7 +276,15 @@ fn without_a_sandbox_a_setsid_child_with_no_environment_dies_with_its_call() {
         "name: orphan\ndescription: a shell call leaves a setsid child with no environment\nrepo: fx\nturns:\n  - user: \"start it\"\n    unit: a\n    script:\n      - shell: {{ command: \"setsid env -i sleep {n} </dev/null >/dev/null 2>&1 & until {seen}; do sleep 0.01; done; echo started\" }}\n        expect: \"started\"\n      - say: \"started\"\nchecks:\n  - shell: \"! ({seen})\"\n"
     );
     task_in(d.path(), "orphan", &spec);
-    let out = std::process::Command::new(binary())
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = std::process::Command::new(program);
+            c.args(args).arg(binary());
+            c
+        }
+        None => std::process::Command::new(binary()),
+    };
+    let out = cmd
         .args(["run", "--tasks"])
         .arg(d.path().join("orphan.yaml"))
         .args([
@@ -260,6 +302,11 @@ fn without_a_sandbox_a_setsid_child_with_no_environment_dies_with_its_call() {
         .env("CI", "true")
         .output()
         .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(9),
+        "the wrapper did not put foldbench in session 0"
+    );
     let left = sleeping(&n);
     for pid in &left {
         let _ = std::process::Command::new("kill")

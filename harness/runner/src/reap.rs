@@ -233,10 +233,10 @@ fn orphans_since(start: u64) -> Vec<u32> {
         return Vec::new();
     }
     let me = std::process::id();
-    let Some(my_session) = rustix::process::getsid(None)
-        .ok()
-        .map(|s| s.as_raw_nonzero().get().unsigned_abs())
-    else {
+    // Read from /proc as every other process's is: a process whose session leader lies outside
+    // its PID namespace (a container's first process, `unshare --pid`) is in session 0, which
+    // `getsid` cannot return as a `Pid`.
+    let Some(my_session) = stat(me).map(|s| s.session) else {
         return Vec::new();
     };
     let others: Vec<Live> = match live().lock() {
