@@ -13,7 +13,7 @@ use policies::PolicySpec;
 use serde::Serialize;
 
 use crate::backends::{self, BackendOptions};
-use crate::cell::{run_cell, CellOptions, CellPlan};
+use crate::cell::{run_cell_guarded, CellOptions, CellPlan};
 use crate::model::{Model, SimModel};
 use crate::progress::Progress;
 use crate::results::RunDir;
@@ -214,7 +214,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
                     p.request();
                 }
             };
-            let out = run_cell(&plan, &opts, model.as_ref(), &on_event).await;
+            let out = run_cell_guarded(&plan, &opts, model, on_event).await;
             // The next cell starts while this one's files are written and synced (waiting on
             // the disk, not the CPU), beside the other cells'; the loop below appends the
             // records one at a time, each after its cell's files.
