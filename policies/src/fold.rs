@@ -371,17 +371,8 @@ impl Policy for Fold {
     }
 
     fn card(&mut self, ctx: &Context, prefix_tokens: u32) -> Option<CardOffer> {
-        let turns: Vec<_> = ctx
-            .live_turns()
-            .into_iter()
-            .filter(|t| t.turn < ctx.turn)
-            .collect();
-        let last_fold = ctx
-            .folded_turns()
-            .iter()
-            .map(|(_, b)| *b)
-            .max()
-            .unwrap_or(0);
+        let turns = ctx.closed_live_turns();
+        let last_fold = ctx.last_folded_turn();
         // Work counts from the last fold; with `card_repeat=threshold`, from the last card too.
         let from = match (self.repeat, self.last_card) {
             (Repeat::Threshold, Some(card)) => last_fold.max(card.saturating_sub(1)),

@@ -5,7 +5,7 @@
 //! `.json`, `.xml` (JUnit), `.svg` (the chart chosen with `--chart`), `.html` (one
 //! self-contained page: tables, charts, drill-downs; [`harness_runner::html`]), `.txt` (the table).
 //! Without `-o` the report goes to standard output in `--format`. The exporters are the pure
-//! functions of `harness_core::{render, junit, svg}`; this module only reads and writes files.
+//! functions of `harness_report::{render, junit, svg}`; this module only reads and writes files.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -96,6 +96,24 @@ impl Context {
             .collect()
     }
 
+    /// The last turn a fold result covers (0 when nothing is folded): the card counts work
+    /// from here, in the fold policy and in the judgement dataset alike.
+    pub fn last_folded_turn(&self) -> u32 {
+        self.folded_turns()
+            .iter()
+            .map(|(_, b)| *b)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The live turns before the turn in progress: what a card lists and a fold may take.
+    pub fn closed_live_turns(&self) -> Vec<TurnInfo> {
+        self.live_turns()
+            .into_iter()
+            .filter(|t| t.turn < self.turn)
+            .collect()
+    }
+
     /// Turns present as plain messages (not folded, not compacted away), with their info.
     pub fn live_turns(&self) -> Vec<TurnInfo> {
         let mut out: Vec<TurnInfo> = Vec::new();
@@ -236,6 +254,23 @@ mod tests {
         assert_eq!(t[0].user, "read a");
         assert_eq!(t[0].tool_calls, 1);
         assert_eq!(c.turn_range(1, 1), Some((0, 4)));
+    }
+
+    #[test]
+    fn the_closed_turns_leave_out_the_turn_in_progress_and_the_last_fold_is_its_end() {
+        let mut c = two_turns();
+        assert_eq!(c.last_folded_turn(), 0);
+        let closed: Vec<u32> = c.closed_live_turns().iter().map(|t| t.turn).collect();
+        assert_eq!(closed, vec![1]);
+        let kind = MessageKind::FoldResult {
+            from: 1,
+            to: 1,
+            archive: "a.jsonl".into(),
+            sha256: String::new(),
+        };
+        c.splice(0, 4, Message::host(1, "folded", kind));
+        assert_eq!(c.last_folded_turn(), 1);
+        assert!(c.closed_live_turns().is_empty());
     }
 
     #[test]

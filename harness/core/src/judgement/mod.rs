@@ -294,20 +294,11 @@ pub fn build_item(
         messages: before.to_vec(),
         turn: current,
     };
-    let infos: Vec<TurnInfo> = ctx
-        .live_turns()
-        .into_iter()
-        .filter(|t| t.turn < current)
-        .collect();
+    let infos: Vec<TurnInfo> = ctx.closed_live_turns();
     if infos.is_empty() || current < 2 {
         return None;
     }
-    let last_fold = ctx
-        .folded_turns()
-        .iter()
-        .map(|(_, b)| *b)
-        .max()
-        .unwrap_or(0);
+    let last_fold = ctx.last_folded_turn();
     let since = infos.iter().filter(|t| t.turn > last_fold);
     let since_fold = SinceFold {
         tool_calls: since.clone().map(|t| t.tool_calls).sum(),
