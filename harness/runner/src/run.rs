@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use harness_core::events::Event;
 use harness_core::judge::Judge;
-use harness_core::record::CellRecord;
+use harness_core::metrics;
+use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use harness_core::sim::{Sim, SimConfig};
 use policies::PolicySpec;
 use serde::Serialize;
 
 use crate::backends::{self, BackendOptions};
-use crate::cell::{run_cell_guarded, CellOptions, CellPlan};
+use crate::cell::{run_cell, CellOptions, CellOutput, CellPlan};
 use crate::model::{Model, SimModel};
 use crate::progress::Progress;
 use crate::results::RunDir;
@@ -262,6 +263,68 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
     Ok(in_matrix_order(records, &cells))
+}
+
+/// [`run_cell`] as a task of its own, so that a panic in it (a bug) becomes that cell's `error`
+/// record, with the panic's message, instead of a cell missing from the run.
+pub async fn run_cell_guarded(
+    plan: &CellPlan,
+    opts: &Arc<CellOptions>,
+    model: Arc<dyn Model>,
+    on_event: impl Fn(&str, &Event) + Send + Sync + 'static,
+) -> CellOutput {
+    let cell = {
+        let plan = plan.clone();
+        let opts = Arc::clone(opts);
+        tokio::spawn(async move { run_cell(&plan, &opts, model.as_ref(), &on_event).await })
+    };
+    match cell.await {
+        Ok(out) => out,
+        Err(e) => internal_error(plan, opts, &panic_text(e)),
+    }
+}
+
+/// What a cell's task that did not finish says: its panic message, or that it was cancelled.
+fn panic_text(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return "the cell's task was cancelled".to_string();
+    }
+    let payload = e.into_panic();
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_string());
+    format!("internal error, the cell panicked (a bug in foldbench; please report it): {msg}")
+}
+
+/// The output of a cell that ended without one of its own (its task panicked): status `error`
+/// with `reason`, no turns, no events, so the run records it instead of losing it.
+fn internal_error(plan: &CellPlan, opts: &CellOptions, reason: &str) -> CellOutput {
+    let price = opts.price(&plan.model_name);
+    CellOutput {
+        record: CellRecord {
+            version: RECORD_VERSION,
+            id: plan.id.clone(),
+            task: plan.task.name.clone(),
+            arm: plan.arm.clone(),
+            policy: plan.policy.label(),
+            model: plan.model_name.clone(),
+            seed: plan.seed,
+            status: Status::Error,
+            error: Some(reason.to_string()),
+            checks: Vec::new(),
+            turns: 0,
+            metrics: metrics::compute(&[], Some(&plan.task), &price),
+            wall_ms: 0,
+            model_ms: 0,
+        },
+        events: Vec::new(),
+        transcript: Vec::new(),
+        diff: String::new(),
+        archives: Vec::new(),
+        kept_workspace: None,
+    }
 }
 
 /// The cells in the order they start: the k-th cell of every task before the (k+1)-th of any.
