@@ -116,6 +116,10 @@ enum Command {
     /// mini-swe-agent, foldbench's own tools): an offline upstream for real agents and the
     /// proxy (docs/agents.md).
     Serve(crate::serve::ServeArgs),
+    /// A model API proxy between a real agent and its model: applies a policy to every request
+    /// (trim, fold with its card and archive, compaction), relays the answers as they came and
+    /// records what it did as a run folder (docs/agents.md).
+    Proxy(crate::proxy::ProxyArgs),
     /// Inside a real agent's sandbox: forward a loopback port to the proxy's socket and run the
     /// agent (started by `run --agent`).
     #[command(hide = true)]
@@ -331,6 +335,7 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::Init { dir } => init(&dir),
         Command::Policies(a) => crate::policy::cmd(a),
         Command::Serve(a) => crate::serve::cmd(a).await,
+        Command::Proxy(a) => crate::proxy::cmd(a).await,
         Command::AgentBridge(a) => crate::serve::bridge(a).await,
         Command::Completions { shell } => {
             let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());

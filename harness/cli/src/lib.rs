@@ -30,6 +30,7 @@ mod matrix;
 mod merge;
 mod out;
 mod policy;
+mod proxy;
 mod replay;
 mod report;
 mod serve;

@@ -75,7 +75,7 @@ pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     Ok(Code::Ok)
 }
 
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match (
         signal(SignalKind::interrupt()),

@@ -46,6 +46,7 @@ pub mod judge_fit;
 pub mod merge;
 pub mod model;
 pub mod progress;
+pub mod proxy;
 pub mod reap;
 pub mod results;
 pub mod run;

@@ -1,0 +1,914 @@
+//! One conversation through the proxy: the agent's request read into core messages, what the
+//! policy did re-applied by message identity, the policy asked for the next request, and the
+//! outgoing conversation written back in the agent's API.
+//!
+//! Identity is the unit's [`canonical_key`] (a content block, a Chat message, a Responses item,
+//! with `cache_control` left out), so a message the agent resends — regrouped, its cache
+//! breakpoint moved — is recognised. What the policy did is kept as:
+//!
+//! - **edits**: the units a splice (a fold, a strategy's end) or a compaction replaced, and the
+//!   message that stands in their place. On every later request those units are left out and the
+//!   message put where the first of them stood;
+//! - **cards**: the card attached to a user message, attached again each time it comes back;
+//! - **stable messages**: a message made once per identity, so its id (what trim memoises, what
+//!   the prompt-cache simulation compares) is the same from request to request.
+//!
+//! A request whose first message the conversation never saw (the agent compacted on its own, or
+//! rewrote its history) starts a new branch: the policy starts again, the record says so.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use harness_core::context::{call_path, cached_prefix_tokens, Context};
+use harness_core::events::{Event, RequestRecord, ToolCallRecord};
+use harness_core::message::{Message, MessageKind, Role, ToolCall, ToolSpec};
+use harness_core::policy::{Plan, Policy, Splice};
+use harness_core::request::Purpose;
+use harness_core::session::COMPACTION_PROMPT;
+use harness_core::tokens;
+use harness_wire::render::{self, Out};
+use harness_wire::units::{Grouper, Side, Unit, UnitKind};
+use harness_wire::{canonical_key, decode_item, Api, Envelope, ItemKey};
+use serde_json::value::RawValue;
+
+/// Tools whose calls change files: a later equal call is a re-run only if none of these ran in
+/// between (the proxy sees no workspace, so this count stands for its state).
+const WRITING_TOOLS: [&str; 9] = [
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "NotebookEdit",
+    "apply_patch",
+    "edit_file",
+    "write_file",
+    "shell",
+    "exec_command",
+];
+
+/// The agent's request, decoded.
+pub struct Decoded {
+    /// The request's top level.
+    pub env: Envelope,
+    /// Each item's units.
+    pub units: Vec<Vec<Unit>>,
+    /// Each unit's identity, per item.
+    pub keys: Vec<Vec<ItemKey>>,
+}
+
+/// Decodes a request body of `api`: its envelope, every item's units and their identities. A
+/// body the API would refuse is an error saying what is wrong and where.
+pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, String> {
+    let env = Envelope::parse(api, body).map_err(|e| e.0)?;
+    let mut units = Vec::with_capacity(env.items.len());
+    let mut keys = Vec::with_capacity(env.items.len());
+    for (i, item) in env.items.iter().enumerate() {
+        let u = decode_item(api, item)
+            .map_err(|e| format!("`{}[{i}]`: {}", api.items_field(), e.0))?;
+        keys.push(u.iter().map(|u| canonical_key(&u.raw)).collect());
+        units.push(u);
+    }
+    Ok(Decoded { env, units, keys })
+}
+
+impl Decoded {
+    /// The identity of the conversation's first message that is not pinned (`None` when it has
+    /// none).
+    pub fn first_key(&self) -> Option<ItemKey> {
+        self.units
+            .iter()
+            .zip(&self.keys)
+            .flat_map(|(u, k)| u.iter().zip(k))
+            .find(|(u, _)| u.kind != UnitKind::Pinned)
+            .map(|(_, k)| *k)
+    }
+}
+
+/// A splice or a compaction, kept to be applied again: the units it replaced and what stands in
+/// their place.
+#[derive(Debug, Clone)]
+struct Edit {
+    covers: HashSet<ItemKey>,
+    with: Arc<Message>,
+}
+
+/// Where a message of the live context came from.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// The agent's units (indexes into the request).
+    Units(Vec<(usize, usize)>),
+    /// The agent's units with a card attached.
+    Carded(Vec<(usize, usize)>, String),
+    /// An edit's message (index into the edits).
+    Edit,
+}
+
+/// What the proxy sends upstream for one agent request.
+pub struct Outgoing {
+    /// The body.
+    pub body: Vec<u8>,
+    /// The request's record (index, turn, sizes).
+    pub record: RequestRecord,
+    /// The messages sent (for the prompt-cache reference of the next request).
+    pub messages: Vec<Arc<Message>>,
+}
+
+/// What the conversation needs next.
+pub enum Step {
+    /// Send this.
+    Send(Outgoing),
+    /// Ask the upstream for a summary first (a non-streamed body of the agent's API), then call
+    /// [`Conversation::compacted`].
+    Compact {
+        /// The summary request's body.
+        body: Vec<u8>,
+        /// Its record.
+        record: RequestRecord,
+        /// Whether it is a fold policy's emergency path.
+        emergency: bool,
+    },
+}
+
+/// An archive to write before a splice is applied.
+pub struct PendingSplice {
+    /// The policy's splice.
+    pub splice: Splice,
+    /// Its archive (path under the archive folder, bytes, sha256).
+    pub archived: harness_core::session::Archived,
+}
+
+/// One conversation's state.
+pub struct Conversation {
+    /// The policy (started again on a new branch).
+    policy: Box<dyn Policy>,
+    make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
+    /// Message per identity (its units' keys and its turn), so ids are stable.
+    known: HashMap<Vec<ItemKey>, Arc<Message>>,
+    /// Every unit seen, for branch detection.
+    seen: HashSet<ItemKey>,
+    edits: Vec<Edit>,
+    /// User message identity → the same message with its card.
+    cards: HashMap<Vec<ItemKey>, Arc<Message>>,
+    /// The highest turn started.
+    turn: u32,
+    /// The messages of the previous request.
+    prev: Option<Vec<Arc<Message>>>,
+    /// The next request's index.
+    index: usize,
+    /// Tool calls recorded (by id).
+    calls_seen: HashSet<String>,
+    /// Writing calls so far.
+    writes: usize,
+    /// Branches started after the first.
+    pub branches: u32,
+    /// The events, in order.
+    pub events: Vec<Event>,
+    /// Every message the conversation's model read that the agent did not write (cards, fold
+    /// results, summaries) and every message of the agent's, once, in order.
+    pub transcript: Vec<Arc<Message>>,
+    /// The live context of the request in progress, and where each message came from.
+    ctx: Context,
+    origins: HashMap<u64, Origin>,
+    /// The request in progress: system and tools, prefix tokens, pinned pieces.
+    system: Arc<str>,
+    tools: Arc<[ToolSpec]>,
+    prefix: u32,
+    prefix_of: Option<(Arc<str>, usize)>,
+    pinned: Vec<(usize, Vec<(usize, usize)>)>,
+    /// Original position (piece index) of each message id of the request in progress.
+    position: HashMap<u64, usize>,
+    /// A grouper over the request in progress (names the forms of calls when rendering).
+    grouper: Grouper,
+    compactions_here: u32,
+    /// The new turn's messages, joined to the context by [`Conversation::plan`].
+    pending_rest: Vec<Arc<Message>>,
+    /// The unit identities of the request in progress.
+    current_keys: Vec<Vec<ItemKey>>,
+}
+
+impl Conversation {
+    /// A conversation under the policy `make_policy` builds.
+    pub fn new(
+        make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
+    ) -> Result<Conversation, String> {
+        Ok(Conversation {
+            policy: make_policy()?,
+            make_policy,
+            known: HashMap::new(),
+            seen: HashSet::new(),
+            edits: Vec::new(),
+            cards: HashMap::new(),
+            turn: 0,
+            prev: None,
+            index: 0,
+            calls_seen: HashSet::new(),
+            writes: 0,
+            branches: 0,
+            events: Vec::new(),
+            transcript: Vec::new(),
+            ctx: Context::default(),
+            origins: HashMap::new(),
+            system: Arc::from(""),
+            tools: Arc::from(Vec::new()),
+            prefix: 0,
+            prefix_of: None,
+            pinned: Vec::new(),
+            position: HashMap::new(),
+            grouper: Grouper::new(),
+            compactions_here: 0,
+            pending_rest: Vec::new(),
+            current_keys: Vec::new(),
+        })
+    }
+
+    /// The policy's name with its parameters.
+    pub fn policy_name(&self) -> String {
+        self.policy.name()
+    }
+
+    /// Whether the policy owns a tool (its calls are answered by the proxy).
+    pub fn owns_tool(&self, name: &str) -> bool {
+        self.policy.owns_tool(name)
+    }
+
+    /// The policy's own tools, offered beside the agent's.
+    pub fn policy_tools(&self) -> Vec<ToolSpec> {
+        self.policy.tools()
+    }
+
+    /// Whether this request continues the conversation: its first message was seen before (or
+    /// nothing was seen yet).
+    pub fn continues(&self, req: &Decoded) -> bool {
+        self.seen.is_empty() || req.first_key().is_none_or(|k| self.seen.contains(&k))
+    }
+
+    /// Starts a new branch: the policy, its edits and cards start again.
+    pub fn new_branch(&mut self) -> Result<(), String> {
+        self.policy = (self.make_policy)()?;
+        self.known.clear();
+        self.seen.clear();
+        self.edits.clear();
+        self.cards.clear();
+        self.turn = 0;
+        self.prev = None;
+        self.branches += 1;
+        Ok(())
+    }
+
+    /// Reads a request: its messages with the edits and cards applied; a new turn ends the
+    /// previous one (its splices returned, to be archived and then applied with
+    /// [`Conversation::apply_splice`]) and gets the policy's card. Call [`Conversation::plan`]
+    /// after the splices.
+    pub fn read(&mut self, req: &Decoded) -> Vec<PendingSplice> {
+        self.compactions_here = 0;
+        self.current_keys = req.keys.clone();
+        let system: Arc<str> = Arc::from(req.env.system.as_str());
+        let same_prefix = self
+            .prefix_of
+            .as_ref()
+            .is_some_and(|(s, n)| **s == *system && *n == req.env.tools.len());
+        if !same_prefix {
+            let mut tools = req.env.tools.clone();
+            tools.extend(self.policy.tools());
+            self.prefix = tokens::prefix_tokens(&system, &tools);
+            self.tools = Arc::from(tools);
+            self.prefix_of = Some((Arc::clone(&system), req.env.tools.len()));
+        }
+        self.system = system;
+        let refs: Vec<(usize, &[Unit])> = req
+            .units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (i, u.as_slice()))
+            .collect();
+        let mut grouper = Grouper::new();
+        let pieces = grouper.group(&refs);
+        self.grouper = grouper;
+        self.pinned.clear();
+        self.origins.clear();
+        self.position.clear();
+        let mut messages: Vec<Arc<Message>> = Vec::new();
+        let mut placed: HashSet<usize> = HashSet::new();
+        for (pos, p) in pieces.iter().enumerate() {
+            let at: Vec<(usize, usize)> = p.units.iter().map(|u| (u.item, u.unit)).collect();
+            let Some(m) = &p.message else {
+                self.pinned.push((pos, at));
+                continue;
+            };
+            let keys: Vec<ItemKey> = at.iter().map(|&(i, u)| req.keys[i][u]).collect();
+            for k in &keys {
+                self.seen.insert(*k);
+            }
+            // Units an edit replaced: left out, the edit's message where the first stood.
+            let kept: Vec<usize> = (0..keys.len())
+                .filter(|&j| {
+                    match self.edits.iter().position(|e| e.covers.contains(&keys[j])) {
+                        Some(e) => {
+                            if placed.insert(e) {
+                                let with = Arc::clone(&self.edits[e].with);
+                                self.position.insert(with.id, pos);
+                                self.origins.insert(with.id, Origin::Edit);
+                                messages.push(with);
+                            }
+                            false
+                        }
+                        None => true,
+                    }
+                })
+                .collect();
+            if kept.is_empty() {
+                continue;
+            }
+            let (m, at, keys) = if kept.len() == keys.len() {
+                (Arc::clone(m), at, keys)
+            } else {
+                let at: Vec<(usize, usize)> = kept.iter().map(|&j| at[j]).collect();
+                let keys: Vec<ItemKey> = kept.iter().map(|&j| keys[j]).collect();
+                (rebuilt(m, &at, req), at, keys)
+            };
+            let mut id_key = keys.clone();
+            id_key.push(ItemKey(turn_key(m.turn)));
+            let stable = match self.known.get(&id_key) {
+                Some(s) => Arc::clone(s),
+                None => {
+                    self.transcript.push(Arc::clone(&m));
+                    self.note_calls(&m);
+                    self.known.insert(id_key.clone(), Arc::clone(&m));
+                    m
+                }
+            };
+            let (msg, origin) = match self.cards.get(&id_key) {
+                Some(c) => (
+                    Arc::clone(c),
+                    Origin::Carded(at, c.card.clone().unwrap_or_default()),
+                ),
+                None => (stable, Origin::Units(at)),
+            };
+            self.position.insert(msg.id, pos);
+            self.origins.insert(msg.id, origin);
+            messages.push(msg);
+        }
+        let last_turn = messages.iter().map(|m| m.turn).max().unwrap_or(0);
+        let mut splices = Vec::new();
+        if last_turn > self.turn {
+            // A new turn: the messages before its prompt end the previous turn.
+            let first_new = messages
+                .iter()
+                .position(|m| m.turn > self.turn && m.is_human())
+                .unwrap_or(messages.len());
+            let rest = messages.split_off(first_new);
+            self.ctx = Context {
+                messages,
+                turn: self.turn,
+            };
+            if self.turn > 0 {
+                let next_user = rest.iter().find(|m| m.is_human()).map(|m| m.text.clone());
+                for splice in self.policy.end_turn(&self.ctx, next_user.as_deref()) {
+                    let archived = harness_core::session::archive_splice(
+                        harness_core::session::ARCHIVE_DIR,
+                        &splice,
+                    );
+                    splices.push(PendingSplice { splice, archived });
+                }
+            }
+            self.pending_rest = rest;
+            self.turn = last_turn;
+        } else {
+            self.ctx = Context {
+                messages,
+                turn: self.turn,
+            };
+            self.pending_rest = Vec::new();
+        }
+        splices
+    }
+
+    /// Applies a splice whose archive was written; `None` when its range is gone.
+    pub fn apply_splice(
+        &mut self,
+        p: &PendingSplice,
+        turn: u32,
+        written: Result<(), String>,
+    ) -> Option<Arc<Message>> {
+        if let Err(reason) = written {
+            self.events.push(Event::SpliceFailed { turn, reason });
+            return None;
+        }
+        let before = self.ctx.messages.clone();
+        let folded_tokens: u64 = p
+            .splice
+            .messages
+            .iter()
+            .map(|m| u64::from(m.tokens))
+            .sum();
+        let Some(msg) = self
+            .policy
+            .apply_splice(&mut self.ctx, &p.splice, &p.archived.archive)
+        else {
+            self.events.push(Event::SpliceFailed {
+                turn,
+                reason: format!(
+                    "turns {}–{} are no longer in the context",
+                    p.splice.from, p.splice.to
+                ),
+            });
+            return None;
+        };
+        self.record_edit(&before);
+        let rewritten = harness_core::context::rewritten_tokens(
+            self.prev.as_deref().unwrap_or(&before),
+            &self.ctx.messages,
+        );
+        self.events.push(Event::Fold {
+            turn,
+            from: p.splice.from,
+            to: p.splice.to,
+            archive: p.archived.archive.path.clone(),
+            sha256: p.archived.archive.sha256.clone(),
+            folded_tokens,
+            result_tokens: u64::from(msg.tokens),
+            rewritten_tokens: rewritten,
+            kind: p.archived.kind.into(),
+        });
+        if let harness_core::policy::SpliceKind::StrategyExit { mode, via_back, .. } =
+            &p.splice.kind
+        {
+            self.events.push(Event::StrategyEnded {
+                turn,
+                mode: mode.clone(),
+                via_back: *via_back,
+                report_tokens: u64::from(msg.tokens),
+            });
+        }
+        self.transcript.push(Arc::clone(&msg));
+        Some(msg)
+    }
+
+    /// The turn in progress.
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// After the splices: the new turn's messages join the context (the first user message
+    /// with the policy's card), and the policy decides the request.
+    pub fn plan(&mut self, api: Api, env: &Envelope, req: &Decoded) -> Step {
+        let rest = std::mem::take(&mut self.pending_rest);
+        if !rest.is_empty() {
+            self.ctx.turn = self.turn;
+            let mut carded = false;
+            let card = self.policy.card(&self.ctx, self.prefix);
+            self.events.push(Event::TurnStarted {
+                turn: self.turn,
+                user: rest
+                    .iter()
+                    .find(|m| m.is_human())
+                    .map(|m| m.text.clone())
+                    .unwrap_or_default(),
+                card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
+                card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
+            });
+            for m in rest {
+                match (&card, carded, m.is_human(), self.origins.get(&m.id).cloned()) {
+                    (Some(c), false, true, Some(Origin::Units(at))) => {
+                        carded = true;
+                        let with = m.with_card(c.text.clone());
+                        let keys: Vec<ItemKey> =
+                            at.iter().map(|&(i, u)| req.keys[i][u]).collect();
+                        let mut id_key = keys;
+                        id_key.push(ItemKey(turn_key(m.turn)));
+                        self.cards.insert(id_key, Arc::clone(&with));
+                        if let Some(p) = self.position.get(&m.id).copied() {
+                            self.position.insert(with.id, p);
+                        }
+                        self.origins
+                            .insert(with.id, Origin::Carded(at, c.text.clone()));
+                        self.transcript.push(Arc::clone(&with));
+                        self.ctx.push(with);
+                    }
+                    _ => self.ctx.push(m),
+                }
+            }
+        }
+        self.ctx.turn = self.turn;
+        match self.policy.plan(&self.ctx, self.prefix) {
+            Plan::Compact { .. } if self.compactions_here > 0 => {
+                let messages = self.ctx.messages.clone();
+                self.send(
+                    api,
+                    env,
+                    req,
+                    messages,
+                    Some("compaction did not fit the window".into()),
+                )
+            }
+            Plan::Compact { emergency } => {
+                self.compactions_here += 1;
+                let mut messages = self.ctx.messages.clone();
+                messages.push(Message::user(self.turn, COMPACTION_PROMPT, None));
+                let (items, _) = self.render(api, req, &messages, false);
+                let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
+                let body = with_stream_off(&env.write(&refs, &[]));
+                let record = self.record_request(
+                    Purpose::Compaction,
+                    &messages,
+                    Some(if emergency {
+                        "emergency compaction".into()
+                    } else {
+                        "compaction".into()
+                    }),
+                );
+                self.prev = Some(messages);
+                Step::Compact {
+                    body,
+                    record,
+                    emergency,
+                }
+            }
+            Plan::Send { messages, action } => self.send(api, env, req, messages, action),
+        }
+    }
+
+    /// The upstream's summary: the policy compacts the context with it.
+    pub fn compacted(&mut self, summary: &str, record: &RequestRecord, output_tokens: u64) {
+        let before = self.ctx.messages.clone();
+        let msg = Message::host(self.turn, summary, MessageKind::Summary);
+        self.policy.apply_compaction(&mut self.ctx, Arc::clone(&msg));
+        self.record_edit(&before);
+        self.transcript.push(msg);
+        self.events.push(Event::Compaction {
+            turn: self.turn,
+            emergency: record.action.as_deref() == Some("emergency compaction"),
+            input_tokens: record.tokens,
+            output_tokens,
+            rewritten_tokens: harness_core::context::rewritten_tokens(
+                &before,
+                &self.ctx.messages,
+            ),
+        });
+    }
+
+    fn send(
+        &mut self,
+        api: Api,
+        env: &Envelope,
+        req: &Decoded,
+        messages: Vec<Arc<Message>>,
+        action: Option<String>,
+    ) -> Step {
+        let tools = self.policy.tools();
+        let untouched = action.is_none()
+            && tools.is_empty()
+            && messages.len() == self.origins.len()
+            && messages
+                .iter()
+                .all(|m| matches!(self.origins.get(&m.id), Some(Origin::Units(_))));
+        let body = if untouched {
+            env.write(&env.item_refs(), &[])
+        } else {
+            let (items, _) = self.render(api, req, &messages, true);
+            let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
+            env.write(&refs, &tools)
+        };
+        let record = self.record_request(Purpose::Turn, &messages, action);
+        self.prev = Some(messages.clone());
+        Step::Send(Outgoing {
+            body,
+            record,
+            messages,
+        })
+    }
+
+    /// The conversation's messages as items of `api`: the agent's units where a message is
+    /// theirs (a card appended where one is attached), the policy's messages rendered, and the
+    /// pinned entries where they stood (`pinned`: false for a summary request).
+    fn render<'a>(
+        &self,
+        api: Api,
+        req: &'a Decoded,
+        messages: &[Arc<Message>],
+        pinned: bool,
+    ) -> (Vec<std::borrow::Cow<'a, RawValue>>, usize) {
+        let mut entries: Vec<Out<'a>> = Vec::new();
+        let mut next_pinned = 0;
+        let mut last_pos = 0usize;
+        let pinned_list = if pinned { &self.pinned[..] } else { &[] };
+        let push_pinned = |upto: usize, next: &mut usize, entries: &mut Vec<Out<'a>>| {
+            while *next < pinned_list.len() && pinned_list[*next].0 < upto {
+                for &(i, u) in &pinned_list[*next].1 {
+                    entries.push(Out::Unit(
+                        Side::Pinned,
+                        std::borrow::Cow::Borrowed(&*req.units[i][u].raw),
+                    ));
+                }
+                *next += 1;
+            }
+        };
+        // Pinned entries before the first message stay first.
+        for m in messages {
+            let pos = self.position.get(&m.id).copied().unwrap_or(last_pos);
+            last_pos = last_pos.max(pos);
+            push_pinned(pos, &mut next_pinned, &mut entries);
+            match self.origins.get(&m.id) {
+                Some(Origin::Units(at)) => {
+                    for &(i, u) in at {
+                        let unit = &req.units[i][u];
+                        entries.push(Out::Unit(unit.side(), std::borrow::Cow::Borrowed(&*unit.raw)));
+                    }
+                }
+                Some(Origin::Carded(at, card)) => {
+                    let raws: Vec<&RawValue> = at.iter().map(|&(i, u)| &*req.units[i][u].raw).collect();
+                    for r in render::attach_card(api, &raws, card) {
+                        entries.push(Out::Unit(Side::User, std::borrow::Cow::Owned(r)));
+                    }
+                }
+                Some(Origin::Edit) | None => {
+                    for (side, r) in render::render_message(api, m, &self.grouper) {
+                        entries.push(Out::Unit(side, std::borrow::Cow::Owned(r)));
+                    }
+                }
+            }
+        }
+        push_pinned(usize::MAX, &mut next_pinned, &mut entries);
+        let n = entries.len();
+        (render::assemble(api, entries), n)
+    }
+
+    /// Records a request of `messages` (the cache simulation against the previous one).
+    fn record_request(
+        &mut self,
+        purpose: Purpose,
+        messages: &[Arc<Message>],
+        action: Option<String>,
+    ) -> RequestRecord {
+        let tokens =
+            u64::from(self.prefix) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages);
+        let index = self.index;
+        self.index += 1;
+        let record = RequestRecord {
+            index,
+            turn: self.turn,
+            purpose,
+            tokens,
+            cached_tokens: cached,
+            written_tokens: tokens.saturating_sub(cached),
+            messages: messages.len(),
+            visible_results: Context::visible_results(messages),
+            action,
+            mode: self.policy.mode().map(|m| m.name),
+        };
+        self.events.push(Event::Request(record.clone()));
+        record
+    }
+
+    /// The record of a request that the proxy made again for the same agent request (the
+    /// model asked again after a policy tool's call), with the messages it held.
+    pub fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
+        self.record_request(Purpose::Turn, messages, Some("after a policy tool call".into()))
+    }
+
+    /// Records the upstream's answer to request `index`.
+    pub fn record_response(
+        &mut self,
+        index: usize,
+        usage: Option<harness_core::request::Usage>,
+        output_tokens: u64,
+        model_ms: u64,
+    ) {
+        self.events.push(Event::Response {
+            index,
+            output_tokens,
+            usage,
+            model_ms,
+        });
+    }
+
+    /// Answers a call of the policy's own tool (in the answer to request `index`): the result
+    /// text, whether it was refused; the call and its result are recorded.
+    pub fn policy_tool(&mut self, call: &ToolCall, index: usize) -> (String, bool) {
+        let reply = self.policy.handle_tool(&self.ctx, call);
+        if let harness_core::policy::ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
+            self.events.push(Event::StrategyEntered {
+                turn: self.turn,
+                mode: mode.clone(),
+            });
+        }
+        let result = Message::tool_result(self.turn, call, reply.text.clone(), reply.is_error);
+        self.events.push(Event::ToolCall(ToolCallRecord {
+            turn: self.turn,
+            request: index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: call.canonical_args(),
+            target: None,
+            fingerprint: None,
+            archive_read: false,
+            is_error: reply.is_error,
+            policy_tool: true,
+            outcome: serde_json::to_value(&reply.outcome).ok(),
+            result_tokens: result.tokens,
+            cached: false,
+        }));
+        self.calls_seen.insert(call.id.clone());
+        (reply.text, reply.is_error)
+    }
+
+    /// The messages of the last request sent.
+    pub fn last_sent(&self) -> Vec<Arc<Message>> {
+        self.prev.clone().unwrap_or_default()
+    }
+
+    /// Sets the messages the next request's cache simulation compares with.
+    pub fn set_sent(&mut self, messages: Vec<Arc<Message>>) {
+        self.prev = Some(messages);
+    }
+
+    /// Renders extra messages (the model's policy-tool call and its result) after the
+    /// request's own items, for asking the model again.
+    pub fn continuation_body(
+        &self,
+        api: Api,
+        env: &Envelope,
+        req: &Decoded,
+        messages: &[Arc<Message>],
+    ) -> Vec<u8> {
+        let (items, _) = self.render(api, req, messages, true);
+        let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
+        env.write(&refs, &self.policy.tools())
+    }
+
+    /// Records the agent's tool calls of a message seen for the first time: re-runs are equal
+    /// calls with no writing call between them; archive reads are calls whose path is under
+    /// the archive folder.
+    fn note_calls(&mut self, m: &Message) {
+        for c in &m.tool_calls {
+            if !self.calls_seen.insert(c.id.clone()) || self.policy.owns_tool(&c.name) {
+                continue;
+            }
+            let target = call_path(c).or_else(|| command_path(c));
+            let archive_read = target.as_deref().is_some_and(is_archive_target)
+                || command_text(c).is_some_and(|t| t.contains(harness_core::session::ARCHIVE_DIR));
+            self.events.push(Event::ToolCall(ToolCallRecord {
+                turn: m.turn,
+                request: self.index.saturating_sub(1),
+                id: c.id.clone(),
+                name: c.name.clone(),
+                args: c.canonical_args(),
+                target,
+                fingerprint: Some(format!("writes:{}", self.writes)),
+                archive_read,
+                is_error: false,
+                policy_tool: false,
+                outcome: None,
+                result_tokens: 0,
+                cached: false,
+            }));
+            if WRITING_TOOLS.contains(&c.name.as_str()) || c.name == "Bash" && !read_only(c) {
+                self.writes += 1;
+            }
+        }
+    }
+
+    /// Every policy-made message's text (cards, fold results, summaries) for tests.
+    pub fn edits_len(&self) -> usize {
+        self.edits.len()
+    }
+
+    /// Notes what an edit of the context (a splice, a compaction) replaced: the messages that
+    /// left, by the units they came from, and the one that came in.
+    fn record_edit(&mut self, before: &[Arc<Message>]) {
+        let now: HashSet<u64> = self.ctx.messages.iter().map(|m| m.id).collect();
+        let was: HashSet<u64> = before.iter().map(|m| m.id).collect();
+        let added: Vec<Arc<Message>> = self
+            .ctx
+            .messages
+            .iter()
+            .filter(|m| !was.contains(&m.id))
+            .cloned()
+            .collect();
+        let Some(with) = added.first().cloned() else {
+            return;
+        };
+        let mut covers: HashSet<ItemKey> = HashSet::new();
+        let mut superseded: Vec<usize> = Vec::new();
+        for m in before.iter().filter(|m| !now.contains(&m.id)) {
+            match self.origins.get(&m.id) {
+                Some(Origin::Units(at)) | Some(Origin::Carded(at, _)) => {
+                    covers.extend(at.iter().map(|&(i, u)| self.key_at(i, u)));
+                }
+                Some(Origin::Edit) => {
+                    if let Some(e) = self.edits.iter().position(|e| e.with.id == m.id) {
+                        covers.extend(self.edits[e].covers.iter().copied());
+                        superseded.push(e);
+                    }
+                }
+                None => {}
+            }
+        }
+        superseded.sort_unstable();
+        for e in superseded.into_iter().rev() {
+            self.edits.remove(e);
+        }
+        if let Some(p) = before
+            .iter()
+            .find(|m| !now.contains(&m.id))
+            .and_then(|m| self.position.get(&m.id).copied())
+        {
+            self.position.insert(with.id, p);
+        }
+        self.origins.insert(with.id, Origin::Edit);
+        self.edits.push(Edit { covers, with });
+    }
+
+    fn key_at(&self, i: usize, u: usize) -> ItemKey {
+        self.current_keys
+            .get(i)
+            .and_then(|k| k.get(u))
+            .copied()
+            .unwrap_or(ItemKey([0; 32]))
+    }
+}
+
+/// A key for a turn number (part of a message's identity).
+fn turn_key(turn: u32) -> [u8; 32] {
+    let mut k = [0xffu8; 32];
+    k[..4].copy_from_slice(&turn.to_le_bytes());
+    k
+}
+
+/// A message made again from some of its units (the others were edited away).
+fn rebuilt(m: &Message, at: &[(usize, usize)], req: &Decoded) -> Arc<Message> {
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    for &(i, u) in at {
+        match &req.units[i][u].kind {
+            UnitKind::UserText(t) | UnitKind::Assistant { text: t, .. } if !t.is_empty() => {
+                text.push(t.clone());
+            }
+            _ => {}
+        }
+        if let UnitKind::Assistant { calls: c, .. } = &req.units[i][u].kind {
+            calls.extend(c.iter().cloned());
+        }
+    }
+    match m.role {
+        Role::Assistant => Message::assistant(m.turn, text.join("\n\n"), calls),
+        _ => {
+            let mut c = m.clone();
+            c.text = text.join("\n\n");
+            c.sealed()
+        }
+    }
+}
+
+/// A shell command's text (`Bash`'s `command`, `exec_command`'s `cmd`, `shell`'s `command`).
+fn command_text(c: &ToolCall) -> Option<&str> {
+    c.str_arg("command").or_else(|| c.str_arg("cmd"))
+}
+
+/// The path a shell command reads, when it is a plain `cat`/`head`/`tail`/`sed -n` of one file.
+fn command_path(c: &ToolCall) -> Option<String> {
+    let cmd = command_text(c)?;
+    let mut words = cmd.split_whitespace();
+    let prog = words.next()?;
+    if !matches!(prog, "cat" | "head" | "tail" | "less" | "nl") {
+        return None;
+    }
+    words
+        .filter(|w| !w.starts_with('-'))
+        .last()
+        .map(harness_core::context::normalize_path)
+}
+
+/// Whether a path (relative, or absolute inside the agent's folder) is under the archive folder.
+fn is_archive_target(p: &str) -> bool {
+    let dir = harness_core::session::ARCHIVE_DIR;
+    p == dir || p.starts_with(&format!("{dir}/")) || p.contains(&format!("/{dir}/"))
+}
+
+/// Whether a `Bash` call only reads (a `cat`, `ls`, `grep`, … with no redirection).
+fn read_only(c: &ToolCall) -> bool {
+    let Some(cmd) = command_text(c) else {
+        return false;
+    };
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    !cmd.contains('>')
+        && matches!(
+            first,
+            "cat" | "ls" | "grep" | "rg" | "head" | "tail" | "find" | "wc" | "sed" | "nl" | "pwd"
+        )
+        && !cmd.contains("sed -i")
+}
+
+/// A body with `"stream"` set to false (a summary request is read whole).
+fn with_stream_off(body: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("stream".into(), serde_json::Value::Bool(false));
+                o.remove("stream_options");
+            }
+            v.to_string().into_bytes()
+        }
+        Err(_) => body.to_vec(),
+    }
+}

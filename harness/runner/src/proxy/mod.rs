@@ -1,0 +1,1092 @@
+//! `foldbench proxy`: a model API proxy between a real agent and its model that applies a
+//! context policy to every request and records what it did as a run folder.
+//!
+//! The proxy serves the Anthropic Messages API (`/v1/messages`) and OpenAI's Chat Completions
+//! (`/v1/chat/completions`) and Responses (`/v1/responses`), streamed and not. For each request
+//! of a conversation it reads the agent's history ([`conversation`]), re-applies what the policy
+//! did before (splices, compactions, cards, by message identity), lets the policy plan the
+//! request, relays it to the upstream with the agent's own headers (its key included, never
+//! written anywhere) and relays the answer back in the form it came (a stream stays a stream).
+//!
+//! - A call of the policy's own tool (`fold_unit`) in the answer is answered by the proxy, which
+//!   asks the model again; the agent never sees the call, only the answer that follows it.
+//! - A splice's archive is written under the agent's working folder (`.foldbench/archive/`, with
+//!   its sha256) before the splice is applied, so the agent's own tools can read it back.
+//! - Compaction asks the upstream for the summary (a real call, recorded as one).
+//! - Requests outside the main conversation (no tools: a title; another model; a count-tokens
+//!   call; a stateful Responses call) pass through unchanged and are recorded as such.
+//! - Upstream errors are passed through as they came (status and body); a malformed request gets
+//!   a 400 saying what is wrong; an upstream that cuts a stream gives the agent an error event;
+//!   an agent that disconnects ends the upstream call. Each is recorded in `exchanges.jsonl`.
+//!
+//! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
+//! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
+
+pub mod conversation;
+pub mod record;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use harness_core::message::{Message, ToolCall};
+use harness_wire::answer::{parse_answer, prepend_parts};
+use harness_wire::sse::{write_event, SseEvent, SseParser};
+use harness_wire::stream::{error_event, rewrite, EventRole, StreamDecoder};
+use harness_wire::Api;
+use http_body_util::BodyExt as _;
+use hyper::body::{Frame, Incoming};
+use hyper::{HeaderMap, Request, Response, StatusCode};
+use policies::PolicySpec;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+
+use conversation::{Conversation, Decoded, Step};
+use record::{Exchange, Recorder};
+
+/// The largest request body the proxy reads (a long session's history is a few MiB).
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// How many times in a row the proxy answers its policy's tool and asks the model again before
+/// it gives the agent the answer as it is.
+pub const MAX_POLICY_ROUNDS: usize = 4;
+
+/// What a proxy runs with.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// The policy applied to every conversation.
+    pub policy: PolicySpec,
+    /// The upstream's base URL (`https://api.anthropic.com`, `http://127.0.0.1:8787`); the
+    /// agent's request path is appended (a `/v1` at the end of both is not doubled).
+    pub upstream: String,
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The run folder the records go to.
+    pub out: PathBuf,
+    /// The agent's working folder, where archives go (`.foldbench/archive/`); `None`: the
+    /// folder the agent's request names (Claude Code's "Primary working directory", Codex's
+    /// `<cwd>`), else a splice fails with that reason.
+    pub workdir: Option<PathBuf>,
+    /// The model's context window the policy assumes (compaction thresholds).
+    pub window: u64,
+    /// The arm label records carry (the policy as the user wrote it).
+    pub arm: String,
+    /// The task name records carry (`proxy`, or the task a cell of `run --agent` runs).
+    pub task: String,
+}
+
+impl ProxyConfig {
+    /// A configuration with the defaults: the arm named after the policy, task `proxy`, a
+    /// 200,000-token window, archives in the folder the agent's requests name.
+    pub fn new(policy: PolicySpec, upstream: &str, listen: SocketAddr, out: &Path) -> ProxyConfig {
+        ProxyConfig {
+            arm: policy.label(),
+            policy,
+            upstream: upstream.trim_end_matches('/').to_string(),
+            listen,
+            out: out.to_path_buf(),
+            workdir: None,
+            window: 200_000,
+            task: "proxy".into(),
+        }
+    }
+}
+
+/// A running proxy.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What a stopped proxy leaves: one entry per conversation, as written to the run folder.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxySummary {
+    /// The run folder.
+    pub out: PathBuf,
+    /// Each conversation's cell id, in the order they began.
+    pub cells: Vec<String>,
+    /// Requests the proxy answered (main, side and pass-through).
+    pub requests: u64,
+}
+
+struct Shared {
+    cfg: ProxyConfig,
+    client: reqwest::Client,
+    convs: Mutex<Convs>,
+    recorder: Arc<Mutex<Recorder>>,
+    answered: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Default)]
+struct Convs {
+    list: Vec<Arc<tokio::sync::Mutex<Entry>>>,
+    /// Hint (session id) or first message → conversation.
+    by_key: HashMap<String, usize>,
+}
+
+/// A conversation and its place in the records.
+pub(crate) struct Entry {
+    pub(crate) cell: String,
+    pub(crate) model: String,
+    pub(crate) conv: Conversation,
+    pub(crate) written_events: usize,
+    pub(crate) written_transcript: usize,
+}
+
+impl Proxy {
+    /// Starts a proxy: opens (or reopens, continuing it) the run folder `cfg.out`, listens on
+    /// `cfg.listen`. An error when the policy does not build, the folder cannot be written or
+    /// the address cannot be listened on.
+    pub async fn start(cfg: ProxyConfig) -> Result<Proxy, String> {
+        policies::build(&cfg.policy, cfg.window)?;
+        let recorder = Recorder::open(&cfg)?;
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let shared = Arc::new(Shared {
+            cfg,
+            client,
+            convs: Mutex::new(Convs::default()),
+            recorder: Arc::new(Mutex::new(recorder)),
+            answered: std::sync::atomic::AtomicU64::new(0),
+        });
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let serving = Arc::clone(&shared);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let shared = Arc::clone(&serving);
+                        tokio::spawn(async move {
+                            let service = hyper::service::service_fn(move |req| {
+                                let shared = Arc::clone(&shared);
+                                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                            });
+                            let io = hyper_util::rt::TokioIo::new(stream);
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(io, service)
+                                .await;
+                        });
+                    }
+                }
+            }
+        });
+        Ok(Proxy {
+            addr,
+            shared,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL an agent is pointed at (`http://127.0.0.1:PORT`, no path).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The events of every conversation so far (cell id, events), in the order they began.
+    pub async fn events(&self) -> Vec<(String, Vec<harness_core::events::Event>)> {
+        let list: Vec<_> = self
+            .shared
+            .convs
+            .lock()
+            .map(|c| c.list.clone())
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for e in list {
+            let e = e.lock().await;
+            out.push((e.cell.clone(), e.conv.events.clone()));
+        }
+        out
+    }
+
+    /// Stops listening, waits for the requests in progress, and writes every conversation's
+    /// record (`cells.jsonl`); returns what was written.
+    pub async fn stop(mut self) -> Result<ProxySummary, String> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+        let list: Vec<_> = self
+            .shared
+            .convs
+            .lock()
+            .map(|c| c.list.clone())
+            .unwrap_or_default();
+        let mut cells = Vec::new();
+        for e in &list {
+            let mut e = e.lock().await;
+            let rec = Arc::clone(&self.shared.recorder);
+            let mut r = rec.lock().map_err(|_| "the recorder was poisoned".to_string())?;
+            r.flush_entry(&mut e)?;
+            r.finish_entry(&self.shared.cfg, &e)?;
+            cells.push(e.cell.clone());
+        }
+        let r = self
+            .shared
+            .recorder
+            .lock()
+            .map_err(|_| "the recorder was poisoned".to_string())?;
+        r.write_records()?;
+        Ok(ProxySummary {
+            out: self.shared.cfg.out.clone(),
+            cells,
+            requests: self
+                .shared
+                .answered
+                .load(std::sync::atomic::Ordering::Relaxed),
+        })
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(t) = &self.task {
+            t.abort();
+        }
+    }
+}
+
+/// A response body: whole, or a stream fed by a task.
+pub enum ProxyBody {
+    /// All of it.
+    Full(Option<Bytes>),
+    /// Pieces as they come.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl hyper::body::Body for ProxyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            ProxyBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<ProxyBody> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(ProxyBody::Full(Some(body.into())))
+        .unwrap_or_else(|_| Response::new(ProxyBody::Full(None)))
+}
+
+/// An error in the shape the APIs use (`{"type":"error","error":{"type":…,"message":…}}`).
+fn error(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    let kind = if status == StatusCode::BAD_REQUEST {
+        "invalid_request_error"
+    } else {
+        "api_error"
+    };
+    full(
+        status,
+        "application/json",
+        serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+            .to_string(),
+    )
+}
+
+/// Headers not forwarded either way (hop by hop, or set by the proxy's own client).
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "host"
+            | "content-length"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authorization"
+            | "proxy-authenticate"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "accept-encoding"
+    )
+}
+
+/// The upstream URL of an agent's path and query.
+fn upstream_url(base: &str, path_and_query: &str) -> String {
+    if base.ends_with("/v1") && path_and_query.starts_with("/v1/") {
+        format!("{base}{}", &path_and_query[3..])
+    } else {
+        format!("{base}{path_and_query}")
+    }
+}
+
+/// The session id an agent's headers carry (Claude Code's, Codex's), if any.
+fn header_hint(h: &HeaderMap) -> Option<String> {
+    ["x-claude-code-session-id", "session-id", "thread-id", "conversation-id"]
+        .iter()
+        .find_map(|n| h.get(*n).and_then(|v| v.to_str().ok()).map(str::to_string))
+}
+
+/// One request of the agent.
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
+    shared
+        .answered
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (parts, body) = req.into_parts();
+    let path_q = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let path = parts.uri.path().to_string();
+    let body = match http_body_util::Limited::new(body, MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let msg = format!("cannot read the request body (at most {MAX_BODY_BYTES} bytes): {e}");
+            shared.log(Exchange::new("refused", &path).status(413).note(&msg));
+            return error(StatusCode::PAYLOAD_TOO_LARGE, &msg);
+        }
+    };
+    let api = Api::from_path(&path).filter(|_| parts.method == hyper::Method::POST);
+    let Some(api) = api else {
+        return pass_through(&shared, &parts, &path_q, body, "passthrough", "not a conversation API path")
+            .await;
+    };
+    if let Some(enc) = parts
+        .headers
+        .get(hyper::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| !e.eq_ignore_ascii_case("identity"))
+    {
+        let msg = format!("the request body is {enc}-encoded; the proxy reads plain JSON (send it without Content-Encoding)");
+        shared.log(Exchange::new("refused", &path).status(415).note(&msg));
+        return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, &msg);
+    }
+    let decoded = match conversation::decode(api, &body) {
+        Ok(d) => d,
+        Err(e) => {
+            let msg = format!("malformed {} request: {e}", api.name());
+            shared.log(Exchange::new("refused", &path).status(400).note(&msg));
+            return error(StatusCode::BAD_REQUEST, &msg);
+        }
+    };
+    if decoded.env.stateful {
+        return pass_through(&shared, &parts, &path_q, body, "side", "a stateful Responses call (previous_response_id): its history is upstream").await;
+    }
+    if decoded.env.tools.is_empty() {
+        return pass_through(&shared, &parts, &path_q, body, "side", "no tools: not the agent's main conversation (a title, a probe)").await;
+    }
+    let hint = header_hint(&parts.headers).or_else(|| decoded.env.hint.clone());
+    let entry = match shared.conversation(hint.as_deref(), &decoded) {
+        Ok(Found::Side(reason)) => {
+            return pass_through(&shared, &parts, &path_q, body, "side", &reason).await
+        }
+        Ok(Found::Entry(e)) => e,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+    };
+    let guard = entry.lock_owned().await;
+    main_request(shared, guard, api, &parts, &path_q, decoded).await
+}
+
+enum Found {
+    Entry(Arc<tokio::sync::Mutex<Entry>>),
+    Side(String),
+}
+
+impl Shared {
+    fn log(&self, e: Exchange) {
+        if let Ok(mut r) = self.recorder.lock() {
+            r.exchange(&e);
+        }
+    }
+
+    /// The conversation a request belongs to: by the agent's session id when it sends one, else
+    /// by its first message; a new one otherwise. A request of another model than the
+    /// conversation's is a side request.
+    fn conversation(&self, hint: Option<&str>, req: &Decoded) -> Result<Found, String> {
+        let first = req.first_key().map(|k| format!("m:{k:?}"));
+        let hint = hint.map(|h| format!("h:{h}"));
+        let mut convs = self
+            .convs
+            .lock()
+            .map_err(|_| "the proxy's state was poisoned".to_string())?;
+        let found = hint
+            .as_ref()
+            .and_then(|h| convs.by_key.get(h))
+            .or_else(|| first.as_ref().and_then(|f| convs.by_key.get(f)))
+            .copied();
+        if let Some(i) = found {
+            let e = Arc::clone(&convs.list[i]);
+            // The model is read without waiting: a conversation's own requests come one at a
+            // time, and a side model's request would otherwise wait for the main one.
+            if let Ok(g) = e.try_lock() {
+                if !g.model.is_empty() && !req.env.model.is_empty() && g.model != req.env.model {
+                    return Ok(Found::Side(format!(
+                        "another model ({}) than the conversation's ({})",
+                        req.env.model, g.model
+                    )));
+                }
+            }
+            if let Some(f) = first {
+                convs.by_key.insert(f, i);
+            }
+            return Ok(Found::Entry(e));
+        }
+        let n = {
+            let r = self
+                .recorder
+                .lock()
+                .map_err(|_| "the recorder was poisoned".to_string())?;
+            r.next_number() + convs.list.len() as u64
+        };
+        let policy = self.cfg.policy.clone();
+        let window = self.cfg.window;
+        let conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+        let model = if req.env.model.is_empty() {
+            "unknown".to_string()
+        } else {
+            req.env.model.clone()
+        };
+        let cell = harness_core::record::cell_id(&self.cfg.task, &self.cfg.arm, &model, n);
+        let entry = Arc::new(tokio::sync::Mutex::new(Entry {
+            cell,
+            model: req.env.model.clone(),
+            conv,
+            written_events: 0,
+            written_transcript: 0,
+        }));
+        let i = convs.list.len();
+        convs.list.push(Arc::clone(&entry));
+        if let Some(h) = hint {
+            convs.by_key.insert(h, i);
+        }
+        if let Some(f) = first {
+            convs.by_key.insert(f, i);
+        }
+        Ok(Found::Entry(entry))
+    }
+}
+
+/// The agent's headers as the upstream gets them (its key included).
+fn upstream_headers(h: &HeaderMap) -> reqwest::header::HeaderMap {
+    let mut out = reqwest::header::HeaderMap::new();
+    for (k, v) in h {
+        if hop_by_hop(k.as_str()) {
+            continue;
+        }
+        if let (Ok(k), Ok(v)) = (
+            reqwest::header::HeaderName::from_bytes(k.as_str().as_bytes()),
+            reqwest::header::HeaderValue::from_bytes(v.as_bytes()),
+        ) {
+            out.append(k, v);
+        }
+    }
+    out.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        reqwest::header::HeaderValue::from_static("identity"),
+    );
+    out
+}
+
+/// Sends `body` upstream with the agent's method and headers.
+async fn send_upstream(
+    shared: &Shared,
+    method: &hyper::Method,
+    headers: &HeaderMap,
+    path_q: &str,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, String> {
+    let url = upstream_url(&shared.cfg.upstream, path_q);
+    let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
+        .map_err(|e| format!("method: {e}"))?;
+    let mut h = upstream_headers(headers);
+    h.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(ct) = headers.get(hyper::header::CONTENT_TYPE) {
+        if let Ok(v) = reqwest::header::HeaderValue::from_bytes(ct.as_bytes()) {
+            h.insert(reqwest::header::CONTENT_TYPE, v);
+        }
+    }
+    shared
+        .client
+        .request(method, &url)
+        .headers(h)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("the upstream {url} could not be reached: {e}"))
+}
+
+/// The response head for the agent from the upstream's.
+fn agent_head(resp: &reqwest::Response) -> hyper::http::response::Builder {
+    let mut b = Response::builder().status(resp.status().as_u16());
+    for (k, v) in resp.headers() {
+        if hop_by_hop(k.as_str()) {
+            continue;
+        }
+        b = b.header(k.as_str(), v.as_bytes());
+    }
+    b
+}
+
+/// Relays a request as it came and its answer as it comes (a stream piece by piece).
+async fn pass_through(
+    shared: &Arc<Shared>,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Bytes,
+    kind: &str,
+    reason: &str,
+) -> Response<ProxyBody> {
+    let path = parts.uri.path();
+    let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
+        Ok(r) => r,
+        Err(e) => {
+            shared.log(Exchange::new(kind, path).status(502).note(&e));
+            return error(StatusCode::BAD_GATEWAY, &e);
+        }
+    };
+    let status = resp.status().as_u16();
+    shared.log(Exchange::new(kind, path).status(status).note(reason));
+    let head = agent_head(&resp);
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    tokio::spawn(async move {
+        let mut resp = resp;
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            if tx.send(chunk).await.is_err() {
+                break;
+            }
+        }
+    });
+    head.body(ProxyBody::Stream(rx))
+        .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"))
+}
+
+/// Where archives go: the configured folder, else the one the agent's request names.
+fn archive_root(cfg: &ProxyConfig, req: &Decoded) -> Option<PathBuf> {
+    if let Some(w) = &cfg.workdir {
+        return Some(w.clone());
+    }
+    working_folder(&req.env.system, req)
+}
+
+/// The agent's working folder as its request names it: Claude Code's "Primary working
+/// directory: …" (in the system prompt or a pinned entry), Codex's `<cwd>…</cwd>`.
+fn working_folder(system: &str, req: &Decoded) -> Option<PathBuf> {
+    let raws = req
+        .units
+        .iter()
+        .flatten()
+        .map(|u| u.raw.get())
+        .take(8);
+    for t in std::iter::once(system).chain(raws) {
+        if let Some((_, rest)) = t.split_once("Primary working directory: ") {
+            let line = rest.split(['\n', '\\', '"']).next().unwrap_or("").trim();
+            if line.starts_with('/') {
+                return Some(PathBuf::from(line));
+            }
+        }
+        if let Some((_, rest)) = t.split_once("<cwd>") {
+            if let Some((d, _)) = rest.split_once("</cwd>") {
+                if d.trim().starts_with('/') {
+                    return Some(PathBuf::from(d.trim()));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn ms_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A request of the main conversation: the policy applied, the upstream asked, the answer
+/// relayed (its policy-tool calls answered by the proxy).
+async fn main_request(
+    shared: Arc<Shared>,
+    mut entry: tokio::sync::OwnedMutexGuard<Entry>,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    decoded: Decoded,
+) -> Response<ProxyBody> {
+    let path = parts.uri.path().to_string();
+    let e = &mut *entry;
+    if e.model.is_empty() {
+        e.model = decoded.env.model.clone();
+    }
+    if !e.conv.continues(&decoded) {
+        if let Err(err) = e.conv.new_branch() {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, &err);
+        }
+        shared.log(
+            Exchange::new("branch", &path)
+                .cell(&e.cell)
+                .note(&format!("the history does not continue the conversation's (its first message was never seen: the agent compacted or rewrote it); branch {} starts, the policy starts again", e.conv.branches)),
+        );
+    }
+    // Splices first: each archive written and flushed before the policy applies it.
+    let splices = e.conv.read(&decoded);
+    let turn = e.conv.turn();
+    if !splices.is_empty() {
+        let root = archive_root(&shared.cfg, &decoded);
+        for p in &splices {
+            let written = match &root {
+                Some(r) => crate::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
+                    .map_err(|err| format!("archive {}: {err}", p.archived.archive.path)),
+                None => Err(format!(
+                    "archive {}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)",
+                    p.archived.archive.path
+                )),
+            };
+            let ok = written.is_ok();
+            if e.conv.apply_splice(p, turn.saturating_sub(1), written).is_some() && ok {
+                if let Ok(mut r) = shared.recorder.lock() {
+                    r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
+                }
+            }
+        }
+    }
+    let out = loop {
+        match e.conv.plan(api, &decoded.env, &decoded) {
+            Step::Send(out) => break out,
+            Step::Compact { body, record, .. } => {
+                let began = Instant::now();
+                let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, body).await {
+                    Ok(r) => r,
+                    Err(err) => {
+                        shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(502).note(&err));
+                        return error(StatusCode::BAD_GATEWAY, &err);
+                    }
+                };
+                let status = resp.status();
+                let bytes = resp.bytes().await.unwrap_or_default();
+                if !status.is_success() {
+                    shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(status.as_u16()).note("the summary call failed; its answer is passed to the agent"));
+                    return full(
+                        StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY),
+                        "application/json",
+                        bytes,
+                    );
+                }
+                let answer = match parse_answer(api, &bytes) {
+                    Ok(a) => a,
+                    Err(err) => {
+                        let msg = format!("the upstream's summary could not be read: {err}");
+                        shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(502).note(&msg));
+                        return error(StatusCode::BAD_GATEWAY, &msg);
+                    }
+                };
+                let r = answer.response();
+                e.conv.record_response(record.index, answer.usage, r.output_tokens, ms_since(began));
+                e.conv.compacted(&answer.text, &record, r.output_tokens);
+                shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(200).index(record.index));
+            }
+        }
+    };
+    let index = out.record.index;
+    let began = Instant::now();
+    let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
+        Ok(r) => r,
+        Err(err) => {
+            shared.log(Exchange::new("main", &path).cell(&e.cell).status(502).index(index).note(&err));
+            flush(&shared, e);
+            return error(StatusCode::BAD_GATEWAY, &err);
+        }
+    };
+    let status = resp.status();
+    if !status.is_success() {
+        // Passed through as it came: status, headers and body.
+        shared.log(
+            Exchange::new("main", &path)
+                .cell(&e.cell)
+                .status(status.as_u16())
+                .index(index)
+                .note("the upstream's error, passed through"),
+        );
+        flush(&shared, e);
+        let head = agent_head(&resp);
+        let bytes = resp.bytes().await.unwrap_or_default();
+        return head
+            .body(ProxyBody::Full(Some(bytes)))
+            .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"));
+    }
+    let is_stream = decoded.env.stream
+        || resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_stream {
+        let head = agent_head(&resp);
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            Err(err) => {
+                let msg = format!("the upstream's answer was cut: {err}");
+                shared.log(Exchange::new("main", &path).cell(&e.cell).status(502).index(index).note(&msg));
+                flush(&shared, e);
+                return error(StatusCode::BAD_GATEWAY, &msg);
+            }
+        };
+        let body = whole_answer(&shared, e, api, parts, path_q, &decoded, out.messages, index, began, bytes).await;
+        shared.log(Exchange::new("main", &path).cell(&e.cell).status(200).index(index));
+        flush(&shared, e);
+        return head
+            .body(ProxyBody::Full(Some(body)))
+            .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"));
+    }
+    let head = agent_head(&resp);
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let parts = parts.clone();
+    let path_q = path_q.to_string();
+    let shared2 = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let e = &mut *entry;
+        let note = streamed_answer(&shared2, e, api, &parts, &path_q, &decoded, out.messages, index, began, resp, &tx).await;
+        let mut x = Exchange::new("main", parts.uri.path()).cell(&e.cell).status(200).index(index).stream();
+        if let Some(n) = note {
+            x = x.note(&n);
+        }
+        shared2.log(x);
+        flush(&shared2, e);
+    });
+    head.body(ProxyBody::Stream(rx))
+        .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"))
+}
+
+/// Writes a conversation's new events and messages to its files.
+fn flush(shared: &Shared, e: &mut Entry) {
+    if let Ok(mut r) = shared.recorder.lock() {
+        if let Err(err) = r.flush_entry(e) {
+            eprintln!("warning: proxy records: {err}");
+        }
+    }
+}
+
+/// The policy-tool calls of an answer.
+fn policy_calls(conv: &Conversation, calls: &[ToolCall]) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .filter(|c| conv.owns_tool(&c.name))
+        .cloned()
+        .collect()
+}
+
+/// The messages of the request asked again: what was sent, the model's answer with its policy
+/// calls, and their results.
+fn continued(
+    conv: &mut Conversation,
+    sent: &[std::sync::Arc<Message>],
+    text: &str,
+    calls: &[ToolCall],
+    ours: &[ToolCall],
+    index: usize,
+) -> Vec<std::sync::Arc<Message>> {
+    let turn = conv.turn();
+    let mut messages = sent.to_vec();
+    messages.push(Message::assistant(turn, text, calls.to_vec()));
+    for c in ours {
+        let (result, is_error) = conv.policy_tool(c, index);
+        messages.push(Message::tool_result(turn, c, result, is_error));
+    }
+    // A call of the agent's own tools beside the policy's gets no answer here: the model is
+    // asked again and the agent sees only the answer that follows.
+    messages
+}
+
+/// A non-streamed answer: relayed as it came, or, when it calls the policy's tool, answered and
+/// asked again, the agent's answer being the parts before the call and the next answer.
+#[allow(clippy::too_many_arguments)]
+async fn whole_answer(
+    shared: &Shared,
+    e: &mut Entry,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    decoded: &Decoded,
+    sent: Vec<std::sync::Arc<Message>>,
+    index: usize,
+    began: Instant,
+    bytes: Bytes,
+) -> Bytes {
+    let Ok(answer) = parse_answer(api, &bytes) else {
+        return bytes;
+    };
+    let r = answer.response();
+    e.conv.record_response(index, answer.usage, r.output_tokens, ms_since(began));
+    let mut ours = policy_calls(&e.conv, &answer.calls);
+    if ours.is_empty() {
+        return bytes;
+    }
+    let Ok(mut first) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return bytes;
+    };
+    let mut messages = sent;
+    let mut answer = answer;
+    let mut dropped: Vec<String> = ours.iter().map(|c| c.id.clone()).collect();
+    for _ in 0..MAX_POLICY_ROUNDS {
+        messages = continued(&mut e.conv, &messages, &answer.text, &answer.calls, &ours, index);
+        let record = e.conv.record_continuation(&messages);
+        e.conv.set_sent(messages.clone());
+        let body = e.conv.continuation_body(api, &decoded.env, decoded, &messages);
+        let t = Instant::now();
+        let Ok(resp) = send_upstream(shared, &parts.method, &parts.headers, path_q, body).await else {
+            break;
+        };
+        if !resp.status().is_success() {
+            break;
+        }
+        let Ok(next) = resp.bytes().await else { break };
+        let Ok(a) = parse_answer(api, &next) else { break };
+        let rr = a.response();
+        e.conv.record_response(record.index, a.usage, rr.output_tokens, ms_since(t));
+        let Ok(next_v) = serde_json::from_slice::<serde_json::Value>(&next) else {
+            break;
+        };
+        first = prepend_parts(api, &next_v, &first, &dropped);
+        ours = policy_calls(&e.conv, &a.calls);
+        answer = a;
+        if ours.is_empty() {
+            return Bytes::from(first.to_string());
+        }
+        dropped.extend(ours.iter().map(|c| c.id.clone()));
+    }
+    Bytes::from(harness_wire::answer::without_calls(api, &first, &dropped).to_string())
+}
+
+/// How a forwarded stream ended.
+struct Forwarded {
+    /// The answer the events added up to.
+    answer: harness_wire::answer::Answer,
+    /// Its policy-tool calls (held back).
+    ours: Vec<ToolCall>,
+    /// Its closing events, held back while the model is asked again.
+    held: Vec<SseEvent>,
+    /// Parts forwarded (the next answer's indexes start after them).
+    parts: usize,
+    /// The last sequence number written (Responses).
+    seq: Option<u64>,
+    /// Why it ended early: the upstream cut it, or the agent left.
+    ended: Option<String>,
+    /// The agent disconnected.
+    gone: bool,
+}
+
+/// Forwards one upstream stream to the agent: parts of policy-tool calls left out (the later
+/// parts' indexes moved down), the closing events held when there were such calls; `offset`
+/// moves every part index (a continuation's), `skip_start` leaves out its head.
+#[allow(clippy::too_many_arguments)]
+async fn forward(
+    owned: &[String],
+    api: Api,
+    mut resp: reqwest::Response,
+    tx: &mpsc::Sender<Bytes>,
+    offset: usize,
+    skip_start: bool,
+    mut seq: Option<u64>,
+) -> Forwarded {
+    let mut parser = SseParser::new();
+    let mut dec = StreamDecoder::new(api);
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut ours: Vec<(usize, String)> = Vec::new();
+    let mut held: Vec<SseEvent> = Vec::new();
+    let mut max_part: Option<usize> = None;
+    let mut ended = None;
+    let mut gone = false;
+    'read: loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                if !dec.done() {
+                    ended = Some(if parser.at_boundary() {
+                        "the upstream ended the stream before its closing event".to_string()
+                    } else {
+                        "the upstream cut the stream in the middle of an event".to_string()
+                    });
+                }
+                break;
+            }
+            Err(err) => {
+                ended = Some(format!("the upstream's stream broke: {err}"));
+                break;
+            }
+        };
+        let events = match parser.feed(&chunk) {
+            Ok(ev) => ev,
+            Err(err) => {
+                ended = Some(format!("the upstream's stream is not an event stream: {err}"));
+                break;
+            }
+        };
+        let mut text = String::new();
+        for ev in events {
+            let role = match dec.decode(&ev) {
+                Ok(r) => r,
+                Err(_) => EventRole::Ping,
+            };
+            let out = match role {
+                EventRole::Start if skip_start => None,
+                EventRole::Part(n) => {
+                    if dropped.contains(&n) {
+                        None
+                    } else if let Some((id, name)) = dec.call(n) {
+                        if owned.iter().any(|o| o == name) {
+                            dropped.push(n);
+                            ours.push((n, id.to_string()));
+                            None
+                        } else {
+                            Some(ev)
+                        }
+                    } else {
+                        Some(ev)
+                    }
+                }
+                EventRole::Finish if !ours.is_empty() => {
+                    held.push(ev);
+                    None
+                }
+                _ => Some(ev),
+            };
+            let Some(ev) = out else { continue };
+            if let EventRole::Part(n) = role {
+                max_part = Some(max_part.map_or(n, |m| m.max(n)));
+            }
+            let below = |n: usize| dropped.iter().filter(|&&d| d < n).count();
+            let next_seq = seq.map(|s| s + 1);
+            let ev = if offset > 0 || !dropped.is_empty() || next_seq.is_some() {
+                let map = |n: usize| n + offset - below(n);
+                let drop_ids: Vec<String> = ours.iter().map(|(_, id)| id.clone()).collect();
+                rewrite(api, &ev, &map, &drop_ids, next_seq)
+            } else {
+                ev
+            };
+            if api == Api::Responses {
+                if let Some(s) = serde_json::from_str::<serde_json::Value>(&ev.data)
+                    .ok()
+                    .and_then(|v| v.get("sequence_number").and_then(|s| s.as_u64()))
+                {
+                    seq = Some(s);
+                }
+            }
+            text.push_str(&write_event(ev.event.as_deref(), &ev.data));
+        }
+        if !text.is_empty() && tx.send(Bytes::from(text)).await.is_err() {
+            gone = true;
+            ended = Some("the agent disconnected in the middle of the stream; the upstream call was ended".into());
+            break 'read;
+        }
+    }
+    let answer = dec.answer();
+    let ours_calls: Vec<ToolCall> = answer
+        .calls
+        .iter()
+        .filter(|c| ours.iter().any(|(_, id)| *id == c.id))
+        .cloned()
+        .collect();
+    let parts = max_part.map_or(0, |m| m + 1).saturating_sub(dropped.len()) + offset;
+    Forwarded {
+        answer,
+        ours: ours_calls,
+        held,
+        parts,
+        seq,
+        ended,
+        gone,
+    }
+}
+
+/// A streamed answer relayed event by event; a policy-tool call in it is answered and the model
+/// asked again, its answer streamed on in the same stream. Returns what the record notes.
+#[allow(clippy::too_many_arguments)]
+async fn streamed_answer(
+    shared: &Shared,
+    e: &mut Entry,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    decoded: &Decoded,
+    sent: Vec<std::sync::Arc<Message>>,
+    index: usize,
+    began: Instant,
+    resp: reqwest::Response,
+    tx: &mpsc::Sender<Bytes>,
+) -> Option<String> {
+    let owned: Vec<String> = e.conv.policy_tools().into_iter().map(|t| t.name).collect();
+    let mut f = forward(&owned, api, resp, tx, 0, false, None).await;
+    let r = f.answer.response();
+    e.conv.record_response(index, f.answer.usage, r.output_tokens, ms_since(began));
+    let mut messages = sent;
+    let mut rounds = 0;
+    loop {
+        if let Some(why) = f.ended.take() {
+            if !f.gone {
+                let ev = error_event(api, &why);
+                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+            }
+            return Some(why);
+        }
+        if f.ours.is_empty() || rounds >= MAX_POLICY_ROUNDS {
+            for ev in &f.held {
+                if tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await.is_err() {
+                    return Some("the agent disconnected before the stream's end".into());
+                }
+            }
+            return (rounds > 0).then(|| format!("{rounds} policy tool round(s) answered by the proxy"));
+        }
+        rounds += 1;
+        messages = continued(&mut e.conv, &messages, &f.answer.text, &f.answer.calls, &f.ours, index);
+        let record = e.conv.record_continuation(&messages);
+        e.conv.set_sent(messages.clone());
+        let body = e.conv.continuation_body(api, &decoded.env, decoded, &messages);
+        let t = Instant::now();
+        let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body).await {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => {
+                let why = format!("asking the model again after a policy tool call failed with status {}", r.status().as_u16());
+                let ev = error_event(api, &why);
+                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+                return Some(why);
+            }
+            Err(err) => {
+                let ev = error_event(api, &err);
+                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+                return Some(err);
+            }
+        };
+        let next = forward(&owned, api, resp, tx, f.parts, true, f.seq).await;
+        let rr = next.answer.response();
+        e.conv.record_response(record.index, next.answer.usage, rr.output_tokens, ms_since(t));
+        f = next;
+    }
+}

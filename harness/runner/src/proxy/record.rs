@@ -1,0 +1,329 @@
+//! The proxy's run folder: the same files as a run's, so `report`, `-o report.html` and
+//! `compare` read it, plus the proxy's own log.
+//!
+//! ```text
+//! matrix.json                     the proxy's settings (policy, arm, upstream) and its arm
+//! cells.jsonl                     one CellRecord per conversation, written when the proxy stops
+//! requests.jsonl                  one row per request the upstream got: {"cell", …RequestRecord}
+//! exchanges.jsonl                 one line per agent request: what it was (main, side,
+//!                                 passthrough, compaction, branch, refused), the status, and
+//!                                 what happened (an upstream error passed through, a stream
+//!                                 cut, an agent gone)
+//! cells/<cell>/events.jsonl       the conversation's events (requests, answers, the agent's
+//!                                 tool calls, folds, compactions), appended as they happen
+//! cells/<cell>/transcript.jsonl   every message the model read, once, in order
+//! cells/<cell>/archive/…          copies of the archives written in the agent's folder
+//! ```
+//!
+//! A conversation is a cell `TASK/ARM/MODEL/N` (task `proxy` unless a caller names it, `N` its
+//! number from 1). No header and no request body is written: the agent's key stays in memory.
+//! A proxy started again on the same folder continues it: the records already there are kept
+//! and new conversations are numbered after them.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use harness_core::events::Event;
+use harness_core::metrics::{self, Price};
+use harness_core::record::{CellRecord, Status, RECORD_VERSION};
+use serde::Serialize;
+
+use super::{Entry, ProxyConfig};
+use crate::results::{self, cell_folder, CELLS_FILE, EVENTS_FILE, MATRIX_FILE, REQUESTS_FILE, TRANSCRIPT_FILE};
+
+/// The proxy's own log in the run folder.
+pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
+
+/// One line of `exchanges.jsonl`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exchange {
+    /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`.
+    pub kind: String,
+    /// The request's path (no query).
+    pub path: String,
+    /// The conversation's cell, for a request of one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<String>,
+    /// The status the agent got (0 while a stream was still going).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The index of the conversation's request it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// Whether the answer was streamed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    /// What happened, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Exchange {
+    /// An exchange of `kind` at `path`.
+    pub fn new(kind: &str, path: &str) -> Exchange {
+        Exchange {
+            kind: kind.into(),
+            path: path.into(),
+            cell: None,
+            status: None,
+            index: None,
+            stream: false,
+            note: None,
+        }
+    }
+
+    /// With its conversation's cell.
+    pub fn cell(mut self, cell: &str) -> Exchange {
+        self.cell = Some(cell.into());
+        self
+    }
+
+    /// With the status the agent got.
+    pub fn status(mut self, s: u16) -> Exchange {
+        self.status = Some(s);
+        self
+    }
+
+    /// With the conversation's request index.
+    pub fn index(mut self, i: usize) -> Exchange {
+        self.index = Some(i);
+        self
+    }
+
+    /// Marked as streamed.
+    pub fn stream(mut self) -> Exchange {
+        self.stream = true;
+        self
+    }
+
+    /// With a note.
+    pub fn note(mut self, n: &str) -> Exchange {
+        self.note = Some(n.into());
+        self
+    }
+}
+
+/// Writes the run folder.
+pub struct Recorder {
+    root: PathBuf,
+    exchanges: File,
+    requests: File,
+    _lock: File,
+    /// Records already in the folder (a proxy started again on it), and this run's.
+    records: BTreeMap<String, CellRecord>,
+    order: Vec<String>,
+    first_number: u64,
+}
+
+impl Recorder {
+    /// Opens the run folder (made when missing), taking its lock; a folder of an earlier proxy
+    /// run is continued.
+    pub fn open(cfg: &ProxyConfig) -> Result<Recorder, String> {
+        let root = cfg.out.clone();
+        let io = |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
+        fs::create_dir_all(root.join("cells")).map_err(|e| io("create", &root, e))?;
+        let lock_path = root.join(results::LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io("open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "{} is in use by another foldbench run or proxy; stop it, or give another --out",
+                    root.display()
+                ))
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path, e)),
+        }
+        let mpath = root.join(MATRIX_FILE);
+        if !mpath.exists() {
+            let m = serde_json::json!({
+                "proxy": {
+                    "policy": cfg.policy.label(),
+                    "arm": cfg.arm,
+                    "task": cfg.task,
+                    "upstream": cfg.upstream,
+                },
+                "arms": [cfg.arm],
+                "cells": [],
+            });
+            let text = serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?;
+            results::write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
+        }
+        let cpath = root.join(CELLS_FILE);
+        let rpath = root.join(REQUESTS_FILE);
+        let xpath = root.join(EXCHANGES_FILE);
+        for p in [&cpath, &rpath, &xpath] {
+            results::repair_jsonl(p).map_err(|e| io("repair", p, e))?;
+        }
+        let mut records = BTreeMap::new();
+        let mut order = Vec::new();
+        if cpath.exists() {
+            for r in results::read_records(&root)? {
+                order.push(r.id.clone());
+                records.insert(r.id.clone(), r);
+            }
+        }
+        // Numbers already taken: recorded cells, and folders of conversations whose proxy was
+        // killed before it wrote their records.
+        let mut taken = records.values().map(|r| r.seed).max().unwrap_or(0);
+        if let Ok(dir) = fs::read_dir(root.join("cells")) {
+            for d in dir.flatten() {
+                let name = d.file_name().to_string_lossy().to_string();
+                if let Some(n) = name.rsplit('_').next().and_then(|n| n.parse::<u64>().ok()) {
+                    taken = taken.max(n);
+                }
+            }
+        }
+        let open = |p: &Path| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| io("open", p, e))
+        };
+        Ok(Recorder {
+            exchanges: open(&xpath)?,
+            requests: open(&rpath)?,
+            root,
+            _lock: lock,
+            records,
+            order,
+            first_number: taken + 1,
+        })
+    }
+
+    /// The number the first conversation of this run gets.
+    pub fn next_number(&self) -> u64 {
+        self.first_number
+    }
+
+    /// Appends an exchange to `exchanges.jsonl`.
+    pub fn exchange(&mut self, e: &Exchange) {
+        if let Ok(mut line) = serde_json::to_string(e) {
+            line.push('\n');
+            if let Err(err) = self.exchanges.write_all(line.as_bytes()) {
+                eprintln!("warning: cannot write {EXCHANGES_FILE}: {err}");
+            }
+        }
+    }
+
+    fn cell_dir(&self, cell: &str) -> PathBuf {
+        self.root.join("cells").join(cell_folder(cell))
+    }
+
+    /// Appends a conversation's new events, request rows and messages to its files.
+    pub(crate) fn flush_entry(&mut self, e: &mut Entry) -> Result<(), String> {
+        let dir = self.cell_dir(&e.cell);
+        fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        let mut events = String::new();
+        let mut rows = String::new();
+        for ev in &e.conv.events[e.written_events.min(e.conv.events.len())..] {
+            events.push_str(&serde_json::to_string(ev).map_err(|err| err.to_string())?);
+            events.push('\n');
+            if let Event::Request(r) = ev {
+                let mut v = serde_json::to_value(r).map_err(|err| err.to_string())?;
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("visible_results");
+                    o.insert("cell".into(), serde_json::Value::String(e.cell.clone()));
+                }
+                rows.push_str(&v.to_string());
+                rows.push('\n');
+            }
+        }
+        let mut transcript = String::new();
+        for m in &e.conv.transcript[e.written_transcript.min(e.conv.transcript.len())..] {
+            transcript.push_str(&serde_json::to_string(&**m).map_err(|err| err.to_string())?);
+            transcript.push('\n');
+        }
+        append(&dir.join(EVENTS_FILE), events.as_bytes())?;
+        append(&dir.join(TRANSCRIPT_FILE), transcript.as_bytes())?;
+        self.requests
+            .write_all(rows.as_bytes())
+            .map_err(|err| format!("cannot write {REQUESTS_FILE}: {err}"))?;
+        e.written_events = e.conv.events.len();
+        e.written_transcript = e.conv.transcript.len();
+        Ok(())
+    }
+
+    /// Keeps a copy of an archive the proxy wrote in the agent's folder.
+    pub fn archive(&mut self, cell: &str, rel: &str, bytes: &[u8]) {
+        let name = Path::new(rel).file_name().map(|n| n.to_owned()).unwrap_or_default();
+        let path = self.cell_dir(cell).join("archive").join(name);
+        if let Err(err) = results::write_atomic(&path, bytes) {
+            eprintln!("warning: cannot write {}: {err}", path.display());
+        }
+    }
+
+    /// The record of a conversation, from its events (no checks: its status is `success`).
+    pub(crate) fn finish_entry(&mut self, cfg: &ProxyConfig, e: &Entry) -> Result<(), String> {
+        let n = e
+            .cell
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let model_ms = e
+            .conv
+            .events
+            .iter()
+            .map(|ev| match ev {
+                Event::Response { model_ms, .. } => *model_ms,
+                _ => 0,
+            })
+            .sum();
+        let record = CellRecord {
+            version: RECORD_VERSION,
+            id: e.cell.clone(),
+            task: cfg.task.clone(),
+            arm: cfg.arm.clone(),
+            policy: e.conv.policy_name(),
+            model: if e.model.is_empty() { "unknown".into() } else { e.model.clone() },
+            seed: n,
+            status: Status::Success,
+            error: None,
+            checks: Vec::new(),
+            turns: e.conv.turn(),
+            metrics: metrics::compute(&e.conv.events, None, &Price::default()),
+            wall_ms: 0,
+            model_ms,
+        };
+        if !self.records.contains_key(&record.id) {
+            self.order.push(record.id.clone());
+        }
+        self.records.insert(record.id.clone(), record);
+        Ok(())
+    }
+
+    /// Writes `cells.jsonl`: the records of earlier runs on the folder and this run's.
+    pub fn write_records(&self) -> Result<(), String> {
+        let lines = self
+            .order
+            .iter()
+            .filter_map(|id| self.records.get(id))
+            .filter_map(|r| serde_json::to_string(r).ok());
+        let path = self.root.join(CELLS_FILE);
+        results::write_lines(&path, lines)
+            .map(|_| ())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if bytes.is_empty() && path.exists() {
+        return Ok(());
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

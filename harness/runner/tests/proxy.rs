@@ -1,0 +1,634 @@
+//! `foldbench proxy` over real HTTP on loopback: an agent's requests (as a test client sends
+//! them) through the proxy to a scripted upstream served in the test, which keeps every body it
+//! received.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use harness_core::message::ToolCall;
+use harness_core::request::Usage;
+use harness_runner::proxy::{Proxy, ProxyConfig};
+use harness_wire::answer::{write_answer, Answer};
+use harness_wire::sse::{write_event, SseParser};
+use harness_wire::stream::{write_stream, StreamDecoder};
+use harness_wire::Api;
+use http_body_util::BodyExt as _;
+use hyper::body::Frame;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Notify};
+
+const KEY: &str = "sk-ant-test-SECRET-4242";
+
+/// What the upstream answers next.
+enum Reply {
+    /// An answer in the request's API, streamed when the request asks.
+    Answer(&'static str, Vec<ToolCall>),
+    /// A status and a body, as an error.
+    Status(u16, &'static str),
+    /// A stream cut after `n` events.
+    Cut(&'static str, usize),
+    /// A stream whose first event goes at once and the rest after `gate` is notified.
+    Gated(&'static str, Arc<Notify>),
+}
+
+struct Got {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+struct Upstream {
+    addr: SocketAddr,
+    got: Arc<Mutex<Vec<Got>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+struct ChanBody(mpsc::Receiver<Result<Bytes, std::io::Error>>);
+
+impl hyper::body::Body for ChanBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|o| o.map(|r| r.map(Frame::data)))
+    }
+}
+
+fn usage() -> Usage {
+    Usage {
+        input_tokens: 100,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        output_tokens: 5,
+    }
+}
+
+fn events_text(api: Api, a: &Answer) -> Vec<String> {
+    write_stream(api, a)
+        .iter()
+        .map(|e| write_event(e.event.as_deref(), &e.data))
+        .collect()
+}
+
+impl Upstream {
+    async fn start() -> Upstream {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let got: Arc<Mutex<Vec<Got>>> = Arc::default();
+        let replies: Arc<Mutex<VecDeque<Reply>>> = Arc::default();
+        let (g, r) = (Arc::clone(&got), Arc::clone(&replies));
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (g, r) = (Arc::clone(&g), Arc::clone(&r));
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let (g, r) = (Arc::clone(&g), Arc::clone(&r));
+                        async move { Ok::<_, Infallible>(answer(&g, &r, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Upstream {
+            addr,
+            got,
+            replies,
+            _task: task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn push(&self, r: Reply) {
+        self.replies.lock().unwrap().push_back(r);
+    }
+
+    fn bodies(&self) -> Vec<Value> {
+        self.got.lock().unwrap().iter().map(|g| g.body.clone()).collect()
+    }
+}
+
+async fn answer(
+    got: &Mutex<Vec<Got>>,
+    replies: &Mutex<VecDeque<Reply>>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<ChanBody> {
+    let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let bytes = req.into_body().collect().await.unwrap().to_bytes();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let api = Api::from_path(&path).unwrap_or(Api::Anthropic);
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    got.lock().unwrap().push(Got {
+        path,
+        headers,
+        body,
+    });
+    let reply = replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or(Reply::Answer("ok", vec![]));
+    let (tx, rx) = mpsc::channel(64);
+    let resp = |ct: &str, status: u16| {
+        hyper::Response::builder()
+            .status(status)
+            .header("content-type", ct)
+            .header("x-upstream", "yes")
+    };
+    let make = |text: &str, calls: Vec<ToolCall>| {
+        Answer::from_parts(api, "a1", "m", text, calls, Some(usage()))
+    };
+    match reply {
+        Reply::Status(status, body) => {
+            tx.send(Ok(Bytes::from(body))).await.unwrap();
+            resp("application/json", status)
+                .header("retry-after", "7")
+                .body(ChanBody(rx))
+                .unwrap()
+        }
+        Reply::Answer(text, calls) if !stream => {
+            let a = make(text, calls);
+            tx.send(Ok(Bytes::from(write_answer(api, &a).to_string())))
+                .await
+                .unwrap();
+            resp("application/json", 200).body(ChanBody(rx)).unwrap()
+        }
+        Reply::Answer(text, calls) => {
+            for e in events_text(api, &make(text, calls)) {
+                tx.send(Ok(Bytes::from(e))).await.unwrap();
+            }
+            resp("text/event-stream", 200).body(ChanBody(rx)).unwrap()
+        }
+        Reply::Cut(text, n) => {
+            let evs = events_text(api, &make(text, vec![]));
+            for e in evs.into_iter().take(n) {
+                tx.send(Ok(Bytes::from(e))).await.unwrap();
+            }
+            tx.send(Err(std::io::Error::other("cut"))).await.unwrap();
+            resp("text/event-stream", 200).body(ChanBody(rx)).unwrap()
+        }
+        Reply::Gated(text, gate) => {
+            let evs = events_text(api, &make(text, vec![]));
+            tokio::spawn(async move {
+                let mut evs = evs.into_iter();
+                if let Some(e) = evs.next() {
+                    let _ = tx.send(Ok(Bytes::from(e))).await;
+                }
+                gate.notified().await;
+                for e in evs {
+                    if tx.send(Ok(Bytes::from(e))).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            resp("text/event-stream", 200).body(ChanBody(rx)).unwrap()
+        }
+    }
+}
+
+async fn proxy(policy: &str, up: &Upstream, out: &Path, workdir: Option<&Path>) -> Proxy {
+    let mut cfg = ProxyConfig::new(
+        policies::parse_policy(policy).unwrap(),
+        &up.url(),
+        "127.0.0.1:0".parse().unwrap(),
+        out,
+    );
+    cfg.workdir = workdir.map(Path::to_path_buf);
+    Proxy::start(cfg).await.unwrap()
+}
+
+async fn post(p: &Proxy, path: &str, body: &Value) -> (u16, Vec<(String, String)>, String) {
+    let r = reqwest::Client::new()
+        .post(format!("{}{path}", p.base_url()))
+        .header("x-api-key", KEY)
+        .header("authorization", format!("Bearer {KEY}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    (status, headers, r.text().await.unwrap())
+}
+
+fn read_stream(api: Api, text: &str) -> Answer {
+    let mut p = SseParser::new();
+    let mut d = StreamDecoder::new(api);
+    for ev in p.feed(text.as_bytes()).unwrap() {
+        d.decode(&ev).unwrap();
+    }
+    assert!(d.done(), "the stream ends: {text}");
+    d.answer()
+}
+
+fn tools() -> Vec<Value> {
+    ["Bash", "Read", "Edit"]
+        .iter()
+        .map(|n| json!({"name": n, "description": "", "input_schema": {"type": "object"}}))
+        .collect()
+}
+
+const BIG: &str = "A = 1\nthe long content of a.py that trim takes away\n";
+
+/// Claude Code's history after turn 1 (a Read and its result) and the prompt of turn 2.
+fn two_turns(stream: bool) -> Value {
+    json!({
+        "model": "claude-x", "max_tokens": 1000, "stream": stream,
+        "system": [{"type": "text", "text": "You are an agent."}],
+        "tools": tools(),
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "read a"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "a.py"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": BIG}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "seen"}]},
+            {"role": "user", "content": [{"type": "text", "text": "now use it"}]},
+        ],
+    })
+}
+
+/// Every file under `dir`, read as bytes.
+fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().display().to_string(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+fn no_key_in(dir: &Path) {
+    for (path, bytes) in all_files(dir) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(KEY), "{path} holds the agent's key");
+        assert!(!text.contains("SECRET"), "{path} holds part of the agent's key");
+    }
+}
+
+#[tokio::test]
+async fn trim_trims_what_the_upstream_receives_and_the_answer_comes_back_unchanged() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let sent = two_turns(false);
+    let (status, headers, text) = post(&p, "/v1/messages", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(headers.iter().any(|(k, v)| k == "x-upstream" && v == "yes"));
+    // The answer is the upstream's, byte for byte.
+    let want = write_answer(
+        Api::Anthropic,
+        &Answer::from_parts(Api::Anthropic, "a1", "m", "ok", vec![], Some(usage())),
+    )
+    .to_string();
+    assert_eq!(text, want);
+    let got = up.bodies();
+    assert_eq!(got.len(), 1);
+    let msgs = got[0]["messages"].as_array().unwrap();
+    let all = serde_json::to_string(msgs).unwrap();
+    assert!(!all.contains("the long content"), "turn 1's result is trimmed: {all}");
+    assert!(!all.contains("tool_use"), "and its call: {all}");
+    assert!(all.contains("read a") && all.contains("seen") && all.contains("now use it"));
+    // Every other field as the agent wrote it.
+    assert_eq!(got[0]["system"], sent["system"]);
+    assert_eq!(got[0]["tools"], sent["tools"]);
+    assert_eq!(got[0]["max_tokens"], sent["max_tokens"]);
+    // The agent's key went upstream, in both headers.
+    let h = up.got.lock().unwrap()[0].headers.clone();
+    assert!(h.iter().any(|(k, v)| k == "x-api-key" && v == KEY));
+    assert!(h.iter().any(|(k, v)| k == "authorization" && v.ends_with(KEY)));
+    // The agent's own history is untouched: it sends it whole again, and turn 1 is trimmed
+    // again from it.
+    let mut again = sent.clone();
+    let m = again["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third"}]}));
+    let (status, _, _) = post(&p, "/v1/messages", &again).await;
+    assert_eq!(status, 200);
+    let second = serde_json::to_string(&up.bodies()[1]["messages"]).unwrap();
+    assert!(!second.contains("the long content"), "{second}");
+    assert!(second.contains("third"));
+    let summary = p.stop().await.unwrap();
+    assert_eq!(summary.cells.len(), 1, "one conversation");
+    // A run folder: records, request rows, events.
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].arm, "trim");
+    assert_eq!(records[0].metrics.requests, 2);
+    let rows = std::fs::read_to_string(out.path().join("requests.jsonl")).unwrap();
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    assert!(rows.contains("trimmed"), "the action is recorded: {rows}");
+    no_key_in(out.path());
+}
+
+#[tokio::test]
+async fn pass_through_under_none_sends_the_body_unchanged_and_streams_stay_streams() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("none", &up, out.path(), None).await;
+    let sent = two_turns(true);
+    let (status, headers, text) = post(&p, "/v1/messages?beta=true", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(headers
+        .iter()
+        .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")));
+    let want: String = events_text(
+        Api::Anthropic,
+        &Answer::from_parts(Api::Anthropic, "a1", "m", "ok", vec![], Some(usage())),
+    )
+    .concat();
+    assert_eq!(text, want, "the stream as the upstream sent it");
+    assert_eq!(up.bodies()[0], sent, "nothing changed under none");
+    assert_eq!(up.got.lock().unwrap()[0].path, "/v1/messages");
+    p.stop().await.unwrap();
+    no_key_in(out.path());
+}
+
+#[tokio::test]
+async fn trim_through_a_streamed_chat_conversation() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let tools = json!([{"type": "function", "function": {"name": "shell", "description": "", "parameters": {"type": "object"}}}]);
+    let sent = json!({
+        "model": "gpt-x", "stream": true, "tools": tools,
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "read a"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "k1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"cat a.py\"}"}}]},
+            {"role": "tool", "tool_call_id": "k1", "content": BIG},
+            {"role": "assistant", "content": "seen"},
+            {"role": "user", "content": "now use it"},
+        ],
+    });
+    up.push(Reply::Answer("streamed", vec![]));
+    let (status, _, text) = post(&p, "/v1/chat/completions", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(read_stream(Api::Chat, &text).text, "streamed");
+    let got = &up.bodies()[0];
+    let all = got["messages"].to_string();
+    assert!(!all.contains("the long content"), "{all}");
+    assert_eq!(got["messages"][0], json!({"role": "system", "content": "be brief"}), "pinned first");
+    p.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streamed() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let p = proxy("fold:card_after_tool_calls=1", &up, out.path(), Some(work.path())).await;
+    // Turn 2 begins: the card goes on its prompt; the model folds turn 1 (its call is the
+    // proxy's to answer) and then closes the turn.
+    up.push(Reply::Answer(
+        "folding first",
+        vec![ToolCall {
+            id: "f1".into(),
+            name: "fold_unit".into(),
+            args: json!({"from": 1, "to": 1}),
+        }],
+    ));
+    up.push(Reply::Answer("turn two done", vec![]));
+    let sent = two_turns(true);
+    let (status, _, text) = post(&p, "/v1/messages", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    let a = read_stream(Api::Anthropic, &text);
+    assert!(a.calls.is_empty(), "the agent never sees fold_unit: {text}");
+    assert!(!text.contains("fold_unit"), "{text}");
+    assert_eq!(a.text, "folding firstturn two done", "one answer, both parts: {text}");
+    let got = up.bodies();
+    assert_eq!(got.len(), 2, "the proxy asked again");
+    let first = got[0]["messages"].to_string();
+    assert!(first.contains("<fold-card>"), "the card is on turn 2's prompt: {first}");
+    let last_user = got[0]["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(last_user.contains("now use it") && last_user.contains("<fold-card>"), "{last_user}");
+    assert!(
+        got[0]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fold_unit"),
+        "fold_unit is offered beside the agent's tools"
+    );
+    let cont = got[1]["messages"].to_string();
+    assert!(cont.contains("\"fold_unit\"") && cont.contains("tool_result"), "{cont}");
+    // Turn 3: turn 2 has ended, so turn 1 is spliced: archived first, then replaced.
+    let mut next = sent.clone();
+    let m = next["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [
+        {"type": "text", "text": "folding first"}, {"type": "text", "text": "turn two done"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third turn"}]}));
+    let (status, _, text) = post(&p, "/v1/messages", &next).await;
+    assert_eq!(status, 200, "{text}");
+    let archive = work.path().join(".foldbench/archive/fold-turns-001-001.txt");
+    let bytes = std::fs::read(&archive).expect("the archive is in the agent's folder");
+    let sha = harness_core::digest::sha256_hex(&bytes);
+    assert!(String::from_utf8_lossy(&bytes).contains("the long content"));
+    let spliced = up.bodies()[2]["messages"].to_string();
+    assert!(!spliced.contains("the long content"), "turn 1 is folded: {spliced}");
+    assert!(spliced.contains("[fold]") && spliced.contains(&sha), "the result names the archive and its sha256: {spliced}");
+    assert!(spliced.contains("<fold-card>"), "turn 2's card stays where it was");
+    assert!(spliced.contains("third turn"));
+    // The agent resends the same history: the same request goes upstream (re-applied).
+    let (status, _, _) = post(&p, "/v1/messages", &next).await;
+    assert_eq!(status, 200);
+    let bodies = up.bodies();
+    assert_eq!(bodies[3]["messages"], bodies[2]["messages"], "re-applied by identity");
+    p.stop().await.unwrap();
+    let events = std::fs::read_to_string(
+        out.path().join("cells").join("proxy_fold_claude-x_1").join("events.jsonl"),
+    )
+    .unwrap();
+    assert!(events.contains("\"event\":\"fold\""), "{events}");
+    assert!(events.contains("fold_accepted"), "{events}");
+    let copy = out.path().join("cells/proxy_fold_claude-x_1/archive/fold-turns-001-001.txt");
+    assert_eq!(std::fs::read(copy).unwrap(), bytes);
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records[0].metrics.folds, 1);
+    no_key_in(out.path());
+    no_key_in(work.path());
+}
+
+#[tokio::test]
+async fn upstream_errors_pass_through_as_they_came() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    up.push(Reply::Status(429, r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#));
+    let (status, headers, text) = post(&p, "/v1/messages", &two_turns(true)).await;
+    assert_eq!(status, 429);
+    assert_eq!(text, r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#);
+    assert!(headers.iter().any(|(k, v)| k == "retry-after" && v == "7"));
+    p.stop().await.unwrap();
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(log.contains("\"status\":429") && log.contains("passed through"), "{log}");
+}
+
+#[tokio::test]
+async fn a_malformed_request_gets_a_400_that_says_what_is_wrong() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let (status, _, text) = post(&p, "/v1/messages", &json!({"model": "m", "messages": {"x": 1}})).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("`messages` must be a list"), "{text}");
+    let (status, _, text) = post(
+        &p,
+        "/v1/messages",
+        &json!({"model": "m", "tools": tools(), "messages": [{"role": "robot", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("messages[0]") && text.contains("robot"), "{text}");
+    assert!(up.bodies().is_empty(), "nothing went upstream");
+    p.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_upstream_cut_mid_stream_gives_the_agent_an_error_event_and_the_record_says_so() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    up.push(Reply::Cut("half an answer", 2));
+    let (status, _, text) = post(&p, "/v1/messages", &two_turns(true)).await;
+    assert_eq!(status, 200);
+    let events = SseParser::new().feed(text.as_bytes()).unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.event.as_deref(), Some("error"), "{text}");
+    assert!(last.data.contains("stream"), "{text}");
+    p.stop().await.unwrap();
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(log.contains("the upstream's stream broke") || log.contains("cut"), "{log}");
+}
+
+#[tokio::test]
+async fn an_agent_that_disconnects_mid_stream_is_recorded() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let gate = Arc::new(Notify::new());
+    up.push(Reply::Gated("a slow answer", Arc::clone(&gate)));
+    let mut r = reqwest::Client::new()
+        .post(format!("{}/v1/messages", p.base_url()))
+        .json(&two_turns(true))
+        .send()
+        .await
+        .unwrap();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("message_start"));
+    drop(r);
+    let log = out.path().join("exchanges.jsonl");
+    let mut seen = String::new();
+    for _ in 0..500 {
+        gate.notify_one();
+        seen = std::fs::read_to_string(&log).unwrap_or_default();
+        if seen.contains("disconnected") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(seen.contains("the agent disconnected"), "{seen}");
+    p.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_history_the_proxy_cannot_match_becomes_a_new_branch() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let send = |body: Value| {
+        let url = format!("{}/v1/messages", p.base_url());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("x-claude-code-session-id", "s-1")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(send(two_turns(false)).await, 200);
+    // The agent compacted on its own: its history now starts with its summary.
+    let compacted = json!({
+        "model": "claude-x", "max_tokens": 1000, "tools": tools(),
+        "messages": [
+            {"role": "user", "content": "This session is being continued from a previous conversation. Summary: read a."},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "go on"},
+        ],
+    });
+    assert_eq!(send(compacted).await, 200);
+    let s = p.stop().await.unwrap();
+    assert_eq!(s.cells.len(), 1, "the same conversation, a new branch");
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(log.contains("\"kind\":\"branch\""), "{log}");
+    assert!(log.contains("branch 1 starts"), "{log}");
+    assert!(up.bodies()[1]["messages"].to_string().contains("go on"));
+}
+
+#[tokio::test]
+async fn side_requests_pass_through_and_are_recorded_as_such() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let title = json!({"model": "small", "max_tokens": 20, "messages": [{"role": "user", "content": "title?"}]});
+    let (status, _, _) = post(&p, "/v1/messages", &title).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = post(&p, "/v1/messages/count_tokens?beta=true", &two_turns(false)).await;
+    assert_eq!(status, 200);
+    let got = up.bodies();
+    assert_eq!(got[0], title);
+    assert_eq!(got[1], two_turns(false), "count_tokens goes as it came");
+    assert_eq!(up.got.lock().unwrap()[1].path, "/v1/messages/count_tokens");
+    let s = p.stop().await.unwrap();
+    assert!(s.cells.is_empty(), "no conversation");
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(log.contains("\"kind\":\"side\"") && log.contains("\"kind\":\"passthrough\""), "{log}");
+    no_key_in(out.path());
+}
+
+#[tokio::test]
+async fn a_proxy_started_again_on_its_folder_continues_it() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    assert_eq!(post(&p, "/v1/messages", &two_turns(false)).await.0, 200);
+    p.stop().await.unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let mut other = two_turns(false);
+    other["messages"][0]["content"][0]["text"] = json!("another session");
+    assert_eq!(post(&p, "/v1/messages", &other).await.0, 200);
+    p.stop().await.unwrap();
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["proxy/trim/claude-x/1", "proxy/trim/claude-x/2"]);
+    let rows = std::fs::read_to_string(out.path().join("requests.jsonl")).unwrap();
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+}
