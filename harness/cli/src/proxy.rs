@@ -36,7 +36,8 @@ pub struct ProxyArgs {
 
 /// Serves until SIGINT or SIGTERM, then writes the records.
 pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
-    let policy = policies::parse_policy(&a.policy).map_err(|e| Error::Usage(format!("--policy {}: {e}", a.policy)))?;
+    let policy = policies::parse_policy(&a.policy)
+        .map_err(|e| Error::Usage(format!("--policy {}: {e}", a.policy)))?;
     let upstream = a.upstream.trim();
     if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
         return Err(Error::Usage(format!(

@@ -59,9 +59,7 @@ impl hyper::body::Body for ChanBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|o| o.map(|r| r.map(Frame::data)))
+        self.0.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
     }
 }
 
@@ -122,7 +120,12 @@ impl Upstream {
     }
 
     fn bodies(&self) -> Vec<Value> {
-        self.got.lock().unwrap().iter().map(|g| g.body.clone()).collect()
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|g| g.body.clone())
+            .collect()
     }
 }
 
@@ -184,10 +187,15 @@ async fn answer(
         }
         Reply::Cut(text, n) => {
             let evs = events_text(api, &make(text, vec![]));
-            for e in evs.into_iter().take(n) {
-                tx.send(Ok(Bytes::from(e))).await.unwrap();
-            }
-            tx.send(Err(std::io::Error::other("cut"))).await.unwrap();
+            // The head and the first events go out before the cut (an error already queued
+            // would make the server drop the connection before it wrote the head).
+            tokio::spawn(async move {
+                for e in evs.into_iter().take(n) {
+                    let _ = tx.send(Ok(Bytes::from(e))).await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let _ = tx.send(Err(std::io::Error::other("cut"))).await;
+            });
             resp("text/event-stream", 200).body(ChanBody(rx)).unwrap()
         }
         Reply::Gated(text, gate) => {
@@ -281,7 +289,12 @@ fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .into_iter()
         .flatten()
         .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().display().to_string(), std::fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                e.path().display().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -289,7 +302,10 @@ fn no_key_in(dir: &Path) {
     for (path, bytes) in all_files(dir) {
         let text = String::from_utf8_lossy(&bytes);
         assert!(!text.contains(KEY), "{path} holds the agent's key");
-        assert!(!text.contains("SECRET"), "{path} holds part of the agent's key");
+        assert!(
+            !text.contains("SECRET"),
+            "{path} holds part of the agent's key"
+        );
     }
 }
 
@@ -313,7 +329,10 @@ async fn trim_trims_what_the_upstream_receives_and_the_answer_comes_back_unchang
     assert_eq!(got.len(), 1);
     let msgs = got[0]["messages"].as_array().unwrap();
     let all = serde_json::to_string(msgs).unwrap();
-    assert!(!all.contains("the long content"), "turn 1's result is trimmed: {all}");
+    assert!(
+        !all.contains("the long content"),
+        "turn 1's result is trimmed: {all}"
+    );
     assert!(!all.contains("tool_use"), "and its call: {all}");
     assert!(all.contains("read a") && all.contains("seen") && all.contains("now use it"));
     // Every other field as the agent wrote it.
@@ -323,7 +342,9 @@ async fn trim_trims_what_the_upstream_receives_and_the_answer_comes_back_unchang
     // The agent's key went upstream, in both headers.
     let h = up.got.lock().unwrap()[0].headers.clone();
     assert!(h.iter().any(|(k, v)| k == "x-api-key" && v == KEY));
-    assert!(h.iter().any(|(k, v)| k == "authorization" && v.ends_with(KEY)));
+    assert!(h
+        .iter()
+        .any(|(k, v)| k == "authorization" && v.ends_with(KEY)));
     // The agent's own history is untouched: it sends it whole again, and turn 1 is trimmed
     // again from it.
     let mut again = sent.clone();
@@ -396,7 +417,11 @@ async fn trim_through_a_streamed_chat_conversation() {
     let got = &up.bodies()[0];
     let all = got["messages"].to_string();
     assert!(!all.contains("the long content"), "{all}");
-    assert_eq!(got["messages"][0], json!({"role": "system", "content": "be brief"}), "pinned first");
+    assert_eq!(
+        got["messages"][0],
+        json!({"role": "system", "content": "be brief"}),
+        "pinned first"
+    );
     p.stop().await.unwrap();
 }
 
@@ -405,7 +430,13 @@ async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streame
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let p = proxy("fold:card_after_tool_calls=1", &up, out.path(), Some(work.path())).await;
+    let p = proxy(
+        "fold:card_after_tool_calls=1",
+        &up,
+        out.path(),
+        Some(work.path()),
+    )
+    .await;
     // Turn 2 begins: the card goes on its prompt; the model folds turn 1 (its call is the
     // proxy's to answer) and then closes the turn.
     up.push(Reply::Answer(
@@ -423,19 +454,40 @@ async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streame
     let a = read_stream(Api::Anthropic, &text);
     assert!(a.calls.is_empty(), "the agent never sees fold_unit: {text}");
     assert!(!text.contains("fold_unit"), "{text}");
-    assert_eq!(a.text, "folding firstturn two done", "one answer, both parts: {text}");
+    assert_eq!(
+        a.text, "folding firstturn two done",
+        "one answer, both parts: {text}"
+    );
     let got = up.bodies();
     assert_eq!(got.len(), 2, "the proxy asked again");
     let first = got[0]["messages"].to_string();
-    assert!(first.contains("<fold-card>"), "the card is on turn 2's prompt: {first}");
-    let last_user = got[0]["messages"].as_array().unwrap().last().unwrap().to_string();
-    assert!(last_user.contains("now use it") && last_user.contains("<fold-card>"), "{last_user}");
     assert!(
-        got[0]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fold_unit"),
+        first.contains("<fold-card>"),
+        "the card is on turn 2's prompt: {first}"
+    );
+    let last_user = got[0]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        last_user.contains("now use it") && last_user.contains("<fold-card>"),
+        "{last_user}"
+    );
+    assert!(
+        got[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "fold_unit"),
         "fold_unit is offered beside the agent's tools"
     );
     let cont = got[1]["messages"].to_string();
-    assert!(cont.contains("\"fold_unit\"") && cont.contains("tool_result"), "{cont}");
+    assert!(
+        cont.contains("\"fold_unit\"") && cont.contains("tool_result"),
+        "{cont}"
+    );
     // Turn 3: turn 2 has ended, so turn 1 is spliced: archived first, then replaced.
     let mut next = sent.clone();
     let m = next["messages"].as_array_mut().unwrap();
@@ -444,28 +496,44 @@ async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streame
     m.push(json!({"role": "user", "content": [{"type": "text", "text": "third turn"}]}));
     let (status, _, text) = post(&p, "/v1/messages", &next).await;
     assert_eq!(status, 200, "{text}");
-    let archive = work.path().join(".foldbench/archive/fold-turns-001-001.txt");
+    let archive = work
+        .path()
+        .join(".foldbench/archive/fold-turns-001-001.txt");
     let bytes = std::fs::read(&archive).expect("the archive is in the agent's folder");
     let sha = harness_core::digest::sha256_hex(&bytes);
     assert!(String::from_utf8_lossy(&bytes).contains("the long content"));
     let spliced = up.bodies()[2]["messages"].to_string();
-    assert!(!spliced.contains("the long content"), "turn 1 is folded: {spliced}");
-    assert!(spliced.contains("[fold]") && spliced.contains(&sha), "the result names the archive and its sha256: {spliced}");
-    assert!(spliced.contains("<fold-card>"), "turn 2's card stays where it was");
+    assert!(
+        !spliced.contains("the long content"),
+        "turn 1 is folded: {spliced}"
+    );
+    assert!(
+        spliced.contains("[fold]") && spliced.contains(&sha),
+        "the result names the archive and its sha256: {spliced}"
+    );
+    assert!(
+        spliced.contains("<fold-card>"),
+        "turn 2's card stays where it was"
+    );
     assert!(spliced.contains("third turn"));
     // The agent resends the same history: the same request goes upstream (re-applied).
     let (status, _, _) = post(&p, "/v1/messages", &next).await;
     assert_eq!(status, 200);
     let bodies = up.bodies();
-    assert_eq!(bodies[3]["messages"], bodies[2]["messages"], "re-applied by identity");
+    assert_eq!(
+        bodies[3]["messages"], bodies[2]["messages"],
+        "re-applied by identity"
+    );
     p.stop().await.unwrap();
-    let events = std::fs::read_to_string(
-        out.path().join("cells").join("proxy_fold_claude-x_1").join("events.jsonl"),
-    )
-    .unwrap();
+    // One conversation, one cell folder: task `proxy`, the arm as written, the model, number 1.
+    let cell = out
+        .path()
+        .join("cells/proxy_fold_card_after_tool_calls=1_claude-x_1");
+    let events = std::fs::read_to_string(cell.join("events.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}: {:?}", cell.display(), all_files(out.path())));
     assert!(events.contains("\"event\":\"fold\""), "{events}");
     assert!(events.contains("fold_accepted"), "{events}");
-    let copy = out.path().join("cells/proxy_fold_claude-x_1/archive/fold-turns-001-001.txt");
+    let copy = cell.join("archive/fold-turns-001-001.txt");
     assert_eq!(std::fs::read(copy).unwrap(), bytes);
     let records = harness_runner::results::read_records(out.path()).unwrap();
     assert_eq!(records[0].metrics.folds, 1);
@@ -478,14 +546,23 @@ async fn upstream_errors_pass_through_as_they_came() {
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let p = proxy("trim", &up, out.path(), None).await;
-    up.push(Reply::Status(429, r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#));
+    up.push(Reply::Status(
+        429,
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+    ));
     let (status, headers, text) = post(&p, "/v1/messages", &two_turns(true)).await;
     assert_eq!(status, 429);
-    assert_eq!(text, r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#);
+    assert_eq!(
+        text,
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
+    );
     assert!(headers.iter().any(|(k, v)| k == "retry-after" && v == "7"));
     p.stop().await.unwrap();
     let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
-    assert!(log.contains("\"status\":429") && log.contains("passed through"), "{log}");
+    assert!(
+        log.contains("\"status\":429") && log.contains("passed through"),
+        "{log}"
+    );
 }
 
 #[tokio::test]
@@ -493,7 +570,12 @@ async fn a_malformed_request_gets_a_400_that_says_what_is_wrong() {
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let p = proxy("trim", &up, out.path(), None).await;
-    let (status, _, text) = post(&p, "/v1/messages", &json!({"model": "m", "messages": {"x": 1}})).await;
+    let (status, _, text) = post(
+        &p,
+        "/v1/messages",
+        &json!({"model": "m", "messages": {"x": 1}}),
+    )
+    .await;
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("`messages` must be a list"), "{text}");
     let (status, _, text) = post(
@@ -503,7 +585,10 @@ async fn a_malformed_request_gets_a_400_that_says_what_is_wrong() {
     )
     .await;
     assert_eq!(status, 400, "{text}");
-    assert!(text.contains("messages[0]") && text.contains("robot"), "{text}");
+    assert!(
+        text.contains("messages[0]") && text.contains("robot"),
+        "{text}"
+    );
     assert!(up.bodies().is_empty(), "nothing went upstream");
     p.stop().await.unwrap();
 }
@@ -522,7 +607,10 @@ async fn an_upstream_cut_mid_stream_gives_the_agent_an_error_event_and_the_recor
     assert!(last.data.contains("stream"), "{text}");
     p.stop().await.unwrap();
     let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
-    assert!(log.contains("the upstream's stream broke") || log.contains("cut"), "{log}");
+    assert!(
+        log.contains("the upstream's stream broke") || log.contains("cut"),
+        "{log}"
+    );
 }
 
 #[tokio::test]
@@ -610,7 +698,10 @@ async fn side_requests_pass_through_and_are_recorded_as_such() {
     let s = p.stop().await.unwrap();
     assert!(s.cells.is_empty(), "no conversation");
     let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
-    assert!(log.contains("\"kind\":\"side\"") && log.contains("\"kind\":\"passthrough\""), "{log}");
+    assert!(
+        log.contains("\"kind\":\"side\"") && log.contains("\"kind\":\"passthrough\""),
+        "{log}"
+    );
     no_key_in(out.path());
 }
 

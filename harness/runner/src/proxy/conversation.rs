@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::context::{call_path, cached_prefix_tokens, Context};
+use harness_core::context::{cached_prefix_tokens, call_path, Context};
 use harness_core::events::{Event, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, Role, ToolCall, ToolSpec};
 use harness_core::policy::{Plan, Policy, Splice};
@@ -62,8 +62,8 @@ pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, String> {
     let mut units = Vec::with_capacity(env.items.len());
     let mut keys = Vec::with_capacity(env.items.len());
     for (i, item) in env.items.iter().enumerate() {
-        let u = decode_item(api, item)
-            .map_err(|e| format!("`{}[{i}]`: {}", api.items_field(), e.0))?;
+        let u =
+            decode_item(api, item).map_err(|e| format!("`{}[{i}]`: {}", api.items_field(), e.0))?;
         keys.push(u.iter().map(|u| canonical_key(&u.raw)).collect());
         units.push(u);
     }
@@ -300,8 +300,8 @@ impl Conversation {
             }
             // Units an edit replaced: left out, the edit's message where the first stood.
             let kept: Vec<usize> = (0..keys.len())
-                .filter(|&j| {
-                    match self.edits.iter().position(|e| e.covers.contains(&keys[j])) {
+                .filter(
+                    |&j| match self.edits.iter().position(|e| e.covers.contains(&keys[j])) {
                         Some(e) => {
                             if placed.insert(e) {
                                 let with = Arc::clone(&self.edits[e].with);
@@ -312,8 +312,8 @@ impl Conversation {
                             false
                         }
                         None => true,
-                    }
-                })
+                    },
+                )
                 .collect();
             if kept.is_empty() {
                 continue;
@@ -394,12 +394,7 @@ impl Conversation {
             return None;
         }
         let before = self.ctx.messages.clone();
-        let folded_tokens: u64 = p
-            .splice
-            .messages
-            .iter()
-            .map(|m| u64::from(m.tokens))
-            .sum();
+        let folded_tokens: u64 = p.splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
         let Some(msg) = self
             .policy
             .apply_splice(&mut self.ctx, &p.splice, &p.archived.archive)
@@ -451,7 +446,35 @@ impl Conversation {
     /// After the splices: the new turn's messages join the context (the first user message
     /// with the policy's card), and the policy decides the request.
     pub fn plan(&mut self, api: Api, env: &Envelope, req: &Decoded) -> Step {
-        let rest = std::mem::take(&mut self.pending_rest);
+        let mut rest = std::mem::take(&mut self.pending_rest);
+        // A history that arrives with whole turns before the one in progress (the first
+        // request a proxy sees of a conversation, or a branch): those turns join the context
+        // first, as they would have turn by turn, so the new turn's card sees them.
+        let split = rest
+            .iter()
+            .position(|m| m.turn >= self.turn)
+            .unwrap_or(rest.len());
+        if split > 0 {
+            let earlier: Vec<Arc<Message>> = rest.drain(..split).collect();
+            let mut started = 0;
+            for m in earlier {
+                if m.turn != started {
+                    started = m.turn;
+                    self.events.push(Event::TurnStarted {
+                        turn: m.turn,
+                        user: if m.is_human() {
+                            m.text.clone()
+                        } else {
+                            String::new()
+                        },
+                        card_tokens: None,
+                        card_turns: Vec::new(),
+                    });
+                }
+                self.ctx.turn = m.turn;
+                self.ctx.push(m);
+            }
+        }
         if !rest.is_empty() {
             self.ctx.turn = self.turn;
             let mut carded = false;
@@ -467,12 +490,16 @@ impl Conversation {
                 card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
             });
             for m in rest {
-                match (&card, carded, m.is_human(), self.origins.get(&m.id).cloned()) {
+                match (
+                    &card,
+                    carded,
+                    m.is_human(),
+                    self.origins.get(&m.id).cloned(),
+                ) {
                     (Some(c), false, true, Some(Origin::Units(at))) => {
                         carded = true;
                         let with = m.with_card(c.text.clone());
-                        let keys: Vec<ItemKey> =
-                            at.iter().map(|&(i, u)| req.keys[i][u]).collect();
+                        let keys: Vec<ItemKey> = at.iter().map(|&(i, u)| req.keys[i][u]).collect();
                         let mut id_key = keys;
                         id_key.push(ItemKey(turn_key(m.turn)));
                         self.cards.insert(id_key, Arc::clone(&with));
@@ -531,7 +558,8 @@ impl Conversation {
     pub fn compacted(&mut self, summary: &str, record: &RequestRecord, output_tokens: u64) {
         let before = self.ctx.messages.clone();
         let msg = Message::host(self.turn, summary, MessageKind::Summary);
-        self.policy.apply_compaction(&mut self.ctx, Arc::clone(&msg));
+        self.policy
+            .apply_compaction(&mut self.ctx, Arc::clone(&msg));
         self.record_edit(&before);
         self.transcript.push(msg);
         self.events.push(Event::Compaction {
@@ -539,10 +567,7 @@ impl Conversation {
             emergency: record.action.as_deref() == Some("emergency compaction"),
             input_tokens: record.tokens,
             output_tokens,
-            rewritten_tokens: harness_core::context::rewritten_tokens(
-                &before,
-                &self.ctx.messages,
-            ),
+            rewritten_tokens: harness_core::context::rewritten_tokens(&before, &self.ctx.messages),
         });
     }
 
@@ -611,11 +636,15 @@ impl Conversation {
                 Some(Origin::Units(at)) => {
                     for &(i, u) in at {
                         let unit = &req.units[i][u];
-                        entries.push(Out::Unit(unit.side(), std::borrow::Cow::Borrowed(&*unit.raw)));
+                        entries.push(Out::Unit(
+                            unit.side(),
+                            std::borrow::Cow::Borrowed(&*unit.raw),
+                        ));
                     }
                 }
                 Some(Origin::Carded(at, card)) => {
-                    let raws: Vec<&RawValue> = at.iter().map(|&(i, u)| &*req.units[i][u].raw).collect();
+                    let raws: Vec<&RawValue> =
+                        at.iter().map(|&(i, u)| &*req.units[i][u].raw).collect();
                     for r in render::attach_card(api, &raws, card) {
                         entries.push(Out::Unit(Side::User, std::borrow::Cow::Owned(r)));
                     }
@@ -663,7 +692,11 @@ impl Conversation {
     /// The record of a request that the proxy made again for the same agent request (the
     /// model asked again after a policy tool's call), with the messages it held.
     pub fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
-        self.record_request(Purpose::Turn, messages, Some("after a policy tool call".into()))
+        self.record_request(
+            Purpose::Turn,
+            messages,
+            Some("after a policy tool call".into()),
+        )
     }
 
     /// Records the upstream's answer to request `index`.
@@ -874,8 +907,7 @@ fn command_path(c: &ToolCall) -> Option<String> {
         return None;
     }
     words
-        .filter(|w| !w.starts_with('-'))
-        .last()
+        .rfind(|w| !w.starts_with('-'))
         .map(harness_core::context::normalize_path)
 }
 

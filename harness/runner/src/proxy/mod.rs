@@ -241,7 +241,9 @@ impl Proxy {
         for e in &list {
             let mut e = e.lock().await;
             let rec = Arc::clone(&self.shared.recorder);
-            let mut r = rec.lock().map_err(|_| "the recorder was poisoned".to_string())?;
+            let mut r = rec
+                .lock()
+                .map_err(|_| "the recorder was poisoned".to_string())?;
             r.flush_entry(&mut e)?;
             r.finish_entry(&self.shared.cfg, &e)?;
             cells.push(e.cell.clone());
@@ -347,9 +349,14 @@ fn upstream_url(base: &str, path_and_query: &str) -> String {
 
 /// The session id an agent's headers carry (Claude Code's, Codex's), if any.
 fn header_hint(h: &HeaderMap) -> Option<String> {
-    ["x-claude-code-session-id", "session-id", "thread-id", "conversation-id"]
-        .iter()
-        .find_map(|n| h.get(*n).and_then(|v| v.to_str().ok()).map(str::to_string))
+    [
+        "x-claude-code-session-id",
+        "session-id",
+        "thread-id",
+        "conversation-id",
+    ]
+    .iter()
+    .find_map(|n| h.get(*n).and_then(|v| v.to_str().ok()).map(str::to_string))
 }
 
 /// One request of the agent.
@@ -377,8 +384,15 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
     };
     let api = Api::from_path(&path).filter(|_| parts.method == hyper::Method::POST);
     let Some(api) = api else {
-        return pass_through(&shared, &parts, &path_q, body, "passthrough", "not a conversation API path")
-            .await;
+        return pass_through(
+            &shared,
+            &parts,
+            &path_q,
+            body,
+            "passthrough",
+            "not a conversation API path",
+        )
+        .await;
     };
     if let Some(enc) = parts
         .headers
@@ -399,10 +413,26 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
         }
     };
     if decoded.env.stateful {
-        return pass_through(&shared, &parts, &path_q, body, "side", "a stateful Responses call (previous_response_id): its history is upstream").await;
+        return pass_through(
+            &shared,
+            &parts,
+            &path_q,
+            body,
+            "side",
+            "a stateful Responses call (previous_response_id): its history is upstream",
+        )
+        .await;
     }
     if decoded.env.tools.is_empty() {
-        return pass_through(&shared, &parts, &path_q, body, "side", "no tools: not the agent's main conversation (a title, a probe)").await;
+        return pass_through(
+            &shared,
+            &parts,
+            &path_q,
+            body,
+            "side",
+            "no tools: not the agent's main conversation (a title, a probe)",
+        )
+        .await;
     }
     let hint = header_hint(&parts.headers).or_else(|| decoded.env.hint.clone());
     let entry = match shared.conversation(hint.as_deref(), &decoded) {
@@ -569,13 +599,14 @@ async fn pass_through(
     reason: &str,
 ) -> Response<ProxyBody> {
     let path = parts.uri.path();
-    let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
-        Ok(r) => r,
-        Err(e) => {
-            shared.log(Exchange::new(kind, path).status(502).note(&e));
-            return error(StatusCode::BAD_GATEWAY, &e);
-        }
-    };
+    let resp =
+        match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
+            Ok(r) => r,
+            Err(e) => {
+                shared.log(Exchange::new(kind, path).status(502).note(&e));
+                return error(StatusCode::BAD_GATEWAY, &e);
+            }
+        };
     let status = resp.status().as_u16();
     shared.log(Exchange::new(kind, path).status(status).note(reason));
     let head = agent_head(&resp);
@@ -588,8 +619,12 @@ async fn pass_through(
             }
         }
     });
-    head.body(ProxyBody::Stream(rx))
-        .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"))
+    head.body(ProxyBody::Stream(rx)).unwrap_or_else(|_| {
+        error(
+            StatusCode::BAD_GATEWAY,
+            "the upstream's answer head is not valid",
+        )
+    })
 }
 
 /// Where archives go: the configured folder, else the one the agent's request names.
@@ -603,12 +638,7 @@ fn archive_root(cfg: &ProxyConfig, req: &Decoded) -> Option<PathBuf> {
 /// The agent's working folder as its request names it: Claude Code's "Primary working
 /// directory: …" (in the system prompt or a pinned entry), Codex's `<cwd>…</cwd>`.
 fn working_folder(system: &str, req: &Decoded) -> Option<PathBuf> {
-    let raws = req
-        .units
-        .iter()
-        .flatten()
-        .map(|u| u.raw.get())
-        .take(8);
+    let raws = req.units.iter().flatten().map(|u| u.raw.get()).take(8);
     for t in std::iter::once(system).chain(raws) {
         if let Some((_, rest)) = t.split_once("Primary working directory: ") {
             let line = rest.split(['\n', '\\', '"']).next().unwrap_or("").trim();
@@ -671,7 +701,11 @@ async fn main_request(
                 )),
             };
             let ok = written.is_ok();
-            if e.conv.apply_splice(p, turn.saturating_sub(1), written).is_some() && ok {
+            if e.conv
+                .apply_splice(p, turn.saturating_sub(1), written)
+                .is_some()
+                && ok
+            {
                 if let Ok(mut r) = shared.recorder.lock() {
                     r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
                 }
@@ -683,17 +717,29 @@ async fn main_request(
             Step::Send(out) => break out,
             Step::Compact { body, record, .. } => {
                 let began = Instant::now();
-                let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, body).await {
+                let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, body)
+                    .await
+                {
                     Ok(r) => r,
                     Err(err) => {
-                        shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(502).note(&err));
+                        shared.log(
+                            Exchange::new("compaction", &path)
+                                .cell(&e.cell)
+                                .status(502)
+                                .note(&err),
+                        );
                         return error(StatusCode::BAD_GATEWAY, &err);
                     }
                 };
                 let status = resp.status();
                 let bytes = resp.bytes().await.unwrap_or_default();
                 if !status.is_success() {
-                    shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(status.as_u16()).note("the summary call failed; its answer is passed to the agent"));
+                    shared.log(
+                        Exchange::new("compaction", &path)
+                            .cell(&e.cell)
+                            .status(status.as_u16())
+                            .note("the summary call failed; its answer is passed to the agent"),
+                    );
                     return full(
                         StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY),
                         "application/json",
@@ -704,14 +750,29 @@ async fn main_request(
                     Ok(a) => a,
                     Err(err) => {
                         let msg = format!("the upstream's summary could not be read: {err}");
-                        shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(502).note(&msg));
+                        shared.log(
+                            Exchange::new("compaction", &path)
+                                .cell(&e.cell)
+                                .status(502)
+                                .note(&msg),
+                        );
                         return error(StatusCode::BAD_GATEWAY, &msg);
                     }
                 };
                 let r = answer.response();
-                e.conv.record_response(record.index, answer.usage, r.output_tokens, ms_since(began));
+                e.conv.record_response(
+                    record.index,
+                    answer.usage,
+                    r.output_tokens,
+                    ms_since(began),
+                );
                 e.conv.compacted(&answer.text, &record, r.output_tokens);
-                shared.log(Exchange::new("compaction", &path).cell(&e.cell).status(200).index(record.index));
+                shared.log(
+                    Exchange::new("compaction", &path)
+                        .cell(&e.cell)
+                        .status(200)
+                        .index(record.index),
+                );
             }
         }
     };
@@ -720,7 +781,13 @@ async fn main_request(
     let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
         Ok(r) => r,
         Err(err) => {
-            shared.log(Exchange::new("main", &path).cell(&e.cell).status(502).index(index).note(&err));
+            shared.log(
+                Exchange::new("main", &path)
+                    .cell(&e.cell)
+                    .status(502)
+                    .index(index)
+                    .note(&err),
+            );
             flush(&shared, e);
             return error(StatusCode::BAD_GATEWAY, &err);
         }
@@ -738,9 +805,12 @@ async fn main_request(
         flush(&shared, e);
         let head = agent_head(&resp);
         let bytes = resp.bytes().await.unwrap_or_default();
-        return head
-            .body(ProxyBody::Full(Some(bytes)))
-            .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"));
+        return head.body(ProxyBody::Full(Some(bytes))).unwrap_or_else(|_| {
+            error(
+                StatusCode::BAD_GATEWAY,
+                "the upstream's answer head is not valid",
+            )
+        });
     }
     let is_stream = decoded.env.stream
         || resp
@@ -754,17 +824,43 @@ async fn main_request(
             Ok(b) => b,
             Err(err) => {
                 let msg = format!("the upstream's answer was cut: {err}");
-                shared.log(Exchange::new("main", &path).cell(&e.cell).status(502).index(index).note(&msg));
+                shared.log(
+                    Exchange::new("main", &path)
+                        .cell(&e.cell)
+                        .status(502)
+                        .index(index)
+                        .note(&msg),
+                );
                 flush(&shared, e);
                 return error(StatusCode::BAD_GATEWAY, &msg);
             }
         };
-        let body = whole_answer(&shared, e, api, parts, path_q, &decoded, out.messages, index, began, bytes).await;
-        shared.log(Exchange::new("main", &path).cell(&e.cell).status(200).index(index));
+        let body = whole_answer(
+            &shared,
+            e,
+            api,
+            parts,
+            path_q,
+            &decoded,
+            out.messages,
+            index,
+            began,
+            bytes,
+        )
+        .await;
+        shared.log(
+            Exchange::new("main", &path)
+                .cell(&e.cell)
+                .status(200)
+                .index(index),
+        );
         flush(&shared, e);
-        return head
-            .body(ProxyBody::Full(Some(body)))
-            .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"));
+        return head.body(ProxyBody::Full(Some(body))).unwrap_or_else(|_| {
+            error(
+                StatusCode::BAD_GATEWAY,
+                "the upstream's answer head is not valid",
+            )
+        });
     }
     let head = agent_head(&resp);
     let (tx, rx) = mpsc::channel::<Bytes>(32);
@@ -773,16 +869,37 @@ async fn main_request(
     let shared2 = Arc::clone(&shared);
     tokio::spawn(async move {
         let e = &mut *entry;
-        let note = streamed_answer(&shared2, e, api, &parts, &path_q, &decoded, out.messages, index, began, resp, &tx).await;
-        let mut x = Exchange::new("main", parts.uri.path()).cell(&e.cell).status(200).index(index).stream();
+        let note = streamed_answer(
+            &shared2,
+            e,
+            api,
+            &parts,
+            &path_q,
+            &decoded,
+            out.messages,
+            index,
+            began,
+            resp,
+            &tx,
+        )
+        .await;
+        let mut x = Exchange::new("main", parts.uri.path())
+            .cell(&e.cell)
+            .status(200)
+            .index(index)
+            .stream();
         if let Some(n) = note {
             x = x.note(&n);
         }
         shared2.log(x);
         flush(&shared2, e);
     });
-    head.body(ProxyBody::Stream(rx))
-        .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "the upstream's answer head is not valid"))
+    head.body(ProxyBody::Stream(rx)).unwrap_or_else(|_| {
+        error(
+            StatusCode::BAD_GATEWAY,
+            "the upstream's answer head is not valid",
+        )
+    })
 }
 
 /// Writes a conversation's new events and messages to its files.
@@ -844,7 +961,8 @@ async fn whole_answer(
         return bytes;
     };
     let r = answer.response();
-    e.conv.record_response(index, answer.usage, r.output_tokens, ms_since(began));
+    e.conv
+        .record_response(index, answer.usage, r.output_tokens, ms_since(began));
     let mut ours = policy_calls(&e.conv, &answer.calls);
     if ours.is_empty() {
         return bytes;
@@ -856,21 +974,34 @@ async fn whole_answer(
     let mut answer = answer;
     let mut dropped: Vec<String> = ours.iter().map(|c| c.id.clone()).collect();
     for _ in 0..MAX_POLICY_ROUNDS {
-        messages = continued(&mut e.conv, &messages, &answer.text, &answer.calls, &ours, index);
+        messages = continued(
+            &mut e.conv,
+            &messages,
+            &answer.text,
+            &answer.calls,
+            &ours,
+            index,
+        );
         let record = e.conv.record_continuation(&messages);
         e.conv.set_sent(messages.clone());
-        let body = e.conv.continuation_body(api, &decoded.env, decoded, &messages);
+        let body = e
+            .conv
+            .continuation_body(api, &decoded.env, decoded, &messages);
         let t = Instant::now();
-        let Ok(resp) = send_upstream(shared, &parts.method, &parts.headers, path_q, body).await else {
+        let Ok(resp) = send_upstream(shared, &parts.method, &parts.headers, path_q, body).await
+        else {
             break;
         };
         if !resp.status().is_success() {
             break;
         }
         let Ok(next) = resp.bytes().await else { break };
-        let Ok(a) = parse_answer(api, &next) else { break };
+        let Ok(a) = parse_answer(api, &next) else {
+            break;
+        };
         let rr = a.response();
-        e.conv.record_response(record.index, a.usage, rr.output_tokens, ms_since(t));
+        e.conv
+            .record_response(record.index, a.usage, rr.output_tokens, ms_since(t));
         let Ok(next_v) = serde_json::from_slice::<serde_json::Value>(&next) else {
             break;
         };
@@ -945,7 +1076,9 @@ async fn forward(
         let events = match parser.feed(&chunk) {
             Ok(ev) => ev,
             Err(err) => {
-                ended = Some(format!("the upstream's stream is not an event stream: {err}"));
+                ended = Some(format!(
+                    "the upstream's stream is not an event stream: {err}"
+                ));
                 break;
             }
         };
@@ -1003,7 +1136,10 @@ async fn forward(
         }
         if !text.is_empty() && tx.send(Bytes::from(text)).await.is_err() {
             gone = true;
-            ended = Some("the agent disconnected in the middle of the stream; the upstream call was ended".into());
+            ended = Some(
+                "the agent disconnected in the middle of the stream; the upstream call was ended"
+                    .into(),
+            );
             break 'read;
         }
     }
@@ -1045,48 +1181,77 @@ async fn streamed_answer(
     let owned: Vec<String> = e.conv.policy_tools().into_iter().map(|t| t.name).collect();
     let mut f = forward(&owned, api, resp, tx, 0, false, None).await;
     let r = f.answer.response();
-    e.conv.record_response(index, f.answer.usage, r.output_tokens, ms_since(began));
+    e.conv
+        .record_response(index, f.answer.usage, r.output_tokens, ms_since(began));
     let mut messages = sent;
     let mut rounds = 0;
     loop {
         if let Some(why) = f.ended.take() {
             if !f.gone {
                 let ev = error_event(api, &why);
-                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+                let _ = tx
+                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
+                    .await;
             }
             return Some(why);
         }
         if f.ours.is_empty() || rounds >= MAX_POLICY_ROUNDS {
             for ev in &f.held {
-                if tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await.is_err() {
+                if tx
+                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
+                    .await
+                    .is_err()
+                {
                     return Some("the agent disconnected before the stream's end".into());
                 }
             }
-            return (rounds > 0).then(|| format!("{rounds} policy tool round(s) answered by the proxy"));
+            return (rounds > 0)
+                .then(|| format!("{rounds} policy tool round(s) answered by the proxy"));
         }
         rounds += 1;
-        messages = continued(&mut e.conv, &messages, &f.answer.text, &f.answer.calls, &f.ours, index);
+        messages = continued(
+            &mut e.conv,
+            &messages,
+            &f.answer.text,
+            &f.answer.calls,
+            &f.ours,
+            index,
+        );
         let record = e.conv.record_continuation(&messages);
         e.conv.set_sent(messages.clone());
-        let body = e.conv.continuation_body(api, &decoded.env, decoded, &messages);
+        let body = e
+            .conv
+            .continuation_body(api, &decoded.env, decoded, &messages);
         let t = Instant::now();
         let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body).await {
             Ok(r) if r.status().is_success() => r,
             Ok(r) => {
-                let why = format!("asking the model again after a policy tool call failed with status {}", r.status().as_u16());
+                let why = format!(
+                    "asking the model again after a policy tool call failed with status {}",
+                    r.status().as_u16()
+                );
                 let ev = error_event(api, &why);
-                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+                let _ = tx
+                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
+                    .await;
                 return Some(why);
             }
             Err(err) => {
                 let ev = error_event(api, &err);
-                let _ = tx.send(Bytes::from(write_event(ev.event.as_deref(), &ev.data))).await;
+                let _ = tx
+                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
+                    .await;
                 return Some(err);
             }
         };
         let next = forward(&owned, api, resp, tx, f.parts, true, f.seq).await;
         let rr = next.answer.response();
-        e.conv.record_response(record.index, next.answer.usage, rr.output_tokens, ms_since(t));
+        e.conv.record_response(
+            record.index,
+            next.answer.usage,
+            rr.output_tokens,
+            ms_since(t),
+        );
         f = next;
     }
 }

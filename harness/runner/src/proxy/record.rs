@@ -31,7 +31,9 @@ use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use serde::Serialize;
 
 use super::{Entry, ProxyConfig};
-use crate::results::{self, cell_folder, CELLS_FILE, EVENTS_FILE, MATRIX_FILE, REQUESTS_FILE, TRANSCRIPT_FILE};
+use crate::results::{
+    self, cell_folder, CELLS_FILE, EVENTS_FILE, MATRIX_FILE, REQUESTS_FILE, TRANSCRIPT_FILE,
+};
 
 /// The proxy's own log in the run folder.
 pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
@@ -122,7 +124,8 @@ impl Recorder {
     /// run is continued.
     pub fn open(cfg: &ProxyConfig) -> Result<Recorder, String> {
         let root = cfg.out.clone();
-        let io = |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
+        let io =
+            |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
         fs::create_dir_all(root.join("cells")).map_err(|e| io("create", &root, e))?;
         let lock_path = root.join(results::LOCK_FILE);
         let lock = OpenOptions::new()
@@ -134,12 +137,10 @@ impl Recorder {
             .map_err(|e| io("open", &lock_path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(format!(
-                    "{} is in use by another foldbench run or proxy; stop it, or give another --out",
-                    root.display()
-                ))
-            }
+            Err(fs::TryLockError::WouldBlock) => return Err(format!(
+                "{} is in use by another foldbench run or proxy; stop it, or give another --out",
+                root.display()
+            )),
             Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path, e)),
         }
         let mpath = root.join(MATRIX_FILE);
@@ -222,7 +223,8 @@ impl Recorder {
     /// Appends a conversation's new events, request rows and messages to its files.
     pub(crate) fn flush_entry(&mut self, e: &mut Entry) -> Result<(), String> {
         let dir = self.cell_dir(&e.cell);
-        fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        fs::create_dir_all(&dir)
+            .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
         let mut events = String::new();
         let mut rows = String::new();
         for ev in &e.conv.events[e.written_events.min(e.conv.events.len())..] {
@@ -255,7 +257,10 @@ impl Recorder {
 
     /// Keeps a copy of an archive the proxy wrote in the agent's folder.
     pub fn archive(&mut self, cell: &str, rel: &str, bytes: &[u8]) {
-        let name = Path::new(rel).file_name().map(|n| n.to_owned()).unwrap_or_default();
+        let name = Path::new(rel)
+            .file_name()
+            .map(|n| n.to_owned())
+            .unwrap_or_default();
         let path = self.cell_dir(cell).join("archive").join(name);
         if let Err(err) = results::write_atomic(&path, bytes) {
             eprintln!("warning: cannot write {}: {err}", path.display());
@@ -285,7 +290,11 @@ impl Recorder {
             task: cfg.task.clone(),
             arm: cfg.arm.clone(),
             policy: e.conv.policy_name(),
-            model: if e.model.is_empty() { "unknown".into() } else { e.model.clone() },
+            model: if e.model.is_empty() {
+                "unknown".into()
+            } else {
+                e.model.clone()
+            },
             seed: n,
             status: Status::Success,
             error: None,
