@@ -254,13 +254,9 @@ impl Conversation {
         Ok(())
     }
 
-    /// Reads a request: its messages with the edits and cards applied; a new turn ends the
-    /// previous one (its splices returned, to be archived and then applied with
-    /// [`Conversation::apply_splice`]) and gets the policy's card. Call [`Conversation::plan`]
-    /// after the splices.
-    pub fn read(&mut self, req: &Decoded) -> Vec<PendingSplice> {
-        self.compactions_here = 0;
-        self.current_keys = req.keys.clone();
+    /// The prefix (system prompt and tools, the policy's added) counted again when the request's
+    /// differs from the last one's.
+    fn refresh_prefix(&mut self, req: &Decoded) -> Arc<str> {
         let system: Arc<str> = Arc::from(req.env.system.as_str());
         let same_prefix = self
             .prefix_of
@@ -273,6 +269,17 @@ impl Conversation {
             self.tools = Arc::from(tools);
             self.prefix_of = Some((Arc::clone(&system), req.env.tools.len()));
         }
+        system
+    }
+
+    /// Reads a request: its messages with the edits and cards applied; a new turn ends the
+    /// previous one (its splices returned, to be archived and then applied with
+    /// [`Conversation::apply_splice`]) and gets the policy's card. Call [`Conversation::plan`]
+    /// after the splices.
+    pub fn read(&mut self, req: &Decoded) -> Vec<PendingSplice> {
+        self.compactions_here = 0;
+        self.current_keys = req.keys.clone();
+        let system = self.refresh_prefix(req);
         self.system = system;
         let refs: Vec<(usize, &[Unit])> = req
             .units

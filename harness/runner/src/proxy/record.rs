@@ -137,10 +137,12 @@ impl Recorder {
             .map_err(|e| io("open", &lock_path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => return Err(format!(
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(format!(
                 "{} is in use by another foldbench run or proxy; stop it, or give another --out",
                 root.display()
-            )),
+            ))
+            }
             Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path, e)),
         }
         let mpath = root.join(MATRIX_FILE);
