@@ -19,6 +19,7 @@ mod output;
 mod outside;
 mod planted;
 mod policy_docs;
+mod proxy;
 mod runs;
 mod snapshots;
 mod suite;

@@ -213,7 +213,7 @@ impl Recorder {
         if let Ok(mut line) = serde_json::to_string(e) {
             line.push('\n');
             if let Err(err) = self.exchanges.write_all(line.as_bytes()) {
-                eprintln!("warning: cannot write {EXCHANGES_FILE}: {err}");
+                crate::progress::warn(&format!("warning: cannot write {EXCHANGES_FILE}: {err}"));
             }
         }
     }
@@ -265,7 +265,7 @@ impl Recorder {
             .unwrap_or_default();
         let path = self.cell_dir(cell).join("archive").join(name);
         if let Err(err) = results::write_atomic(&path, bytes) {
-            eprintln!("warning: cannot write {}: {err}", path.display());
+            crate::progress::warn(&format!("warning: cannot write {}: {err}", path.display()));
         }
     }
 

@@ -161,7 +161,7 @@ fn branch_if_new(
 fn flush(shared: &Shared, e: &mut Entry) {
     if let Ok(mut r) = shared.recorder.lock() {
         if let Err(err) = r.flush_entry(e) {
-            eprintln!("warning: proxy records: {err}");
+            crate::progress::warn(&format!("warning: proxy records: {err}"));
         }
     }
 }

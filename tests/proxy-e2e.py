@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""`foldbench proxy` end to end, as an agent and its model see it (tests/proxy.rs runs it).
+
+    python3 tests/proxy-e2e.py FOLDBENCH OUT POLICY
+
+Serves an Anthropic-compatible upstream on loopback (standard library only), starts
+`FOLDBENCH proxy --policy POLICY --upstream … --listen 127.0.0.1:0 --out OUT` in front of it,
+sends two requests of one conversation as Claude Code would (the second resends the whole
+history), stops the proxy with SIGINT and prints, as one JSON line, what the upstream received.
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RECEIVED = []
+KEY = "sk-test-KEY-never-written"
+
+
+class Upstream(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        RECEIVED.append({"path": self.path, "body": json.loads(body),
+                         "key": self.headers.get("x-api-key")})
+        answer = {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 5,
+                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+        }
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def post(url, body):
+    req = urllib.request.Request(
+        url + "/v1/messages", data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", "x-api-key": KEY,
+                 "anthropic-version": "2023-06-01"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def main():
+    binary, out, policy = sys.argv[1:4]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{server.server_address[1]}"
+    proxy = subprocess.Popen(
+        [binary, "proxy", "--policy", policy, "--upstream", upstream,
+         "--listen", "127.0.0.1:0", "--out", out],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        url = proxy.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), f"the proxy printed {url!r}"
+        big = "A = 1\n" + "the long content of a.py\n" * 50
+        messages = [
+            {"role": "user", "content": [{"type": "text", "text": "read a"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "a.py"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": big}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "seen"}]},
+            {"role": "user", "content": [{"type": "text", "text": "now use it"}]},
+        ]
+        body = {"model": "claude-x", "max_tokens": 100, "system": "You are an agent.",
+                "tools": [{"name": n, "description": "", "input_schema": {"type": "object"}}
+                          for n in ("Read", "Bash")],
+                "messages": messages}
+        answers = [post(url, body)]
+        body["messages"] = messages + [
+            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            {"role": "user", "content": [{"type": "text", "text": "third"}]},
+        ]
+        answers.append(post(url, body))
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        code = proxy.wait(timeout=30)
+        server.shutdown()
+    print(json.dumps({"received": RECEIVED, "answers": answers, "exit": code}))
+
+
+if __name__ == "__main__":
+    main()
