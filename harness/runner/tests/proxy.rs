@@ -686,23 +686,78 @@ async fn side_requests_pass_through_and_are_recorded_as_such() {
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let p = proxy("trim", &up, out.path(), None).await;
+    assert_eq!(post(&p, "/v1/messages", &two_turns(false)).await.0, 200);
     let title = json!({"model": "small", "max_tokens": 20, "messages": [{"role": "user", "content": "title?"}]});
     let (status, _, _) = post(&p, "/v1/messages", &title).await;
     assert_eq!(status, 200);
+    let probe = json!({"model": "claude-x", "max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]});
+    assert_eq!(post(&p, "/v1/messages", &probe).await.0, 200);
     let (status, _, _) = post(&p, "/v1/messages/count_tokens?beta=true", &two_turns(false)).await;
     assert_eq!(status, 200);
     let got = up.bodies();
-    assert_eq!(got[0], title);
-    assert_eq!(got[1], two_turns(false), "count_tokens goes as it came");
-    assert_eq!(up.got.lock().unwrap()[1].path, "/v1/messages/count_tokens");
+    assert_eq!(got[1], title, "another model's request goes as it came");
+    assert_eq!(
+        got[2], probe,
+        "a request without tools beside a conversation with them"
+    );
+    assert_eq!(got[3], two_turns(false), "count_tokens goes as it came");
+    assert_eq!(up.got.lock().unwrap()[3].path, "/v1/messages/count_tokens");
     let s = p.stop().await.unwrap();
-    assert!(s.cells.is_empty(), "no conversation");
+    assert_eq!(s.cells.len(), 1, "only the main conversation");
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(
+        records[0].metrics.requests, 1,
+        "side requests are not the conversation's"
+    );
     let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
     assert!(
         log.contains("\"kind\":\"side\"") && log.contains("\"kind\":\"passthrough\""),
         "{log}"
     );
     no_key_in(out.path());
+}
+
+#[tokio::test]
+async fn a_conversation_without_tools_gets_the_policy_as_mini_swe_agent_sends_it() {
+    // mini-swe-agent (text-based) sends only `model` and `messages`: no tools, its commands in
+    // text, the observations as user messages. It is the agent's main conversation.
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("fold:card_after_tokens=1", &up, out.path(), None).await;
+    let sent = json!({
+        "model": "openai/gpt-x",
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+            {"role": "user", "content": "read a.py"},
+            {"role": "assistant", "content": "Step 1.\n```mswea_bash_command\ncat a.py\n```"},
+            {"role": "user", "content": format!("<returncode>0</returncode>\n<output>\n{BIG}</output>")},
+            {"role": "assistant", "content": "Seen.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+            {"role": "user", "content": "The user added a new task: now use it"},
+        ],
+    });
+    let (status, _, text) = post(&p, "/v1/chat/completions", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    let got = &up.bodies()[0];
+    let last = got["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.contains("now use it") && last.contains("<fold-card>"),
+        "the card: {last}"
+    );
+    assert!(
+        got["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "fold_unit")),
+        "fold_unit is offered: {got}"
+    );
+    let s = p.stop().await.unwrap();
+    assert_eq!(s.cells.len(), 1, "a conversation, not a side request");
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(log.contains("\"kind\":\"main\""), "{log}");
 }
 
 #[tokio::test]

@@ -13,8 +13,11 @@
 //! - A splice's archive is written under the agent's working folder (`.foldbench/archive/`, with
 //!   its sha256) before the splice is applied, so the agent's own tools can read it back.
 //! - Compaction asks the upstream for the summary (a real call, recorded as one).
-//! - Requests outside the main conversation (no tools: a title; another model; a count-tokens
-//!   call; a stateful Responses call) pass through unchanged and are recorded as such.
+//! - Requests outside the main conversation pass through unchanged and are recorded as such: a
+//!   path of no conversation API (count-tokens, model lists), a stateful Responses call, and a
+//!   request that matches no conversation while the proxy carries one of another model, or one
+//!   with tools when it has none (a title, a quota probe). A conversation without tools
+//!   (mini-swe-agent's, whose commands are text) is a conversation like any other.
 //! - Upstream errors are passed through as they came (status and body); a malformed request gets
 //!   a 400 saying what is wrong; an upstream that cuts a stream gives the agent an error event;
 //!   an agent that disconnects ends the upstream call. Each is recorded in `exchanges.jsonl`.
@@ -137,6 +140,8 @@ struct Convs {
 pub(crate) struct Entry {
     pub(crate) cell: String,
     pub(crate) model: String,
+    /// Whether its requests carry tools (a later request without them is a side request).
+    pub(crate) tools: bool,
     pub(crate) conv: Conversation,
     pub(crate) written_events: usize,
     pub(crate) written_transcript: usize,
@@ -424,17 +429,6 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
         )
         .await;
     }
-    if decoded.env.tools.is_empty() {
-        return pass_through(
-            &shared,
-            &parts,
-            &path_q,
-            body,
-            "side",
-            "no tools: not the agent's main conversation (a title, a probe)",
-        )
-        .await;
-    }
     let hint = header_hint(&parts.headers).or_else(|| decoded.env.hint.clone());
     let entry = match shared.conversation(hint.as_deref(), &decoded) {
         Ok(Found::Side(reason)) => {
@@ -491,6 +485,24 @@ impl Shared {
             }
             return Ok(Found::Entry(e));
         }
+        // Not a conversation seen before: a side request when the proxy already carries a
+        // conversation of another model (a title, a quota probe of a small model), or one with
+        // tools while this request has none. A first request without tools is a conversation:
+        // mini-swe-agent sends none, its commands are text.
+        for e in &convs.list {
+            let Ok(g) = e.try_lock() else { continue };
+            if !g.model.is_empty() && !req.env.model.is_empty() && g.model != req.env.model {
+                return Ok(Found::Side(format!(
+                    "another model ({}) than the proxy's conversation ({})",
+                    req.env.model, g.model
+                )));
+            }
+            if g.tools && req.env.tools.is_empty() {
+                return Ok(Found::Side(
+                    "no tools, beside a conversation that has them (a title, a probe)".into(),
+                ));
+            }
+        }
         let n = {
             let r = self
                 .recorder
@@ -510,6 +522,7 @@ impl Shared {
         let entry = Arc::new(tokio::sync::Mutex::new(Entry {
             cell,
             model: req.env.model.clone(),
+            tools: !req.env.tools.is_empty(),
             conv,
             written_events: 0,
             written_transcript: 0,
