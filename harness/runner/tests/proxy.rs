@@ -778,3 +778,52 @@ async fn a_proxy_started_again_on_its_folder_continues_it() {
     let rows = std::fs::read_to_string(out.path().join("requests.jsonl")).unwrap();
     assert_eq!(rows.lines().count(), 2, "{rows}");
 }
+
+#[tokio::test]
+async fn a_conversation_begun_before_a_restart_goes_on_with_its_folds_in_its_own_cell() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let policy = "fold:card_after_tool_calls=1";
+    let p = proxy(policy, &up, out.path(), Some(work.path())).await;
+    up.push(Reply::Answer(
+        "folding first",
+        vec![ToolCall {
+            id: "f1".into(),
+            name: "fold_unit".into(),
+            args: json!({"from": 1, "to": 1}),
+        }],
+    ));
+    up.push(Reply::Answer("turn two done", vec![]));
+    let sent = two_turns(false);
+    assert_eq!(post(&p, "/v1/messages", &sent).await.0, 200);
+    let mut next = sent.clone();
+    let m = next["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [
+        {"type": "text", "text": "folding first"}, {"type": "text", "text": "turn two done"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third turn"}]}));
+    assert_eq!(post(&p, "/v1/messages", &next).await.0, 200);
+    let before = up.bodies()[2]["messages"].clone();
+    assert!(before.to_string().contains("[fold]"), "{before}");
+    p.stop().await.unwrap();
+    // Started again on the same folder: the agent goes on with the same history.
+    let p = proxy(policy, &up, out.path(), Some(work.path())).await;
+    assert_eq!(post(&p, "/v1/messages", &next).await.0, 200);
+    let after = up.bodies()[3]["messages"].clone();
+    assert_eq!(
+        after, before,
+        "the fold and the card are applied again after the restart"
+    );
+    let s = p.stop().await.unwrap();
+    assert_eq!(s.cells.len(), 1, "the same conversation: {:?}", s.cells);
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records.len(), 1, "one cell");
+    assert_eq!(
+        records[0].metrics.folds, 1,
+        "the fold made before the restart counts"
+    );
+    assert_eq!(
+        records[0].metrics.requests, 4,
+        "and the requests of both runs"
+    );
+}

@@ -91,6 +91,10 @@ struct Edit {
     with: Arc<Message>,
 }
 
+mod state;
+
+pub use state::Saved;
+
 /// Where a message of the live context came from.
 #[derive(Debug, Clone)]
 enum Origin {

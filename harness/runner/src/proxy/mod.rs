@@ -134,6 +134,8 @@ struct Convs {
     list: Vec<Arc<tokio::sync::Mutex<Entry>>>,
     /// Hint (session id) or first message → conversation.
     by_key: HashMap<String, usize>,
+    /// The number the next new conversation gets.
+    next: u64,
 }
 
 /// A conversation and its place in the records.
@@ -144,6 +146,10 @@ pub(crate) struct Entry {
     pub(crate) tools: bool,
     pub(crate) conv: Conversation,
     pub(crate) written_events: usize,
+    /// The keys requests are routed to it by (kept in its state for a restart).
+    pub(crate) keys: Vec<String>,
+    /// The generation of its state last written ([`Conversation::generation`]).
+    pub(crate) saved: Option<(u32, usize, usize, u32)>,
     pub(crate) written_transcript: usize,
 }
 
@@ -153,7 +159,34 @@ impl Proxy {
     /// the address cannot be listened on.
     pub async fn start(cfg: ProxyConfig) -> Result<Proxy, String> {
         policies::build(&cfg.policy, cfg.window)?;
-        let recorder = Recorder::open(&cfg)?;
+        let mut recorder = Recorder::open(&cfg)?;
+        let mut convs = Convs {
+            next: recorder.next_number(),
+            ..Convs::default()
+        };
+        // The conversations of an earlier proxy on this folder continue where they were.
+        for (saved, events) in recorder.take_restored() {
+            let policy = cfg.policy.clone();
+            let window = cfg.window;
+            let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+            let written = events.len();
+            conv.restore(&saved, events);
+            let i = convs.list.len();
+            for k in &saved.keys {
+                convs.by_key.insert(k.clone(), i);
+            }
+            let generation = conv.generation();
+            convs.list.push(Arc::new(tokio::sync::Mutex::new(Entry {
+                cell: saved.cell.clone(),
+                model: saved.model.clone(),
+                tools: saved.tools,
+                conv,
+                written_events: written,
+                written_transcript: 0,
+                keys: saved.keys.clone(),
+                saved: Some(generation),
+            })));
+        }
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
@@ -166,7 +199,7 @@ impl Proxy {
         let shared = Arc::new(Shared {
             cfg,
             client,
-            convs: Mutex::new(Convs::default()),
+            convs: Mutex::new(convs),
             recorder: Arc::new(Mutex::new(recorder)),
             answered: std::sync::atomic::AtomicU64::new(0),
         });
@@ -457,7 +490,7 @@ impl Shared {
     /// by its first message; a new one otherwise. A request of another model than the
     /// conversation's is a side request.
     fn conversation(&self, hint: Option<&str>, req: &Decoded) -> Result<Found, String> {
-        let first = req.first_key().map(|k| format!("m:{k:?}"));
+        let first = first_route(req);
         let hint = hint.map(|h| format!("h:{h}"));
         let mut convs = self
             .convs
@@ -503,13 +536,8 @@ impl Shared {
                 ));
             }
         }
-        let n = {
-            let r = self
-                .recorder
-                .lock()
-                .map_err(|_| "the recorder was poisoned".to_string())?;
-            r.next_number() + convs.list.len() as u64
-        };
+        let n = convs.next;
+        convs.next += 1;
         let policy = self.cfg.policy.clone();
         let window = self.cfg.window;
         let conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
@@ -526,6 +554,8 @@ impl Shared {
             conv,
             written_events: 0,
             written_transcript: 0,
+            keys: hint.iter().chain(first.iter()).cloned().collect(),
+            saved: None,
         }));
         let i = convs.list.len();
         convs.list.push(Arc::clone(&entry));
@@ -537,6 +567,11 @@ impl Shared {
         }
         Ok(Found::Entry(entry))
     }
+}
+
+/// The key a request is routed by its first message (`m:` and the start of its identity).
+pub(crate) fn first_route(req: &Decoded) -> Option<String> {
+    req.first_key().map(|k| format!("m:{k:?}"))
 }
 
 /// The agent's headers as the upstream gets them (its key included).

@@ -17,8 +17,12 @@
 //!
 //! A conversation is a cell `TASK/ARM/MODEL/N` (task `proxy` unless a caller names it, `N` its
 //! number from 1). No header and no request body is written: the agent's key stays in memory.
-//! A proxy started again on the same folder continues it: the records already there are kept
-//! and new conversations are numbered after them.
+//! A proxy started again on the same folder continues it: the records already there are kept,
+//! new conversations are numbered after them, and a conversation begun before the restart goes
+//! on in its own cell — `cells/<cell>/state.json` (written when the turn, the edits, the cards
+//! or the branch change) keeps the units it saw, the edits and cards to apply again and its
+//! turn; its events come back from `events.jsonl`. The policy itself starts again, with the
+//! context the edits give it.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -30,10 +34,14 @@ use harness_core::metrics::{self, Price};
 use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use serde::Serialize;
 
+use super::conversation::Saved;
 use super::{Entry, ProxyConfig};
 use crate::results::{
     self, cell_folder, CELLS_FILE, EVENTS_FILE, MATRIX_FILE, REQUESTS_FILE, TRANSCRIPT_FILE,
 };
+
+/// A conversation's state kept for a restart (in its folder under `cells/`).
+pub const STATE_FILE: &str = "state.json";
 
 /// The proxy's own log in the run folder.
 pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
@@ -117,6 +125,8 @@ pub struct Recorder {
     records: BTreeMap<String, CellRecord>,
     order: Vec<String>,
     first_number: u64,
+    /// Conversations of an earlier proxy on the folder, to continue.
+    restored: Vec<(Saved, Vec<Event>)>,
 }
 
 impl Recorder {
@@ -192,7 +202,9 @@ impl Recorder {
                 .open(p)
                 .map_err(|e| io("open", p, e))
         };
+        let restored = restore(&root);
         Ok(Recorder {
+            restored,
             exchanges: open(&xpath)?,
             requests: open(&rpath)?,
             root,
@@ -201,6 +213,12 @@ impl Recorder {
             order,
             first_number: taken + 1,
         })
+    }
+
+    /// The conversations an earlier proxy left in the folder (their saved state and events),
+    /// to continue; taken once.
+    pub(crate) fn take_restored(&mut self) -> Vec<(Saved, Vec<Event>)> {
+        std::mem::take(&mut self.restored)
     }
 
     /// The number the first conversation of this run gets.
@@ -254,6 +272,19 @@ impl Recorder {
             .map_err(|err| format!("cannot write {REQUESTS_FILE}: {err}"))?;
         e.written_events = e.conv.events.len();
         e.written_transcript = e.conv.transcript.len();
+        let generation = e.conv.generation();
+        if e.saved != Some(generation) {
+            let mut saved = e.conv.save();
+            saved.cell = e.cell.clone();
+            saved.model = e.model.clone();
+            saved.tools = e.tools;
+            saved.keys = e.keys.clone();
+            let text = serde_json::to_string(&saved).map_err(|err| err.to_string())?;
+            let path = dir.join(STATE_FILE);
+            results::write_atomic(&path, text.as_bytes())
+                .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+            e.saved = Some(generation);
+        }
         Ok(())
     }
 
@@ -325,6 +356,57 @@ impl Recorder {
             .map(|_| ())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// The saved conversations of the folder: each `cells/<cell>/state.json` that reads, with the
+/// events of its `events.jsonl` (a line that does not read is left out with a warning).
+fn restore(root: &Path) -> Vec<(Saved, Vec<Event>)> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir(root.join("cells")) else {
+        return out;
+    };
+    let mut dirs: Vec<PathBuf> = dir.flatten().map(|d| d.path()).collect();
+    dirs.sort();
+    for d in dirs {
+        let state = d.join(STATE_FILE);
+        let Ok(text) = fs::read_to_string(&state) else {
+            continue;
+        };
+        let saved: Saved = match serde_json::from_str(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                crate::progress::warn(&format!(
+                    "warning: {}:{}:{}: not a conversation's state ({e}); it starts again as a new conversation",
+                    state.display(),
+                    e.line(),
+                    e.column()
+                ));
+                continue;
+            }
+        };
+        let path = d.join(EVENTS_FILE);
+        let mut events = Vec::new();
+        for (i, line) in fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .enumerate()
+        {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Event>(line) {
+                Ok(e) => events.push(e),
+                Err(e) => crate::progress::warn(&format!(
+                    "warning: {}:{}:{}: not an event ({e}); left out",
+                    path.display(),
+                    i + 1,
+                    e.column()
+                )),
+            }
+        }
+        out.push((saved, events));
+    }
+    out
 }
 
 fn append(path: &Path, bytes: &[u8]) -> Result<(), String> {

@@ -149,6 +149,11 @@ fn branch_if_new(
         return Ok(());
     }
     e.conv.new_branch()?;
+    if let Some(k) = super::first_route(decoded) {
+        if !e.keys.contains(&k) {
+            e.keys.push(k);
+        }
+    }
     shared.log(Exchange::new("branch", path).cell(&e.cell).note(&format!(
         "the history does not continue the conversation's (its first message was never seen: \
          the agent compacted or rewrote it); branch {} starts, the policy starts again",

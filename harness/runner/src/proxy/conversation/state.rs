@@ -1,0 +1,123 @@
+//! A conversation's state across a restart of the proxy (`cells/<cell>/state.json`).
+
+use std::sync::Arc;
+
+use harness_core::events::Event;
+use harness_core::message::{Message, ToolCall};
+use harness_wire::ItemKey;
+
+use super::{read_only, Conversation, Edit, WRITING_TOOLS};
+
+/// What a conversation keeps across a restart of the proxy (`cells/<cell>/state.json`): the
+/// units it has seen, the edits and cards to apply again, the turn. Its events come back from
+/// `events.jsonl`; the policy starts again with the context the edits give it.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Saved {
+    /// The cell.
+    pub cell: String,
+    /// The conversation's model.
+    pub model: String,
+    /// Whether its requests carry tools.
+    pub tools: bool,
+    /// The keys requests are routed to it by (`h:` session ids, `m:` first messages).
+    pub keys: Vec<String>,
+    /// The units seen, hex.
+    seen: Vec<String>,
+    /// Each edit: the units it covers (hex) and its message.
+    edits: Vec<(Vec<String>, Message)>,
+    /// Each card: the user message's identity (hex) and the message with its card.
+    cards: Vec<(Vec<String>, Message)>,
+    /// The turn in progress.
+    turn: u32,
+    /// Branches started.
+    branches: u32,
+}
+
+fn key_hex(k: &ItemKey) -> String {
+    harness_core::digest::hex(&k.0)
+}
+
+fn key_of(h: &str) -> Option<ItemKey> {
+    if h.len() != 64 {
+        return None;
+    }
+    let mut k = [0u8; 32];
+    for (i, b) in k.iter_mut().enumerate() {
+        *b = u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(ItemKey(k))
+}
+
+impl Conversation {
+    /// What changes the saved state: the turn, the edits, the cards, the branches.
+    pub fn generation(&self) -> (u32, usize, usize, u32) {
+        (self.turn, self.edits.len(), self.cards.len(), self.branches)
+    }
+
+    /// The state to keep across a restart (the caller fills in cell, model, tools and keys).
+    pub fn save(&self) -> Saved {
+        let hexes = |ks: &[ItemKey]| ks.iter().map(key_hex).collect::<Vec<_>>();
+        Saved {
+            seen: self.seen.iter().map(key_hex).collect(),
+            edits: self
+                .edits
+                .iter()
+                .map(|e| {
+                    let covers: Vec<ItemKey> = e.covers.iter().copied().collect();
+                    (hexes(&covers), (*e.with).clone())
+                })
+                .collect(),
+            cards: self
+                .cards
+                .iter()
+                .map(|(k, m)| (hexes(k), (**m).clone()))
+                .collect(),
+            turn: self.turn,
+            branches: self.branches,
+            ..Saved::default()
+        }
+    }
+
+    /// Takes back a saved state and the events written before the restart: the tool calls
+    /// already recorded are not recorded again, request indexes continue.
+    pub fn restore(&mut self, saved: &Saved, events: Vec<Event>) {
+        let keys = |hs: &[String]| hs.iter().filter_map(|h| key_of(h)).collect::<Vec<_>>();
+        self.seen = keys(&saved.seen).into_iter().collect();
+        self.edits = saved
+            .edits
+            .iter()
+            .map(|(covers, m)| Edit {
+                covers: keys(covers).into_iter().collect(),
+                with: Arc::new(m.clone()),
+            })
+            .collect();
+        self.cards = saved
+            .cards
+            .iter()
+            .map(|(k, m)| (keys(k), Arc::new(m.clone())))
+            .collect();
+        self.turn = saved.turn;
+        self.branches = saved.branches;
+        for e in &events {
+            match e {
+                Event::Request(_) => self.index += 1,
+                Event::ToolCall(c) => {
+                    self.calls_seen.insert(c.id.clone());
+                    let call = ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        args: serde_json::from_str(&c.args).unwrap_or_default(),
+                    };
+                    if !c.policy_tool
+                        && (WRITING_TOOLS.contains(&c.name.as_str())
+                            || c.name == "Bash" && !read_only(&call))
+                    {
+                        self.writes += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.events = events;
+    }
+}
