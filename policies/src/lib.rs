@@ -24,7 +24,8 @@
 //! The peers', with their sources' parameter names, units and defaults (docs/policies.md says
 //! what each reproduces and what it approximates): [`clear_tool_uses`] (Anthropic's context
 //! editing), [`claude_code`], [`codex`], OpenHands' condensers ([`observation_masking`],
-//! [`recent`], [`amortized`]), [`swe_agent`], and any sequence of them in a [`pipeline`].
+//! [`recent`], [`amortized`], [`llm_summarizing`]), [`swe_agent`], and any sequence of them in a
+//! [`pipeline`].
 //!
 //! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
 //! [current](registry::current) one, so a program that installs its own registry runs every
@@ -36,6 +37,7 @@ pub mod clear_tool_uses;
 pub mod codex;
 pub mod compact;
 pub mod fold;
+pub mod llm_summarizing;
 pub mod none;
 pub mod observation_masking;
 pub mod params;
@@ -56,13 +58,14 @@ pub use registry::{Entry, Registry};
 pub const POLICIES: [&str; 5] = ["none", "trim", "compact", "fold", "fold+strategies"];
 
 /// The peer policies (what people run today), in the order `foldbench policies` lists them.
-pub const PEERS: [&str; 7] = [
+pub const PEERS: [&str; 8] = [
     clear_tool_uses::NAME,
     claude_code::NAME,
     codex::NAME,
     observation_masking::NAME,
     recent::NAME,
     amortized::NAME,
+    llm_summarizing::NAME,
     swe_agent::NAME,
 ];
 
@@ -80,6 +83,7 @@ pub fn builtin_entries() -> Vec<Entry> {
         observation_masking::entry(),
         recent::entry(),
         amortized::entry(),
+        llm_summarizing::entry(),
         swe_agent::entry(),
         pipeline::entry(),
     ]

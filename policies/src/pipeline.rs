@@ -135,6 +135,13 @@ impl Policy for Pipeline {
         }
     }
 
+    fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        match self.steps.get_mut(self.compacting) {
+            Some(s) => s.compaction_input(ctx),
+            None => ctx.messages.clone(),
+        }
+    }
+
     fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
         match self.steps.get_mut(self.compacting) {
             Some(s) => s.apply_compaction(ctx, summary),

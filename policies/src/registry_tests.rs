@@ -22,6 +22,12 @@ fn parameter_errors_name_the_policy_and_suggest() {
         ("trim:keep=0..5", "`keep=0..5` is a sweep"),
         ("clear-tool-use", "unknown policy `clear-tool-use` (did you mean `clear-tool-uses`?)"),
         ("obsrvation-masking:attention_window=5", "did you mean `observation-masking`?"),
+        ("llm-summarizing:max_sise=100", "policy `llm-summarizing` has no parameter `max_sise` (did you mean `max_size`?); its parameters: max_size, keep_first, minimum_progress"),
+        ("llm-summarizing:max_size=6", "`keep_first` (2) must be less than `max_size` / 2 - 1 (2)"),
+        ("llm-summarizing:max_size=0", "parameter `max_size` must be at least 1, not 0"),
+        ("llm-summarizing:keep_first=-1", "parameter `keep_first` must be a whole number, not `-1`"),
+        ("llm-summarizing:minimum_progress=1", "`minimum_progress` is a fraction of the events (between 0 and 1), not 1"),
+        ("llm-sumarizing", "did you mean `llm-summarizing`?"),
     ];
     for (text, want) in cases {
         let e = reg().check(text).unwrap_err();

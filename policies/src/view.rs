@@ -89,6 +89,20 @@ pub fn index_of_event(messages: &[Arc<Message>], event: usize) -> usize {
     messages.len()
 }
 
+/// The first message of `messages` whose first event is event `event` or later, events
+/// numbered as OpenHands numbers a view: the system prompt is event 0, so `messages[0]` starts
+/// at event 1 (`messages.len()` past the end).
+pub fn message_from_event(messages: &[Arc<Message>], event: usize) -> usize {
+    let mut at = 1;
+    for (i, m) in messages.iter().enumerate() {
+        if at >= event {
+            return i;
+        }
+        at += events(m);
+    }
+    messages.len()
+}
+
 /// Total OpenHands events of `messages`.
 pub fn total_events(messages: &[Arc<Message>]) -> usize {
     messages.iter().map(|m| events(m)).sum()

@@ -170,6 +170,13 @@ pub trait Policy: Send {
     /// Decides the next request.
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan;
 
+    /// The messages the summary of a [`Plan::Compact`] is written from; the runner appends its
+    /// compaction prompt. The whole context, unless the policy summarises only a part of it
+    /// (OpenHands' summarising condenser: the head it keeps and the events it forgets).
+    fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        ctx.messages.clone()
+    }
+
     /// Replaces the context by a summary (after [`Plan::Compact`]).
     fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
         ctx.compact(summary);

@@ -775,7 +775,7 @@ impl Loop<'_> {
     /// current prompt.
     fn compact(&mut self, emergency: bool) {
         let t = self.ctx.turn;
-        let mut messages = self.ctx.messages.clone();
+        let mut messages = self.policy.compaction_input(&self.ctx);
         messages.push(compaction_prompt());
         let input = u64::from(self.prefix) + sum_tokens(&messages);
         let recorded = self

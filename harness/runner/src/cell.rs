@@ -800,7 +800,7 @@ async fn compact(
     emergency: bool,
 ) -> Result<(), String> {
     let t = ctx.turn;
-    let mut messages = ctx.messages.clone();
+    let mut messages = policy.compaction_input(ctx);
     messages.push(Message::user(t, COMPACTION_PROMPT, None));
     let req = Request::new(
         Arc::clone(system),

@@ -540,7 +540,7 @@ impl Conversation {
             }
             Plan::Compact { emergency } => {
                 self.compactions_here += 1;
-                let mut messages = self.ctx.messages.clone();
+                let mut messages = self.policy.compaction_input(&self.ctx);
                 messages.push(Message::user(self.turn, COMPACTION_PROMPT, None));
                 let (items, _) = self.render(api, req, &messages, false);
                 let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();

@@ -1,0 +1,320 @@
+//! `llm-summarizing`: OpenHands' `LLMSummarizingCondenser`, with the defaults of its agent
+//! SDK (`max_size` 240 events, `keep_first` 2).
+//!
+//! When the context holds more than `max_size` events, the events after the first `keep_first`
+//! (the system prompt is event 0, so 2 keeps it and the task's message) up to the most recent
+//! `max_size / 2 - keep_first - 1` are forgotten for good and one model-written summary takes
+//! their place: the context shrinks to about half of `max_size`, then grows again. The summary
+//! of the last condensation sits where the next one starts forgetting, so each summary is
+//! written over the one before. Both ends of the forgotten range fall between tool batches: a
+//! call and its result are forgotten together or kept together. A condensation that would
+//! forget fewer than `minimum_progress` of the events is not made (OpenHands waits for a later
+//! step, when the tail has moved).
+//!
+//! The summary is asked for the way `compact` asks it ([`Plan::Compact`]: the sim writes its
+//! mechanical summary, a real model its own), from the context up to the end of the forgotten
+//! range ([`Policy::compaction_input`]): the head, the previous summary and the forgotten
+//! events, as OpenHands gives its summariser the previous summary and the forgotten events.
+
+use std::sync::Arc;
+
+use harness_core::context::Context;
+use harness_core::message::Message;
+use harness_core::policy::{Plan, Policy};
+
+use crate::params::Params;
+use crate::registry::Entry;
+use crate::view;
+
+/// The policy's name.
+pub const NAME: &str = "llm-summarizing";
+
+/// OpenHands' summarising condenser.
+#[derive(Debug)]
+pub struct LlmSummarizing {
+    max_size: usize,
+    keep_first: usize,
+    minimum_progress: f64,
+}
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new(NAME, |p, _| Ok(Box::new(LlmSummarizing::from_params(p)?)))
+        .summary(
+            "OpenHands: past max_size events the older half is replaced by a model-written summary",
+        )
+        .source("OpenHands `LLMSummarizingCondenser` (agent SDK defaults)")
+        .param(
+            "max_size",
+            "240",
+            "events",
+            "the context is condensed when it holds more",
+        )
+        .param(
+            "keep_first",
+            "2",
+            "events",
+            "events never forgotten from the start (the system prompt is the first)",
+        )
+        .param(
+            "minimum_progress",
+            "0.1",
+            "fraction of the events",
+            "a condensation forgetting fewer is not made",
+        )
+}
+
+impl LlmSummarizing {
+    /// From `max_size`, `keep_first` and `minimum_progress`.
+    pub fn from_params(p: &mut Params) -> Result<LlmSummarizing, String> {
+        let max_size = p.take_count("max_size")?.unwrap_or(240);
+        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(2))
+            .map_err(|_| "parameter `keep_first` is too large".to_string())?;
+        if keep_first + 1 >= max_size / 2 {
+            return Err(format!(
+                "`keep_first` ({keep_first}) must be less than `max_size` / 2 - 1 ({}) to leave room for the summary and a tail; raise `max_size` or lower `keep_first`",
+                (max_size / 2).saturating_sub(1)
+            ));
+        }
+        let minimum_progress = p.take_f64("minimum_progress")?.unwrap_or(0.1);
+        if minimum_progress >= 1.0 {
+            return Err(format!(
+                "parameter `minimum_progress` is a fraction of the events (between 0 and 1), not {minimum_progress}"
+            ));
+        }
+        Ok(LlmSummarizing {
+            max_size,
+            keep_first,
+            minimum_progress,
+        })
+    }
+
+    /// The messages `[start, end)` a condensation of `messages` forgets, or `None` when it
+    /// holds `max_size` events or fewer, or no condensation would make enough progress.
+    pub fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
+        let total = 1 + view::total_events(messages);
+        if total <= self.max_size {
+            return None;
+        }
+        let tail = self.max_size / 2 - self.keep_first - 1;
+        let cuts = view::cuts(messages);
+        let start = view::next_cut(&cuts, view::message_from_event(messages, self.keep_first));
+        let end = view::next_cut(&cuts, view::message_from_event(messages, total - tail));
+        if end <= start {
+            return None;
+        }
+        let n = view::total_events(&messages[start..end]);
+        (n as f64 >= total as f64 * self.minimum_progress).then_some((start, end))
+    }
+}
+
+impl Policy for LlmSummarizing {
+    fn name(&self) -> String {
+        format!(
+            "{NAME}:keep_first={},max_size={},minimum_progress={}",
+            self.keep_first, self.max_size, self.minimum_progress
+        )
+    }
+
+    fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        if self.forgotten(&ctx.messages).is_some() {
+            return Plan::Compact { emergency: false };
+        }
+        Plan::Send {
+            messages: ctx.messages.clone(),
+            action: None,
+        }
+    }
+
+    fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        match self.forgotten(&ctx.messages) {
+            Some((_, end)) => ctx.messages[..end].to_vec(),
+            None => ctx.messages.clone(),
+        }
+    }
+
+    fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
+        match self.forgotten(&ctx.messages) {
+            Some((start, end)) => ctx.splice(start, end, summary),
+            // Only in a pipeline whose earlier steps changed what this step saw: the
+            // compaction then is `compact`'s.
+            None => ctx.compact(summary),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::testing::{context, output, shape, Step::*};
+    use harness_core::message::{MessageKind, ToolCall};
+    use serde_json::json;
+
+    fn policy(spec: &str) -> Box<dyn Policy> {
+        crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
+    }
+
+    /// What the runner does on a `Plan::Compact`: the summary of the compaction input.
+    fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
+        assert!(matches!(p.plan(ctx, 0), Plan::Compact { .. }));
+        let input = p.compaction_input(ctx);
+        let summary = Message::host(ctx.turn, "SUMMARY", MessageKind::Summary);
+        p.apply_compaction(ctx, summary);
+        input
+    }
+
+    /// Every tool result has its call in `messages` and every call its result.
+    fn paired(messages: &[Arc<Message>]) -> bool {
+        let uses = view::tool_uses(messages);
+        let results = messages.iter().filter(|m| m.tool_call_id.is_some()).count();
+        uses.iter().all(|u| u.result.is_some()) && results == uses.len()
+    }
+
+    fn twelve_events() -> Context {
+        // Events: 0 system, 1 user, 2-3 two calls, 4-5 their results, 6 call, 7 result,
+        // 8 closing, 9 user, 10 call, 11 result: 12 in all.
+        context(vec![
+            User("u1"),
+            Calls(vec![("read_file", output(10)), ("grep", output(10))]),
+            Calls(vec![("read_file", output(10))]),
+            Close("done"),
+            User("u2"),
+            Calls(vec![("shell", output(10))]),
+        ])
+    }
+
+    #[test]
+    fn forgets_the_older_half_after_keep_first_and_summarises_it() {
+        let mut c = twelve_events();
+        let mut p = policy("llm-summarizing:max_size=12");
+        assert_eq!(shape(&c.messages), "uarrarcuar");
+        assert!(matches!(p.plan(&c, 0), Plan::Send { .. }), "12 is not more");
+        // max_size=10: keep events 0-1 (keep_first=2), a summary, and a tail of 10/2-2-1 = 2
+        // events (10-11); events 2-9 are forgotten.
+        let mut p = policy("llm-summarizing:max_size=10");
+        let before = c.messages.clone();
+        let input = condense(p.as_mut(), &mut c);
+        assert_eq!(shape(&c.messages), "usar");
+        assert_eq!(
+            c.messages[0].id, before[0].id,
+            "keep_first: the task's message"
+        );
+        assert_eq!(c.messages[1].text, "SUMMARY");
+        assert_eq!(c.messages[2].id, before[8].id, "the tail is the last batch");
+        // The summary is written from the head and the forgotten events, not the tail.
+        assert_eq!(
+            input.iter().map(|m| m.id).collect::<Vec<_>>(),
+            before[..8].iter().map(|m| m.id).collect::<Vec<_>>()
+        );
+        // Half of max_size now: nothing more to do until it grows past max_size again.
+        assert_eq!(1 + view::total_events(&c.messages), 5);
+        assert!(matches!(p.plan(&c, 0), Plan::Send { .. }));
+    }
+
+    /// A user message, a three-call batch, two one-call batches; `times` over.
+    fn batches(times: usize) -> Context {
+        let mut steps = Vec::new();
+        for _ in 0..times {
+            steps.push(User("u"));
+            steps.push(Calls(vec![
+                ("read_file", output(10)),
+                ("grep", output(10)),
+                ("read_file", output(10)),
+            ]));
+            steps.push(Calls(vec![("shell", output(10))]));
+            steps.push(Calls(vec![("shell", output(10))]));
+        }
+        context(steps)
+    }
+
+    #[test]
+    fn cuts_only_between_tool_batches() {
+        // Events: 0 system, 1 user, 2-4 three calls, 5-7 their results, 8 call, 9 result,
+        // 10 call, 11 result.
+        let mut ctx = batches(1);
+        // keep_first=1, max_size=10: a tail of 3 events would start at event 9, the result of
+        // the call at event 8; the cut moves past that result to event 10.
+        let mut p = policy("llm-summarizing:max_size=10,keep_first=1");
+        condense(p.as_mut(), &mut ctx);
+        assert_eq!(shape(&ctx.messages), "sar");
+        assert!(paired(&ctx.messages));
+        // Twice over: 23 events, the second batch of three calls at 13-15, its results at
+        // 16-18. max_size=16, keep_first=2: a tail of 5 events would start at event 18, the
+        // batch's last result; the cut moves past it, to the call at 19.
+        let mut ctx = batches(2);
+        assert_eq!(1 + view::total_events(&ctx.messages), 23);
+        let mut p = policy("llm-summarizing:max_size=16,keep_first=2");
+        condense(p.as_mut(), &mut ctx);
+        assert_eq!(shape(&ctx.messages), "usarar");
+        assert!(paired(&ctx.messages));
+        // At every size the forgotten range's ends are cuts.
+        let ctx = batches(2);
+        let cuts = view::cuts(&ctx.messages);
+        let mut made = 0;
+        for max_size in 6..23 {
+            let text = format!("llm-summarizing:max_size={max_size},keep_first=1");
+            let p = LlmSummarizing::from_params(&mut crate::parse_policy(&text).unwrap().params())
+                .unwrap();
+            if let Some((s, e)) = p.forgotten(&ctx.messages) {
+                assert!(cuts[s] && cuts[e], "{text}: {s}..{e}");
+                made += 1;
+            }
+        }
+        assert!(made > 10, "{made}");
+    }
+
+    #[test]
+    fn keep_first_stays_and_each_summary_is_written_over_the_last() {
+        let mut c = twelve_events();
+        let mut p = policy("llm-summarizing:max_size=10");
+        condense(p.as_mut(), &mut c);
+        let first = c.messages[0].id;
+        // Grow past max_size again: three more one-call batches.
+        for n in 0..3 {
+            let call = ToolCall {
+                id: format!("d{n}"),
+                name: "read_file".into(),
+                args: json!({}),
+            };
+            c.push(Message::assistant(2, "", vec![call.clone()]));
+            c.push(Message::tool_result(2, &call, output(10), false));
+        }
+        assert_eq!(1 + view::total_events(&c.messages), 11);
+        let input = condense(p.as_mut(), &mut c);
+        assert!(
+            input.iter().any(|m| m.text == "SUMMARY"),
+            "the previous summary is summarised again"
+        );
+        assert_eq!(
+            c.messages[0].id, first,
+            "the first events are never forgotten"
+        );
+        let summaries = c
+            .messages
+            .iter()
+            .filter(|m| m.kind == MessageKind::Summary)
+            .count();
+        assert_eq!(summaries, 1, "{}", shape(&c.messages));
+        assert_eq!(shape(&c.messages), "usar");
+    }
+
+    #[test]
+    fn too_little_progress_is_no_condensation() {
+        let c = twelve_events();
+        // 12 events over max_size=10; forgetting events 2-9 (8 of 12) is less than 0.7.
+        let p = LlmSummarizing::from_params(
+            &mut crate::parse_policy("llm-summarizing:max_size=10,minimum_progress=0.7")
+                .unwrap()
+                .params(),
+        )
+        .unwrap();
+        assert_eq!(p.forgotten(&c.messages), None);
+        let p = LlmSummarizing::from_params(
+            &mut crate::parse_policy("llm-summarizing:max_size=10,minimum_progress=0.6")
+                .unwrap()
+                .params(),
+        )
+        .unwrap();
+        assert_eq!(p.forgotten(&c.messages), Some((1, 8)));
+    }
+}
