@@ -24,8 +24,8 @@
 //! The peers', with their sources' parameter names, units and defaults (docs/policies.md says
 //! what each reproduces and what it approximates): [`clear_tool_uses`] (Anthropic's context
 //! editing), [`claude_code`], [`codex`], OpenHands' condensers ([`observation_masking`],
-//! [`recent`], [`amortized`], [`llm_summarizing`]), [`swe_agent`], and any sequence of them in a
-//! [`pipeline`].
+//! [`recent`], [`amortized`], [`llm_summarizing`]), [`swe_agent`], The Complexity Trap's
+//! [`hybrid`], and any sequence of them in a [`pipeline`].
 //!
 //! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
 //! [current](registry::current) one, so a program that installs its own registry runs every
@@ -37,6 +37,7 @@ pub mod clear_tool_uses;
 pub mod codex;
 pub mod compact;
 pub mod fold;
+pub mod hybrid;
 pub mod llm_summarizing;
 pub mod none;
 pub mod observation_masking;
@@ -58,7 +59,7 @@ pub use registry::{Entry, Registry};
 pub const POLICIES: [&str; 5] = ["none", "trim", "compact", "fold", "fold+strategies"];
 
 /// The peer policies (what people run today), in the order `foldbench policies` lists them.
-pub const PEERS: [&str; 8] = [
+pub const PEERS: [&str; 9] = [
     clear_tool_uses::NAME,
     claude_code::NAME,
     codex::NAME,
@@ -67,6 +68,7 @@ pub const PEERS: [&str; 8] = [
     amortized::NAME,
     llm_summarizing::NAME,
     swe_agent::NAME,
+    hybrid::NAME,
 ];
 
 /// The entries of [`Registry::builtin`]: foldbench's policies, the peers', the pipeline.
@@ -85,6 +87,7 @@ pub fn builtin_entries() -> Vec<Entry> {
         amortized::entry(),
         llm_summarizing::entry(),
         swe_agent::entry(),
+        hybrid::entry(),
         pipeline::entry(),
     ]
 }

@@ -28,6 +28,10 @@ fn parameter_errors_name_the_policy_and_suggest() {
         ("llm-summarizing:keep_first=-1", "parameter `keep_first` must be a whole number, not `-1`"),
         ("llm-summarizing:minimum_progress=1", "`minimum_progress` is a fraction of the events (between 0 and 1), not 1"),
         ("llm-sumarizing", "did you mean `llm-summarizing`?"),
+        ("hybrid:windw=5", "policy `hybrid` has no parameter `windw` (did you mean `window`?); its parameters: window, summarize_every, keep_last, trigger, context_window"),
+        ("hybrid:window=0", "parameter `window` must be at least 1, not 0"),
+        ("hybrid:summarize_every=10,keep_last=10", "`keep_last` (10) must be less than `summarize_every` (10)"),
+        ("hybrid:trigger=lots", "parameter `trigger` must be a whole number, not `lots`"),
     ];
     for (text, want) in cases {
         let e = reg().check(text).unwrap_err();
@@ -105,6 +109,13 @@ fn windows_go_to_the_policies_that_take_one() {
     assert!(
         r.takes_window("fold") && r.takes_window("claude-code") && !r.takes_window("swe-agent")
     );
+    // The hybrid's `window` is its masking window (tool results): the matrix's windows go to
+    // its `context_window`.
+    assert_eq!(
+        r.with_window("hybrid:window=5", 4000).as_deref(),
+        Some("hybrid:context_window=4000,window=5")
+    );
+    assert!(!r.takes_window("llm-summarizing"));
 }
 
 #[test]

@@ -54,6 +54,15 @@ pub fn elided(text: &str) -> String {
 }
 
 impl SweAgent {
+    /// All but the last `n` observations elided, the count updated every `polling`.
+    pub fn new(n: usize, polling: usize) -> SweAgent {
+        SweAgent {
+            n: n.max(1),
+            polling: polling.max(1),
+            memo: Memo::default(),
+        }
+    }
+
     /// From `n` and `polling`.
     pub fn from_params(p: &mut Params) -> Result<SweAgent, String> {
         Ok(SweAgent {
