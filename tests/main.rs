@@ -17,6 +17,7 @@ mod loss;
 mod matrix;
 mod output;
 mod outside;
+mod peers;
 mod planted;
 mod policy_docs;
 mod proxy;

@@ -28,7 +28,8 @@ pub struct ConfigArgs {
     /// The matrix file (default: ./foldbench.yaml when it exists).
     #[arg(long = "config", value_name = "FILE")]
     pub file: Option<PathBuf>,
-    /// The profile of the matrix file: default, ci, nightly or your own (layered on default).
+    /// The profile of the matrix file: default, ci, nightly, peers or your own (layered on
+    /// default).
     #[arg(long)]
     pub profile: Option<String>,
 }
