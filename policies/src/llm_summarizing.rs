@@ -9,7 +9,9 @@
 //! written over the one before. Both ends of the forgotten range fall between tool batches: a
 //! call and its result are forgotten together or kept together. A condensation that would
 //! forget fewer than `minimum_progress` of the events is not made (OpenHands waits for a later
-//! step, when the tail has moved).
+//! step, when the tail has moved). With `max_tokens` (the SDK's optional token limit) a request
+//! holding more tokens is condensed too: the messages after the head go, oldest first, until
+//! more than the excess over half the limit is gone.
 //!
 //! The summary is asked for the way `compact` asks it ([`Plan::Compact`]: the sim writes its
 //! mechanical summary, a real model its own), from the context up to the end of the forgotten
@@ -35,6 +37,9 @@ pub struct LlmSummarizing {
     max_size: usize,
     keep_first: usize,
     minimum_progress: f64,
+    max_tokens: Option<u64>,
+    /// The system prompt's and tools' tokens, as the last plan was given them.
+    prefix_tokens: u64,
 }
 
 /// The registry entry.
@@ -62,6 +67,12 @@ pub fn entry() -> Entry {
             "fraction of the events",
             "a condensation forgetting fewer is not made",
         )
+        .param(
+            "max_tokens",
+            "(none)",
+            "tokens",
+            "also condense when the request holds more, down to half of it",
+        )
 }
 
 impl LlmSummarizing {
@@ -86,19 +97,39 @@ impl LlmSummarizing {
             max_size,
             keep_first,
             minimum_progress,
+            max_tokens: p.take_u64("max_tokens")?,
+            prefix_tokens: 0,
         })
     }
 
     /// The messages `[start, end)` a condensation of `messages` forgets, or `None` when it
-    /// holds `max_size` events or fewer, or no condensation would make enough progress.
+    /// holds `max_size` events or fewer (and `max_tokens` tokens or fewer, with the prefix), or
+    /// no condensation would make enough progress. When both limits are passed the stricter
+    /// tail is kept, as OpenHands keeps it.
     pub fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
         let total = 1 + view::total_events(messages);
-        if total <= self.max_size {
-            return None;
+        let start_at = view::message_from_event(messages, self.keep_first);
+        let mut tail = (total > self.max_size).then(|| self.max_size / 2 - self.keep_first - 1);
+        let tokens = self.prefix_tokens + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        if let Some(limit) = self.max_tokens.filter(|&l| tokens > l) {
+            // The shortest run of messages after the head whose tokens exceed the excess over
+            // half the limit goes; the events after it stay.
+            let excess = tokens - limit / 2;
+            let mut gone = 0;
+            let mut k = messages.len();
+            for (i, m) in messages.iter().enumerate().skip(start_at) {
+                gone += u64::from(m.tokens);
+                if gone > excess {
+                    k = i + 1;
+                    break;
+                }
+            }
+            let kept = view::total_events(&messages[k..]);
+            tail = Some(tail.map_or(kept, |t| t.min(kept)));
         }
-        let tail = self.max_size / 2 - self.keep_first - 1;
+        let tail = tail?;
         let cuts = view::cuts(messages);
-        let start = view::next_cut(&cuts, view::message_from_event(messages, self.keep_first));
+        let start = view::next_cut(&cuts, start_at);
         let end = view::next_cut(&cuts, view::message_from_event(messages, total - tail));
         if end <= start {
             return None;
@@ -110,13 +141,18 @@ impl LlmSummarizing {
 
 impl Policy for LlmSummarizing {
     fn name(&self) -> String {
-        format!(
+        let mut s = format!(
             "{NAME}:keep_first={},max_size={},minimum_progress={}",
             self.keep_first, self.max_size, self.minimum_progress
-        )
+        );
+        if let Some(t) = self.max_tokens {
+            s.push_str(&format!(",max_tokens={t}"));
+        }
+        s
     }
 
-    fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+    fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
+        self.prefix_tokens = u64::from(prefix_tokens);
         if self.forgotten(&ctx.messages).is_some() {
             return Plan::Compact { emergency: false };
         }
@@ -296,6 +332,34 @@ mod tests {
             .count();
         assert_eq!(summaries, 1, "{}", shape(&c.messages));
         assert_eq!(shape(&c.messages), "usar");
+    }
+
+    #[test]
+    fn max_tokens_condenses_down_to_half_of_it() {
+        // Ten one-call batches of about 100 tokens each after the task's message: 22 events,
+        // under max_size.
+        let mut steps = vec![User("u1")];
+        for _ in 0..10 {
+            steps.push(Calls(vec![("read_file", output(100))]));
+        }
+        let mut c = context(steps);
+        let tokens = c.tokens();
+        let mut p = policy("llm-summarizing");
+        assert!(matches!(p.plan(&c, 0), Plan::Send { .. }), "no max_tokens");
+        let limit = tokens * 8 / 10;
+        let mut p = policy(&format!("llm-summarizing:max_tokens={}", tokens + 50));
+        assert!(matches!(p.plan(&c, 50), Plan::Send { .. }), "at the limit");
+        let mut p = policy(&format!("llm-summarizing:max_tokens={limit}"));
+        condense(p.as_mut(), &mut c);
+        let after = c.tokens();
+        assert!(
+            after <= limit / 2 + 150,
+            "{after} of {tokens}, limit {limit}"
+        );
+        assert!(after > limit / 4, "only what is needed goes: {after}");
+        assert_eq!(&shape(&c.messages)[..2], "us", "the head stays");
+        assert!(paired(&c.messages));
+        assert!(matches!(p.plan(&c, 0), Plan::Send { .. }));
     }
 
     #[test]

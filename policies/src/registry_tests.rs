@@ -28,6 +28,7 @@ fn parameter_errors_name_the_policy_and_suggest() {
         ("llm-summarizing:keep_first=-1", "parameter `keep_first` must be a whole number, not `-1`"),
         ("llm-summarizing:minimum_progress=1", "`minimum_progress` is a fraction of the events (between 0 and 1), not 1"),
         ("llm-sumarizing", "did you mean `llm-summarizing`?"),
+        ("llm-summarizing:max_tokens=lots", "policy `llm-summarizing`: parameter `max_tokens` must be a whole number, not `lots`"),
         ("hybrid:windw=5", "policy `hybrid` has no parameter `windw` (did you mean `window`?); its parameters: window, summarize_every, keep_last, trigger, context_window"),
         ("hybrid:window=0", "parameter `window` must be at least 1, not 0"),
         ("hybrid:summarize_every=10,keep_last=10", "`keep_last` (10) must be less than `summarize_every` (10)"),
