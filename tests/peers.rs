@@ -1,6 +1,6 @@
 //! The peers' arms through the binary: `run --profile peers` runs every peer policy beside
 //! foldbench's own, a summarising peer's summary is asked of the part it replaces, `replay`
-//! takes the peers, and a bad parameter of one in the matrix file is an error at its position.
+//! takes the peers (and the profile's arms with `--profile peers`), and a bad parameter of one in the matrix file is an error at its position.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -166,6 +166,35 @@ fn replay_takes_the_peers() {
     for p in &rows[2..] {
         assert!(p["compactions"].as_u64().unwrap() > 0, "{}", p["policy"]);
     }
+    // `--profile peers` replays the profile's arms, in its order.
+    let o = fb(&[
+        "replay",
+        "--profile",
+        "peers",
+        "--format",
+        "json",
+        sessions.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = policies::POLICIES.to_vec();
+    want.extend(policies::PEERS);
+    want.push("swe-agent|compact");
+    assert_eq!(names, want);
+    let o = fb(&["replay", "--profile", "weekly", sessions.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("has no profile `weekly`; it defines: default, ci, nightly, peers"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

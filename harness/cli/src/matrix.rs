@@ -198,6 +198,19 @@ pub fn profile(args: &ConfigArgs) -> Result<(Option<PathBuf>, String, Layer), Er
     Ok((Some(path), name, layer))
 }
 
+/// The policy texts of the chosen profile's arms, for `replay --profile NAME`: `None` without
+/// `--profile` and `--config` (the caller's default) or when no layer sets arms. Sweeps are
+/// expanded already; the arms' labels, models and windows belong to live runs and do not apply.
+pub fn profile_policies(args: &ConfigArgs) -> Result<Option<Vec<String>>, Error> {
+    if args.profile.is_none() && args.file.is_none() {
+        return Ok(None);
+    }
+    let (_, _, layer) = profile(args)?;
+    Ok(layer
+        .arms
+        .map(|arms| arms.into_iter().map(|a| a.policy).collect()))
+}
+
 fn usage(e: impl std::fmt::Display) -> Error {
     Error::usage(e)
 }

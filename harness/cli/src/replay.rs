@@ -122,9 +122,13 @@ pub struct SourceArgs {
 pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies).
+    /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else none, trim,
+    /// compact, fold, fold+strategies).
     #[arg(long = "policy")]
     policies: Vec<String>,
+    /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
+    #[command(flatten)]
+    config: crate::matrix::ConfigArgs,
     /// The context window the policies assume (compact fires at 0.9 of it).
     #[arg(long, default_value_t = DEFAULT_WINDOW, value_parser = crate::limits::window)]
     window: u64,
@@ -697,7 +701,8 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
     let prices = harness_runner::history::parse_prices(&a.price, parse_price)
         .map_err(|e| Error::Usage(format!("--price: {e}")))?;
     let list: Vec<String> = if a.policies.is_empty() {
-        policies::POLICIES.iter().map(|s| s.to_string()).collect()
+        crate::matrix::profile_policies(&a.config)?
+            .unwrap_or_else(|| policies::POLICIES.iter().map(|s| s.to_string()).collect())
     } else {
         a.policies.clone()
     };
