@@ -6,6 +6,7 @@ mod helpers;
 mod architecture;
 mod cache;
 mod cli;
+mod exec_policy;
 mod folds;
 mod hidden;
 mod history;

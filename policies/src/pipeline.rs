@@ -199,6 +199,10 @@ impl Policy for Pipeline {
     fn window(&self) -> Option<u64> {
         self.steps.iter().find_map(|s| s.window())
     }
+
+    fn failed(&self) -> Option<String> {
+        self.steps.iter().find_map(|s| s.failed())
+    }
 }
 
 #[cfg(test)]

@@ -519,6 +519,7 @@ fn config(
         .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
         harness_runner::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
+    harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),

@@ -32,6 +32,7 @@ mod out;
 mod policy;
 mod proxy;
 mod replay;
+mod replay_json;
 mod report;
 mod serve;
 mod signals;
@@ -45,10 +46,11 @@ pub fn main() -> std::process::ExitCode {
 }
 
 /// The `foldbench` command line with the policies of `registry` (the built-in ones and your
-/// own): it becomes the registry every command builds policies through.
+/// own) and `exec:COMMAND` (a policy as a process): it becomes the registry every command
+/// builds policies through.
 pub fn main_with(registry: policies::Registry) -> std::process::ExitCode {
     restore_sigpipe();
-    policies::registry::install(registry);
+    policies::registry::install(harness_runner::exec_policy::with_exec(registry));
     error::exit_code(cli::main())
 }
 

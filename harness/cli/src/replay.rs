@@ -33,6 +33,7 @@ use harness_report::render::Table;
 use serde::Serialize;
 
 use crate::error::{Code, Error};
+use crate::replay_json::{session_json, ReplayJson, RequestLine};
 use harness_runner::results::write_lines;
 
 /// How tables are printed.
@@ -527,103 +528,6 @@ fn print_heading(text: &str, format: OutputFormat) -> Result<(), Error> {
     }
 }
 
-/// One replayed request as a JSON line.
-#[derive(Serialize)]
-struct RequestLine<'a> {
-    version: u32,
-    session: &'a str,
-    source: &'a str,
-    policy: &'a str,
-    #[serde(flatten)]
-    request: &'a harness_replay::ReplayedRequest,
-    recorded_tokens: Option<u64>,
-}
-
-/// Everything `replay --format json` prints.
-#[derive(Serialize)]
-struct ReplayJson<'a> {
-    version: u32,
-    files: usize,
-    sessions: usize,
-    requests: usize,
-    judge: &'a str,
-    policies: &'a [PolicySummary],
-    /// The models the requests name and the price each was costed at.
-    models: &'a [harness_runner::history::ModelPrice],
-    per_session: Vec<SessionJson<'a>>,
-    ground_truth: ErrorStats,
-    ground_truth_sessions: &'a [harness_replay::SessionTruth],
-}
-
-#[derive(Serialize)]
-struct SessionJson<'a> {
-    id: &'a str,
-    source: &'a str,
-    format: harness_import::Format,
-    parent: Option<&'a str>,
-    project: &'a str,
-    date: Option<&'a str>,
-    model: Option<&'a str>,
-    turns: u32,
-    requests: usize,
-    judge: JudgeKind,
-    prefix_tokens: u32,
-    policies: Vec<SessionPolicyJson<'a>>,
-}
-
-#[derive(Serialize)]
-struct SessionPolicyJson<'a> {
-    policy: &'a str,
-    median_request: f64,
-    last_request: u64,
-    total_input: u64,
-    cards: usize,
-    card_tokens: u64,
-    folds: &'a [harness_replay::engine::FoldEvent],
-    compactions: &'a [harness_replay::engine::CompactionEvent],
-    cost: f64,
-    hidden_references: usize,
-    hidden_by_source: harness_replay::hidden::BySource,
-    probes: harness_replay::hidden::ProbeFractions,
-}
-
-fn session_json(s: &SessionReplay) -> SessionJson<'_> {
-    SessionJson {
-        id: &s.id,
-        source: &s.source,
-        format: s.format,
-        parent: s.parent.as_deref(),
-        project: &s.project,
-        date: s.date.as_deref(),
-        model: s.model.as_deref(),
-        turns: s.turns,
-        requests: s.recorded.len(),
-        judge: s.judge,
-        prefix_tokens: s.prefix.tokens,
-        policies: s
-            .policies
-            .iter()
-            .map(|p| {
-                let st = harness_core::metrics::SizeStats::of(&p.sizes());
-                SessionPolicyJson {
-                    policy: &p.policy,
-                    median_request: st.median,
-                    last_request: st.last,
-                    total_input: p.total_input(),
-                    cards: p.cards,
-                    card_tokens: p.card_tokens,
-                    folds: &p.folds,
-                    compactions: &p.compactions,
-                    cost: p.cost(),
-                    hidden_references: p.hidden.total(),
-                    hidden_by_source: p.hidden,
-                    probes: p.probes.fractions(),
-                }
-            })
-            .collect(),
-    }
-}
-
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     if let Some(p) = a
@@ -641,6 +545,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let loaded = load_sessions(&a.source, "replay")?;
     let began = Instant::now();
     let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let failed = policy_errors(&replays);
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
     let replay_seconds = began.elapsed().as_secs_f64();
     let labels_order = replayer.labels();
@@ -675,7 +580,33 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         count(r.replays.len(), "session"),
         count(threads(a.source.jobs), "thread")
     );
+    if failed > 0 {
+        eprintln!(
+            "error: {} of a policy ended in an error (exit 100); the others are complete",
+            count(failed, "replay")
+        );
+        return Ok(Code::Failed);
+    }
     Ok(Code::Ok)
+}
+
+/// Says on standard error which policy failed on which session (its `error`: a
+/// policy process that broke the protocol); how many did.
+fn policy_errors(replays: &[SessionReplay]) -> usize {
+    let mut n = 0;
+    for s in replays {
+        for p in s.policies.iter().filter(|p| p.error.is_some()) {
+            n += 1;
+            eprintln!(
+                "error: session {} ({}), policy `{}`: {}",
+                s.id,
+                s.source,
+                p.policy,
+                p.error.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    n
 }
 
 /// Everything `replay` prints and writes.

@@ -222,4 +222,11 @@ pub trait Policy: Send {
     fn window(&self) -> Option<u64> {
         None
     }
+
+    /// Why the policy cannot go on, once it cannot (a policy process that crashed, hung or
+    /// answered out of protocol): the session loop checks it after its calls and ends the
+    /// session with this reason. A policy that cannot fail keeps the default, `None`.
+    fn failed(&self) -> Option<String> {
+        None
+    }
 }

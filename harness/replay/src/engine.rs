@@ -256,6 +256,10 @@ pub struct PolicyReplay {
     /// What recovering the hidden references would cost ([`crate::hidden::recovery`]).
     #[serde(default)]
     pub recovery: Recovery,
+    /// Why the policy could not go on ([`Policy::failed`]: a policy process that broke the
+    /// protocol); the replay is then empty: nothing of the session is counted for the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl PolicyReplay {
@@ -338,9 +342,12 @@ pub struct SessionReplay {
 }
 
 impl SessionReplay {
-    /// The replay of a policy, by its label.
+    /// The replay of a policy, by its label; `None` also when the policy failed on this
+    /// session ([`PolicyReplay::error`]): reports and verdicts leave the session out for it.
     pub fn policy(&self, label: &str) -> Option<&PolicyReplay> {
-        self.policies.iter().find(|p| p.policy == label)
+        self.policies
+            .iter()
+            .find(|p| p.policy == label && p.error.is_none())
     }
 }
 
@@ -563,23 +570,17 @@ fn replay_policy(
     config: &ReplayConfig,
     analysis: &Analysis<'_>,
 ) -> PolicyReplay {
-    let out = PolicyReplay {
-        policy: spec.label(),
-        requests: Vec::with_capacity(session.requests.len()),
-        cards: 0,
-        card_tokens: 0,
-        folds: Vec::new(),
-        folds_rejected: 0,
-        compactions: Vec::new(),
-        hidden: BySource::default(),
-        responses_with_hidden: 0,
-        probes: ProbeCounts::default(),
-        recovery: Recovery::default(),
-    };
+    let out = empty_replay(spec, session.requests.len());
     // Checked by `Replayer::new`; a policy that fails to build here replays as nothing.
     let Ok(policy) = policies::build(spec, config.window) else {
         return out;
     };
+    if let Some(e) = policy.failed() {
+        return PolicyReplay {
+            error: Some(e),
+            ..out
+        };
+    }
     let summaries = session
         .messages
         .iter()
@@ -620,22 +621,46 @@ fn replay_policy(
     for (i, m) in session.messages.iter().enumerate() {
         if let Some(&k) = prompt_at.get(&i) {
             l.prompt(k, m);
+        } else if m.kind == MessageKind::Summary {
             continue;
+        } else {
+            if let Some(&k) = request_at.get(&i) {
+                l.at = i;
+                l.request(k, m);
+            }
+            l.ctx.push(Arc::clone(m));
         }
-        if m.kind == MessageKind::Summary {
-            continue;
+        if let Some(e) = l.policy.failed() {
+            // What it replayed before failing is not a replay of the session: left out whole.
+            return PolicyReplay {
+                error: Some(e),
+                ..empty_replay(spec, 0)
+            };
         }
-        if let Some(&k) = request_at.get(&i) {
-            l.at = i;
-            l.request(k, m);
-        }
-        l.ctx.push(Arc::clone(m));
     }
     l.out.hidden = l.obs.by_source;
     l.out.responses_with_hidden = l.obs.responses;
     l.out.probes = l.obs.probes;
     l.out.recovery = l.obs.recovery();
     l.out
+}
+
+/// A replay of `spec` with nothing in it yet (room for `requests`).
+fn empty_replay(spec: &PolicySpec, requests: usize) -> PolicyReplay {
+    PolicyReplay {
+        policy: spec.label(),
+        requests: Vec::with_capacity(requests),
+        cards: 0,
+        card_tokens: 0,
+        folds: Vec::new(),
+        folds_rejected: 0,
+        compactions: Vec::new(),
+        hidden: BySource::default(),
+        responses_with_hidden: 0,
+        probes: ProbeCounts::default(),
+        recovery: Recovery::default(),
+        error: None,
+    }
 }
 
 impl Loop<'_> {

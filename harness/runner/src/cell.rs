@@ -17,9 +17,9 @@ use harness_core::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{Plan, Policy, SpliceKind, ToolOutcome};
-use harness_core::record::{CellRecord, CheckResult, Status, RECORD_VERSION};
+use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use harness_core::request::{Purpose, Request, Response};
-use harness_core::spec::{Check, TaskSpec, TurnSpec};
+use harness_core::spec::{TaskSpec, TurnSpec};
 use harness_core::tokens;
 use policies::PolicySpec;
 
@@ -32,6 +32,7 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git reposit
 test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
 message that says what you found and what you changed, without calling a tool.";
 
+pub use crate::cell_checks::run_checks;
 pub use harness_core::session::COMPACTION_PROMPT;
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
@@ -323,16 +324,20 @@ async fn session(
         .await
         .map_err(|e| format!("setup: {e}"))?;
     let mut lp = Loop::new(policies::build(&plan.policy, run.model.window())?);
+    policy_ok(lp.policy.as_ref())?;
     let spec = Arc::clone(&plan.task);
     for (i, turn) in spec.turns.iter().enumerate() {
         let t = i as u32 + 1;
         *turns_run = t;
         run.within_deadline()?;
         let mut needs = lp.start_turn(run, t, turn);
+        policy_ok(lp.policy.as_ref())?;
         let mut closing = None;
         for _step in 0..run.opts.max_steps {
             run.within_deadline()?;
-            if let Some(text) = lp.step(run, ws, t, &mut needs).await? {
+            let closed = lp.step(run, ws, t, &mut needs).await?;
+            policy_ok(lp.policy.as_ref())?;
+            if let Some(text) = closed {
                 closing = Some(text);
                 break;
             }
@@ -340,8 +345,15 @@ async fn session(
         let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
         lp.end_turn(run, t, needs, closing, closings);
         lp.splice(run, ws, t, next_user);
+        policy_ok(lp.policy.as_ref())?;
     }
     Ok((lp.policy.name(), ()))
+}
+
+/// The policy's failure ([`Policy::failed`]: a policy process that broke the protocol) as the
+/// session's error.
+fn policy_ok(policy: &dyn Policy) -> Result<(), String> {
+    policy.failed().map_or(Ok(()), Err)
 }
 
 /// The state a session carries from request to request: the policy, the fixed prefix (system
@@ -413,7 +425,9 @@ impl Loop {
     ) -> Result<(Vec<Arc<Message>>, Option<String>), String> {
         let mut compactions_here = 0;
         loop {
-            match self.policy.plan(&self.ctx, self.prefix) {
+            let plan = self.policy.plan(&self.ctx, self.prefix);
+            policy_ok(self.policy.as_ref())?;
+            match plan {
                 Plan::Send { messages, action } => return Ok((messages, action)),
                 Plan::Compact { .. } if compactions_here > 0 => {
                     return Ok((
@@ -845,83 +859,6 @@ async fn compact(
     Ok(())
 }
 
-/// Runs a task's checks in the final workspace.
-pub async fn run_checks(
-    ws: &Workspace,
-    spec: &TaskSpec,
-    closings: &HashMap<u32, String>,
-    limits: &ToolLimits,
-) -> Vec<CheckResult> {
-    let mut out = Vec::new();
-    // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
-    // if it cannot be moved they see it, and the tool cache keys on it as for any command.
-    let _aside = ws.set_archive_aside().ok().flatten();
-    let timeout = limits.check_timeout;
-    for c in &spec.checks {
-        let (passed, detail) = match c {
-            Check::Shell(cmd) => {
-                match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
-                    Ok((r, _)) if r.success() => (true, String::new()),
-                    Ok((r, _)) if r.timed_out => (
-                        false,
-                        format!(
-                        "timed out after {}s, the time limit of a check (--tool-timeout, at least \
-                         {}s)\n{}",
-                        timeout.as_secs_f64(),
-                        tools::MIN_CHECK_TIMEOUT.as_secs(),
-                        tail(&r.output, 2000)
-                    ),
-                    ),
-                    Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
-                    Err(e) => (false, format!("could not run: {e}")),
-                }
-            }
-            Check::FileContains { path, text } | Check::FileLacks { path, text } => {
-                let want = matches!(c, Check::FileContains { .. });
-                // As the file tools open files: a regular file only, opened non-blocking (a
-                // FIFO planted at the path is refused, never waited on), read in pieces.
-                match tools::resolve(ws.path(), path).and_then(|p| {
-                    tools::file_contains(&p, text).map_err(|e| format!("cannot read {path}: {e}"))
-                }) {
-                    Ok(found) if found == want => (true, String::new()),
-                    Ok(_) => (
-                        false,
-                        format!(
-                            "{path} {} {text:?}",
-                            if want {
-                                "does not contain"
-                            } else {
-                                "still contains"
-                            }
-                        ),
-                    ),
-                    Err(e) => (false, e),
-                }
-            }
-            Check::AnswerContains { turn, text } => {
-                let got = closings.get(turn).map(String::as_str).unwrap_or("");
-                if got.contains(text.as_str()) {
-                    (true, String::new())
-                } else {
-                    (
-                        false,
-                        format!(
-                            "the closing message of turn {turn} does not contain {text:?}: {got:?}"
-                        ),
-                    )
-                }
-            }
-        };
-        let detail = relative_to(ws.path(), detail);
-        out.push(CheckResult {
-            label: c.label(),
-            passed,
-            detail,
-        });
-    }
-    out
-}
-
 /// Makes the workspace's absolute paths in a text relative (`/tmp/foldbench-x1y2/src/a.py` →
 /// `src/a.py`), so outputs do not depend on the temp folder's random name: transcripts, cassette
 /// keys and records stay the same from run to run.
@@ -931,69 +868,5 @@ pub fn relative_to(root: &Path, text: String) -> String {
         text.replace(&prefix, "")
     } else {
         text
-    }
-}
-
-fn tail(s: &str, n: usize) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    chars[chars.len().saturating_sub(n)..].iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tool_cache::ToolCache;
-
-    fn task(checks: Vec<Check>) -> TaskSpec {
-        TaskSpec {
-            name: "t".into(),
-            description: String::new(),
-            repo: ".".into(),
-            setup: vec![],
-            network: false,
-            cache: true,
-            env: vec![],
-            turns: vec![],
-            checks,
-        }
-    }
-
-    #[tokio::test]
-    async fn checks_do_not_see_the_archive_and_share_results_across_arms() {
-        let fx = tempfile::tempdir().expect("tempdir");
-        std::fs::write(fx.path().join("app.py"), "NEW = 1\n").expect("write");
-        let limits = ToolLimits {
-            cache: Some(Arc::new(ToolCache::new())),
-            ..ToolLimits::default()
-        };
-        // The check a task writes to say the old name is gone; the archive still holds it.
-        let spec = task(vec![Check::Shell(
-            "test ! -e .foldbench && ! grep -rq OLD_NAME .".into(),
-        )]);
-        let folded = Workspace::create(fx.path(), false).expect("create");
-        std::fs::create_dir_all(folded.archive_dir()).expect("mkdir");
-        std::fs::write(
-            folded.archive_dir().join("fold-turns-001-002.txt"),
-            "OLD_NAME = 1\n",
-        )
-        .expect("write");
-        let plain = Workspace::create(fx.path(), false).expect("create");
-        for ws in [&plain, &folded] {
-            let got = run_checks(ws, &spec, &HashMap::new(), &limits).await;
-            assert!(got[0].passed, "{:?}", got[0]);
-        }
-        assert!(
-            folded
-                .archive_dir()
-                .join("fold-turns-001-002.txt")
-                .is_file(),
-            "put back"
-        );
-        let stats = limits.cache.as_ref().expect("cache").stats();
-        assert_eq!(
-            (stats.misses, stats.hits),
-            (1, 1),
-            "the folded arm's check is a hit"
-        );
     }
 }

@@ -20,7 +20,8 @@
 //!   [`snapshot`]s of the workspace.
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
-//! - [`cell`]: the session loop of one cell, emitting events.
+//! - [`cell`]: the session loop of one cell, emitting events; [`exec_policy`]: `exec:COMMAND`,
+//!   a policy as a process speaking JSON lines (docs/policy-protocol.md).
 //! - [`run`]: the matrix's cells, concurrency, resume and progress ([`progress`]);
 //!   [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]: every file
 //!   written whole or not at all.
@@ -37,6 +38,8 @@ pub mod atomic;
 pub mod backends;
 pub mod beneath;
 pub mod cell;
+mod cell_checks;
+pub mod exec_policy;
 mod git;
 pub mod history;
 pub mod html;

@@ -183,14 +183,27 @@ impl Sandbox {
     /// environment plus [`Sandbox::env`] and `stdin` from `/dev/null`. The caller sets the pipes
     /// and the process group.
     pub fn command(&self, root: &Path, script: &str) -> tokio::process::Command {
+        tokio::process::Command::from(self.std_command(root, script, &[]))
+    }
+
+    /// [`Sandbox::command`] as a `std::process::Command`, with more folders bound after the
+    /// workspace (each `(path, writable)`; without bubblewrap they are simply reachable): the
+    /// command of a policy process (`exec:`), which foldbench talks to synchronously.
+    pub fn std_command(
+        &self,
+        root: &Path,
+        script: &str,
+        extra: &[(&Path, bool)],
+    ) -> std::process::Command {
         let mut cmd = match &self.bwrap {
             Some(bwrap) => {
-                let mut cmd = tokio::process::Command::new(bwrap);
-                cmd.args(bwrap_args(root, self.network, true)).arg("--");
+                let mut cmd = std::process::Command::new(bwrap);
+                cmd.args(bwrap_args_with(root, self.network, true, extra))
+                    .arg("--");
                 cmd.arg("sh");
                 cmd
             }
-            None => tokio::process::Command::new("sh"),
+            None => std::process::Command::new("sh"),
         };
         cmd.arg("-c")
             .arg(script)

@@ -1,0 +1,107 @@
+//! The JSON `foldbench replay` writes: `--requests-out` lines and `--format json`.
+
+use harness_replay::report::PolicySummary;
+use harness_replay::truth::ErrorStats;
+use harness_replay::{JudgeKind, SessionReplay};
+use serde::Serialize;
+
+/// One replayed request as a JSON line.
+#[derive(Serialize)]
+pub(crate) struct RequestLine<'a> {
+    pub(crate) version: u32,
+    pub(crate) session: &'a str,
+    pub(crate) source: &'a str,
+    pub(crate) policy: &'a str,
+    #[serde(flatten)]
+    pub(crate) request: &'a harness_replay::ReplayedRequest,
+    pub(crate) recorded_tokens: Option<u64>,
+}
+
+/// Everything `replay --format json` prints.
+#[derive(Serialize)]
+pub(crate) struct ReplayJson<'a> {
+    pub(crate) version: u32,
+    pub(crate) files: usize,
+    pub(crate) sessions: usize,
+    pub(crate) requests: usize,
+    pub(crate) judge: &'a str,
+    pub(crate) policies: &'a [PolicySummary],
+    /// The models the requests name and the price each was costed at.
+    pub(crate) models: &'a [harness_runner::history::ModelPrice],
+    pub(crate) per_session: Vec<SessionJson<'a>>,
+    pub(crate) ground_truth: ErrorStats,
+    pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
+}
+
+#[derive(Serialize)]
+pub(crate) struct SessionJson<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) source: &'a str,
+    pub(crate) format: harness_import::Format,
+    pub(crate) parent: Option<&'a str>,
+    pub(crate) project: &'a str,
+    pub(crate) date: Option<&'a str>,
+    pub(crate) model: Option<&'a str>,
+    pub(crate) turns: u32,
+    pub(crate) requests: usize,
+    pub(crate) judge: JudgeKind,
+    pub(crate) prefix_tokens: u32,
+    pub(crate) policies: Vec<SessionPolicyJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct SessionPolicyJson<'a> {
+    pub(crate) policy: &'a str,
+    pub(crate) median_request: f64,
+    pub(crate) last_request: u64,
+    pub(crate) total_input: u64,
+    pub(crate) cards: usize,
+    pub(crate) card_tokens: u64,
+    pub(crate) folds: &'a [harness_replay::engine::FoldEvent],
+    pub(crate) compactions: &'a [harness_replay::engine::CompactionEvent],
+    pub(crate) cost: f64,
+    pub(crate) hidden_references: usize,
+    pub(crate) hidden_by_source: harness_replay::hidden::BySource,
+    pub(crate) probes: harness_replay::hidden::ProbeFractions,
+    /// Why the policy could not go on (a policy process that broke the protocol).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<&'a str>,
+}
+
+pub(crate) fn session_json(s: &SessionReplay) -> SessionJson<'_> {
+    SessionJson {
+        id: &s.id,
+        source: &s.source,
+        format: s.format,
+        parent: s.parent.as_deref(),
+        project: &s.project,
+        date: s.date.as_deref(),
+        model: s.model.as_deref(),
+        turns: s.turns,
+        requests: s.recorded.len(),
+        judge: s.judge,
+        prefix_tokens: s.prefix.tokens,
+        policies: s
+            .policies
+            .iter()
+            .map(|p| {
+                let st = harness_core::metrics::SizeStats::of(&p.sizes());
+                SessionPolicyJson {
+                    policy: &p.policy,
+                    median_request: st.median,
+                    last_request: st.last,
+                    total_input: p.total_input(),
+                    cards: p.cards,
+                    card_tokens: p.card_tokens,
+                    folds: &p.folds,
+                    compactions: &p.compactions,
+                    cost: p.cost(),
+                    hidden_references: p.hidden.total(),
+                    hidden_by_source: p.hidden,
+                    probes: p.probes.fractions(),
+                    error: p.error.as_deref(),
+                }
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,153 @@
+//! A cell's checks, run in its final workspace (the part of [`crate::cell`] that runs after
+//! the session).
+
+use std::collections::HashMap;
+
+use harness_core::record::CheckResult;
+use harness_core::spec::{Check, TaskSpec};
+
+use crate::cell::relative_to;
+use crate::tools::{self, ToolLimits};
+use crate::workspace::Workspace;
+
+/// Runs a task's checks in the final workspace.
+pub async fn run_checks(
+    ws: &Workspace,
+    spec: &TaskSpec,
+    closings: &HashMap<u32, String>,
+    limits: &ToolLimits,
+) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
+    // if it cannot be moved they see it, and the tool cache keys on it as for any command.
+    let _aside = ws.set_archive_aside().ok().flatten();
+    let timeout = limits.check_timeout;
+    for c in &spec.checks {
+        let (passed, detail) = match c {
+            Check::Shell(cmd) => {
+                match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
+                    Ok((r, _)) if r.success() => (true, String::new()),
+                    Ok((r, _)) if r.timed_out => (
+                        false,
+                        format!(
+                        "timed out after {}s, the time limit of a check (--tool-timeout, at least \
+                         {}s)\n{}",
+                        timeout.as_secs_f64(),
+                        tools::MIN_CHECK_TIMEOUT.as_secs(),
+                        tail(&r.output, 2000)
+                    ),
+                    ),
+                    Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
+                    Err(e) => (false, format!("could not run: {e}")),
+                }
+            }
+            Check::FileContains { path, text } | Check::FileLacks { path, text } => {
+                let want = matches!(c, Check::FileContains { .. });
+                // As the file tools open files: a regular file only, opened non-blocking (a
+                // FIFO planted at the path is refused, never waited on), read in pieces.
+                match tools::resolve(ws.path(), path).and_then(|p| {
+                    tools::file_contains(&p, text).map_err(|e| format!("cannot read {path}: {e}"))
+                }) {
+                    Ok(found) if found == want => (true, String::new()),
+                    Ok(_) => (
+                        false,
+                        format!(
+                            "{path} {} {text:?}",
+                            if want {
+                                "does not contain"
+                            } else {
+                                "still contains"
+                            }
+                        ),
+                    ),
+                    Err(e) => (false, e),
+                }
+            }
+            Check::AnswerContains { turn, text } => {
+                let got = closings.get(turn).map(String::as_str).unwrap_or("");
+                if got.contains(text.as_str()) {
+                    (true, String::new())
+                } else {
+                    (
+                        false,
+                        format!(
+                            "the closing message of turn {turn} does not contain {text:?}: {got:?}"
+                        ),
+                    )
+                }
+            }
+        };
+        let detail = relative_to(ws.path(), detail);
+        out.push(CheckResult {
+            label: c.label(),
+            passed,
+            detail,
+        });
+    }
+    out
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    chars[chars.len().saturating_sub(n)..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_cache::ToolCache;
+    use std::sync::Arc;
+
+    fn task(checks: Vec<Check>) -> TaskSpec {
+        TaskSpec {
+            name: "t".into(),
+            description: String::new(),
+            repo: ".".into(),
+            setup: vec![],
+            network: false,
+            cache: true,
+            env: vec![],
+            turns: vec![],
+            checks,
+        }
+    }
+
+    #[tokio::test]
+    async fn checks_do_not_see_the_archive_and_share_results_across_arms() {
+        let fx = tempfile::tempdir().expect("tempdir");
+        std::fs::write(fx.path().join("app.py"), "NEW = 1\n").expect("write");
+        let limits = ToolLimits {
+            cache: Some(Arc::new(ToolCache::new())),
+            ..ToolLimits::default()
+        };
+        // The check a task writes to say the old name is gone; the archive still holds it.
+        let spec = task(vec![Check::Shell(
+            "test ! -e .foldbench && ! grep -rq OLD_NAME .".into(),
+        )]);
+        let folded = Workspace::create(fx.path(), false).expect("create");
+        std::fs::create_dir_all(folded.archive_dir()).expect("mkdir");
+        std::fs::write(
+            folded.archive_dir().join("fold-turns-001-002.txt"),
+            "OLD_NAME = 1\n",
+        )
+        .expect("write");
+        let plain = Workspace::create(fx.path(), false).expect("create");
+        for ws in [&plain, &folded] {
+            let got = run_checks(ws, &spec, &HashMap::new(), &limits).await;
+            assert!(got[0].passed, "{:?}", got[0]);
+        }
+        assert!(
+            folded
+                .archive_dir()
+                .join("fold-turns-001-002.txt")
+                .is_file(),
+            "put back"
+        );
+        let stats = limits.cache.as_ref().expect("cache").stats();
+        assert_eq!(
+            (stats.misses, stats.hits),
+            (1, 1),
+            "the folded arm's check is a hit"
+        );
+    }
+}

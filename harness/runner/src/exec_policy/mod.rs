@@ -1,0 +1,596 @@
+//! `exec:COMMAND`: a policy of your own, in any language, as a process that speaks JSON lines
+//! on its standard input and output (docs/policy-protocol.md; the schema of every message is
+//! docs/policy-protocol.schema.json).
+//!
+//! [`ExecPolicy`] implements the [`Policy`] trait by asking the process: one process per cell
+//! (per session and policy in replay), started in the sandbox of shell calls (no network, an
+//! allow-listed environment, so it never sees an API key), in the folder foldbench was started
+//! in (read-only) with a private temporary `HOME`. Each request carries only what was appended
+//! to the context since the last one ([`view`]), so the bytes sent grow linearly with the
+//! session. A process that does not start, exits, hangs past the per-answer time limit, writes
+//! a line that is not a message of the protocol or floods its output, or proposes an illegal
+//! splice, fails the policy: [`Policy::failed`] then gives the reason (the offending line and
+//! the tail of its standard error quoted), the session loop ends the cell with status `error`,
+//! and the process and every process it started are ended.
+
+mod answer;
+mod process;
+pub mod view;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use harness_core::context::Context;
+use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
+use harness_core::policy::{ArchiveRef, CardOffer, Plan, Policy, Splice, SpliceKind, ToolReply};
+use policies::registry::{Entry, Registry};
+use serde_json::{json, Map, Value};
+
+use crate::sandbox::Sandbox;
+use process::{Fault, Process};
+
+/// The policy's name: `exec:COMMAND`.
+pub const NAME: &str = "exec";
+
+/// The protocol's version, named in the handshake.
+pub const PROTOCOL: u64 = 1;
+
+/// The default time limit of one answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default limit of one answer line, in bytes.
+pub const DEFAULT_MAX_LINE: usize = 16 << 20;
+
+/// The environment variable naming a file every exchanged line is appended to (`> ` before a
+/// line foldbench sent, `< ` before one it read): for debugging a policy, and for the test that
+/// validates the messages against the schema.
+pub const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
+
+/// The text after `exec:`: options, then the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecText {
+    /// Time limit of each answer (`timeout=SECONDS`).
+    pub timeout: Duration,
+    /// Longest answer line (`max_line=BYTES`).
+    pub max_line: usize,
+    /// The command, run with `sh -c`.
+    pub command: String,
+}
+
+impl ExecText {
+    /// Parses `[timeout=SECONDS] [max_line=BYTES] COMMAND`.
+    pub fn parse(text: &str) -> Result<ExecText, String> {
+        let mut out = ExecText {
+            timeout: DEFAULT_TIMEOUT,
+            max_line: DEFAULT_MAX_LINE,
+            command: String::new(),
+        };
+        let mut rest = text.trim();
+        loop {
+            let word = rest.split_whitespace().next().unwrap_or("");
+            let value = |k: &str| word.strip_prefix(k).and_then(|v| v.strip_prefix('='));
+            if let Some(v) = value("timeout") {
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| *s > 0.0 && s.is_finite())
+                    .ok_or_else(|| {
+                        format!("policy `exec`: timeout={v} is not a number of seconds above 0")
+                    })?;
+                out.timeout = Duration::from_secs_f64(secs);
+            } else if let Some(v) = value("max_line") {
+                out.max_line = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("policy `exec`: max_line={v} is not a number of bytes above 0")
+                })?;
+            } else {
+                break;
+            }
+            rest = rest[word.len()..].trim_start();
+        }
+        if rest.is_empty() {
+            return Err(
+                "policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`"
+                    .into(),
+            );
+        }
+        out.command = rest.to_string();
+        Ok(out)
+    }
+
+    /// The canonical text: the options that differ from the defaults, then the command.
+    pub fn canonical(&self) -> String {
+        let mut s = String::new();
+        if self.timeout != DEFAULT_TIMEOUT {
+            s.push_str(&format!("timeout={} ", self.timeout.as_secs_f64()));
+        }
+        if self.max_line != DEFAULT_MAX_LINE {
+            s.push_str(&format!("max_line={} ", self.max_line));
+        }
+        s.push_str(&self.command);
+        s
+    }
+}
+
+/// The registry entry of `exec:COMMAND`.
+pub fn entry() -> Entry {
+    Entry::new(NAME, |_, b| {
+        let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default())?;
+        Ok(Box::new(ExecPolicy::start(text, b.window)) as Box<dyn Policy>)
+    })
+    .raw(|_, text| ExecText::parse(text).map(|t| t.canonical()))
+    .check(|_, spec| ExecText::parse(spec.arg.as_deref().unwrap_or_default()).map(|_| ()))
+    .summary("a policy of your own as a process speaking JSON lines: exec:COMMAND (docs/policy-protocol.md)")
+    .source("your own, in any language")
+    .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
+    .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
+}
+
+/// `registry` with the `exec` policy added (when it has none of that name).
+pub fn with_exec(mut registry: Registry) -> Registry {
+    if registry.get(NAME).is_none() {
+        // The name is free and well formed: registering cannot fail.
+        let _ = registry.register(entry());
+    }
+    registry
+}
+
+fn sandbox_slot() -> &'static RwLock<Option<Sandbox>> {
+    static SLOT: RwLock<Option<Sandbox>> = RwLock::new(None);
+    &SLOT
+}
+
+/// The sandbox policy processes run in from now on (a run's `--sandbox`); without it, the
+/// machine's default ([`Sandbox::default`]: bubblewrap when it works).
+pub fn set_sandbox(sandbox: Sandbox) {
+    let mut slot = sandbox_slot().write().unwrap_or_else(|e| e.into_inner());
+    *slot = Some(sandbox.for_task(false, &[]));
+}
+
+fn sandbox() -> Sandbox {
+    static DEFAULT: OnceLock<Sandbox> = OnceLock::new();
+    let slot = sandbox_slot().read().unwrap_or_else(|e| e.into_inner());
+    slot.clone()
+        .unwrap_or_else(|| DEFAULT.get_or_init(Sandbox::default).clone())
+}
+
+/// A policy answered by a process.
+pub struct ExecPolicy {
+    inner: RefCell<Inner>,
+}
+
+impl std::fmt::Debug for ExecPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecPolicy")
+            .field("command", &self.inner.borrow().text.command)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    text: ExecText,
+    process: Option<Process>,
+    /// The process's `HOME`, removed when the policy is dropped (after the process ended).
+    _home: Option<tempfile::TempDir>,
+    failure: Option<String>,
+    next_request: u64,
+    tools: Vec<ToolSpec>,
+    filters_workspace_tools: bool,
+    view: view::View,
+    memo: answer::Memo,
+    /// The result text the process gave each splice it proposed, by range.
+    texts: HashMap<(u32, u32), Option<String>>,
+    log: Option<std::fs::File>,
+    /// Bytes written to the process (for the protocol's cost).
+    sent_bytes: u64,
+}
+
+impl ExecPolicy {
+    /// Starts the process of `text` and shakes hands; a failure is kept ([`Policy::failed`]).
+    pub fn start(text: ExecText, window: u64) -> ExecPolicy {
+        let log = std::env::var_os(LOG_ENV).and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(PathBuf::from(p))
+                .ok()
+        });
+        let mut inner = Inner {
+            text,
+            process: None,
+            _home: None,
+            failure: None,
+            next_request: 0,
+            tools: Vec::new(),
+            filters_workspace_tools: false,
+            view: view::View::default(),
+            memo: answer::Memo::default(),
+            texts: HashMap::new(),
+            log,
+            sent_bytes: 0,
+        };
+        inner.launch(window);
+        ExecPolicy {
+            inner: RefCell::new(inner),
+        }
+    }
+
+    /// Bytes written to the process so far.
+    pub fn sent_bytes(&self) -> u64 {
+        self.inner.borrow().sent_bytes
+    }
+}
+
+impl Inner {
+    fn launch(&mut self, window: u64) {
+        let home = match tempfile::Builder::new()
+            .prefix("foldbench-policy-")
+            .tempdir()
+        {
+            Ok(h) => h,
+            Err(e) => return self.fail_plain(format!("cannot make its home folder: {e}")),
+        };
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        match Process::start(
+            &sandbox(),
+            home.path(),
+            &cwd,
+            &self.text.command,
+            self.text.max_line,
+        ) {
+            Ok(p) => self.process = Some(p),
+            Err(e) => return self.fail_plain(e),
+        }
+        self._home = Some(home);
+        let workspace: Vec<String> = crate::tools::tool_specs()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        let hello = self.ask(
+            "hello",
+            json!({"protocol": PROTOCOL, "window": window, "workspace_tools": workspace}),
+            &["hello"],
+        );
+        if let Some((v, line)) = hello {
+            if let Err(e) = self.take_hello(&v) {
+                self.fail(&e, Some(&line));
+            }
+        }
+    }
+
+    fn take_hello(&mut self, v: &Value) -> Result<(), String> {
+        let protocol = v.get("protocol").and_then(Value::as_u64);
+        if protocol != Some(PROTOCOL) {
+            return Err(format!(
+                "answered the handshake with protocol {}; foldbench speaks protocol {PROTOCOL}",
+                v.get("protocol")
+                    .map_or("(none)".to_string(), Value::to_string)
+            ));
+        }
+        if let Some(tools) = v.get("tools") {
+            self.tools = serde_json::from_value(tools.clone())
+                .map_err(|e| format!("gave tools that are not tool schemas ({e})"))?;
+        }
+        self.filters_workspace_tools = v
+            .get("filters_workspace_tools")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        Ok(())
+    }
+
+    /// Sends request `kind` with `fields`; returns the answer (one of `expect`) and its line.
+    /// Anything else fails the policy and gives `None`.
+    fn ask(&mut self, kind: &str, fields: Value, expect: &[&str]) -> Option<(Value, String)> {
+        if self.failure.is_some() {
+            return None;
+        }
+        let id = self.next_request;
+        self.next_request += 1;
+        let mut msg = Map::new();
+        msg.insert("type".into(), kind.into());
+        msg.insert("id".into(), id.into());
+        if let Value::Object(f) = fields {
+            msg.extend(f);
+        }
+        let line = Value::Object(msg).to_string();
+        self.log_line("> ", &line);
+        self.sent_bytes += line.len() as u64 + 1;
+        let timeout = self.text.timeout;
+        let process = self.process.as_mut()?;
+        process.send(&line);
+        let got = process.receive(timeout);
+        let bytes = match got {
+            Ok(b) => b,
+            Err(fault) => {
+                let what = self.describe(&fault, kind);
+                let quoted = match &fault {
+                    Fault::TooLong(start) => Some(String::from_utf8_lossy(start).into_owned()),
+                    _ => None,
+                };
+                self.fail(&what, quoted.as_deref());
+                return None;
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.log_line("< ", &text);
+        match answer::check(&bytes, id, kind, expect) {
+            Ok(v) => Some((v, text)),
+            Err(e) => {
+                self.fail(&e, Some(&text));
+                None
+            }
+        }
+    }
+
+    fn describe(&mut self, fault: &Fault, kind: &str) -> String {
+        match fault {
+            Fault::Eof => {
+                let status = self
+                    .process
+                    .as_mut()
+                    .and_then(Process::exit_status)
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
+                format!("exited{status} before answering the `{kind}` request")
+            }
+            Fault::TooLong(_) => format!(
+                "wrote a line longer than {} bytes (max_line) answering the `{kind}` request",
+                self.text.max_line
+            ),
+            Fault::Timeout(t) => format!(
+                "did not answer the `{kind}` request within {}s (write exec:timeout=SECONDS COMMAND for more)",
+                t.as_secs_f64()
+            ),
+            Fault::Io(e) => format!("could not be read answering the `{kind}` request: {e}"),
+        }
+    }
+
+    fn log_line(&mut self, dir: &str, line: &str) {
+        if let Some(f) = &mut self.log {
+            let _ = f.write_all(format!("{dir}{line}\n").as_bytes());
+        }
+    }
+
+    /// Fails the policy: `what` it did, the offending line quoted, the tail of its standard
+    /// error; the process is ended first (so its standard error is complete).
+    fn fail(&mut self, what: &str, line: Option<&str>) {
+        let mut stderr = String::new();
+        if let Some(p) = self.process.as_mut() {
+            p.end(false);
+            stderr = p.stderr_tail();
+        }
+        let mut reason = format!("policy process `{}` {what}", self.text.command);
+        if let Some(l) = line {
+            let l: String = l.chars().take(200).collect();
+            reason.push_str(&format!("; the line: {l}"));
+        }
+        if stderr.is_empty() {
+            reason.push_str("; its standard error is empty");
+        } else {
+            let chars: Vec<char> = stderr.chars().collect();
+            let tail: String = chars[chars.len().saturating_sub(600)..].iter().collect();
+            reason.push_str(&format!("; its standard error ends: {tail}"));
+        }
+        self.failure = Some(reason);
+    }
+
+    fn fail_plain(&mut self, what: String) {
+        self.failure = Some(format!("policy process `{}`: {what}", self.text.command));
+    }
+
+    fn context(&mut self, ctx: &Context) -> Value {
+        self.view.delta(ctx)
+    }
+}
+
+impl Policy for ExecPolicy {
+    fn name(&self) -> String {
+        format!("{NAME}:{}", self.inner.borrow().text.canonical())
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.inner.borrow().tools.clone()
+    }
+
+    fn card(&mut self, ctx: &Context, prefix_tokens: u32) -> Option<CardOffer> {
+        let s = self.inner.get_mut();
+        let context = s.context(ctx);
+        let fields = json!({"turn": ctx.turn, "prefix_tokens": prefix_tokens, "context": context});
+        let (v, line) = s.ask("card", fields, &["card"])?;
+        match answer::card(&v) {
+            Ok(c) => c,
+            Err(e) => {
+                s.fail(&e, Some(&line));
+                None
+            }
+        }
+    }
+
+    fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
+        let s = self.inner.get_mut();
+        let context = s.context(ctx);
+        let fields = json!({"turn": ctx.turn, "prefix_tokens": prefix_tokens, "context": context});
+        let fallback = || Plan::Send {
+            messages: ctx.messages.clone(),
+            action: None,
+        };
+        let Some((v, line)) = s.ask("plan", fields, &["send", "compact"]) else {
+            return fallback();
+        };
+        match answer::plan(&v, ctx, &mut s.memo) {
+            Ok(p) => p,
+            Err(e) => {
+                s.fail(&e, Some(&line));
+                fallback()
+            }
+        }
+    }
+
+    fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
+        ctx.compact(summary);
+        let s = self.inner.get_mut();
+        let context = s.context(ctx);
+        s.ask(
+            "compacted",
+            json!({"turn": ctx.turn, "context": context}),
+            &["ok"],
+        );
+    }
+
+    fn owns_tool(&self, name: &str) -> bool {
+        self.inner.borrow().tools.iter().any(|t| t.name == name)
+    }
+
+    fn handle_tool(&mut self, ctx: &Context, call: &ToolCall) -> ToolReply {
+        let s = self.inner.get_mut();
+        let context = s.context(ctx);
+        let fields = json!({"turn": ctx.turn, "call": call, "context": context});
+        let failed = || ToolReply::refused("error: the policy process failed".into());
+        let Some((v, line)) = s.ask("tool", fields, &["tool_reply"]) else {
+            return failed();
+        };
+        match answer::tool_reply(&v) {
+            Ok(r) => r,
+            Err(e) => {
+                s.fail(&e, Some(&line));
+                failed()
+            }
+        }
+    }
+
+    fn refuse_workspace_tool(&self, call: &ToolCall) -> Option<String> {
+        let mut s = self.inner.borrow_mut();
+        if !s.filters_workspace_tools {
+            return None;
+        }
+        let (v, line) = s.ask("workspace_tool", json!({"call": call}), &["workspace_tool"])?;
+        match v.get("refuse") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) => Some(r.clone()),
+            Some(_) => {
+                s.fail(
+                    "answered `refuse` with neither a string nor null",
+                    Some(&line),
+                );
+                None
+            }
+        }
+    }
+
+    fn end_turn(&mut self, ctx: &Context, next_user: Option<&str>) -> Vec<Splice> {
+        let s = self.inner.get_mut();
+        let context = s.context(ctx);
+        let fields = json!({"turn": ctx.turn, "next_user": next_user, "context": context});
+        let Some((v, line)) = s.ask("end_turn", fields, &["splices"]) else {
+            return Vec::new();
+        };
+        match answer::splices(&v, ctx) {
+            Ok(list) => list
+                .into_iter()
+                .map(|(splice, text)| {
+                    s.texts.insert((splice.from, splice.to), text);
+                    splice
+                })
+                .collect(),
+            Err(e) => {
+                s.fail(&e, Some(&line));
+                Vec::new()
+            }
+        }
+    }
+
+    fn apply_splice(
+        &mut self,
+        ctx: &mut Context,
+        splice: &Splice,
+        archive: &ArchiveRef,
+    ) -> Option<Arc<Message>> {
+        let s = self.inner.get_mut();
+        let text = s.texts.remove(&(splice.from, splice.to)).flatten();
+        let msg = if !matches!(splice.kind, SpliceKind::Fold) {
+            None
+        } else if let Some(text) = text {
+            ctx.turn_range(splice.from, splice.to).map(|(a, b)| {
+                let kind = MessageKind::FoldResult {
+                    from: splice.from,
+                    to: splice.to,
+                    archive: archive.path.clone(),
+                    sha256: archive.sha256.clone(),
+                };
+                let text = format!(
+                    "{text}\nArchive: {} (sha256 {})",
+                    archive.path, archive.sha256
+                );
+                let m = Message::host(splice.to, text, kind);
+                ctx.splice(a, b, Arc::clone(&m));
+                m
+            })
+        } else {
+            harness_core::fold::splice_fold(
+                ctx,
+                splice.from,
+                splice.to,
+                &archive.path,
+                &archive.sha256,
+            )
+        };
+        let context = s.context(ctx);
+        let fields = json!({
+            "turn": ctx.turn, "from": splice.from, "to": splice.to, "applied": msg.is_some(),
+            "archive": archive.path, "sha256": archive.sha256, "context": context,
+        });
+        s.ask("spliced", fields, &["ok"]);
+        msg
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.inner.borrow().failure.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_options_then_the_command() {
+        let t = ExecText::parse("  timeout=2.5 max_line=100 python3 my.py keep=1 ").unwrap();
+        assert_eq!(t.timeout, Duration::from_millis(2500));
+        assert_eq!(t.max_line, 100);
+        assert_eq!(t.command, "python3 my.py keep=1");
+        assert_eq!(
+            t.canonical(),
+            "timeout=2.5 max_line=100 python3 my.py keep=1"
+        );
+        let plain = ExecText::parse("python3 my.py").unwrap();
+        assert_eq!(plain.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(plain.canonical(), "python3 my.py");
+        assert!(ExecText::parse("timeout=0 x")
+            .unwrap_err()
+            .contains("above 0"));
+        assert!(ExecText::parse("timeout=5")
+            .unwrap_err()
+            .contains("needs a command"));
+        assert!(ExecText::parse("")
+            .unwrap_err()
+            .contains("exec:python3 my_policy.py"));
+    }
+
+    #[test]
+    fn a_pipe_in_the_command_is_the_command_s_and_exec_is_checked_without_a_process() {
+        let reg = with_exec(Registry::builtin());
+        let spec = reg.parse("exec:python3 p.py | tee log").unwrap();
+        assert_eq!(spec.name, NAME);
+        assert_eq!(spec.arg.as_deref(), Some("python3 p.py | tee log"));
+        assert_eq!(spec.label(), "exec:python3 p.py | tee log");
+        assert!(
+            reg.check("exec:/no/such/program").is_ok(),
+            "checking starts nothing"
+        );
+        assert!(reg.check("exec:").is_err());
+        assert_eq!(reg.expand("exec:python3 p.py keep=[1,2]").unwrap().len(), 1);
+    }
+}

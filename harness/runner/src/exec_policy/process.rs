@@ -1,0 +1,257 @@
+//! The policy process itself: started in the sandbox, spoken to one JSON line at a time, each
+//! answer awaited with a time limit, and ended with every process it started.
+//!
+//! Three threads per process keep the session loop from ever blocking on it: one writes the
+//! requests to its standard input (a process that stops reading cannot stall foldbench, and its
+//! `SIGPIPE` is blocked there, so a process that exited is an error, not foldbench's death), one
+//! reads its answers line by line (a line longer than the limit ends the reading: the process
+//! floods), one keeps the tail of its standard error for the error message.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::sandbox::Sandbox;
+
+/// Bytes of standard error kept for the error message.
+const STDERR_TAIL: usize = 2000;
+
+/// How long a process whose standard input was closed may take to exit on its own.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// What reading an answer line ended with, when it did not give a line.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// Standard output closed: the process exited or closed it.
+    Eof,
+    /// A line longer than the limit (its first bytes).
+    TooLong(Vec<u8>),
+    /// No answer within the time limit.
+    Timeout(Duration),
+    /// Reading or writing failed.
+    Io(String),
+}
+
+/// A running policy process.
+pub(crate) struct Process {
+    child: Child,
+    to_child: Option<Sender<Vec<u8>>>,
+    lines: Receiver<Result<Vec<u8>, Fault>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    marker: String,
+    group: Option<u32>,
+    ended: bool,
+}
+
+impl Process {
+    /// Starts `command` with `sh -c` under `sandbox`: in `cwd` (bound read-only), with `home`
+    /// (a private folder, read-write) as its `HOME` and sandbox root, an allow-listed
+    /// environment, its own process group and the reaper's marker.
+    pub(crate) fn start(
+        sandbox: &Sandbox,
+        home: &Path,
+        cwd: &Path,
+        command: &str,
+        max_line: usize,
+    ) -> Result<Process, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let marker = format!(
+            "{}-policy-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let script = format!(
+            "cd {} && exec {command}",
+            shell_quote(&cwd.display().to_string())
+        );
+        let mut cmd = sandbox.std_command(home, &script, &[(cwd, false)]);
+        use std::os::unix::process::CommandExt;
+        cmd.env(crate::reap::CALL_ENV, &marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        let group = Some(child.id());
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            crate::reap::end_call(&marker, group);
+            let _ = child.wait();
+            return Err(format!("cannot start `{command}`: its pipes were not made"));
+        };
+        let (to_child, requests) = mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || write_requests(stdin, requests));
+        let (tx, lines) = mpsc::sync_channel(16);
+        std::thread::spawn(move || read_lines(stdout, max_line, tx));
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&tail);
+        std::thread::spawn(move || read_stderr(stderr, &keep));
+        Ok(Process {
+            child,
+            to_child: Some(to_child),
+            lines,
+            stderr: tail,
+            marker,
+            group,
+            ended: false,
+        })
+    }
+
+    /// Sends one line (without its newline).
+    pub(crate) fn send(&mut self, line: &str) {
+        if let Some(tx) = &self.to_child {
+            let mut bytes = Vec::with_capacity(line.len() + 1);
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+            // A writer that is gone means the process is gone: reading says so.
+            let _ = tx.send(bytes);
+        }
+    }
+
+    /// The next line of the process's output, within `timeout`.
+    pub(crate) fn receive(&mut self, timeout: Duration) -> Result<Vec<u8>, Fault> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => Err(Fault::Timeout(timeout)),
+            Err(RecvTimeoutError::Disconnected) => Err(Fault::Eof),
+        }
+    }
+
+    /// The last bytes of its standard error, as text (after it ended, everything it wrote).
+    pub(crate) fn stderr_tail(&self) -> String {
+        let bytes = self.stderr.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    }
+
+    /// How it exited, if it has (`exit status 3`, `signal 9`).
+    pub(crate) fn exit_status(&mut self) -> Option<String> {
+        let until = Instant::now() + Duration::from_millis(200);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s.to_string()),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Ends the process and every process it started: its standard input closed, a moment to
+    /// exit on its own when `gently`, then its group and every process carrying its marker
+    /// killed, and the process reaped.
+    pub(crate) fn end(&mut self, gently: bool) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        self.to_child = None;
+        if gently {
+            let until = Instant::now() + GRACE;
+            while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        crate::reap::end_call(&self.marker, self.group);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.end(true);
+    }
+}
+
+/// A word quoted for `sh`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The writer thread: each request written and flushed, until the channel closes or a write
+/// fails (the process is gone). `SIGPIPE` is blocked in this thread, so a write to a process
+/// that exited fails with `EPIPE` instead of killing foldbench (which restores the signal's
+/// default action for its own output).
+fn write_requests(mut stdin: std::process::ChildStdin, requests: Receiver<Vec<u8>>) {
+    block_sigpipe();
+    for bytes in requests {
+        if stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Blocks `SIGPIPE` in the calling thread.
+#[allow(unsafe_code)]
+fn block_sigpipe() {
+    // SAFETY: the set is a local, initialised by sigemptyset before use; pthread_sigmask only
+    // changes the calling thread's mask and reads the set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// The reader thread: one message per line; a line past `max_line` bytes ends the reading.
+fn read_lines(
+    stdout: std::process::ChildStdout,
+    max_line: usize,
+    tx: SyncSender<Result<Vec<u8>, Fault>>,
+) {
+    let mut r = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx.send(Err(Fault::Io(e.to_string())));
+                return;
+            }
+        };
+        if buf.is_empty() {
+            let _ = tx.send(Err(Fault::Eof));
+            return;
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        let room = (max_line + 1).saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        r.consume(if done { take + 1 } else { take });
+        if line.len() > max_line {
+            line.truncate(200);
+            let _ = tx.send(Err(Fault::TooLong(line)));
+            return;
+        }
+        if done && tx.send(Ok(std::mem::take(&mut line))).is_err() {
+            return;
+        }
+    }
+}
+
+/// The stderr thread: keeps the last [`STDERR_TAIL`] bytes.
+fn read_stderr(mut stderr: std::process::ChildStderr, tail: &Mutex<Vec<u8>>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match stderr.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if let Ok(mut t) = tail.lock() {
+                    t.extend_from_slice(&buf[..n]);
+                    let extra = t.len().saturating_sub(STDERR_TAIL);
+                    t.drain(..extra);
+                }
+            }
+        }
+    }
+}
