@@ -1,0 +1,111 @@
+//! What a policy process (`exec:COMMAND`, docs/policy-protocol.md) costs foldbench beyond the
+//! built-in policy it stands for, with `examples/policies/none.py` against `none`:
+//!
+//! - `exec/start_and_end/{bwrap,unconfined}`: a process started in the sandbox (or without
+//!   one), its handshake, and its end (standard input closed, its group and marked processes
+//!   killed, reaped) — once per cell, once per session and policy in replay.
+//! - `exec/session/{exec,none}`: a session of 100 requests, each after an assistant message and
+//!   a tool result of about 200 tokens were appended: the context sent as deltas, the answer
+//!   read and resolved. The difference over 100 is the per-request figure.
+//!
+//! Run with `cargo bench -p harness-runner --bench exec_policy`; the whole-process figure (the
+//! replay of the in-repository sessions) is in docs/performance.md.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+use criterion::{criterion_main, Criterion};
+use harness_core::context::Context;
+use harness_core::message::{Message, ToolCall};
+use harness_core::policy::{Plan, Policy};
+use harness_runner::exec_policy::{set_sandbox, ExecPolicy, ExecText};
+use harness_runner::sandbox::Sandbox;
+
+const REQUESTS: usize = 100;
+
+fn none_py() -> ExecText {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/none.py");
+    ExecText::parse(&format!("python3 {}", script.display())).expect("a command")
+}
+
+/// A copy of `m` with an id of its own (the view tells messages apart by id), its count kept.
+fn fresh(m: &Arc<Message>, next: &mut u64) -> Arc<Message> {
+    let mut c = (**m).clone();
+    *next += 1;
+    c.id = *next;
+    Arc::new(c)
+}
+
+/// One session of [`REQUESTS`] requests under `policy`.
+fn session(policy: &mut dyn Policy, parts: &[Arc<Message>; 3], next: &mut u64) -> usize {
+    let mut ctx = Context {
+        turn: 1,
+        ..Context::default()
+    };
+    ctx.push(fresh(&parts[0], next));
+    let mut sent = 0;
+    for _ in 0..REQUESTS {
+        ctx.push(fresh(&parts[1], next));
+        ctx.push(fresh(&parts[2], next));
+        match policy.plan(&ctx, 1_000) {
+            Plan::Send { messages, .. } => sent += messages.len(),
+            Plan::Compact { .. } => unreachable!("none never compacts"),
+        }
+    }
+    assert!(policy.failed().is_none(), "{:?}", policy.failed());
+    sent
+}
+
+fn bench_exec(c: &mut Criterion) {
+    let text = none_py();
+    let mut g = c.benchmark_group("exec");
+    g.sample_size(20);
+    for (label, sandbox) in [
+        ("bwrap", Sandbox::default()),
+        ("unconfined", Sandbox::unconfined()),
+    ] {
+        set_sandbox(sandbox);
+        g.bench_function(format!("start_and_end/{label}"), |b| {
+            b.iter(|| {
+                let p = ExecPolicy::start(text.clone(), 200_000);
+                assert!(p.failed().is_none(), "{:?}", p.failed());
+            })
+        });
+    }
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "read_file".into(),
+        args: serde_json::json!({"path": "src/app.py"}),
+    };
+    let parts = [
+        Message::user(1, "fix the failing test in src/app.py", None),
+        Message::assistant(1, "Reading the file.", vec![call.clone()]),
+        Message::tool_result(
+            1,
+            &call,
+            "x = compute(1, 2)  # a line of code\n".repeat(20),
+            false,
+        ),
+    ];
+    let mut next = 1 << 40;
+    let mut exec = ExecPolicy::start(text, 200_000);
+    let mut none = policies::none::NonePolicy::new(200_000);
+    g.bench_function("session/exec", |b| {
+        b.iter(|| black_box(session(&mut exec, &parts, &mut next)))
+    });
+    g.bench_function("session/none", |b| {
+        b.iter(|| black_box(session(&mut none, &parts, &mut next)))
+    });
+    g.finish();
+}
+
+/// The group `criterion_main!` runs, in a private module: `criterion_group!` makes an
+/// undocumented public function.
+mod group {
+    use criterion::criterion_group;
+
+    criterion_group!(benches, super::bench_exec);
+}
+
+criterion_main!(group::benches);
