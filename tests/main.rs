@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod agents_run;
 mod architecture;
 mod cache;
 mod cli;

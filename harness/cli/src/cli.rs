@@ -26,6 +26,9 @@ use harness_report::render;
 
 use crate::error::{Code, Error};
 
+use harness_runner::agent_cell::AgentSetup;
+use harness_runner::agents::isolate::Isolation;
+use harness_runner::agents::{Agent, AgentKind};
 use harness_runner::backends::BackendOptions;
 use harness_runner::cell::CellOptions;
 use harness_runner::run::{self, Arm, RunConfig};
@@ -141,6 +144,18 @@ struct CommonRun {
     /// `anthropic:NAME`, `replay:DIR`. Repeatable.
     #[arg(long = "model")]
     models: Vec<String>,
+    /// A real agent drives the turns through its own command line: `claude-code`, `codex`,
+    /// `mini-swe-agent` or `exec:CMD` (found through `tests/agents.sh`'s variables or the PATH;
+    /// docs/agents.md). Its model calls go through a proxy with each cell's policy; the arm
+    /// `native` keeps the agent's own compaction. With a `sim` model the proxy's upstream is the
+    /// offline sim, else the agent's real API (`--agent-upstream`).
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
+    /// The upstream of `--agent` for a model that is not the sim (default: Anthropic's API for
+    /// Claude Code, OpenAI's for the others); the key is the agent's own variable
+    /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`).
+    #[arg(long, value_name = "URL", requires = "agent")]
+    agent_upstream: Option<String>,
     /// Run directory (default results/<run-id>); the same directory resumes a run. `-o` as
     /// `merge -o` takes it; a report is written from the folder afterwards (`foldbench report
     /// DIR -o report.html`).
@@ -512,14 +527,24 @@ fn config(
         .shell_timeout
         .max(harness_runner::tools::MIN_CHECK_TIMEOUT);
     cell.cell_timeout = Duration::from_secs(common.cell_timeout);
-    // A real model's shell commands are its own (the sim's are the task's): without
-    // bubblewrap, `auto` refuses them instead of falling back.
-    let real_model = models
-        .iter()
-        .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
+    // A real model's shell commands are its own (the sim's are the task's), and so are a real
+    // agent's whatever its model: without bubblewrap, `auto` refuses them instead of falling
+    // back.
+    let real_model = common.agent.is_some()
+        || models
+            .iter()
+            .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
         harness_runner::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
     harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
+    cell.agent = agent_setup(common, &models, &cell.tool_limits.sandbox)?;
+    if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {
+        return Err(format!(
+            "the arm `{}` is a real agent's own context handling: it needs --agent \
+             (claude-code, codex, mini-swe-agent or exec:CMD)",
+            crate::policy::NATIVE
+        ));
+    }
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),
@@ -554,6 +579,60 @@ fn config(
         only: None,
         replay: common.replay.clone(),
     })
+}
+
+/// The agent of `--agent`, found on this machine, with its key and upstream; `None` without
+/// the flag.
+fn agent_setup(
+    common: &CommonRun,
+    models: &[String],
+    sandbox: &harness_runner::sandbox::Sandbox,
+) -> Result<Option<Arc<AgentSetup>>, String> {
+    let Some(name) = &common.agent else {
+        return Ok(None);
+    };
+    if common.replay.is_some() || common.record.is_some() {
+        return Err(
+            "--agent runs the agent's own model calls through a proxy: --record and --replay \
+             (cassettes of foldbench's own loop) do not apply to it"
+                .to_string(),
+        );
+    }
+    let kind: AgentKind = name.parse().map_err(|e| format!("--agent {name}: {e}"))?;
+    let agent = Agent::resolve(kind.clone()).map_err(|e| format!("--agent {name}: {e}"))?;
+    let sim = models
+        .iter()
+        .all(|m| matches!(run::parse_sim(m), Ok(Some(_))));
+    let api_key = if sim {
+        "offline".to_string()
+    } else {
+        let var = AgentSetup::key_variable(&kind);
+        std::env::var(var)
+            .ok()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "--agent {name} with a real model needs its key in {var} (or use --model sim \
+                     for the offline upstream)"
+                )
+            })?
+    };
+    // Inside bubblewrap the agent gets a network of its own with only the proxy in it, through
+    // the bridge this binary runs; without bubblewrap it reaches the proxy on loopback.
+    let isolation = match (sandbox.is_isolated(), std::env::current_exe()) {
+        (true, Ok(program)) => Isolation::Bridged { program },
+        (true, Err(_)) => Isolation::SharedNetwork,
+        (false, _) => Isolation::None,
+    };
+    Ok(Some(Arc::new(AgentSetup {
+        upstream: common
+            .agent_upstream
+            .clone()
+            .unwrap_or_else(|| AgentSetup::default_upstream(&kind).to_string()),
+        agent,
+        isolation,
+        api_key,
+    })))
 }
 
 /// The exit code of a finished `run` or `ab`: 0 when every cell ran to a verdict (success or a
@@ -918,6 +997,7 @@ mod tests {
             metrics: Default::default(),
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         };
         assert_eq!(
             failure_line(&r),
@@ -943,6 +1023,7 @@ mod tests {
             metrics: Default::default(),
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         };
         let ok = cell("a", Status::Success);
         let failed = cell("b", Status::Failure);

@@ -8,6 +8,10 @@ use policies::registry;
 
 use crate::error::{Code, Error};
 
+/// The arm of `run --agent` that leaves the agent its own context handling: no policy in the
+/// proxy (`none`), the agent's compaction on.
+pub use harness_runner::agent_cell::NATIVE;
+
 /// One arm a policy text stands for: its label, its policy text and the sweep that made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArmText {
@@ -25,6 +29,14 @@ pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
     let reg = registry::current();
     let mut out: Vec<ArmText> = Vec::new();
     for text in texts {
+        if text == NATIVE {
+            out.push(ArmText {
+                label: NATIVE.to_string(),
+                policy: "none".to_string(),
+                sweep: None,
+            });
+            continue;
+        }
         for p in reg.expand(text)? {
             let label = p.label(text, text);
             if out.iter().any(|a| a.label == label) {
@@ -59,6 +71,13 @@ pub fn arm(a: ArmText) -> Result<Arm, String> {
 
 /// The matrix file's policy check: a text and its arm's label, expanded into its arms.
 pub fn vocab_policy(text: &str, label: &str) -> Result<Vec<SweepPoint>, String> {
+    if text == NATIVE {
+        return Ok(vec![SweepPoint {
+            label: NATIVE.to_string(),
+            policy: "none".to_string(),
+            values: Vec::new(),
+        }]);
+    }
     Ok(registry::current()
         .expand(text)?
         .into_iter()

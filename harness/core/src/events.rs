@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::request::{Purpose, Request, Response, Usage};
+use crate::spec::TurnSpec;
 
 /// One thing that happened in a cell, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,6 +160,72 @@ impl Event {
                 })
             })
             .collect()
+    }
+}
+
+/// The harness's watch over the facts a turn needs: visible in the turn's first request, or
+/// brought by a tool result of the turn. Measured here, never reported by the model.
+pub struct NeedWatch {
+    facts: Vec<FactSeen>,
+    checked: bool,
+}
+
+impl NeedWatch {
+    /// The facts of `turn` (its own and its steps'), none seen yet.
+    pub fn new(turn: &TurnSpec) -> NeedWatch {
+        let mut facts: Vec<FactSeen> = Vec::new();
+        for n in turn
+            .needs
+            .iter()
+            .chain(turn.script.iter().flat_map(|s| &s.needs))
+        {
+            if !facts.iter().any(|f| f.fact == n.fact) {
+                facts.push(FactSeen {
+                    fact: n.fact.clone(),
+                    visible: false,
+                    found_in: None,
+                });
+            }
+        }
+        NeedWatch {
+            facts,
+            checked: false,
+        }
+    }
+
+    /// Checks the facts against the turn's first request (later requests do not count).
+    pub fn first_request(&mut self, req: &Request) {
+        self.first_request_by(|fact| req.contains_text(fact));
+    }
+
+    /// [`NeedWatch::first_request`] with the request's text searched by `contains` (a caller
+    /// that holds the messages but no [`Request`]: the proxy).
+    pub fn first_request_by(&mut self, contains: impl Fn(&str) -> bool) {
+        if std::mem::replace(&mut self.checked, true) {
+            return;
+        }
+        for f in &mut self.facts {
+            f.visible = contains(&f.fact);
+        }
+    }
+
+    /// Whether the turn's first request was checked.
+    pub fn checked(&self) -> bool {
+        self.checked
+    }
+
+    /// The facts as seen, for [`Event::Needs`].
+    pub fn into_facts(self) -> Vec<FactSeen> {
+        self.facts
+    }
+
+    /// Notes the first result of the turn that shows each fact missing at its start.
+    pub fn result(&mut self, id: &str, text: &str) {
+        for f in &mut self.facts {
+            if !f.visible && f.found_in.is_none() && text.contains(f.fact.as_str()) {
+                f.found_in = Some(id.to_string());
+            }
+        }
     }
 }
 

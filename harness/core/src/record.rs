@@ -88,6 +88,26 @@ pub struct CellRecord {
     pub wall_ms: u64,
     /// Time spent waiting for the model in milliseconds.
     pub model_ms: u64,
+    /// The real agent that ran the cell (`run --agent`); absent for foldbench's own loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRun>,
+}
+
+/// The real agent of a `run --agent` cell, as the record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRun {
+    /// `claude-code`, `codex`, `mini-swe-agent` or `exec`.
+    pub name: String,
+    /// The version the agent reported (`2.1.332`).
+    pub version: String,
+    /// How its own compaction was set (`the agent's own` on `native`, else how it was
+    /// switched off).
+    pub compaction: String,
+    /// How its process was isolated and reached the proxy.
+    pub isolation: String,
+    /// Requests of the agent that were not its main conversation (a title, a quota probe, a
+    /// branch): passed through, not in the metrics.
+    pub side_requests: u64,
 }
 
 /// The stable id of a cell.

@@ -113,6 +113,7 @@ mod tests {
             metrics,
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         }
     }
 

@@ -221,6 +221,7 @@ mod tests {
             metrics: CellMetrics::default(),
             wall_ms: 1500,
             model_ms: 0,
+            agent: None,
         };
         let x = to_junit(&[r], "foldbench");
         assert!(
@@ -262,6 +263,7 @@ mod tests {
             metrics: CellMetrics::default(),
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         };
         let x = to_junit(&[r], "foldbench");
         assert!(

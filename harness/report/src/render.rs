@@ -604,6 +604,7 @@ mod tests {
             metrics,
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
-use harness_core::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
+use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::{Plan, Policy, SpliceKind, ToolOutcome};
@@ -89,6 +89,8 @@ pub struct CellOptions {
     /// Time limit of the whole session (setup, turns; not the checks): a cell that exceeds it
     /// ends with status `error` (default [`DEFAULT_CELL_TIMEOUT`]).
     pub cell_timeout: Duration,
+    /// The real agent that drives the cells (`run --agent`); `None`: foldbench's own loop.
+    pub agent: Option<Arc<crate::agent_cell::AgentSetup>>,
 }
 
 /// The default time limit of one cell: one hour.
@@ -103,6 +105,7 @@ impl Default for CellOptions {
             prices: HashMap::new(),
             archive_writer: Arc::new(FsArchive),
             cell_timeout: DEFAULT_CELL_TIMEOUT,
+            agent: None,
         }
     }
 }
@@ -292,6 +295,7 @@ pub async fn run_cell(
         metrics,
         wall_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         model_ms: run.model_ms,
+        agent: None,
     };
     CellOutput {
         record,
@@ -616,11 +620,9 @@ impl Loop {
         closing: Option<String>,
         closings: &mut HashMap<u32, String>,
     ) {
-        if !needs.facts.is_empty() {
-            run.emit(Event::Needs {
-                turn: t,
-                facts: needs.facts,
-            });
+        let facts = needs.into_facts();
+        if !facts.is_empty() {
+            run.emit(Event::Needs { turn: t, facts });
         }
         let step_limit = closing.is_none();
         let closing = closing.unwrap_or_default();
@@ -723,55 +725,6 @@ async fn execute_limited(
             call.name,
             limits.shell_timeout.as_secs_f64()
         )),
-    }
-}
-
-/// The harness's watch over the facts a turn needs: visible in the turn's first request, or
-/// brought by a tool result of the turn. Measured here, never reported by the model.
-struct NeedWatch {
-    facts: Vec<FactSeen>,
-    checked: bool,
-}
-
-impl NeedWatch {
-    fn new(turn: &TurnSpec) -> NeedWatch {
-        let mut facts: Vec<FactSeen> = Vec::new();
-        for n in turn
-            .needs
-            .iter()
-            .chain(turn.script.iter().flat_map(|s| &s.needs))
-        {
-            if !facts.iter().any(|f| f.fact == n.fact) {
-                facts.push(FactSeen {
-                    fact: n.fact.clone(),
-                    visible: false,
-                    found_in: None,
-                });
-            }
-        }
-        NeedWatch {
-            facts,
-            checked: false,
-        }
-    }
-
-    /// Checks the facts against the turn's first request (later requests do not count).
-    fn first_request(&mut self, req: &Request) {
-        if std::mem::replace(&mut self.checked, true) {
-            return;
-        }
-        for f in &mut self.facts {
-            f.visible = req.contains_text(&f.fact);
-        }
-    }
-
-    /// Notes the first result of the turn that shows each fact missing at its start.
-    fn result(&mut self, id: &str, text: &str) {
-        for f in &mut self.facts {
-            if !f.visible && f.found_in.is_none() && text.contains(f.fact.as_str()) {
-                f.found_in = Some(id.to_string());
-            }
-        }
     }
 }
 

@@ -21,7 +21,9 @@
 //! - [`model`]: the [`model::Model`] trait and the `sim` backend; [`backends`]: OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`cell`]: the session loop of one cell, emitting events; [`exec_policy`]: `exec:COMMAND`,
-//!   a policy as a process speaking JSON lines (docs/policy-protocol.md).
+//!   a policy as a process speaking JSON lines (docs/policy-protocol.md); [`agent_cell`]: a
+//!   cell a real agent drives ([`agents`]) through a [`proxy`] with the cell's policy
+//!   (`run --agent`).
 //! - [`run`]: the matrix's cells, concurrency, resume and progress ([`progress`]);
 //!   [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]: every file
 //!   written whole or not at all.
@@ -33,6 +35,7 @@
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
+pub mod agent_cell;
 pub mod agents;
 pub mod atomic;
 pub mod backends;

@@ -181,6 +181,7 @@ mod tests {
             metrics: Default::default(),
             wall_ms: 1234,
             model_ms: 0,
+            agent: None,
         };
         assert_eq!(
             line(37, 255, &r),

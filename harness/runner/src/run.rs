@@ -276,7 +276,12 @@ pub async fn run_cell_guarded(
     let cell = {
         let plan = plan.clone();
         let opts = Arc::clone(opts);
-        tokio::spawn(async move { run_cell(&plan, &opts, model.as_ref(), &on_event).await })
+        tokio::spawn(async move {
+            match &opts.agent {
+                Some(agent) => crate::agent_cell::run_agent_cell(&plan, &opts, agent).await,
+                None => run_cell(&plan, &opts, model.as_ref(), &on_event).await,
+            }
+        })
     };
     match cell.await {
         Ok(out) => out,
@@ -318,6 +323,7 @@ fn internal_error(plan: &CellPlan, opts: &CellOptions, reason: &str) -> CellOutp
             metrics: metrics::compute(&[], Some(&plan.task), &price),
             wall_ms: 0,
             model_ms: 0,
+            agent: None,
         },
         events: Vec::new(),
         transcript: Vec::new(),

@@ -20,11 +20,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use harness_core::context::{cached_prefix_tokens, call_path, Context};
-use harness_core::events::{Event, RequestRecord, ToolCallRecord};
+use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, Role, ToolCall, ToolSpec};
 use harness_core::policy::{Plan, Policy, Splice};
 use harness_core::request::Purpose;
 use harness_core::session::COMPACTION_PROMPT;
+use harness_core::spec::TaskSpec;
 use harness_core::tokens;
 use harness_wire::render::{self, Out};
 use harness_wire::units::{Grouper, Side, Unit, UnitKind};
@@ -91,6 +92,7 @@ struct Edit {
     with: Arc<Message>,
 }
 
+mod needs;
 mod state;
 
 pub use state::Saved;
@@ -187,6 +189,12 @@ pub struct Conversation {
     pending_rest: Vec<Arc<Message>>,
     /// The unit identities of the request in progress.
     current_keys: Vec<Vec<ItemKey>>,
+    /// The turn [`Conversation::end_last_turn`] ended.
+    ended: Option<u32>,
+    /// The task whose needs the harness watches (`run --agent`), and the watch of the turn in
+    /// progress.
+    needs: Option<Arc<TaskSpec>>,
+    watch: Option<(u32, NeedWatch)>,
 }
 
 impl Conversation {
@@ -221,6 +229,9 @@ impl Conversation {
             compactions_here: 0,
             pending_rest: Vec::new(),
             current_keys: Vec::new(),
+            ended: None,
+            needs: None,
+            watch: None,
         })
     }
 
@@ -343,6 +354,11 @@ impl Conversation {
                 None => {
                     self.transcript.push(Arc::clone(&m));
                     self.note_calls(&m);
+                    if let (Some((_, w)), Role::Tool, Some(id)) =
+                        (&mut self.watch, &m.role, m.tool_call_id.as_deref())
+                    {
+                        w.result(id, &m.text);
+                    }
                     self.known.insert(id_key.clone(), Arc::clone(&m));
                     m
                 }
@@ -682,6 +698,9 @@ impl Conversation {
         let tokens =
             u64::from(self.prefix) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
         let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages);
+        if purpose == Purpose::Turn {
+            self.watch_request(messages);
+        }
         let index = self.index;
         self.index += 1;
         let record = RequestRecord {

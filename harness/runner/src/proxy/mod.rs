@@ -83,6 +83,10 @@ pub struct ProxyConfig {
     pub arm: String,
     /// The task name records carry (`proxy`, or the task a cell of `run --agent` runs).
     pub task: String,
+    /// The task whose needed facts the harness watches in each conversation (`run --agent`):
+    /// each turn's facts, visible in its first request or brought back by a tool result, as
+    /// `needs` events (the `lost` column).
+    pub needs: Option<Arc<harness_core::spec::TaskSpec>>,
 }
 
 impl ProxyConfig {
@@ -98,6 +102,7 @@ impl ProxyConfig {
             workdir: None,
             window: 200_000,
             task: "proxy".into(),
+            needs: None,
         }
     }
 }
@@ -151,6 +156,8 @@ pub(crate) struct Entry {
     /// The generation of its state last written ([`Conversation::generation`]).
     pub(crate) saved: Option<(u32, usize, usize, u32)>,
     pub(crate) written_transcript: usize,
+    /// The agent's working folder as its last request named it (where archives go).
+    pub(crate) root: Option<PathBuf>,
 }
 
 impl Proxy {
@@ -169,6 +176,9 @@ impl Proxy {
             let policy = cfg.policy.clone();
             let window = cfg.window;
             let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+            if let Some(spec) = &cfg.needs {
+                conv.watch_needs(Arc::clone(spec));
+            }
             let written = events.len();
             conv.restore(&saved, events);
             let i = convs.list.len();
@@ -183,6 +193,7 @@ impl Proxy {
                 conv,
                 written_events: written,
                 written_transcript: 0,
+                root: None,
                 keys: saved.keys.clone(),
                 saved: Some(generation),
             })));
@@ -279,6 +290,12 @@ impl Proxy {
         let mut cells = Vec::new();
         for e in &list {
             let mut e = e.lock().await;
+            // The agent is done: its last turn ends, with the policy's splices of that end.
+            let splices = e.conv.end_last_turn();
+            if !splices.is_empty() {
+                let (turn, root) = (e.conv.turn(), e.root.clone());
+                relay::apply_splices(&self.shared, &mut e, &splices, turn, root.as_deref());
+            }
             let rec = Arc::clone(&self.shared.recorder);
             let mut r = rec
                 .lock()
@@ -540,7 +557,10 @@ impl Shared {
         convs.next += 1;
         let policy = self.cfg.policy.clone();
         let window = self.cfg.window;
-        let conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+        let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+        if let Some(spec) = &self.cfg.needs {
+            conv.watch_needs(Arc::clone(spec));
+        }
         let model = if req.env.model.is_empty() {
             "unknown".to_string()
         } else {
@@ -554,6 +574,7 @@ impl Shared {
             conv,
             written_events: 0,
             written_transcript: 0,
+            root: None,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
         }));

@@ -336,6 +336,7 @@ impl Recorder {
             metrics: metrics::compute(&e.conv.events, None, &Price::default()),
             wall_ms: 0,
             model_ms,
+            agent: None,
         };
         if !self.records.contains_key(&record.id) {
             self.order.push(record.id.clone());

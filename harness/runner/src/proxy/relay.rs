@@ -529,26 +529,35 @@ fn write_splices(shared: &Shared, e: &mut Entry, decoded: &Decoded) {
     // Splices first: each archive written and flushed before the policy applies it.
     let splices = e.conv.read(decoded);
     let turn = e.conv.turn();
-    if !splices.is_empty() {
-        let root = archive_root(&shared.cfg, decoded);
-        for p in &splices {
-            let written = match &root {
-                Some(r) => crate::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
-                    .map_err(|err| format!("archive {}: {err}", p.archived.archive.path)),
-                None => Err(format!(
-                    "archive {}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)",
-                    p.archived.archive.path
-                )),
-            };
-            let ok = written.is_ok();
-            if e.conv
-                .apply_splice(p, turn.saturating_sub(1), written)
-                .is_some()
-                && ok
-            {
-                if let Ok(mut r) = shared.recorder.lock() {
-                    r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
-                }
+    let root = archive_root(&shared.cfg, decoded);
+    if root.is_some() {
+        e.root.clone_from(&root);
+    }
+    apply_splices(shared, e, &splices, turn.saturating_sub(1), root.as_deref());
+}
+
+/// Writes each splice's archive under `root` (flushed), then applies the splice; a splice
+/// whose archive could not be written is recorded as failed and not applied.
+pub(crate) fn apply_splices(
+    shared: &Shared,
+    e: &mut Entry,
+    splices: &[conversation::PendingSplice],
+    turn: u32,
+    root: Option<&std::path::Path>,
+) {
+    for p in splices {
+        let written = match root {
+            Some(r) => crate::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
+                .map_err(|err| format!("archive {}: {err}", p.archived.archive.path)),
+            None => Err(format!(
+                "archive {}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)",
+                p.archived.archive.path
+            )),
+        };
+        let ok = written.is_ok();
+        if e.conv.apply_splice(p, turn, written).is_some() && ok {
+            if let Ok(mut r) = shared.recorder.lock() {
+                r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
             }
         }
     }

@@ -1,0 +1,175 @@
+//! `foldbench run --agent`: Claude Code and Codex, installed by `tests/agents.sh`, drive two
+//! tasks each in real temp repositories under `native`, `none`, `trim` and `fold`, their model
+//! calls through the cell's proxy to the offline sim upstream. What each arm did is read from
+//! the records and files the run wrote, never from what the agent printed.
+//!
+//! An agent that is not installed (`FOLDBENCH_CLAUDE_CODE` / `FOLDBENCH_CODEX` unset, as
+//! `export $(tests/agents.sh)` sets them) is skipped with a note; with
+//! `FOLDBENCH_REQUIRE_AGENTS=1` (CI) a missing agent fails.
+
+use std::path::Path;
+use std::process::Command;
+
+use harness_core::record::{CellRecord, Status};
+
+use crate::helpers::{binary, root};
+
+/// The fold arm offers its card after two tool calls: the tasks are short, and the default
+/// threshold (the essay's) would offer none in them.
+const FOLD: &str = "fold:card_after_tool_calls=2";
+
+fn installed(var: &str) -> bool {
+    let set = std::env::var_os(var).is_some_and(|v| !v.is_empty());
+    if !set {
+        assert!(
+            std::env::var("FOLDBENCH_REQUIRE_AGENTS").as_deref() != Ok("1"),
+            "{var} is not set and FOLDBENCH_REQUIRE_AGENTS=1: run `export $(tests/agents.sh)`"
+        );
+        eprintln!("skipped: {var} is not set (export $(tests/agents.sh) installs the agents)");
+    }
+    set
+}
+
+fn records(out: &Path) -> Vec<CellRecord> {
+    std::fs::read_to_string(out.join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn cell<'a>(rs: &'a [CellRecord], task: &str, arm: &str) -> &'a CellRecord {
+    rs.iter()
+        .find(|r| r.task == task && r.arm == arm)
+        .unwrap_or_else(|| panic!("no cell {task}/{arm}"))
+}
+
+/// Runs `agent` over trim-rerun and return-to-login under the four arms and checks what each
+/// arm did.
+fn run_agent(agent: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    let tasks = root().join("tasks");
+    let run = Command::new(binary())
+        .args(["run", "--agent", agent])
+        .arg("--tasks")
+        .arg(tasks.join("trim-rerun.yaml"))
+        .arg("--tasks")
+        .arg(tasks.join("return-to-login.yaml"))
+        .args(["--policy", "native", "--policy", "none", "--policy", "trim"])
+        .args(["--policy", FOLD, "--seeds", "1", "--jobs", "2"])
+        .args(["--cell-timeout", "600"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{agent}: {stderr}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 8, "{agent}: {stderr}");
+    for r in &rs {
+        assert_ne!(r.status, Status::Error, "{agent} {}: {:?}", r.id, r.error);
+        let a = r.agent.as_ref().expect("the record names the agent");
+        assert_eq!(a.name, agent);
+        assert!(
+            a.version.chars().next().is_some_and(|c| c.is_ascii_digit()),
+            "{a:?}"
+        );
+        if r.arm == "native" {
+            assert_eq!(a.compaction, "the agent's own");
+            assert_eq!(r.policy, "native");
+        } else {
+            assert!(a.compaction.starts_with("off: "), "{a:?}");
+        }
+        // Requests measured by the proxy, the agent's tool calls really run in the workspace.
+        assert!(
+            r.metrics.requests >= 4,
+            "{}: {:?}",
+            r.id,
+            r.metrics.requests
+        );
+        let diff = std::fs::read_to_string(
+            out.join("cells")
+                .join(harness_runner::results::cell_folder(&r.id))
+                .join("diff.patch"),
+        )
+        .unwrap();
+        // Every arm but trim keeps what the edits need; its cells edit for real.
+        if r.arm != "trim" {
+            assert!(
+                !diff.trim().is_empty(),
+                "{}: the agent edited nothing",
+                r.id
+            );
+        }
+    }
+    for task in ["trim-rerun", "return-to-login"] {
+        let none = cell(&rs, task, "none");
+        let native = cell(&rs, task, "native");
+        let trim = cell(&rs, task, "trim");
+        assert_eq!(none.status, Status::Success, "{agent} {task} none");
+        assert_eq!(native.status, Status::Success, "{agent} {task} native");
+        assert_eq!(
+            none.metrics.lost_facts, 0,
+            "{agent} {task}: none hides nothing"
+        );
+        // trim removed the results the later turn needs: the upstream read less, and the sim,
+        // which answers only from what it sees, lost the fact and failed the checks.
+        assert!(
+            trim.metrics.request_tokens.total < none.metrics.request_tokens.total,
+            "{agent} {task}: trim {} vs none {}",
+            trim.metrics.request_tokens.total,
+            none.metrics.request_tokens.total
+        );
+        assert_eq!(trim.status, Status::Failure, "{agent} {task} trim");
+    }
+    let trim = cell(&rs, "trim-rerun", "trim");
+    assert!(
+        trim.metrics.lost_facts > 0,
+        "{agent}: trim's lost fact is measured"
+    );
+    // return-to-login comes back to the login work after an errand: fold archives the errand
+    // (turns 3-4) and the archive is on disk with the sha256 the record gives.
+    let fold = cell(&rs, "return-to-login", FOLD);
+    assert_eq!(fold.status, Status::Success, "{agent}: {:?}", fold.checks);
+    assert!(fold.metrics.folds >= 1, "{agent}: fold folded nothing");
+    let events = std::fs::read_to_string(
+        out.join("cells")
+            .join(harness_runner::results::cell_folder(&fold.id))
+            .join("events.jsonl"),
+    )
+    .unwrap();
+    let folded: serde_json::Value = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"] == "fold")
+        .expect("a fold event");
+    let archive = out
+        .join("cells")
+        .join(harness_runner::results::cell_folder(&fold.id))
+        .join("archive")
+        .join(
+            Path::new(folded["archive"].as_str().unwrap())
+                .file_name()
+                .unwrap(),
+        );
+    let bytes = std::fs::read(&archive).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+    assert_eq!(
+        harness_core::digest::sha256_hex(&bytes),
+        folded["sha256"].as_str().unwrap()
+    );
+}
+
+#[test]
+fn claude_code_runs_two_tasks_under_native_none_trim_and_fold() {
+    if installed("FOLDBENCH_CLAUDE_CODE") {
+        run_agent("claude-code");
+    }
+}
+
+#[test]
+fn codex_runs_two_tasks_under_native_none_trim_and_fold() {
+    if installed("FOLDBENCH_CODEX") {
+        run_agent("codex");
+    }
+}
