@@ -388,7 +388,10 @@ impl Conversation {
                 turn: self.turn,
             };
             if self.turn > 0 {
-                let next_user = rest.iter().find(|m| m.is_human()).map(|m| m.text.clone());
+                let next_user = rest
+                    .iter()
+                    .find(|m| m.is_human())
+                    .map(|m| needs::user_words(&m.text));
                 for splice in self.policy.end_turn(&self.ctx, next_user.as_deref()) {
                     let archived = harness_core::session::archive_splice(
                         harness_core::session::ARCHIVE_DIR,

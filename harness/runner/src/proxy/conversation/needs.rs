@@ -76,3 +76,40 @@ impl Conversation {
             .collect()
     }
 }
+
+/// The user's own words in an agent's user message: Claude Code's `<system-reminder>` blocks
+/// (which it puts before a prompt, `/back` among them, when the words are an unknown slash
+/// command) left out, so a policy reads `/back` as the user typed it.
+pub(super) fn user_words(text: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        match rest[at..].find(CLOSE) {
+            Some(end) => rest = &rest[at + end + CLOSE.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_users_words_are_read_without_the_agents_reminders() {
+        let claude = "<system-reminder>\nThe user's message starts with the slash command /back, but no command with that name is available\n</system-reminder>\n\n\n/back";
+        assert_eq!(super::user_words(claude), "/back");
+        assert_eq!(super::user_words("  fix it  "), "fix it");
+        assert_eq!(
+            super::user_words("a <system-reminder>x</system-reminder> b"),
+            "a  b"
+        );
+        assert_eq!(super::user_words("<system-reminder>cut"), "");
+    }
+}
