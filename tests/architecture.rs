@@ -212,3 +212,41 @@ fn files_and_functions_fit() {
     }
     assert!(too_long.is_empty(), "{too_long:#?}");
 }
+
+/// The library writes to standard error through one function (`progress::say`, which keeps the
+/// progress bar whole), and the pure crates not at all; the binary's own messages are its own.
+#[test]
+fn the_library_writes_to_stderr_in_one_place() {
+    let mut files = Vec::new();
+    for dir in [
+        "harness/runner/src",
+        "harness/core/src",
+        "harness/config/src",
+        "harness/report/src",
+        "harness/replay/src",
+        "harness/wire/src",
+        "harness/import/src",
+        "policies/src",
+    ] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "tests.rs" || name.ends_with("_tests.rs") || name == "progress.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        // A file's tests sit at its end, after `#[cfg(test)]`.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("eprintln!(") || line.contains("eprint!(") {
+                found.push(format!("{}:{}", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "standard error written outside harness_runner::progress::say: {found:?}"
+    );
+}

@@ -97,13 +97,13 @@ pub fn resolve(command: &str) -> Result<Vec<PathBuf>, String> {
         .iter()
         .map(|p| format!("{} ({})", p.path.display(), p.agent))
         .collect();
-    eprintln!("reading {}", read.join(", "));
+    crate::progress::say(&format!("reading {}", read.join(", ")));
     if !missing.is_empty() {
         let names: Vec<String> = missing
             .iter()
             .map(|p| p.path.display().to_string())
             .collect();
-        eprintln!("not present: {}", names.join(", "));
+        crate::progress::say(&format!("not present: {}", names.join(", ")));
     }
     Ok(found.into_iter().map(|p| p.path.clone()).collect())
 }

@@ -535,13 +535,13 @@ pub async fn judge_models_answering(
                             .collect::<Vec<_>>()
                             .join(", "),
                     };
-                    eprintln!(
+                    crate::progress::say(&format!(
                         "judge: [{}/{total}] {} {} ({:.1}s): {what}",
                         n.unwrap_or(0),
                         rec.model,
                         item.id,
                         rec.latency_ms as f64 / 1000.0
-                    );
+                    ));
                 }
                 (mi, ii, rec)
             }));

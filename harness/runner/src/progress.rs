@@ -38,14 +38,20 @@ impl Mode {
 /// The bar being drawn, so [`warn`] can print above it.
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
-/// Prints a warning on standard error: above the progress bar when one is drawn, so the bar is
-/// redrawn below it rather than torn through.
-pub fn warn(message: &str) {
+/// Prints a line on standard error — a note, a warning, what was written — above the progress
+/// bar when one is drawn, so the bar is redrawn below it rather than torn through. The library
+/// writes to standard error only through here (tests/architecture.rs checks it).
+pub fn say(message: &str) {
     let bar = BAR.lock().ok().and_then(|b| b.clone());
     match bar {
         Some(bar) => bar.suspend(|| eprintln!("{message}")),
         None => eprintln!("{message}"),
     }
+}
+
+/// Prints a warning on standard error ([`say`]: above the progress bar).
+pub fn warn(message: &str) {
+    say(message);
 }
 
 /// The line printed off a terminal when a cell finishes: `[ 37/255] id ok 1.2 s`, the count

@@ -126,13 +126,13 @@ pub fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
         match serde_json::from_str::<CellRecord>(line) {
             Ok(_) => None,
             Err(e) => {
-                eprintln!(
+                crate::progress::warn(&format!(
                 "warning: {}:{}:{}: not a cell record ({e}); moved to {}.bad, its cell runs again",
                 path.display(),
                 i + 1,
                 e.column(),
                 path.display()
-            );
+            ));
                 Some("jsonl.bad")
             }
         }
@@ -333,12 +333,12 @@ impl RunDir {
         if retry_errors {
             let n = set_aside_errors(&cpath).map_err(|e| io("repair", &cpath, e))?;
             if n > 0 {
-                eprintln!(
+                crate::progress::say(&format!(
                     "note: {n} cell(s) ended in an infrastructure error last time and run again \
                      (their records are kept in {}.retried; --no-retry-errors keeps them as \
                      they are)",
                     cpath.display()
-                );
+                ));
             }
         }
         let done: HashSet<String> = if cpath.exists() {

@@ -332,12 +332,12 @@ pub fn default_dir(base: &Path) -> Result<PathBuf, String> {
         return Ok(here);
     }
     let dir = embedded::unpacked()?;
-    eprintln!(
+    crate::progress::say(&format!(
         "no tasks/ folder here: using the task suite built into foldbench ({} files, unpacked \
          at {}); `foldbench init` writes it into this folder",
         embedded::FILES.len(),
         dir.display()
-    );
+    ));
     Ok(dir)
 }
 

@@ -40,7 +40,9 @@ pub async fn inside(socket: PathBuf, port: u16, command: Vec<OsString>) -> i32 {
     let listener = match TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("foldbench agent-bridge: cannot listen on 127.0.0.1:{port}: {e}");
+            crate::progress::say(&format!(
+                "foldbench agent-bridge: cannot listen on 127.0.0.1:{port}: {e}"
+            ));
             return 127;
         }
     };
@@ -58,7 +60,7 @@ pub async fn inside(socket: PathBuf, port: u16, command: Vec<OsString>) -> i32 {
         }
     });
     let Some((program, args)) = command.split_first() else {
-        eprintln!("foldbench agent-bridge: no command to run after `--`");
+        crate::progress::say("foldbench agent-bridge: no command to run after `--`");
         return 127;
     };
     let status = tokio::process::Command::new(program)
@@ -70,10 +72,10 @@ pub async fn inside(socket: PathBuf, port: u16, command: Vec<OsString>) -> i32 {
     match status {
         Ok(s) => exit_code(s),
         Err(e) => {
-            eprintln!(
+            crate::progress::say(&format!(
                 "foldbench agent-bridge: cannot start {}: {e}",
                 Path::new(program).display()
-            );
+            ));
             127
         }
     }

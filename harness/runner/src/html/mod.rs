@@ -27,6 +27,6 @@ pub fn is_html(path: &Path) -> bool {
 pub fn write(path: &Path, page: &Page) -> Result<(), String> {
     crate::atomic::write(path, html::render(page).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    crate::progress::say(&format!("wrote {}", path.display()));
     Ok(())
 }
