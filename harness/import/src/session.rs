@@ -120,6 +120,12 @@ pub struct ImportedSession {
 }
 
 impl ImportedSession {
+    /// The highest turn a human prompt opened (0 with none): the number of turns the judges
+    /// and the labels see.
+    pub fn last_human_turn(&self) -> u32 {
+        self.human_turns.iter().map(|h| h.turn).max().unwrap_or(0)
+    }
+
     /// The context of a request as recorded: `messages[context_start..context]`.
     pub fn context(&self, request: &RecordedRequest) -> &[Arc<Message>] {
         let end = request.context.min(self.messages.len());

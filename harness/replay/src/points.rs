@@ -68,12 +68,7 @@ pub struct Turns {
 impl Turns {
     /// The turns of `session`, judged by `judge` (`lexical` when the labels do not cover it).
     pub fn new(session: &ImportedSession, judge: JudgeKind, labels: Option<&Labels>) -> Turns {
-        let n = session
-            .human_turns
-            .iter()
-            .map(|h| h.turn)
-            .max()
-            .unwrap_or(0) as usize;
+        let n = session.last_human_turn() as usize;
         let mut prompts = vec![String::new(); n];
         for h in &session.human_turns {
             if let Some(p) = prompts.get_mut((h.turn as usize).wrapping_sub(1)) {

@@ -305,12 +305,7 @@ pub fn labelled_items(
         ));
     };
     let mut warnings = Vec::new();
-    let turns = session
-        .human_turns
-        .iter()
-        .map(|h| h.turn)
-        .max()
-        .unwrap_or(0) as usize;
+    let turns = session.last_human_turn() as usize;
     let mut per_turn: Vec<Option<String>> = vec![None; turns];
     let mut words: Vec<Option<String>> = vec![None; turns];
     for h in &session.human_turns {
