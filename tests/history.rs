@@ -110,8 +110,12 @@ fn replay_with_no_path_reads_both_default_folders_and_names_them() {
     assert_eq!(models[0]["source"], "built_in");
     assert_eq!(models[0]["output"], 15.0);
 
-    // The terminal table's session rows show project, date and a short id.
-    let out = foldbench(home.path(), &["replay", "--min-turns", "1"]);
+    // The terminal table's session rows show project, date and a short id (the date in
+    // `--view all`: the default view keeps to 120 columns).
+    let out = foldbench(
+        home.path(),
+        &["replay", "--min-turns", "1", "--view", "all"],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.lines()

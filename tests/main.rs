@@ -26,3 +26,4 @@ mod proxy;
 mod runs;
 mod snapshots;
 mod suite;
+mod widths;

@@ -23,6 +23,7 @@ use clap::{Parser, Subcommand};
 use harness_core::message::Message;
 use harness_core::record::{CellRecord, Status};
 use harness_report::render;
+use harness_report::view::Kind;
 
 use crate::error::{Code, Error};
 
@@ -248,6 +249,8 @@ struct RunArgs {
     #[command(flatten)]
     matrix: crate::matrix::MatrixArgs,
     #[command(flatten)]
+    view: crate::view::ViewArgs,
+    #[command(flatten)]
     common: CommonRun,
 }
 
@@ -268,6 +271,8 @@ struct AbArgs {
     /// an arm, else the first).
     #[arg(long)]
     baseline: Option<String>,
+    #[command(flatten)]
+    view: crate::view::ViewArgs,
     #[command(flatten)]
     common: CommonRun,
 }
@@ -754,7 +759,10 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
                 return Ok(Code::NoCells);
             }
-            crate::out::line(&render::summary_table(&records).to_terminal())?;
+            crate::out::line(
+                &a.view
+                    .render(&render::summary_table(&records), Kind::Summary),
+            )?;
             for line in harness_report::verdict::verdict_lines(&records, None) {
                 crate::out::line(&line)?;
             }
@@ -762,7 +770,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             if let Some(t) = harness_report::frontier::run_table(&records) {
                 crate::out::line(&format!(
                     "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
-                    t.to_terminal()
+                    a.view.render(&t, Kind::Plain)
                 ))?;
             }
             print_failures(&records);
@@ -856,7 +864,10 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     let started = std::time::Instant::now();
     match crate::signals::interruptible(run::run(cfg)).await {
         Ok(records) => {
-            crate::out::line(&render::ab_table(&records, &labels).to_terminal())?;
+            crate::out::line(
+                &a.view
+                    .render(&render::ab_table(&records, &labels), Kind::Ab),
+            )?;
             for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {
                 crate::out::line(&line)?;
             }
@@ -864,7 +875,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             if let Some(t) = harness_report::frontier::run_table(&records) {
                 crate::out::line(&format!(
                     "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
-                    t.to_terminal()
+                    a.view.render(&t, Kind::Plain)
                 ))?;
             }
             print_failures(&records);

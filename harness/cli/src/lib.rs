@@ -36,6 +36,7 @@ mod replay_json;
 mod report;
 mod serve;
 mod signals;
+mod view;
 
 pub use harness_core;
 pub use policies;

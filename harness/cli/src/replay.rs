@@ -30,9 +30,16 @@ use harness_replay::{
     analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer, SessionReplay,
 };
 use harness_report::render::Table;
+use harness_report::view::Kind;
 use serde::Serialize;
 
 use crate::error::{Code, Error};
+use crate::view::{ViewArgs, ViewName};
+
+/// `analyze`'s tables: every column, as before views.
+const ALL: ViewArgs = ViewArgs {
+    view: ViewName::All,
+};
 use crate::replay_json::{session_json, ReplayJson, RequestLine};
 use harness_runner::results::write_lines;
 
@@ -130,6 +137,8 @@ pub struct ReplayArgs {
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
     #[command(flatten)]
     config: crate::matrix::ConfigArgs,
+    #[command(flatten)]
+    view: crate::view::ViewArgs,
     /// The context window the policies assume (compact fires at 0.9 of it).
     #[arg(long, default_value_t = DEFAULT_WINDOW, value_parser = crate::limits::window)]
     window: u64,
@@ -513,11 +522,11 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
     Ok(Some(labels))
 }
 
-fn print_table(t: &Table, format: OutputFormat) -> Result<(), Error> {
+fn print_table(t: &Table, format: OutputFormat, kind: (Kind, ViewArgs)) -> Result<(), Error> {
     match format {
         OutputFormat::Md => crate::out::line(&t.to_markdown()),
         OutputFormat::Csv => crate::out::print(&t.to_csv()),
-        _ => crate::out::line(&t.to_terminal()),
+        _ => crate::out::line(&kind.1.render(t, kind.0)),
     }
 }
 
@@ -728,7 +737,11 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         ),
         format,
     )?;
-    print_table(&report::policy_table(&r.summary, r.labelled > 0), format)?;
+    print_table(
+        &report::policy_table(&r.summary, r.labelled > 0),
+        format,
+        (Kind::ReplayPolicies, a.view),
+    )?;
     for note in notes_of(a, r) {
         crate::out::line(&note)?;
     }
@@ -743,6 +756,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         print_table(
             &report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
             format,
+            (Kind::ReplaySessions, a.view),
         )?;
     }
     if r.truth_all.requests > 0 {
@@ -750,7 +764,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
             "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
             format,
         )?;
-        print_table(&r.truth, format)?;
+        print_table(&r.truth, format, (Kind::ReplayTruth, a.view))?;
     }
     Ok(())
 }
@@ -871,9 +885,11 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 }
             }
         }
-        OutputFormat::Csv => {
-            print_table(&report::composition_table(&sessions, src.min_turns), format)?
-        }
+        OutputFormat::Csv => print_table(
+            &report::composition_table(&sessions, src.min_turns),
+            format,
+            (Kind::Plain, ALL),
+        )?,
         OutputFormat::Table | OutputFormat::Md => {
             let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
             let labelled = sessions
@@ -898,7 +914,11 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 ),
                 format,
             )?;
-            print_table(&report::composition_table(&sessions, src.min_turns), format)?;
+            print_table(
+                &report::composition_table(&sessions, src.min_turns),
+                format,
+                (Kind::Plain, ALL),
+            )?;
             if format == OutputFormat::Md {
                 crate::out::line("")?;
             }

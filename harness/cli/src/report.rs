@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use harness_core::record::CellRecord;
 use harness_report::svg::{self, RequestPoint, SessionChoice};
+use harness_report::view::Kind;
 use harness_report::{junit, render};
 
 use crate::error::{Code, Error};
@@ -101,6 +102,8 @@ pub struct ReportArgs {
     /// run has it, else the first arm).
     #[arg(long)]
     pub baseline: Option<String>,
+    #[command(flatten)]
+    pub view: crate::view::ViewArgs,
 }
 
 /// Reads the chart fields of `requests.jsonl`.
@@ -146,7 +149,8 @@ pub fn render_format(
         .unwrap_or_else(|| a.run_dir.display().to_string());
     Ok(match format {
         Format::Table => {
-            let mut out = format!("{}\n", table().to_terminal());
+            let kind = if a.cells { Kind::Cells } else { Kind::Summary };
+            let mut out = format!("{}\n", a.view.render(&table(), kind));
             let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
             for line in &lines {
                 out.push_str(line);

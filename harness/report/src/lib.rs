@@ -15,7 +15,8 @@
 //! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
-//! - [`judgement`]: the boundary-judgement tables.
+//! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
+//!   tables and their fit to a width.
 pub mod compare;
 pub mod frontier;
 pub mod html;
@@ -25,3 +26,4 @@ pub mod markdown;
 pub mod render;
 pub mod svg;
 pub mod verdict;
+pub mod view;
