@@ -134,16 +134,44 @@ fn shm_usable(mounts: &str) -> bool {
         .is_ok_and(|n| n.saturating_mul(scale) >= SHM_MIN)
 }
 
-/// The name prefix of the workspaces of process `pid`.
+/// The name prefix of the workspaces of process `pid` of this PID namespace:
+/// `foldbench-p<PID>-n<NS>-`, `NS` the namespace's inode (`/proc/self/ns/pid`). A pid means a
+/// process only in its own namespace: a run in a container or under `unshare --pid` that shares
+/// the temp folder with the host must neither sweep the host's workspaces nor have its own
+/// swept by the host, whose `/proc` does not show its pids (or shows other processes under
+/// them).
 pub fn owned_prefix(pid: u32) -> String {
-    format!("foldbench-p{pid}-")
+    match pid_namespace() {
+        Some(ns) => format!("foldbench-p{pid}-n{ns}-"),
+        None => format!("foldbench-p{pid}-"),
+    }
 }
 
-/// The owner's pid of a workspace folder named `foldbench-p<PID>-…`.
+/// This process's PID namespace: the inode in `/proc/self/ns/pid` (`pid:[4026531836]`).
+fn pid_namespace() -> Option<u64> {
+    static NS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| {
+        let link = fs::read_link("/proc/self/ns/pid").ok()?;
+        let text = link.to_str()?;
+        text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+    })
+}
+
+/// The owner's pid of a workspace folder named `foldbench-p<PID>-n<NS>-…` in this PID
+/// namespace (`None` for another namespace's: its pids are not this one's). A name without the
+/// namespace (`foldbench-p<PID>-…`, before it was written) counts as this namespace's.
 fn owner_of(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("foldbench-p")?;
-    let (pid, _) = rest.split_once('-')?;
-    pid.parse().ok()
+    let (pid, rest) = rest.split_once('-')?;
+    let pid = pid.parse().ok()?;
+    let ns = rest
+        .strip_prefix('n')
+        .and_then(|r| r.split_once('-'))
+        .and_then(|(n, _)| n.parse::<u64>().ok());
+    match (ns, pid_namespace()) {
+        (Some(theirs), Some(ours)) if theirs != ours => None,
+        _ => Some(pid),
+    }
 }
 
 /// Removes the workspaces in `tmp` whose owning process no longer exists (a run killed with
@@ -247,7 +275,8 @@ impl Workspace {
     pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
     /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
-    /// `foldbench-p<PID>-…` after the process that owns it, so [`sweep_stale`] can tell a dead
+    /// `foldbench-p<PID>-n<NS>-…` after the process that owns it ([`owned_prefix`]), so
+    /// [`sweep_stale`] can tell a dead
     /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
     /// in the fixture is an error), `git init`, everything staged and committed as the first
@@ -845,12 +874,20 @@ mod tests {
             .join(format!("{}abc", owned_prefix(std::process::id())));
         let kept_ws = tmp.path().join(format!("{KEPT_PREFIX}abc"));
         let other = tmp.path().join("foldbench-pnotapid-x");
-        for d in [&dead_ws, &live_ws, &kept_ws, &other] {
+        // The same dead pid in another PID namespace (a container sharing the folder): not
+        // this namespace's process, so not swept.
+        let ns = pid_namespace().expect("a PID namespace");
+        let foreign = tmp
+            .path()
+            .join(format!("foldbench-p{dead}-n{}-abc", ns + 1));
+        // A name from before the namespace was written counts as this namespace's.
+        let legacy = tmp.path().join(format!("foldbench-p{dead}-legacy"));
+        for d in [&dead_ws, &live_ws, &kept_ws, &other, &foreign, &legacy] {
             fs::create_dir_all(d.join("src")).expect("mkdir");
         }
-        assert_eq!(sweep_stale(tmp.path()), 1);
-        assert!(!dead_ws.exists());
-        assert!(live_ws.exists() && kept_ws.exists() && other.exists());
+        assert_eq!(sweep_stale(tmp.path()), 2);
+        assert!(!dead_ws.exists() && !legacy.exists());
+        assert!(live_ws.exists() && kept_ws.exists() && other.exists() && foreign.exists());
         let me = std::process::id();
         assert_eq!(sweep(tmp.path(), |pid| pid == me), 1);
         assert!(!live_ws.exists() && kept_ws.exists());
