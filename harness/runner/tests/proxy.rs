@@ -827,3 +827,29 @@ async fn a_conversation_begun_before_a_restart_goes_on_with_its_folds_in_its_own
         "and the requests of both runs"
     );
 }
+
+#[tokio::test]
+async fn two_sessions_that_begin_alike_are_two_conversations() {
+    // Agents begin every session with the same reminder: the session id tells them apart.
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("none", &up, out.path(), None).await;
+    for session in ["session-1", "session-2", "session-1"] {
+        let mut body = two_turns(false);
+        body["metadata"] = json!({"user_id": session});
+        let (status, _, text) = post(&p, "/v1/messages", &body).await;
+        assert_eq!(status, 200, "{text}");
+    }
+    let events = p.events().await;
+    let requests: Vec<usize> = events
+        .iter()
+        .map(|(_, ev)| {
+            ev.iter()
+                .filter(|e| matches!(e, harness_core::events::Event::Request(_)))
+                .count()
+        })
+        .collect();
+    assert_eq!(requests, vec![2, 1], "one conversation per session");
+    let summary = p.stop().await.unwrap();
+    assert_eq!(summary.cells.len(), 2);
+}

@@ -55,7 +55,7 @@ fn strip_cache_control(v: &mut Value) {
 pub struct Envelope {
     /// The API.
     pub api: Api,
-    /// Every top-level field, in order; the items field holds its original value.
+    /// Every top-level field, in order; the items field holds `null` (the items are apart).
     fields: Vec<(String, Box<RawValue>)>,
     /// The conversation: `messages` (Anthropic, Chat) or `input` (Responses; a string input is
     /// one user message).
@@ -79,6 +79,90 @@ pub struct Envelope {
 
 /// The top-level fields of an object, in order, each raw.
 struct Fields(Vec<(String, Box<RawValue>)>);
+
+/// A body split: its fields (the items field `null`) and its items.
+type Split = (Vec<(String, Box<RawValue>)>, Vec<Box<RawValue>>);
+
+/// A body's fields (the items field `null`) and its items, in one pass; `None` when the body is
+/// not an object whose items field is a list, or has a field twice.
+fn split_fast(key: &str, body: &[u8]) -> Option<Split> {
+    struct Seed<'k>(&'k str);
+    type Maybe = (Vec<(String, Box<RawValue>)>, Option<Vec<Box<RawValue>>>);
+    impl<'de> de::DeserializeSeed<'de> for Seed<'_> {
+        type Value = Maybe;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Maybe, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Seed<'_> {
+        type Value = Maybe;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Maybe, A::Error> {
+            let mut out: Vec<(String, Box<RawValue>)> = Vec::new();
+            let mut items = None;
+            while let Some(k) = map.next_key::<String>()? {
+                if out.iter().any(|(n, _)| *n == k) {
+                    return Err(de::Error::custom("a field appears twice"));
+                }
+                if k == self.0 {
+                    items = Some(map.next_value::<Vec<Box<RawValue>>>()?);
+                    out.push((k, crate::null()));
+                } else {
+                    out.push((k, map.next_value::<Box<RawValue>>()?));
+                }
+            }
+            Ok((out, items))
+        }
+    }
+    let mut d = serde_json::Deserializer::from_slice(body);
+    let (fields, items) = de::DeserializeSeed::deserialize(Seed(key), &mut d).ok()?;
+    d.end().ok()?;
+    Some((fields, items?))
+}
+
+/// A body's fields (the items field `null`) and its items, each field read raw first and the
+/// items from the raw list: what is wrong said with its place.
+fn split_slow(api: Api, body: &[u8]) -> Result<Split, WireError> {
+    let Fields(mut fields) = serde_json::from_slice(body).map_err(|e| {
+        err(format!(
+            "the request body is not a JSON object: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| &**v);
+    let key = api.items_field();
+    let items_raw = field(key).ok_or_else(|| {
+        err(format!(
+            "the request has no `{key}`: a {} request carries the conversation in `{key}`",
+            api.name()
+        ))
+    })?;
+    let items: Vec<Box<RawValue>> = match serde_json::from_str(items_raw.get()) {
+        Ok(items) => items,
+        Err(_) if api == Api::Responses && items_raw.get().starts_with('"') => {
+            let text: String = serde_json::from_str(items_raw.get())
+                .map_err(|e| err(format!("`input` is not a string or a list: {e}")))?;
+            vec![crate::raw(
+                &serde_json::json!({"role": "user", "content": text}),
+            )]
+        }
+        Err(e) => {
+            return Err(err(format!(
+                "`{key}` must be a list of {}: {e}",
+                if key == "input" { "items" } else { "messages" }
+            )))
+        }
+    };
+    // The items field's own copy is not kept: [`Envelope::write`] writes the items in its place
+    // (a history of some MiB would otherwise be held twice).
+    if let Some((_, v)) = fields.iter_mut().find(|(k, _)| k == key) {
+        *v = crate::null();
+    }
+    Ok((fields, items))
+}
 
 impl<'de> serde::Deserialize<'de> for Fields {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
@@ -107,37 +191,14 @@ impl Envelope {
     /// Splits a request body. A body that is not a JSON object, or whose items field is missing
     /// or not a list, is refused with what is wrong (line and column for bad JSON).
     pub fn parse(api: Api, body: &[u8]) -> Result<Envelope, WireError> {
-        let Fields(fields) = serde_json::from_slice(body).map_err(|e| {
-            err(format!(
-                "the request body is not a JSON object: {e} (line {}, column {})",
-                e.line(),
-                e.column()
-            ))
-        })?;
-        let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| &**v);
         let key = api.items_field();
-        let items_raw = field(key).ok_or_else(|| {
-            err(format!(
-                "the request has no `{key}`: a {} request carries the conversation in `{key}`",
-                api.name()
-            ))
-        })?;
-        let items: Vec<Box<RawValue>> = match serde_json::from_str(items_raw.get()) {
-            Ok(items) => items,
-            Err(_) if api == Api::Responses && items_raw.get().starts_with('"') => {
-                let text: String = serde_json::from_str(items_raw.get())
-                    .map_err(|e| err(format!("`input` is not a string or a list: {e}")))?;
-                vec![crate::raw(
-                    &serde_json::json!({"role": "user", "content": text}),
-                )]
-            }
-            Err(e) => {
-                return Err(err(format!(
-                    "`{key}` must be a list of {}: {e}",
-                    if key == "input" { "items" } else { "messages" }
-                )))
-            }
+        // One pass over the body when it is as an agent sends it; the slow path (each field
+        // kept raw, then the items read from the raw list) says what is wrong otherwise.
+        let (fields, items) = match split_fast(key, body) {
+            Some(split) => split,
+            None => split_slow(api, body)?,
         };
+        let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| &**v);
         let text =
             |name: &str| field(name).and_then(|v| serde_json::from_str::<Value>(v.get()).ok());
         let model = text("model")

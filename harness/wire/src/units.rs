@@ -113,6 +113,19 @@ enum Last {
     Closing,
 }
 
+/// What [`Grouper::group_from`] does after each item: the item's index, the grouper, the open
+/// group and the pieces so far.
+type AfterItem<'a> = dyn FnMut(usize, &Grouper, (&Option<Open>, &Vec<Piece>)) + 'a;
+
+/// Where a grouping stood after some items: the grouper's state, the group still open and how
+/// many pieces were flushed ([`Grouper::group_from`]).
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    grouper: Grouper,
+    open: Option<Open>,
+    pieces: usize,
+}
+
 /// Groups units into core messages, carrying the turn and the calls from request to request.
 #[derive(Debug, Clone)]
 pub struct Grouper {
@@ -136,6 +149,7 @@ impl Default for Grouper {
 }
 
 /// A group being built.
+#[derive(Debug, Clone)]
 struct Open {
     side: Side,
     text: Vec<String>,
@@ -176,6 +190,60 @@ impl Grouper {
     pub fn group(&mut self, items: &[(usize, &[Unit])]) -> Vec<Piece> {
         let mut out = Vec::new();
         let mut open: Option<Open> = None;
+        self.feed(&mut open, &mut out, items, &mut |_, _, _| {});
+        self.flush(&mut open, &mut out);
+        out
+    }
+
+    /// Groups like [`Grouper::group`], going on from `start` (a checkpoint of an earlier
+    /// grouping and the pieces it had flushed, for the same units before `items`), and hands
+    /// back a checkpoint after each item whose index `keep` accepts: the grouping of a request
+    /// whose first items the last one had goes on from where they ended, so only what was
+    /// appended is grouped (and its messages built and counted).
+    pub fn group_from(
+        start: Option<(&Checkpoint, &[Piece])>,
+        items: &[(usize, &[Unit])],
+        keep: impl Fn(usize) -> bool,
+    ) -> (Grouper, Vec<Piece>, Vec<(usize, Checkpoint)>) {
+        let (mut g, mut open, mut out) = match start {
+            Some((c, pieces)) => (
+                c.grouper.clone(),
+                c.open.clone(),
+                pieces[..c.pieces.min(pieces.len())].to_vec(),
+            ),
+            None => (Grouper::new(), None, Vec::new()),
+        };
+        let mut checkpoints = Vec::new();
+        g.feed(&mut open, &mut out, items, &mut |item,
+                                                 g: &Grouper,
+                                                 (open, out): (
+            &Option<Open>,
+            &Vec<Piece>,
+        )| {
+            if keep(item) {
+                checkpoints.push((
+                    item,
+                    Checkpoint {
+                        grouper: g.clone(),
+                        open: open.clone(),
+                        pieces: out.len(),
+                    },
+                ));
+            }
+        });
+        g.flush(&mut open, &mut out);
+        (g, out, checkpoints)
+    }
+
+    /// Groups `items` into `out`, `open` the group in progress; `after` is called after each
+    /// item with its index, the grouper, the open group and the pieces so far.
+    fn feed(
+        &mut self,
+        open: &mut Option<Open>,
+        out: &mut Vec<Piece>,
+        items: &[(usize, &[Unit])],
+        after: &mut AfterItem<'_>,
+    ) {
         for (item, units) in items {
             for (u, unit) in units.iter().enumerate() {
                 let at = UnitRef {
@@ -184,7 +252,7 @@ impl Grouper {
                 };
                 match &unit.kind {
                     UnitKind::Pinned => {
-                        self.flush(&mut open, &mut out);
+                        self.flush(open, out);
                         out.push(Piece {
                             message: None,
                             units: vec![at],
@@ -196,7 +264,7 @@ impl Grouper {
                         text,
                         is_error,
                     } => {
-                        self.flush(&mut open, &mut out);
+                        self.flush(open, out);
                         if let Some(f) = &unit.form {
                             self.results.insert(call_id.clone(), f.clone());
                         }
@@ -226,7 +294,7 @@ impl Grouper {
                     UnitKind::UserText(t) | UnitKind::Assistant { text: t, .. } => {
                         let side = unit.side();
                         if open.as_ref().is_some_and(|o| o.side != side) {
-                            self.flush(&mut open, &mut out);
+                            self.flush(open, out);
                         }
                         let o = open.get_or_insert_with(|| Open {
                             side,
@@ -248,9 +316,8 @@ impl Grouper {
                     }
                 }
             }
+            after(*item, self, (open, out));
         }
-        self.flush(&mut open, &mut out);
-        out
     }
 
     fn flush(&mut self, open: &mut Option<Open>, out: &mut Vec<Piece>) {
@@ -301,6 +368,64 @@ mod tests {
             id: id.into(),
             name: "Read".into(),
             args: json!({"file_path": "a"}),
+        }
+    }
+
+    /// The messages of some pieces, as (turn, text, units, opens).
+    fn shape(p: &[Piece]) -> Vec<(u32, String, Vec<UnitRef>, bool)> {
+        p.iter()
+            .map(|p| {
+                let m = p.message.as_ref();
+                (
+                    m.map_or(0, |m| m.turn),
+                    m.map(|m| m.text.clone()).unwrap_or_default(),
+                    p.units.clone(),
+                    p.opens_turn,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_grouping_gone_on_from_a_checkpoint_is_the_whole_grouping() {
+        let items: Vec<Vec<Unit>> = vec![
+            vec![unit(UnitKind::Pinned)],
+            vec![unit(UnitKind::UserText("read a".into()))],
+            vec![unit(UnitKind::Assistant {
+                text: "".into(),
+                calls: vec![call("c1")],
+            })],
+            vec![
+                unit(UnitKind::ToolResult {
+                    call_id: "c1".into(),
+                    text: "x = 1".into(),
+                    is_error: false,
+                }),
+                unit(UnitKind::UserText("a reminder".into())),
+            ],
+            // User text in the next item joins the open group of the last one.
+            vec![unit(UnitKind::UserText("and b".into()))],
+            vec![unit(UnitKind::Assistant {
+                text: "done".into(),
+                calls: vec![],
+            })],
+            vec![unit(UnitKind::UserText("next".into()))],
+        ];
+        let refs: Vec<(usize, &[Unit])> = items
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (i, u.as_slice()))
+            .collect();
+        let whole = Grouper::new().group(&refs);
+        let (g, again, checkpoints) = Grouper::group_from(None, &refs, |_| true);
+        assert_eq!(shape(&again), shape(&whole));
+        assert_eq!(g.turn(), 2);
+        assert_eq!(checkpoints.len(), items.len());
+        for (i, c) in &checkpoints {
+            let (g, resumed, _) = Grouper::group_from(Some((c, &whole)), &refs[i + 1..], |_| false);
+            assert_eq!(shape(&resumed), shape(&whole), "from item {i}");
+            assert_eq!(g.turn(), 2);
+            assert_eq!(g.call("c1").map(|c| c.0), Some("Read"));
         }
     }
 

@@ -28,8 +28,8 @@ use harness_core::session::COMPACTION_PROMPT;
 use harness_core::spec::TaskSpec;
 use harness_core::tokens;
 use harness_wire::render::{self, Out};
-use harness_wire::units::{Grouper, Side, Unit, UnitKind};
-use harness_wire::{canonical_key, decode_item, Api, Envelope, ItemKey};
+use harness_wire::units::{Grouper, Side, UnitKind};
+use harness_wire::{Api, Envelope, ItemKey};
 use serde_json::value::RawValue;
 
 /// Tools whose calls change files: a later equal call is a re-run only if none of these ran in
@@ -46,44 +46,6 @@ const WRITING_TOOLS: [&str; 9] = [
     "exec_command",
 ];
 
-/// The agent's request, decoded.
-pub struct Decoded {
-    /// The request's top level.
-    pub env: Envelope,
-    /// Each item's units.
-    pub units: Vec<Vec<Unit>>,
-    /// Each unit's identity, per item.
-    pub keys: Vec<Vec<ItemKey>>,
-}
-
-/// Decodes a request body of `api`: its envelope, every item's units and their identities. A
-/// body the API would refuse is an error saying what is wrong and where.
-pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, String> {
-    let env = Envelope::parse(api, body).map_err(|e| e.0)?;
-    let mut units = Vec::with_capacity(env.items.len());
-    let mut keys = Vec::with_capacity(env.items.len());
-    for (i, item) in env.items.iter().enumerate() {
-        let u =
-            decode_item(api, item).map_err(|e| format!("`{}[{i}]`: {}", api.items_field(), e.0))?;
-        keys.push(u.iter().map(|u| canonical_key(&u.raw)).collect());
-        units.push(u);
-    }
-    Ok(Decoded { env, units, keys })
-}
-
-impl Decoded {
-    /// The identity of the conversation's first message that is not pinned (`None` when it has
-    /// none).
-    pub fn first_key(&self) -> Option<ItemKey> {
-        self.units
-            .iter()
-            .zip(&self.keys)
-            .flat_map(|(u, k)| u.iter().zip(k))
-            .find(|(u, _)| u.kind != UnitKind::Pinned)
-            .map(|(_, k)| *k)
-    }
-}
-
 /// A splice or a compaction, kept to be applied again: the units it replaced and what stands in
 /// their place.
 #[derive(Debug, Clone)]
@@ -92,9 +54,13 @@ struct Edit {
     with: Arc<Message>,
 }
 
+mod decode;
+mod grouping;
 mod needs;
 mod state;
 
+pub use decode::{decode, Decoded};
+use grouping::Grouped;
 pub use state::Saved;
 
 /// Where a message of the live context came from.
@@ -195,6 +161,8 @@ pub struct Conversation {
     /// progress.
     needs: Option<Arc<TaskSpec>>,
     watch: Option<(u32, NeedWatch)>,
+    /// The last request's grouping.
+    grouped: Option<Grouped>,
 }
 
 impl Conversation {
@@ -232,6 +200,7 @@ impl Conversation {
             ended: None,
             needs: None,
             watch: None,
+            grouped: None,
         })
     }
 
@@ -265,6 +234,7 @@ impl Conversation {
         self.cards.clear();
         self.turn = 0;
         self.prev = None;
+        self.grouped = None;
         self.branches += 1;
         Ok(())
     }
@@ -296,20 +266,13 @@ impl Conversation {
         self.current_keys = req.keys.clone();
         let system = self.refresh_prefix(req);
         self.system = system;
-        let refs: Vec<(usize, &[Unit])> = req
-            .units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (i, u.as_slice()))
-            .collect();
-        let mut grouper = Grouper::new();
-        let pieces = grouper.group(&refs);
-        self.grouper = grouper;
+        let pieces = self.group(req);
         self.pinned.clear();
         self.origins.clear();
         self.position.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
+        let mut stable_at: Vec<(usize, Arc<Message>)> = Vec::new();
         for (pos, p) in pieces.iter().enumerate() {
             let at: Vec<(usize, usize)> = p.units.iter().map(|u| (u.item, u.unit)).collect();
             let Some(m) = &p.message else {
@@ -349,6 +312,7 @@ impl Conversation {
             };
             let mut id_key = keys.clone();
             id_key.push(ItemKey(turn_key(m.turn)));
+            let whole = kept.len() == p.units.len();
             let stable = match self.known.get(&id_key) {
                 Some(s) => Arc::clone(s),
                 None => {
@@ -363,6 +327,9 @@ impl Conversation {
                     m
                 }
             };
+            if whole {
+                stable_at.push((pos, Arc::clone(&stable)));
+            }
             let (msg, origin) = match self.cards.get(&id_key) {
                 Some(c) => (
                     Arc::clone(c),
@@ -374,6 +341,7 @@ impl Conversation {
             self.origins.insert(msg.id, origin);
             messages.push(msg);
         }
+        self.keep_stable(stable_at);
         let last_turn = messages.iter().map(|m| m.turn).max().unwrap_or(0);
         let mut splices = Vec::new();
         if last_turn > self.turn {

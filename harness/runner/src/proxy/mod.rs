@@ -139,6 +139,8 @@ struct Convs {
     list: Vec<Arc<tokio::sync::Mutex<Entry>>>,
     /// Hint (session id) or first message → conversation.
     by_key: HashMap<String, usize>,
+    /// The conversations a session id names.
+    hinted: std::collections::HashSet<usize>,
     /// The number the next new conversation gets.
     next: u64,
 }
@@ -184,6 +186,9 @@ impl Proxy {
             let i = convs.list.len();
             for k in &saved.keys {
                 convs.by_key.insert(k.clone(), i);
+                if k.starts_with("h:") {
+                    convs.hinted.insert(i);
+                }
             }
             let generation = conv.generation();
             convs.list.push(Arc::new(tokio::sync::Mutex::new(Entry {
@@ -513,22 +518,35 @@ impl Shared {
             .convs
             .lock()
             .map_err(|_| "the proxy's state was poisoned".to_string())?;
-        let found = hint
+        let by_hint = hint.as_ref().and_then(|h| convs.by_key.get(h)).copied();
+        // A session id not seen before is a new conversation even when its first message is
+        // another session's (agents begin every session with the same reminder), unless that
+        // conversation has no session id of its own.
+        let by_first = first
             .as_ref()
-            .and_then(|h| convs.by_key.get(h))
-            .or_else(|| first.as_ref().and_then(|f| convs.by_key.get(f)))
-            .copied();
-        if let Some(i) = found {
+            .and_then(|f| convs.by_key.get(f))
+            .copied()
+            .filter(|i| hint.is_none() || !convs.hinted.contains(i));
+        if let Some(i) = by_hint.or(by_first) {
             let e = Arc::clone(&convs.list[i]);
             // The model is read without waiting: a conversation's own requests come one at a
             // time, and a side model's request would otherwise wait for the main one.
-            if let Ok(g) = e.try_lock() {
+            if let Ok(mut g) = e.try_lock() {
                 if !g.model.is_empty() && !req.env.model.is_empty() && g.model != req.env.model {
                     return Ok(Found::Side(format!(
                         "another model ({}) than the conversation's ({})",
                         req.env.model, g.model
                     )));
                 }
+                if let Some(h) = hint.as_ref().filter(|_| by_hint.is_none()) {
+                    if !g.keys.contains(h) {
+                        g.keys.push(h.clone());
+                    }
+                }
+            }
+            if let Some(h) = hint.filter(|_| by_hint.is_none()) {
+                convs.by_key.insert(h, i);
+                convs.hinted.insert(i);
             }
             if let Some(f) = first {
                 convs.by_key.insert(f, i);
@@ -582,6 +600,7 @@ impl Shared {
         convs.list.push(Arc::clone(&entry));
         if let Some(h) = hint {
             convs.by_key.insert(h, i);
+            convs.hinted.insert(i);
         }
         if let Some(f) = first {
             convs.by_key.insert(f, i);
