@@ -136,10 +136,8 @@ fn shm_usable(mounts: &str) -> bool {
 
 /// The name prefix of the workspaces of process `pid` of this PID namespace:
 /// `foldbench-p<PID>-n<NS>-`, `NS` the namespace's inode (`/proc/self/ns/pid`). A pid means a
-/// process only in its own namespace: a run in a container or under `unshare --pid` that shares
-/// the temp folder with the host must neither sweep the host's workspaces nor have its own
-/// swept by the host, whose `/proc` does not show its pids (or shows other processes under
-/// them).
+/// process only in its own namespace, so a run in a container or under `unshare --pid` sharing
+/// the temp folder neither sweeps the host's workspaces nor has its own swept by the host.
 pub fn owned_prefix(pid: u32) -> String {
     match pid_namespace() {
         Some(ns) => format!("foldbench-p{pid}-n{ns}-"),
