@@ -423,7 +423,7 @@ fn drop_order(t: &Table, kind: Kind) -> Vec<usize> {
 }
 
 /// `t` rendered for a terminal at most `width` characters wide where it can be: headers wrapped
-/// first (those that save the most first, until it fits), then columns left out in [`drop_order`] (the first column and one more always stay).
+/// first (those that save the most first, until it fits), then columns left out in `drop_order` (the first column and one more always stay).
 /// Returns the text and the headers left out.
 pub fn fit(t: &Table, kind: Kind, width: usize) -> (String, Vec<String>) {
     let text = t.to_terminal();

@@ -2,9 +2,9 @@
 //! policy did re-applied by message identity, the policy asked for the next request, and the
 //! outgoing conversation written back in the agent's API.
 //!
-//! Identity is the unit's [`canonical_key`] (a content block, a Chat message, a Responses item,
-//! with `cache_control` left out), so a message the agent resends — regrouped, its cache
-//! breakpoint moved — is recognised. What the policy did is kept as:
+//! Identity is the unit's [`canonical_key`](harness_wire::canonical_key) (a content block, a
+//! Chat message, a Responses item, with `cache_control` left out), so a message the agent
+//! resends — regrouped, its cache breakpoint moved — is recognised. What the policy did is kept as:
 //!
 //! - **edits**: the units a splice (a fold, a strategy's end) or a compaction replaced, and the
 //!   message that stands in their place. On every later request those units are left out and the
