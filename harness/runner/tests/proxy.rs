@@ -853,3 +853,38 @@ async fn two_sessions_that_begin_alike_are_two_conversations() {
     let summary = p.stop().await.unwrap();
     assert_eq!(summary.cells.len(), 2);
 }
+
+#[tokio::test]
+async fn a_policy_process_that_fails_gives_the_agent_an_error_and_the_record_says_why() {
+    // An `exec:` policy that answers the handshake and exits: the first request's plan finds it
+    // gone. The agent gets a 500 saying so, nothing goes upstream, the record is an error.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("dies.py");
+    std::fs::write(
+        &script,
+        "import json, sys\nhello = json.loads(sys.stdin.readline())\n\
+         print(json.dumps({\"type\": \"hello\", \"re\": hello[\"id\"], \"protocol\": 1, \"tools\": []}), flush=True)\n\
+         sys.stderr.write(\"giving up now\\n\")\n",
+    )
+    .unwrap();
+    policies::registry::install(harness_runner::exec_policy::with_exec(
+        policies::registry::Registry::builtin(),
+    ));
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let policy = format!("exec:python3 {}", script.display());
+    let p = proxy(&policy, &up, out.path(), None).await;
+    let (status, _, text) = post(&p, "/v1/messages", &two_turns(false)).await;
+    assert_eq!(status, 500, "{text}");
+    assert!(text.contains("the policy failed"), "{text}");
+    assert!(
+        up.bodies().is_empty(),
+        "nothing the policy did not decide went upstream"
+    );
+    p.stop().await.unwrap();
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].status, harness_core::record::Status::Error);
+    let why = records[0].error.clone().unwrap_or_default();
+    assert!(why.contains("the policy failed"), "{why}");
+}

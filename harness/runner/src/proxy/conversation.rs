@@ -209,6 +209,12 @@ impl Conversation {
         self.policy.name()
     }
 
+    /// Why the policy cannot go on, once it cannot (an `exec:` process that crashed, hung or
+    /// answered out of protocol).
+    pub fn policy_failed(&self) -> Option<String> {
+        self.policy.failed()
+    }
+
     /// Whether the policy owns a tool (its calls are answered by the proxy).
     pub fn owns_tool(&self, name: &str) -> bool {
         self.policy.owns_tool(name)

@@ -329,8 +329,15 @@ impl Recorder {
                 e.model.clone()
             },
             seed: n,
-            status: Status::Success,
-            error: None,
+            status: if e.conv.policy_failed().is_some() {
+                Status::Error
+            } else {
+                Status::Success
+            },
+            error: e
+                .conv
+                .policy_failed()
+                .map(|r| format!("the policy failed: {r}")),
             checks: Vec::new(),
             turns: e.conv.turn(),
             metrics: metrics::compute(&e.conv.events, None, &Price::default()),

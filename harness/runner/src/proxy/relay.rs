@@ -29,6 +29,14 @@ pub(super) async fn main_request(
         Err(resp) => return resp,
     };
     let index = out.record.index;
+    // A policy that failed (an `exec:` process gone) decides nothing: the agent gets an error
+    // that says why, not a request the policy never made.
+    if let Some(reason) = e.conv.policy_failed() {
+        let msg = format!("the policy failed: {reason}");
+        shared.log(main_x(&path, e, index).status(500).note(&msg));
+        flush(&shared, e);
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &msg);
+    }
     let began = Instant::now();
     let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
         Ok(r) => r,
