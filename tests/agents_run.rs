@@ -173,3 +173,55 @@ fn codex_runs_two_tasks_under_native_none_trim_and_fold() {
         run_agent("codex");
     }
 }
+
+/// `--agent exec:CMD` with the 40-line agent of `examples/agents/tiny_agent.py`, which needs no
+/// install: the same measurements as for Claude Code and Codex. The script goes in the command
+/// itself (the sandbox hides `/tmp` and the home folder, where a checkout may sit).
+#[test]
+fn an_exec_agent_of_forty_lines_runs_under_native_trim_and_fold() {
+    let script = std::fs::read(root().join("examples/agents/tiny_agent.py")).unwrap();
+    let hex: String = script.iter().map(|b| format!("{b:02x}")).collect();
+    let agent = format!("exec:python3 -c \"exec(bytes.fromhex('{hex}').decode())\"");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    let tasks = root().join("tasks");
+    let run = Command::new(binary())
+        .args(["run", "--agent", &agent])
+        .arg("--tasks")
+        .arg(tasks.join("trim-rerun.yaml"))
+        .arg("--tasks")
+        .arg(tasks.join("return-to-login.yaml"))
+        .args(["--policy", "native", "--policy", "trim", "--policy", FOLD])
+        .args(["--seeds", "1", "--jobs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 6, "{stderr}");
+    for r in &rs {
+        assert_ne!(r.status, Status::Error, "{}: {:?}", r.id, r.error);
+        assert_eq!(r.agent.as_ref().map(|a| a.name.as_str()), Some("exec"));
+        assert!(r.metrics.requests >= 4, "{}", r.id);
+    }
+    for task in ["trim-rerun", "return-to-login"] {
+        let native = cell(&rs, task, "native");
+        let trim = cell(&rs, task, "trim");
+        assert_eq!(
+            native.status,
+            Status::Success,
+            "{task}: {:?}",
+            native.checks
+        );
+        assert_eq!(trim.status, Status::Failure, "{task}");
+        assert!(
+            trim.metrics.lost_facts > 0,
+            "{task}: trim's loss is measured"
+        );
+        assert!(trim.metrics.request_tokens.total < native.metrics.request_tokens.total);
+    }
+    let fold = cell(&rs, "return-to-login", FOLD);
+    assert_eq!(fold.status, Status::Success, "{:?}", fold.checks);
+    assert_eq!(fold.metrics.folds, 1);
+}
