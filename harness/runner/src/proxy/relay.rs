@@ -29,13 +29,8 @@ pub(super) async fn main_request(
         Err(resp) => return resp,
     };
     let index = out.record.index;
-    // A policy that failed (an `exec:` process gone) decides nothing: the agent gets an error
-    // that says why, not a request the policy never made.
-    if let Some(reason) = e.conv.policy_failed() {
-        let msg = format!("the policy failed: {reason}");
-        shared.log(main_x(&path, e, index).status(500).note(&msg));
-        flush(&shared, e);
-        return error(StatusCode::INTERNAL_SERVER_ERROR, &msg);
+    if let Some(resp) = policy_failed(&shared, e, &path, index) {
+        return resp;
     }
     let began = Instant::now();
     let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
@@ -141,6 +136,21 @@ fn with_body(head: hyper::http::response::Builder, body: ProxyBody) -> Response<
 }
 
 /// The exchange record of a main-conversation request.
+/// A policy that failed (an `exec:` process gone) decides nothing: the agent gets an error that
+/// says why, not a request the policy never made.
+fn policy_failed(
+    shared: &Shared,
+    e: &mut Entry,
+    path: &str,
+    index: usize,
+) -> Option<Response<ProxyBody>> {
+    let reason = e.conv.policy_failed()?;
+    let msg = format!("the policy failed: {reason}");
+    shared.log(main_x(path, e, index).status(500).note(&msg));
+    flush(shared, e);
+    Some(error(StatusCode::INTERNAL_SERVER_ERROR, &msg))
+}
+
 fn main_x(path: &str, e: &Entry, index: usize) -> Exchange {
     Exchange::new("main", path).cell(&e.cell).index(index)
 }
