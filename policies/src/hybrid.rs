@@ -165,20 +165,7 @@ impl Policy for Hybrid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
-
-    fn policy(spec: &str) -> Box<dyn Policy> {
-        crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
-    }
-
-    /// What the runner does on a `Plan::Compact`.
-    fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
-        assert!(matches!(p.plan(ctx, 0), Plan::Compact { .. }));
-        let input = p.compaction_input(ctx);
-        let summary = Message::host(ctx.turn, "SUMMARY", MessageKind::Summary);
-        p.apply_compaction(ctx, summary);
-        input
-    }
+    use crate::view::testing::{condense, context, output, policy, sent, shape, Step::*};
 
     fn five_steps() -> Context {
         context(vec![

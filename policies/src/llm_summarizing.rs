@@ -182,22 +182,9 @@ impl Policy for LlmSummarizing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, shape, Step::*};
+    use crate::view::testing::{condense, context, output, policy, shape, Step::*};
     use harness_core::message::{MessageKind, ToolCall};
     use serde_json::json;
-
-    fn policy(spec: &str) -> Box<dyn Policy> {
-        crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
-    }
-
-    /// What the runner does on a `Plan::Compact`: the summary of the compaction input.
-    fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
-        assert!(matches!(p.plan(ctx, 0), Plan::Compact { .. }));
-        let input = p.compaction_input(ctx);
-        let summary = Message::host(ctx.turn, "SUMMARY", MessageKind::Summary);
-        p.apply_compaction(ctx, summary);
-        input
-    }
 
     /// Every tool result has its call in `messages` and every call its result.
     fn paired(messages: &[Arc<Message>]) -> bool {

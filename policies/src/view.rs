@@ -159,9 +159,24 @@ pub(crate) mod testing {
     use std::sync::Arc;
 
     use harness_core::context::Context;
-    use harness_core::message::{Message, ToolCall};
-    use harness_core::policy::Plan;
+    use harness_core::message::{Message, MessageKind, ToolCall};
+    use harness_core::policy::{Plan, Policy};
     use serde_json::json;
+
+    /// A policy from its text, as the registry builds it (a 200,000-token window).
+    pub fn policy(spec: &str) -> Box<dyn Policy> {
+        crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
+    }
+
+    /// What the runner does on a `Plan::Compact`: the summary of the compaction input applied;
+    /// returns that input.
+    pub fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
+        assert!(matches!(p.plan(ctx, 0), Plan::Compact { .. }));
+        let input = p.compaction_input(ctx);
+        let summary = Message::host(ctx.turn, "SUMMARY", MessageKind::Summary);
+        p.apply_compaction(ctx, summary);
+        input
+    }
 
     /// One step of a constructed session.
     pub enum Step {

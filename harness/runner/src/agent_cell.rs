@@ -37,7 +37,7 @@ use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
 use crate::agents::{bridge, session_uuid, Agent, AgentKind, TurnSettings};
 use crate::cell::{run_checks, CellOptions, CellOutput, CellPlan, WrittenArchive};
 use crate::proxy::{Proxy, ProxyConfig};
-use crate::results::{cell_folder, EVENTS_FILE, TRANSCRIPT_FILE};
+use crate::results::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
 use crate::sim_server::SimServer;
 use crate::workspace::Workspace;
 
@@ -285,28 +285,25 @@ async fn session(
             .filter(|e| matches!(e, Event::Request(_)))
             .count()
     };
-    let main = summary
-        .cells
-        .iter()
-        .map(|cell| {
-            let dir = summary.out.join("cells").join(cell_folder(cell));
-            (
-                cell.clone(),
-                dir.clone(),
-                read_events(&dir.join(EVENTS_FILE)),
-            )
-        })
-        .max_by_key(|(_, _, evs)| requests(evs));
+    // The proxy's own files: one that does not read is the cell's error, never a silent gap.
+    let mut convs = Vec::new();
+    for cell in &summary.cells {
+        let dir = summary.out.join("cells").join(cell_folder(cell));
+        let evs: Vec<Event> = read_jsonl(&dir.join(EVENTS_FILE))?.unwrap_or_default();
+        convs.push((cell.clone(), dir, evs));
+    }
+    let main = convs.into_iter().max_by_key(|(_, _, evs)| requests(evs));
     out.side_requests = summary
         .requests
         .saturating_sub(main.as_ref().map_or(0, |(_, _, evs)| requests(evs) as u64));
     if let Some((cell, dir, evs)) = main {
         out.events = evs;
-        out.transcript = read_transcript(&dir.join(TRANSCRIPT_FILE));
+        let messages: Vec<Message> = read_jsonl(&dir.join(TRANSCRIPT_FILE))?.unwrap_or_default();
+        out.transcript = messages.into_iter().map(Message::sealed).collect();
         out.archives = read_archives(&dir.join("archive"));
-        out.policy = crate::results::read_records(&summary.out)
-            .ok()
-            .and_then(|rs| rs.into_iter().find(|r| r.id == cell))
+        out.policy = crate::results::read_records(&summary.out)?
+            .into_iter()
+            .find(|r| r.id == cell)
             .map(|r| r.policy);
     }
     turns
@@ -455,25 +452,6 @@ fn real_model_name(label: &str) -> Option<&str> {
         return None;
     }
     Some(label.split_once(':').map_or(label, |(_, name)| name))
-}
-
-/// The messages of a transcript file (a line that does not read is left out).
-fn read_transcript(path: &Path) -> Vec<Arc<Message>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Message>(l).ok())
-        .map(Message::sealed)
-        .collect()
-}
-
-/// The events of an events file (a line that does not read is left out).
-fn read_events(path: &Path) -> Vec<Event> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Event>(l).ok())
-        .collect()
 }
 
 /// The archives the proxy copied into its cell folder.

@@ -446,6 +446,27 @@ pub fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The lines of a JSON-lines file (`None` when there is no file), each read as a `T`; the
+/// first line that does not read is an error naming its file, line and column.
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(
+            serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}:{}: {e}", path.display(), i + 1, e.column()))?,
+        );
+    }
+    Ok(Some(out))
+}
+
 /// Writes a file through a temporary name and a rename, so it is never seen half-written
 /// ([`crate::atomic`]: a failed write leaves no temporary file behind).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

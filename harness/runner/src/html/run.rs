@@ -3,6 +3,7 @@
 //! drill-down holds the turns, the folds (range, tokens, archive, sha256), their result messages
 //! and the checks, read from each cell's `events.jsonl` and `transcript.jsonl`.
 
+use crate::results::read_jsonl;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -16,28 +17,9 @@ use harness_report::render::{self, Table};
 
 use crate::results::cell_folder;
 
-/// Reads a JSON-lines file of `T`; a missing file is `None`, a bad line an error with file:line.
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        out.push(serde_json::from_str(line).map_err(|e| {
-            format!(
-                "{}:{}:{}: {e}; the run folder is damaged — run the cell again (resume) or leave out -o *.html",
-                path.display(),
-                i + 1,
-                e.column()
-            )
-        })?);
-    }
-    Ok(Some(out))
+/// A cell file that does not read, with what to do about it.
+fn damaged(e: String) -> String {
+    format!("{e}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")
 }
 
 /// What one cell's events say, in the page's terms.
@@ -267,10 +249,12 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in cells {
         let folder = dir.join("cells").join(cell_folder(&r.id));
-        let events: Vec<Event> =
-            read_jsonl(&folder.join(crate::results::EVENTS_FILE))?.unwrap_or_default();
-        let transcript: Vec<Message> =
-            read_jsonl(&folder.join(crate::results::TRANSCRIPT_FILE))?.unwrap_or_default();
+        let events: Vec<Event> = read_jsonl(&folder.join(crate::results::EVENTS_FILE))
+            .map_err(damaged)?
+            .unwrap_or_default();
+        let transcript: Vec<Message> = read_jsonl(&folder.join(crate::results::TRANSCRIPT_FILE))
+            .map_err(damaged)?
+            .unwrap_or_default();
         let v = view(&r.arm, &events);
         facts.push(format!(
             "{}: {}{} · {} requests · median {} · last {} · total {} tokens · {} folds · {} compactions",
