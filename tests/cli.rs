@@ -541,7 +541,7 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for policy in ["trim", "compact", "fold", "fold+strategies"] {
+    for policy in ["trim", "compact", "fold"] {
         let line = text
             .lines()
             .find(|l| l.starts_with(&format!("{policy} vs none: total input Σ× ")))

@@ -1,7 +1,7 @@
 // Opens foldbench's HTML pages in headless Chromium as a person would: from file://, no network.
 // Fails on any console error, page error or request that is not file:// ; checks that every
-// chart has exactly one line per policy; sorts and filters the first table; opens a drill-down;
-// saves screenshots.
+// chart has exactly one line per policy; sorts and filters the first table; checks that the first
+// column of a wide table stays in view when it scrolls; opens a drill-down; saves screenshots.
 //
 // usage: node tests/html-check.cjs PLAYWRIGHT_CORE_DIR CHROMIUM OUT_DIR NAME=FILE.html[=POLICY,POLICY...] ...
 "use strict";
@@ -52,6 +52,22 @@ async function check(ctx, name, file, policies) {
   if ((await table.locator("tbody tr:not(.hidden)").count()) !== rows) problems.push("clearing the filter did not bring the rows back");
 
   await page.screenshot({ path: path.join(outDir, `${name}.png`) });
+
+  // The first column stays in view when a wide table scrolls: on a narrow window, scroll the
+  // first table wider than its box and check its first cell is still at the box's left edge.
+  await page.setViewportSize({ width: 640, height: 900 });
+  const sticky = await page.evaluate(() => {
+    const box = Array.from(document.querySelectorAll(".scroll")).find((b) => b.scrollWidth > b.clientWidth + 50);
+    if (!box) { return { wide: false }; }
+    const cell = box.querySelector("tbody tr td");
+    box.scrollLeft = box.scrollWidth;
+    const d = Math.abs(cell.getBoundingClientRect().left - box.getBoundingClientRect().left);
+    box.scrollLeft = 0;
+    return { wide: true, d };
+  });
+  if (sticky.wide && sticky.d > 2) problems.push(`the first column scrolled away (${sticky.d}px from the table's left edge)`);
+  if (!sticky.wide && policies) problems.push("no table is wider than a 640-pixel window: the sticky column was not checked");
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   // The drill-down of the group with the most marks (a fold or a compaction), else the first.
   const groups = page.locator("article.group");

@@ -33,7 +33,7 @@ if [ ! -f "$PW/node_modules/playwright-core/package.json" ]; then
 fi
 
 cargo build --quiet --bin foldbench
-BIN=target/debug/foldbench
+BIN="${CARGO_TARGET_DIR:-target}/debug/foldbench"
 rm -rf "$OUT"
 mkdir -p "$OUT/shots"
 ARMS="none,trim,compact:window=6000,fold"
@@ -46,6 +46,6 @@ ARMS="none,trim,compact:window=6000,fold"
 
 node tests/html-check.cjs "$PW" "$CHROMIUM" "$OUT/shots" \
   "report=$OUT/report.html=$ARMS" \
-  "replay=$OUT/replay.html=none,trim,compact,fold,fold+strategies" \
+  "replay=$OUT/replay.html=none,trim,compact,fold" \
   "judge=$OUT/judge.html"
 echo "html-check: ok; screenshots in $OUT/shots"

@@ -6,6 +6,7 @@ mod helpers;
 mod agents_run;
 mod architecture;
 mod cache;
+mod caveats;
 mod cli;
 mod exec_policy;
 mod folds;

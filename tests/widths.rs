@@ -150,7 +150,7 @@ fn view_all_keeps_every_column_and_an_unknown_view_lists_the_views() {
         "decision",
         "continuation",
         "trim hidden",
-        "fold+strategies med×/last×",
+        "fold med×/last×",
         "max |err|",
         "p90 |err| scaled",
     ] {

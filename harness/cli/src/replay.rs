@@ -131,7 +131,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else none, trim,
-    /// compact, fold, fold+strategies).
+    /// compact and fold; fold+strategies only when named, since a recorded session holds no
+    /// strategy and it folds as fold does).
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -561,8 +562,15 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
     let price_notes = harness_runner::history::price_notes(&models, &prices.default);
     let (truth, truth_all) = report::truth_table(&truths);
+    let summary = report::summarize(&replays, &labels_order);
+    let agreement = labels
+        .as_ref()
+        .map(|l| harness_replay::caveats::LexicalAgreement::of(&loaded.sessions, l));
+    let caveats =
+        harness_replay::caveats::caveat_notes(&replays, &summary, a.source.judge.into(), agreement);
     let r = Replayed {
-        summary: report::summarize(&replays, &labels_order),
+        summary,
+        caveats,
         requests: loaded.sessions.iter().map(|s| s.requests.len()).sum(),
         labelled: replays.iter().filter(|s| s.labelled).count(),
         judge: a.source.judge.into(),
@@ -624,6 +632,8 @@ struct Replayed {
     truths: Vec<harness_replay::truth::SessionTruth>,
     labels_order: Vec<String>,
     summary: Vec<PolicySummary>,
+    /// What the numbers do not say by themselves ([`harness_replay::caveats`]).
+    caveats: Vec<String>,
     /// Recorded requests over all sessions.
     requests: usize,
     /// Sessions with unit labels.
@@ -641,8 +651,15 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
     let prices = harness_runner::history::parse_prices(&a.price, parse_price)
         .map_err(|e| Error::Usage(format!("--price: {e}")))?;
     let list: Vec<String> = if a.policies.is_empty() {
-        crate::matrix::profile_policies(&a.config)?
-            .unwrap_or_else(|| policies::POLICIES.iter().map(|s| s.to_string()).collect())
+        // Without a profile, every policy but fold+strategies: a recorded session holds no
+        // strategy, so it would fold as fold does (harness_replay::caveats says so when named).
+        crate::matrix::profile_policies(&a.config)?.unwrap_or_else(|| {
+            policies::POLICIES
+                .iter()
+                .filter(|p| **p != "fold+strategies")
+                .map(|s| s.to_string())
+                .collect()
+        })
     } else {
         a.policies.clone()
     };
@@ -774,6 +791,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
 fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
     let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
     notes.extend(report::hidden_notes(&r.summary));
+    notes.extend(r.caveats.iter().cloned());
     notes.extend(report::verdict_lines(&r.replays, &r.summary));
     notes.push(harness_report::verdict::RATIO_LEGEND.to_string());
     notes.extend(r.price_notes.iter().cloned());

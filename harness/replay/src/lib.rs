@@ -30,7 +30,8 @@
 //! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
 //!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
-//! - [`report`]: summaries and tables.
+//! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
+//!   stated beside them.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
@@ -40,6 +41,7 @@
 //! policies share the same `Arc<Message>`s.
 
 pub mod analyze;
+pub mod caveats;
 pub mod engine;
 pub mod hidden;
 pub mod labels;

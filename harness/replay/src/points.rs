@@ -132,6 +132,22 @@ impl Turns {
                 .is_none_or(|p| p.chars().count() > LEXICAL_SHORT)
     }
 
+    /// The lexical rule against the labels: the labelled boundaries (turns `t - 1` and `t` both
+    /// labelled) and at how many the rule's call (continues or not) is not the labels'; `None`
+    /// when the session is not labelled.
+    pub fn lexical_against_labels(&self) -> Option<(usize, usize)> {
+        self.units.as_ref()?;
+        let (mut boundaries, mut wrong) = (0, 0);
+        for t in 2..=self.last() {
+            let (Some(before), Some(now)) = (self.unit(t - 1), self.unit(t)) else {
+                continue;
+            };
+            boundaries += 1;
+            wrong += usize::from((before == now) == self.starts_lexically(t));
+        }
+        Some((boundaries, wrong))
+    }
+
     /// The ranges the judge folds at a card offering `offered` during turn `current`.
     pub fn ranges(&self, offered: &[u32], current: u32) -> Vec<(u32, u32)> {
         let user = |t: u32| self.prompt(t).map(str::to_string);
@@ -277,6 +293,21 @@ mod tests {
             assert_eq!(t.finished_at(c), one, "turn {c}");
         }
         assert_eq!(t.premature(1, 2, 4), None);
+    }
+
+    #[test]
+    fn the_lexical_rule_is_counted_wrong_where_its_call_is_not_the_labels() {
+        // Turn 2 short and continues (right), 3 long and new (right), 4 short but new work
+        // (wrong), 5 long but continuing (wrong): 2 wrong of 4 boundaries.
+        let units: &[&str] = &["a", "a", "b", "c", "c"];
+        let t = turns(
+            &[LONG, "ok go on", LONG, "yes", LONG],
+            Some(units),
+            JudgeKind::Lexical,
+        );
+        assert_eq!(t.lexical_against_labels(), Some((4, 2)));
+        let unlabelled = turns(&[LONG, "ok"], None, JudgeKind::Lexical);
+        assert_eq!(unlabelled.lexical_against_labels(), None);
     }
 
     #[test]

@@ -15,9 +15,11 @@
 //! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
+//! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
 //! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
 //!   tables and their fit to a width.
 pub mod compare;
+pub mod fmt;
 pub mod frontier;
 pub mod html;
 pub mod judgement;

@@ -24,21 +24,24 @@ th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: ri
 th:first-child, td:first-child { text-align: left; }
 td.left, th.left { text-align: left; }
 td.text, th.text { text-align: left; white-space: normal; min-width: 240px; max-width: 560px; }
-thead th { position: sticky; top: 0; background: var(--band); cursor: pointer; user-select: none; }
+thead th { position: sticky; top: 0; z-index: 2; background: var(--band); cursor: pointer; user-select: none; }
+/* The first column (the arm, policy or session) stays in view when a wide table scrolls. */
+tbody td:first-child { position: sticky; left: 0; z-index: 1; background: var(--bg); box-shadow: inset -1px 0 0 var(--line); }
+thead th:first-child { position: sticky; left: 0; z-index: 3; box-shadow: inset -1px 0 0 var(--line); }
 th[aria-sort="ascending"]::after { content: " ▲"; font-size: 10px; }
 th[aria-sort="descending"]::after { content: " ▼"; font-size: 10px; }
-tbody tr:nth-child(even) { background: #fafbfc; }
-tbody tr:hover { background: #eef3fa; }
+tbody tr:nth-child(even), tbody tr:nth-child(even) td:first-child { background: #fafbfc; }
+tbody tr:hover, tbody tr:hover td:first-child { background: #eef3fa; }
 article.group { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
 p.facts { margin: 3px 0; color: var(--muted); font-size: 13px; }
 figure.chart { margin: 8px 0; }
-figure.chart svg { width: 100%; max-width: 900px; height: auto; display: block; }
+figure.chart > svg { width: 100%; max-width: 900px; height: auto; display: block; }
 svg .grid { stroke: #e6e9ef; stroke-width: 1; }
 svg .axis { stroke: #7d8596; stroke-width: 1; }
 svg .tick { font-size: 11px; fill: #5b6475; }
 svg .label { font-size: 12px; fill: #1d2330; }
 figcaption.legend { display: flex; flex-wrap: wrap; gap: 14px; font-size: 13px; }
-.key i { display: inline-block; width: 14px; height: 4px; margin-right: 6px; vertical-align: middle; border-radius: 2px; }
+.key svg.swatch { margin-right: 6px; vertical-align: middle; }
 .key small { color: var(--muted); }
 details.drill { margin-top: 6px; }
 details.drill > summary { cursor: pointer; color: var(--accent); font-weight: 600; }

@@ -1,6 +1,8 @@
 //! The request-size chart as inline SVG: one polyline per policy (`class="series"`,
-//! `data-policy`), fold points as triangles and compaction points as squares on their line, a
-//! `<title>` tooltip on every mark, and an HTML legend. Coordinates are rounded to one decimal,
+//! `data-policy`, each with its own colour and dash pattern), fold points as triangles, strategy
+//! exits as diamonds and compaction points as squares on their line, a `<title>` tooltip on every
+//! mark, a ring on each point of a line that lies on an earlier one, and an HTML legend whose
+//! swatches show each line's dash. Coordinates are rounded to one decimal,
 //! so the same chart is the same bytes.
 
 use super::{escape, Chart, MarkKind};
@@ -105,6 +107,18 @@ pub fn chart_svg(c: &Chart) -> String {
             points.join(" "),
             escape(&ser.label)
         ));
+        // A line that lies on an earlier one gets a marker on every point (up to 60 points), so
+        // both stay visible and its legend says which it equals.
+        if same_as(c, i).is_some() && ser.sizes.len() <= 60 {
+            for (k, v) in ser.sizes.iter().enumerate() {
+                s.push_str(&format!(
+                    "<circle class=\"dot same\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\"/>\n",
+                    x(k),
+                    y(*v),
+                    colour(i)
+                ));
+            }
+        }
         if ser.sizes.len() == 1 {
             s.push_str(&format!(
                 "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"/>\n",
@@ -120,6 +134,13 @@ pub fn chart_svg(c: &Chart) -> String {
             let (mx, my) = (x(m.at), y(*v));
             let shape = match m.kind {
                 MarkKind::Fold => format!("<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"", mx, my - 2.0),
+                MarkKind::Strategy => {
+                    format!(
+                        "<path d=\"M{:.1},{:.1} l5,-5 l-5,-5 l-5,5 z\"",
+                        mx,
+                        my - 1.0
+                    )
+                }
                 MarkKind::Compaction => format!(
                     "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\"",
                     mx - 4.5,
@@ -134,7 +155,7 @@ pub fn chart_svg(c: &Chart) -> String {
                 escape(&ser.label),
                 escape(&m.note),
                 match m.kind {
-                    MarkKind::Fold => "</path>",
+                    MarkKind::Fold | MarkKind::Strategy => "</path>",
                     MarkKind::Compaction => "</rect>",
                 }
             ));
@@ -146,31 +167,43 @@ pub fn chart_svg(c: &Chart) -> String {
     s
 }
 
-/// The legend: a key per series with its request count and marks.
+/// The first earlier series whose requests are the same as series `i`'s (its line lies on that
+/// one), if any.
+pub fn same_as(c: &Chart, i: usize) -> Option<&str> {
+    let me = c.series.get(i)?;
+    c.series[..i]
+        .iter()
+        .find(|o| o.sizes == me.sizes)
+        .map(|o| o.label.as_str())
+}
+
+/// The legend: a key per series (its colour and dash pattern) with its request count and marks,
+/// counted by kind as the facts line counts them, and which earlier line it lies on.
 fn legend(s: &mut String, c: &Chart) {
     for (i, ser) in c.series.iter().enumerate() {
-        let folds = ser
-            .marks
-            .iter()
-            .filter(|m| m.kind == MarkKind::Fold)
-            .count();
-        let comp = ser.marks.len() - folds;
         let mut extra = Vec::new();
-        if folds > 0 {
-            extra.push(format!(
-                "{folds} ▼ fold{}",
-                if folds == 1 { "" } else { "s" }
-            ));
+        for kind in [MarkKind::Fold, MarkKind::Strategy, MarkKind::Compaction] {
+            let n = ser.marks.iter().filter(|m| m.kind == kind).count();
+            if n > 0 {
+                extra.push(format!(
+                    "{n} {} {}{}",
+                    kind.symbol(),
+                    kind.name(),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
         }
-        if comp > 0 {
+        if let Some(other) = same_as(c, i) {
             extra.push(format!(
-                "{comp} ■ compaction{}",
-                if comp == 1 { "" } else { "s" }
+                "the same requests as {}: on its line, ○ on each point",
+                escape(other)
             ));
         }
         s.push_str(&format!(
-            "<span class=\"key\"><i style=\"background:{}\"></i>{} <small>{} requests{}</small></span>",
+            "<span class=\"key\" data-policy=\"{}\"><svg class=\"swatch\" width=\"28\" height=\"8\" aria-hidden=\"true\"><line x1=\"0\" y1=\"4\" x2=\"28\" y2=\"4\" stroke=\"{}\" stroke-width=\"3\" stroke-dasharray=\"{}\"/></svg>{} <small>{} requests{}</small></span>",
+            escape(&ser.label),
             colour(i),
+            DASHES[i % DASHES.len()],
             escape(&ser.label),
             ser.sizes.len(),
             if extra.is_empty() {

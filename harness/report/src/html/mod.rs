@@ -13,8 +13,9 @@ mod chart;
 #[cfg(test)]
 mod tests;
 
-pub use chart::{chart_svg, colour};
+pub use chart::{chart_svg, colour, same_as};
 
+use crate::fmt::{display_cell, Kind};
 use crate::render::Table;
 
 /// A whole page.
@@ -112,8 +113,11 @@ pub struct Mark {
 /// What a [`Mark`] marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkKind {
-    /// A fold or a strategy's exit.
+    /// A fold (`fold_unit`): counted in a cell's `folds`.
     Fold,
+    /// A strategy's exit, which splices its report like a fold but is not one: counted in a
+    /// cell's strategies, not its folds.
+    Strategy,
     /// A compaction (a fold policy's emergency one too).
     Compaction,
 }
@@ -123,8 +127,85 @@ impl MarkKind {
     pub fn name(self) -> &'static str {
         match self {
             MarkKind::Fold => "fold",
+            MarkKind::Strategy => "strategy exit",
             MarkKind::Compaction => "compaction",
         }
+    }
+
+    /// The legend's symbol, the same shape as on the chart.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            MarkKind::Fold => "▼",
+            MarkKind::Strategy => "◆",
+            MarkKind::Compaction => "■",
+        }
+    }
+}
+
+/// The weight that orders a page's groups: the largest series' total tokens, so the first chart
+/// is the largest session or cell, not the first by name.
+pub fn group_weight(g: &Group) -> u64 {
+    g.chart.as_ref().map_or(0, |c| {
+        c.series
+            .iter()
+            .map(|s| s.sizes.iter().sum::<u64>())
+            .max()
+            .unwrap_or(0)
+    })
+}
+
+/// The table with its columns in reading order: the label column first (with what it counts:
+/// success, sessions, turns, requests), then what a policy
+/// saves (request sizes, tokens, ratios, cost), then what it loses (lost facts, hidden
+/// references, re-runs, archive reads, premature folds, regret, probes), then the rest; within
+/// each part the columns keep their order.
+pub fn savings_beside_loss(t: &Table) -> Table {
+    let part = |i: usize, h: &str| -> u8 {
+        let h = h.to_ascii_lowercase();
+        let any = |ws: &[&str]| ws.iter().any(|w| h.contains(w));
+        let context = [
+            "success", "status", "sessions", "session", "project", "turns", "requests", "cells",
+        ];
+        if i == 0 || context.contains(&h.as_str()) {
+            0
+        } else if any(&[
+            "lost",
+            "hidden",
+            "re-run",
+            "rerun",
+            "archive reads",
+            "premature",
+            "regret",
+            "gone",
+            "/100",
+            "probe",
+            "needed later",
+            "decision",
+            "recall",
+        ]) {
+            2
+        } else if any(&[
+            "req", "token", "×", "÷", "input", "cost", "$", "cache", "saved", "recovery",
+        ]) {
+            1
+        } else {
+            3
+        }
+    };
+    let mut order: Vec<usize> = (0..t.headers.len()).collect();
+    order.sort_by_key(|&i| part(i, &t.headers[i]));
+    Table {
+        headers: order.iter().map(|&i| t.headers[i].clone()).collect(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| {
+                order
+                    .iter()
+                    .map(|&i| r.get(i).cloned().unwrap_or_default())
+                    .collect()
+            })
+            .collect(),
     }
 }
 
@@ -238,10 +319,12 @@ impl Renderer {
             ));
         }
         s.push_str("</tr></thead>\n<tbody>\n");
+        let kinds: Vec<Kind> = t.headers.iter().map(|h| Kind::of_header(h)).collect();
         for row in &t.rows {
             s.push_str("<tr>");
-            for c in row {
-                s.push_str(&format!("<td>{}</td>", escape(c)));
+            for (i, c) in row.iter().enumerate() {
+                let kind = kinds.get(i).copied().unwrap_or(Kind::Number);
+                s.push_str(&format!("<td>{}</td>", escape(&display_cell(kind, c))));
             }
             s.push_str("</tr>\n");
         }
@@ -250,11 +333,14 @@ impl Renderer {
 
     fn groups(&mut self, s: &mut String, title: &str, groups: &[Group]) {
         s.push_str(&format!(
-            "<section class=\"groups\">\n<div class=\"table-head\"><h2>{}</h2><input class=\"group-filter\" type=\"search\" placeholder=\"filter\" aria-label=\"filter {}\"><span class=\"count\">{} shown</span></div>\n",
+            "<section class=\"groups\">\n<div class=\"table-head\"><h2>{}</h2><input class=\"group-filter\" type=\"search\" placeholder=\"filter\" aria-label=\"filter {}\"><span class=\"count\">{} shown</span></div>\n<p class=\"sub\">Largest first (by the tokens of its largest line).</p>\n",
             escape(title),
             escape(title),
             groups.len()
         ));
+        // The most telling chart first: the largest session or cell (stable for equal ones).
+        let mut groups: Vec<&Group> = groups.iter().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(group_weight(g)));
         for g in groups {
             self.groups += 1;
             let id = format!("group-{}", self.groups);

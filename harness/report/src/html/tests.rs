@@ -174,3 +174,135 @@ fn a_series_with_more_requests_sets_the_axis_and_marks_sit_on_their_line() {
     assert_eq!(cut("abcdef", 3), "abc… (6 characters)");
     assert_eq!(cut("abc", 3), "abc");
 }
+
+#[test]
+fn the_first_column_of_every_table_stays_in_view_when_it_scrolls() {
+    let html = render(&page());
+    // The first cell of each row and its header are sticky at the left of the scroll box.
+    assert!(html.contains("tbody td:first-child { position: sticky; left: 0;"));
+    assert!(html.contains("thead th:first-child { position: sticky; left: 0;"));
+    assert!(html.contains(".scroll { overflow-x: auto;"));
+}
+
+#[test]
+fn raw_numbers_in_a_table_are_formatted_by_their_column() {
+    let t = Table {
+        headers: vec![
+            "id".into(),
+            "median req".into(),
+            "req ÷ none".into(),
+            "cost $".into(),
+            "sha256".into(),
+        ],
+        rows: vec![vec![
+            "long-session/fold/sim/1".into(),
+            "12345.5".into(),
+            "0.8717454194792671".into(),
+            "0.012345678".into(),
+            "1234".into(),
+        ]],
+    };
+    let html = render(&Page {
+        blocks: vec![Block::Table {
+            title: "Cells".into(),
+            table: t,
+        }],
+        ..Default::default()
+    });
+    assert!(!html.contains("0.8717454194792671"), "{html}");
+    assert!(html.contains("<td>12,345.5</td>"), "{html}");
+    assert!(html.contains("<td>0.87×</td>"));
+    assert!(html.contains("<td>$0.0123</td>"));
+    assert!(
+        html.contains("<td>1234</td>"),
+        "a digest column is kept as it is"
+    );
+}
+
+#[test]
+fn the_first_chart_is_the_largest_group_not_the_first_by_name() {
+    let group = |title: &str, sizes: &[u64]| Group {
+        title: title.into(),
+        chart: Some(Chart {
+            series: vec![series("none", sizes, vec![])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let html = render(&Page {
+        blocks: vec![Block::Groups {
+            title: "Sessions".into(),
+            groups: vec![
+                group("aaaa small", &[10, 20]),
+                group("mmmm largest", &[500, 900, 1200]),
+                group("zzzz middle", &[100, 200]),
+            ],
+        }],
+        ..Default::default()
+    });
+    let at = |t: &str| html.find(&format!("<h3>{t}</h3>")).unwrap();
+    assert!(at("mmmm largest") < at("zzzz middle"), "{html}");
+    assert!(at("zzzz middle") < at("aaaa small"));
+    assert_eq!(group_weight(&group("x", &[500, 900, 1200])), 2600);
+}
+
+#[test]
+fn a_line_on_another_is_ringed_and_the_legend_shows_each_dash_and_says_so() {
+    let c = Chart {
+        series: vec![
+            series("none", &[10, 20, 30], vec![]),
+            series("fold", &[10, 15, 12], vec![]),
+            series("fold+strategies", &[10, 15, 12], vec![]),
+        ],
+        ..Default::default()
+    };
+    let svg = chart_svg(&c);
+    assert_eq!(same_as(&c, 2), Some("fold"));
+    assert_eq!(same_as(&c, 1), None);
+    assert_eq!(svg.matches("class=\"dot same\"").count(), 3, "{svg}");
+    assert!(svg.contains("the same requests as fold"));
+    // Each key's swatch has its line's dash pattern (the third: "3 3").
+    assert_eq!(svg.matches("<svg class=\"swatch\"").count(), 3);
+    assert!(svg.contains("stroke-dasharray=\"3 3\"/></svg>fold+strategies"));
+}
+
+#[test]
+fn savings_sit_beside_loss_and_the_label_stays_first() {
+    let t = Table {
+        headers: [
+            "arm",
+            "success",
+            "lost",
+            "median req",
+            "folds",
+            "Σ× none",
+            "hidden",
+            "cost $",
+        ]
+        .iter()
+        .map(|h| h.to_string())
+        .collect(),
+        rows: vec![["fold", "3/3", "1", "900", "2", "0.62", "4", "0.0100"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect()],
+    };
+    let r = savings_beside_loss(&t);
+    assert_eq!(
+        r.headers,
+        [
+            "arm",
+            "success",
+            "median req",
+            "Σ× none",
+            "cost $",
+            "lost",
+            "hidden",
+            "folds"
+        ]
+    );
+    assert_eq!(
+        r.rows[0],
+        ["fold", "3/3", "900", "0.62", "0.0100", "1", "4", "2"]
+    );
+}

@@ -9,7 +9,7 @@ use harness_core::request::Purpose;
 use harness_import::ImportedSession;
 use harness_replay::report::short_id;
 use harness_replay::{PolicyReplay, SessionReplay};
-use harness_report::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_report::render::{self, Table};
 
 /// One policy's line: its turn requests, a mark on the first turn request after each fold (spliced
@@ -286,8 +286,9 @@ fn hidden_block(s: &SessionReplay) -> Block {
     }
 }
 
-/// The page of a replay: `tables` are the terminal report's (caption, table) in order, `notes`
-/// its notes; `sessions` are the imported sessions (for the users' words), matched by id.
+/// The page of a replay: `tables` are the terminal report's (caption, table) in order (the first,
+/// the policy table, with its savings beside its losses), `notes` its notes (the caveats among
+/// them); `sessions` are the imported sessions (for the users' words), matched by id.
 pub fn replay_page(
     heading: &str,
     tables: Vec<(String, Table)>,
@@ -296,7 +297,13 @@ pub fn replay_page(
     sessions: &[ImportedSession],
 ) -> Page {
     let mut blocks: Vec<Block> = Vec::new();
-    for (title, table) in tables {
+    for (i, (title, table)) in tables.into_iter().enumerate() {
+        // The policy table: what each saves, then what it loses, side by side.
+        let table = if i == 0 {
+            html::savings_beside_loss(&table)
+        } else {
+            table
+        };
         blocks.push(Block::Table { title, table });
     }
     if !notes.is_empty() {
@@ -313,7 +320,7 @@ pub fn replay_page(
                 .map(|p| {
                     let st = SizeStats::of(&p.sizes());
                     format!(
-                        "{}: median {} · last {} · total {} tokens · {} cards · {} folds · {} compactions · ${:.4}",
+                        "{}: median {} · last {} · total {} tokens · {} cards · {} folds · {} compactions · {}",
                         p.policy,
                         render::num(st.median),
                         group_thousands(st.last),
@@ -321,7 +328,7 @@ pub fn replay_page(
                         p.cards,
                         p.folds.len(),
                         p.compactions.len(),
-                        p.cost()
+                        harness_report::fmt::money(p.cost())
                     )
                 }));
             Group {

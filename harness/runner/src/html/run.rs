@@ -12,7 +12,7 @@ use harness_core::fold::group_thousands;
 use harness_core::message::{Message, MessageKind};
 use harness_core::record::{CellRecord, Status};
 use harness_core::request::Purpose;
-use harness_report::html::{cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_report::render::{self, Table};
 
 use crate::results::cell_folder;
@@ -96,7 +96,7 @@ fn view(arm: &str, events: &[Event]) -> CellView {
             Event::Fold { .. } | Event::Compaction { .. } => {
                 if let Some((mark, row)) = edit(arm, e) {
                     match mark.kind {
-                        MarkKind::Fold => v.folds.push(row),
+                        MarkKind::Fold | MarkKind::Strategy => v.folds.push(row),
                         MarkKind::Compaction => v.compactions.push(row),
                     }
                     pending.push(mark);
@@ -140,9 +140,16 @@ fn edit(arm: &str, e: &Event) -> Option<(Mark, Vec<String>)> {
             rewritten_tokens,
             kind,
         } => {
+            // A strategy's exit splices like a fold but is counted as a strategy, not a fold
+            // (`CellMetrics::folds` counts `kind == "fold"`): its own mark, so the legend and
+            // the facts line count the same things.
             let mark = Mark {
                 at: 0,
-                kind: MarkKind::Fold,
+                kind: if kind == "fold" {
+                    MarkKind::Fold
+                } else {
+                    MarkKind::Strategy
+                },
                 note: format!(
                     "{kind} of turns {from}–{to} in turn {turn}: {} → {} tokens",
                     group_thousands(*folded_tokens),
@@ -240,6 +247,23 @@ fn results(arm: &str, transcript: &[Message]) -> Vec<Block> {
         .collect()
 }
 
+/// The facts line's folds: `2 folds`, and `· 1 strategy exit` when a strategy ended — the
+/// legend counts ▼ folds and ◆ strategy exits the same way.
+fn folds_fact(m: &harness_core::metrics::CellMetrics) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut s = plural(m.folds, "fold", "folds");
+    if m.strategies_ended > 0 {
+        s.push_str(" · ");
+        s.push_str(&plural(
+            m.strategies_ended,
+            "strategy exit",
+            "strategy exits",
+        ));
+    }
+    s
+}
+
 /// One task, model and seed: every arm's line on one chart, and the drill-down.
 fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
     let first = cells[0];
@@ -257,7 +281,7 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
             .unwrap_or_default();
         let v = view(&r.arm, &events);
         facts.push(format!(
-            "{}: {}{} · {} requests · median {} · last {} · total {} tokens · {} folds · {} compactions",
+            "{}: {}{} · {} requests · median {} · last {} · total {} tokens · {} · {} compactions",
             r.arm,
             r.status.as_str(),
             match (&r.error, r.status) {
@@ -268,7 +292,7 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
             render::num(r.metrics.request_tokens.median),
             group_thousands(r.metrics.request_tokens.last),
             group_thousands(r.metrics.request_tokens.total),
-            r.metrics.folds,
+            folds_fact(&r.metrics),
             r.metrics.compactions
         ));
         series.push(Series {
@@ -400,8 +424,8 @@ pub fn run_page(
         blocks.push(Block::Lines(lines));
     }
     blocks.push(Block::Table {
-        title: "Arms".into(),
-        table: render::summary_table(records),
+        title: "Arms (what each saves, then what it loses)".into(),
+        table: html::savings_beside_loss(&render::summary_table(records)),
     });
     if tasks.len() == 1 && arms.len() > 1 {
         blocks.push(Block::Table {
@@ -411,7 +435,7 @@ pub fn run_page(
     }
     blocks.push(Block::Table {
         title: "Cells".into(),
-        table: render::cells_table(records),
+        table: html::savings_beside_loss(&render::cells_table(records)),
     });
     let mut by: BTreeMap<(&str, &str, u64), Vec<&CellRecord>> = BTreeMap::new();
     for r in records {
@@ -510,5 +534,53 @@ mod tests {
         assert_eq!(at, vec![(2, MarkKind::Fold), (2, MarkKind::Compaction)]);
         assert_eq!(v.folds[0][2], "1–1");
         assert_eq!(v.folds[0][8], "ab".repeat(32));
+    }
+
+    #[test]
+    fn a_strategy_exit_is_its_own_mark_and_the_facts_line_counts_it_as_the_legend_does() {
+        // One fold and one strategy exit (which splices its report like a fold).
+        let fold = |kind: &str, from: u32| Event::Fold {
+            turn: from,
+            from,
+            to: from,
+            archive: format!(".foldbench/archive/{from}.md"),
+            sha256: "cd".repeat(32),
+            folded_tokens: 100,
+            result_tokens: 10,
+            rewritten_tokens: 0,
+            kind: kind.into(),
+        };
+        let events = vec![
+            request(0, 1, Purpose::Turn, 100),
+            fold("fold", 1),
+            request(1, 2, Purpose::Turn, 120),
+            Event::StrategyEnded {
+                turn: 2,
+                mode: "debug".into(),
+                via_back: false,
+                report_tokens: 10,
+            },
+            fold("strategy", 2),
+            request(2, 3, Purpose::Turn, 90),
+        ];
+        let v = view("fold+strategies", &events);
+        let kinds: Vec<MarkKind> = v.marks.iter().map(|m| m.kind).collect();
+        assert_eq!(kinds, vec![MarkKind::Fold, MarkKind::Strategy]);
+        let m =
+            harness_core::metrics::compute(&events, None, &harness_core::metrics::Price::default());
+        assert_eq!((m.folds, m.strategies_ended), (1, 1));
+        assert_eq!(folds_fact(&m), "1 fold · 1 strategy exit");
+        // The legend of the same line: one ▼ fold and one ◆ strategy exit, not "2 ▼ folds".
+        let chart = Chart {
+            series: vec![Series {
+                label: "fold+strategies".into(),
+                sizes: v.sizes,
+                marks: v.marks,
+            }],
+            ..Default::default()
+        };
+        let svg = harness_report::html::chart_svg(&chart);
+        assert!(svg.contains("1 ▼ fold, 1 ◆ strategy exit"), "{svg}");
+        assert!(!svg.contains("2 ▼ folds"));
     }
 }
