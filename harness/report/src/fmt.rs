@@ -137,7 +137,7 @@ fn unformatted(cell: &str) -> bool {
 }
 
 /// The cell as a reader sees it: a bare number in a ratio, money or share column shown as that
-/// kind (`0.62` → `0.62×`); elsewhere a machine-written number ([`unformatted`]) shown by
+/// kind (`0.62` → `0.62×`); elsewhere a machine-written number (`unformatted`) shown by
 /// [`number`]; anything else unchanged.
 pub fn display_cell(kind: Kind, cell: &str) -> String {
     match (raw_number(cell), kind) {

@@ -92,14 +92,31 @@ pub fn chart_svg(c: &Chart) -> String {
         escape(&c.y_label)
     ));
     // One line per policy, then its marks.
-    for (i, ser) in c.series.iter().enumerate() {
-        let points: Vec<String> = ser
-            .sizes
-            .iter()
-            .enumerate()
-            .map(|(k, v)| format!("{:.1},{:.1}", x(k), y(*v)))
-            .collect();
-        s.push_str(&format!(
+    for i in 0..c.series.len() {
+        series_svg(&mut s, c, i, &x, &y);
+    }
+    s.push_str("</svg>\n<figcaption class=\"legend\">");
+    legend(&mut s, c);
+    s.push_str("</figcaption>\n</figure>\n");
+    s
+}
+
+/// One policy's line, the rings of a line that lies on an earlier one, and its marks.
+fn series_svg(
+    s: &mut String,
+    c: &Chart,
+    i: usize,
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(u64) -> f64,
+) {
+    let ser = &c.series[i];
+    let points: Vec<String> = ser
+        .sizes
+        .iter()
+        .enumerate()
+        .map(|(k, v)| format!("{:.1},{:.1}", x(k), y(*v)))
+        .collect();
+    s.push_str(&format!(
             "<polyline class=\"series\" data-policy=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" points=\"{}\"><title>{}</title></polyline>\n",
             escape(&ser.label),
             colour(i),
@@ -107,47 +124,47 @@ pub fn chart_svg(c: &Chart) -> String {
             points.join(" "),
             escape(&ser.label)
         ));
-        // A line that lies on an earlier one gets a marker on every point (up to 60 points), so
-        // both stay visible and its legend says which it equals.
-        if same_as(c, i).is_some() && ser.sizes.len() <= 60 {
-            for (k, v) in ser.sizes.iter().enumerate() {
-                s.push_str(&format!(
+    // A line that lies on an earlier one gets a marker on every point (up to 60 points), so
+    // both stay visible and its legend says which it equals.
+    if same_as(c, i).is_some() && ser.sizes.len() <= 60 {
+        for (k, v) in ser.sizes.iter().enumerate() {
+            s.push_str(&format!(
                     "<circle class=\"dot same\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\"/>\n",
                     x(k),
                     y(*v),
                     colour(i)
                 ));
+        }
+    }
+    if ser.sizes.len() == 1 {
+        s.push_str(&format!(
+            "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"/>\n",
+            x(0),
+            y(ser.sizes[0]),
+            colour(i)
+        ));
+    }
+    for m in &ser.marks {
+        let Some(v) = ser.sizes.get(m.at) else {
+            continue;
+        };
+        let (mx, my) = (x(m.at), y(*v));
+        let shape = match m.kind {
+            MarkKind::Fold => format!("<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"", mx, my - 2.0),
+            MarkKind::Strategy => {
+                format!(
+                    "<path d=\"M{:.1},{:.1} l5,-5 l-5,-5 l-5,5 z\"",
+                    mx,
+                    my - 1.0
+                )
             }
-        }
-        if ser.sizes.len() == 1 {
-            s.push_str(&format!(
-                "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"/>\n",
-                x(0),
-                y(ser.sizes[0]),
-                colour(i)
-            ));
-        }
-        for m in &ser.marks {
-            let Some(v) = ser.sizes.get(m.at) else {
-                continue;
-            };
-            let (mx, my) = (x(m.at), y(*v));
-            let shape = match m.kind {
-                MarkKind::Fold => format!("<path d=\"M{:.1},{:.1} l6,-10 l-12,0 z\"", mx, my - 2.0),
-                MarkKind::Strategy => {
-                    format!(
-                        "<path d=\"M{:.1},{:.1} l5,-5 l-5,-5 l-5,5 z\"",
-                        mx,
-                        my - 1.0
-                    )
-                }
-                MarkKind::Compaction => format!(
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\"",
-                    mx - 4.5,
-                    my - 4.5
-                ),
-            };
-            s.push_str(&format!(
+            MarkKind::Compaction => format!(
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\"",
+                mx - 4.5,
+                my - 4.5
+            ),
+        };
+        s.push_str(&format!(
                 "{shape} class=\"mark {}\" data-policy=\"{}\" fill=\"{}\" stroke=\"#222\" stroke-width=\"0.8\"><title>{}: {}</title>{}\n",
                 m.kind.name(),
                 escape(&ser.label),
@@ -159,12 +176,7 @@ pub fn chart_svg(c: &Chart) -> String {
                     MarkKind::Compaction => "</rect>",
                 }
             ));
-        }
     }
-    s.push_str("</svg>\n<figcaption class=\"legend\">");
-    legend(&mut s, c);
-    s.push_str("</figcaption>\n</figure>\n");
-    s
 }
 
 /// The first earlier series whose requests are the same as series `i`'s (its line lies on that
