@@ -387,9 +387,10 @@ fn import_all(
 /// The most files [`warning_lines`] names one by one.
 const WARNED_FILES: usize = 20;
 
-/// The import warnings, a line per file: how many of its lines were skipped, the first of them,
-/// and what the importer says about the file as a whole (records joined across damage); after
-/// [`WARNED_FILES`] files, one line for the rest.
+/// The import warnings per file: how many of its lines were skipped with what its sessions kept,
+/// the first of those lines ([`skipped_lines`]), lines kept with a warning, and what the importer
+/// says about the file as a whole (records joined across damage); after [`WARNED_FILES`] files,
+/// one line for the rest.
 fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
     let mut files: Vec<(&str, Vec<&harness_import::Warning>)> = Vec::new();
     for w in sessions.iter().flat_map(|s| &s.warnings) {
@@ -400,16 +401,11 @@ fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
     }
     let skipped = |w: &&&harness_import::Warning| w.line > 0 && w.message.starts_with("skipped");
     let mut out = Vec::new();
-    for (file, ws) in files.iter().take(WARNED_FILES) {
-        let file = shown(file);
+    for (name, ws) in files.iter().take(WARNED_FILES) {
+        let file = shown(name);
         let lines: Vec<&&harness_import::Warning> = ws.iter().filter(skipped).collect();
-        if let Some(first) = lines.first() {
-            out.push(format!(
-                "warning: {file}: {} skipped while importing (first: line {}: {})",
-                count(lines.len(), "line"),
-                first.line,
-                shown(&first.message)
-            ));
+        if !lines.is_empty() {
+            out.extend(skipped_lines(name, &lines, sessions));
         }
         // Lines kept with a warning (bytes replaced, figures not counted), apart.
         let other: Vec<&&harness_import::Warning> =
@@ -437,6 +433,42 @@ fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
             rest.len(),
             if rest.len() == 1 { "" } else { "s" },
             count(lines, "line")
+        ));
+    }
+    out
+}
+
+/// The skipped lines shown one by one after a file's header line.
+const SKIPPED_SHOWN: usize = 3;
+
+/// A file's skipped lines: a header with their count and what the file's sessions kept (so a
+/// session that shrank says so), then the first [`SKIPPED_SHOWN`] lines, each with its number
+/// and why, then a count of the rest.
+fn skipped_lines(
+    file: &str,
+    lines: &[&&harness_import::Warning],
+    sessions: &[ImportedSession],
+) -> Vec<String> {
+    let kept: Vec<&ImportedSession> = sessions.iter().filter(|s| s.source == file).collect();
+    let turns: usize = kept.iter().map(|s| s.human_turns.len()).sum();
+    let requests: usize = kept.iter().map(|s| s.requests.len()).sum();
+    let mut out = vec![format!(
+        "warning: {}: {} skipped while importing; what is left: {} · {} · {}",
+        shown(file),
+        count(lines.len(), "line"),
+        count(kept.len(), "session"),
+        count(turns, "human turn"),
+        count(requests, "recorded request")
+    )];
+    for w in lines.iter().take(SKIPPED_SHOWN) {
+        let why = w.message.strip_prefix("skipped: ").unwrap_or(&w.message);
+        out.push(format!("  line {}: {}", w.line, shown(why)));
+    }
+    if lines.len() > SKIPPED_SHOWN {
+        let rest = lines.len() - SKIPPED_SHOWN;
+        out.push(format!(
+            "  … and {rest} more skipped line{}",
+            if rest == 1 { "" } else { "s" }
         ));
     }
     out

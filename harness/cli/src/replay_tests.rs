@@ -139,14 +139,17 @@ fn judges_that_need_labels_ask_for_them() {
 }
 
 #[test]
-fn import_warnings_are_counted_per_file() {
-    // Lines 3 and 9 cut short in each file: a line per file with its count and first line,
-    // and the records joined across the damage; past 20 files, one line for the rest.
+fn import_warnings_name_the_first_skipped_lines_and_what_is_left() {
+    // Lines 3, 9, 15, 19 and 23 (tool results) cut short in each file: a header per file with
+    // the count and what the session kept — its 5 human turns (lines 1, 7, 13, 17, 21) and its
+    // 12 recorded requests (the 12 assistant lines, none damaged) — then the first three
+    // lines, a count of the other two, and the records joined across the damage; past 20
+    // files, one line for the rest.
     let damaged: String = SESSION
         .lines()
         .enumerate()
         .map(|(i, l)| {
-            if i == 2 || i == 8 {
+            if [2, 8, 14, 18, 22].contains(&i) {
                 &l[..l.len() / 2]
             } else {
                 l
@@ -162,21 +165,27 @@ fn import_warnings_are_counted_per_file() {
         })
         .collect();
     let lines = warning_lines(&sessions);
-    assert_eq!(lines.len(), 2 * 20 + 1, "{lines:#?}");
-    assert!(
-        lines[0].starts_with(
-            "warning: f00.jsonl: 2 lines skipped while importing (first: line 3: skipped: \
-             malformed json"
-        ),
-        "{lines:#?}"
-    );
-    assert!(
-        lines[1].starts_with("warning: f00.jsonl: 2 records whose parent was on a skipped line"),
-        "{lines:#?}"
-    );
+    assert_eq!(lines.len(), 6 * 20 + 1, "{lines:#?}");
     assert_eq!(
-        lines[40],
-        "warning: 2 more files with warnings (4 lines skipped in all)"
+        lines[0],
+        "warning: f00.jsonl: 5 lines skipped while importing; what is left: 1 session · 5 human \
+         turns · 12 recorded requests"
+    );
+    for (k, n) in [(1, 3), (2, 9), (3, 15)] {
+        assert!(
+            lines[k].starts_with(&format!("  line {n}: malformed json (")),
+            "{lines:#?}"
+        );
+    }
+    assert_eq!(lines[4], "  … and 2 more skipped lines");
+    assert!(
+        lines[5].starts_with("warning: f00.jsonl: ") && lines[5].contains("whose parent was on a skipped line"),
+        "{lines:#?}"
+    );
+    assert!(lines[6].starts_with("warning: f01.jsonl: 5 lines skipped"), "{lines:#?}");
+    assert_eq!(
+        lines[120],
+        "warning: 2 more files with warnings (10 lines skipped in all)"
     );
     assert!(warning_lines(&sessions[..0]).is_empty());
 }
