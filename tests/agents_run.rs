@@ -4,7 +4,7 @@
 //! the records and files the run wrote, never from what the agent printed.
 //!
 //! An agent that is not installed (`FOLDBENCH_CLAUDE_CODE` / `FOLDBENCH_CODEX` unset, as
-//! `export $(tests/agents.sh)` sets them) is skipped with a note; with
+//! `export $(tests/agents.sh)` sets them) says `skipped` where `cargo test` shows it; with
 //! `FOLDBENCH_REQUIRE_AGENTS=1` (CI) a missing agent fails.
 
 use std::path::Path;
@@ -12,20 +12,24 @@ use std::process::Command;
 
 use harness_core::record::{CellRecord, Status};
 
-use crate::helpers::{binary, root};
+use crate::helpers::{binary, root, skipped};
 
 /// The fold arm offers its card after two tool calls: the tasks are short, and the default
 /// threshold (the essay's) would offer none in them.
 const FOLD: &str = "fold:card_after_tool_calls=2";
 
+/// Whether the agent that `var` points to is installed; if not, the test says `skipped` where
+/// `cargo test` shows it, or fails under `FOLDBENCH_REQUIRE_AGENTS=1`.
 fn installed(var: &str) -> bool {
     let set = std::env::var_os(var).is_some_and(|v| !v.is_empty());
     if !set {
-        assert!(
-            std::env::var("FOLDBENCH_REQUIRE_AGENTS").as_deref() != Ok("1"),
-            "{var} is not set and FOLDBENCH_REQUIRE_AGENTS=1: run `export $(tests/agents.sh)`"
+        skipped(
+            &format!(
+                "{var} is not set, this test did not run (export $(tests/agents.sh) installs the \
+                 agents)"
+            ),
+            "FOLDBENCH_REQUIRE_AGENTS",
         );
-        eprintln!("skipped: {var} is not set (export $(tests/agents.sh) installs the agents)");
     }
     set
 }
@@ -172,6 +176,45 @@ fn codex_runs_two_tasks_under_native_none_trim_and_fold() {
     if installed("FOLDBENCH_CODEX") {
         run_agent("codex");
     }
+}
+
+/// Without the agents, their tests say `skipped` where `cargo test` shows it (not a bare `ok`),
+/// and fail when CI requires the agents: this binary runs one of them again without its
+/// variable.
+#[test]
+fn without_an_agent_its_test_says_skipped_or_fails_when_agents_are_required() {
+    let again = |require: bool| {
+        let mut c = Command::new(std::env::current_exe().expect("this test binary"));
+        c.args([
+            "--exact",
+            "agents_run::claude_code_runs_two_tasks_under_native_none_trim_and_fold",
+        ])
+        .env_remove("FOLDBENCH_CLAUDE_CODE")
+        .env_remove("FOLDBENCH_REQUIRE_AGENTS");
+        if require {
+            c.env("FOLDBENCH_REQUIRE_AGENTS", "1");
+        }
+        let o = c.output().expect("the test binary runs");
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (o.status.code(), out)
+    };
+    let (code, out) = again(false);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("skipped: FOLDBENCH_CLAUDE_CODE is not set, this test did not run")
+            && out.contains("1 passed"),
+        "{out}"
+    );
+    let (code, out) = again(true);
+    assert_eq!(code, Some(101), "{out}");
+    assert!(
+        out.contains("FOLDBENCH_REQUIRE_AGENTS=1 but FOLDBENCH_CLAUDE_CODE is not set"),
+        "{out}"
+    );
 }
 
 /// `--agent exec:CMD` with the 40-line agent of `examples/agents/tiny_agent.py`, which needs no

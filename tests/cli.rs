@@ -482,7 +482,11 @@ fn ab_run_and_fold_take_what_a_user_types() {
     );
     let (code, _, err) = run(&["fold", t, "--from", "2", "--to", "1"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--from 2 --to 1 is reversed"), "{err}");
+    assert!(
+        err.contains("--from 2 --to 1 is reversed (--from is greater than --to)")
+            && err.contains("has turns 1–2"),
+        "{err}"
+    );
     let (code, folded, err) = run(&["fold", t, "--from", "1", "--to", "2"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(folded.starts_with("[fold] turns 1–2 folded"), "{folded}");

@@ -13,6 +13,19 @@ use harness_runner::model::{Model, ModelFuture, SimModel};
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks::{self, LoadedTask};
 
+/// Says `skipped: WHY` on the process's standard error itself, which the test harness does not
+/// capture, so `cargo test` shows it beside the test's `ok` instead of a pass in 0.00 s that ran
+/// nothing. Under `REQUIRE=1` (`.ci/run` sets `FOLDBENCH_REQUIRE_AGENTS` and
+/// `FOLDBENCH_REQUIRE_SANDBOX`) a test that cannot run fails instead.
+pub fn skipped(why: &str, require: &str) {
+    use std::io::Write;
+    assert!(
+        std::env::var(require).as_deref() != Ok("1"),
+        "{require}=1 but {why}: this test did not run"
+    );
+    let _ = std::io::stderr().write_all(format!("skipped: {why}\n").as_bytes());
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

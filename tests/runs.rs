@@ -634,9 +634,13 @@ fn a_resume_runs_cells_that_ended_in_error_again_unless_told_not_to() {
                 .args(extra)
                 .output()
                 .unwrap();
-            assert!(o.status.code() == Some(0) || o.status.code() == Some(100));
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
         };
-        go(&[]);
+        let (code, err) = go(&[]);
+        assert_eq!(code, Some(0), "{err}");
         // The state an infrastructure error leaves: the first cell's record says `error`.
         let cells = out.join("cells.jsonl");
         let mut l = lines(&cells);
@@ -646,7 +650,22 @@ fn a_resume_runs_cells_that_ended_in_error_again_unless_told_not_to() {
         first["error"] = "model: connection reset".into();
         l[0] = first.to_string();
         std::fs::write(&cells, l.join("\n") + "\n").unwrap();
-        go(if retry { &[] } else { &["--no-retry-errors"] });
+        let (code, err) = go(if retry { &[] } else { &["--no-retry-errors"] });
+        // Run again, the cell succeeds: exit 0. Kept, the infrastructure error is the run's
+        // outcome: exit 100, said with the cell and what to do.
+        if retry {
+            assert_eq!(code, Some(0), "{err}");
+        } else {
+            assert_eq!(code, Some(100), "{err}");
+            assert!(
+                err.contains(&format!("error   {id}: model: connection reset"))
+                    && err.contains(
+                        "error: 1 of 2 cells ended in an infrastructure error (exit 100; the \
+                         same command runs them again)"
+                    ),
+                "{err}"
+            );
+        }
         let now: Vec<serde_json::Value> = lines(&cells)
             .iter()
             .map(|x| serde_json::from_str(x).unwrap())

@@ -894,12 +894,6 @@ fn check_fold_range(
     from: u32,
     to: u32,
 ) -> Result<(), Error> {
-    if from > to {
-        return Err(Error::Usage(format!(
-            "--from {from} --to {to} is reversed: --from is the first turn; give --from {to} \
-             --to {from}"
-        )));
-    }
     let turns = messages.iter().map(|m| m.turn).filter(|t| *t > 0);
     let (Some(first), Some(last)) = (turns.clone().min(), turns.max()) else {
         return Err(Error::Usage(format!(
@@ -907,6 +901,13 @@ fn check_fold_range(
             path.display()
         )));
     };
+    if from > to {
+        return Err(Error::Usage(format!(
+            "--from {from} --to {to} is reversed (--from is greater than --to): --from is the \
+             first turn to fold, --to the last; {} has turns {first}–{last}",
+            path.display()
+        )));
+    }
     if from < first || to > last {
         return Err(Error::Usage(format!(
             "{} has turns {first}–{last}, not {from}–{to}; give --from and --to within \

@@ -179,10 +179,14 @@ fn import_warnings_name_the_first_skipped_lines_and_what_is_left() {
     }
     assert_eq!(lines[4], "  … and 2 more skipped lines");
     assert!(
-        lines[5].starts_with("warning: f00.jsonl: ") && lines[5].contains("whose parent was on a skipped line"),
+        lines[5].starts_with("warning: f00.jsonl: ")
+            && lines[5].contains("whose parent was on a skipped line"),
         "{lines:#?}"
     );
-    assert!(lines[6].starts_with("warning: f01.jsonl: 5 lines skipped"), "{lines:#?}");
+    assert!(
+        lines[6].starts_with("warning: f01.jsonl: 5 lines skipped"),
+        "{lines:#?}"
+    );
     assert_eq!(
         lines[120],
         "warning: 2 more files with warnings (10 lines skipped in all)"

@@ -698,7 +698,12 @@ mod tests {
                 panic!("FOLDBENCH_REQUIRE_SANDBOX=1 but {e}")
             }
             Err(e) => {
-                eprintln!("skipped: {e}");
+                // On the process's stderr itself, which the test harness does not capture:
+                // `cargo test` shows that the test did not run.
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("skipped: {e}\n").as_bytes(),
+                );
                 None
             }
         }
