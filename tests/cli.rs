@@ -1,5 +1,6 @@
 //! The command line as a user meets it: validation errors, exit codes, resume after a kill.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -457,22 +458,29 @@ fn ab_run_and_fold_take_what_a_user_types() {
         err.contains("unknown policy `trmi` (did you mean `trim`?)") && !err.contains("none,trmi"),
         "{err}"
     );
-    // `-o` names the run folder, not a report.
-    let (code, _, err) = run(&["run", "--seeds", "1", "-o", "report.html"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("names the run folder, not a report file")
-            && err.contains("foldbench report results/x -o report.html"),
-        "{err}"
-    );
     // `ab --help` lists no --policy (it only says to use --arms).
     let (_, help, _) = run(&["ab", "--help"]);
     assert!(
         help.contains("--arms") && !help.contains("--policy"),
         "{help}"
     );
-    // fold: a range past the transcript's turns, or reversed, is refused with the real range.
-    let transcript = out.join("cells/trim-rerun_none_sim_1/transcript.jsonl");
+    fold_takes_a_range_of_the_transcript(
+        &run,
+        dir.path(),
+        &out.join("cells/trim-rerun_none_sim_1/transcript.jsonl"),
+    );
+}
+
+/// The output of a command: exit code, stdout, stderr.
+type Ran = (Option<i32>, String, String);
+
+/// fold: a range past the transcript's turns, or reversed, is refused with the real range; the
+/// result escapes what it quotes; a FIFO is refused unopened.
+fn fold_takes_a_range_of_the_transcript(
+    run: &dyn Fn(&[&str]) -> Ran,
+    dir: &Path,
+    transcript: &Path,
+) {
     let t = transcript.to_str().unwrap();
     let (code, _, err) = run(&["fold", t, "--from", "1", "--to", "99"]);
     assert_eq!(code, Some(2), "{err}");
@@ -491,11 +499,11 @@ fn ab_run_and_fold_take_what_a_user_types() {
     assert_eq!(code, Some(0), "{err}");
     assert!(folded.starts_with("[fold] turns 1–2 folded"), "{folded}");
     // The result quotes the model's closing message: a terminal escape planted there is shown, not sent.
-    let planted = dir.path().join("planted.jsonl");
+    let planted = dir.join("planted.jsonl");
     // The closing message is the last assistant text: plant the escape in every assistant text.
     let mut lines = String::new();
     let mut done = false;
-    for line in std::fs::read_to_string(&transcript).unwrap().lines() {
+    for line in std::fs::read_to_string(transcript).unwrap().lines() {
         let mut m: serde_json::Value = serde_json::from_str(line).unwrap();
         if m["role"] == "assistant" && m["text"].as_str().is_some_and(|t| !t.is_empty()) {
             let text = m["text"].as_str().unwrap().to_string();
@@ -521,7 +529,7 @@ fn ab_run_and_fold_take_what_a_user_types() {
         "{folded}"
     );
     // A FIFO is refused without being opened for reading (it would block).
-    let fifo = dir.path().join("fifo.jsonl");
+    let fifo = dir.join("fifo.jsonl");
     assert!(Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -530,6 +538,87 @@ fn ab_run_and_fold_take_what_a_user_types() {
     let (code, _, err) = run(&["fold", fifo.to_str().unwrap(), "--from", "1", "--to", "1"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn run_and_ab_write_the_report_files_named_with_o() {
+    // `-o report.html -o r.md` beside a run folder: each file is written from the folder when
+    // the run ends, with the bytes `report DIR -o FILE` gives; with no folder, the run goes to
+    // results/<run-id> under the working folder.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let task = root().join("tasks/trim-rerun.yaml");
+    let fb = |args: &[&str]| {
+        let o = Command::new(binary())
+            .current_dir(d)
+            .args(args)
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code(), err)
+    };
+    let task = task.to_str().unwrap();
+    let (code, err) = fb(&[
+        "run",
+        "--tasks",
+        task,
+        "--policy",
+        "none",
+        "--seeds",
+        "1",
+        "-o",
+        "report.html",
+        "-o",
+        "r.md",
+        "-o",
+        "r1",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("wrote report.html") && err.contains("wrote r.md"),
+        "{err}"
+    );
+    let (code, err) = fb(&["report", "r1", "-o", "again.html", "-o", "again.md"]);
+    assert_eq!(code, Some(0), "{err}");
+    for (a, b) in [("report.html", "again.html"), ("r.md", "again.md")] {
+        let (a, b) = (
+            std::fs::read(d.join(a)).unwrap(),
+            std::fs::read(d.join(b)).unwrap(),
+        );
+        assert!(!a.is_empty() && a == b, "{}", String::from_utf8_lossy(&a));
+    }
+    let md = std::fs::read_to_string(d.join("r.md")).unwrap();
+    assert!(
+        md.starts_with("## foldbench: r1\n\n1 cells: 1 success, 0 failure, 0 error"),
+        "{md}"
+    );
+    // ab, a report alone: the records in results/<run-id>, the report from them.
+    let (code, err) = fb(&[
+        "ab", "--task", task, "--arms", "none", "--runs", "1", "-o", "ab.json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let runs: Vec<_> = std::fs::read_dir(d.join("results"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(runs.len(), 1, "{err}");
+    assert!(runs[0].path().join("cells.jsonl").is_file());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("ab.json")).unwrap()).unwrap();
+    assert!(json.to_string().contains("none"), "{json}");
+    // Two folders, or the records file, are refused before anything runs.
+    for (args, said) in [
+        (["-o", "a", "-o", "b"], "a run has one folder"),
+        (
+            ["-o", "x.jsonl", "-o", "y"],
+            "a run writes its records into its folder",
+        ),
+    ] {
+        let (code, err) = fb(&[&["run", "--tasks", task, "--seeds", "1"][..], &args[..]].concat());
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(said) && !err.contains("[1/"), "{err}");
+    }
 }
 
 #[test]

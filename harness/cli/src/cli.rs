@@ -157,11 +157,12 @@ struct CommonRun {
     /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`).
     #[arg(long, value_name = "URL", requires = "agent")]
     agent_upstream: Option<String>,
-    /// Run directory (default results/<run-id>); the same directory resumes a run. `-o` as
-    /// `merge -o` takes it; a report is written from the folder afterwards (`foldbench report
-    /// DIR -o report.html`).
-    #[arg(short = 'o', long)]
-    out: Option<PathBuf>,
+    /// The run directory (default results/<run-id>; the same directory resumes a run), or a
+    /// report file whose extension picks its format (.md .csv .json .xml .svg .html .txt),
+    /// written from the run directory when the run ends, as `foldbench report DIR -o FILE`
+    /// writes it. Repeatable: one directory and any number of reports.
+    #[arg(short = 'o', long, value_name = "DIR|FILE")]
+    out: Vec<PathBuf>,
     /// Cells at once, 1 to 1024 (default: the number of cores).
     #[arg(long, value_parser = crate::limits::jobs)]
     jobs: Option<usize>,
@@ -513,9 +514,7 @@ fn config(
     for m in &models {
         run::parse_sim(m)?;
     }
-    if let Some(out) = &common.out {
-        check_run_folder(out)?;
-    }
+    let folder = crate::report::run_outputs(&common.out)?.folder;
     let jobs = common.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -564,10 +563,7 @@ fn config(
         arms,
         models,
         seeds,
-        out: common
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("results").join(run_id())),
+        out: folder.unwrap_or_else(|| PathBuf::from("results").join(run_id())),
         jobs,
         cell,
         backend: BackendOptions {
@@ -644,25 +640,6 @@ fn agent_setup(
 /// failed check: the failing cells are the finding), 100 when a cell ended in an
 /// infrastructure error (`status: error`) or, with `--fail-on-failure`, failed a check; 4 with
 /// no cell. The note that says which goes to stderr.
-/// Refuses a run folder named like a report file (`-o report.html`): `-o` of `run` and `ab` is
-/// the run folder, as `merge -o`; `report` writes files.
-fn check_run_folder(out: &Path) -> Result<(), String> {
-    const REPORTS: [&str; 9] = [
-        "md", "html", "htm", "json", "jsonl", "csv", "xml", "svg", "txt",
-    ];
-    match out.extension().and_then(|e| e.to_str()) {
-        Some(ext) if REPORTS.contains(&ext) && !out.is_dir() => {
-            Err(format!(
-            "-o/--out {} names the run folder, not a report file; give a folder (-o results/x) \
-             and write the report from it afterwards: foldbench report results/x -o {}",
-            out.display(),
-            out.file_name().and_then(|n| n.to_str()).unwrap_or("report.html")
-        ))
-        }
-        _ => Ok(()),
-    }
-}
-
 fn exit_for(records: &[CellRecord], fail_on_failure: bool) -> Result<Code, Error> {
     if records.is_empty() {
         return Ok(Code::NoCells);
@@ -775,6 +752,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
+            crate::report::write_run_reports(&out, &a.common.out, None)?;
             exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),
@@ -880,6 +858,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
+            crate::report::write_run_reports(&out, &a.common.out, a.baseline.as_deref())?;
             exit_for(&records, a.common.fail_on_failure)
         }
         Err(e) => run_error(&e),

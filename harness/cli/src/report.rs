@@ -238,14 +238,93 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
             }
         }
     }
+    write_files(&a, &records, &outputs)?;
+    Ok(Code::Ok)
+}
+
+/// What `run -o` and `ab -o` name: the run folder (at most one) and report files, each with the
+/// format its extension picks, written from the folder when the run ends.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RunOutputs {
+    /// The run folder, when one is given.
+    pub folder: Option<PathBuf>,
+    /// The reports to write, in the order given.
+    pub reports: Vec<(PathBuf, Format)>,
+}
+
+/// Sorts the `-o` paths of `run`/`ab`: an existing folder, or a path whose extension is no
+/// report format, is the run folder; a path with a report extension (`.md`, `.html`, …) is a
+/// report. A `.jsonl` path (the records file) and two folders are refused with what to give.
+pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, String> {
+    let mut outs = RunOutputs::default();
+    for p in paths {
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        if p.is_dir() {
+            // An existing folder is the run folder, whatever its name.
+        } else if let Ok(f) = Format::of_path(p) {
+            outs.reports.push((p.clone(), f));
+            continue;
+        } else if ext.as_deref() == Some("jsonl") {
+            return Err(format!(
+                "-o {}: a run writes its records into its folder (DIR/{}); give the folder \
+                 (-o results/x), and a report file to write one (-o report.html)",
+                p.display(),
+                harness_runner::results::CELLS_FILE
+            ));
+        }
+        if let Some(first) = &outs.folder {
+            return Err(format!(
+                "-o {} and -o {}: a run has one folder; give one, and report files (.md, \
+                 .html, …) beside it",
+                first.display(),
+                p.display()
+            ));
+        }
+        outs.folder = Some(p.clone());
+    }
+    Ok(outs)
+}
+
+/// Writes the reports named among `paths` (see [`run_outputs`]) from the run folder `run_dir`
+/// once the run ended: the records are read back from the folder, so each file has the bytes
+/// `foldbench report RUN_DIR -o FILE` writes (with `--baseline` when given).
+pub fn write_run_reports(
+    run_dir: &Path,
+    paths: &[PathBuf],
+    baseline: Option<&str>,
+) -> Result<(), Error> {
+    let reports = run_outputs(paths).map_err(Error::Usage)?.reports;
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let a = ReportArgs {
+        run_dir: run_dir.to_path_buf(),
+        format: None,
+        cells: false,
+        output: reports.iter().map(|(p, _)| p.clone()).collect(),
+        chart: Chart::Requests,
+        task: None,
+        seed: None,
+        model: None,
+        baseline: baseline.map(str::to_string),
+        view: crate::view::ViewArgs::default(),
+    };
+    let records = harness_runner::results::read_records(run_dir).map_err(Error::Usage)?;
+    write_files(&a, &records, &reports)
+}
+
+/// Renders `records` in each `(path, format)` and writes it, saying so on stderr.
+fn write_files(
+    a: &ReportArgs,
+    records: &[CellRecord],
+    outputs: &[(PathBuf, Format)],
+) -> Result<(), Error> {
     for (path, f) in outputs {
-        let text = match render_format(f, &a, &records) {
-            Ok(s) => s,
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        };
-        if let Err(e) = harness_runner::atomic::write(&path, text.as_bytes()) {
+        let text = render_format(*f, a, records).map_err(Error::Usage)?;
+        if let Err(e) = harness_runner::atomic::write(path, text.as_bytes()) {
             return Err(Error::Internal(format!(
                 "cannot write {}: {e}",
                 path.display()
@@ -253,7 +332,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         }
         eprintln!("wrote {}", path.display());
     }
-    Ok(Code::Ok)
+    Ok(())
 }
 
 #[cfg(test)]
