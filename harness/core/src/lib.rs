@@ -33,6 +33,8 @@
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
 //!   judgement dataset, its gold labels and the scoring of answers; [`answer`]: the answer
 //!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
+//! - [`text_agent`]: a text-based agent's command blocks and observations read as tool calls and
+//!   results (one rule for the offline upstream and the proxy).
 //! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal.
 pub mod answer;
@@ -55,5 +57,6 @@ pub mod session;
 pub mod sim;
 pub mod spec;
 pub mod suggest;
+pub mod text_agent;
 pub mod tokens;
 pub mod upstream;

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use harness_core::message::{Message, Role};
+use harness_core::text_agent::as_observation;
 use serde_json::value::RawValue;
 
 use crate::units::{Grouper, Side};
@@ -21,12 +22,38 @@ pub enum Out<'a> {
 }
 
 /// Renders a message no agent wrote (or one a policy changed) as units of `api`: the grouper
-/// names the form of the call a result answers.
+/// names the form of the call a result answers. A text-based agent's calls stay in the text
+/// they came in (an answer goes out without them as calls of the API), and their results go
+/// out as its observations: user messages in its observation form, whatever a policy made of
+/// their text.
 pub fn render_message(api: Api, m: &Message, calls: &Grouper) -> Vec<(Side, Box<RawValue>)> {
     let side = if m.role == Role::Assistant {
         Side::Assistant
     } else {
         Side::User
+    };
+    let text_result = m.role == Role::Tool
+        && m.tool_call_id
+            .as_deref()
+            .is_some_and(|id| calls.is_text_call(id));
+    let text_calls = m.tool_calls.iter().any(|c| calls.is_text_call(&c.id));
+    let in_text;
+    let m = if text_result {
+        let id = m.tool_call_id.as_deref().unwrap_or_default();
+        let mut u = m.clone();
+        u.role = Role::User;
+        u.tool_call_id = None;
+        u.tool_name = None;
+        u.text = as_observation(calls.observation_head(id), &m.text);
+        in_text = u;
+        &in_text
+    } else if text_calls {
+        let mut a = m.clone();
+        a.tool_calls.retain(|c| !calls.is_text_call(&c.id));
+        in_text = a;
+        &in_text
+    } else {
+        m
     };
     let units = match api {
         Api::Anthropic => anthropic::render(m),

@@ -11,7 +11,12 @@
 //! - consecutive model-side units (text, tool calls, thinking or reasoning) are one assistant
 //!   message;
 //! - `system` and `developer` units are *pinned*: no policy sees them; a host sends them where
-//!   they stood ([`Piece::message`] is `None`).
+//!   they stood ([`Piece::message`] is `None`);
+//! - a text-based agent's calls are in its text: an answer with a command block is a call, and
+//!   the user message after it is its result when it is an observation
+//!   ([`harness_core::text_agent`], the rule the offline upstream reads them by too). The call's
+//!   form and its result's are [`TEXT_FORM`], so a host writes a rewritten result back as the
+//!   agent's observation, never as a tool message the agent does not speak.
 //!
 //! The grouper keeps the turn in progress and the calls seen, so the units of the next request
 //! continue where the last request ended.
@@ -20,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harness_core::message::{Message, ToolCall};
+use harness_core::text_agent::{self, TEXT_FORM};
 use serde_json::value::RawValue;
 
 /// What a unit is.
@@ -135,6 +141,10 @@ pub struct Grouper {
     calls: HashMap<String, (String, Option<String>)>,
     /// Call id → form of its result, as the agent wrote it.
     results: HashMap<String, String>,
+    /// The text call of the last answer, whose observation may come next.
+    text_call: Option<String>,
+    /// Text call id → the head of its observation (its `<returncode>` line).
+    heads: HashMap<String, String>,
 }
 
 impl Default for Grouper {
@@ -144,6 +154,8 @@ impl Default for Grouper {
             last: Last::Nothing,
             calls: HashMap::new(),
             results: HashMap::new(),
+            text_call: None,
+            heads: HashMap::new(),
         }
     }
 }
@@ -176,6 +188,17 @@ impl Grouper {
     /// The form the agent wrote a call's result in, when one was seen.
     pub fn result_form(&self, call_id: &str) -> Option<&str> {
         self.results.get(call_id).map(String::as_str)
+    }
+
+    /// Whether a call was written in an answer's text (a text-based agent's command block).
+    pub fn is_text_call(&self, id: &str) -> bool {
+        self.call(id).is_some_and(|(_, f)| f == Some(TEXT_FORM))
+    }
+
+    /// The head of the observation that answered a text call (its `<returncode>` line), or
+    /// nothing when none came.
+    pub fn observation_head(&self, call_id: &str) -> &str {
+        self.heads.get(call_id).map_or("", String::as_str)
     }
 
     /// Notes a call the host itself answered (a policy's tool), so its result is named.
@@ -265,6 +288,7 @@ impl Grouper {
                         is_error,
                     } => {
                         self.flush(open, out);
+                        self.text_call = None;
                         if let Some(f) = &unit.form {
                             self.results.insert(call_id.clone(), f.clone());
                         }
@@ -296,6 +320,12 @@ impl Grouper {
                         if open.as_ref().is_some_and(|o| o.side != side) {
                             self.flush(open, out);
                         }
+                        if side == Side::User && open.is_none() {
+                            if let Some(result) = self.observation(t, at) {
+                                out.push(result);
+                                continue;
+                            }
+                        }
                         let o = open.get_or_insert_with(|| Open {
                             side,
                             text: Vec::new(),
@@ -320,11 +350,61 @@ impl Grouper {
         }
     }
 
+    /// A user text right after an answer with a text call, when it is an observation: that
+    /// call's result (one unit, never joined with the user text after it).
+    fn observation(&mut self, text: &str, at: UnitRef) -> Option<Piece> {
+        let id = self.text_call.take()?;
+        if !text_agent::is_observation(text) {
+            return None;
+        }
+        self.results.insert(id.clone(), TEXT_FORM.to_string());
+        self.heads
+            .insert(id.clone(), text_agent::observation_head(text).to_string());
+        let call = ToolCall {
+            id,
+            name: text_agent::TEXT_TOOL.to_string(),
+            args: serde_json::Value::Null,
+        };
+        self.last = Last::Tool;
+        Some(Piece {
+            message: Some(Message::tool_result(
+                self.turn.max(1),
+                &call,
+                text,
+                false,
+            )),
+            units: vec![at],
+            opens_turn: false,
+        })
+    }
+
+    /// The assistant message of an answer's text and calls: an answer with no calls of the
+    /// API whose text carries a command is that command's call (counted as the text it is, the
+    /// command not counted twice), its observation awaited next.
+    fn answer(&mut self, text: String, calls: Vec<ToolCall>) -> Arc<Message> {
+        let turn = self.turn.max(1);
+        self.text_call = None;
+        if calls.is_empty() {
+            if let Some(call) = text_agent::text_call(&text) {
+                self.calls.insert(
+                    call.id.clone(),
+                    (call.name.clone(), Some(TEXT_FORM.to_string())),
+                );
+                self.text_call = Some(call.id.clone());
+                let mut m = (*Message::assistant(turn, text, Vec::new())).clone();
+                m.tool_calls = vec![call];
+                return Arc::new(m);
+            }
+        }
+        Message::assistant(turn, text, calls)
+    }
+
     fn flush(&mut self, open: &mut Option<Open>, out: &mut Vec<Piece>) {
         let Some(o) = open.take() else { return };
         let text = o.text.join("\n\n");
         let (message, opens_turn) = match o.side {
             Side::User => {
+                self.text_call = None;
                 let opens = matches!(self.last, Last::Nothing | Last::Closing);
                 if opens {
                     self.turn += 1;
@@ -333,13 +413,13 @@ impl Grouper {
                 (Message::user(self.turn, text, None), opens)
             }
             _ => {
-                let calling = !o.calls.is_empty();
-                self.last = if calling {
-                    Last::Calling
-                } else {
+                let message = self.answer(text, o.calls);
+                self.last = if message.tool_calls.is_empty() {
                     Last::Closing
+                } else {
+                    Last::Calling
                 };
-                (Message::assistant(self.turn.max(1), text, o.calls), false)
+                (message, false)
             }
         };
         out.push(Piece {

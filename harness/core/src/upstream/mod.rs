@@ -43,6 +43,7 @@ use crate::request::{Purpose, Request};
 use crate::session::COMPACTION_PROMPT;
 use crate::sim::{Sim, SimConfig};
 use crate::spec::TaskSpec;
+use crate::text_agent::is_observation;
 
 pub use vocab::Vocabulary;
 use vocab::{Surroundings, Written};
@@ -346,7 +347,16 @@ fn read_request(
             Role::Tool => {
                 let mut r = (**m).clone();
                 r.turn = turn;
-                if let Some(c) = m.tool_call_id.as_deref().and_then(|id| issued.get(id)) {
+                // A host that read a mini-swe-agent observation as a tool result (the proxy's
+                // grouping, `text_agent`'s rule) names it by the answer's text; the sim knows
+                // the call by the step it wrote.
+                let awaited = awaiting.take();
+                if let Some(c) = m
+                    .tool_call_id
+                    .as_deref()
+                    .and_then(|id| issued.get(id))
+                    .or(awaited.as_ref())
+                {
                     r.tool_call_id = Some(c.id.clone());
                     r.tool_name = Some(c.name.clone());
                 }
@@ -473,14 +483,6 @@ fn prompt_turn(spec: &TaskSpec, text: &str, turn: u32, seen: bool) -> Option<u32
         .filter(|(_, t)| !t.user.is_empty() && text.contains(t.user.as_str()))
         .max_by_key(|(i, t)| (t.user.len(), std::cmp::Reverse(*i)))
         .map(|(i, _)| i as u32 + 1)
-}
-
-/// Whether a user message is a mini-swe-agent observation of a command.
-fn is_observation(text: &str) -> bool {
-    let t = text.trim_start();
-    t.starts_with("<returncode>")
-        || t.starts_with("{\n  \"returncode\"")
-        || t.starts_with("<output")
 }
 
 /// The step id a mini-swe-agent answer of the upstream carries in its first line.

@@ -23,11 +23,7 @@ pub enum Vocabulary {
     MiniText,
 }
 
-/// The fence mini-swe-agent's text-based model reads a command from.
-pub const MINI_FENCE: &str = "```mswea_bash_command";
-
-/// The command that ends a mini-swe-agent task.
-pub const MINI_SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+pub use crate::text_agent::{mini_command, MINI_FENCE, MINI_SUBMIT};
 
 impl Vocabulary {
     /// The vocabulary of a request offering `tools`, with `system` its system text.
@@ -323,14 +319,4 @@ pub fn update_patch(path: &str, shown: &str, old: &str, new: &str) -> Option<Str
 /// The text of a mini-swe-agent answer: the thought, then the one command block.
 pub fn mini_answer(thought: &str, command: &str) -> String {
     format!("{thought}\n\n{MINI_FENCE}\n{command}\n```")
-}
-
-/// The command of a mini-swe-agent answer, as its text-based model reads it (the first fenced
-/// block).
-pub fn mini_command(text: &str) -> Option<&str> {
-    let at = text.find(MINI_FENCE)? + MINI_FENCE.len();
-    let rest = text[at..].trim_start_matches([' ', '\t', '\r']);
-    let rest = rest.strip_prefix('\n')?;
-    let end = rest.find("\n```")?;
-    Some(&rest[..end])
 }

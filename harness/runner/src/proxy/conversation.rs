@@ -26,6 +26,7 @@ use harness_core::policy::{Plan, Policy, Splice};
 use harness_core::request::Purpose;
 use harness_core::session::COMPACTION_PROMPT;
 use harness_core::spec::TaskSpec;
+use harness_core::text_agent::TEXT_TOOL;
 use harness_core::tokens;
 use harness_wire::render::{self, Out};
 use harness_wire::units::{Grouper, Side, UnitKind};
@@ -58,6 +59,7 @@ mod decode;
 mod grouping;
 mod needs;
 mod state;
+mod text;
 
 pub use decode::{decode, Decoded};
 use grouping::Grouped;
@@ -163,6 +165,8 @@ pub struct Conversation {
     watch: Option<(u32, NeedWatch)>,
     /// The last request's grouping.
     grouped: Option<Grouped>,
+    /// A text call's result a policy rewrote → it in the agent's observation form.
+    agent_form: HashMap<u64, Arc<Message>>,
 }
 
 impl Conversation {
@@ -201,6 +205,7 @@ impl Conversation {
             needs: None,
             watch: None,
             grouped: None,
+            agent_form: HashMap::new(),
         })
     }
 
@@ -583,6 +588,7 @@ impl Conversation {
         messages: Vec<Arc<Message>>,
         action: Option<String>,
     ) -> Step {
+        let messages = self.in_agent_form(messages);
         let tools = self.policy.tools();
         let untouched = action.is_none()
             && tools.is_empty()
@@ -802,7 +808,7 @@ impl Conversation {
                 result_tokens: 0,
                 cached: false,
             }));
-            if WRITING_TOOLS.contains(&c.name.as_str()) || c.name == "Bash" && !read_only(c) {
+            if WRITING_TOOLS.contains(&c.name.as_str()) || matches!(c.name.as_str(), "Bash" | TEXT_TOOL) && !read_only(c) {
                 self.writes += 1;
             }
         }
