@@ -109,19 +109,34 @@ mod tests {
     fn an_answer_with_a_command_is_a_call_and_the_submit_closes() {
         let answer = "I look.\n\n```mswea_bash_command\ncat a.py\n```";
         let c = text_call(answer).unwrap();
-        assert_eq!((c.name.as_str(), c.str_arg("command")), ("bash", Some("cat a.py")));
-        assert_eq!(c.id, text_call(answer).unwrap().id, "the same text, the same id");
+        assert_eq!(
+            (c.name.as_str(), c.str_arg("command")),
+            ("bash", Some("cat a.py"))
+        );
+        assert_eq!(
+            c.id,
+            text_call(answer).unwrap().id,
+            "the same text, the same id"
+        );
         assert_ne!(c.id, text_call(&answer.replace("look", "read")).unwrap().id);
-        assert!(text_call("Done.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```").is_none());
+        assert!(text_call(
+            "Done.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+        )
+        .is_none());
         assert!(text_call("no block here").is_none());
-        assert!(text_call("```bash\nls\n```").is_none(), "another fence is no command");
+        assert!(
+            text_call("```bash\nls\n```").is_none(),
+            "another fence is no command"
+        );
     }
 
     #[test]
     fn observations_are_told_from_prompts_and_rewritten_in_their_form() {
         let obs = "<returncode>1</returncode>\n<output>\nboom\n</output>";
         assert!(is_observation(obs));
-        assert!(is_observation("<exception>timeout</exception>\n<returncode>-1</returncode>\n"));
+        assert!(is_observation(
+            "<exception>timeout</exception>\n<returncode>-1</returncode>\n"
+        ));
         assert!(!is_observation("The user added a new task: fix it"));
         assert_eq!(observation_head(obs), "<returncode>1</returncode>\n");
         assert_eq!(observation_head("plain"), "");
@@ -133,6 +148,10 @@ mod tests {
             as_observation("", "x"),
             "<returncode>0</returncode>\n<output>\nx\n</output>"
         );
-        assert_eq!(as_observation("", obs), obs, "an observation stays as it is");
+        assert_eq!(
+            as_observation("", obs),
+            obs,
+            "an observation stays as it is"
+        );
     }
 }

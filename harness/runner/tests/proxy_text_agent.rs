@@ -56,7 +56,10 @@ fn conversation(policy: &str) -> Conversation {
 fn send(conv: &mut Conversation, body: &[u8]) -> (Value, u64, Option<String>) {
     let req = decode(Api::Chat, body).expect("the body decodes");
     assert!(conv.continues(&req));
-    assert!(conv.read(&req).is_empty(), "no splices under these policies");
+    assert!(
+        conv.read(&req).is_empty(),
+        "no splices under these policies"
+    );
     match conv.plan(Api::Chat, &req.env, &req) {
         Step::Send(o) => (
             serde_json::from_slice(&o.body).expect("JSON"),
@@ -72,7 +75,13 @@ fn contents(body: &Value) -> Vec<String> {
         .as_array()
         .expect("messages")
         .iter()
-        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or(""), m["content"].as_str().unwrap_or("")))
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m["role"].as_str().unwrap_or(""),
+                m["content"].as_str().unwrap_or("")
+            )
+        })
         .collect()
 }
 
@@ -90,7 +99,11 @@ fn a_two_turn_mini_conversation_reads_as_two_turns_with_its_commands_as_tool_cal
             _ => None,
         })
         .collect();
-    assert_eq!(turns, vec![1, 2], "the observations are no turns of their own");
+    assert_eq!(
+        turns,
+        vec![1, 2],
+        "the observations are no turns of their own"
+    );
     let calls: Vec<(u32, String, String)> = conv
         .events
         .iter()
@@ -130,13 +143,22 @@ fn trim_clears_old_observations_upstream_in_the_agents_form_and_the_history_is_u
     assert_eq!(n_action, None);
     assert_eq!(d_action.as_deref(), Some("trimmed 2 tool results"));
     assert_eq!(p_action.as_deref(), Some("trimmed 2 tool results"));
-    assert!(d_tokens < n_tokens && p_tokens < n_tokens, "{d_tokens} {p_tokens} {n_tokens}");
+    assert!(
+        d_tokens < n_tokens && p_tokens < n_tokens,
+        "{d_tokens} {p_tokens} {n_tokens}"
+    );
     assert!(n.to_string().contains(RATE));
     for (name, up) in [("drop", &d), ("placeholder", &p)] {
         let text = up.to_string();
-        assert!(!text.contains(RATE), "{name}: turn 1's observation is cleared: {text}");
+        assert!(
+            !text.contains(RATE),
+            "{name}: turn 1's observation is cleared: {text}"
+        );
         assert!(!text.contains("No such file"), "{name}: {text}");
-        assert!(text.contains("def price()"), "{name}: turn 2's observation stays");
+        assert!(
+            text.contains("def price()"),
+            "{name}: turn 2's observation stays"
+        );
         for m in up["messages"].as_array().unwrap() {
             assert!(
                 matches!(m["role"].as_str(), Some("system" | "user" | "assistant"))
@@ -177,9 +199,17 @@ fn trim_clears_old_observations_upstream_in_the_agents_form_and_the_history_is_u
     longer.push(observation(0, RATE));
     let (again, _, _) = send(
         &mut placeholder,
-        json!({"model": "openai/sim", "messages": longer}).to_string().as_bytes(),
+        json!({"model": "openai/sim", "messages": longer})
+            .to_string()
+            .as_bytes(),
     );
     let again = contents(&again);
-    assert_eq!(again[..p["messages"].as_array().unwrap().len()], contents(&p)[..]);
-    assert_eq!(again.last().map(String::as_str), Some(format!("user: <returncode>0</returncode>\n<output>\n{RATE}\n</output>").as_str()));
+    assert_eq!(
+        again[..p["messages"].as_array().unwrap().len()],
+        contents(&p)[..]
+    );
+    assert_eq!(
+        again.last().map(String::as_str),
+        Some(format!("user: <returncode>0</returncode>\n<output>\n{RATE}\n</output>").as_str())
+    );
 }

@@ -367,12 +367,7 @@ impl Grouper {
         };
         self.last = Last::Tool;
         Some(Piece {
-            message: Some(Message::tool_result(
-                self.turn.max(1),
-                &call,
-                text,
-                false,
-            )),
+            message: Some(Message::tool_result(self.turn.max(1), &call, text, false)),
             units: vec![at],
             opens_turn: false,
         })

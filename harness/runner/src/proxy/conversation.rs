@@ -808,7 +808,9 @@ impl Conversation {
                 result_tokens: 0,
                 cached: false,
             }));
-            if WRITING_TOOLS.contains(&c.name.as_str()) || matches!(c.name.as_str(), "Bash" | TEXT_TOOL) && !read_only(c) {
+            if WRITING_TOOLS.contains(&c.name.as_str())
+                || matches!(c.name.as_str(), "Bash" | TEXT_TOOL) && !read_only(c)
+            {
                 self.writes += 1;
             }
         }
