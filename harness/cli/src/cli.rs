@@ -736,19 +736,16 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
                 eprintln!("error: no cell selected (the matrix or its partition is empty)");
                 return Ok(Code::NoCells);
             }
+            let width = crate::view::width();
+            for line in harness_report::answer::run_block(&records, None, width) {
+                crate::out::line(&line)?;
+            }
             crate::out::line(
                 &a.view
                     .render(&render::summary_table(&records), Kind::Summary),
             )?;
-            for line in harness_report::verdict::verdict_lines(&records, None) {
+            for line in harness_report::answer::run_tail(&records, None, width) {
                 crate::out::line(&line)?;
-            }
-            crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
-            if let Some(t) = harness_report::frontier::run_table(&records) {
-                crate::out::line(&format!(
-                    "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
-                    a.view.render(&t, Kind::Plain)
-                ))?;
             }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));
@@ -842,19 +839,17 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
     let started = std::time::Instant::now();
     match crate::signals::interruptible(run::run(cfg)).await {
         Ok(records) => {
+            let width = crate::view::width();
+            let baseline = a.baseline.as_deref();
+            for line in harness_report::answer::run_block(&records, baseline, width) {
+                crate::out::line(&line)?;
+            }
             crate::out::line(
                 &a.view
                     .render(&render::ab_table(&records, &labels), Kind::Ab),
             )?;
-            for line in harness_report::verdict::verdict_lines(&records, a.baseline.as_deref()) {
+            for line in harness_report::answer::run_tail(&records, baseline, width) {
                 crate::out::line(&line)?;
-            }
-            crate::out::line(harness_report::verdict::RATIO_LEGEND)?;
-            if let Some(t) = harness_report::frontier::run_table(&records) {
-                crate::out::line(&format!(
-                    "The cost–loss frontier (◆: no other arm is as cheap and loses as little):\n{}",
-                    a.view.render(&t, Kind::Plain)
-                ))?;
             }
             print_failures(&records);
             eprintln!("{}", records_line(&records, started, &out));

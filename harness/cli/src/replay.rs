@@ -566,7 +566,7 @@ fn print_table(t: &Table, format: OutputFormat, kind: (Kind, ViewArgs)) -> Resul
 fn print_heading(text: &str, format: OutputFormat) -> Result<(), Error> {
     match format {
         OutputFormat::Md => crate::out::line(&format!("### {text}\n")),
-        _ => crate::out::line(text),
+        _ => print_lines(&[text.to_string()], format),
     }
 }
 
@@ -756,9 +756,10 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
     }
 }
 
-/// The table and Markdown forms: the heading, the policy table and its notes, the essay's
-/// figures, the ground truth.
+/// The table and Markdown forms: the verdict, the heading, the policy table and its notes, the
+/// frontier, the essay's figures, the ground truth.
 fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
+    print_verdict(r, format)?;
     let fallback = if r.judge.needs_labels() {
         format!(
             " ({} labelled; {} judged lexically)",
@@ -791,8 +792,18 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         format,
         (Kind::ReplayPolicies, a.view),
     )?;
-    for note in notes_of(a, r) {
-        crate::out::line(&note)?;
+    print_lines(&notes_of(a, r), format)?;
+    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+    let axes = harness_report::frontier::Axes::replay();
+    if let Some(t) =
+        harness_report::frontier::table(&harness_replay::answer::points(&answers), &axes)
+    {
+        print_heading(
+            "The cost–loss frontier (cheapest first; ◆ on the frontier)",
+            format,
+        )?;
+        print_table(&t, format, (Kind::Plain, a.view))?;
+        print_lines(&[harness_report::frontier::LEGEND.to_string()], format)?;
     }
     if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
         print_heading(
@@ -818,13 +829,57 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
     Ok(())
 }
 
-/// The notes under the policy table: the replay's, the hidden references', the verdicts and
-/// the prices'.
+/// The verdict a replay opens with: one line per policy (its saving after recovery, its loss,
+/// its place on the frontier), broken to the terminal's width, or a Markdown list.
+fn print_verdict(r: &Replayed, format: OutputFormat) -> Result<(), Error> {
+    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+    if answers.is_empty() {
+        return Ok(());
+    }
+    if format == OutputFormat::Md {
+        crate::out::line(&format!(
+            "### {} ({} sessions)\n",
+            harness_report::answer::REPLAY_HEADING,
+            r.replays.len()
+        ))?;
+        for l in harness_report::answer::lines(&answers) {
+            crate::out::line(&format!("- {l}"))?;
+        }
+        return crate::out::line("");
+    }
+    let width = crate::view::width();
+    for l in harness_replay::answer::block(&answers, r.replays.len(), width) {
+        crate::out::line(&l)?;
+    }
+    Ok(())
+}
+
+/// Lines of prose: broken at the terminal's width (continuations indented), or as they are in
+/// Markdown (a blank line after them).
+fn print_lines(lines: &[String], format: OutputFormat) -> Result<(), Error> {
+    if format == OutputFormat::Md {
+        for l in lines {
+            crate::out::line(l)?;
+            crate::out::line("")?;
+        }
+        return Ok(());
+    }
+    let width = crate::view::width();
+    for l in lines {
+        for w in harness_report::answer::wrap(l, width, 2) {
+            crate::out::line(&w)?;
+        }
+    }
+    Ok(())
+}
+
+/// The notes under the policy table: the replay's, the hidden references', what the token
+/// figures count, the ratios' legend and the prices'.
 fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
     let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
     notes.extend(report::hidden_notes(&r.summary));
     notes.extend(r.caveats.iter().cloned());
-    notes.extend(report::verdict_lines(&r.replays, &r.summary));
+    notes.push(report::TOKENS_NOTE.to_string());
     notes.push(harness_report::verdict::RATIO_LEGEND.to_string());
     notes.extend(r.price_notes.iter().cloned());
     notes
@@ -848,8 +903,28 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         r.judge.name(),
         a.window
     );
+    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+    let mut opening = Vec::new();
+    if !answers.is_empty() {
+        use harness_report::html::Block;
+        opening.push(Block::Heading(format!(
+            "{} ({} sessions)",
+            harness_report::answer::REPLAY_HEADING,
+            r.replays.len()
+        )));
+        opening.push(Block::Lines(harness_report::answer::lines(&answers)));
+        let points = harness_replay::answer::points(&answers);
+        if points.len() > 1 {
+            opening.push(Block::Frontier {
+                points,
+                axes: harness_report::frontier::Axes::replay(),
+            });
+            opening.push(Block::Lines(vec![harness_report::frontier::LEGEND.into()]));
+        }
+    }
     let page = harness_runner::html::replay_page(
         &heading,
+        opening,
         tables,
         notes_of(a, r),
         &r.replays,

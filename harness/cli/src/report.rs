@@ -150,26 +150,29 @@ pub fn render_format(
     Ok(match format {
         Format::Table => {
             let kind = if a.cells { Kind::Cells } else { Kind::Summary };
-            let mut out = format!("{}\n", a.view.render(&table(), kind));
-            let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
-            for line in &lines {
-                out.push_str(line);
+            let baseline = a.baseline.as_deref();
+            let width = crate::view::width();
+            let mut out = String::new();
+            for line in harness_report::answer::run_block(records, baseline, width) {
+                out.push_str(&line);
                 out.push('\n');
             }
-            out.push_str(harness_report::verdict::RATIO_LEGEND);
-            out.push('\n');
+            out.push_str(&format!("{}\n", a.view.render(&table(), kind)));
+            for line in harness_report::answer::run_tail(records, baseline, width) {
+                out.push_str(&line);
+                out.push('\n');
+            }
             out
         }
         Format::Md => {
-            let mut md = harness_report::markdown::report(records, &title, a.cells);
-            let lines = harness_report::verdict::verdict_lines(records, a.baseline.as_deref());
-            if !lines.is_empty() {
-                md.push_str("\n### Verdict (95% bootstrap intervals over paired cells)\n\n");
-                for line in lines {
-                    md.push_str(&format!("- {line}\n"));
-                }
-            }
-            md.push_str(&format!("\n{}\n", harness_report::verdict::RATIO_LEGEND));
+            let baseline = a.baseline.as_deref();
+            let mut md = harness_report::markdown::report(
+                records,
+                &title,
+                a.cells,
+                &harness_report::answer::run_markdown(records, baseline),
+            );
+            md.push_str(&harness_report::answer::run_markdown_tail(records, baseline));
             md
         }
         Format::Csv if a.cells => render::cells_table(records).to_csv(),

@@ -31,7 +31,7 @@
 //!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
-//!   stated beside them.
+//!   stated beside them; [`answer`]: the verdict a replay opens with and its cost–loss frontier.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
@@ -41,6 +41,7 @@
 //! policies share the same `Arc<Message>`s.
 
 pub mod analyze;
+pub mod answer;
 pub mod caveats;
 pub mod engine;
 pub mod hidden;

@@ -67,6 +67,9 @@ pub struct PolicySummary {
     pub hidden_references: usize,
     /// Hidden references per 100 responses.
     pub hidden_per_100_responses: f64,
+    /// Hidden references gone (nothing to recover them from, no recovery carried showing them:
+    /// [`Recovery::gone`]) per 100 responses: the loss of the frontier.
+    pub gone_per_100_responses: f64,
     /// Responses with at least one hidden reference.
     pub responses_with_hidden_references: usize,
     /// Hidden references by where they could come back from.
@@ -233,11 +236,8 @@ fn hidden_summary(runs: &[&crate::engine::PolicyReplay]) -> PolicySummary {
         median_rewritten_per_fold: 0.0,
         compactions: 0,
         hidden_references: total,
-        hidden_per_100_responses: if probes.requests == 0 {
-            0.0
-        } else {
-            100.0 * total as f64 / probes.requests as f64
-        },
+        hidden_per_100_responses: per_100(total, probes.requests),
+        gone_per_100_responses: per_100(recovery.gone, probes.requests),
         responses_with_hidden_references: runs.iter().map(|p| p.responses_with_hidden).sum(),
         hidden_by_source: by,
         folds_needed_later: NeededLater::of(
@@ -249,6 +249,15 @@ fn hidden_summary(runs: &[&crate::engine::PolicyReplay]) -> PolicySummary {
                 .flat_map(|p| p.compactions.iter().map(|c| c.needed_after)),
         ),
         probes: probes.fractions(),
+    }
+}
+
+/// `n` per 100 of `of` (0 when `of` is).
+fn per_100(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
     }
 }
 
@@ -307,6 +316,7 @@ pub fn policy_csv(rows: &[PolicySummary]) -> String {
         "compactions",
         "hidden_references",
         "hidden_per_100_responses",
+        "gone_per_100_responses",
         "responses_with_hidden_references",
         "hidden_by_source_archive",
         "hidden_by_source_rerun",
@@ -358,6 +368,7 @@ pub fn policy_csv(rows: &[PolicySummary]) -> String {
                     r.compactions.to_string(),
                     r.hidden_references.to_string(),
                     f(r.hidden_per_100_responses),
+                    f(r.gone_per_100_responses),
                     r.responses_with_hidden_references.to_string(),
                     r.hidden_by_source.archive.to_string(),
                     r.hidden_by_source.rerun.to_string(),
@@ -390,6 +401,8 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
         "med× none",
         "total input",
         "Σ× none",
+        "tokens incl. recovery",
+        "Σ× none",
         "cache written",
         "cost $",
         "cards",
@@ -403,6 +416,7 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
         "compactions",
         "hidden refs",
         "/100 resp",
+        "gone/100",
         "folds needed later",
         "compactions needed later",
         "decision",
@@ -424,6 +438,8 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
                     ratio(r.last_ratio),
                     group_thousands(r.total_input),
                     ratio(r.total_ratio),
+                    group_thousands(r.tokens_incl_recovery),
+                    ratio(r.incl_recovery_ratio),
                     group_thousands(r.written),
                     format!("{:.2}", r.cost),
                     r.cards.to_string(),
@@ -441,6 +457,7 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
                 row.extend([
                     group_thousands(r.hidden_references as u64),
                     format!("{:.1}", r.hidden_per_100_responses),
+                    format!("{:.1}", r.gone_per_100_responses),
                     r.folds_needed_later.cell(),
                     r.compactions_needed_later.cell(),
                     format!("{:.2}", r.probes.decision),
@@ -453,6 +470,9 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
             .collect(),
     }
 }
+
+/// What replay's token figures count, printed under the policy table.
+pub const TOKENS_NOTE: &str = "total input: every replayed request, compaction calls (a fold policy's emergency ones too) and the tokens of its cards included, not a fold's fold_unit call and answer (the replay adds no round trip for them) · tokens incl. recovery: total input plus what getting back each hidden reference would add — an archive grep or a re-run of its call, one round trip per response, carried while its turn's results stay (docs/replay.md, \"Net cost after recovery\"); a reference gone (nothing to recover it from) is a loss, gone/100, not a cost";
 
 /// Notes that keep the per-policy table from being misread: sessions no policy can change, a
 /// `compact` that never fired.
@@ -791,44 +811,6 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         .collect(),
         rows,
     }
-}
-
-/// The verdict of each policy against `none` over the replayed sessions: the paired ratio of
-/// total input tokens and of cost, pairs by session, with 95% bootstrap intervals, and what the
-/// policy hid (hidden references per 100 responses; `none` hides nothing). Replay has no
-/// success to compare: the recorded answers are fixed.
-pub fn verdict_lines(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<String> {
-    let mut out = Vec::new();
-    for row in summary.iter().filter(|r| r.policy != NONE) {
-        let pairs: Vec<harness_report::verdict::Pair> = replays
-            .iter()
-            .filter_map(|s| {
-                let (b, p) = (s.policy(NONE)?, s.policy(&row.policy)?);
-                Some(harness_report::verdict::Pair {
-                    base_tokens: b.total_input() as f64,
-                    arm_tokens: p.total_input() as f64,
-                    base_cost: b.cost(),
-                    arm_cost: p.cost(),
-                    base_success: true,
-                    arm_success: true,
-                })
-            })
-            .collect();
-        if pairs.is_empty() {
-            continue;
-        }
-        let v = harness_report::verdict::verdict(&row.policy, NONE, &pairs);
-        out.push(format!(
-            "{} vs none: total input {} (med× {:.2}), cost {} over {} sessions; hides {:.1} references per 100 responses",
-            row.policy,
-            v.tokens.ratio_text(),
-            v.tokens_median,
-            v.cost.ratio_text(),
-            v.pairs,
-            row.hidden_per_100_responses
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -283,3 +283,70 @@ fn an_archive_grep_shows_its_lines_and_rides_along_until_its_turn_is_folded() {
         p.total_input() + rec.round_trip_tokens + rec.carried_tokens
     );
 }
+
+#[test]
+fn the_table_the_verdict_and_the_frontier_count_recovery() {
+    let r = replay();
+    let labels: Vec<String> = ["none", "trim", PLACEHOLDER, FOLD]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows = harness_replay::report::summarize(std::slice::from_ref(&r), &labels);
+    let none = r.policy("none").unwrap().total_input();
+    let p = r.policy(PLACEHOLDER).unwrap();
+    // The placeholder's recovery, worked out above: two round trips (129 + 215 tokens) and the
+    // re-run (49 tokens) carried in three requests.
+    let incl = p.total_input() + (129 + 215) + 3 * 49;
+    let row = rows.iter().find(|x| x.policy == PLACEHOLDER).unwrap();
+    assert_eq!(row.tokens_incl_recovery, incl);
+    assert_eq!(row.incl_recovery_ratio, Some(incl as f64 / none as f64));
+    // trim: 5 references gone over 7 responses; the placeholder's are all recovered.
+    let trim = rows.iter().find(|x| x.policy == "trim").unwrap();
+    assert!((trim.gone_per_100_responses - 500.0 / 7.0).abs() < 1e-9);
+    assert_eq!(row.gone_per_100_responses, 0.0);
+    // The table shows both figures side by side, each with its Σ× none.
+    let t = harness_replay::report::policy_table(&rows, false);
+    let col = |h: &str, nth: usize| {
+        t.headers
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| *x == h)
+            .nth(nth)
+            .unwrap()
+            .0
+    };
+    let line = t.rows.iter().find(|x| x[0] == PLACEHOLDER).unwrap();
+    assert_eq!(col("tokens incl. recovery", 0), col("total input", 0) + 2);
+    assert_eq!(
+        line[col("tokens incl. recovery", 0)],
+        harness_core::fold::group_thousands(incl)
+    );
+    assert_eq!(
+        line[col("Σ× none", 1)],
+        format!("{:.2}×", incl as f64 / none as f64)
+    );
+    // The verdict's cost is the same Σ× (one session: no spread), and its frontier is the
+    // arms no other beats: the placeholder loses nothing; trim loses 71.4 per 100 responses.
+    let answers = harness_replay::answer::answers(std::slice::from_ref(&r), &rows);
+    let a = answers.iter().find(|a| a.arm == PLACEHOLDER).unwrap();
+    assert_eq!(a.tokens.point, incl as f64 / none as f64);
+    assert_eq!(a.before_recovery, Some(p.total_input() as f64 / none as f64));
+    let points = harness_replay::answer::points(&answers);
+    for pt in &points {
+        let beaten = points.iter().any(|q| {
+            q.arm != pt.arm
+                && q.cost <= pt.cost
+                && q.loss <= pt.loss
+                && (q.cost < pt.cost || q.loss < pt.loss)
+        });
+        assert_eq!(pt.frontier, !beaten, "{pt:?} in {points:?}");
+    }
+    let lines = harness_report::answer::lines(&answers);
+    assert!(lines[0].starts_with("none:"), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("trim:") && l.contains("loses 71.4 refs gone/100 resp (5 of 5 hidden)")),
+        "{lines:?}"
+    );
+}

@@ -1,49 +1,133 @@
-//! The cost–loss frontier: each arm as a point (cost: its tokens Σ× the baseline's; loss: lost
-//! facts per cell in runs), and the arms no other arm beats on both — as cheap or cheaper and
-//! losing as little or less, better on at least one — marked as the frontier.
+//! The cost–loss frontier: each arm as a point — cost: its tokens after recovery as a ratio of
+//! summed totals to the baseline's (Σ×); loss: lost facts per cell in runs, hidden references
+//! gone (no source to recover them from) per 100 responses in replay — and the arms no other arm
+//! beats on both marked as the frontier.
+//!
+//! An arm is beaten (dominated) by another that is as cheap or cheaper *and* loses as little or
+//! less, better on at least one. Ties: two arms at the same point do not beat each other, so both
+//! are on the frontier when nothing else beats them; an arm as cheap as another but losing more
+//! is off it. Arms of one policy with different parameters (a sweep: `trim:keep=1`,
+//! `trim:keep=2`, … — the name before `:` is the same) form a [`sweeps`] group, joined by a line
+//! in the chart ([`svg`]).
 
 use harness_core::record::{CellRecord, Status};
 
-use crate::render::{summarize, Table};
+use crate::html::{colour, escape};
+use crate::render::Table;
+use crate::svg::ticks;
 
 /// One arm on the two axes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     /// The arm.
     pub arm: String,
-    /// Cost: tokens/task summed over the arm's cells paired with `none` over `none`'s (Σ×).
+    /// Cost: the arm's tokens after recovery over the baseline's, summed over the pairs (Σ×).
     pub cost: f64,
-    /// Loss: lost facts per cell (cells that ended in error left out).
+    /// Loss: lost facts per cell (runs) or references gone per 100 responses (replay).
     pub loss: f64,
     /// Whether no other arm beats it on both axes.
     pub frontier: bool,
 }
 
-/// Marks the points no other point dominates (`cost` and `loss` both no larger, one smaller).
+/// What the axes measure, as a table's headers and a chart's labels say it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axes {
+    /// The cost axis (`cost: tokens/task Σ× none`).
+    pub cost: String,
+    /// The loss axis (`loss: lost facts/cell`).
+    pub loss: String,
+}
+
+impl Axes {
+    /// The axes of a run: tokens/task (recovery requests included) Σ× the baseline, lost facts
+    /// per cell.
+    pub fn run(baseline: &str) -> Axes {
+        Axes {
+            cost: format!("cost: tokens/task Σ× {baseline}"),
+            loss: "loss: lost facts/cell".into(),
+        }
+    }
+
+    /// The axes of a replay: tokens incl. recovery Σ× none, references gone per 100 responses.
+    pub fn replay() -> Axes {
+        Axes {
+            cost: "cost: tokens incl. recovery Σ× none".into(),
+            loss: "loss: refs gone/100 resp".into(),
+        }
+    }
+}
+
+/// The line under a frontier table, saying what `◆` means and how ties count.
+pub const LEGEND: &str = "◆ on the frontier: no other arm is as cheap and loses as little \
+(better on one, no worse on the other); arms at the same point do not beat each other";
+
+/// Whether `a` (cost, loss) beats `b`: no worse on both, better on one.
+pub fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0 <= b.0 && a.1 <= b.1 && (a.0 < b.0 || a.1 < b.1)
+}
+
+/// Marks the points no other point beats ([`beats`]).
 pub fn mark(points: &mut [Point]) {
     let snapshot: Vec<(f64, f64)> = points.iter().map(|p| (p.cost, p.loss)).collect();
     for (i, p) in points.iter_mut().enumerate() {
         p.frontier = !snapshot
             .iter()
             .enumerate()
-            .any(|(j, &(c, l))| j != i && c <= p.cost && l <= p.loss && (c < p.cost || l < p.loss));
+            .any(|(j, &q)| j != i && beats(q, (p.cost, p.loss)));
     }
 }
 
-/// The arms of a run as points, frontier marked; arms without a `none` cell to pair with are
-/// left out (no cost to place them at).
-pub fn run_points(records: &[CellRecord]) -> Vec<Point> {
-    let mut points: Vec<Point> = summarize(records)
+/// The policy an arm's label names: the text before its first `:` (`trim:keep=2` → `trim`).
+pub fn family(arm: &str) -> &str {
+    arm.split(':').next().unwrap_or(arm)
+}
+
+/// The sweeps among `points`: for each policy with two or more arms (see [`family`]), the
+/// indexes of its points in the order given. Policies with one arm are left out.
+pub fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let f = family(&p.arm);
+        match groups.iter_mut().find(|(g, _)| *g == f) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((f, vec![i])),
+        }
+    }
+    groups
         .into_iter()
-        .filter_map(|s| {
-            let ok = records
-                .iter()
-                .filter(|r| r.arm == s.arm && r.status != Status::Error)
-                .count();
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The arms of a run as points against `baseline`, frontier marked: cost is the verdict's
+/// tokens Σ× ([`crate::verdict::run_verdicts`]: `tokens/task`, recovery requests and compaction
+/// calls included, summed over cells paired by task, model and seed), the baseline at 1; loss the
+/// lost facts per cell (cells that ended in error left out). Arms with no cell paired with the
+/// baseline are left out (no cost to place them at).
+pub fn run_points(records: &[CellRecord], baseline: &str) -> Vec<Point> {
+    let verdicts = crate::verdict::run_verdicts(records, baseline);
+    let mut arms: Vec<&str> = Vec::new();
+    for r in records {
+        if !arms.contains(&r.arm.as_str()) {
+            arms.push(&r.arm);
+        }
+    }
+    let mut points: Vec<Point> = arms
+        .into_iter()
+        .filter_map(|arm| {
+            let cost = if arm == baseline {
+                records
+                    .iter()
+                    .any(|r| r.arm == arm && r.status != Status::Error)
+                    .then_some(1.0)?
+            } else {
+                verdicts.iter().find(|v| v.arm == arm)?.tokens.point
+            };
             Some(Point {
-                cost: s.tokens_ratio_to_none?,
-                loss: s.lost_facts as f64 / ok.max(1) as f64,
-                arm: s.arm,
+                arm: arm.to_string(),
+                cost,
+                loss: lost_per_cell(records, arm),
                 frontier: false,
             })
         })
@@ -52,23 +136,31 @@ pub fn run_points(records: &[CellRecord]) -> Vec<Point> {
     points
 }
 
-/// The frontier table of a run: one row per arm, cheapest first, `◆` on the frontier.
-pub fn run_table(records: &[CellRecord]) -> Option<Table> {
-    let mut points = run_points(records);
+/// Lost facts per cell of `arm` (cells that ended in error left out; 0 with none).
+pub fn lost_per_cell(records: &[CellRecord], arm: &str) -> f64 {
+    let ok: Vec<&CellRecord> = records
+        .iter()
+        .filter(|r| r.arm == arm && r.status != Status::Error)
+        .collect();
+    let lost: usize = ok.iter().map(|r| r.metrics.lost_facts).sum();
+    lost as f64 / ok.len().max(1) as f64
+}
+
+/// The frontier table: one row per arm, cheapest first (then least loss), `◆` on the frontier;
+/// `None` with fewer than two arms.
+pub fn table(points: &[Point], axes: &Axes) -> Option<Table> {
     if points.len() < 2 {
         return None;
     }
+    let mut points = points.to_vec();
     points.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.loss.total_cmp(&b.loss)));
     Some(Table {
-        headers: [
-            "arm",
-            "cost: tokens Σ× none",
-            "loss: lost facts/cell",
-            "frontier",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        headers: vec![
+            "arm".into(),
+            axes.cost.clone(),
+            axes.loss.clone(),
+            "frontier".into(),
+        ],
         rows: points
             .iter()
             .map(|p| {
@@ -81,6 +173,114 @@ pub fn run_table(records: &[CellRecord]) -> Option<Table> {
             })
             .collect(),
     })
+}
+
+const W: f64 = 640.0;
+const H: f64 = 320.0;
+const LEFT: f64 = 60.0;
+const RIGHT: f64 = 150.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 44.0;
+
+/// The frontier as an inline SVG chart in a `<figure class="frontier">`: cost across, loss up,
+/// one `circle.arm` per point (`data-arm`, filled on the frontier, hollow off it, in the arm's
+/// colour of the request charts, with its label and a tooltip), a `polyline.sweep` joining each
+/// sweep's points in order, and a `polyline.frontier-line` through the frontier, cheapest first.
+/// The same points give the same bytes.
+pub fn svg(points: &[Point], axes: &Axes) -> String {
+    let xmax_data = points.iter().map(|p| p.cost).fold(1.0f64, f64::max);
+    let ymax_data = points.iter().map(|p| p.loss).fold(0.0f64, f64::max);
+    let xt = ticks(0.0, xmax_data, 5);
+    let xmax = xt.last().copied().unwrap_or(xmax_data).max(xmax_data);
+    let yt = ticks(0.0, if ymax_data > 0.0 { ymax_data } else { 1.0 }, 4);
+    let ymax = yt.last().copied().unwrap_or(1.0).max(ymax_data).max(1e-9);
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x = |v: f64| LEFT + pw * v / xmax;
+    let y = |v: f64| TOP + ph - ph * v / ymax;
+    let on = points.iter().filter(|p| p.frontier).count();
+    let mut s = format!(
+        "<figure class=\"frontier\" data-points=\"{}\" data-frontier=\"{on}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"the cost–loss frontier\" style=\"width:100%;max-width:{W}px;height:auto;display:block\" font-family=\"sans-serif\" font-size=\"11\">\n",
+        points.len()
+    );
+    for t in &yt {
+        s.push_str(&format!(
+            "<line x1=\"{LEFT}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#e3e3e3\"/><text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\" fill=\"#555\">{4}</text>\n",
+            y(*t),
+            LEFT + pw,
+            LEFT - 6.0,
+            y(*t) + 4.0,
+            tick(*t)
+        ));
+    }
+    for t in &xt {
+        s.push_str(&format!(
+            "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#e3e3e3\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\" fill=\"#555\">{3}×</text>\n",
+            x(*t),
+            TOP + ph,
+            TOP + ph + 16.0,
+            tick(*t)
+        ));
+    }
+    s.push_str(&format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n<text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
+        LEFT + pw / 2.0,
+        H - 8.0,
+        escape(&axes.cost),
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        escape(&axes.loss)
+    ));
+    let xy = |p: &Point| format!("{:.1},{:.1}", x(p.cost), y(p.loss));
+    for sweep in sweeps(points) {
+        let pts: Vec<String> = sweep.iter().map(|&i| xy(&points[i])).collect();
+        s.push_str(&format!(
+            "<polyline class=\"sweep\" data-policy=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n",
+            escape(family(&points[sweep[0]].arm)),
+            pts.join(" "),
+            colour(sweep[0])
+        ));
+    }
+    let mut front: Vec<&Point> = points.iter().filter(|p| p.frontier).collect();
+    front.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(b.loss.total_cmp(&a.loss)));
+    let line: Vec<String> = front.iter().map(|p| xy(p)).collect();
+    s.push_str(&format!(
+        "<polyline class=\"frontier-line\" points=\"{}\" fill=\"none\" stroke=\"#222\" stroke-width=\"2\"/>\n",
+        line.join(" ")
+    ));
+    for (i, p) in points.iter().enumerate() {
+        let c = colour(i);
+        s.push_str(&format!(
+            "<circle class=\"arm\" data-arm=\"{0}\" data-frontier=\"{1}\" cx=\"{2:.1}\" cy=\"{3:.1}\" r=\"5\" fill=\"{4}\" stroke=\"{5}\" stroke-width=\"2\"><title>{0}: cost {6:.2}× · loss {7:.2}{8}</title></circle><text x=\"{9:.1}\" y=\"{10:.1}\" fill=\"#222\">{11}{0}</text>\n",
+            escape(&p.arm),
+            p.frontier,
+            x(p.cost),
+            y(p.loss),
+            if p.frontier { c } else { "#fff" },
+            c,
+            p.cost,
+            p.loss,
+            if p.frontier { " · on the frontier" } else { "" },
+            x(p.cost) + 8.0,
+            y(p.loss) - 6.0 - 11.0 * (i % 2) as f64,
+            if p.frontier { "◆ " } else { "" },
+        ));
+    }
+    s.push_str(&format!(
+        "</svg>\n<figcaption>Each arm's cost ({}) and loss ({}); filled and ◆: on the frontier, the black line through them, cheapest first; dashed: one policy's sweep, in its order.</figcaption>\n</figure>\n",
+        escape(&axes.cost),
+        escape(&axes.loss)
+    ));
+    s
+}
+
+fn tick(t: f64) -> String {
+    if (t - t.round()).abs() < 1e-9 {
+        format!("{t:.0}")
+    } else if (t * 10.0 - (t * 10.0).round()).abs() < 1e-9 {
+        format!("{t:.1}")
+    } else {
+        format!("{t:.2}")
+    }
 }
 
 #[cfg(test)]
@@ -117,6 +317,23 @@ mod tests {
         }
     }
 
+    fn pt(arm: &str, cost: f64, loss: f64) -> Point {
+        Point {
+            arm: arm.into(),
+            cost,
+            loss,
+            frontier: false,
+        }
+    }
+
+    fn on(points: &[Point]) -> Vec<&str> {
+        points
+            .iter()
+            .filter(|p| p.frontier)
+            .map(|p| p.arm.as_str())
+            .collect()
+    }
+
     #[test]
     fn the_frontier_is_the_arms_no_other_beats_on_both() {
         // Two tasks of 1,000 tokens under none. cheap: 0.2×, 1 fact lost per cell; mid: 0.5×,
@@ -131,21 +348,79 @@ mod tests {
         }
         rs.push(cell("a", "mid", 500, 1));
         rs.push(cell("b", "mid", 500, 0));
-        let pts = run_points(&rs);
-        let on: Vec<&str> = pts
-            .iter()
-            .filter(|p| p.frontier)
-            .map(|p| p.arm.as_str())
-            .collect();
-        assert_eq!(on, ["none", "cheap", "tie", "mid"]);
+        let pts = run_points(&rs, "none");
+        assert_eq!(on(&pts), ["none", "cheap", "tie", "mid"]);
         let bad = pts.iter().find(|p| p.arm == "bad").unwrap();
         assert_eq!((bad.cost, bad.loss, bad.frontier), (0.6, 1.0, false));
-        let t = run_table(&rs).unwrap();
+        let t = table(&pts, &Axes::run("none")).unwrap();
         assert_eq!(
             t.rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(),
             ["cheap", "tie", "mid", "bad", "none"]
         );
         assert_eq!(t.rows[3], ["bad", "0.60", "1.00", ""]);
         assert_eq!(t.rows[0], ["cheap", "0.20", "1.00", "◆"]);
+        assert_eq!(t.headers[1], "cost: tokens/task Σ× none");
+    }
+
+    #[test]
+    fn ties_and_equal_costs_on_constructed_points() {
+        // a and b at the same point: neither beats the other, both on it. c as cheap as a but
+        // losing more: off. d loses as little as a but costs more: off. e cheaper than all and
+        // losing most: on. f beats nothing and nothing beats it only if alone — here a beats it.
+        let mut pts = vec![
+            pt("a", 0.5, 1.0),
+            pt("b", 0.5, 1.0),
+            pt("c", 0.5, 2.0),
+            pt("d", 0.7, 1.0),
+            pt("e", 0.2, 5.0),
+            pt("f", 0.9, 1.5),
+        ];
+        mark(&mut pts);
+        assert_eq!(on(&pts), ["a", "b", "e"]);
+        // One point alone is on it; an empty set has none.
+        let mut one = vec![pt("x", 3.0, 9.0)];
+        mark(&mut one);
+        assert!(one[0].frontier);
+        mark(&mut []);
+        assert!(beats((0.5, 1.0), (0.5, 2.0)));
+        assert!(!beats((0.5, 1.0), (0.5, 1.0)));
+        assert!(!beats((0.4, 2.0), (0.5, 1.0)));
+    }
+
+    #[test]
+    fn sweeps_group_a_policys_arms_in_order() {
+        let pts = vec![
+            pt("none", 1.0, 0.0),
+            pt("trim:keep=1", 0.4, 3.0),
+            pt("fold", 0.6, 1.0),
+            pt("trim:keep=2", 0.5, 2.0),
+            pt("trim:keep=3", 0.6, 1.5),
+        ];
+        assert_eq!(sweeps(&pts), vec![vec![1, 3, 4]]);
+        assert_eq!(family("compact:window=6000"), "compact");
+        assert_eq!(family("none"), "none");
+    }
+
+    #[test]
+    fn the_chart_has_a_point_per_arm_the_sweeps_and_the_frontier_line() {
+        let mut pts = vec![
+            pt("none", 1.0, 0.0),
+            pt("trim:keep=1", 0.4, 3.0),
+            pt("trim:keep=2", 0.5, 2.0),
+            pt("bad", 0.8, 2.5),
+        ];
+        mark(&mut pts);
+        let s = svg(&pts, &Axes::run("none"));
+        assert!(s.starts_with("<figure class=\"frontier\" data-points=\"4\" data-frontier=\"3\">"));
+        assert_eq!(s.matches("<circle class=\"arm\"").count(), 4);
+        assert!(s.contains("data-arm=\"bad\" data-frontier=\"false\""));
+        assert_eq!(s.matches("<polyline class=\"sweep\" data-policy=\"trim\"").count(), 1);
+        // The frontier line: keep=1 (0.4, 3), keep=2 (0.5, 2), none (1, 0), in that order.
+        // x = 60 + 430 × cost / 1; y = 14 + 262 − 262 × loss / 3.
+        assert!(
+            s.contains("class=\"frontier-line\" points=\"232.0,14.0 275.0,101.3 490.0,276.0\""),
+            "{s}"
+        );
+        assert_eq!(s, svg(&pts, &Axes::run("none")));
     }
 }

@@ -18,6 +18,7 @@
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
 //! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
 //!   tables and their fit to a width.
+pub mod answer;
 pub mod compare;
 pub mod fmt;
 pub mod frontier;

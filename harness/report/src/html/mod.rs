@@ -53,6 +53,14 @@ pub enum Block {
         /// The text, shown as is (escaped).
         text: String,
     },
+    /// The cost–loss frontier as a chart ([`crate::frontier::svg`]): one point per arm, a
+    /// sweep's points joined, the frontier line.
+    Frontier {
+        /// The arms, frontier marked.
+        points: Vec<crate::frontier::Point>,
+        /// What the axes measure.
+        axes: crate::frontier::Axes,
+    },
     /// Sessions or cells, each with its chart and drill-down; a text box filters them by title.
     Groups {
         /// The section's caption.
@@ -296,6 +304,7 @@ impl Renderer {
                 escape(text)
             )),
             Block::Groups { title, groups } => self.groups(s, title, groups),
+            Block::Frontier { points, axes } => s.push_str(&crate::frontier::svg(points, axes)),
         }
     }
 

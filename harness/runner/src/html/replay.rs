@@ -286,17 +286,19 @@ fn hidden_block(s: &SessionReplay) -> Block {
     }
 }
 
-/// The page of a replay: `tables` are the terminal report's (caption, table) in order (the first,
-/// the policy table, with its savings beside its losses), `notes` its notes (the caveats among
-/// them); `sessions` are the imported sessions (for the users' words), matched by id.
+/// The page of a replay: `opening` comes first (the verdict and the frontier's chart), then
+/// `tables`, the terminal report's (caption, table) in order (the first, the policy table, with
+/// its savings beside its losses), and `notes`, its notes (the caveats among them); `sessions`
+/// are the imported sessions (for the users' words), matched by id.
 pub fn replay_page(
     heading: &str,
+    opening: Vec<Block>,
     tables: Vec<(String, Table)>,
     notes: Vec<String>,
     replays: &[SessionReplay],
     sessions: &[ImportedSession],
 ) -> Page {
-    let mut blocks: Vec<Block> = Vec::new();
+    let mut blocks: Vec<Block> = opening;
     for (i, (title, table)) in tables.into_iter().enumerate() {
         // The policy table: what each saves, then what it loses, side by side.
         let table = if i == 0 {

@@ -416,12 +416,22 @@ pub fn run_page(
     }
     let tasks: std::collections::BTreeSet<&str> = records.iter().map(|r| r.task.as_str()).collect();
     let mut blocks = Vec::new();
-    let lines = harness_report::verdict::verdict_lines(records, baseline);
-    if !lines.is_empty() {
-        blocks.push(Block::Heading(
-            "Verdict (95% bootstrap intervals over paired cells)".into(),
-        ));
-        blocks.push(Block::Lines(lines));
+    let (base, answers) = harness_report::answer::run_answers(records, baseline);
+    if !answers.is_empty() {
+        blocks.push(Block::Heading(harness_report::answer::run_heading(&base)));
+        blocks.push(Block::Lines(harness_report::answer::lines(&answers)));
+        let points = harness_report::frontier::run_points(records, &base);
+        if points.len() > 1 {
+            blocks.push(Block::Frontier {
+                points,
+                axes: harness_report::frontier::Axes::run(&base),
+            });
+        }
+        blocks.push(Block::Lines(vec![
+            harness_report::answer::RUN_TOKENS_NOTE.into(),
+            harness_report::verdict::RATIO_LEGEND.into(),
+            harness_report::frontier::LEGEND.into(),
+        ]));
     }
     blocks.push(Block::Table {
         title: "Arms (what each saves, then what it loses)".into(),
