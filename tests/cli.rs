@@ -322,39 +322,63 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
         "{}",
         String::from_utf8_lossy(&ab.stderr)
     );
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("trim:mode=placeholder vs none: tokens "))
+    // The output opens with the verdict: a heading, then one line per arm.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("Verdict against none: tokens/task (recovery included) Σ×"),
+        "{text}"
+    );
+    let line = *lines
+        .iter()
+        .find(|l| l.starts_with("  trim:mode=placeholder: "))
         .unwrap_or_else(|| panic!("no verdict line: {text}"));
-    assert!(line.ends_with("over 2 pairs"), "{line}");
+    assert!(
+        lines.iter().position(|l| *l == line).unwrap()
+            < lines.iter().position(|l| l.starts_with('╭')).unwrap(),
+        "the verdict before the table: {text}"
+    );
     // Placeholder trim re-runs turn 1's four calls (it still sees them), so the task costs it
     // more input tokens than none.
-    let ratio: f64 = line["trim:mode=placeholder vs none: tokens Σ× ".len()..]
+    assert!(line.contains(" costs "), "{line}");
+    let ratio: f64 = line[line.find("(tokens Σ× ").unwrap() + "(tokens Σ× ".len()..]
         .split(' ')
         .next()
         .unwrap()
         .parse()
         .unwrap();
     assert!(ratio > 1.0, "{line}");
-    assert!(line.contains(" (med× "), "both ratios, each named: {line}");
+    assert!(line.contains(", med× "), "both ratios, each named: {line}");
+    // The frontier table, its cost the verdict's Σ×.
+    let row = lines
+        .iter()
+        .find(|l| l.starts_with("│ trim:mode=placeholder"))
+        .unwrap_or_else(|| panic!("no frontier row: {text}"));
+    assert!(row.contains(&format!("{ratio:.2}")), "{row}");
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let verdict = flat(line.split(" · ").next().unwrap());
     for format in ["table", "md"] {
         let r = Command::new(binary())
             .args(["report", "--format", format])
             .arg(&out)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&r.stdout);
-        assert!(text.contains(line), "{format}: {text}");
+        let text = flat(&String::from_utf8_lossy(&r.stdout));
+        assert!(text.contains(&verdict), "{format}: {verdict} in {text}");
+        let table = text.find("| arm |").or(text.find("│ arm")).unwrap();
+        assert!(
+            text.find("Verdict against none").unwrap() < table,
+            "{format}: the verdict first: {text}"
+        );
     }
     let r = Command::new(binary())
         .args(["report", "--baseline", "trim:mode=placeholder"])
         .arg(&out)
         .output()
         .unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
     assert!(
-        String::from_utf8_lossy(&r.stdout).contains("none vs trim:mode=placeholder: tokens "),
-        "{}",
-        String::from_utf8_lossy(&r.stdout)
+        text.starts_with("Verdict against trim:mode=placeholder:") && text.contains("\n  none: "),
+        "{text}"
     );
 }
 
@@ -634,32 +658,40 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for policy in ["trim", "compact", "fold"] {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{policy} vs none: total input Σ× ")))
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("Verdict against none: tokens incl. recovery Σ×"),
+        "the verdict first: {text}"
+    );
+    let head = &text[..text.find("\n  none: ").expect("none's line")];
+    assert!(head.ends_with("(3 sessions)"), "{text}");
+    let table = lines.iter().position(|l| l.starts_with('╭')).unwrap();
+    for policy in ["none", "trim", "compact", "fold"] {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("  {policy}: ")))
             .unwrap_or_else(|| panic!("no verdict for {policy}: {text}"));
-        assert!(line.contains(" over 3 sessions; hides "), "{line}");
+        assert!(at < table, "{policy}'s line before the table: {text}");
     }
-    assert!(!text.contains("none vs none"), "{text}");
     assert!(
         text.contains("Σ× = ratio of summed totals"),
         "the legend: {text}"
     );
-    // trim drops tool results, so it sends fewer tokens than none and hides references.
-    let trim = text
-        .lines()
-        .find(|l| l.starts_with("trim vs none"))
-        .unwrap();
-    let ratio: f64 = trim["trim vs none: total input Σ× ".len()..]
+    // trim drops tool results, so it sends fewer tokens than none, and what it hides is gone
+    // (trim keeps no record to recover it from).
+    let at = lines.iter().position(|l| l.starts_with("  trim: ")).unwrap();
+    let trim = lines[at];
+    let ratio: f64 = trim[trim.find("(tokens Σ× ").unwrap() + "(tokens Σ× ".len()..]
         .split(' ')
         .next()
         .unwrap()
         .parse()
         .unwrap();
     assert!(ratio < 1.0, "{trim}");
+    assert!(trim.contains(" saves "), "{trim}");
+    let whole = format!("{trim} {}", lines[at + 1].trim());
     assert!(
-        !trim.ends_with("hides 0.0 references per 100 responses"),
-        "{trim}"
+        whole.contains("refs gone/100 resp (13 of 13 hidden)"),
+        "{whole}"
     );
 }

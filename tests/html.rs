@@ -66,7 +66,31 @@ fn report_html_has_one_line_per_arm_the_marks_and_what_each_fold_archived() {
         page.contains("class=\"mark compaction\""),
         "the compaction is marked"
     );
-    assert!(page.contains("fold vs none") || page.contains("vs none: tokens"));
+    // The page opens with the verdict, one line per arm, and the frontier's chart (one point
+    // per arm), before any table.
+    let verdict = page.find("<h2>Verdict against none:").expect("the verdict heading");
+    let first_table = page.find("<table").unwrap();
+    assert!(verdict < first_table, "the verdict comes first");
+    for arm in ARMS.iter().filter(|a| **a != "none") {
+        assert!(
+            page.contains(&format!("<li>{}:", escape(arm))),
+            "a verdict line for {arm}"
+        );
+    }
+    assert!(page.contains("<li>none:") && page.contains("the baseline (tokens Σ× 1.00)"));
+    let frontier = page
+        .find(&format!("<figure class=\"frontier\" data-points=\"{}\"", ARMS.len()))
+        .expect("the frontier chart, one point per arm");
+    assert!(frontier < first_table);
+    for arm in ARMS {
+        assert_eq!(
+            page.matches(&format!("<circle class=\"arm\" data-arm=\"{}\"", escape(arm)))
+                .count(),
+            1,
+            "{arm}: one point"
+        );
+    }
+    assert!(page.contains("class=\"frontier-line\""));
     assert!(page.contains("A/B: each run"), "one task: the A/B table");
     assert_eq!(page.matches("<details class=\"drill\">").count(), 1);
     // What the fold archived and its result message, as the cell's files hold them.
@@ -129,10 +153,19 @@ fn replay_and_judge_run_write_their_pages() {
         page.contains("<td>trim</td>"),
         "trim hides references in these sessions"
     );
-    assert!(
-        page.contains("trim vs none: total input Σ× "),
-        "no verdict line"
-    );
+    let first_table = page.find("<table").unwrap();
+    let verdict = page
+        .find("<h2>Verdict against none: tokens incl. recovery")
+        .expect("the verdict heading");
+    assert!(verdict < first_table, "the verdict comes first");
+    assert!(page.contains("<li>trim:            saves "), "no verdict line for trim");
+    // fold+strategies is left out of a replay unless --policy names it.
+    let n = policies::POLICIES.len() - 1;
+    let frontier = page
+        .find(&format!("<figure class=\"frontier\" data-points=\"{n}\""))
+        .expect("the frontier chart, one point per policy");
+    assert!(frontier < first_table);
+    assert!(page.contains("title=\"sort by tokens incl. recovery\""));
     let bad = run(
         &["replay", "tests/fixtures/real-sessions", "-o", "x.txt"],
         &[],

@@ -1,6 +1,7 @@
 //! The terminal tables fit: `run`, `ab`, `report` and `replay` print their default view within
 //! 120 columns (and within `COLUMNS` when it is narrower, as far as the first columns allow),
 //! `--view all` keeps every column, and an unknown view is a usage error that lists the views.
+//! Replay of the in-repository sessions begins with the verdict and every line of it fits.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -165,7 +166,9 @@ fn view_all_keeps_every_column_and_an_unknown_view_lists_the_views() {
     );
     let loss = stdout(&foldbench(&["replay", s, "--view", "loss"], None), "loss");
     assert!(
-        loss.contains("hidden refs") && loss.contains("trim hidden"),
+        (loss.contains("hidden refs") || loss.contains("│ hidden │"))
+            && loss.contains("gone/100")
+            && loss.contains("trim hidden"),
         "{loss}"
     );
     assert!(!loss.contains("cache written"), "{loss}");
@@ -177,4 +180,40 @@ fn view_all_keeps_every_column_and_an_unknown_view_lists_the_views() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn replay_begins_with_the_verdict_and_every_line_fits_120_columns() {
+    let sessions = root().join("tests/fixtures/real-sessions");
+    for columns in [None, Some("400"), Some("80")] {
+        let text = stdout(
+            &foldbench(&["replay", sessions.to_str().unwrap()], columns),
+            "replay",
+        );
+        let width = if columns == Some("80") { 80 } else { 120 };
+        // The line naming the columns a table left out is one line, whatever its length.
+        let widest = text
+            .lines()
+            .filter(|l| !l.starts_with("more columns ("))
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            widest <= width,
+            "COLUMNS={columns:?}: a line of {widest} > {width}\n{text}"
+        );
+        assert!(
+            text.starts_with("Verdict against none: tokens incl. recovery Σ×"),
+            "COLUMNS={columns:?}: the verdict first\n{text}"
+        );
+        let verdict_end = text.find("Replay of 3 sessions").unwrap();
+        let table = text.find('╭').unwrap();
+        assert!(verdict_end < table);
+        for p in policies::POLICIES.iter().filter(|p| **p != "fold+strategies") {
+            assert!(
+                text[..verdict_end].contains(&format!("\n  {p}: ")),
+                "{p}'s verdict line\n{text}"
+            );
+        }
+    }
 }

@@ -234,7 +234,7 @@ pub fn svg(points: &[Point], axes: &Axes) -> String {
     for sweep in sweeps(points) {
         let pts: Vec<String> = sweep.iter().map(|&i| xy(&points[i])).collect();
         s.push_str(&format!(
-            "<polyline class=\"sweep\" data-policy=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n",
+            "<polyline class=\"sweep\" data-sweep=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n",
             escape(family(&points[sweep[0]].arm)),
             pts.join(" "),
             colour(sweep[0])
@@ -414,7 +414,7 @@ mod tests {
         assert!(s.starts_with("<figure class=\"frontier\" data-points=\"4\" data-frontier=\"3\">"));
         assert_eq!(s.matches("<circle class=\"arm\"").count(), 4);
         assert!(s.contains("data-arm=\"bad\" data-frontier=\"false\""));
-        assert_eq!(s.matches("<polyline class=\"sweep\" data-policy=\"trim\"").count(), 1);
+        assert_eq!(s.matches("<polyline class=\"sweep\" data-sweep=\"trim\"").count(), 1);
         // The frontier line: keep=1 (0.4, 3), keep=2 (0.5, 2), none (1, 0), in that order.
         // x = 60 + 430 × cost / 1; y = 14 + 262 − 262 × loss / 3.
         assert!(

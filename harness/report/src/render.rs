@@ -653,13 +653,13 @@ mod tests {
         assert_eq!(t.rows[0][col("Σ× none")], "1.00");
         let s = summarize(&rs);
         assert!((s[1].tokens_ratio_to_none.unwrap() - 5_100.0 / 10_100.0).abs() < 1e-12);
-        let lines = crate::verdict::verdict_lines(&rs, None);
-        assert_eq!(lines.len(), 1, "{lines:?}");
+        let (_, answers) = crate::answer::run_answers(&rs, None);
+        let lines = crate::answer::lines(&answers);
+        assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(
-            lines[0].starts_with("trim vs none: tokens Σ× 0.50 [")
-                && lines[0].contains("(med× 0.75)"),
+            lines[1].starts_with("trim: saves 50% [") && lines[1].contains(", med× 0.75;"),
             "{}",
-            lines[0]
+            lines[1]
         );
         let v = &crate::verdict::run_verdicts(&rs, "none")[0];
         assert_eq!(

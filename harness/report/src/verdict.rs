@@ -241,24 +241,6 @@ fn estimate(pairs: &[Pair], f: impl Fn(&[&Pair]) -> f64) -> Estimate {
     }
 }
 
-/// The verdict lines of a run: each arm against the baseline (`requested`, else `none` when
-/// the records have it, else the first arm), paired by task, model and seed.
-pub fn verdict_lines(records: &[CellRecord], requested: Option<&str>) -> Vec<String> {
-    let has = |arm: &str| records.iter().any(|r| r.arm == arm);
-    let baseline = match requested {
-        Some(b) => b.to_string(),
-        None if has("none") => "none".to_string(),
-        None => match records.first() {
-            Some(r) => r.arm.clone(),
-            None => return Vec::new(),
-        },
-    };
-    run_verdicts(records, &baseline)
-        .iter()
-        .map(|v| v.line())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
