@@ -11,6 +11,11 @@ use crate::helpers::{binary, root};
 const SESSIONS: &str = "tests/fixtures/real-sessions";
 const LABELS: &str = "tests/fixtures/real-sessions/labels";
 
+/// `text` as one run of words: the terminal's notes are broken to its width.
+fn words(text: String) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn replay(args: &[&str]) -> String {
     let out = Command::new(binary())
         .current_dir(root())
@@ -44,10 +49,12 @@ fn fold_strategies_is_left_out_unless_named_and_then_the_output_says_why() {
         "--policy",
         "fold+strategies",
     ]);
-    let note = named
-        .lines()
-        .find(|l| l.starts_with("fold+strategies: a recorded session contains no strategy"))
+    // Notes are broken to the terminal's width: read the note as one run of words.
+    let flat = words(named.clone());
+    let at = flat
+        .find("fold+strategies: a recorded session contains no strategy")
         .unwrap_or_else(|| panic!("no note:\n{named}"));
+    let note = &flat[at..];
     assert!(
         note.contains("more input tokens than fold in all"),
         "{note}"
@@ -57,7 +64,7 @@ fn fold_strategies_is_left_out_unless_named_and_then_the_output_says_why() {
 #[test]
 fn compact_and_the_lexical_judge_say_what_their_numbers_rest_on() {
     for format in ["table", "md"] {
-        let out = replay(&["--format", format]);
+        let out = words(replay(&["--format", format]));
         assert!(
             out.contains("compact: had it fired, its summary would be the mechanical one"),
             "{format}:\n{out}"
@@ -72,7 +79,7 @@ fn compact_and_the_lexical_judge_say_what_their_numbers_rest_on() {
     // (the rule says new: wrong); 019ba1f0 (Codex) has seven, prompts of 284, 60, 11, 3, 69,
     // 64 and 86 characters over units a a b b b b a a — wrong at the 284 (continues), the 60
     // (short but new work), the 69 (continues) and the 86 (continues): 5 of 8.
-    let out = replay(&["--labels", LABELS]);
+    let out = words(replay(&["--labels", LABELS]));
     assert!(
         out.contains(
             "which is wrong at 5 of the 8 labelled boundaries of these 2 labelled sessions (62.5%)"
@@ -119,14 +126,14 @@ fn one_sessions_hidden_references_depend_on_the_sessions_replayed_with_it_and_th
         alone > with_all,
         "alone {alone}, with the others {with_all}"
     );
-    let out = replay(&["--session", "937c"]);
+    let out = words(replay(&["--session", "937c"]));
     assert!(
         out.contains(
             "Hidden references: with 1 project replayed no string counts as common to the corpus"
         ),
         "{out}"
     );
-    let out = replay(&[]);
+    let out = words(replay(&[]));
     assert!(
         out.contains("Hidden references leave out strings common to the 3 projects replayed together (in 2 or more of them and 10% or more), so one session's counts depend on the sessions replayed with it"),
         "{out}"

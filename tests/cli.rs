@@ -679,7 +679,10 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
     );
     // trim drops tool results, so it sends fewer tokens than none, and what it hides is gone
     // (trim keeps no record to recover it from).
-    let at = lines.iter().position(|l| l.starts_with("  trim: ")).unwrap();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("  trim: "))
+        .unwrap();
     let trim = lines[at];
     let ratio: f64 = trim[trim.find("(tokens Σ× ").unwrap() + "(tokens Σ× ".len()..]
         .split(' ')

@@ -301,7 +301,11 @@ fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
         home.path(),
         &["replay", "--policy", "none", "--session", "937c"],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
+    // The notes are broken to the terminal's width: read as one run of words.
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert_eq!(out.status.code(), Some(0));
     assert!(
         text.contains("Unknown models, costed at the default price ($3 in / $3.75 cache write / $0.3 cache read / $15 out per M; set one with --price MODEL=PRICE): local-llama-70b ("),

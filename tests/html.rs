@@ -68,7 +68,9 @@ fn report_html_has_one_line_per_arm_the_marks_and_what_each_fold_archived() {
     );
     // The page opens with the verdict, one line per arm, and the frontier's chart (one point
     // per arm), before any table.
-    let verdict = page.find("<h2>Verdict against none:").expect("the verdict heading");
+    let verdict = page
+        .find("<h2>Verdict against none:")
+        .expect("the verdict heading");
     let first_table = page.find("<table").unwrap();
     assert!(verdict < first_table, "the verdict comes first");
     for arm in ARMS.iter().filter(|a| **a != "none") {
@@ -79,13 +81,19 @@ fn report_html_has_one_line_per_arm_the_marks_and_what_each_fold_archived() {
     }
     assert!(page.contains("<li>none:") && page.contains("the baseline (tokens Σ× 1.00)"));
     let frontier = page
-        .find(&format!("<figure class=\"frontier\" data-points=\"{}\"", ARMS.len()))
+        .find(&format!(
+            "<figure class=\"frontier\" data-points=\"{}\"",
+            ARMS.len()
+        ))
         .expect("the frontier chart, one point per arm");
     assert!(frontier < first_table);
     for arm in ARMS {
         assert_eq!(
-            page.matches(&format!("<circle class=\"arm\" data-arm=\"{}\"", escape(arm)))
-                .count(),
+            page.matches(&format!(
+                "<circle class=\"arm\" data-arm=\"{}\"",
+                escape(arm)
+            ))
+            .count(),
             1,
             "{arm}: one point"
         );
@@ -158,7 +166,10 @@ fn replay_and_judge_run_write_their_pages() {
         .find("<h2>Verdict against none: tokens incl. recovery")
         .expect("the verdict heading");
     assert!(verdict < first_table, "the verdict comes first");
-    assert!(page.contains("<li>trim:            saves "), "no verdict line for trim");
+    assert!(
+        page.contains("<li>trim:    saves "),
+        "no verdict line for trim"
+    );
     // fold+strategies is left out of a replay unless --policy names it.
     let n = policies::POLICIES.len() - 1;
     let frontier = page

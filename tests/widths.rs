@@ -209,7 +209,10 @@ fn replay_begins_with_the_verdict_and_every_line_fits_120_columns() {
         let verdict_end = text.find("Replay of 3 sessions").unwrap();
         let table = text.find('╭').unwrap();
         assert!(verdict_end < table);
-        for p in policies::POLICIES.iter().filter(|p| **p != "fold+strategies") {
+        for p in policies::POLICIES
+            .iter()
+            .filter(|p| **p != "fold+strategies")
+        {
             assert!(
                 text[..verdict_end].contains(&format!("\n  {p}: ")),
                 "{p}'s verdict line\n{text}"

@@ -32,6 +32,7 @@ mod out;
 mod policy;
 mod proxy;
 mod replay;
+mod replay_answer;
 mod replay_json;
 mod report;
 mod serve;

@@ -40,6 +40,9 @@ use crate::view::{ViewArgs, ViewName};
 const ALL: ViewArgs = ViewArgs {
     view: ViewName::All,
 };
+use crate::replay_answer::{
+    page_opening, print_frontier, print_heading, print_lines, print_verdict,
+};
 use crate::replay_json::{session_json, ReplayJson, RequestLine};
 use harness_runner::results::write_lines;
 
@@ -563,13 +566,6 @@ fn print_table(t: &Table, format: OutputFormat, kind: (Kind, ViewArgs)) -> Resul
     }
 }
 
-fn print_heading(text: &str, format: OutputFormat) -> Result<(), Error> {
-    match format {
-        OutputFormat::Md => crate::out::line(&format!("### {text}\n")),
-        _ => print_lines(&[text.to_string()], format),
-    }
-}
-
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     if let Some(p) = a
@@ -759,7 +755,11 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
 /// The table and Markdown forms: the verdict, the heading, the policy table and its notes, the
 /// frontier, the essay's figures, the ground truth.
 fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
-    print_verdict(r, format)?;
+    print_verdict(
+        &harness_replay::answer::answers(&r.replays, &r.summary),
+        r.replays.len(),
+        format,
+    )?;
     let fallback = if r.judge.needs_labels() {
         format!(
             " ({} labelled; {} judged lexically)",
@@ -794,17 +794,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
     )?;
     print_lines(&notes_of(a, r), format)?;
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    let axes = harness_report::frontier::Axes::replay();
-    if let Some(t) =
-        harness_report::frontier::table(&harness_replay::answer::points(&answers), &axes)
-    {
-        print_heading(
-            "The cost–loss frontier (cheapest first; ◆ on the frontier)",
-            format,
-        )?;
-        print_table(&t, format, (Kind::Plain, a.view))?;
-        print_lines(&[harness_report::frontier::LEGEND.to_string()], format)?;
-    }
+    print_frontier(&answers, format, a.view)?;
     if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
         print_heading(
             &format!(
@@ -825,50 +815,6 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
             format,
         )?;
         print_table(&r.truth, format, (Kind::ReplayTruth, a.view))?;
-    }
-    Ok(())
-}
-
-/// The verdict a replay opens with: one line per policy (its saving after recovery, its loss,
-/// its place on the frontier), broken to the terminal's width, or a Markdown list.
-fn print_verdict(r: &Replayed, format: OutputFormat) -> Result<(), Error> {
-    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    if answers.is_empty() {
-        return Ok(());
-    }
-    if format == OutputFormat::Md {
-        crate::out::line(&format!(
-            "### {} ({} sessions)\n",
-            harness_report::answer::REPLAY_HEADING,
-            r.replays.len()
-        ))?;
-        for l in harness_report::answer::lines(&answers) {
-            crate::out::line(&format!("- {l}"))?;
-        }
-        return crate::out::line("");
-    }
-    let width = crate::view::width();
-    for l in harness_replay::answer::block(&answers, r.replays.len(), width) {
-        crate::out::line(&l)?;
-    }
-    Ok(())
-}
-
-/// Lines of prose: broken at the terminal's width (continuations indented), or as they are in
-/// Markdown (a blank line after them).
-fn print_lines(lines: &[String], format: OutputFormat) -> Result<(), Error> {
-    if format == OutputFormat::Md {
-        for l in lines {
-            crate::out::line(l)?;
-            crate::out::line("")?;
-        }
-        return Ok(());
-    }
-    let width = crate::view::width();
-    for l in lines {
-        for w in harness_report::answer::wrap(l, width, 2) {
-            crate::out::line(&w)?;
-        }
     }
     Ok(())
 }
@@ -904,24 +850,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         a.window
     );
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    let mut opening = Vec::new();
-    if !answers.is_empty() {
-        use harness_report::html::Block;
-        opening.push(Block::Heading(format!(
-            "{} ({} sessions)",
-            harness_report::answer::REPLAY_HEADING,
-            r.replays.len()
-        )));
-        opening.push(Block::Lines(harness_report::answer::lines(&answers)));
-        let points = harness_replay::answer::points(&answers);
-        if points.len() > 1 {
-            opening.push(Block::Frontier {
-                points,
-                axes: harness_report::frontier::Axes::replay(),
-            });
-            opening.push(Block::Lines(vec![harness_report::frontier::LEGEND.into()]));
-        }
-    }
+    let opening = page_opening(&answers, r.replays.len());
     let page = harness_runner::html::replay_page(
         &heading,
         opening,

@@ -172,7 +172,9 @@ pub fn render_format(
                 a.cells,
                 &harness_report::answer::run_markdown(records, baseline),
             );
-            md.push_str(&harness_report::answer::run_markdown_tail(records, baseline));
+            md.push_str(&harness_report::answer::run_markdown_tail(
+                records, baseline,
+            ));
             md
         }
         Format::Csv if a.cells => render::cells_table(records).to_csv(),

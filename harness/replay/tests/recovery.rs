@@ -330,7 +330,10 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     let answers = harness_replay::answer::answers(std::slice::from_ref(&r), &rows);
     let a = answers.iter().find(|a| a.arm == PLACEHOLDER).unwrap();
     assert_eq!(a.tokens.point, incl as f64 / none as f64);
-    assert_eq!(a.before_recovery, Some(p.total_input() as f64 / none as f64));
+    assert_eq!(
+        a.before_recovery,
+        Some(p.total_input() as f64 / none as f64)
+    );
     let points = harness_replay::answer::points(&answers);
     for pt in &points {
         let beaten = points.iter().any(|q| {
@@ -344,9 +347,8 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     let lines = harness_report::answer::lines(&answers);
     assert!(lines[0].starts_with("none:"), "{lines:?}");
     assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("trim:") && l.contains("loses 71.4 refs gone/100 resp (5 of 5 hidden)")),
+        lines.iter().any(|l| l.starts_with("trim:")
+            && l.contains("loses 71.4 refs gone/100 resp (5 of 5 hidden)")),
         "{lines:?}"
     );
 }

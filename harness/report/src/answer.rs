@@ -94,7 +94,12 @@ impl Answer {
             if t.lo == t.hi {
                 format!("saves {}", pct(t.point))
             } else {
-                format!("saves {} [{}, {}]", pct(t.point), signed_pct(t.hi), signed_pct(t.lo))
+                format!(
+                    "saves {} [{}, {}]",
+                    pct(t.point),
+                    signed_pct(t.hi),
+                    signed_pct(t.lo)
+                )
             }
         } else {
             format!("costs {} more", pct(t.point))
@@ -279,7 +284,10 @@ pub fn run_markdown(records: &[CellRecord], requested: Option<&str>) -> String {
     }
     let mut s = format!("### {}\n\n", run_heading(&baseline));
     for l in lines(&answers) {
-        s.push_str(&format!("- {}\n", l.split_whitespace().collect::<Vec<_>>().join(" ")));
+        s.push_str(&format!(
+            "- {}\n",
+            l.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
     }
     s
 }

@@ -414,7 +414,11 @@ mod tests {
         assert!(s.starts_with("<figure class=\"frontier\" data-points=\"4\" data-frontier=\"3\">"));
         assert_eq!(s.matches("<circle class=\"arm\"").count(), 4);
         assert!(s.contains("data-arm=\"bad\" data-frontier=\"false\""));
-        assert_eq!(s.matches("<polyline class=\"sweep\" data-sweep=\"trim\"").count(), 1);
+        assert_eq!(
+            s.matches("<polyline class=\"sweep\" data-sweep=\"trim\"")
+                .count(),
+            1
+        );
         // The frontier line: keep=1 (0.4, 3), keep=2 (0.5, 2), none (1, 0), in that order.
         // x = 60 + 430 × cost / 1; y = 14 + 262 − 262 × loss / 3.
         assert!(
