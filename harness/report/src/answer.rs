@@ -341,36 +341,15 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
 mod tests {
     use super::*;
     use harness_core::metrics::CellMetrics;
-    use harness_core::record::Status;
 
     fn cell(task: &str, arm: &str, tokens: u64, lost: usize) -> CellRecord {
         let mut metrics = CellMetrics {
             lost_facts: lost,
+            cost: tokens as f64 / 1e6,
             ..CellMetrics::default()
         };
         metrics.request_tokens.total = tokens;
-        metrics.cost = tokens as f64 / 1e6;
-        CellRecord {
-            version: harness_core::record::RECORD_VERSION,
-            id: format!("{task}/{arm}/sim/1"),
-            task: task.into(),
-            arm: arm.into(),
-            policy: arm.into(),
-            model: "sim".into(),
-            seed: 1,
-            status: if lost > 0 {
-                Status::Failure
-            } else {
-                Status::Success
-            },
-            error: None,
-            checks: Vec::new(),
-            turns: 1,
-            metrics,
-            wall_ms: 0,
-            model_ms: 0,
-            agent: None,
-        }
+        crate::testing::record(task, arm, 1, metrics)
     }
 
     #[test]

@@ -294,27 +294,7 @@ mod tests {
             ..CellMetrics::default()
         };
         metrics.request_tokens.total = tokens;
-        CellRecord {
-            version: harness_core::record::RECORD_VERSION,
-            id: format!("{task}/{arm}/sim/1"),
-            task: task.into(),
-            arm: arm.into(),
-            policy: arm.into(),
-            model: "sim".into(),
-            seed: 1,
-            status: if lost > 0 {
-                Status::Failure
-            } else {
-                Status::Success
-            },
-            error: None,
-            checks: Vec::new(),
-            turns: 1,
-            metrics,
-            wall_ms: 0,
-            model_ms: 0,
-            agent: None,
-        }
+        crate::testing::record(task, arm, 1, metrics)
     }
 
     fn pt(arm: &str, cost: f64, loss: f64) -> Point {

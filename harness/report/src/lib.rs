@@ -28,5 +28,7 @@ pub mod junit;
 pub mod markdown;
 pub mod render;
 pub mod svg;
+#[cfg(test)]
+mod testing;
 pub mod verdict;
 pub mod view;

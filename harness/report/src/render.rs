@@ -585,27 +585,7 @@ mod tests {
             ..CellMetrics::default()
         };
         metrics.request_tokens.total = total;
-        CellRecord {
-            version: harness_core::record::RECORD_VERSION,
-            id: format!("t/{arm}/sim/{seed}"),
-            task: "t".into(),
-            arm: arm.into(),
-            policy: arm.into(),
-            model: "sim".into(),
-            seed,
-            status: if lost > 0 {
-                Status::Failure
-            } else {
-                Status::Success
-            },
-            error: None,
-            checks: Vec::new(),
-            turns: 1,
-            metrics,
-            wall_ms: 0,
-            model_ms: 0,
-            agent: None,
-        }
+        crate::testing::record("t", arm, seed, metrics)
     }
 
     #[test]
