@@ -123,7 +123,7 @@ fn replay_with_no_path_reads_both_default_folders_and_names_them() {
         "{text}"
     );
     assert!(
-        text.contains("Prices per model (built-in: list prices as published on"),
+        text.contains("Prices per model (built-in list prices, each with its source;"),
         "{text}"
     );
 
@@ -308,8 +308,90 @@ fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
         .join(" ");
     assert_eq!(out.status.code(), Some(0));
     assert!(
-        text.contains("Unknown models, costed at the default price ($3 in / $3.75 cache write / $0.3 cache read / $15 out per M; set one with --price MODEL=PRICE): local-llama-70b ("),
+        text.contains("Unknown models, costed at the default price ($3 in / $3.75 cache write / $0.3 cache read / $15 out per M; set one with --price MODEL=PRICE, e.g. --price MODEL=openai:1.75): local-llama-70b ("),
         "{text}"
+    );
+}
+
+/// The session's notes, its words joined by single spaces (the notes are broken to the
+/// terminal's width).
+fn words(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn sessions_that_record_no_model_are_named_with_how_to_price_them() {
+    let home = home();
+    let file = home.path().join(format!(
+        ".claude/projects/-Users-dain-workspace-claude-code-log-sample/{CLAUDE_ID}.jsonl"
+    ));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let cut = text.replace("\"model\":\"claude-sonnet-4-20250514\",", "");
+    assert_ne!(cut, text, "the fixture names its model");
+    std::fs::write(&file, cut).unwrap();
+    let args = ["replay", "--policy", "none", "--session", "937c"];
+    let out = foldbench(home.path(), &args);
+    assert_eq!(out.status.code(), Some(0));
+    let text = words(&out);
+    assert!(
+        text.contains("Sessions that record no model, their requests costed at the default price ($3 in / $3.75 cache write / $0.3 cache read / $15 out per M): claude-code-log 937c6e6b (claude-code, 28 requests); price them with --price PRICE, the default (e.g. --price openai:1.75 for a Codex session"),
+        "{text}"
+    );
+    // Priced as the note says: the default follows --price, and the JSON says `default`.
+    let mut json = args.to_vec();
+    json.extend(["--format", "json", "--price", "anthropic:1.5"]);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&foldbench(home.path(), &json).stdout).unwrap();
+    let m = &doc["models"][0];
+    assert_eq!(
+        (
+            m["model"].is_null(),
+            m["source"].as_str(),
+            m["input"].as_f64()
+        ),
+        (true, Some("default"), Some(1.5)),
+        "{m}"
+    );
+    assert_eq!(m["cache_write"].as_f64(), Some(1.875));
+}
+
+#[test]
+fn the_codex_models_of_the_real_sessions_are_built_in_with_their_source() {
+    let real = root().join("tests/fixtures/real-sessions");
+    let out = Command::new(binary())
+        .args(["replay", "--policy", "none", "--format", "json"])
+        .arg(&real)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let models = doc["models"].as_array().unwrap();
+    let codex = models
+        .iter()
+        .find(|m| m["model"] == "gpt-5.2-codex")
+        .expect("the atelier rollout's model");
+    assert_eq!(codex["source"], "built_in", "{codex}");
+    assert_eq!(codex["listed"]["scheme"], "openai", "{codex}");
+    assert!(codex["listed"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
+    // OpenAI's scheme: the cached input discounted, no cache-write premium.
+    for (k, want) in [
+        ("input", 1.75),
+        ("cache_write", 1.75),
+        ("cache_read", 0.175),
+        ("output", 14.0),
+    ] {
+        let got = codex[k].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{k}: {got} (want {want})");
+    }
+    assert!(
+        models.iter().all(|m| m["source"] != "default"),
+        "every model of the real sessions is priced: {models:?}"
     );
 }
 

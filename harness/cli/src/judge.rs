@@ -169,9 +169,10 @@ pub struct RunArgs {
     /// Cut tool outputs in requests to this many characters (on top of the dataset's cut).
     #[arg(long, value_parser = crate::limits::chars)]
     pub max_tool_output: Option<usize>,
-    /// Price of input tokens in dollars per million (cache and output multipliers as in runs).
-    #[arg(long, default_value_t = 3.0, value_parser = crate::limits::price)]
-    pub price: f64,
+    /// Price of the judge's requests, `[SCHEME:]PRICE` as replay's `--price` (`3`: $3 per
+    /// million input tokens, cache and output at Anthropic's ratios; `openai:1.75`; `2.5/15`).
+    #[arg(long, default_value = "3", value_parser = crate::limits::price, value_name = "[SCHEME:]PRICE")]
+    pub price: Price,
     /// Time-out of one model request, in seconds (at most 86,400, a day).
     #[arg(long, default_value_t = 120, value_parser = crate::limits::judge_timeout)]
     pub timeout: u64,
@@ -382,10 +383,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let opts = JudgeOptions {
         jobs: a.jobs,
         max_tool_output: a.max_tool_output,
-        price: Price {
-            input: a.price,
-            ..Price::default()
-        },
+        price: a.price,
         progress: !models.is_empty(),
         max_context: a.max_context,
     };

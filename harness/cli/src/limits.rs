@@ -32,8 +32,6 @@ pub const MAX_ITEMS: u64 = 100_000_000;
 pub const MAX_CHARS: u64 = 64 * 1024 * 1024;
 /// The most human turns `replay --min-turns` asks for.
 pub const MAX_TURNS: u64 = 1_000_000;
-/// The highest price, in dollars per million tokens.
-pub const MAX_PRICE: f64 = 10_000.0;
 
 /// `value` as a whole number from `min` to `max`; `flag` and `unit` (plural, with an optional
 /// note: `seconds (a day)`) name it in the refusal.
@@ -171,17 +169,11 @@ pub fn turns(s: &str) -> Result<u32, String> {
     whole(s, 0, MAX_TURNS, "--min-turns", "turns").map(u32_of)
 }
 
-/// `judge run --price`: a number from 0 to [`MAX_PRICE`] dollars per million tokens.
-pub fn price(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(p) if (0.0..=MAX_PRICE).contains(&p) => Ok(p),
-        Ok(p) => Err(format!(
-            "{p} is outside 0 to {MAX_PRICE}; give the price in dollars per million input tokens, such as 3"
-        )),
-        Err(_) => Err(format!(
-            "`{s}` is not a number; give the price in dollars per million input tokens, such as 3"
-        )),
-    }
+/// `judge run --price`: `[SCHEME:]PRICE` as replay's `--price` (one parser,
+/// [`harness_core::prices::parse_price`]), each number from 0 to [`harness_core::prices::MAX_PRICE`] dollars per
+/// million tokens.
+pub fn price(s: &str) -> Result<harness_core::metrics::Price, String> {
+    harness_core::prices::parse_price(s, None)
 }
 
 #[cfg(test)]
@@ -219,6 +211,6 @@ mod tests {
         assert_eq!(retries("0"), Ok(0));
         assert_eq!(max_steps("80"), Ok(80));
         assert_eq!(max_output_tokens("10000000"), Ok(10_000_000));
-        assert_eq!(price("3"), Ok(3.0));
+        assert_eq!(price("3").map(|p| p.input), Ok(3.0));
     }
 }

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::ValueEnum;
-use harness_core::metrics::Price;
 use harness_import::{Format, ImportedSession};
 use harness_replay::engine::DEFAULT_WINDOW;
 use harness_replay::report::{self, PolicySummary};
@@ -146,12 +145,15 @@ pub struct ReplayArgs {
     /// The context window the policies assume (compact fires at 0.9 of it).
     #[arg(long, default_value_t = DEFAULT_WINDOW, value_parser = crate::limits::window)]
     window: u64,
-    /// Prices, repeatable: `[MODEL=]PRICE`, PRICE `INPUT` (dollars per million input tokens) or
-    /// `input=3,cache_write=1.25,cache_read=0.1,output=5` (multipliers of the input price).
-    /// With MODEL (`claude-sonnet-4`, `gpt-5=input=1.25,cache_read=0.1,output=8`) it prices
-    /// that model over the built-in table; without, it is the default for models the table does
-    /// not know and requests that name none.
-    #[arg(long, value_name = "[MODEL=]PRICE")]
+    /// Prices, repeatable: `[MODEL=][SCHEME:]PRICE`. PRICE is `INPUT` (dollars per million
+    /// input tokens; cache and output from the scheme's ratios), `INPUT/OUTPUT` (both in
+    /// dollars) or `input=3,cache_write=1.25,cache_read=0.1,output=5` (input in dollars, the
+    /// rest multipliers of it). SCHEME is `anthropic` (cache write 1.25×, read 0.1×, output 5×)
+    /// or `openai` (write 1×, read 0.1×, output 8×); left out, the model's provider's. With
+    /// MODEL (`gpt-5.4=2.5/15`, `my-model=openai:1.75`) it prices that model over the built-in
+    /// table; without, it is the default for models the table does not know and requests that
+    /// name none (docs/replay.md, "Prices per model").
+    #[arg(long, value_name = "[MODEL=][SCHEME:]PRICE")]
     price: Vec<String>,
     /// Write one self-contained HTML page (tables, a chart per session, drill-downs) to FILE.html.
     #[arg(short = 'o', long = "output", value_name = "FILE.html")]
@@ -163,43 +165,6 @@ pub struct ReplayArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     source: SourceArgs,
-}
-
-/// Parses `--price`.
-pub fn parse_price(s: &str) -> Result<Price, String> {
-    let mut p = Price::default();
-    if let Ok(x) = s.trim().parse::<f64>() {
-        if !(x.is_finite() && x >= 0.0) {
-            return Err(format!(
-                "bad price `{s}`: a price is a number of dollars ≥ 0"
-            ));
-        }
-        p.input = x;
-        return Ok(p);
-    }
-    for kv in s.split(',').filter(|k| !k.trim().is_empty()) {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("bad price `{kv}`: write key=value, e.g. input=3,output=5"))?;
-        let x: f64 = v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| format!("bad price `{kv}`: `{}` is not a number ≥ 0", v.trim()))?;
-        match k.trim() {
-            "input" => p.input = x,
-            "cache_write" => p.cache_write = x,
-            "cache_read" => p.cache_read = x,
-            "output" => p.output = x,
-            other => {
-                return Err(format!(
-                    "unknown price `{other}`; expected input, cache_write, cache_read or output"
-                ))
-            }
-        }
-    }
-    Ok(p)
 }
 
 /// Sessions read from the paths, with what went wrong on the way.
@@ -588,7 +553,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let replay_seconds = began.elapsed().as_secs_f64();
     let labels_order = replayer.labels();
     let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
-    let price_notes = harness_runner::history::price_notes(&models, &prices.default);
+    let price_notes =
+        harness_runner::history::price_notes(&models, &prices.default, &loaded.sessions);
     let (truth, truth_all) = report::truth_table(&truths);
     let summary = report::summarize(&replays, &labels_order);
     let agreement = labels
@@ -676,8 +642,8 @@ struct Replayed {
 
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
-    let prices = harness_runner::history::parse_prices(&a.price, parse_price)
-        .map_err(|e| Error::Usage(format!("--price: {e}")))?;
+    let prices = harness_core::prices::PriceTable::from_flags(&a.price)
+        .map_err(|e| Error::Usage(format!("--price {e}")))?;
     let list: Vec<String> = if a.policies.is_empty() {
         // Without a profile, every policy but fold+strategies: a recorded session holds no
         // strategy, so it would fold as fold does (harness_replay::caveats says so when named).

@@ -53,18 +53,6 @@ fn folder() -> tempfile::TempDir {
 }
 
 #[test]
-fn prices_parse() {
-    assert_eq!(parse_price("15").unwrap().input, 15.0);
-    let p = parse_price("input=1,output=4").unwrap();
-    assert_eq!((p.input, p.output, p.cache_read), (1.0, 4.0, 0.1));
-    assert!(parse_price("input=x").unwrap_err().contains("not a number"));
-    assert!(parse_price("cheap=1")
-        .unwrap_err()
-        .contains("unknown price"));
-    assert!(parse_price("-1").is_err());
-}
-
-#[test]
 fn bad_files_are_skipped_with_a_warning_and_good_ones_replayed() {
     let dir = folder();
     let d = dir.path().to_str().unwrap();

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use harness_core::metrics::Price;
-use harness_core::prices::{PriceSource, PriceTable, PRICES_DATE};
+use harness_core::prices::{PriceSource, PriceTable, Source};
 use harness_import::ImportedSession;
 use serde::Serialize;
 
@@ -225,6 +225,10 @@ pub struct ModelPrice {
     pub requests: usize,
     /// Where the price came from: `override`, `built_in` or `default` (the model is unknown).
     pub source: PriceSource,
+    /// For a built-in price: the table row's scheme (`anthropic`, `openai`) and source (`url`,
+    /// `read`, `note`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed: Option<Listed>,
     /// Input.
     pub input: f64,
     /// Cache write.
@@ -233,6 +237,18 @@ pub struct ModelPrice {
     pub cache_read: f64,
     /// Output.
     pub output: f64,
+}
+
+/// A built-in price's row: its scheme and where its figures were read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listed {
+    /// The row's name (`claude-sonnet-4`).
+    pub row: &'static str,
+    /// The provider's scheme.
+    pub scheme: harness_core::prices::Scheme,
+    /// The page and the date it was read.
+    #[serde(flatten)]
+    pub source: Source,
 }
 
 /// The models the sessions' requests name, each with its price, most requests first.
@@ -245,10 +261,19 @@ pub fn model_prices(sessions: &[ImportedSession], table: &PriceTable) -> Vec<Mod
         .into_iter()
         .map(|(model, requests)| {
             let (p, source) = table.lookup(model);
+            let listed = model
+                .filter(|_| source == PriceSource::BuiltIn)
+                .and_then(harness_core::prices::builtin)
+                .map(|b| Listed {
+                    row: b.name,
+                    scheme: b.scheme,
+                    source: *b.source,
+                });
             ModelPrice {
                 model: model.map(str::to_string),
                 requests,
                 source,
+                listed,
                 input: p.input,
                 cache_write: p.input * p.cache_write,
                 cache_read: p.input * p.cache_read,
@@ -277,85 +302,110 @@ pub fn describe(p: &ModelPrice) -> String {
     )
 }
 
-/// The lines that say which price each model was costed at, unknown models listed as such.
-pub fn price_notes(models: &[ModelPrice], default: &Price) -> Vec<String> {
-    let mut out = Vec::new();
-    let n = |r: usize| {
-        if r == 1 {
-            "1 request".to_string()
-        } else {
-            format!("{r} requests")
-        }
+fn requests(r: usize) -> String {
+    if r == 1 {
+        "1 request".to_string()
+    } else {
+        format!("{r} requests")
+    }
+}
+
+/// Where a built-in price was read, short: `Anthropic's pricing page, read 2026-12`.
+fn cite(l: &Listed) -> String {
+    let whose = if l.source.note.starts_with("secondary source") {
+        "secondary source"
+    } else {
+        l.source.note
     };
+    format!(
+        "{} scheme, {whose}, read {}",
+        l.scheme.name(),
+        l.source.read
+    )
+}
+
+/// The lines that say which price each model was costed at, unknown models listed as such,
+/// and the sessions whose requests name no model (`sessions`), with how to price them.
+pub fn price_notes(
+    models: &[ModelPrice],
+    default: &Price,
+    sessions: &[ImportedSession],
+) -> Vec<String> {
+    let mut out = Vec::new();
     let known: Vec<String> = models
         .iter()
         .filter(|m| m.source != PriceSource::Default)
         .map(|m| {
+            let from = match &m.listed {
+                Some(l) => format!("; {}", cite(l)),
+                None => ", --price".to_string(),
+            };
             format!(
-                "{} ({}; {}{})",
+                "{} ({}; {}{from})",
                 m.model.as_deref().unwrap_or("?"),
-                n(m.requests),
+                requests(m.requests),
                 describe(m),
-                if m.source == PriceSource::Override {
-                    ", --price"
-                } else {
-                    ""
-                }
             )
         })
         .collect();
     if !known.is_empty() {
         out.push(format!(
-            "Prices per model (built-in: list prices as published on {PRICES_DATE}): {}",
+            "Prices per model (built-in list prices, each with its source; docs/replay.md has the table and the pages): {}",
             known.join("; ")
         ));
     }
+    let d = ModelPrice {
+        model: None,
+        requests: 0,
+        source: PriceSource::Default,
+        listed: None,
+        input: default.input,
+        cache_write: default.input * default.cache_write,
+        cache_read: default.input * default.cache_read,
+        output: default.input * default.output,
+    };
     let unknown: Vec<String> = models
         .iter()
         .filter(|m| m.source == PriceSource::Default)
-        .map(|m| match &m.model {
-            Some(name) => format!("{name} ({})", n(m.requests)),
-            None => format!("no model recorded ({})", n(m.requests)),
-        })
+        .filter_map(|m| Some(format!("{} ({})", m.model.as_ref()?, requests(m.requests))))
         .collect();
     if !unknown.is_empty() {
-        let d = ModelPrice {
-            model: None,
-            requests: 0,
-            source: PriceSource::Default,
-            input: default.input,
-            cache_write: default.input * default.cache_write,
-            cache_read: default.input * default.cache_read,
-            output: default.input * default.output,
-        };
         out.push(format!(
-            "Unknown models, costed at the default price ({}; set one with --price MODEL=PRICE): {}",
+            "Unknown models, costed at the default price ({}; set one with --price MODEL=PRICE, e.g. --price MODEL=openai:1.75): {}",
             describe(&d),
             unknown.join("; ")
         ));
     }
+    out.extend(no_model_note(sessions, &d));
     out
 }
 
-/// Parses the `--price` flags: `[MODEL=]PRICE`, where PRICE is what the `parse` argument reads; without
-/// a model (or with `default=`) it sets the default price.
-pub fn parse_prices(
-    flags: &[String],
-    parse: impl Fn(&str) -> Result<Price, String>,
-) -> Result<PriceTable, String> {
-    let mut table = PriceTable::default();
-    for f in flags {
-        let keys = ["input", "cache_write", "cache_read", "output"];
-        let (model, price) = match f.split_once('=') {
-            Some((m, rest)) if !keys.contains(&m.trim()) => (m.trim(), rest),
-            _ => ("default", f.as_str()),
-        };
-        if model.is_empty() {
-            return Err(format!("`{f}`: write MODEL=PRICE, e.g. gpt-5=1.25"));
-        }
-        table.set(model, parse(price)?);
+/// The sessions with requests that name no model: which, how many requests, the default they
+/// were costed at and how to price them.
+fn no_model_note(sessions: &[ImportedSession], default: &ModelPrice) -> Option<String> {
+    let unnamed: Vec<String> = sessions
+        .iter()
+        .filter_map(|s| {
+            let n = s.requests.iter().filter(|r| r.model.is_none()).count();
+            (n > 0).then(|| {
+                format!(
+                    "{} {} ({}, {})",
+                    s.project(),
+                    harness_replay::report::short_id(&s.id),
+                    s.format.name(),
+                    requests(n)
+                )
+            })
+        })
+        .collect();
+    if unnamed.is_empty() {
+        return None;
     }
-    Ok(table)
+    Some(format!(
+        "Sessions that record no model, their requests costed at the default price ({}): {}; price them with --price PRICE, the default (e.g. --price openai:1.75 for a Codex session, --price anthropic:3 for Claude Code; --price MODEL=… does not reach a request that names no model)",
+        describe(default),
+        unnamed.join("; ")
+    ))
 }
 
 #[cfg(test)]
@@ -408,21 +458,5 @@ mod tests {
         }
         assert!(Filter::new(Some("2025-07-02"), Some("2025-07-01"), None, None).is_err());
         assert!(Filter::new(Some("2025-07-01"), Some("2025-07-01"), None, None).is_ok());
-    }
-
-    #[test]
-    fn price_flags_set_the_default_or_one_model() {
-        let parse = |s: &str| -> Result<Price, String> {
-            s.parse::<f64>()
-                .map(|input| Price {
-                    input,
-                    ..Price::default()
-                })
-                .map_err(|e| e.to_string())
-        };
-        let t = parse_prices(&["2".into(), "gpt-5=1".into()], parse).unwrap();
-        assert_eq!(t.default.input, 2.0);
-        assert_eq!(t.overrides["gpt-5"].input, 1.0);
-        assert!(parse_prices(&["=3".into()], parse).is_err());
     }
 }
