@@ -157,7 +157,8 @@ pub fn render_format(
                 out.push_str(&line);
                 out.push('\n');
             }
-            out.push_str(&format!("{}\n", a.view.render(&table(), kind)));
+            let shown = harness_report::fmt::displayed(&table());
+            out.push_str(&format!("{}\n", a.view.render(&shown, kind)));
             for line in harness_report::answer::run_tail(records, baseline, width) {
                 out.push_str(&line);
                 out.push('\n');

@@ -396,9 +396,9 @@ pub fn policy_table(rows: &[PolicySummary], labelled: bool) -> Table {
         "policy",
         "requests",
         "median req",
-        "med× none",
+        "req med× none",
         "last req",
-        "med× none",
+        "last med× none",
         "total input",
         "Σ× none",
         "tokens incl. recovery",
@@ -815,7 +815,17 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
 
 #[cfg(test)]
 mod tests {
-    use super::short_id;
+    use super::{policy_table, short_id};
+
+    #[test]
+    fn the_median_and_last_request_ratios_have_their_own_headings() {
+        let t = policy_table(&[], false);
+        let at = |h: &str| t.headers.iter().position(|x| x == h).unwrap();
+        assert_eq!(at("req med× none"), at("median req") + 1);
+        assert_eq!(at("last med× none"), at("last req") + 1);
+        let med: Vec<&String> = t.headers.iter().filter(|h| h.contains("med×")).collect();
+        assert_eq!(med, ["req med× none", "last med× none"]);
+    }
 
     #[test]
     fn short_ids_keep_a_uuid_head_and_a_subagent_name() {

@@ -147,6 +147,26 @@ pub fn display_cell(kind: Kind, cell: &str) -> String {
     }
 }
 
+/// The table as a reader sees it: every cell through [`display_cell`] by its column's
+/// [`Kind`] (a per-cell table's raw `0.8717454194792671` becomes `0.87×`); cells already
+/// formatted are kept.
+pub fn displayed(t: &crate::render::Table) -> crate::render::Table {
+    let kinds: Vec<Kind> = t.headers.iter().map(|h| Kind::of_header(h)).collect();
+    crate::render::Table {
+        headers: t.headers.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, c)| display_cell(kinds.get(i).copied().unwrap_or(Kind::Number), c))
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,8 @@ pub fn report(records: &[CellRecord], title: &str, cells: bool, verdict: &str) -
     } else {
         render::summary_table(records)
     };
-    s.push_str(&table.to_markdown());
+    // The per-cell table holds raw numbers (for CSV): shown formatted, as on the pages.
+    s.push_str(&crate::fmt::displayed(&table).to_markdown());
     let bad: Vec<&CellRecord> = records
         .iter()
         .filter(|r| r.status != Status::Success)
@@ -63,6 +64,37 @@ pub fn report(records: &[CellRecord], title: &str, cells: bool, verdict: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_cell_table_shows_its_numbers_formatted_not_raw() {
+        let cell = |arm: &str, median: f64, cost: f64| {
+            let mut m = harness_core::metrics::CellMetrics::default();
+            m.request_tokens.median = median;
+            m.request_tokens.total = 12_345;
+            m.cost = cost;
+            crate::testing::record("t", arm, 1, m)
+        };
+        // trim's median over none's: 1000 / 1147 = 0.87183958...
+        let records = [
+            cell("none", 1147.0, 0.0101442),
+            cell("trim", 1000.0, 0.0088),
+        ];
+        let md = report(&records, "run-1", true, "");
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| t/trim/sim/1 |"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(row.contains("| 0.87× |"), "{row}");
+        assert!(
+            row.contains("| 12,345 |") && row.contains("| $0.0088 |"),
+            "{row}"
+        );
+        assert!(!md.contains("0.8718"), "a raw ratio: {md}");
+        assert!(!md.contains("0.0101442"), "a raw cost: {md}");
+        // The CSV keeps the raw numbers.
+        let csv = render::cells_table(&records).to_csv();
+        assert!(csv.contains("0.8718395815170009"), "{csv}");
+    }
 
     #[test]
     fn an_empty_run_has_its_counts_and_no_failure_list() {

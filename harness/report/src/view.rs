@@ -228,7 +228,7 @@ fn replay_policies_spec(view: View) -> Option<&'static [&'static str]> {
         View::Default => &[
             "policy",
             "median req",
-            "med× none",
+            "req med× none",
             "total input",
             "Σ× none",
             "tokens incl. recovery",
@@ -257,9 +257,9 @@ fn replay_policies_spec(view: View) -> Option<&'static [&'static str]> {
             "policy",
             "requests",
             "median req",
-            "med× none",
+            "req med× none",
             "last req",
-            "med× none",
+            "last med× none",
             "total input",
             "Σ× none",
             "cache written",
@@ -268,9 +268,9 @@ fn replay_policies_spec(view: View) -> Option<&'static [&'static str]> {
         View::Essay => &[
             "policy",
             "median req",
-            "med× none",
+            "req med× none",
             "last req",
-            "med× none",
+            "last med× none",
             "cards",
             "folds",
             "rewritten/fold",
@@ -480,9 +480,14 @@ pub fn terminal(t: &Table, kind: Kind, view: View, width: usize) -> String {
     if dropped.is_empty() {
         return text;
     }
-    format!(
-        "{text}\nmore columns ({}; left out to fit {width} columns): --view all",
+    let note = format!(
+        "more columns ({}; left out to fit {width} columns): --view all",
         dropped.join(", ")
+    );
+    // Broken to the width like the other notes, its later lines indented.
+    format!(
+        "{text}\n{}",
+        crate::answer::wrap(&note, width, 2).join("\n")
     )
 }
 
@@ -526,9 +531,13 @@ mod tests {
         let full = t.to_terminal();
         assert!(text_width(&full) > 120);
         let text = terminal(&t, Kind::Plain, View::Default, 80);
-        let (table, note) = text.rsplit_once('\n').unwrap();
+        let (table, note) = text.split_at(text.find("\nmore columns (").unwrap());
         assert!(text_width(table) <= 80, "{text}");
         assert!(table.contains("│ number │"), "headers wrapped: {table}");
+        // The note of what was left out is broken to the width too, and reads as one line.
+        assert!(note.lines().count() > 2, "{note}");
+        assert!(note.lines().all(|l| l.chars().count() <= 80), "{note}");
+        let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             note.starts_with("more columns (column number ")
                 && note.contains("column number 18, column number 19; left out to fit 80"),
