@@ -1,7 +1,9 @@
 // Opens foldbench's HTML pages in headless Chromium as a person would: from file://, no network.
 // Fails on any console error, page error or request that is not file:// ; checks that every
-// chart has exactly one line per policy; sorts and filters the first table; checks that the first
-// column of a wide table stays in view when it scrolls; opens a drill-down; saves screenshots.
+// chart has exactly one line per policy; checks the cost–loss frontier chart (a point per arm,
+// the frontier line, the sweeps' lines, labels that name every arm once and do not overlap);
+// sorts and filters the first table; checks that the first column of a wide table stays in view
+// when it scrolls; opens a drill-down; saves screenshots (the frontier chart's apart).
 //
 // usage: node tests/html-check.cjs PLAYWRIGHT_CORE_DIR CHROMIUM OUT_DIR NAME=FILE.html[=POLICY,POLICY...] ...
 "use strict";
@@ -35,6 +37,75 @@ async function check(ctx, name, file, policies) {
         problems.push(`chart ${i + 1}: series [${got}] but the policies are [${policies}]`);
       }
     });
+  }
+
+  // The cost–loss frontier (run and replay pages): one point per arm, the frontier line through
+  // the points marked on it, one dashed line per sweep (`polyline.sweep`, `data-sweep` its
+  // policy, apart from the request charts' `polyline.series` with `data-policy`), every arm
+  // named in exactly one label, and no two labels overlapping.
+  if (policies) {
+    const f = await page.evaluate(() => {
+      const fig = document.querySelector("figure.frontier");
+      if (!fig) return null;
+      const svg = fig.querySelector("svg").getBoundingClientRect();
+      const dots = Array.from(fig.querySelectorAll("circle.arm")).map((c) => ({
+        arm: c.getAttribute("data-arm"), on: c.getAttribute("data-frontier") === "true",
+        at: c.getAttribute("cx") + "," + c.getAttribute("cy"),
+      }));
+      const split = (pts) => (pts || "").trim().split(/\s+/).filter((x) => x);
+      const count = (pts) => split(pts).length;
+      const line = fig.querySelector("polyline.frontier-line");
+      const labels = Array.from(fig.querySelectorAll("text.arm-label")).map((t) => {
+        const r = t.getBoundingClientRect();
+        return { arms: Array.from(t.querySelectorAll("tspan[data-arm]")).map((x) => x.getAttribute("data-arm")),
+          l: r.left, t: r.top, r: r.right, b: r.bottom };
+      });
+      return {
+        points: Number(fig.getAttribute("data-points")), dots,
+        line: line ? split(line.getAttribute("points")) : null,
+        sweeps: Array.from(fig.querySelectorAll("polyline.sweep")).map((p) => ({ policy: p.getAttribute("data-sweep"), n: count(p.getAttribute("points")) })),
+        series: fig.querySelectorAll("polyline.series").length,
+        misplaced: document.querySelectorAll("figure.chart polyline.sweep").length,
+        labels, svg: { l: svg.left, t: svg.top, r: svg.right, b: svg.bottom },
+      };
+    });
+    if (!f) {
+      problems.push("no frontier chart");
+    } else {
+      const arms = f.dots.map((d) => d.arm);
+      if (arms.slice().sort().join(",") !== policies.slice().sort().join(",") || f.points !== policies.length) {
+        problems.push(`frontier: points [${arms}] (data-points ${f.points}) but the arms are [${policies}]`);
+      }
+      // The line goes through every point marked on the frontier, and through no other.
+      const on = f.dots.filter((d) => d.on).map((d) => d.at).sort();
+      if (on.length === 0) problems.push("frontier: no point marked on it");
+      if (!f.line) problems.push("frontier: no frontier line");
+      else if (f.line.slice().sort().join(" ") !== on.join(" ")) {
+        problems.push(`frontier: its line runs through [${f.line}], the points on the frontier are at [${on}]`);
+      }
+      const family = (a) => a.split(":")[0];
+      const families = {};
+      for (const a of policies) families[family(a)] = (families[family(a)] || 0) + 1;
+      const want = Object.entries(families).filter(([, n]) => n > 1);
+      const got = f.sweeps.map((w) => `${w.policy}:${w.n}`).sort().join(",");
+      if (got !== want.map(([k, n]) => `${k}:${n}`).sort().join(",")) {
+        problems.push(`frontier: sweep lines [${got}] but the sweeps are [${want.map(([k, n]) => `${k}:${n}`)}]`);
+      }
+      if (f.series !== 0 || f.misplaced !== 0) problems.push("frontier: sweep and series lines mixed up");
+      const named = f.labels.flatMap((l) => l.arms).sort().join(",");
+      if (named !== policies.slice().sort().join(",")) problems.push(`frontier: labels name [${named}], the arms are [${policies}]`);
+      f.labels.forEach((a, i) => {
+        if (a.l < f.svg.l - 1 || a.r > f.svg.r + 1 || a.t < f.svg.t - 1 || a.b > f.svg.b + 1) {
+          problems.push(`frontier: the label of [${a.arms}] leaves the chart`);
+        }
+        for (const b of f.labels.slice(i + 1)) {
+          if (a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b) problems.push(`frontier: the labels of [${a.arms}] and [${b.arms}] overlap`);
+        }
+      });
+      const fig = page.locator("figure.frontier");
+      await fig.scrollIntoViewIfNeeded();
+      await fig.screenshot({ path: path.join(outDir, `${name}-frontier.png`) });
+    }
   }
 
   // Sorting and filtering: the first table.

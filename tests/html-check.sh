@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The HTML pages as a person sees them: builds foldbench, writes the three pages — `report -o`
-# of a small A/B run (four arms, a fold and compactions), `replay -o` of
-# tests/fixtures/real-sessions and `judge run -o` of the judge fixtures — and opens each from
+# The HTML pages as a person sees them: builds foldbench, writes the pages — `report -o` of a
+# small A/B run (four arms, a fold and compactions), `replay -o` of tests/fixtures/real-sessions
+# (the default policies, and a sweep of trim's keep) and `judge run -o` of the judge fixtures —
+# and opens each from
 # file:// in headless Chromium (tests/html-check.cjs, driven by playwright-core): any console
 # error, page error or network request fails it; every chart must have exactly one line per
-# policy; the first table must sort and filter; a drill-down must open. Screenshots go to
-# OUT/shots (OUT: the first argument, default target/html-check/out).
+# policy; the cost–loss frontier chart must have a point per arm, its line, a line per sweep and
+# labels that do not overlap; the first table must sort and filter; a drill-down must open.
+# Screenshots go to OUT/shots (OUT: the first argument, default target/html-check/out).
 #
 # Needs /usr/bin/chromium (Debian package `chromium`; CHROMIUM=path overrides) and node with
 # playwright-core in target/html-check (installed here with npm when missing). Without Chromium
@@ -41,11 +43,15 @@ ARMS="none,trim,compact:window=6000,fold"
   || { cat "$OUT/ab.log" >&2; exit 1; }
 "$BIN" report "$OUT/run" -o "$OUT/report.html" >/dev/null
 "$BIN" replay tests/fixtures/real-sessions -o "$OUT/replay.html" >/dev/null
+SWEEP="none,trim:keep=0,trim:keep=1,trim:keep=2,trim:keep=3,fold"
+"$BIN" replay tests/fixtures/real-sessions --policy none --policy 'trim:keep=0..3' --policy fold \
+  -o "$OUT/sweep.html" >/dev/null
 "$BIN" judge build --from tests/fixtures/judge -o "$OUT/judge.jsonl" >/dev/null 2>&1
 "$BIN" judge run --dataset "$OUT/judge.jsonl" -o "$OUT/judge.html" >/dev/null
 
 node tests/html-check.cjs "$PW" "$CHROMIUM" "$OUT/shots" \
   "report=$OUT/report.html=$ARMS" \
   "replay=$OUT/replay.html=none,trim,compact,fold" \
+  "sweep=$OUT/sweep.html=$SWEEP" \
   "judge=$OUT/judge.html"
 echo "html-check: ok; screenshots in $OUT/shots"

@@ -247,22 +247,47 @@ pub fn svg(points: &[Point], axes: &Axes) -> String {
         "<polyline class=\"frontier-line\" points=\"{}\" fill=\"none\" stroke=\"#222\" stroke-width=\"2\"/>\n",
         line.join(" ")
     ));
+    let at: Vec<(f64, f64)> = points.iter().map(|p| (x(p.cost), y(p.loss))).collect();
     for (i, p) in points.iter().enumerate() {
         let c = colour(i);
         s.push_str(&format!(
-            "<circle class=\"arm\" data-arm=\"{0}\" data-frontier=\"{1}\" cx=\"{2:.1}\" cy=\"{3:.1}\" r=\"5\" fill=\"{4}\" stroke=\"{5}\" stroke-width=\"2\"><title>{0}: cost {6:.2}× · loss {7:.2}{8}</title></circle><text x=\"{9:.1}\" y=\"{10:.1}\" fill=\"#222\">{11}{0}</text>\n",
+            "<circle class=\"arm\" data-arm=\"{0}\" data-frontier=\"{1}\" cx=\"{2:.1}\" cy=\"{3:.1}\" r=\"5\" fill=\"{4}\" stroke=\"{5}\" stroke-width=\"2\"><title>{0}: cost {6:.2}× · loss {7:.2}{8}</title></circle>\n",
             escape(&p.arm),
             p.frontier,
-            x(p.cost),
-            y(p.loss),
+            at[i].0,
+            at[i].1,
             if p.frontier { c } else { "#fff" },
             c,
             p.cost,
             p.loss,
             if p.frontier { " · on the frontier" } else { "" },
-            x(p.cost) + 8.0,
-            y(p.loss) - 6.0 - 11.0 * (i % 2) as f64,
-            if p.frontier { "◆ " } else { "" },
+        ));
+    }
+    // The cost axis's numbers under the plot: no label over them.
+    let ticks_row = (
+        LEFT - 20.0,
+        TOP + ph + 4.0,
+        LEFT + pw + 20.0,
+        TOP + ph + 20.0,
+    );
+    for l in place_labels(points, &at, &[ticks_row]) {
+        let spans: Vec<String> = l
+            .arms
+            .iter()
+            .map(|&i| {
+                let p = &points[i];
+                format!(
+                    "<tspan data-arm=\"{0}\">{1}{0}</tspan>",
+                    escape(&p.arm),
+                    if p.frontier { "◆ " } else { "" }
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "<text class=\"arm-label\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#222\">{}</text>\n",
+            l.x,
+            l.y,
+            spans.join(", ")
         ));
     }
     s.push_str(&format!(
@@ -271,6 +296,99 @@ pub fn svg(points: &[Point], axes: &Axes) -> String {
         escape(&axes.loss)
     ));
     s
+}
+
+/// The label of one or more arms at (nearly) one place on the chart.
+#[derive(Debug, Clone, PartialEq)]
+struct Label {
+    /// The arms it names (indexes into the points), in their order.
+    arms: Vec<usize>,
+    /// Its estimated width in pixels.
+    w: f64,
+    /// Where its baseline starts.
+    x: f64,
+    y: f64,
+}
+
+/// A text's width per character and its line height at the chart's 11-pixel font (an
+/// estimate on the wide side).
+const CHAR_W: f64 = 6.5;
+const LINE_H: f64 = 12.0;
+
+/// A box: left, top, right, bottom.
+type Rect = (f64, f64, f64, f64);
+
+fn overlap(a: Rect, b: Rect) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// The labels of the points drawn at `at`: arms within 4 pixels of each other share one label
+/// (so coinciding points do not print their names over each other), and each label goes at the
+/// first of a few places beside its point (right and above, right and below, left, then
+/// further up or down) that stays inside the chart and covers no point, no label placed before
+/// it and nothing of `avoid`; where none does, at the first.
+fn place_labels(points: &[Point], at: &[(f64, f64)], avoid: &[Rect]) -> Vec<Label> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, &(px, py)) in at.iter().enumerate() {
+        let near = |g: &&mut Vec<usize>| {
+            let (gx, gy) = at[g[0]];
+            (px - gx).abs() < 4.0 && (py - gy).abs() < 4.0
+        };
+        match groups.iter_mut().find(near) {
+            Some(g) => g.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    let dots: Vec<Rect> = at
+        .iter()
+        .map(|&(cx, cy)| (cx - 6.0, cy - 6.0, cx + 6.0, cy + 6.0))
+        .chain(avoid.iter().copied())
+        .collect();
+    let mut placed: Vec<Rect> = Vec::new();
+    let mut out = Vec::new();
+    for arms in groups {
+        let text = arms
+            .iter()
+            .map(|&i| {
+                let p = &points[i];
+                format!("{}{}", if p.frontier { "◆ " } else { "" }, p.arm)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let w = text.chars().count() as f64 * CHAR_W;
+        let (cx, cy) = at[arms[0]];
+        let mut places = vec![
+            (cx + 8.0, cy - 6.0),
+            (cx + 8.0, cy + 16.0),
+            (cx - 8.0 - w, cy - 6.0),
+            (cx - 8.0 - w, cy + 16.0),
+        ];
+        for k in 1..=8 {
+            let d = LINE_H * f64::from(k);
+            places.extend([(cx + 8.0, cy - 6.0 - d), (cx + 8.0, cy + 16.0 + d)]);
+        }
+        let rect = |(lx, ly): (f64, f64)| (lx, ly - LINE_H + 2.0, lx + w, ly + 3.0);
+        let fits = |r: Rect| {
+            r.0 >= 0.0
+                && r.1 >= 0.0
+                && r.2 <= W
+                && r.3 <= H
+                && !placed.iter().chain(&dots).any(|&o| overlap(r, o))
+        };
+        let (lx, ly) = places
+            .iter()
+            .copied()
+            .find(|&p| fits(rect(p)))
+            .unwrap_or(places[0]);
+        placed.push(rect((lx, ly)));
+        out.push(Label {
+            arms,
+            w,
+            x: lx,
+            y: ly,
+        });
+    }
+    out
 }
 
 fn tick(t: f64) -> String {
@@ -406,5 +524,42 @@ mod tests {
             "{s}"
         );
         assert_eq!(s, svg(&pts, &Axes::run("none")));
+    }
+
+    #[test]
+    fn arms_at_one_point_share_a_label_and_no_two_labels_overlap() {
+        // Replay's usual picture: none, compact and fold at (1.00, 0), trim apart.
+        let mut pts = vec![
+            pt("none", 1.0, 0.0),
+            pt("trim", 0.74, 26.5),
+            pt("compact", 1.0, 0.0),
+            pt("fold", 1.002, 0.0),
+            pt("trim:keep=2", 0.76, 25.0),
+        ];
+        mark(&mut pts);
+        let at: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (60.0 + 430.0 * p.cost / 1.2, 276.0 - 262.0 * p.loss / 30.0))
+            .collect();
+        let labels = place_labels(&pts, &at, &[]);
+        let arms: Vec<&[usize]> = labels.iter().map(|l| l.arms.as_slice()).collect();
+        assert_eq!(arms, [&[0, 2, 3][..], &[1], &[4]], "{labels:?}");
+        // "◆ none, ◆ compact, fold": 23 characters.
+        assert_eq!(labels[0].w, 23.0 * CHAR_W);
+        let rect = |l: &Label| (l.x, l.y - LINE_H + 2.0, l.x + l.w, l.y + 3.0);
+        for (i, a) in labels.iter().enumerate() {
+            let r = rect(a);
+            assert!(r.0 >= 0.0 && r.2 <= W && r.1 >= 0.0 && r.3 <= H, "{a:?}");
+            for b in &labels[i + 1..] {
+                assert!(!overlap(r, rect(b)), "{a:?} and {b:?}");
+            }
+        }
+        // The page's SVG names every arm once, in the labels' spans.
+        let s = svg(&pts, &Axes::replay());
+        for p in &pts {
+            let span = format!("<tspan data-arm=\"{}\">", p.arm);
+            assert_eq!(s.matches(&span).count(), 1, "{}", p.arm);
+        }
+        assert_eq!(s.matches("<text class=\"arm-label\"").count(), 3);
     }
 }
