@@ -13,6 +13,7 @@ use harness_core::context::Context;
 use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::recent;
 use crate::registry::Entry;
@@ -50,14 +51,16 @@ pub fn entry() -> Entry {
 
 impl Amortized {
     /// From `max_size` and `keep_first`.
-    pub fn from_params(p: &mut Params) -> Result<Amortized, String> {
+    pub fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(100);
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1))
-            .map_err(|_| "parameter `keep_first` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "keep_first".into(),
+                })?;
         if max_size < 2 || keep_first >= max_size / 2 {
-            return Err(format!(
+            return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than half of `max_size` ({max_size})"
-            ));
+            )));
         }
         Ok(Amortized {
             max_size,
@@ -131,6 +134,6 @@ mod tests {
         assert_eq!(shape(&sent(p.plan(&c, 0))), "cuarar");
         let keep = crate::parse_policy("amortized:max_size=4,keep_first=2").unwrap();
         let e = crate::build(&keep, 1).err().unwrap();
-        assert!(e.contains("less than half of `max_size`"), "{e}");
+        assert!(e.to_string().contains("less than half of `max_size`"), "{e}");
     }
 }

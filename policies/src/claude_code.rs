@@ -19,6 +19,7 @@ use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::compact::compactable;
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -109,19 +110,26 @@ pub fn entry() -> Entry {
 
 impl ClaudeCode {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, String> {
+    pub fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, ParamError> {
         let pct = p.take_f64("autocompact_pct")?;
         if pct.is_some_and(|x| x > 100.0) {
-            return Err("parameter `autocompact_pct` is a percentage (0 to 100)".into());
+            return Err(ParamError::OutOfRange {
+                key: "autocompact_pct".into(),
+                rule: "is a percentage (0 to 100)".into(),
+            });
         }
         let micro_keep = usize::try_from(p.take_u64("micro_keep")?.unwrap_or(5))
-            .map_err(|_| "parameter `micro_keep` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "micro_keep".into(),
+                })?;
         let micro_trigger = usize::try_from(p.take_u64("micro_trigger")?.unwrap_or(12))
-            .map_err(|_| "parameter `micro_trigger` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "micro_trigger".into(),
+                })?;
         if micro_trigger < micro_keep {
-            return Err(format!(
+            return Err(ParamError::Conflict(format!(
                 "`micro_trigger` ({micro_trigger}) must be at least `micro_keep` ({micro_keep})"
-            ));
+            )));
         }
         Ok(ClaudeCode {
             window: p.take_u64("window")?.unwrap_or(window),

@@ -15,6 +15,7 @@ use harness_core::context::Context;
 use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -53,11 +54,13 @@ pub fn entry() -> Entry {
 
 impl ClearToolUses {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params) -> Result<ClearToolUses, String> {
+    pub fn from_params(p: &mut Params) -> Result<ClearToolUses, ParamError> {
         Ok(ClearToolUses {
             trigger: p.take_u64("trigger")?.unwrap_or(100_000),
             keep: usize::try_from(p.take_u64("keep")?.unwrap_or(3))
-                .map_err(|_| "parameter `keep` is too large".to_string())?,
+                .map_err(|_| ParamError::TooLarge {
+                    key: "keep".into(),
+                })?,
             clear_at_least: p.take_u64("clear_at_least")?.unwrap_or(0),
             exclude: p.take_list("exclude_tools")?.unwrap_or_default(),
             clear_inputs: p.take_bool("clear_tool_inputs")?.unwrap_or(false),

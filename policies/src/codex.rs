@@ -17,6 +17,7 @@ use harness_core::policy::{Plan, Policy};
 use harness_core::tokens;
 
 use crate::compact::compactable;
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -54,7 +55,7 @@ pub fn entry() -> Entry {
 
 impl Codex {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Codex, String> {
+    pub fn from_params(p: &mut Params, window: u64) -> Result<Codex, ParamError> {
         let window = p.take_u64("model_context_window")?.unwrap_or(window);
         let ninety = window / 10 * 9;
         let limit = p

@@ -4,6 +4,7 @@
 use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 
@@ -32,12 +33,13 @@ pub struct Compact {
 
 impl Compact {
     /// From `threshold` (default 0.9) and `window` (default: the model's).
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Compact, String> {
+    pub fn from_params(p: &mut Params, window: u64) -> Result<Compact, ParamError> {
         let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
         if threshold > 1.0 {
-            return Err(format!(
-                "parameter `threshold` is a fraction of the window (0 to 1), not {threshold}"
-            ));
+            return Err(ParamError::OutOfRange {
+                key: "threshold".into(),
+                rule: format!("is a fraction of the window (0 to 1), not {threshold}"),
+            });
         }
         Ok(Compact {
             threshold,

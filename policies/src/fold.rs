@@ -30,6 +30,7 @@ use harness_core::tokens;
 use serde_json::json;
 
 use crate::compact::compactable;
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 
@@ -152,7 +153,7 @@ pub fn mode_rules(mode: &str, goal: &str) -> String {
 impl Fold {
     /// From `card_after_tool_calls`, `card_after_tokens`, `timing`, `pressure_tokens`, `window`,
     /// `card_repeat`, `card_quote`.
-    pub fn from_params(p: &mut Params, window: u64, strategies: bool) -> Result<Fold, String> {
+    pub fn from_params(p: &mut Params, window: u64, strategies: bool) -> Result<Fold, ParamError> {
         let window = p.take_u64("window")?.unwrap_or(window);
         let timing = match p.take_choice("timing", &["eager", "pressure"])?.as_deref() {
             Some("pressure") => Timing::Pressure,

@@ -22,6 +22,7 @@ use harness_core::context::Context;
 use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::swe_agent::SweAgent;
@@ -56,15 +57,17 @@ pub fn entry() -> Entry {
 
 impl Hybrid {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, String> {
+    pub fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
         let mask = p.take_count("window")?.unwrap_or(10);
         let every = p.take_u64("summarize_every")?.unwrap_or(43);
         let keep_last = usize::try_from(p.take_u64("keep_last")?.unwrap_or(10))
-            .map_err(|_| "parameter `keep_last` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "keep_last".into(),
+                })?;
         if every > 0 && keep_last as u64 >= every {
-            return Err(format!(
+            return Err(ParamError::Conflict(format!(
                 "`keep_last` ({keep_last}) must be less than `summarize_every` ({every}), or a summary would be due again at once"
-            ));
+            )));
         }
         let context_window = p.take_u64("context_window")?.unwrap_or(window);
         let trigger = p.take_u64("trigger")?.unwrap_or(context_window / 10 * 9);

@@ -29,13 +29,16 @@
 //!
 //! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
 //! [current](registry::current) one, so a program that installs its own registry runs every
-//! command with its policies too. [`sweep`] expands a text with lists or ranges into arms.
+//! command with its policies too. [`sweep`] expands a text with lists or ranges into arms. Errors
+//! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
+//! [`SweepError`] inside.
 
 pub mod amortized;
 pub mod claude_code;
 pub mod clear_tool_uses;
 pub mod codex;
 pub mod compact;
+pub mod error;
 pub mod fold;
 pub mod hybrid;
 pub mod llm_summarizing;
@@ -52,6 +55,7 @@ pub mod view;
 
 use harness_core::policy::Policy;
 
+pub use error::{ParamError, PolicyError, SweepError};
 pub use params::PolicySpec;
 pub use registry::{Entry, Registry};
 
@@ -93,13 +97,13 @@ pub fn builtin_entries() -> Vec<Entry> {
 }
 
 /// Parses a policy text through the current registry: `NAME[:k=v,...]` or `STEP|STEP|...`.
-pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+pub fn parse_policy(s: &str) -> Result<PolicySpec, PolicyError> {
     registry::current().parse(s)
 }
 
 /// Builds a policy from its spec through the current registry. `window` is the model's context
 /// window, the default of the `window` parameter.
-pub fn build(spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, String> {
+pub fn build(spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, PolicyError> {
     registry::current().build(spec, window)
 }
 
@@ -142,7 +146,8 @@ mod tests {
             }
             let err = reg
                 .check(&format!("{}:no_such_param=1", e.name()))
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             for p in e.params() {
                 assert!(err.contains(&p.name), "{}: {err}", e.name());
             }

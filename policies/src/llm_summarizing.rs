@@ -24,6 +24,7 @@ use harness_core::context::Context;
 use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view;
@@ -77,21 +78,24 @@ pub fn entry() -> Entry {
 
 impl LlmSummarizing {
     /// From `max_size`, `keep_first` and `minimum_progress`.
-    pub fn from_params(p: &mut Params) -> Result<LlmSummarizing, String> {
+    pub fn from_params(p: &mut Params) -> Result<LlmSummarizing, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(240);
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(2))
-            .map_err(|_| "parameter `keep_first` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "keep_first".into(),
+                })?;
         if keep_first + 1 >= max_size / 2 {
-            return Err(format!(
+            return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than `max_size` / 2 - 1 ({}) to leave room for the summary and a tail; raise `max_size` or lower `keep_first`",
                 (max_size / 2).saturating_sub(1)
-            ));
+            )));
         }
         let minimum_progress = p.take_f64("minimum_progress")?.unwrap_or(0.1);
         if minimum_progress >= 1.0 {
-            return Err(format!(
-                "parameter `minimum_progress` is a fraction of the events (between 0 and 1), not {minimum_progress}"
-            ));
+            return Err(ParamError::OutOfRange {
+                key: "minimum_progress".into(),
+                rule: format!("is a fraction of the events (between 0 and 1), not {minimum_progress}"),
+            });
         }
         Ok(LlmSummarizing {
             max_size,

@@ -8,6 +8,7 @@
 use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -42,7 +43,7 @@ pub fn entry() -> Entry {
 
 impl ObservationMasking {
     /// From `attention_window`.
-    pub fn from_params(p: &mut Params) -> Result<ObservationMasking, String> {
+    pub fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
         Ok(ObservationMasking {
             window: p.take_count("attention_window")?.unwrap_or(100),
             memo: Memo::default(),

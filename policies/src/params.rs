@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{ParamError, PolicyError};
+
 /// A policy name with its parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicySpec {
@@ -85,31 +87,31 @@ pub fn split_top(s: &str, sep: char) -> Vec<&str> {
 /// The `k=v` pairs of a parameter text (`keep=1,mode=placeholder`), in the order written.
 /// A piece without `=` is refused with what to write instead: when it follows a parameter it
 /// is most likely a value meant for a sweep.
-pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, String> {
+pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, PolicyError> {
     let mut out: Vec<(String, String)> = Vec::new();
     for kv in split_top(rest, ',')
         .into_iter()
         .filter(|x| !x.trim().is_empty())
     {
         let Some((k, v)) = kv.split_once('=') else {
-            let hint = match out.last() {
-                Some((k, v)) => format!(
-                    "; to sweep `{k}` over several values write {k}=[{v},{}] (a comma outside brackets separates parameters)",
-                    kv.trim()
-                ),
-                None => String::new(),
-            };
-            return Err(format!(
-                "policy `{policy}`: parameter `{}` needs the form key=value{hint}",
-                kv.trim()
-            ));
+            return Err(PolicyError::NotKeyValue {
+                policy: policy.to_string(),
+                piece: kv.trim().to_string(),
+                previous: out.last().cloned(),
+            });
         };
         let (k, v) = (k.trim().to_string(), v.trim().to_string());
         if k.is_empty() {
-            return Err(format!("policy `{policy}`: `={v}` has no parameter name"));
+            return Err(PolicyError::NoKey {
+                policy: policy.to_string(),
+                value: v,
+            });
         }
         if out.iter().any(|(o, _)| *o == k) {
-            return Err(format!("policy `{policy}`: parameter `{k}` is given twice"));
+            return Err(PolicyError::Twice {
+                policy: policy.to_string(),
+                key: k,
+            });
         }
         out.push((k, v));
     }
@@ -118,24 +120,23 @@ pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, St
 
 /// Parses `NAME[:k=v,...]` as a `k=v` policy, without the registry (no pipeline, no name
 /// check): what the registry does for every policy that takes parameters.
-pub fn parse_params_spec(s: &str) -> Result<PolicySpec, String> {
+pub fn parse_params_spec(s: &str) -> Result<PolicySpec, PolicyError> {
     let (name, rest) = match s.split_once(':') {
         Some((n, r)) => (n.trim(), Some(r)),
         None => (s.trim(), None),
     };
     if name.is_empty() {
-        return Err(format!(
-            "policy `{s}` has no name; write NAME or NAME:key=value,..."
-        ));
+        return Err(PolicyError::NoName(s.to_string()));
     }
     let mut params = BTreeMap::new();
     if let Some(rest) = rest {
         for (k, v) in parse_pairs(s.trim(), rest)? {
             if crate::sweep::is_sweep(&v) {
-                return Err(format!(
-                    "policy `{}`: `{k}={v}` is a sweep; sweeps expand into arms where arms are given (run, ab, replay, the matrix file)",
-                    s.trim()
-                ));
+                return Err(PolicyError::SweepHere {
+                    policy: s.trim().to_string(),
+                    key: k,
+                    value: v,
+                });
             }
             params.insert(k, v);
         }
@@ -151,43 +152,54 @@ pub struct Params {
 
 impl Params {
     /// Takes a non-negative integer (`_` separators allowed).
-    pub fn take_u64(&mut self, key: &str) -> Result<Option<u64>, String> {
+    pub fn take_u64(&mut self, key: &str) -> Result<Option<u64>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) => v
                 .replace('_', "")
                 .parse()
                 .map(Some)
-                .map_err(|_| format!("parameter `{key}` must be a whole number, not `{v}`")),
+                .map_err(|source| ParamError::NotWhole {
+                    key: key.to_string(),
+                    value: v,
+                    source,
+                }),
         }
     }
 
     /// Takes a positive integer that fits a `usize`.
-    pub fn take_count(&mut self, key: &str) -> Result<Option<usize>, String> {
+    pub fn take_count(&mut self, key: &str) -> Result<Option<usize>, ParamError> {
         match self.take_u64(key)? {
             None => Ok(None),
-            Some(0) => Err(format!("parameter `{key}` must be at least 1, not 0")),
+            Some(0) => Err(ParamError::Zero {
+                key: key.to_string(),
+            }),
             Some(n) => usize::try_from(n)
                 .map(Some)
-                .map_err(|_| format!("parameter `{key}` is too large: {n}")),
+                .map_err(|source| ParamError::Overflow {
+                    key: key.to_string(),
+                    value: n,
+                    source,
+                }),
         }
     }
 
     /// Takes a number.
-    pub fn take_f64(&mut self, key: &str) -> Result<Option<f64>, String> {
+    pub fn take_f64(&mut self, key: &str) -> Result<Option<f64>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) => match v.parse::<f64>() {
                 Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
-                _ => Err(format!(
-                    "parameter `{key}` must be a positive number, not `{v}`"
-                )),
+                _ => Err(ParamError::NotPositive {
+                    key: key.to_string(),
+                    value: v,
+                }),
             },
         }
     }
 
     /// Takes `true` or `false`.
-    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, String> {
+    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, ParamError> {
         match self.take_choice(key, &["true", "false"])?.as_deref() {
             None => Ok(None),
             Some(v) => Ok(Some(v == "true")),
@@ -200,15 +212,16 @@ impl Params {
     }
 
     /// Takes a list written with `+` between its items (`shell+grep`).
-    pub fn take_list(&mut self, key: &str) -> Result<Option<Vec<String>>, String> {
+    pub fn take_list(&mut self, key: &str) -> Result<Option<Vec<String>>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) => {
                 let items: Vec<String> = v.split('+').map(|x| x.trim().to_string()).collect();
                 if items.iter().any(String::is_empty) {
-                    return Err(format!(
-                        "parameter `{key}` is a list of names joined by `+` (shell+grep), not `{v}`"
-                    ));
+                    return Err(ParamError::NotList {
+                        key: key.to_string(),
+                        value: v,
+                    });
                 }
                 Ok(Some(items))
             }
@@ -216,31 +229,31 @@ impl Params {
     }
 
     /// Takes one of a set of words.
-    pub fn take_choice(&mut self, key: &str, choices: &[&str]) -> Result<Option<String>, String> {
+    pub fn take_choice(
+        &mut self,
+        key: &str,
+        choices: &[&str],
+    ) -> Result<Option<String>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) if choices.contains(&v.as_str()) => Ok(Some(v)),
-            Some(v) => Err(format!(
-                "parameter `{key}` must be one of {}, not `{v}`{}",
-                choices.join(", "),
-                harness_core::suggest::did_you_mean(&v, choices.iter().copied())
-            )),
+            Some(v) => Err(ParamError::NotChoice {
+                key: key.to_string(),
+                value: v,
+                choices: choices.iter().map(ToString::to_string).collect(),
+            }),
         }
     }
 
     /// Fails on parameters nobody took, suggesting the nearest of `known`.
-    pub fn finish(self, policy: &str, known: &[&str]) -> Result<(), String> {
-        match self.left.keys().next() {
+    pub fn finish(self, policy: &str, known: &[&str]) -> Result<(), PolicyError> {
+        match self.left.into_keys().next() {
             None => Ok(()),
-            Some(k) => Err(format!(
-                "policy `{policy}` has no parameter `{k}`{}; {}",
-                harness_core::suggest::did_you_mean(k, known.iter().copied()),
-                if known.is_empty() {
-                    "it takes none".to_string()
-                } else {
-                    format!("its parameters: {}", known.join(", "))
-                }
-            )),
+            Some(key) => Err(PolicyError::UnknownParam {
+                policy: policy.to_string(),
+                key,
+                known: known.iter().map(ToString::to_string).collect(),
+            }),
         }
     }
 }
@@ -260,11 +273,13 @@ mod tests {
             crate::build(&crate::parse_policy("trim:kep=1").unwrap(), 1000)
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("no parameter `kep`")
         );
         assert!(crate::parse_policy("nope")
             .err()
             .unwrap()
+            .to_string()
             .contains("unknown policy"));
         assert!(crate::build(&crate::parse_policy("compact:window=4000").unwrap(), 1000).is_ok());
     }

@@ -15,6 +15,7 @@ use harness_core::context::Context;
 use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::policy::{ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, ToolReply};
 
+use crate::error::PolicyError;
 use crate::params::split_top;
 use crate::registry::{Entry, Registry};
 
@@ -38,19 +39,17 @@ pub fn entry() -> Entry {
 }
 
 /// Checks a pipeline's steps and writes them canonically (each step's label, `|` between).
-pub fn canonical(reg: &Registry, text: &str) -> Result<String, String> {
+pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
     let steps = split_top(text, '|');
     let mut out = Vec::new();
     for s in steps {
         let s = s.trim();
         if s.is_empty() {
-            return Err(format!(
-                "pipeline `{text}` has an empty step; write STEP|STEP, e.g. swe-agent:n=5|compact"
-            ));
+            return Err(PolicyError::EmptyStep(text.to_string()));
         }
         let head = s.split(':').next().unwrap_or(s).trim();
         if head == NAME {
-            return Err(format!("pipeline `{text}`: a step cannot be a pipeline"));
+            return Err(PolicyError::NestedPipeline(text.to_string()));
         }
         out.push(reg.parse(s)?.label());
     }
@@ -74,15 +73,12 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// A pipeline of built steps; refused when two steps add tools of the same name.
-    pub fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, String> {
+    pub fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, PolicyError> {
         let mut names: Vec<String> = Vec::new();
         for s in &steps {
             for t in s.tools() {
                 if names.contains(&t.name) {
-                    return Err(format!(
-                        "two steps add the tool `{}`; at most one step of a pipeline may be a fold policy",
-                        t.name
-                    ));
+                    return Err(PolicyError::ToolTwice(t.name));
                 }
                 names.push(t.name);
             }
@@ -256,7 +252,10 @@ mod tests {
                 "at most one step of a pipeline may be a fold policy",
             ),
         ] {
-            let e = crate::registry::current().check(text).unwrap_err();
+            let e = crate::registry::current()
+                .check(text)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }

@@ -12,6 +12,7 @@ use harness_core::context::Context;
 use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view;
@@ -42,14 +43,16 @@ pub fn entry() -> Entry {
 
 impl Recent {
     /// From `keep_first` and `max_events`.
-    pub fn from_params(p: &mut Params) -> Result<Recent, String> {
+    pub fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1))
-            .map_err(|_| "parameter `keep_first` is too large".to_string())?;
+            .map_err(|_| ParamError::TooLarge {
+                    key: "keep_first".into(),
+                })?;
         let max_events = p.take_count("max_events")?.unwrap_or(100);
         if keep_first >= max_events {
-            return Err(format!(
+            return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than `max_events` ({max_events})"
-            ));
+            )));
         }
         Ok(Recent {
             keep_first,
@@ -153,6 +156,6 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("must be less than `max_events`"), "{e}");
+        assert!(e.to_string().contains("must be less than `max_events`"), "{e}");
     }
 }

@@ -24,7 +24,8 @@
 //! )
 //! .unwrap();
 //! assert!(reg.check("keep-all:window=1000").is_ok());
-//! assert!(reg.check("keep-al").unwrap_err().contains("did you mean `keep-all`"));
+//! let err = reg.check("keep-al").unwrap_err();
+//! assert!(err.to_string().contains("did you mean `keep-all`"));
 //! registry::install(reg); // from here on, `policies::build` knows `keep-all`
 //! ```
 //!
@@ -36,6 +37,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use harness_core::policy::Policy;
 
+use crate::error::{PolicyError, SweepError};
 use crate::params::{self, split_top, Params, PolicySpec};
 use crate::sweep::{self, Point};
 
@@ -63,13 +65,13 @@ pub struct Build<'a> {
 }
 
 /// Builds a policy from its parameters; the registry reports parameters it did not take.
-pub type BuildFn = dyn Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, String> + Send + Sync;
+pub type BuildFn = dyn Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, PolicyError> + Send + Sync;
 
 /// Checks a whole-text policy's text and gives its canonical form.
-pub type CanonFn = dyn Fn(&Registry, &str) -> Result<String, String> + Send + Sync;
+pub type CanonFn = dyn Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync;
 
 /// Checks a spec without building it (a policy whose construction is costly: a process).
-pub type CheckFn = dyn Fn(&Registry, &PolicySpec) -> Result<(), String> + Send + Sync;
+pub type CheckFn = dyn Fn(&Registry, &PolicySpec) -> Result<(), PolicyError> + Send + Sync;
 
 /// One policy of a registry.
 #[derive(Clone)]
@@ -97,7 +99,7 @@ impl Entry {
     /// A policy named `name` built by `build` (which takes its parameters from the `Params`).
     pub fn new(
         name: impl Into<String>,
-        build: impl Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, String>
+        build: impl Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, PolicyError>
             + Send
             + Sync
             + 'static,
@@ -164,7 +166,7 @@ impl Entry {
     /// canonical form (kept in [`PolicySpec::arg`]).
     pub fn raw(
         mut self,
-        canon: impl Fn(&Registry, &str) -> Result<String, String> + Send + Sync + 'static,
+        canon: impl Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync + 'static,
     ) -> Entry {
         self.raw = Some(Arc::new(canon));
         self
@@ -173,7 +175,7 @@ impl Entry {
     /// Checks a spec without building it (default: build it and drop it).
     pub fn check(
         mut self,
-        check: impl Fn(&Registry, &PolicySpec) -> Result<(), String> + Send + Sync + 'static,
+        check: impl Fn(&Registry, &PolicySpec) -> Result<(), PolicyError> + Send + Sync + 'static,
     ) -> Entry {
         self.check = Some(Arc::new(check));
         self
@@ -236,19 +238,17 @@ impl Registry {
 
     /// Adds a policy. Refused: a name taken already, or not made of lowercase letters, digits,
     /// `-`, `_` and `+`.
-    pub fn register(&mut self, entry: Entry) -> Result<(), String> {
+    pub fn register(&mut self, entry: Entry) -> Result<(), PolicyError> {
         let name = entry.name.as_str();
         if name.is_empty()
             || !name.chars().all(|c| {
                 c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '+')
             })
         {
-            return Err(format!(
-                "policy name {name:?} must be lowercase letters, digits, `-`, `_` and `+`"
-            ));
+            return Err(PolicyError::BadName(name.to_string()));
         }
         if self.get(name).is_some() {
-            return Err(format!("a policy named `{name}` is registered already"));
+            return Err(PolicyError::Taken(name.to_string()));
         }
         self.entries.push(entry);
         Ok(())
@@ -269,12 +269,11 @@ impl Registry {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    fn unknown(&self, name: &str) -> String {
-        format!(
-            "unknown policy `{name}`{}; `foldbench policies` lists them: {}",
-            harness_core::suggest::did_you_mean(name, self.names()),
-            self.names().join(", ")
-        )
+    fn unknown(&self, name: &str) -> PolicyError {
+        PolicyError::Unknown {
+            name: name.to_string(),
+            known: self.names().into_iter().map(String::from).collect(),
+        }
     }
 
     /// The name a text starts with: up to its first `:` or `|`.
@@ -285,7 +284,7 @@ impl Registry {
 
     /// Parses one policy text (no sweeps): `NAME[:k=v,...]`, a whole-text policy's
     /// `NAME:TEXT`, or a pipeline `STEP|STEP|...`.
-    pub fn parse(&self, text: &str) -> Result<PolicySpec, String> {
+    pub fn parse(&self, text: &str) -> Result<PolicySpec, PolicyError> {
         let text = text.trim();
         let head = Registry::head(text);
         if let Some(e) = self.get(head) {
@@ -310,7 +309,7 @@ impl Registry {
     }
 
     /// Builds a policy for a model with context window `window`.
-    pub fn build(&self, spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, String> {
+    pub fn build(&self, spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, PolicyError> {
         let entry = self
             .get(&spec.name)
             .ok_or_else(|| self.unknown(&spec.name))?;
@@ -320,19 +319,13 @@ impl Registry {
             spec,
             registry: self,
         };
-        let policy = (entry.build)(&mut p, &b).map_err(|e| {
-            if e.starts_with("policy ") {
-                e
-            } else {
-                format!("policy `{}`: {e}", spec.name)
-            }
-        })?;
+        let policy = (entry.build)(&mut p, &b).map_err(|e| e.in_policy(&spec.name))?;
         p.finish(&spec.name, &entry.param_names())?;
         Ok(policy)
     }
 
     /// Checks a spec the way a run builds it (or with the entry's own check).
-    pub fn check_spec(&self, spec: &PolicySpec) -> Result<(), String> {
+    pub fn check_spec(&self, spec: &PolicySpec) -> Result<(), PolicyError> {
         let entry = self
             .get(&spec.name)
             .ok_or_else(|| self.unknown(&spec.name))?;
@@ -343,13 +336,13 @@ impl Registry {
     }
 
     /// Checks one policy text (no sweeps).
-    pub fn check(&self, text: &str) -> Result<(), String> {
+    pub fn check(&self, text: &str) -> Result<(), PolicyError> {
         self.check_spec(&self.parse(text)?)
     }
 
     /// Expands a policy text with sweeps into its arms, each checked; a text without a sweep
     /// is one point.
-    pub fn expand(&self, text: &str) -> Result<Vec<Point>, String> {
+    pub fn expand(&self, text: &str) -> Result<Vec<Point>, PolicyError> {
         let points = self.expand_unchecked(text.trim())?;
         for p in &points {
             self.check(&p.text)?;
@@ -357,7 +350,7 @@ impl Registry {
         Ok(points)
     }
 
-    fn expand_unchecked(&self, text: &str) -> Result<Vec<Point>, String> {
+    fn expand_unchecked(&self, text: &str) -> Result<Vec<Point>, PolicyError> {
         let head = Registry::head(text);
         if self.get(head).is_some_and(Entry::is_raw) && head != crate::pipeline::NAME {
             return Ok(vec![Point {
@@ -378,10 +371,10 @@ impl Registry {
             for step in steps {
                 let these = self.expand_unchecked(step.trim())?;
                 if points.len() * these.len() > sweep::MAX_POINTS {
-                    return Err(format!(
-                        "policy `{text}`: the sweep makes more than {} arms; sweep fewer values",
-                        sweep::MAX_POINTS
-                    ));
+                    return Err(SweepError::TooManyArms {
+                        policy: text.to_string(),
+                    }
+                    .into());
                 }
                 let mut next = Vec::new();
                 for p in &points {
@@ -409,7 +402,7 @@ impl Registry {
         if self.get(name).is_none() {
             return Err(self.unknown(name));
         }
-        sweep::expand_pairs(name, &params::parse_pairs(text, rest)?)
+        Ok(sweep::expand_pairs(name, &params::parse_pairs(text, rest)?)?)
     }
 
     /// Whether the policy of `text` takes a `window` parameter.

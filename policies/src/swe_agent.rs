@@ -11,6 +11,7 @@ use std::sync::Arc;
 use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -64,7 +65,7 @@ impl SweAgent {
     }
 
     /// From `n` and `polling`.
-    pub fn from_params(p: &mut Params) -> Result<SweAgent, String> {
+    pub fn from_params(p: &mut Params) -> Result<SweAgent, ParamError> {
         Ok(SweAgent {
             n: p.take_count("n")?.unwrap_or(5),
             polling: p.take_count("polling")?.unwrap_or(1),

@@ -17,6 +17,8 @@
 //! each value in place (`trim:keep=2`), or, under a label of its own, that label with the values
 //! after it (`mine:keep=2`). A sweep may make at most [`MAX_POINTS`] arms.
 
+use crate::error::SweepError;
+
 /// The most arms one sweep may expand into.
 pub const MAX_POINTS: usize = 1000;
 
@@ -70,23 +72,25 @@ fn range_parts(v: &str) -> Option<(&str, &str, Option<&str>)> {
 }
 
 /// The values of a parameter's value: itself, a list's items, or a range's numbers.
-pub fn values(key: &str, v: &str) -> Result<Vec<String>, String> {
+pub fn values(key: &str, v: &str) -> Result<Vec<String>, SweepError> {
     let v = v.trim();
+    let kv = || (key.to_string(), v.to_string());
     if v.starts_with('[') && v.ends_with(']') {
         let inner = &v[1..v.len() - 1];
         if inner.trim().is_empty() {
-            return Err(format!(
-                "`{key}={v}`: the list is empty; give at least one value"
-            ));
+            let (key, value) = kv();
+            return Err(SweepError::EmptyList { key, value });
         }
         let mut out = Vec::new();
         for item in inner.split(',') {
             let item = item.trim();
             if item.is_empty() {
-                return Err(format!("`{key}={v}`: the list has an empty item"));
+                let (key, value) = kv();
+                return Err(SweepError::EmptyItem { key, value });
             }
             if item.contains('[') || item.contains(']') {
-                return Err(format!("`{key}={v}`: lists do not nest"));
+                let (key, value) = kv();
+                return Err(SweepError::Nested { key, value });
             }
             out.extend(values(key, item)?);
         }
@@ -95,11 +99,10 @@ pub fn values(key: &str, v: &str) -> Result<Vec<String>, String> {
     let Some((a, b, step)) = range_parts(v) else {
         return Ok(vec![v.to_string()]);
     };
-    let whole = |s: &str| -> Result<u64, String> {
-        s.replace('_', "").parse::<u64>().map_err(|_| {
-            format!(
-                "`{key}={v}`: a range takes whole numbers (A..B or A..B/STEP); for other values list them in brackets, e.g. {key}=[0.5,0.7,0.9]"
-            )
+    let whole = |s: &str| -> Result<u64, SweepError> {
+        s.replace('_', "").parse::<u64>().map_err(|source| {
+            let (key, value) = kv();
+            SweepError::NotWhole { key, value, source }
         })
     };
     let (a, b) = (whole(a)?, whole(b)?);
@@ -108,26 +111,40 @@ pub fn values(key: &str, v: &str) -> Result<Vec<String>, String> {
         None => 1,
     };
     if step == 0 {
-        return Err(format!("`{key}={v}`: the step must be at least 1"));
+        let (key, value) = kv();
+        return Err(SweepError::ZeroStep { key, value });
     }
     if a > b {
-        return Err(format!(
-            "`{key}={v}`: the range runs backwards; write the smaller end first ({key}={b}..{a})"
-        ));
+        let (key, value) = kv();
+        return Err(SweepError::Backwards {
+            key,
+            value,
+            from: a,
+            to: b,
+        });
     }
     let n = (b - a) / step + 1;
     if n > MAX_POINTS as u64 {
-        return Err(format!(
-            "`{key}={v}` has {n} values; a sweep makes at most {MAX_POINTS} arms (give a step: {key}={a}..{b}/STEP)"
-        ));
+        let (key, value) = kv();
+        return Err(SweepError::TooManyValues {
+            key,
+            value,
+            count: n,
+            from: a,
+            to: b,
+        });
     }
     unique(key, v, (0..n).map(|i| (a + i * step).to_string()).collect())
 }
 
-fn unique(key: &str, v: &str, values: Vec<String>) -> Result<Vec<String>, String> {
+fn unique(key: &str, v: &str, values: Vec<String>) -> Result<Vec<String>, SweepError> {
     for (i, x) in values.iter().enumerate() {
         if values[..i].contains(x) {
-            return Err(format!("`{key}={v}` gives the value {x} twice"));
+            return Err(SweepError::Twice {
+                key: key.to_string(),
+                value: v.to_string(),
+                twice: x.clone(),
+            });
         }
     }
     Ok(values)
@@ -135,7 +152,7 @@ fn unique(key: &str, v: &str, values: Vec<String>) -> Result<Vec<String>, String
 
 /// Expands the `k=v` pairs of one policy (`name` and its pairs in the order written) into
 /// points: the cross product of every swept parameter's values.
-pub fn expand_pairs(name: &str, pairs: &[(String, String)]) -> Result<Vec<Point>, String> {
+pub fn expand_pairs(name: &str, pairs: &[(String, String)]) -> Result<Vec<Point>, SweepError> {
     let mut points = vec![Point {
         text: String::new(),
         values: Vec::new(),
@@ -145,9 +162,9 @@ pub fn expand_pairs(name: &str, pairs: &[(String, String)]) -> Result<Vec<Point>
         let vals = values(k, v)?;
         let swept = is_sweep(v);
         if points.len() * vals.len() > MAX_POINTS {
-            return Err(format!(
-                "policy `{name}`: the sweep makes more than {MAX_POINTS} arms; sweep fewer values"
-            ));
+            return Err(SweepError::TooManyArms {
+                policy: name.to_string(),
+            });
         }
         let mut next_points = Vec::new();
         let mut next_rendered = Vec::new();
@@ -184,7 +201,7 @@ pub fn expand_pairs(name: &str, pairs: &[(String, String)]) -> Result<Vec<Point>
 mod tests {
     use super::*;
 
-    fn texts(name: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    fn texts(name: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>, SweepError> {
         let pairs: Vec<(String, String)> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -221,7 +238,7 @@ mod tests {
             ("[[1]]", "lists do not nest"),
         ];
         for (v, want) in cases {
-            let e = values("k", v).unwrap_err();
+            let e = values("k", v).unwrap_err().to_string();
             assert!(e.contains(want), "{v}: {e}");
         }
     }
@@ -238,7 +255,9 @@ mod tests {
             ]
         );
         assert_eq!(texts("none", &[]).unwrap(), ["none"]);
-        let e = texts("trim", &[("a", "0..99"), ("b", "0..99")]).unwrap_err();
+        let e = texts("trim", &[("a", "0..99"), ("b", "0..99")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than 1000 arms"), "{e}");
     }
 

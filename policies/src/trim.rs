@@ -13,6 +13,7 @@ use harness_core::context::Context;
 use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
+use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
 
@@ -57,10 +58,12 @@ pub struct Trim {
 
 impl Trim {
     /// From `keep` (default 0), `mode` (drop|placeholder) and `trigger_tokens`.
-    pub fn from_params(p: &mut Params, _window: u64) -> Result<Trim, String> {
+    pub fn from_params(p: &mut Params, _window: u64) -> Result<Trim, ParamError> {
         Ok(Trim {
             keep: u32::try_from(p.take_u64("keep")?.unwrap_or(0))
-                .map_err(|_| "parameter `keep` is too large".to_string())?,
+                .map_err(|_| ParamError::TooLarge {
+                    key: "keep".into(),
+                })?,
             placeholder: p.take_choice("mode", &["drop", "placeholder"])?.as_deref()
                 == Some("placeholder"),
             trigger_tokens: p.take_u64("trigger_tokens")?,
