@@ -53,10 +53,11 @@ impl Amortized {
     /// From `max_size` and `keep_first`.
     pub fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(100);
-        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1))
-            .map_err(|_| ParamError::TooLarge {
-                    key: "keep_first".into(),
-                })?;
+        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
+            ParamError::TooLarge {
+                key: "keep_first".into(),
+            }
+        })?;
         if max_size < 2 || keep_first >= max_size / 2 {
             return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than half of `max_size` ({max_size})"
@@ -134,6 +135,9 @@ mod tests {
         assert_eq!(shape(&sent(p.plan(&c, 0))), "cuarar");
         let keep = crate::parse_policy("amortized:max_size=4,keep_first=2").unwrap();
         let e = crate::build(&keep, 1).err().unwrap();
-        assert!(e.to_string().contains("less than half of `max_size`"), "{e}");
+        assert!(
+            e.to_string().contains("less than half of `max_size`"),
+            "{e}"
+        );
     }
 }

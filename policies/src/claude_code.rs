@@ -118,14 +118,17 @@ impl ClaudeCode {
                 rule: "is a percentage (0 to 100)".into(),
             });
         }
-        let micro_keep = usize::try_from(p.take_u64("micro_keep")?.unwrap_or(5))
-            .map_err(|_| ParamError::TooLarge {
-                    key: "micro_keep".into(),
-                })?;
-        let micro_trigger = usize::try_from(p.take_u64("micro_trigger")?.unwrap_or(12))
-            .map_err(|_| ParamError::TooLarge {
+        let micro_keep = usize::try_from(p.take_u64("micro_keep")?.unwrap_or(5)).map_err(|_| {
+            ParamError::TooLarge {
+                key: "micro_keep".into(),
+            }
+        })?;
+        let micro_trigger =
+            usize::try_from(p.take_u64("micro_trigger")?.unwrap_or(12)).map_err(|_| {
+                ParamError::TooLarge {
                     key: "micro_trigger".into(),
-                })?;
+                }
+            })?;
         if micro_trigger < micro_keep {
             return Err(ParamError::Conflict(format!(
                 "`micro_trigger` ({micro_trigger}) must be at least `micro_keep` ({micro_keep})"

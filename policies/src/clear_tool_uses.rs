@@ -58,9 +58,7 @@ impl ClearToolUses {
         Ok(ClearToolUses {
             trigger: p.take_u64("trigger")?.unwrap_or(100_000),
             keep: usize::try_from(p.take_u64("keep")?.unwrap_or(3))
-                .map_err(|_| ParamError::TooLarge {
-                    key: "keep".into(),
-                })?,
+                .map_err(|_| ParamError::TooLarge { key: "keep".into() })?,
             clear_at_least: p.take_u64("clear_at_least")?.unwrap_or(0),
             exclude: p.take_list("exclude_tools")?.unwrap_or_default(),
             clear_inputs: p.take_bool("clear_tool_inputs")?.unwrap_or(false),

@@ -60,10 +60,11 @@ impl Hybrid {
     pub fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
         let mask = p.take_count("window")?.unwrap_or(10);
         let every = p.take_u64("summarize_every")?.unwrap_or(43);
-        let keep_last = usize::try_from(p.take_u64("keep_last")?.unwrap_or(10))
-            .map_err(|_| ParamError::TooLarge {
-                    key: "keep_last".into(),
-                })?;
+        let keep_last = usize::try_from(p.take_u64("keep_last")?.unwrap_or(10)).map_err(|_| {
+            ParamError::TooLarge {
+                key: "keep_last".into(),
+            }
+        })?;
         if every > 0 && keep_last as u64 >= every {
             return Err(ParamError::Conflict(format!(
                 "`keep_last` ({keep_last}) must be less than `summarize_every` ({every}), or a summary would be due again at once"

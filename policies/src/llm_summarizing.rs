@@ -80,10 +80,11 @@ impl LlmSummarizing {
     /// From `max_size`, `keep_first` and `minimum_progress`.
     pub fn from_params(p: &mut Params) -> Result<LlmSummarizing, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(240);
-        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(2))
-            .map_err(|_| ParamError::TooLarge {
-                    key: "keep_first".into(),
-                })?;
+        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(2)).map_err(|_| {
+            ParamError::TooLarge {
+                key: "keep_first".into(),
+            }
+        })?;
         if keep_first + 1 >= max_size / 2 {
             return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than `max_size` / 2 - 1 ({}) to leave room for the summary and a tail; raise `max_size` or lower `keep_first`",
@@ -94,7 +95,9 @@ impl LlmSummarizing {
         if minimum_progress >= 1.0 {
             return Err(ParamError::OutOfRange {
                 key: "minimum_progress".into(),
-                rule: format!("is a fraction of the events (between 0 and 1), not {minimum_progress}"),
+                rule: format!(
+                    "is a fraction of the events (between 0 and 1), not {minimum_progress}"
+                ),
             });
         }
         Ok(LlmSummarizing {

@@ -155,15 +155,16 @@ impl Params {
     pub fn take_u64(&mut self, key: &str) -> Result<Option<u64>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
-            Some(v) => v
-                .replace('_', "")
-                .parse()
-                .map(Some)
-                .map_err(|source| ParamError::NotWhole {
-                    key: key.to_string(),
-                    value: v,
-                    source,
-                }),
+            Some(v) => {
+                v.replace('_', "")
+                    .parse()
+                    .map(Some)
+                    .map_err(|source| ParamError::NotWhole {
+                        key: key.to_string(),
+                        value: v,
+                        source,
+                    })
+            }
         }
     }
 

@@ -44,10 +44,11 @@ pub fn entry() -> Entry {
 impl Recent {
     /// From `keep_first` and `max_events`.
     pub fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
-        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1))
-            .map_err(|_| ParamError::TooLarge {
-                    key: "keep_first".into(),
-                })?;
+        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
+            ParamError::TooLarge {
+                key: "keep_first".into(),
+            }
+        })?;
         let max_events = p.take_count("max_events")?.unwrap_or(100);
         if keep_first >= max_events {
             return Err(ParamError::Conflict(format!(
@@ -156,6 +157,9 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("must be less than `max_events`"), "{e}");
+        assert!(
+            e.to_string().contains("must be less than `max_events`"),
+            "{e}"
+        );
     }
 }

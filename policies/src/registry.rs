@@ -65,7 +65,8 @@ pub struct Build<'a> {
 }
 
 /// Builds a policy from its parameters; the registry reports parameters it did not take.
-pub type BuildFn = dyn Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, PolicyError> + Send + Sync;
+pub type BuildFn =
+    dyn Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, PolicyError> + Send + Sync;
 
 /// Checks a whole-text policy's text and gives its canonical form.
 pub type CanonFn = dyn Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync;
@@ -402,7 +403,10 @@ impl Registry {
         if self.get(name).is_none() {
             return Err(self.unknown(name));
         }
-        Ok(sweep::expand_pairs(name, &params::parse_pairs(text, rest)?)?)
+        Ok(sweep::expand_pairs(
+            name,
+            &params::parse_pairs(text, rest)?,
+        )?)
     }
 
     /// Whether the policy of `text` takes a `window` parameter.

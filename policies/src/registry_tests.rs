@@ -36,7 +36,10 @@ fn parameter_errors_name_the_policy_and_suggest() {
     ];
     for (text, want) in cases {
         let e = reg().check(text).unwrap_err();
-        assert!(e.to_string().contains(want), "{text}:\n  got  {e}\n  want {want}");
+        assert!(
+            e.to_string().contains(want),
+            "{text}:\n  got  {e}\n  want {want}"
+        );
     }
 }
 
@@ -172,7 +175,10 @@ fn a_registered_policy_is_built_and_listed() {
         r.markdown()
     );
     let again = r.register(Entry::new("keep-nothing", |_, _| unreachable!()));
-    assert!(again.unwrap_err().to_string().contains("registered already"));
+    assert!(again
+        .unwrap_err()
+        .to_string()
+        .contains("registered already"));
     let bad = r.register(Entry::new("Keep Nothing", |_, _| unreachable!()));
     assert!(bad.unwrap_err().to_string().contains("lowercase letters"));
 }

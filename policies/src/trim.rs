@@ -61,9 +61,7 @@ impl Trim {
     pub fn from_params(p: &mut Params, _window: u64) -> Result<Trim, ParamError> {
         Ok(Trim {
             keep: u32::try_from(p.take_u64("keep")?.unwrap_or(0))
-                .map_err(|_| ParamError::TooLarge {
-                    key: "keep".into(),
-                })?,
+                .map_err(|_| ParamError::TooLarge { key: "keep".into() })?,
             placeholder: p.take_choice("mode", &["drop", "placeholder"])?.as_deref()
                 == Some("placeholder"),
             trigger_tokens: p.take_u64("trigger_tokens")?,

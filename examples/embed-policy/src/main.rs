@@ -12,6 +12,7 @@ use foldbench::harness_core::context::Context;
 use foldbench::harness_core::message::Message;
 use foldbench::harness_core::policy::{Plan, Policy};
 use foldbench::policies::registry::{Entry, Registry};
+use foldbench::policies::PolicyError;
 
 /// Sends the first user message and the last `turns` turns whole; older turns are left out.
 struct LastTurns {
@@ -44,8 +45,11 @@ impl Policy for LastTurns {
 fn main() -> std::process::ExitCode {
     let mut registry = Registry::builtin();
     let entry = Entry::new("last-turns", |params, _build| {
+        // A parameter's own errors (`turns=x`) are foldbench's; a rule of this policy is said in
+        // its own words: `PolicyError::Invalid`, or `.into()` from a `String` or a `&str`.
         let turns = params.take_u64("turns")?.unwrap_or(2);
-        let turns = u32::try_from(turns).map_err(|_| format!("`turns` is too large: {turns}"))?;
+        let turns = u32::try_from(turns)
+            .map_err(|_| PolicyError::Invalid(format!("`turns` is too large: {turns}")))?;
         if turns == 0 {
             return Err("`turns` must be at least 1 (the turn in progress)".into());
         }

@@ -392,7 +392,7 @@ impl Replayer {
             }
             let p = policies::build(spec, config.window).map_err(|reason| ReplayError::Policy {
                 policy: label.clone(),
-                reason,
+                reason: reason.to_string(),
             })?;
             let tools = p.tools();
             tool_tokens.push(if tools.is_empty() {

@@ -267,6 +267,7 @@ fn bad_policies_are_refused_before_replaying() {
     };
     assert!(policies::parse_policy("nope")
         .unwrap_err()
+        .to_string()
         .contains("unknown policy"));
     assert!(bad("trim:kep=1").contains("no parameter `kep`"));
     assert!(Replayer::new(ReplayConfig {

@@ -28,6 +28,7 @@ use harness_core::context::Context;
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::policy::{ArchiveRef, CardOffer, Plan, Policy, Splice, SpliceKind, ToolReply};
 use policies::registry::{Entry, Registry};
+use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
 use crate::sandbox::Sandbox;
@@ -121,8 +122,12 @@ pub fn entry() -> Entry {
         let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default())?;
         Ok(Box::new(ExecPolicy::start(text, b.window)) as Box<dyn Policy>)
     })
-    .raw(|_, text| ExecText::parse(text).map(|t| t.canonical()))
-    .check(|_, spec| ExecText::parse(spec.arg.as_deref().unwrap_or_default()).map(|_| ()))
+    .raw(|_, text| ExecText::parse(text).map(|t| t.canonical()).map_err(PolicyError::Invalid))
+    .check(|_, spec| {
+        ExecText::parse(spec.arg.as_deref().unwrap_or_default())
+            .map(|_| ())
+            .map_err(PolicyError::Invalid)
+    })
     .summary("a policy of your own as a process speaking JSON lines: exec:COMMAND (docs/policy-protocol.md)")
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")

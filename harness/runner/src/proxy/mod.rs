@@ -177,7 +177,9 @@ impl Proxy {
         for (saved, events) in recorder.take_restored() {
             let policy = cfg.policy.clone();
             let window = cfg.window;
-            let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+            let mut conv = Conversation::new(Box::new(move || {
+                policies::build(&policy, window).map_err(String::from)
+            }))?;
             if let Some(spec) = &cfg.needs {
                 conv.watch_needs(Arc::clone(spec));
             }
@@ -575,7 +577,9 @@ impl Shared {
         convs.next += 1;
         let policy = self.cfg.policy.clone();
         let window = self.cfg.window;
-        let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+        let mut conv = Conversation::new(Box::new(move || {
+            policies::build(&policy, window).map_err(String::from)
+        }))?;
         if let Some(spec) = &self.cfg.needs {
             conv.watch_needs(Arc::clone(spec));
         }
