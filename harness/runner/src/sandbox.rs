@@ -500,21 +500,22 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Variables every command gets whatever the host has.
-const FIXED_ENV: [(&str, &str); 4] = [
+/// Variables every command gets whatever the host has. `TZ=UTC` rather than the host's zone:
+/// what `ls -l` or `date` prints is then the same on every machine.
+const FIXED_ENV: [(&str, &str); 5] = [
     ("LANG", "C.UTF-8"),
     ("TERM", "dumb"),
     ("PYTHONDONTWRITEBYTECODE", "1"),
     ("PYTHONHASHSEED", "0"),
+    ("TZ", "UTC"),
 ];
-
-/// Host variables passed through as they are, when set.
-const PASSED_ENV: [&str; 1] = ["TZ"];
 
 /// The environment every shell command runs with, except `HOME` (the workspace root): an
 /// allow-list, never a copy of the host's environment. `PATH` (the host's, or a default, with
-/// the bare Python environment first), `TZ` when the host sets it, `LANG=C.UTF-8`, `TERM=dumb`,
-/// `PYTHONDONTWRITEBYTECODE=1`, `PYTHONHASHSEED=0`, then the task's own variables (which win).
+/// the bare Python environment first), `LANG=C.UTF-8`, `TERM=dumb`, `TZ=UTC`,
+/// `PYTHONDONTWRITEBYTECODE=1`, `PYTHONHASHSEED=0`, `SOURCE_DATE_EPOCH` (the time the
+/// workspace's files are given, [`crate::workspace::FILE_TIME`]: the convention that makes
+/// build tools write it instead of the clock), then the task's own variables (which win).
 /// Sorted by name.
 pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
     let mut path = std::env::var("PATH")
@@ -526,12 +527,13 @@ pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
             path = format!("{bin}:{path}");
         }
     }
-    let mut env: Vec<(String, String)> = vec![("PATH".to_string(), path)];
-    for name in PASSED_ENV {
-        if let Ok(v) = std::env::var(name) {
-            env.push((name.to_string(), v));
-        }
-    }
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".to_string(), path),
+        (
+            "SOURCE_DATE_EPOCH".to_string(),
+            crate::workspace::FILE_TIME.to_string(),
+        ),
+    ];
     env.extend(
         FIXED_ENV
             .iter()
@@ -556,14 +558,16 @@ struct BarePython {
 
 /// The `bin` folder of a bare virtual environment over the host's `python3`, put first on the
 /// shell's PATH, so `python3` and `python` in a task run the host's interpreter with the standard
-/// library and no site-packages. Made once per process; `None` (the host's PATH as it is) when
-/// there is no `python3` or the environment cannot be made.
+/// library and none of the host's site-packages (its own holds only [`UNITTEST_CLOCK`]). Made
+/// once per process; `None` (the host's PATH as it is) when there is no `python3` or the
+/// environment cannot be made.
 ///
-/// Two reasons. Tasks are specified against the standard library, and a task whose checks pass
-/// or fail with what a machine happens to have installed is not reproducible. And a `python3`
+/// Three reasons. Tasks are specified against the standard library, and a task whose checks pass
+/// or fail with what a machine happens to have installed is not reproducible. A `python3`
 /// start is most of a matrix's CPU time: a pyenv shim costs ~100 ms per start, and site hooks in
 /// the host's site-packages (on the reference machine a `.pth` that imports certifi) ~30 ms more,
-/// against ~10 ms for the bare interpreter.
+/// against ~10 ms for the bare interpreter. And `python3 -m unittest` prints the same text on
+/// every run ([`UNITTEST_CLOCK`]).
 pub(crate) fn python_bin() -> Option<&'static Path> {
     bare_python().map(|p| p.bin.as_path())
 }
@@ -616,7 +620,10 @@ fn make_bare_python() -> io::Result<BarePython> {
     let home = exe
         .parent()
         .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
-    let key = harness_core::digest::sha256_hex(format!("{}\n{version}", exe.display()).as_bytes());
+    // The hook's text is in the key: an environment made by an older foldbench is not reused.
+    let key = harness_core::digest::sha256_hex(
+        format!("{}\n{version}\n{UNITTEST_CLOCK}", exe.display()).as_bytes(),
+    );
     let name = format!("python-{version}-{}", &key[..12]);
     let user_cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -637,7 +644,17 @@ fn make_bare_python() -> io::Result<BarePython> {
     Err(last)
 }
 
-/// Writes (unless it is there) and checks the environment `cache/name` for interpreter `exe`.
+/// The module the bare environment imports at every start (through a `.pth` file of its
+/// `site-packages`): `unittest`'s summary line reads a clock that stands still, so
+/// `python3 -m unittest` prints `Ran 2 tests in 0.000s` on every run (the module says why).
+pub(crate) const UNITTEST_CLOCK: &str = include_str!("python/foldbench_unittest_clock.py");
+
+/// The name of [`UNITTEST_CLOCK`]'s module.
+const UNITTEST_CLOCK_MODULE: &str = "foldbench_unittest_clock";
+
+/// Writes (unless it is there) and checks the environment `cache/name` for interpreter `exe` of
+/// `version` (`X.Y.Z`): `pyvenv.cfg`, `bin/python3` and `bin/python`, and in its
+/// `lib/pythonX.Y/site-packages` [`UNITTEST_CLOCK`] with the `.pth` file that imports it.
 pub(crate) fn bare_python_in(
     cache: &Path,
     name: &str,
@@ -647,6 +664,8 @@ pub(crate) fn bare_python_in(
 ) -> io::Result<PathBuf> {
     let dir = cache.join(name);
     let bin = dir.join("bin");
+    let minor: Vec<&str> = version.split('.').take(2).collect();
+    let site_rel = format!("lib/python{}/site-packages", minor.join("."));
     if !bin.join("python3").exists() {
         std::fs::create_dir_all(cache)?;
         let tmp = tempfile::Builder::new()
@@ -664,20 +683,41 @@ pub(crate) fn bare_python_in(
         for exe_name in ["python3", "python"] {
             std::os::unix::fs::symlink(exe, tmp_bin.join(exe_name))?;
         }
+        let site = tmp.path().join(&site_rel);
+        std::fs::create_dir_all(&site)?;
+        std::fs::write(
+            site.join(format!("{UNITTEST_CLOCK_MODULE}.py")),
+            UNITTEST_CLOCK,
+        )?;
+        std::fs::write(
+            site.join(format!("{UNITTEST_CLOCK_MODULE}.pth")),
+            format!("import {UNITTEST_CLOCK_MODULE}\n"),
+        )?;
         // Another process may have made it first; either copy is the same, and the loser's
         // temp folder is removed on drop.
         if std::fs::rename(tmp.path(), &dir).is_ok() {
             let _ = tmp.keep();
         }
     }
+    // The hook compiled once here (the sandbox binds the environment read-only, and shell
+    // commands write no bytecode): compiling its source at every start cost a few ms.
     let check = std::process::Command::new(bin.join("python3"))
-        .args(["-c", "import sys; assert sys.prefix != sys.base_prefix"])
+        .arg("-c")
+        .arg(format!(
+            "import sys, py_compile; assert sys.prefix != sys.base_prefix; \
+             assert '{UNITTEST_CLOCK_MODULE}' in sys.modules; \
+             py_compile.compile(sys.argv[1], doraise=True)"
+        ))
+        .arg(
+            dir.join(&site_rel)
+                .join(format!("{UNITTEST_CLOCK_MODULE}.py")),
+        )
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()?;
     if !check.success() {
         return Err(io::Error::other(
-            "the bare python3 environment does not start",
+            "the bare python3 environment does not start with its unittest clock",
         ));
     }
     Ok(bin)

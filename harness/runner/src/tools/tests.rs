@@ -691,6 +691,7 @@ async fn shell_env_is_an_allow_list() {
         "PATH",
         "PYTHONDONTWRITEBYTECODE",
         "PYTHONHASHSEED",
+        "SOURCE_DATE_EPOCH",
         "TERM",
         "TZ",
     ] {
@@ -706,6 +707,7 @@ async fn shell_env_is_an_allow_list() {
                 "PATH",
                 "PYTHONDONTWRITEBYTECODE",
                 "PYTHONHASHSEED",
+                "SOURCE_DATE_EPOCH",
                 "TERM",
                 "TZ",
                 "PWD",
@@ -720,7 +722,14 @@ async fn shell_env_is_an_allow_list() {
         );
     }
     assert!(out.text.contains("LANG=C.UTF-8"));
-    assert!(out.text.contains("TZ=Europe/Berlin"));
+    // The host's zone is not passed on: what a command prints about time is the same on every
+    // machine.
+    assert!(out.text.contains("TZ=UTC\n"), "{}", out.text);
+    assert!(!out.text.contains("Berlin"), "{}", out.text);
+    assert!(out.text.contains(&format!(
+        "SOURCE_DATE_EPOCH={}\n",
+        crate::workspace::FILE_TIME
+    )));
     assert!(out.text.contains(&format!("HOME={}", dir.path().display())));
 }
 
@@ -738,14 +747,65 @@ fn a_tasks_own_variables_join_the_allow_list_and_win() {
 #[tokio::test]
 async fn shell_python_sees_the_standard_library_only() {
     let dir = ws();
-    let probe = "import sys; print(sys.prefix != sys.base_prefix); \
-                 print([p for p in sys.path if 'packages' in p])";
+    // The one site-packages folder is the bare environment's own, and it holds foldbench's
+    // unittest clock and nothing else.
+    let probe = "import os, sys; print(sys.prefix != sys.base_prefix); \
+                 s = [p for p in sys.path if 'packages' in p]; \
+                 print(len(s), all(p.startswith(sys.prefix) for p in s)); \
+                 print(sorted(n for p in s for n in os.listdir(p)))";
     for exe in ["python3", "python"] {
         let command = format!("{exe} -c \"{probe}\"");
         let out = run(dir.path(), "shell", json!({ "command": command })).await;
         assert!(!out.is_error, "{}", out.text);
-        assert_eq!(out.text, "True\n[]\n", "{exe}");
+        assert_eq!(
+            out.text,
+            "True\n1 True\n['__pycache__', 'foldbench_unittest_clock.pth', \
+             'foldbench_unittest_clock.py']\n",
+            "{exe}"
+        );
     }
+}
+
+#[tokio::test]
+async fn unittest_prints_the_same_run_time_on_every_run() {
+    let dir = ws();
+    fs::create_dir_all(dir.path().join("tests")).unwrap();
+    fs::write(dir.path().join("tests/__init__.py"), "").unwrap();
+    // A test that takes a measurable while, and whose own clock still moves.
+    fs::write(
+        dir.path().join("tests/test_slow.py"),
+        "import time, unittest\n\n\nclass Slow(unittest.TestCase):\n    \
+         def test_slow(self):\n        t = time.perf_counter()\n        \
+         time.sleep(0.03)\n        self.assertGreater(time.perf_counter(), t)\n",
+    )
+    .unwrap();
+    let mut outputs = Vec::new();
+    for command in [
+        "python3 -m unittest",
+        "python3 -m unittest -v tests.test_slow",
+        "python3 -c 'import unittest; unittest.main(module=None, argv=[\"x\"])'",
+    ] {
+        let out = run(dir.path(), "shell", json!({ "command": command })).await;
+        assert!(!out.is_error, "{command}: {}", out.text);
+        assert!(
+            out.text.contains("Ran 1 test in 0.000s\n\nOK"),
+            "{command}: {}",
+            out.text
+        );
+        outputs.push(out.text);
+    }
+    let again = run(
+        dir.path(),
+        "shell",
+        json!({ "command": "python3 -m unittest" }),
+    )
+    .await;
+    assert_eq!(again.text, outputs[0]);
+    // Every other clock is the real one.
+    let clock = "python3 -c 'import time; t = time.perf_counter(); time.sleep(0.01); \
+                 print(time.perf_counter() > t)'";
+    let out = run(dir.path(), "shell", json!({ "command": clock })).await;
+    assert_eq!(out.text, "True\n");
 }
 
 #[test]
@@ -753,23 +813,36 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
     let out = std::process::Command::new("python3")
         .args([
             "-c",
-            "import os, sys; print(os.path.realpath(sys.executable))",
+            "import os, sys; print(os.path.realpath(sys.executable)); \
+             print('%d.%d.%d' % sys.version_info[:3])",
         ])
         .output()
         .expect("python3 runs");
-    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (exe, version) = text.trim().split_once('\n').expect("two lines");
+    let exe = PathBuf::from(exe);
     let home = exe.parent().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let bin = crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, "3").unwrap();
+    let bin = crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap();
     assert_eq!(bin, cache.path().join("py/bin"));
     let cfg = fs::read_to_string(cache.path().join("py/pyvenv.cfg")).unwrap();
     assert!(
         cfg.contains("include-system-site-packages = false"),
         "{cfg}"
     );
+    // The unittest clock, compiled once (commands write no bytecode).
+    let minor: Vec<&str> = version.split('.').take(2).collect();
+    let site = cache
+        .path()
+        .join(format!("py/lib/python{}/site-packages", minor.join(".")));
+    assert_eq!(
+        fs::read_to_string(site.join("foldbench_unittest_clock.py")).unwrap(),
+        crate::sandbox::UNITTEST_CLOCK
+    );
+    assert_eq!(fs::read_dir(site.join("__pycache__")).unwrap().count(), 1);
     // Made once: a second call finds it, and no temp folder is left behind.
     assert_eq!(
-        crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, "3").unwrap(),
+        crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap(),
         bin
     );
     let names: Vec<_> = fs::read_dir(cache.path())
@@ -777,10 +850,14 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("py")]);
-    assert!(
-        crate::sandbox::bare_python_in(Path::new("/proc/foldbench"), "py", &exe, home, "3")
-            .is_err()
-    );
+    assert!(crate::sandbox::bare_python_in(
+        Path::new("/proc/foldbench"),
+        "py",
+        &exe,
+        home,
+        version
+    )
+    .is_err());
 }
 
 #[tokio::test]
