@@ -130,14 +130,13 @@ fn replayed_trim_flags_the_facts_live_trim_fetched_again() {
     );
     let recall = flagged as f64 / facts as f64;
     eprintln!("suite recall: {flagged}/{facts} = {recall:.3}; missed: {missed:#?}");
-    // Measured: 39 of 51 (0.765; 45 of 58 under `drop` before issue 31) on most runs. The misses
-    // are facts the answers use as one- or two-digit values, derive rather than copy, or copy
-    // after the turn shows them again or from a message trim keeps, while the sim needs the
-    // whole scripted line (docs/replay.md, "Recall against the live runner", classifies them). The figure moves between runs: the live cells run real commands whose
-    // output carries timings and clock times (`Ran 3 tests in 0.004s`, `ls -l`), and runs in a
-    // loaded CI container measured 36 of 51 (0.706) and 37 of 48 (0.771). The bound sits below
-    // the lowest of those, so it catches a judge that stops seeing re-fetched facts, not the
-    // noise of the clock.
+    // Measured: 39 of 51 (0.765; 45 of 58 under `drop` before issue 31). The misses are facts the
+    // answers use as one- or two-digit values, derive rather than copy, or copy after the turn
+    // shows them again or from a message trim keeps, while the sim needs the whole scripted line
+    // (docs/replay.md, "Recall against the live runner", classifies them). Before the shell's
+    // environment kept clocks out of the commands' output (README, "Determinism") the figure
+    // moved between runs (36 of 51 and 37 of 48 in a loaded CI container); the bound sits below
+    // those, so it catches a judge that stops seeing re-fetched facts.
     assert!(
         recall >= 0.65,
         "recall {flagged}/{facts} = {recall:.2} < 0.65; missed: {missed:#?}"

@@ -13,7 +13,7 @@
 //!   empty ones; writable: the workspace and the agent's home (its config and sessions, made per
 //!   cell); read-only again: the agent's install folder and its interpreter when they sit in a
 //!   hidden folder;
-//! - an environment of the sandbox's allow-list (PATH, LANG, TERM, TZ, the task's variables)
+//! - an environment of the sandbox's allow-list (PATH, LANG, TERM, TZ=UTC, the task's variables)
 //!   plus the agent's own: its model URL, the key it sends, its settings;
 //! - with a bridge ([`Isolation::Bridged`]): a network namespace of its own, in which
 //!   `127.0.0.1:PORT` is forwarded to the cell's proxy through a unix socket and nothing else is
