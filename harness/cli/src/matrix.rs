@@ -169,9 +169,9 @@ pub fn read_file(path: &Path) -> Result<MatrixFile, Error> {
         }
     };
     let vocab = Vocabulary {
-        policy: &crate::policy::vocab_policy,
+        policy: &|text, label| crate::policy::vocab_policy(text, label).map_err(Into::into),
         window: &crate::policy::vocab_window,
-        model: &check_model,
+        model: &|m| check_model(m).map_err(Into::into),
     };
     matrix::load(&name, &text, &vocab).map_err(|p| print_problems(&p, &name))
 }

@@ -18,6 +18,9 @@
 //! - [`matrix`]: the matrix file with layered profiles, cell expansion and partitions.
 //! - [`labels`]: unit labels of recorded sessions.
 //! - [`yaml`]: parsing, the path-to-`line:col` locator and the [`yaml::Problem`] type.
+//! - [`error`]: the [`error::MatrixError`] of a profile, seeds or a partition given outside a
+//!   file (a file's problems are [`yaml::Problem`]s).
+pub mod error;
 pub mod labels;
 pub mod matrix;
 pub mod spec;

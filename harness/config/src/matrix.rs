@@ -45,6 +45,8 @@ use std::fmt;
 use crate::yaml::Value;
 use serde::{Deserialize, Serialize};
 
+pub use crate::error::MatrixError;
+
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
 use harness_core::metrics::Price;
 use harness_core::record::cell_id;
@@ -72,7 +74,8 @@ const ARM: [&str; 3] = ["label", "policy", "model"];
 const PRICE: [&str; 4] = ["input", "cache_write", "cache_read", "output"];
 
 /// Checks of the words a matrix file uses that only the runner knows: policy texts
-/// (`trim:keep=1`) and model labels (`sim:judge=eager`). Each returns the problem as a message.
+/// (`trim:keep=1`) and model labels (`sim:judge=eager`). Each returns the problem in its own
+/// error type; its message is the problem's.
 pub struct Vocabulary<'a> {
     /// Checks a policy text and expands its sweeps (`trim:keep=0..2`) into the arms it stands
     /// for, given the text and the arm's label as written; a text without a sweep is one arm.
@@ -81,11 +84,15 @@ pub struct Vocabulary<'a> {
     /// text does not set (what `windows` does to each arm).
     pub window: &'a dyn Fn(&str, u64) -> Option<String>,
     /// Checks a model label.
-    pub model: &'a dyn Fn(&str) -> Result<(), String>,
+    pub model: &'a dyn Fn(&str) -> Result<(), VocabError>,
 }
 
+/// A [`Vocabulary`] check's refusal, in the checker's own error type (the config crate knows
+/// neither the policies nor the models).
+pub type VocabError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A policy check: the text and its arm's label in, the arms it stands for out.
-pub type PolicyCheck = dyn Fn(&str, &str) -> Result<Vec<SweepPoint>, String>;
+pub type PolicyCheck = dyn Fn(&str, &str) -> Result<Vec<SweepPoint>, VocabError>;
 
 /// One arm a policy text stands for: the text with its swept values in place, the arm's label
 /// (naming the values) and the values.
@@ -217,7 +224,7 @@ impl MatrixFile {
     }
 
     /// The settings of a profile: the top level, then `default`, then `name`.
-    pub fn profile(&self, name: &str) -> Result<Layer, String> {
+    pub fn profile(&self, name: &str) -> Result<Layer, MatrixError> {
         let get = |n: &str| self.profiles.iter().find(|(p, _)| p == n).map(|(_, l)| l);
         let mut layer = self.base.clone();
         if let Some(d) = get(DEFAULT_PROFILE) {
@@ -227,16 +234,11 @@ impl MatrixFile {
             match get(name) {
                 Some(p) => layer.overlay(p),
                 None => {
-                    let names = self.profile_names();
-                    return Err(format!(
-                        "{} has no profile `{name}`; {}",
-                        self.file,
-                        if names.is_empty() {
-                            "it defines none (add a `profiles:` section)".to_string()
-                        } else {
-                            format!("it defines: {}", names.join(", "))
-                        }
-                    ));
+                    return Err(MatrixError::NoProfile {
+                        file: self.file.clone(),
+                        name: name.to_string(),
+                        defined: self.profile_names().into_iter().map(String::from).collect(),
+                    });
                 }
             }
         }
@@ -248,51 +250,54 @@ impl MatrixFile {
 pub const MAX_SEED_RANGE: u64 = 10_000;
 
 /// Parses `1-3` or `1,2,5` into seeds (each once).
-pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>, MatrixError> {
     let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
         let part = part.trim();
         if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (u64, u64) = (
-                a.trim()
-                    .parse()
-                    .map_err(|_| format!("bad seed range `{part}`"))?,
-                b.trim()
-                    .parse()
-                    .map_err(|_| format!("bad seed range `{part}`"))?,
-            );
+            let end = |x: &str| {
+                x.trim()
+                    .parse::<u64>()
+                    .map_err(|source| MatrixError::BadSeedRange {
+                        range: part.to_string(),
+                        source,
+                    })
+            };
+            let (a, b) = (end(a)?, end(b)?);
             if a > b {
-                return Err(format!(
-                    "bad seed range `{part}`: {a} is after {b}; write FIRST-LAST with FIRST ≤ LAST"
-                ));
+                return Err(MatrixError::SeedsBackwards {
+                    range: part.to_string(),
+                    first: a,
+                    last: b,
+                });
             }
             if b - a >= MAX_SEED_RANGE {
-                return Err(format!(
-                    "seed range `{part}` gives {} seeds, more than {MAX_SEED_RANGE}, the most one range gives; write a shorter range such as {a}-{}",
-                    u128::from(b - a) + 1,
-                    a.saturating_add(MAX_SEED_RANGE - 1)
-                ));
+                return Err(MatrixError::TooManySeeds {
+                    range: part.to_string(),
+                    first: a,
+                    last: b,
+                });
             }
             out.extend(a..=b);
         } else {
-            out.push(
-                part.parse()
-                    .map_err(|_| format!("bad seed `{part}`; write 1-3 or 1,2,5"))?,
-            );
+            out.push(part.parse().map_err(|source| MatrixError::BadSeed {
+                seed: part.to_string(),
+                source,
+            })?);
         }
     }
     if out.is_empty() {
-        return Err("no seeds given".into());
+        return Err(MatrixError::NoSeeds);
     }
     check_unique_seeds(&out)?;
     Ok(out)
 }
 
-fn check_unique_seeds(seeds: &[u64]) -> Result<(), String> {
+fn check_unique_seeds(seeds: &[u64]) -> Result<(), MatrixError> {
     let mut seen = std::collections::BTreeSet::new();
     for s in seeds {
         if !seen.insert(*s) {
-            return Err(format!("seed {s} is given twice"));
+            return Err(MatrixError::SeedTwice(*s));
         }
     }
     Ok(())
@@ -397,10 +402,10 @@ pub struct Partition {
 }
 
 impl std::str::FromStr for Partition {
-    type Err = String;
+    type Err = MatrixError;
 
     /// `hash:K/N` or `slice:K/N`, as [`Partition::parse`]: so a flag is parsed once, at the edge.
-    fn from_str(s: &str) -> Result<Partition, String> {
+    fn from_str(s: &str) -> Result<Partition, MatrixError> {
         Partition::parse(s)
     }
 }
@@ -417,8 +422,8 @@ pub fn fnv1a64(s: &str) -> u64 {
 
 impl Partition {
     /// Parses `hash:K/N` or `slice:K/N`.
-    pub fn parse(s: &str) -> Result<Partition, String> {
-        let usage = || format!("bad partition `{s}`; write hash:K/N or slice:K/N with 1 ≤ K ≤ N");
+    pub fn parse(s: &str) -> Result<Partition, MatrixError> {
+        let usage = || MatrixError::BadPartition(s.to_string());
         let (kind, rest) = s.trim().split_once(':').ok_or_else(usage)?;
         let kind = match kind {
             "hash" => PartitionKind::Hash,
@@ -649,7 +654,7 @@ fn read_models(
     let mut out: Vec<String> = Vec::new();
     for (m, mp) in string_or_list(r, p, v, what) {
         if let Err(e) = (vocab.model)(&m) {
-            r.problem(&mp, e);
+            r.problem(&mp, e.to_string());
         } else if out.contains(&m) {
             r.problem(&mp, format!("model `{m}` is given twice"));
         } else {
@@ -661,7 +666,7 @@ fn read_models(
 
 fn read_seeds(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Vec<u64>> {
     let result = match v {
-        Value::String(s) => parse_seeds(s),
+        Value::String(s) => parse_seeds(s).map_err(|e| e.to_string()),
         Value::Number(_) => r
             .uint(p, v, "`seeds`")
             .map(|n| vec![n])
@@ -676,7 +681,9 @@ fn read_seeds(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Vec<u64>> {
             if items.is_empty() {
                 Err("`seeds` is empty; write 1-3, 1,2,5 or a list".to_string())
             } else {
-                check_unique_seeds(&seeds).map(|_| seeds)
+                check_unique_seeds(&seeds)
+                    .map(|_| seeds)
+                    .map_err(|e| e.to_string())
             }
         }
         _ => Err(format!(
@@ -745,7 +752,7 @@ fn read_arms(r: &mut Reader, p: &[Seg], v: &Value, vocab: &Vocabulary) -> Vec<Ar
         };
         let points = match (vocab.policy)(&arm.policy, &arm.label) {
             Err(e) => {
-                r.problem(&policy_path, e);
+                r.problem(&policy_path, e.to_string());
                 continue;
             }
             Ok(points) => points,

@@ -2,10 +2,10 @@
 
 use super::*;
 
-fn vocab_policy(s: &str, label: &str) -> Result<Vec<SweepPoint>, String> {
+fn vocab_policy(s: &str, label: &str) -> Result<Vec<SweepPoint>, VocabError> {
     let (name, rest) = s.split_once(':').unwrap_or((s, ""));
     if !["none", "trim", "compact", "fold", "fold+strategies"].contains(&name) {
-        return Err(format!("unknown policy `{name}`"));
+        return Err(format!("unknown policy `{name}`").into());
     }
     if name == "trim" && rest.contains("window") {
         return Err("trim: unknown parameter `window`".into());
@@ -37,11 +37,11 @@ fn vocab_window(s: &str, w: u64) -> Option<String> {
     (takes && !s.contains("window=")).then(|| with_param(s, "window", w))
 }
 
-fn vocab_model(s: &str) -> Result<(), String> {
+fn vocab_model(s: &str) -> Result<(), VocabError> {
     if s.starts_with("sim") || s.starts_with("openai:") {
         Ok(())
     } else {
-        Err(format!("unknown model `{s}`"))
+        Err(format!("unknown model `{s}`").into())
     }
 }
 
@@ -123,6 +123,7 @@ fn profiles_layer_on_default() {
     assert!(f
         .profile("nightly")
         .unwrap_err()
+        .to_string()
         .contains("defines: default, ci"));
 }
 
@@ -214,17 +215,24 @@ fn partitions_cover_every_cell_once() {
 fn seeds_parse() {
     assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
     assert_eq!(parse_seeds("1,5").unwrap(), vec![1, 5]);
-    assert!(parse_seeds("3-1").unwrap_err().contains("3 is after 1"));
+    assert!(parse_seeds("3-1")
+        .unwrap_err()
+        .to_string()
+        .contains("3 is after 1"));
     assert_eq!(parse_seeds("1-10000").unwrap().len(), 10_000);
-    let e = parse_seeds("1-1000000000").unwrap_err();
+    let e = parse_seeds("1-1000000000").unwrap_err().to_string();
     assert_eq!(
         e,
         "seed range `1-1000000000` gives 1000000000 seeds, more than 10000, the most one range gives; write a shorter range such as 1-10000"
     );
     assert!(parse_seeds("0-18446744073709551615")
         .unwrap_err()
+        .to_string()
         .contains("gives 18446744073709551616 seeds"));
-    assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
+    assert!(parse_seeds("1,1")
+        .unwrap_err()
+        .to_string()
+        .contains("twice"));
 }
 
 #[test]
