@@ -240,6 +240,52 @@ fn filters_select_by_date_project_and_session() {
 }
 
 #[test]
+fn a_filter_leaves_an_unrelated_damaged_codex_file_unread_with_the_same_output() {
+    let home = home();
+    let h = home.path();
+    let args = [
+        "replay", "--policy", "none", "--policy", "trim", "--format", "json",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend(extra);
+        foldbench(h, &a)
+    };
+    let before = with(&["--session", "937c"]);
+    assert_eq!(before.status.code(), Some(0));
+    // A damaged rollout of another session beside them: lines cut short.
+    let codex = h.join(".codex/sessions/2025/09/16");
+    let text = std::fs::read_to_string(
+        codex.join(format!("rollout-2025-09-16T14-12-31-{CODEX_ID}.jsonl")),
+    )
+    .unwrap();
+    let damaged: Vec<String> = text
+        .replace(CODEX_ID, "7e57da7a-0000-4000-8000-00000000dead")
+        .lines()
+        .map(|l| l.chars().take(l.chars().count() / 3).collect())
+        .collect();
+    std::fs::write(codex.join("rollout-damaged.jsonl"), damaged.join("\n")).unwrap();
+    // Unfiltered, it is read and warned about.
+    let all = with(&[]);
+    let err = String::from_utf8_lossy(&all.stderr);
+    assert!(err.contains("rollout-damaged.jsonl"), "{err}");
+    // With a filter on one session: not read, nothing said of it, the same output.
+    let after = with(&["--session", "937c"]);
+    let err = String::from_utf8_lossy(&after.stderr);
+    assert_eq!(after.status.code(), Some(0), "{err}");
+    assert!(!err.contains("rollout-damaged.jsonl"), "{err}");
+    assert!(
+        err.contains("2 of 3 files left unread by the filters"),
+        "{err}"
+    );
+    // The same replay, but for the count of files found.
+    let doc = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
+    let (mut a, mut b) = (doc(&after), doc(&before));
+    assert_eq!((a["files"].take(), b["files"].take()), (3.into(), 2.into()));
+    assert!(a == b, "the output changed with the damaged file beside");
+}
+
+#[test]
 fn a_price_flag_overrides_one_model_and_unknown_models_are_listed() {
     let home = home();
     let out = foldbench(

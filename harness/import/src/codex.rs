@@ -339,6 +339,106 @@ fn output_text(v: &Value) -> (String, bool) {
     }
 }
 
+/// What a current-format rollout's bytes tell before it is imported: enough for a session
+/// filter to decide whether the file, or a fork's parent, is needed
+/// ([`crate::fs::Prefilter`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RolloutHead {
+    /// The first `session_meta`'s id (the session's own).
+    pub id: Option<String>,
+    /// The sessions it may fork from: the one its first `session_meta` names, and those whose
+    /// `session_meta` it replays (later `session_meta` lines with another id).
+    pub parents: Vec<String>,
+    /// The earliest and latest line `timestamp` (ms since the epoch): `None` unless every
+    /// non-empty line begins with `{"timestamp":"…"` that reads as a time, so that no line's
+    /// time can be missed (the importer's start and end lie between them).
+    pub span_ms: Option<(i64, i64)>,
+}
+
+/// Reads a rollout's [`RolloutHead`]: a byte scan of every line's leading timestamp, JSON read
+/// only of its `session_meta` lines.
+pub fn rollout_head(bytes: &[u8]) -> RolloutHead {
+    let mut head = RolloutHead::default();
+    let mut span: Option<(i64, i64)> = None;
+    let mut every_line_timed = true;
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        const META: &[u8] = b"session_meta";
+        let mentions_meta = || line.windows(META.len()).any(|w| w == META);
+        let meta = match leading_time(line) {
+            Some((t, rest)) => {
+                span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                // `"type"` right after the time (as Codex writes it), else looked for.
+                leading_type(rest).map_or_else(mentions_meta, |t| t == META)
+            }
+            None => {
+                every_line_timed = false;
+                mentions_meta()
+            }
+        };
+        if !meta {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let Some(meta) = v.get("payload").and_then(Value::as_object) else {
+            continue;
+        };
+        let id = s(meta, "id").map(str::to_string);
+        match (&head.id, id) {
+            (None, Some(id)) => {
+                head.parents.extend(parent_of(meta));
+                head.id = Some(id);
+            }
+            (Some(own), Some(id)) if *own != id && !head.parents.contains(&id) => {
+                head.parents.push(id);
+            }
+            _ => {}
+        }
+    }
+    head.span_ms = span.filter(|_| every_line_timed);
+    head
+}
+
+/// `bytes` after `token`, whitespace before it skipped.
+fn after<'a>(bytes: &'a [u8], token: &[u8]) -> Option<&'a [u8]> {
+    bytes.trim_ascii_start().strip_prefix(token)
+}
+
+/// A JSON string's contents at the start of `bytes` (whitespace first skipped; no escapes),
+/// and what follows it.
+fn string_at(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rest = after(bytes, b"\"")?;
+    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (rest[end] == b'"').then(|| (&rest[..end], &rest[end + 1..]))
+}
+
+/// A line that begins `{"timestamp": "…"`: the time, and the rest of the line.
+fn leading_time(line: &[u8]) -> Option<(i64, &[u8])> {
+    let rest = after(after(after(line, b"{")?, b"\"timestamp\"")?, b":")?;
+    let (t, rest) = string_at(rest)?;
+    Some((util::timestamp_ms(std::str::from_utf8(t).ok()?)?, rest))
+}
+
+/// The `"type": "…"` that follows the timestamp, when it does.
+fn leading_type(rest: &[u8]) -> Option<&[u8]> {
+    let rest = after(after(after(rest, b",")?, b"\"type\"")?, b":")?;
+    string_at(rest).map(|(t, _)| t)
+}
+
+/// A legacy rollout's id: its first line's `id`.
+pub fn legacy_id(bytes: &[u8]) -> Option<String> {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())?;
+    let v: Value = serde_json::from_slice(first).ok()?;
+    s(v.as_object()?, "id").map(str::to_string)
+}
+
 /// The parent session named by a `session_meta` payload.
 fn parent_of(meta: &Map<String, Value>) -> Option<String> {
     if let Some(p) = s(meta, "forked_from_id")

@@ -327,8 +327,17 @@ pub enum FileError {
 ///   file whose path and bytes both lack the prefix holds no session it names;
 /// - `project`: the working folder is in the file's text and the project folder in its path.
 ///
-/// Codex files are always imported: a fork's parent may be any of them ([`crate::link_forks`]).
-/// A subagent file is imported when its session file was.
+/// - `until_ms` (and `modified_since_ms` again): a Codex rollout whose every line begins with its
+///   timestamp holds a session active from its earliest to its latest line
+///   ([`crate::codex::rollout_head`]); one that ends before the first day asked for or starts
+///   after the last holds none that passes.
+///
+/// A Codex file is imported when it passes, and so is every rollout it may fork from — the
+/// session its first `session_meta` names and those whose `session_meta` it replays (a fork's
+/// file repeats its parent's), their parents in turn — so that [`crate::link_forks`] drops a
+/// kept fork's replayed history as when everything is imported. (A fork that neither names
+/// nor replays its parent is linked by its messages alone; with a filter, it is linked only when
+/// its parent passes too.) A subagent file is imported when its session file was.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prefilter {
     /// Leave out files last modified more than a day before this time (ms since the epoch).
@@ -338,6 +347,9 @@ pub struct Prefilter {
     /// Leave out files whose path and bytes lack this text, ASCII case-insensitively (lower
     /// case; a working or project folder's part).
     pub project: Option<String>,
+    /// Leave out Codex rollouts whose every line is at or after this time (ms since the epoch:
+    /// the end of the last day asked for).
+    pub until_ms: Option<i64>,
 }
 
 /// A day in milliseconds: the margin of [`Prefilter::modified_since_ms`].
@@ -355,6 +367,32 @@ impl Prefilter {
             (Some(since), Some(m)) => m >= since - DAY_MS,
             _ => true,
         }
+    }
+
+    /// Whether a session active from `span_ms.0` to `span_ms.1` may pass the dates.
+    fn by_span(&self, span_ms: Option<(i64, i64)>) -> bool {
+        let Some((first, last)) = span_ms else {
+            return true;
+        };
+        self.modified_since_ms.is_none_or(|since| last >= since)
+            && self.until_ms.is_none_or(|until| first < until)
+    }
+
+    /// [`Prefilter::by_text`] of a Codex rollout whose head was read: a session prefix is
+    /// looked for in its id and the ids it may fork from (no scan of its bytes), unless its id
+    /// could not be read.
+    fn by_rollout(&self, path: &Path, bytes: &[u8], head: &crate::codex::RolloutHead) -> bool {
+        let (Some(id), Some(prefix)) = (&head.id, &self.session) else {
+            return self.by_text(path, bytes);
+        };
+        let named = std::iter::once(id)
+            .chain(&head.parents)
+            .any(|i| i.starts_with(prefix.as_str()));
+        let rest = Prefilter {
+            session: None,
+            ..self.clone()
+        };
+        named && rest.by_text(path, bytes)
     }
 
     /// Whether a file with this path and these bytes may hold a session that passes.
@@ -416,16 +454,14 @@ pub fn import_paths_filtered(
     let mut owner_ids: Vec<(PathBuf, String)> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut imported: HashSet<PathBuf> = HashSet::new();
+    let codex = if pre.is_empty() {
+        HashSet::new()
+    } else {
+        codex_needed(&found, format, pre)
+    };
     for d in found {
         report.files += 1;
-        let read = |p: &Path| {
-            let len = open_regular(p)?.metadata()?.len();
-            if len <= MAX_TRANSCRIPT_BYTES {
-                refuse_binary(p)?;
-            }
-            read_regular(p, MAX_TRANSCRIPT_BYTES)
-        };
-        let bytes = match read(&d.path) {
+        let bytes = match read_transcript(&d.path) {
             Ok(b) => b,
             Err(source) => {
                 report.errors.push((
@@ -439,7 +475,7 @@ pub fn import_paths_filtered(
             }
         };
         let name = d.path.display().to_string();
-        if !pre.is_empty() && !keeps(pre, &d, &name, &bytes, format, &imported) {
+        if !pre.is_empty() && !keeps(pre, &d, &name, &bytes, format, (&imported, &codex)) {
             report.left_out += 1;
             continue;
         }
@@ -473,31 +509,104 @@ pub fn import_paths_filtered(
     Ok(report)
 }
 
-/// Whether [`import_paths_filtered`] imports a file: a Codex file always, a subagent file whose
-/// session file was imported, any other file that passes `pre`.
+/// A transcript's bytes (a binary file refused, a file over the limit cut).
+fn read_transcript(p: &Path) -> io::Result<Vec<u8>> {
+    let len = open_regular(p)?.metadata()?.len();
+    if len <= MAX_TRANSCRIPT_BYTES {
+        refuse_binary(p)?;
+    }
+    read_regular(p, MAX_TRANSCRIPT_BYTES)
+}
+
+/// The format of a file from its first lines (a whole-file document cut short is no Codex
+/// file), or `format` when given.
+fn format_of(name: &str, bytes: &[u8], format: Option<Format>) -> Option<Format> {
+    let head = &bytes[..bytes.len().min(1 << 20)];
+    let head = String::from_utf8_lossy(head);
+    let head: String = head.split_inclusive('\n').take(64).collect();
+    format.or_else(|| crate::detect(name, &head).ok())
+}
+
+/// When a file was last modified (ms since the epoch).
+fn mtime_ms(p: &Path) -> Option<i64> {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+}
+
+/// The Codex files a filtered import needs (see [`Prefilter`]): those that may hold a session
+/// that passes, and the rollouts they may fork from, transitively. A parent whose rollout is
+/// not found by its id brings in every rollout whose id could not be read.
+fn codex_needed(found: &[Discovered], format: Option<Format>, pre: &Prefilter) -> HashSet<PathBuf> {
+    // (file, its id, the ids it may fork from); and the ids asked for.
+    let mut rollouts: Vec<(PathBuf, Option<String>, Vec<String>)> = Vec::new();
+    let mut needed: HashSet<PathBuf> = HashSet::new();
+    let mut wanted: Vec<String> = Vec::new();
+    for d in found {
+        // A file that cannot be read is reported by the import.
+        let Ok(bytes) = read_transcript(&d.path) else {
+            continue;
+        };
+        let name = d.path.display().to_string();
+        let head = match format_of(&name, &bytes, format) {
+            Some(Format::Codex) => crate::codex::rollout_head(&bytes),
+            Some(Format::CodexLegacy) => crate::codex::RolloutHead {
+                id: crate::codex::legacy_id(&bytes),
+                ..Default::default()
+            },
+            _ => continue,
+        };
+        if pre.by_time(mtime_ms(&d.path))
+            && pre.by_span(head.span_ms)
+            && pre.by_rollout(&d.path, &bytes, &head)
+        {
+            needed.insert(d.path.clone());
+            wanted.extend(head.parents.iter().cloned());
+        }
+        rollouts.push((d.path.clone(), head.id, head.parents));
+    }
+    let mut asked: HashSet<String> = HashSet::new();
+    while let Some(id) = wanted.pop() {
+        if !asked.insert(id.clone()) {
+            continue;
+        }
+        let by_id = rollouts.iter().any(|r| r.1.as_deref() == Some(id.as_str()));
+        for (path, own, parents) in &rollouts {
+            let holds = if by_id {
+                own.as_deref() == Some(id.as_str())
+            } else {
+                own.is_none()
+            };
+            if holds && needed.insert(path.clone()) {
+                wanted.extend(parents.iter().cloned());
+            }
+        }
+    }
+    needed
+}
+
+/// Whether [`import_paths_filtered`] imports a file: a subagent file whose session file was
+/// imported (`done.0`), a Codex file when [`codex_needed`] found it needed (`done.1`), any other
+/// file that passes `pre`.
 fn keeps(
     pre: &Prefilter,
     d: &Discovered,
     name: &str,
     bytes: &[u8],
     format: Option<Format>,
-    imported: &HashSet<PathBuf>,
+    done: (&HashSet<PathBuf>, &HashSet<PathBuf>),
 ) -> bool {
+    let (imported, codex) = done;
     if d.subagent_of.as_ref().is_some_and(|o| imported.contains(o)) {
         return true;
     }
-    // The format from the first lines (a whole-file document cut short is no Codex file).
-    let head = &bytes[..bytes.len().min(1 << 20)];
-    let head = String::from_utf8_lossy(head);
-    let head: String = head.split_inclusive('\n').take(64).collect();
-    let detected = format.or_else(|| crate::detect(name, &head).ok());
-    if matches!(detected, Some(Format::Codex | Format::CodexLegacy)) {
-        return true;
+    if matches!(
+        format_of(name, bytes, format),
+        Some(Format::Codex | Format::CodexLegacy)
+    ) {
+        return codex.contains(&d.path);
     }
-    let mtime = std::fs::metadata(&d.path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_millis()).ok());
-    pre.by_time(mtime) && pre.by_text(&d.path, bytes)
+    pre.by_time(mtime_ms(&d.path)) && pre.by_text(&d.path, bytes)
 }

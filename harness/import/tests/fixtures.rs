@@ -877,3 +877,40 @@ fn a_recorded_usage_past_any_window_is_a_warning_not_a_figure() {
         "{w:?}"
     );
 }
+
+/// A rollout's head, read without importing it: its id, the sessions it may fork from (the
+/// one it names, those whose `session_meta` it replays) and the span of its line timestamps;
+/// no span when a line lacks a leading timestamp.
+#[test]
+fn a_rollouts_head_names_its_id_its_parents_and_its_span() {
+    use harness_import::codex::rollout_head;
+    let ms = |t: &str| harness_import::timestamp_ms(t).expect("a time");
+    let fork = fixture("codex/fork-named.jsonl").1;
+    let h = rollout_head(fork.as_bytes());
+    assert_eq!(
+        h.id.as_deref(),
+        Some("0199c000-0000-7000-8000-00000000000c")
+    );
+    assert_eq!(h.parents, ["0199a000-0000-7000-8000-00000000000a"]);
+    let (first, last) = h.span_ms.expect("every line timed");
+    assert_eq!(first, ms("2025-10-03T08:00:00.000Z"));
+    assert!(last > first);
+    // An unnamed fork replays its parent's session_meta: that id is a parent too.
+    let replay = fixture("codex/fork.jsonl").1;
+    let h = rollout_head(replay.as_bytes());
+    assert!(!h.parents.is_empty(), "{h:?}");
+    // Damaged lines keep their leading time; a line without one leaves the span unknown.
+    let cut: Vec<&str> = fork
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i % 4 == 2 { &l[..l.len() / 2] } else { l })
+        .collect();
+    let h = rollout_head(cut.join("\n").as_bytes());
+    assert_eq!(h.span_ms.map(|s| s.0), Some(first));
+    let h = rollout_head(format!("{fork}\nnot json\n").as_bytes());
+    assert_eq!(h.span_ms, None);
+    assert_eq!(
+        h.id.as_deref(),
+        Some("0199c000-0000-7000-8000-00000000000c")
+    );
+}

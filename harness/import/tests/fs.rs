@@ -277,18 +277,31 @@ fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
     };
     let some = import_paths_filtered(&paths, None, &by_session).expect("walks");
     // Left unread: the other session's file and its subagent, the orphan subagent, the
-    // mini-swe-agent run and the empty file; the Codex pair is always imported (forks), the
-    // subagent of the kept session with it.
-    assert_eq!((some.files, some.left_out), (9, 5));
+    // mini-swe-agent run, the empty file and the Codex pair (neither names the session); the
+    // subagent of the kept session is imported with it.
+    assert_eq!((some.files, some.left_out), (9, 7));
     assert_eq!(
         kept_by_prefix(&some.sessions, "2222"),
         kept_by_prefix(&all.sessions, "2222")
     );
     assert_eq!(kept_by_prefix(&some.sessions, "2222"), [T, "agent-zz"]);
-    assert!(some
-        .sessions
-        .iter()
-        .any(|s| s.id == "0199c000-0000-7000-8000-00000000000c" && s.dropped_prefix == 6));
+    // A Codex fork kept: the parent it names is imported with it (and nothing else), so the
+    // fork's replayed history is dropped as when everything is imported.
+    let fork = "0199c000-0000-7000-8000-00000000000c";
+    let by_fork = Prefilter {
+        session: Some("0199c".into()),
+        ..Prefilter::default()
+    };
+    let forked = import_paths_filtered(&paths, None, &by_fork).expect("walks");
+    let ids: Vec<&str> = forked.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["0199a000-0000-7000-8000-00000000000a", fork]);
+    let dropped = |ss: &[harness_import::ImportedSession]| {
+        ss.iter()
+            .find(|s| s.id == fork)
+            .map(|s| (s.dropped_prefix, s.messages.len(), s.parent.clone()))
+    };
+    assert_eq!(dropped(&forked.sessions), dropped(&all.sessions));
+    assert_eq!(dropped(&forked.sessions).map(|d| d.0), Some(6));
 
     // A project text: only files whose path or bytes hold it (any case).
     let by_project = Prefilter {
@@ -299,7 +312,8 @@ fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
     assert!(proj.left_out >= 2, "{}", proj.left_out);
     assert!(proj.sessions.iter().any(|s| s.id == S));
 
-    // A file last written long before --since: left unread, unless it is a Codex file.
+    // A file last written long before --since: left unread, unless it is the rollout a kept
+    // Codex fork forks from (the parent: the fork names it).
     let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
     for rel in [
         format!("proj/{S}.jsonl"),
@@ -322,6 +336,131 @@ fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
         .sessions
         .iter()
         .any(|s| s.id == "0199a000-0000-7000-8000-00000000000a"));
+}
+
+/// Codex rollouts: a fork, the parent it names, another session and a damaged copy of it.
+fn rollouts() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    let a = "0199a000-0000-7000-8000-00000000000a";
+    put(
+        root,
+        "10/01/rollout-parent.jsonl",
+        &fixture("codex/parent.jsonl"),
+    );
+    put(
+        root,
+        "10/03/rollout-fork.jsonl",
+        &fixture("codex/fork-named.jsonl"),
+    );
+    let other = fixture("codex/rollout.jsonl");
+    put(
+        root,
+        "10/01/rollout-other.jsonl",
+        &other.replace(a, "0199b000-0000-7000-8000-00000000000b"),
+    );
+    let damaged: Vec<String> = other
+        .replace(a, "0199d000-0000-7000-8000-00000000000d")
+        .lines()
+        .enumerate()
+        // Every fourth line loses its end (its leading time kept).
+        .map(|(i, l)| {
+            if i % 4 == 2 {
+                l[..l.len() - 10].to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    put(root, "10/01/rollout-damaged.jsonl", &damaged.join("\n"));
+    dir
+}
+
+fn ids(sessions: &[harness_import::ImportedSession]) -> Vec<&str> {
+    let mut ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    ids.sort();
+    ids
+}
+
+/// A filter on one Codex session reads the other rollouts' heads, not their records: an
+/// unrelated damaged rollout is not imported (no warning of its lines), and what is kept is
+/// what importing everything and filtering keeps, session for session.
+#[test]
+fn a_filter_on_one_codex_session_leaves_an_unrelated_damaged_rollout_unread() {
+    use harness_import::fs::{import_paths_filtered, Prefilter};
+    let dir = rollouts();
+    let paths = [dir.path().to_path_buf()];
+    let all = import_paths(&paths, None).expect("walks");
+    let damaged = all
+        .sessions
+        .iter()
+        .find(|s| s.id.starts_with("0199d"))
+        .expect("the damaged rollout imports, with warnings");
+    assert!(!damaged.warnings.is_empty());
+    let pre = Prefilter {
+        session: Some("0199b".into()),
+        ..Prefilter::default()
+    };
+    let one = import_paths_filtered(&paths, None, &pre).expect("walks");
+    assert_eq!((one.files, one.left_out), (4, 3));
+    assert!(one.errors.is_empty());
+    assert_eq!(ids(&one.sessions), ["0199b000-0000-7000-8000-00000000000b"]);
+    let full = all.sessions.iter().find(|s| s.id.starts_with("0199b"));
+    let json = |s: Option<&harness_import::ImportedSession>| {
+        serde_json::to_value(s.expect("the session")).expect("serializes")
+    };
+    assert_eq!(
+        json(one.sessions.first()),
+        json(full),
+        "the same session as a full import gives"
+    );
+
+    // Dates from the rollouts' line timestamps (the fork's 2025-10-03, the others' 2025-10-01).
+    let ms = |t: &str| harness_import::timestamp_ms(t).expect("a time");
+    let kept = |since: Option<i64>, until: Option<i64>| -> Vec<&str> {
+        let mut v: Vec<&str> = all
+            .sessions
+            .iter()
+            .filter(|s| {
+                let (a, b) = (s.started_ms.unwrap(), s.ended_ms.unwrap());
+                since.is_none_or(|x| b >= x) && until.is_none_or(|u| a < u)
+            })
+            .map(|s| s.id.as_str())
+            .collect();
+        v.sort();
+        v
+    };
+    let until = Prefilter {
+        until_ms: Some(ms("2025-10-02")),
+        ..Prefilter::default()
+    };
+    let early = import_paths_filtered(&paths, None, &until).expect("walks");
+    assert_eq!(early.left_out, 1, "the fork, started after the last day");
+    assert_eq!(ids(&early.sessions), kept(None, Some(ms("2025-10-02"))));
+    let since = Prefilter {
+        modified_since_ms: Some(ms("2025-10-02")),
+        ..Prefilter::default()
+    };
+    let late = import_paths_filtered(&paths, None, &since).expect("walks");
+    // The fork passes, and its parent is read with it (it ended before the first day).
+    assert_eq!(
+        ids(&late.sessions),
+        [
+            "0199a000-0000-7000-8000-00000000000a",
+            "0199c000-0000-7000-8000-00000000000c"
+        ]
+    );
+    assert_eq!(late.left_out, 2);
+    let fork = |ss: &[harness_import::ImportedSession]| {
+        ss.iter()
+            .find(|s| s.id.starts_with("0199c"))
+            .map(|s| (s.dropped_prefix, s.messages.len()))
+    };
+    assert_eq!(fork(&late.sessions), fork(&all.sessions));
+    assert_eq!(
+        kept(Some(ms("2025-10-02")), None),
+        ["0199c000-0000-7000-8000-00000000000c"]
+    );
 }
 
 /// Sizes before reads: a file over the transcript limit is refused before it is read, a huge

@@ -178,6 +178,7 @@ impl Filter {
             modified_since_ms: self.since_ms,
             session: self.session.clone(),
             project: self.project.clone(),
+            until_ms: self.until_ms,
         }
     }
 
