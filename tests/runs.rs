@@ -407,7 +407,7 @@ struct Scripted {
     calls: Vec<harness_core::message::ToolCall>,
 }
 
-impl harness_runner::model::Model for Scripted {
+impl harness_runner::backends::model::Model for Scripted {
     fn name(&self) -> String {
         "scripted".into()
     }
@@ -416,7 +416,7 @@ impl harness_runner::model::Model for Scripted {
         &'a self,
         req: &'a harness_core::request::Request,
         _cell: &'a str,
-    ) -> harness_runner::model::ModelFuture<'a> {
+    ) -> harness_runner::backends::model::ModelFuture<'a> {
         let first = matches!(
             req.messages.last().map(|m| m.role),
             Some(harness_core::message::Role::User)

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use harness_core::record::Status;
 use harness_core::spec::Action;
 use harness_runner::cell::run_checks;
+use harness_runner::execution::workspace::Workspace;
 use harness_runner::tools::ToolLimits;
-use harness_runner::workspace::Workspace;
 
 use crate::helpers::{all_tasks, run_matrix, task};
 

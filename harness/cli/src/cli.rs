@@ -32,9 +32,9 @@ use harness_runner::agents::isolate::Isolation;
 use harness_runner::agents::{Agent, AgentKind};
 use harness_runner::backends::BackendOptions;
 use harness_runner::cell::CellOptions;
+use harness_runner::execution::tool_cache::ToolCache;
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks;
-use harness_runner::tool_cache::ToolCache;
 
 /// foldbench: decide how your coding agent should handle a growing conversation.
 ///
@@ -220,7 +220,7 @@ struct CommonRun {
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
     /// else none with a warning for the sim, and an error for a real model).
     #[arg(long, default_value = "auto")]
-    sandbox: harness_runner::sandbox::SandboxMode,
+    sandbox: harness_runner::execution::sandbox::SandboxMode,
     /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
     #[arg(long, value_name = "DIR", conflicts_with = "no_tool_cache")]
     tool_cache: Option<PathBuf>,
@@ -539,7 +539,7 @@ fn config(
             .iter()
             .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
-        harness_runner::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
+        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
     harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
     cell.agent = agent_setup(common, &models, &cell.tool_limits.sandbox)?;
     if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {
@@ -553,9 +553,10 @@ fn config(
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),
         (Some(dir), false) => Some(Arc::new(
-            ToolCache::with_disk(dir, harness_runner::tool_cache::DEFAULT_DISK_CAP).map_err(
-                |e| format!("--tool-cache {}: cannot use the folder: {e}", dir.display()),
-            )?,
+            ToolCache::with_disk(dir, harness_runner::execution::tool_cache::DEFAULT_DISK_CAP)
+                .map_err(|e| {
+                    format!("--tool-cache {}: cannot use the folder: {e}", dir.display())
+                })?,
         )),
     };
     Ok(RunConfig {
@@ -587,7 +588,7 @@ fn config(
 fn agent_setup(
     common: &CommonRun,
     models: &[String],
-    sandbox: &harness_runner::sandbox::Sandbox,
+    sandbox: &harness_runner::execution::sandbox::Sandbox,
 ) -> Result<Option<Arc<AgentSetup>>, String> {
     let Some(name) = &common.agent else {
         return Ok(None);
@@ -930,7 +931,7 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
     let bytes = harness_core::fold::archive_text(from, to, &range).into_bytes();
     let archive = format!(
         "{}/{}",
-        harness_runner::workspace::ARCHIVE_DIR,
+        harness_runner::execution::workspace::ARCHIVE_DIR,
         harness_core::fold::archive_name(from, to, "fold")
     );
     let result = harness_core::fold::build_result(

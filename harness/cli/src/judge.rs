@@ -33,11 +33,11 @@ use harness_core::judge::Judge;
 use harness_core::judgement::{self, Aggregate, BASELINES, DEFAULT_TOOL_OUTPUT_CAP};
 use harness_core::metrics::Price;
 
+use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::BackendOptions;
-use harness_runner::model::SharedModel;
 
+use harness_runner::judge::answer::Answering;
 use harness_runner::judge::*;
-use harness_runner::judge_answer::Answering;
 
 use crate::error::{Code, Error};
 use harness_runner::results::write_lines;
@@ -117,9 +117,9 @@ pub struct AnswerFlags {
     pub max_answer_tokens: Option<u32>,
 }
 
-impl From<&AnswerFlags> for harness_runner::judge_answer::AnswerArgs {
+impl From<&AnswerFlags> for harness_runner::judge::answer::AnswerArgs {
     fn from(f: &AnswerFlags) -> Self {
-        harness_runner::judge_answer::AnswerArgs {
+        harness_runner::judge::answer::AnswerArgs {
             answer: f.answer.map(|a| match a {
                 AnswerArg::Tool => harness_core::answer::AnswerMode::Tool,
                 AnswerArg::Text => harness_core::answer::AnswerMode::Text,
@@ -355,9 +355,9 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
             return Err(format!("the model `{m}` is given twice"));
         }
     }
-    let out = harness_runner::judge_answer::build_models(&real, &(&a.answer).into(), &opts)?;
+    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)?;
     if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge_answer::mark_cassette(dir, *how)?;
+        harness_runner::judge::answer::mark_cassette(dir, *how)?;
     }
     Ok(out)
 }

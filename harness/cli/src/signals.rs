@@ -69,9 +69,9 @@ fn watch_signals() -> Result<(), String> {
 /// Ends the run after a signal: every call in flight (and any that starts) ended, this
 /// process's workspaces removed (none made afterwards), then exits with `code`.
 fn stop(code: i32) -> ! {
-    harness_runner::reap::end_all_calls();
-    let removed = harness_runner::workspace::close_and_sweep_own(
-        &harness_runner::workspace::workspaces_dir(),
+    harness_runner::execution::reap::end_all_calls();
+    let removed = harness_runner::execution::workspace::close_and_sweep_own(
+        &harness_runner::execution::workspace::workspaces_dir(),
     );
     eprintln!(
         "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",

@@ -20,7 +20,7 @@ use harness_core::context::Context;
 use harness_core::message::{Message, ToolCall};
 use harness_core::policy::{Plan, Policy};
 use harness_runner::exec_policy::{set_sandbox, ExecPolicy, ExecText};
-use harness_runner::sandbox::Sandbox;
+use harness_runner::execution::sandbox::Sandbox;
 
 const REQUESTS: usize = 100;
 

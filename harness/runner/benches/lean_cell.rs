@@ -27,12 +27,12 @@ use criterion::{criterion_main, Criterion};
 use harness_core::events::Event;
 use harness_core::judge::Judge;
 use harness_core::sim::{Sim, SimConfig};
+use harness_runner::backends::model::SimModel;
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
-use harness_runner::model::SimModel;
+use harness_runner::execution::sandbox::Sandbox;
+use harness_runner::execution::workspace::Workspace;
 use harness_runner::results::RunDir;
-use harness_runner::sandbox::Sandbox;
 use harness_runner::tasks::{self, LoadedTask};
-use harness_runner::workspace::Workspace;
 
 fn lean_task() -> LoadedTask {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lean/lean.yaml");

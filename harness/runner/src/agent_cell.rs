@@ -36,10 +36,10 @@ use tokio::io::AsyncReadExt as _;
 use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
 use crate::agents::{bridge, session_uuid, Agent, AgentKind, TurnSettings};
 use crate::cell::{run_checks, CellOptions, CellOutput, CellPlan, WrittenArchive};
+use crate::execution::workspace::Workspace;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::results::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
 use crate::sim_server::SimServer;
-use crate::workspace::Workspace;
 
 /// The arm that runs the agent with its own context handling and no proxy policy.
 pub const NATIVE: &str = "native";
@@ -402,8 +402,8 @@ async fn run_turn(
     cmd: &mut tokio::process::Command,
     left: Option<Duration>,
 ) -> Result<(Option<i32>, String, String), String> {
-    let mut call = crate::reap::begin_call();
-    cmd.env(crate::reap::CALL_ENV, call.marker());
+    let mut call = crate::execution::reap::begin_call();
+    cmd.env(crate::execution::reap::CALL_ENV, call.marker());
     let mut child = cmd.spawn().map_err(|e| format!("cannot start it: {e}"))?;
     call.set_group(child.id());
     let reader = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
@@ -440,8 +440,10 @@ async fn run_turn(
 /// as workspaces are so a stale one is swept.
 fn scratch_dir() -> Result<tempfile::TempDir, String> {
     tempfile::Builder::new()
-        .prefix(&crate::workspace::owned_prefix(std::process::id()))
-        .tempdir_in(crate::workspace::workspaces_dir())
+        .prefix(&crate::execution::workspace::owned_prefix(
+            std::process::id(),
+        ))
+        .tempdir_in(crate::execution::workspace::workspaces_dir())
         .map_err(|e| format!("cannot create the agent's temp folder: {e}"))
 }
 

@@ -23,9 +23,9 @@ use harness_core::spec::{TaskSpec, TurnSpec};
 use harness_core::tokens;
 use policies::PolicySpec;
 
-use crate::model::Model;
+use crate::backends::model::Model;
+use crate::execution::workspace::{self, Workspace};
 use crate::tools::{self, ToolLimits};
-use crate::workspace::{self, Workspace};
 
 /// The system prompt of every session.
 pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git repository. Use the tools to read, search, edit and \
@@ -42,7 +42,7 @@ pub trait ArchiveWriter: Send + Sync {
 }
 
 /// Writes archives as files beneath the workspace root, flushed to disk before returning,
-/// never through a link the agent planted ([`crate::beneath::write_new`]): a symlinked archive
+/// never through a link the agent planted ([`crate::execution::beneath::write_new`]): a symlinked archive
 /// folder is refused (the splice then fails with the reason as an event) and a link at the
 /// file itself is replaced.
 #[derive(Debug, Default)]
@@ -50,7 +50,7 @@ pub struct FsArchive;
 
 impl ArchiveWriter for FsArchive {
     fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
-        crate::beneath::write_new(root, rel, bytes)
+        crate::execution::beneath::write_new(root, rel, bytes)
     }
 }
 
@@ -569,7 +569,7 @@ impl Loop {
         // fingerprint comes from that snapshot rather than from reading every file again.
         let before = match (&memo, call.name.as_str(), &run.limits.cache) {
             (None, "shell", Some(_)) => Some(
-                crate::snapshot::Snapshot::take(ws.path())
+                crate::execution::snapshot::Snapshot::take(ws.path())
                     .map_err(|e| format!("workspace snapshot: {e}"))?,
             ),
             _ => None,
@@ -702,7 +702,7 @@ async fn execute_limited(
     root: &Path,
     call: &ToolCall,
     limits: &ToolLimits,
-    before: Option<crate::snapshot::Snapshot>,
+    before: Option<crate::execution::snapshot::Snapshot>,
 ) -> tools::ToolOutput {
     if call.name == "shell" {
         return tools::execute_with(root, call, limits, before).await;

@@ -7,8 +7,8 @@ use harness_core::record::CheckResult;
 use harness_core::spec::{Check, TaskSpec};
 
 use crate::cell::relative_to;
+use crate::execution::workspace::Workspace;
 use crate::tools::{self, ToolLimits};
-use crate::workspace::Workspace;
 
 /// Runs a task's checks in the final workspace.
 pub async fn run_checks(
@@ -95,7 +95,7 @@ fn tail(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool_cache::ToolCache;
+    use crate::execution::tool_cache::ToolCache;
     use std::sync::Arc;
 
     fn task(checks: Vec<Check>) -> TaskSpec {

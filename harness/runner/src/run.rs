@@ -13,9 +13,9 @@ use harness_core::sim::{Sim, SimConfig};
 use policies::PolicySpec;
 use serde::Serialize;
 
+use crate::backends::model::{Model, SimModel};
 use crate::backends::{self, BackendOptions};
 use crate::cell::{run_cell, CellOptions, CellOutput, CellPlan};
-use crate::model::{Model, SimModel};
 use crate::progress::Progress;
 use crate::results::RunDir;
 use crate::tasks::LoadedTask;
@@ -177,7 +177,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     }
     let matrix = matrix_json(&cfg, sel.partition.as_deref(), &all, &cells);
     preflight(&cfg, &cells)?;
-    crate::workspace::sweep_stale(&crate::workspace::workspaces_dir());
+    crate::execution::workspace::sweep_stale(&crate::execution::workspace::workspaces_dir());
     let (mut dir, done) = RunDir::open(&cfg.out, &matrix, cfg.retry_errors)?;
     let todo: Vec<MatrixCell> = cells
         .iter()

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::request::{Purpose, Request, Response, Usage};
+use harness_runner::backends::model::{Model, ModelError};
 use harness_runner::backends::{
     anthropic, cassette_key, openai, parse_model, AnthropicModel, BackendOptions, OpenAiModel,
     Recorder, ReplayModel,
 };
-use harness_runner::model::{Model, ModelError};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};

@@ -13,10 +13,10 @@ use std::time::Duration;
 use harness_core::fold::CARD_HEADER;
 use harness_core::judgement::{self, Item, JudgedRecord};
 use harness_core::message::ToolCall;
+use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::{with_recording, BackendOptions, OpenAiModel, ReplayModel};
 use harness_runner::cell::SYSTEM_PROMPT;
 use harness_runner::judge::{self, JudgeOptions};
-use harness_runner::model::SharedModel;
 use serde_json::{json, Value};
 use wiremock::{Respond, ResponseTemplate};
 

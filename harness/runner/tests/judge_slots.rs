@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::judgement::Item;
+use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::judge::{self, JudgeOptions};
-use harness_runner::model::SharedModel;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use harness_runner::sandbox::{Sandbox, SandboxMode};
+use harness_runner::execution::sandbox::{Sandbox, SandboxMode};
 
 /// The bubblewrap sandbox, or `None` (with a note) where this machine has none.
 fn bwrap() -> Option<Sandbox> {

@@ -1,5 +1,5 @@
 //! The sandbox of a real agent's process: the one the cell's shell commands get (bubblewrap,
-//! `crate::sandbox`), with the agent's home and install folders bound in and one way out.
+//! `crate::execution::sandbox`), with the agent's home and install folders bound in and one way out.
 //!
 //! What the agent process (and every command it runs: Claude Code's `Bash`, Codex's
 //! `exec_command`, mini-swe-agent's subshells) sees:
@@ -8,7 +8,7 @@
 //!   not foldbench's environment; every process dies with the turn (`--die-with-parent`);
 //! - no capability and no-new-privileges, so an agent running as root can neither mount nor
 //!   unmount, and the host's files only their owner or group may read covered, as for every
-//!   shell command (`crate::sandbox`);
+//!   shell command (`crate::execution::sandbox`);
 //! - the host's files read-only, with the home folder, `/tmp`, `/var/tmp` and `/run` replaced by
 //!   empty ones; writable: the workspace and the agent's home (its config and sessions, made per
 //!   cell); read-only again: the agent's install folder and its interpreter when they sit in a
@@ -26,7 +26,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Agent, TurnCommand};
-use crate::sandbox::Sandbox;
+use crate::execution::sandbox::Sandbox;
 
 /// How the agent's process reaches the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub const SOCKET: &str = "proxy.sock";
 
 /// The command that runs `turn` for `agent` under `launch`.
 pub fn command(agent: &Agent, turn: &TurnCommand, launch: &Launch<'_>) -> tokio::process::Command {
-    let mut env = crate::sandbox::allowed_env(&[]);
+    let mut env = crate::execution::sandbox::allowed_env(&[]);
     for (k, v) in &turn.env {
         env.retain(|(name, _)| name != k);
         env.push((k.clone(), v.clone()));
@@ -103,7 +103,7 @@ pub fn command(agent: &Agent, turn: &TurnCommand, launch: &Launch<'_>) -> tokio:
             }
             let network = bridge.is_none();
             let mut cmd = tokio::process::Command::new(bwrap);
-            cmd.args(crate::sandbox::bwrap_args_with(
+            cmd.args(crate::execution::sandbox::bwrap_args_with(
                 launch.workspace,
                 network,
                 true,

@@ -31,7 +31,7 @@ use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
 use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
-use crate::model::{Model, ModelFuture};
+use crate::backends::model::{Model, ModelFuture};
 use harness_core::message::ToolCall;
 
 /// The default base URL.

@@ -59,7 +59,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use super::retry::redact;
-use crate::model::{Model, ModelError, ModelFuture};
+use crate::backends::model::{Model, ModelError, ModelFuture};
 
 /// The cassette format version written and read.
 pub const CASSETTE_VERSION: u64 = 1;

@@ -1,5 +1,6 @@
-//! Real-model backends over HTTP and cassettes.
+//! # Backends: the models a cell talks to
 //!
+//! - [`model`]: the [`model::Model`] trait every backend implements, and the `sim` backend;
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
 //! - [`cassette`]: `--record DIR` (a decorator around any model) and `replay:DIR`;
@@ -17,10 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::Model;
+use crate::backends::model::Model;
 
 pub mod anthropic;
 pub mod cassette;
+pub mod model;
 pub mod openai;
 pub mod retry;
 pub mod slots;
@@ -296,7 +298,7 @@ impl Endpoint {
         &self,
         body: &serde_json::Value,
         parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, String>,
-    ) -> Result<harness_core::request::Response, crate::model::ModelError> {
+    ) -> Result<harness_core::request::Response, crate::backends::model::ModelError> {
         let (answer, took) = self
             .engine
             .post_json_timed(&self.url, &self.headers, body)

@@ -34,7 +34,7 @@ use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
 use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
-use crate::model::{Model, ModelFuture};
+use crate::backends::model::{Model, ModelFuture};
 
 /// The default base URL, as the official SDKs use it.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

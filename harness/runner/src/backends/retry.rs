@@ -30,7 +30,7 @@ use reqwest::header::{HeaderValue, CONTENT_TYPE};
 use reqwest::StatusCode;
 use tokio::sync::Semaphore;
 
-use crate::model::ModelError;
+use crate::backends::model::ModelError;
 
 /// The largest response body read from a provider, in bytes (32 MiB; a chat answer is a few
 /// kilobytes). A larger answer is refused without being read to its end.

@@ -31,7 +31,7 @@ use policies::registry::{Entry, Registry};
 use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
-use crate::sandbox::Sandbox;
+use crate::execution::sandbox::Sandbox;
 use process::{Fault, Process};
 
 /// The policy's name: `exec:COMMAND`.

@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::sandbox::Sandbox;
+use crate::execution::sandbox::Sandbox;
 
 /// Bytes of standard error kept for the error message.
 const STDERR_TAIL: usize = 2000;
@@ -69,7 +69,7 @@ impl Process {
         );
         let mut cmd = sandbox.std_command(home, &script, &[(cwd, false)]);
         use std::os::unix::process::CommandExt;
-        cmd.env(crate::reap::CALL_ENV, &marker)
+        cmd.env(crate::execution::reap::CALL_ENV, &marker)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -81,7 +81,7 @@ impl Process {
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            crate::reap::end_call(&marker, group);
+            crate::execution::reap::end_call(&marker, group);
             let _ = child.wait();
             return Err(format!("cannot start `{command}`: its pipes were not made"));
         };
@@ -155,7 +155,7 @@ impl Process {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        crate::reap::end_call(&self.marker, self.group);
+        crate::execution::reap::end_call(&self.marker, self.group);
         let _ = self.child.wait();
     }
 }

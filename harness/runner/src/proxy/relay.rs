@@ -565,7 +565,7 @@ pub(crate) fn apply_splices(
 ) {
     for p in splices {
         let written = match root {
-            Some(r) => crate::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
+            Some(r) => crate::execution::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
                 .map_err(|err| format!("archive {}: {err}", p.archived.archive.path)),
             None => Err(format!(
                 "archive {}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)",

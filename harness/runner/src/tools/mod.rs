@@ -6,7 +6,7 @@
 //! than one hard link (its other names may be outside the workspace). The shell runs `sh -c` in
 //! the workspace root inside the [`Sandbox`] (bubblewrap when the machine has it), in its own
 //! process group (killed as a whole on timeout), with an allow-listed environment
-//! ([`crate::sandbox::allowed_env`]).
+//! ([`crate::execution::sandbox::allowed_env`]).
 //!
 //! Tool errors are results the model reads ([`ToolOutput::is_error`]), never panics or `Err`s.
 //!
@@ -34,9 +34,9 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use crate::sandbox::Sandbox;
-use crate::tool_cache::{self, Source, ToolCache};
-use crate::workspace::is_archive_path;
+use crate::execution::sandbox::Sandbox;
+use crate::execution::tool_cache::{self, Source, ToolCache};
+use crate::execution::workspace::is_archive_path;
 use std::sync::Arc;
 
 /// How long the shell tool waits, after `sh` itself exited, for background children that still
@@ -234,7 +234,7 @@ pub(crate) async fn execute_with(
     ws_root: &Path,
     call: &ToolCall,
     limits: &ToolLimits,
-    before: Option<crate::snapshot::Snapshot>,
+    before: Option<crate::execution::snapshot::Snapshot>,
 ) -> ToolOutput {
     // Some providers hand the arguments over as a JSON string; accept that too.
     let parsed;

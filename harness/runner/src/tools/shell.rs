@@ -2,7 +2,7 @@
 //! limit, the tool cache.
 
 use super::*;
-use crate::snapshot::Snapshot;
+use crate::execution::snapshot::Snapshot;
 
 pub(super) async fn shell(
     ws_root: &Path,
@@ -126,9 +126,9 @@ pub(crate) async fn run_shell(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // Ends the call's process group and every descendant that left it (see `crate::reap`).
-    let mut call = crate::reap::begin_call();
-    cmd.env(crate::reap::CALL_ENV, call.marker());
+    // Ends the call's process group and every descendant that left it (see `crate::execution::reap`).
+    let mut call = crate::execution::reap::begin_call();
+    cmd.env(crate::execution::reap::CALL_ENV, call.marker());
     let mut child = cmd.spawn()?;
     call.set_group(child.id());
     let mut stdout = child

@@ -698,7 +698,7 @@ async fn shell_env_is_an_allow_list() {
         assert!(names.contains(&want), "{want} missing: {}", out.text);
     }
     // Nothing else but what the shell itself sets (PWD, SHLVL, `_`) and the call's marker
-    // (`crate::reap`).
+    // (`crate::execution::reap`).
     for name in &names {
         assert!(
             [
@@ -714,7 +714,7 @@ async fn shell_env_is_an_allow_list() {
                 "SHLVL",
                 "_",
                 "OLDPWD",
-                crate::reap::CALL_ENV
+                crate::execution::reap::CALL_ENV
             ]
             .contains(name),
             "{name} passed through: {}",
@@ -728,14 +728,14 @@ async fn shell_env_is_an_allow_list() {
     assert!(!out.text.contains("Berlin"), "{}", out.text);
     assert!(out.text.contains(&format!(
         "SOURCE_DATE_EPOCH={}\n",
-        crate::workspace::FILE_TIME
+        crate::execution::workspace::FILE_TIME
     )));
     assert!(out.text.contains(&format!("HOME={}", dir.path().display())));
 }
 
 #[test]
 fn a_tasks_own_variables_join_the_allow_list_and_win() {
-    let env = crate::sandbox::allowed_env(&[
+    let env = crate::execution::sandbox::allowed_env(&[
         ("APP_MODE".to_string(), "test".to_string()),
         ("LANG".to_string(), "de_DE.UTF-8".to_string()),
     ]);
@@ -823,7 +823,8 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
     let exe = PathBuf::from(exe);
     let home = exe.parent().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let bin = crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap();
+    let bin =
+        crate::execution::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap();
     assert_eq!(bin, cache.path().join("py/bin"));
     let cfg = fs::read_to_string(cache.path().join("py/pyvenv.cfg")).unwrap();
     assert!(
@@ -837,12 +838,12 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         .join(format!("py/lib/python{}/site-packages", minor.join(".")));
     assert_eq!(
         fs::read_to_string(site.join("foldbench_unittest_clock.py")).unwrap(),
-        crate::sandbox::UNITTEST_CLOCK
+        crate::execution::sandbox::UNITTEST_CLOCK
     );
     assert_eq!(fs::read_dir(site.join("__pycache__")).unwrap().count(), 1);
     // Made once: a second call finds it, and no temp folder is left behind.
     assert_eq!(
-        crate::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap(),
+        crate::execution::sandbox::bare_python_in(cache.path(), "py", &exe, home, version).unwrap(),
         bin
     );
     let names: Vec<_> = fs::read_dir(cache.path())
@@ -850,7 +851,7 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("py")]);
-    assert!(crate::sandbox::bare_python_in(
+    assert!(crate::execution::sandbox::bare_python_in(
         Path::new("/proc/foldbench"),
         "py",
         &exe,

@@ -1,7 +1,7 @@
 //! A cell's workspace: a temp dir holding a copy of the task's fixture, committed as the first
 //! commit of a fresh git repo, with the archive folder (`.foldbench/`) excluded from git. The
 //! copy and the repository are made once per fixture and process and written out per cell
-//! (`crate::template`).
+//! (`crate::execution::template`).
 //!
 //! The workspace gives the runner what it needs around the tools: the setup commands, a
 //! fingerprint of the files (to check that two arms start from and end in the same state) and
@@ -271,7 +271,7 @@ pub struct Workspace {
     root: PathBuf,
     base: Oid,
     /// The first commit's objects: the diff reads them, never the workspace's `.git`.
-    objects: std::sync::Arc<crate::git::BaseObjects>,
+    objects: std::sync::Arc<crate::execution::git::BaseObjects>,
     /// Owns the temp dir (removed on drop); `None` when the workspace is kept.
     _tmp: Option<TempDir>,
 }
@@ -336,7 +336,7 @@ impl Workspace {
             .canonicalize()
             .map_err(io_err("cannot resolve the temp dir"))?;
         // The fixture copied and committed, written from the task's prepared workspace.
-        let (base, objects) = crate::template::instantiate(fixture, &root)?;
+        let (base, objects) = crate::execution::template::instantiate(fixture, &root)?;
         let tmp = if keep {
             let _ = tmp.keep();
             None
@@ -436,19 +436,19 @@ impl Workspace {
     /// files in order of their relative paths, each contributing its path bytes, a 0 byte, the
     /// sha256 of its content and a 0 byte. Symlinks are not followed. Equal files give equal
     /// fingerprints, and a tool-cache snapshot of the workspace gives the same one
-    /// ([`crate::snapshot`]) without reading the files again.
+    /// ([`crate::execution::snapshot`]) without reading the files again.
     pub fn fingerprint(&self) -> io::Result<String> {
-        Ok(crate::snapshot::tree_fingerprint(
-            &crate::snapshot::work_tree(&self.root)?,
+        Ok(crate::execution::snapshot::tree_fingerprint(
+            &crate::execution::snapshot::work_tree(&self.root)?,
         ))
     }
 
     /// The state a shell command's output can depend on, for the tool cache: every folder, file
     /// and symlink of the work tree with its mode and content, plus what identifies the
-    /// repository's commits and refs and the archives (see [`crate::snapshot`]). Two workspaces
+    /// repository's commits and refs and the archives (see [`crate::execution::snapshot`]). Two workspaces
     /// made from the same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
-        Ok(crate::snapshot::Snapshot::take(&self.root)?.state())
+        Ok(crate::execution::snapshot::Snapshot::take(&self.root)?.state())
     }
 
     /// The changes since the first commit as a unified diff (git patch text): the first
@@ -462,7 +462,7 @@ impl Workspace {
     /// the work tree is read as files (`git::detached`). Nested repositories are
     /// listed, never opened.
     pub fn diff(&self) -> Result<String, WorkspaceError> {
-        let repo = crate::git::detached(&self.root, &self.objects)?;
+        let repo = crate::execution::git::detached(&self.root, &self.objects)?;
         let tree = repo.find_commit(self.base)?.tree()?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true)
@@ -603,7 +603,7 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
 
 /// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
 pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
-    crate::git::hermetic();
+    crate::execution::git::hermetic();
     let mut init = git2::RepositoryInitOptions::new();
     init.initial_head("main");
     let repo = Repository::init_opts(root, &init)?;

@@ -24,7 +24,7 @@ fn write_archive(ws: &Workspace) {
 fn a_snapshot_gives_the_workspace_fingerprint() {
     let fx = fixture();
     let ws = Workspace::create(fx.path(), false).expect("create");
-    let snap = || crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+    let snap = || crate::execution::snapshot::Snapshot::take(ws.path()).expect("snapshot");
     assert_eq!(snap().fingerprint(), ws.fingerprint().expect("fp"));
     let before = ws.fingerprint().expect("fp");
     fs::write(ws.path().join("src/session.py"), "PORT = 9090\n").expect("write");
@@ -51,12 +51,12 @@ fn the_archive_set_aside_is_out_of_the_tree_until_the_guard_drops() {
         "no archive yet"
     );
     write_archive(&ws);
-    let before = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+    let before = crate::execution::snapshot::Snapshot::take(ws.path()).expect("snapshot");
     let guard = ws.set_archive_aside().expect("aside").expect("an archive");
     assert!(!ws.path().join(".foldbench").exists());
-    let during = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+    let during = crate::execution::snapshot::Snapshot::take(ws.path()).expect("snapshot");
     let plain = Workspace::create(fx.path(), false).expect("create");
-    let fresh = crate::snapshot::Snapshot::take(plain.path()).expect("snapshot");
+    let fresh = crate::execution::snapshot::Snapshot::take(plain.path()).expect("snapshot");
     assert_eq!(
         during.state(),
         fresh.state(),
@@ -68,7 +68,7 @@ fn the_archive_set_aside_is_out_of_the_tree_until_the_guard_drops() {
         fs::read_to_string(ws.archive_dir().join("x")).expect("back"),
         "archived turn\n"
     );
-    let after = crate::snapshot::Snapshot::take(ws.path()).expect("snapshot");
+    let after = crate::execution::snapshot::Snapshot::take(ws.path()).expect("snapshot");
     assert_eq!(after.state(), before.state());
 }
 

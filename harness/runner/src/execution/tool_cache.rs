@@ -36,8 +36,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::sandbox::Sandbox;
-use crate::snapshot::{self, Change, Snapshot};
+use crate::execution::sandbox::Sandbox;
+use crate::execution::snapshot::{self, Change, Snapshot};
 use crate::tools::ShellRun;
 
 /// Stands for the workspace root inside stored outputs.

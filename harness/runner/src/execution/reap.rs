@@ -346,7 +346,7 @@ mod tests {
             "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!",
             Duration::from_secs(10),
             10_000,
-            &crate::sandbox::Sandbox::unconfined(),
+            &crate::execution::sandbox::Sandbox::unconfined(),
         )
         .await
         .unwrap();

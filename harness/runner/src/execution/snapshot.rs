@@ -143,7 +143,7 @@ pub(crate) fn work_tree(root: &Path) -> io::Result<BTreeMap<String, Entry>> {
     Ok(tree)
 }
 
-/// The workspace fingerprint ([`crate::workspace::Workspace::fingerprint`]): hex sha256 over the
+/// The workspace fingerprint ([`crate::execution::workspace::Workspace::fingerprint`]): hex sha256 over the
 /// regular files of a work tree in order of their relative paths, each contributing its path
 /// bytes, a 0 byte, the sha256 of its content and a 0 byte. Folders, modes and symlinks are not
 /// in it.

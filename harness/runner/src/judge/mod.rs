@@ -1,7 +1,8 @@
 //! Boundary judgement (docs/judge.md): gathering the items of `foldbench judge build` and asking
 //! the models of `foldbench judge run`. The dataset, the gold and the scores are pure and live in
 //! [`harness_core::judgement`], the tables in `harness_report::judgement`; the commands are the
-//! binary's.
+//! binary's. [`answer`]: how a model answers a card (`--answer tool|text`, `--grammar`);
+//! [`fit`]: fitting a request into `--max-context`.
 //!
 //! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
 //! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
@@ -25,6 +26,9 @@
 //! `--max-tool-output` characters, head and tail kept) and the current user message with the card
 //! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
 
+pub mod answer;
+pub mod fit;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -41,11 +45,11 @@ use harness_core::request::{Purpose, Request};
 use harness_core::sim::{Sim, SimConfig};
 use harness_core::tokens;
 
+use crate::backends::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
-use crate::judge_answer::Answering;
-use crate::model::{Model, ModelFuture, SharedModel, SimModel};
+use crate::execution::workspace::ARCHIVE_DIR;
+use crate::judge::answer::Answering;
 use crate::tasks::{self, LoadedTask};
-use crate::workspace::ARCHIVE_DIR;
 
 /// Where the items of a build come from.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -453,7 +457,7 @@ pub struct JudgeOptions {
     pub price: Price,
     /// Print a line per answered item to stderr.
     pub progress: bool,
-    /// Fit every request into this many o200k tokens ([`crate::judge_fit`]).
+    /// Fit every request into this many o200k tokens ([`crate::judge::fit`]).
     pub max_context: Option<u64>,
 }
 
@@ -510,7 +514,7 @@ pub async fn judge_models_answering(
             handles.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
                 let item = &items[ii];
-                let rec = crate::judge_answer::ask(item, &model, how, &opts).await;
+                let rec = crate::judge::answer::ask(item, &model, how, &opts).await;
                 if opts.progress {
                     let n = done.lock().map(|mut d| {
                         *d += 1;

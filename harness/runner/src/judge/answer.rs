@@ -20,10 +20,10 @@ use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
 use serde_json::{json, Map, Value};
 
+use crate::backends::model::SharedModel;
 use crate::backends::{self, BackendOptions, OpenAiModel};
 use crate::cell::SYSTEM_PROMPT;
 use crate::judge::JudgeOptions;
-use crate::model::SharedModel;
 
 /// The file in a cassette folder that says how its answers were asked.
 pub const MARKER: &str = "answer.json";
@@ -193,7 +193,7 @@ pub async fn ask(
     let mut rec = JudgedRecord::new(&model.name(), item, judgement::card_tokens(&card));
     rec.answer_mode = how.mode;
     rec.constrained = how.constrained;
-    let req = match crate::judge_fit::fit(req, opts.max_context) {
+    let req = match crate::judge::fit::fit(req, opts.max_context) {
         Ok((req, fitted)) => {
             rec.context_cut = fitted.turns_cut;
             req

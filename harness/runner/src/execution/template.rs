@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use git2::Oid;
 use sha2::{Digest, Sha256};
 
-use crate::git::BaseObjects;
-use crate::workspace::WorkspaceError;
+use crate::execution::git::BaseObjects;
+use crate::execution::workspace::WorkspaceError;
 
 /// One entry of a prepared workspace, relative to its root.
 #[derive(Debug)]
@@ -101,16 +101,16 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
     let scratch = tempfile::Builder::new()
         .prefix(&format!(
             "{}template-",
-            crate::workspace::owned_prefix(std::process::id())
+            crate::execution::workspace::owned_prefix(std::process::id())
         ))
-        .tempdir_in(crate::workspace::workspaces_dir())
+        .tempdir_in(crate::execution::workspace::workspaces_dir())
         .map_err(io_err("cannot create a temp dir"))?;
     let root = scratch.path();
-    crate::workspace::copy_tree(fixture, root)?;
-    let base = crate::workspace::init_repo(root)?;
+    crate::execution::workspace::copy_tree(fixture, root)?;
+    let base = crate::execution::workspace::init_repo(root)?;
     let objects = root.join(".git/objects");
     let base_objects = {
-        crate::git::hermetic();
+        crate::execution::git::hermetic();
         let repo = git2::Repository::open(root)?;
         let mut pack = repo.packbuilder()?;
         pack.insert_commit(base)?;
@@ -216,8 +216,8 @@ mod tests {
     /// The direct way: copy, init, commit.
     fn direct(fixture: &Path) -> (tempfile::TempDir, Oid) {
         let d = tempfile::tempdir().unwrap();
-        crate::workspace::copy_tree(fixture, d.path()).unwrap();
-        let oid = crate::workspace::init_repo(d.path()).unwrap();
+        crate::execution::workspace::copy_tree(fixture, d.path()).unwrap();
+        let oid = crate::execution::workspace::init_repo(d.path()).unwrap();
         (d, oid)
     }
 
@@ -230,8 +230,8 @@ mod tests {
             let (oid, _) = instantiate(fx.path(), got.path()).unwrap();
             assert_eq!(oid, want_oid);
             let (a, b) = (
-                crate::snapshot::Snapshot::take(got.path()).unwrap(),
-                crate::snapshot::Snapshot::take(want.path()).unwrap(),
+                crate::execution::snapshot::Snapshot::take(got.path()).unwrap(),
+                crate::execution::snapshot::Snapshot::take(want.path()).unwrap(),
             );
             assert_eq!(a.tree, b.tree, "same work tree, modes included");
             let repo = git2::Repository::open(got.path()).unwrap();

@@ -23,7 +23,7 @@
 //! Without bubblewrap ([`SandboxMode::Auto`] on a machine where `bwrap` is missing or cannot
 //! create namespaces, or [`SandboxMode::None`]) the command runs as a plain `sh` in its own
 //! process group with the same allowed environment (its descendants are still ended with the
-//! call: `crate::reap`); `/proc` then still shows the host's processes, which
+//! call: `crate::execution::reap`); `/proc` then still shows the host's processes, which
 //! [`Sandbox::detect`] says once on standard error.
 
 use std::fmt;
@@ -514,7 +514,7 @@ const FIXED_ENV: [(&str, &str); 5] = [
 /// allow-list, never a copy of the host's environment. `PATH` (the host's, or a default, with
 /// the bare Python environment first), `LANG=C.UTF-8`, `TERM=dumb`, `TZ=UTC`,
 /// `PYTHONDONTWRITEBYTECODE=1`, `PYTHONHASHSEED=0`, `SOURCE_DATE_EPOCH` (the time the
-/// workspace's files are given, [`crate::workspace::FILE_TIME`]: the convention that makes
+/// workspace's files are given, [`crate::execution::workspace::FILE_TIME`]: the convention that makes
 /// build tools write it instead of the clock), then the task's own variables (which win).
 /// Sorted by name.
 pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
@@ -531,7 +531,7 @@ pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
         ("PATH".to_string(), path),
         (
             "SOURCE_DATE_EPOCH".to_string(),
-            crate::workspace::FILE_TIME.to_string(),
+            crate::execution::workspace::FILE_TIME.to_string(),
         ),
     ];
     env.extend(

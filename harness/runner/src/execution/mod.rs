@@ -1,0 +1,26 @@
+//! # Execution: where a cell's commands run
+//!
+//! Everything between a cell and the operating system: the workspace a cell works in, the
+//! sandbox its shell commands run in, the processes a call leaves behind, and the run's cache
+//! of shell results. Nothing here knows about tools, models or policies; the [`crate::tools`]
+//! wing and the session loop ([`crate::cell`]) stand on top of it.
+//!
+//! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs
+//!   (which never read the workspace's own `.git`); made from a task's prepared `template`
+//!   (once per process), through the libgit2 calls of `git` that keep an agent's planted files
+//!   from steering the read.
+//! - [`sandbox`]: bubblewrap (or a plain `sh`) with an allow-listed environment, for every
+//!   shell command of a cell; [`reap`]: ending a call's processes, `setsid` descendants
+//!   included, where there is no PID namespace to end.
+//! - [`tool_cache`]: the run's cache of shell results with their file changes, keyed by
+//!   [`snapshot`]s of the workspace.
+//! - [`beneath`]: files foldbench itself writes into a workspace, never through a link the
+//!   agent planted.
+pub mod beneath;
+mod git;
+pub mod reap;
+pub mod sandbox;
+pub mod snapshot;
+mod template;
+pub mod tool_cache;
+pub mod workspace;
