@@ -192,7 +192,7 @@ impl Fold {
             })
         };
         let (Some(from), Some(to)) = (num("from"), num("to")) else {
-            let reason = "error: fold_unit needs two turn numbers, `from` and `to`".to_string();
+            let reason = fold::FoldRefusal::NeedsTurns.to_string();
             return ToolReply {
                 text: reason.clone(),
                 is_error: true,
@@ -204,7 +204,7 @@ impl Fold {
             u32::try_from(from).unwrap_or(u32::MAX),
             u32::try_from(to).unwrap_or(u32::MAX),
         );
-        let mut rule = check_fold(ctx, from, to, &self.pending);
+        let mut rule = check_fold(ctx, from, to, &self.pending).map_err(|e| e.to_string());
         if rule.is_ok() {
             if let Some(m) = &self.mode {
                 if to >= m.since_turn {

@@ -172,7 +172,7 @@ pub fn turns(s: &str) -> Result<u32, String> {
 /// `judge run --price`: `[SCHEME:]PRICE` as replay's `--price` (one parser,
 /// [`harness_core::prices::parse_price`]), each number from 0 to [`harness_core::prices::MAX_PRICE`] dollars per
 /// million tokens.
-pub fn price(s: &str) -> Result<harness_core::metrics::Price, String> {
+pub fn price(s: &str) -> Result<harness_core::metrics::Price, harness_core::prices::PriceError> {
     harness_core::prices::parse_price(s, None)
 }
 
@@ -199,8 +199,14 @@ mod tests {
         assert!(request_timeout("1.5")
             .unwrap_err()
             .contains("not a whole number of seconds"));
-        assert!(price("NaN").unwrap_err().contains("outside 0 to"));
-        assert!(price("inf").unwrap_err().contains("outside 0 to"));
+        assert!(price("NaN")
+            .unwrap_err()
+            .to_string()
+            .contains("outside 0 to"));
+        assert!(price("inf")
+            .unwrap_err()
+            .to_string()
+            .contains("outside 0 to"));
     }
 
     #[test]

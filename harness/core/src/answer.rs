@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
 use crate::judgement::{
-    fold_calls, judge_calls, Item, Judged, JudgedRecord, BASELINES, RECORD_VERSION,
+    fold_calls, judge_calls, Item, JsonlError, Judged, JudgedRecord, BASELINES, RECORD_VERSION,
 };
 use crate::message::{Message, Role};
 use crate::request::Response;
@@ -115,18 +115,35 @@ fn turn_number(s: &str) -> Option<u32> {
     }
 }
 
+/// What a text answer must be, for its errors.
+const EXPECTED: &str = "expected exactly `ignore` or `fold FROM-TO` (`fold 2-4 and 6-7`)";
+
+/// Why a text answer is unparsable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TextAnswerError {
+    /// More than one line.
+    #[error("more than one line; {EXPECTED}")]
+    Lines,
+    /// Neither `ignore` nor `fold …`.
+    #[error("{EXPECTED}")]
+    Neither,
+    /// A part of `fold …` that is no range.
+    #[error("`{0}` is not a range FROM-TO; {EXPECTED}")]
+    NotRange(String),
+}
+
 /// Reads a text answer strictly (see the module docs); `Err` says why it is unparsable.
-pub fn parse_text_answer(text: &str) -> Result<TextAnswer, String> {
-    const EXPECTED: &str = "expected exactly `ignore` or `fold FROM-TO` (`fold 2-4 and 6-7`)";
+pub fn parse_text_answer(text: &str) -> Result<TextAnswer, TextAnswerError> {
     let t = text.trim();
     if t == "ignore" {
         return Ok(TextAnswer::Ignore);
     }
     if t.contains('\n') {
-        return Err(format!("more than one line; {EXPECTED}"));
+        return Err(TextAnswerError::Lines);
     }
     let Some(rest) = t.strip_prefix("fold ") else {
-        return Err(EXPECTED.to_string());
+        return Err(TextAnswerError::Neither);
     };
     let mut out = Vec::new();
     for part in rest.split(" and ") {
@@ -135,7 +152,7 @@ pub fn parse_text_answer(text: &str) -> Result<TextAnswer, String> {
             .and_then(|(a, b)| Some((turn_number(a)?, turn_number(b)?)));
         match range {
             Some(r) => out.push(r),
-            None => return Err(format!("`{part}` is not a range FROM-TO; {EXPECTED}")),
+            None => return Err(TextAnswerError::NotRange(part.to_string())),
         }
     }
     Ok(TextAnswer::Fold(out))
@@ -155,7 +172,7 @@ pub fn judge_text(item: &Item, ctx: &Context, text: &str) -> (Judged, Option<Str
             j.score.folded_units = 0;
             j.score.missed_units = j.score.closed_units;
             j.score.unparsable = true;
-            (j, Some(why))
+            (j, Some(why.to_string()))
         }
     }
 }
@@ -275,7 +292,7 @@ pub fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
 
 /// Reads judged records (`judge run -o`); `name` names the file in errors (`name:line: ...`).
 /// Versions 1 and 2 are read (a version 1 record is a tool answer, unconstrained).
-pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, String> {
+pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, JsonlError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -289,8 +306,12 @@ pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, String
             &format!("record version {{}} is not supported; this foldbench reads versions 1 and {RECORD_VERSION}"),
             "not a judged record (no `version`); write them with `foldbench judge run -o`",
         )?;
-        let r: JudgedRecord = serde_json::from_value(v)
-            .map_err(|e| format!("{name}:{}: not a judged record: {e}", i + 1))?;
+        let r: JudgedRecord = serde_json::from_value(v).map_err(|source| JsonlError::NotA {
+            file: name.to_string(),
+            line: i + 1,
+            what: "judged record",
+            source,
+        })?;
         out.push(r);
     }
     Ok(out)

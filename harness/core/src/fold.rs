@@ -90,22 +90,79 @@ pub fn group_thousands(n: u64) -> String {
     out
 }
 
+/// Why a `fold_unit(from, to)` call is refused: the rule it broke. The message is the tool
+/// reply the agent reads (it begins `error: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FoldRefusal {
+    /// `from` or `to` is no turn of the session so far.
+    #[error("error: turn {turn} does not exist; the turns so far are 1 to {current}")]
+    NoSuchTurn {
+        /// The turn named.
+        turn: u32,
+        /// The turn in progress.
+        current: u32,
+    },
+    /// `from` is after `to`.
+    #[error("error: the range is reversed: from ({from}) is after to ({to}); give the first turn, then the last")]
+    Reversed {
+        /// The first turn named.
+        from: u32,
+        /// The last turn named.
+        to: u32,
+    },
+    /// The range holds the turn in progress.
+    #[error(
+        "error: turn {current} is the turn in progress and cannot be folded; fold turns before it"
+    )]
+    InProgress {
+        /// The turn in progress.
+        current: u32,
+    },
+    /// The range overlaps an earlier fold (made, or accepted this turn).
+    #[error("error: turns {folded_from}–{folded_to} were already folded and overlap {from}–{to}; folds do not nest: choose turns outside earlier folds")]
+    Overlaps {
+        /// The earlier fold's first turn.
+        folded_from: u32,
+        /// Its last turn.
+        folded_to: u32,
+        /// The first turn named.
+        from: u32,
+        /// The last turn named.
+        to: u32,
+    },
+    /// The range's messages are gone from the context.
+    #[error("error: turns {from}–{to} are no longer in the context (compacted or folded away)")]
+    Gone {
+        /// The first turn named.
+        from: u32,
+        /// The last turn named.
+        to: u32,
+    },
+    /// The call does not give both turn numbers.
+    #[error("error: fold_unit needs two turn numbers, `from` and `to`")]
+    NeedsTurns,
+}
+
 /// Checks a `fold_unit(from, to)` call for legality only. `pending` holds ranges accepted earlier
 /// in the same turn and not yet spliced. The error says which rule the call broke.
-pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> Result<(), String> {
+pub fn check_fold(
+    ctx: &Context,
+    from: u32,
+    to: u32,
+    pending: &[(u32, u32)],
+) -> Result<(), FoldRefusal> {
     let current = ctx.turn;
     for t in [from, to] {
         if t == 0 || t > current {
-            return Err(format!(
-                "error: turn {t} does not exist; the turns so far are 1 to {current}"
-            ));
+            return Err(FoldRefusal::NoSuchTurn { turn: t, current });
         }
     }
     if from > to {
-        return Err(format!("error: the range is reversed: from ({from}) is after to ({to}); give the first turn, then the last"));
+        return Err(FoldRefusal::Reversed { from, to });
     }
     if to == current || from == current {
-        return Err(format!("error: turn {current} is the turn in progress and cannot be folded; fold turns before it"));
+        return Err(FoldRefusal::InProgress { current });
     }
     for (a, b) in ctx
         .folded_turns()
@@ -113,15 +170,16 @@ pub fn check_fold(ctx: &Context, from: u32, to: u32, pending: &[(u32, u32)]) -> 
         .chain(pending.iter().copied())
     {
         if a <= to && from <= b {
-            return Err(format!(
-                "error: turns {a}–{b} were already folded and overlap {from}–{to}; folds do not nest: choose turns outside earlier folds"
-            ));
+            return Err(FoldRefusal::Overlaps {
+                folded_from: a,
+                folded_to: b,
+                from,
+                to,
+            });
         }
     }
     if ctx.turn_range(from, to).is_none() {
-        return Err(format!(
-            "error: turns {from}–{to} are no longer in the context (compacted or folded away)"
-        ));
+        return Err(FoldRefusal::Gone { from, to });
     }
     Ok(())
 }
@@ -310,23 +368,31 @@ mod tests {
     #[test]
     fn illegal_folds_say_which_rule_they_break() {
         let mut c = session(4);
-        assert!(check_fold(&c, 3, 1, &[]).unwrap_err().contains("reversed"));
+        assert!(check_fold(&c, 3, 1, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("reversed"));
         assert!(check_fold(&c, 1, 9, &[])
             .unwrap_err()
+            .to_string()
             .contains("turn 9 does not exist"));
         assert!(check_fold(&c, 0, 1, &[])
             .unwrap_err()
+            .to_string()
             .contains("turn 0 does not exist"));
         assert!(check_fold(&c, 2, 4, &[])
             .unwrap_err()
+            .to_string()
             .contains("in progress"));
         assert!(check_fold(&c, 1, 2, &[]).is_ok());
         splice_fold(&mut c, 1, 2, "a", "b").unwrap();
         assert!(check_fold(&c, 2, 3, &[])
             .unwrap_err()
+            .to_string()
             .contains("already folded"));
         assert!(check_fold(&c, 3, 3, &[(3, 3)])
             .unwrap_err()
+            .to_string()
             .contains("already folded"));
         assert!(check_fold(&c, 3, 3, &[]).is_ok());
     }

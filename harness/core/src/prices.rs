@@ -398,7 +398,7 @@ impl PriceTable {
 
     /// The table of the price flags ([`parse_flag`], in order: a later flag for the same
     /// model wins).
-    pub fn from_flags(flags: &[String]) -> Result<PriceTable, String> {
+    pub fn from_flags(flags: &[String]) -> Result<PriceTable, PriceError> {
         let mut table = PriceTable::default();
         for f in flags {
             let (model, price) = parse_flag(f)?;
@@ -423,12 +423,56 @@ impl PriceTable {
     }
 }
 
+/// Why a price flag or a PRICE is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PriceError {
+    /// `=PRICE` with nothing before the `=`.
+    #[error("`{0}` names no model before `=`; write MODEL=PRICE (gpt-5=1.25) or PRICE alone for the default")]
+    NoModel(String),
+    /// The PRICE of a flag is refused.
+    #[error("`{flag}`: {error}")]
+    InFlag {
+        /// The flag as given.
+        flag: String,
+        /// What is wrong with its PRICE.
+        error: Box<PriceError>,
+    },
+    /// A scheme that is neither `anthropic` nor `openai`.
+    #[error("`{0}` is not a price scheme; write anthropic:PRICE or openai:PRICE, or leave the scheme out to take the model's")]
+    NoScheme(String),
+    /// No number at all.
+    #[error("no price given; {FORMS}")]
+    Empty,
+    /// `INPUT/OUTPUT/...`.
+    #[error("`{0}` has more than INPUT/OUTPUT; {FORMS}")]
+    TooManyParts(String),
+    /// A piece of `input=…,…` without `=`.
+    #[error("`{0}` is not key=value; {FORMS}")]
+    NotKeyValue(String),
+    /// A key other than the four prices.
+    #[error("unknown price `{0}`; expected input, cache_write, cache_read or output")]
+    UnknownKey(String),
+    /// A number outside 0 to [`MAX_PRICE`].
+    #[error("{0} is outside 0 to {MAX_PRICE}; give dollars per million tokens, such as 3")]
+    OutOfRange(String),
+    /// No number.
+    #[error("`{value}` is not a number; give dollars per million tokens, such as 3")]
+    NotNumber {
+        /// The text as given.
+        value: String,
+        /// The parser's complaint.
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+}
+
 /// The example forms a price error suggests.
 const FORMS: &str = "give 3 (input $/M), 3/15 (input/output $/M), openai:1.75 (the scheme's ratios) or input=3,cache_write=1.25,cache_read=0.1,output=5 (multipliers of input)";
 
 /// One price flag, `[MODEL=][SCHEME:]PRICE`: the model it prices (`default` without one) and
 /// the price. See the module's docs for the grammar.
-pub fn parse_flag(flag: &str) -> Result<(String, Price), String> {
+pub fn parse_flag(flag: &str) -> Result<(String, Price), PriceError> {
     let keys = ["input", "cache_write", "cache_read", "output"];
     // `input=3`, `openai:input=3`: a PRICE alone, not MODEL=PRICE.
     let is_key = |m: &str| {
@@ -444,37 +488,33 @@ pub fn parse_flag(flag: &str) -> Result<(String, Price), String> {
         _ => ("default", flag),
     };
     if model.is_empty() {
-        return Err(format!(
-            "`{flag}` names no model before `=`; write MODEL=PRICE (gpt-5=1.25) or PRICE alone for the default"
-        ));
+        return Err(PriceError::NoModel(flag.to_string()));
     }
     let scheme = if model == "default" {
         None
     } else {
         Scheme::of_model(model)
     };
-    let price = parse_price(text, scheme).map_err(|e| format!("`{flag}`: {e}"))?;
+    let price = parse_price(text, scheme).map_err(|e| PriceError::InFlag {
+        flag: flag.to_string(),
+        error: Box::new(e),
+    })?;
     Ok((model.to_string(), price))
 }
 
 /// A PRICE, `[SCHEME:]INPUT`, `[SCHEME:]INPUT/OUTPUT` or `[SCHEME:]input=…,…`; `scheme` is the
 /// one to take where the text names none (`None`: Anthropic's, the default price's).
-pub fn parse_price(text: &str, scheme: Option<Scheme>) -> Result<Price, String> {
+pub fn parse_price(text: &str, scheme: Option<Scheme>) -> Result<Price, PriceError> {
     let (scheme, text) = match text.split_once(':') {
         Some((s, rest)) => match Scheme::from_name(s) {
             Some(s) => (s, rest),
-            None => {
-                return Err(format!(
-                    "`{}` is not a price scheme; write anthropic:PRICE or openai:PRICE, or leave the scheme out to take the model's",
-                    s.trim()
-                ))
-            }
+            None => return Err(PriceError::NoScheme(s.trim().to_string())),
         },
         None => (scheme.unwrap_or(Scheme::Anthropic), text),
     };
     let text = text.trim();
     if text.is_empty() {
-        return Err(format!("no price given; {FORMS}"));
+        return Err(PriceError::Empty);
     }
     if !text.contains('=') {
         let mut parts = text.split('/');
@@ -485,7 +525,7 @@ pub fn parse_price(text: &str, scheme: Option<Scheme>) -> Result<Price, String> 
             p.output = if input > 0.0 { out / input } else { 0.0 };
         }
         if parts.next().is_some() {
-            return Err(format!("`{text}` has more than INPUT/OUTPUT; {FORMS}"));
+            return Err(PriceError::TooManyParts(text.to_string()));
         }
         return Ok(p);
     }
@@ -493,34 +533,29 @@ pub fn parse_price(text: &str, scheme: Option<Scheme>) -> Result<Price, String> 
     for kv in text.split(',').filter(|k| !k.trim().is_empty()) {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| format!("`{kv}` is not key=value; {FORMS}"))?;
+            .ok_or_else(|| PriceError::NotKeyValue(kv.to_string()))?;
         let x = dollars(v)?;
         match k.trim() {
             "input" => p.input = x,
             "cache_write" => p.cache_write = x,
             "cache_read" => p.cache_read = x,
             "output" => p.output = x,
-            other => {
-                return Err(format!(
-                    "unknown price `{other}`; expected input, cache_write, cache_read or output"
-                ))
-            }
+            other => return Err(PriceError::UnknownKey(other.to_string())),
         }
     }
     Ok(p)
 }
 
 /// A number from 0 to [`MAX_PRICE`].
-fn dollars(s: &str) -> Result<f64, String> {
+fn dollars(s: &str) -> Result<f64, PriceError> {
     let s = s.trim();
     match s.parse::<f64>() {
         Ok(x) if (0.0..=MAX_PRICE).contains(&x) => Ok(x),
-        Ok(_) => Err(format!(
-            "{s} is outside 0 to {MAX_PRICE}; give dollars per million tokens, such as 3"
-        )),
-        Err(_) => Err(format!(
-            "`{s}` is not a number; give dollars per million tokens, such as 3"
-        )),
+        Ok(_) => Err(PriceError::OutOfRange(s.to_string())),
+        Err(source) => Err(PriceError::NotNumber {
+            value: s.to_string(),
+            source,
+        }),
     }
 }
 
@@ -697,7 +732,7 @@ mod tests {
 
     #[test]
     fn a_bad_price_flag_says_what_is_wrong_and_what_to_write() {
-        let err = |f: &str| parse_flag(f).unwrap_err();
+        let err = |f: &str| parse_flag(f).unwrap_err().to_string();
         assert!(err("=3").contains("names no model"), "{}", err("=3"));
         let e = err("my-model=azure:3");
         assert!(

@@ -49,9 +49,14 @@ pub enum Threshold {
     Percent(f64),
 }
 
+/// A threshold that is neither a non-negative number nor a percentage (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("threshold `{0}` must be a non-negative number or a percentage like 5%")]
+pub struct ThresholdError(pub String);
+
 impl Threshold {
     /// Parses `0.5`, `3` or `5%`.
-    pub fn parse(s: &str) -> Result<Threshold, String> {
+    pub fn parse(s: &str) -> Result<Threshold, ThresholdError> {
         let t = s.trim();
         let (number, percent) = match t.strip_suffix('%') {
             Some(n) => (n.trim(), true),
@@ -61,9 +66,7 @@ impl Threshold {
             .parse()
             .ok()
             .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| {
-                format!("threshold `{s}` must be a non-negative number or a percentage like 5%")
-            })?;
+            .ok_or_else(|| ThresholdError(s.to_string()))?;
         Ok(if percent {
             Threshold::Percent(x)
         } else {

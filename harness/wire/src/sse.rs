@@ -7,6 +7,18 @@
 //! lines of one event are joined with `\n`; `event:` names it; other fields (`id:`, `retry:`)
 //! are ignored, as none of the three APIs uses them. [`write_event`] writes one event.
 
+/// Why a byte stream is no event stream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// A line longer than [`MAX_LINE_BYTES`].
+    #[error("an event-stream line is longer than {MAX_LINE_BYTES} bytes")]
+    LineTooLong,
+    /// A line that is not UTF-8.
+    #[error("an event-stream line is not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+}
+
 /// One event of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -40,7 +52,7 @@ impl SseParser {
 
     /// Feeds the next bytes; returns the events they completed, in order. An error when a line
     /// grows past [`MAX_LINE_BYTES`] or is not UTF-8.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, String> {
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
         let mut start = 0;
         for (i, &b) in bytes.iter().enumerate() {
@@ -63,15 +75,13 @@ impl SseParser {
             self.after_cr = false;
             self.line.extend_from_slice(&bytes[start..]);
             if self.line.len() > MAX_LINE_BYTES {
-                return Err(format!(
-                    "an event-stream line is longer than {MAX_LINE_BYTES} bytes"
-                ));
+                return Err(SseError::LineTooLong);
             }
         }
         Ok(out)
     }
 
-    fn line_end(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+    fn line_end(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         if line.is_empty() {
             if let Some(data) = self.data.take() {
                 out.push(SseEvent {
@@ -82,8 +92,7 @@ impl SseParser {
             self.event = None;
             return Ok(());
         }
-        let line = std::str::from_utf8(line)
-            .map_err(|e| format!("an event-stream line is not UTF-8: {e}"))?;
+        let line = std::str::from_utf8(line).map_err(SseError::NotUtf8)?;
         if line.starts_with(':') {
             return Ok(());
         }
@@ -184,6 +193,15 @@ mod tests {
     fn a_line_that_is_not_utf8_is_an_error() {
         let mut p = SseParser::new();
         let err = p.feed(b"data: \xff\xfe\n\n").unwrap_err();
-        assert!(err.contains("not UTF-8"), "{err}");
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+        assert!(
+            std::error::Error::source(&err).is_some(),
+            "the UTF-8 error is kept"
+        );
+        let long = vec![b'x'; MAX_LINE_BYTES + 1];
+        assert_eq!(
+            SseParser::new().feed(&long).unwrap_err().to_string(),
+            format!("an event-stream line is longer than {MAX_LINE_BYTES} bytes")
+        );
     }
 }

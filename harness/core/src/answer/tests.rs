@@ -216,9 +216,11 @@ fn records_of_version_1_read_as_tool_answers() {
     assert_eq!(back[0].answer_mode, AnswerMode::Tool);
     assert!(!back[0].constrained);
     assert_eq!(back[1], r);
-    let e = parse_records("r.jsonl", "{\"version\": 9}\n").unwrap_err();
+    let e = parse_records("r.jsonl", "{\"version\": 9}\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("r.jsonl:1: record version 9"), "{e}");
-    let e = parse_records("r.jsonl", "\n{}\n").unwrap_err();
+    let e = parse_records("r.jsonl", "\n{}\n").unwrap_err().to_string();
     assert!(e.starts_with("r.jsonl:2: not a judged record"), "{e}");
 }
 

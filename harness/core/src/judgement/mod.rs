@@ -399,35 +399,34 @@ impl Item {
     }
 
     /// Checks the item: version, turns, and that the stored gold is the one the labels give.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ItemError> {
+        let id = || self.id.clone();
         if self.version != DATASET_VERSION {
-            return Err(format!(
-                "item {}: version {} is not supported; this foldbench reads version {DATASET_VERSION}",
-                self.id, self.version
-            ));
+            return Err(ItemError::Version {
+                id: id(),
+                version: self.version,
+            });
         }
         if self.current < 2 || self.turns.is_empty() {
-            return Err(format!(
-                "item {}: a card point needs a turn ≥ 2 and at least one offered turn",
-                self.id
-            ));
+            return Err(ItemError::NoCardPoint { id: id() });
         }
         if self
             .turns
             .iter()
             .any(|t| t.turn >= self.current || t.turn == 0)
         {
-            return Err(format!(
-                "item {}: an offered turn is not before the current turn {}",
-                self.id, self.current
-            ));
+            return Err(ItemError::TurnNotBefore {
+                id: id(),
+                current: self.current,
+            });
         }
         let want = gold(&self.offered(), self.current, &self.labels);
         if want != self.gold {
-            return Err(format!(
-                "item {}: the stored gold does not follow from the labels (closed {:?}, expected {:?}); rebuild the dataset",
-                self.id, self.gold.closed, want.closed
-            ));
+            return Err(ItemError::Gold {
+                id: id(),
+                stored: self.gold.closed.clone(),
+                expected: want.closed,
+            });
         }
         Ok(())
     }
@@ -448,21 +447,27 @@ pub fn versioned_line(
     accepted: &[u32],
     unsupported: &str,
     missing: &str,
-) -> Result<serde_json::Value, String> {
-    let v: serde_json::Value = serde_json::from_str(line)
-        .map_err(|e| format!("{name}:{line_no}: not a JSON line: {e}"))?;
+) -> Result<serde_json::Value, JsonlError> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|source| JsonlError::NotJson {
+            file: name.to_string(),
+            line: line_no,
+            source,
+        })?;
+    let version = |message: String| JsonlError::Version {
+        file: name.to_string(),
+        line: line_no,
+        message,
+    };
     match v.get("version").and_then(|x| x.as_u64()) {
         Some(n) if accepted.iter().any(|a| u64::from(*a) == n) => Ok(v),
-        Some(n) => Err(format!(
-            "{name}:{line_no}: {}",
-            unsupported.replace("{}", &n.to_string())
-        )),
-        None => Err(format!("{name}:{line_no}: {missing}")),
+        Some(n) => Err(version(unsupported.replace("{}", &n.to_string()))),
+        None => Err(version(missing.to_string())),
     }
 }
 
 /// Reads a dataset; `name` names it in errors (`name:line: ...`). Every item is checked.
-pub fn parse_dataset(name: &str, text: &str) -> Result<Vec<Item>, String> {
+pub fn parse_dataset(name: &str, text: &str) -> Result<Vec<Item>, JsonlError> {
     let mut out = Vec::new();
     let mut ids = BTreeSet::new();
     for (i, line) in text.lines().enumerate() {
@@ -477,11 +482,27 @@ pub fn parse_dataset(name: &str, text: &str) -> Result<Vec<Item>, String> {
             &format!("dataset version {{}} is not supported; this foldbench reads version {DATASET_VERSION}"),
             "not a judgement item (no `version`); build one with `foldbench judge build`",
         )?;
-        let item: Item = serde_json::from_value(v)
-            .map_err(|e| format!("{name}:{}: not a judgement item: {e}", i + 1))?;
-        item.check().map_err(|e| format!("{name}:{}: {e}", i + 1))?;
+        let (file, line) = (name.to_string(), i + 1);
+        let item: Item = match serde_json::from_value(v) {
+            Ok(item) => item,
+            Err(source) => {
+                return Err(JsonlError::NotA {
+                    file,
+                    line,
+                    what: "judgement item",
+                    source,
+                })
+            }
+        };
+        if let Err(error) = item.check() {
+            return Err(JsonlError::Item { file, line, error });
+        }
         if !ids.insert(item.id.clone()) {
-            return Err(format!("{name}:{}: item {} appears twice", i + 1, item.id));
+            return Err(JsonlError::Twice {
+                file,
+                line,
+                id: item.id,
+            });
         }
         out.push(item);
     }
@@ -549,10 +570,12 @@ impl SessionLabels {
     }
 }
 
+mod error;
 mod replay;
 mod score;
 mod stats;
 
+pub use error::{ItemError, JsonlError};
 pub use replay::*;
 pub use score::*;
 pub use stats::*;

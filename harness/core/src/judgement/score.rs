@@ -2,6 +2,7 @@
 //! judged record of one model on one item, and a model's aggregate.
 
 use super::*;
+use crate::fold::FoldRefusal;
 
 /// What became of one `fold_unit` call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -57,7 +58,7 @@ pub struct ItemScore {
 
 /// Reads `from` and `to` of a `fold_unit` call as the fold policy does (numbers, or numbers in
 /// strings).
-pub fn fold_args(call: &ToolCall) -> Result<(u32, u32), String> {
+pub fn fold_args(call: &ToolCall) -> Result<(u32, u32), FoldRefusal> {
     let num = |k: &str| {
         call.args.get(k).and_then(|v| {
             v.as_u64()
@@ -69,7 +70,7 @@ pub fn fold_args(call: &ToolCall) -> Result<(u32, u32), String> {
             u32::try_from(a).unwrap_or(u32::MAX),
             u32::try_from(b).unwrap_or(u32::MAX),
         )),
-        _ => Err("error: fold_unit needs two turn numbers, `from` and `to`".to_string()),
+        _ => Err(FoldRefusal::NeedsTurns),
     }
 }
 
@@ -105,7 +106,7 @@ pub fn judge_calls(item: &Item, ctx: &Context, calls: &[ToolCall]) -> Judged {
                     from: None,
                     to: None,
                     verdict: Verdict::Illegal,
-                    reason,
+                    reason: reason.to_string(),
                 });
                 continue;
             }
@@ -116,7 +117,7 @@ pub fn judge_calls(item: &Item, ctx: &Context, calls: &[ToolCall]) -> Judged {
                 from: Some(from),
                 to: Some(to),
                 verdict: Verdict::Illegal,
-                reason,
+                reason: reason.to_string(),
             });
             continue;
         }

@@ -116,7 +116,11 @@ fn build_item_counts_and_cuts() {
     assert!(it.check().is_ok());
     let mut bad = it.clone();
     bad.gold.closed = vec![(1, 1)];
-    assert!(bad.check().unwrap_err().contains("does not follow"));
+    assert!(bad
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("does not follow"));
 }
 
 fn card_turns_of(it: &Item) -> Vec<u32> {
@@ -249,16 +253,20 @@ fn dataset_round_trips_and_rejects_other_versions() {
     let v2 = text.replacen("\"version\":1", "\"version\":2", 1);
     assert!(parse_dataset("d.jsonl", &v2)
         .unwrap_err()
+        .to_string()
         .contains("d.jsonl:1: dataset version 2 is not supported"));
     assert!(parse_dataset("d.jsonl", "{}")
         .unwrap_err()
+        .to_string()
         .contains("no `version`"));
     assert!(parse_dataset("d.jsonl", "nope")
         .unwrap_err()
+        .to_string()
         .contains("d.jsonl:1"));
     let twice = format!("{}\n{}\n", to_line(&it), to_line(&it));
     assert!(parse_dataset("d.jsonl", &twice)
         .unwrap_err()
+        .to_string()
         .contains("appears twice"));
 }
 

@@ -182,7 +182,7 @@ pub(crate) fn splices(v: &Value, ctx: &Context) -> Result<Vec<(Splice, Option<St
         harness_core::fold::check_fold(ctx, from, to, &pending).map_err(|e| {
             format!(
                 "proposed an illegal splice of turns {from}–{to}: {}",
-                e.trim_start_matches("error: ")
+                e.to_string().trim_start_matches("error: ")
             )
         })?;
         let text = match item.get("text") {

@@ -406,7 +406,7 @@ pub async fn build(
 pub fn read_dataset(path: &Path) -> Result<Vec<Item>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    judgement::parse_dataset(&path.display().to_string(), &text)
+    judgement::parse_dataset(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
 
 /// Keeps the items a run asks about.
