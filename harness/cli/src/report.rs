@@ -207,7 +207,8 @@ pub fn render_format(
                         seed: a.seed,
                         model: a.model.clone(),
                     },
-                )?;
+                )
+                .map_err(|e| e.to_string())?;
                 svg::line_chart(&chart)
             }
         },

@@ -321,6 +321,28 @@ pub struct SessionChoice {
     pub model: Option<String>,
 }
 
+/// Why there is no request chart to draw.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChartError {
+    /// No cell of the chosen task fits the chosen seed and model.
+    #[error("no cell of task `{0}` with the chosen seed and model")]
+    NoCellOfTask(String),
+    /// No cell fits the choice.
+    #[error("no cell to chart")]
+    NoCell,
+    /// The chosen session's cells recorded no request.
+    #[error("no requests recorded for task `{task}`, seed {seed}, model `{model}`; is requests.jsonl in the run directory?")]
+    NoRequests {
+        /// The task.
+        task: String,
+        /// The seed.
+        seed: u64,
+        /// The model label.
+        model: String,
+    },
+}
+
 /// The request-size chart: for one task, seed and model, each arm's turn requests in order
 /// (compaction calls are left out). Unless chosen: the first task with the longest session, the
 /// first model, the smallest seed.
@@ -328,7 +350,7 @@ pub fn request_chart(
     records: &[CellRecord],
     requests: &[RequestPoint],
     choice: &SessionChoice,
-) -> Result<LineChart, String> {
+) -> Result<LineChart, ChartError> {
     let fits = |r: &&CellRecord| {
         choice.task.as_ref().is_none_or(|t| &r.task == t)
             && choice.seed.is_none_or(|s| r.seed == s)
@@ -337,8 +359,8 @@ pub fn request_chart(
     let cands: Vec<&CellRecord> = records.iter().filter(fits).collect();
     let Some(first) = cands.first() else {
         return Err(match &choice.task {
-            Some(t) => format!("no cell of task `{t}` with the chosen seed and model"),
-            None => "no cell to chart".into(),
+            Some(t) => ChartError::NoCellOfTask(t.clone()),
+            None => ChartError::NoCell,
         });
     };
     let task = match &choice.task {
@@ -390,9 +412,7 @@ pub fn request_chart(
         });
     }
     if series.iter().all(|s| s.points.is_empty()) {
-        return Err(format!(
-            "no requests recorded for task `{task}`, seed {seed}, model `{model}`; is requests.jsonl in the run directory?"
-        ));
+        return Err(ChartError::NoRequests { task, seed, model });
     }
     Ok(LineChart {
         title: format!("Request size — {task}, seed {seed}, {model}"),

@@ -32,22 +32,22 @@ impl View {
     pub const NAMES: [&'static str; 5] = ["default", "loss", "cache", "essay", "all"];
 
     /// The view named `name`; the error lists the views.
-    pub fn parse(name: &str) -> Result<View, String> {
+    pub fn parse(name: &str) -> Result<View, UnknownView> {
         Ok(match name {
             "default" => View::Default,
             "loss" => View::Loss,
             "cache" => View::Cache,
             "essay" => View::Essay,
             "all" => View::All,
-            _ => {
-                return Err(format!(
-                    "unknown view `{name}`: the views are {}",
-                    View::NAMES.join(", ")
-                ))
-            }
+            _ => return Err(UnknownView(name.to_string())),
         })
     }
 }
+
+/// A name that is no view (the name as given); the message lists the views.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown view `{name}`: the views are {views}", name = .0, views = View::NAMES.join(", "))]
+pub struct UnknownView(pub String);
 
 /// Which table a view selects from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -600,7 +600,10 @@ mod tests {
     #[test]
     fn an_unknown_view_lists_the_views() {
         let e = View::parse("wide").unwrap_err();
-        assert!(e.contains("default, loss, cache, essay, all"), "{e}");
+        assert!(
+            e.to_string().contains("default, loss, cache, essay, all"),
+            "{e}"
+        );
         assert_eq!(View::parse("essay"), Ok(View::Essay));
     }
 }
