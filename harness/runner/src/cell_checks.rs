@@ -25,7 +25,8 @@ pub async fn run_checks(
     for c in &spec.checks {
         let (passed, detail) = match c {
             Check::Shell(cmd) => {
-                match tools::run_shell_for(ws.path(), cmd, timeout, limits).await {
+                match crate::execution::shell::run_shell_for(ws.path(), cmd, timeout, limits).await
+                {
                     Ok((r, _)) if r.success() => (true, String::new()),
                     Ok((r, _)) if r.timed_out => (
                         false,

@@ -33,7 +33,7 @@ fn open_root(root: &Path) -> io::Result<OwnedFd> {
 /// The components of the workspace-relative path `rel`, normalised (`.` dropped, `..`
 /// resolved lexically); an absolute path or one that leaves the root is refused.
 fn components(rel: &str) -> io::Result<Vec<String>> {
-    let norm = crate::tools::normalize(rel).map_err(|e| {
+    let norm = crate::execution::workspace::normalize(rel).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             e.trim_start_matches("error: ").to_string(),

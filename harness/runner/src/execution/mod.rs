@@ -17,9 +17,14 @@
 //! - [`beneath`]: files foldbench itself writes into a workspace, never through a link the
 //!   agent planted.
 pub mod beneath;
+mod dirs;
 mod git;
+pub(crate) mod output;
+pub(crate) mod process;
 pub mod reap;
+mod repo;
 pub mod sandbox;
+pub mod shell;
 pub mod snapshot;
 mod template;
 pub mod tool_cache;

@@ -159,7 +159,7 @@ pub fn end_call(marker: &str, group: Option<u32>) {
 /// [`end_call`], and with `start` (the call's beginning, in clock ticks) the orphans it left.
 fn end_call_from(marker: &str, group: Option<u32>, start: Option<u64>) {
     if let Some(g) = group {
-        crate::tools::kill_process_group(g);
+        kill_process_group(g);
         // Its children are re-parented when the leader has exited.
         wait_dead(&[g]);
     }
@@ -327,6 +327,24 @@ fn signal_kill(id: u32) {
     }
 }
 
+/// Sends SIGKILL to the process group `pgid` (a group [`crate::execution::process`] created with
+/// `process_group(0)`, whose id is the pid of its `sh`).
+#[allow(unsafe_code)]
+pub(crate) fn kill_process_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) only takes two integers and touches no memory of this process; the
+    // negative pid addresses exactly the process group we created for the shell. A failure
+    // (ESRCH: the group is already gone) is harmless and ignored.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,7 +359,7 @@ mod tests {
     #[tokio::test]
     async fn a_setsid_child_does_not_outlive_its_shell_call() {
         let dir = tempfile::tempdir().unwrap();
-        let run = crate::tools::run_shell(
+        let run = crate::execution::process::run_shell(
             dir.path(),
             "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!",
             Duration::from_secs(10),

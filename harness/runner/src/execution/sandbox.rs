@@ -514,7 +514,7 @@ const FIXED_ENV: [(&str, &str); 5] = [
 /// allow-list, never a copy of the host's environment. `PATH` (the host's, or a default, with
 /// the bare Python environment first), `LANG=C.UTF-8`, `TERM=dumb`, `TZ=UTC`,
 /// `PYTHONDONTWRITEBYTECODE=1`, `PYTHONHASHSEED=0`, `SOURCE_DATE_EPOCH` (the time the
-/// workspace's files are given, [`crate::execution::workspace::FILE_TIME`]: the convention that makes
+/// workspace's files are given, [`crate::execution::repo::FILE_TIME`]: the convention that makes
 /// build tools write it instead of the clock), then the task's own variables (which win).
 /// Sorted by name.
 pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
@@ -531,7 +531,7 @@ pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
         ("PATH".to_string(), path),
         (
             "SOURCE_DATE_EPOCH".to_string(),
-            crate::execution::workspace::FILE_TIME.to_string(),
+            crate::execution::repo::FILE_TIME.to_string(),
         ),
     ];
     env.extend(
@@ -726,7 +726,7 @@ pub(crate) fn bare_python_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::run_shell;
+    use crate::execution::process::run_shell;
     use std::time::Duration;
 
     /// The bubblewrap sandbox, or `None` (with a note) where this machine has none. Under

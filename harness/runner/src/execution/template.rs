@@ -23,7 +23,7 @@ use git2::Oid;
 use sha2::{Digest, Sha256};
 
 use crate::execution::git::BaseObjects;
-use crate::execution::workspace::WorkspaceError;
+use crate::execution::repo::WorkspaceError;
 
 /// One entry of a prepared workspace, relative to its root.
 #[derive(Debug)]
@@ -101,13 +101,13 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
     let scratch = tempfile::Builder::new()
         .prefix(&format!(
             "{}template-",
-            crate::execution::workspace::owned_prefix(std::process::id())
+            crate::execution::dirs::owned_prefix(std::process::id())
         ))
-        .tempdir_in(crate::execution::workspace::workspaces_dir())
+        .tempdir_in(crate::execution::dirs::workspaces_dir())
         .map_err(io_err("cannot create a temp dir"))?;
     let root = scratch.path();
-    crate::execution::workspace::copy_tree(fixture, root)?;
-    let base = crate::execution::workspace::init_repo(root)?;
+    crate::execution::repo::copy_tree(fixture, root)?;
+    let base = crate::execution::repo::init_repo(root)?;
     let objects = root.join(".git/objects");
     let base_objects = {
         crate::execution::git::hermetic();
@@ -216,8 +216,8 @@ mod tests {
     /// The direct way: copy, init, commit.
     fn direct(fixture: &Path) -> (tempfile::TempDir, Oid) {
         let d = tempfile::tempdir().unwrap();
-        crate::execution::workspace::copy_tree(fixture, d.path()).unwrap();
-        let oid = crate::execution::workspace::init_repo(d.path()).unwrap();
+        crate::execution::repo::copy_tree(fixture, d.path()).unwrap();
+        let oid = crate::execution::repo::init_repo(d.path()).unwrap();
         (d, oid)
     }
 

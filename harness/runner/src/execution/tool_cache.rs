@@ -36,9 +36,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use crate::execution::process::ShellRun;
 use crate::execution::sandbox::Sandbox;
 use crate::execution::snapshot::{self, Change, Snapshot};
-use crate::tools::ShellRun;
 
 /// Stands for the workspace root inside stored outputs.
 const ROOT_MARK: &str = "\u{1}FOLDBENCH_WORKSPACE\u{1}";
@@ -499,7 +499,7 @@ mod tests {
 
     #[tokio::test]
     async fn shell_calls_hit_unless_marked_uncached_and_a_hit_replays_the_file_changes() {
-        use crate::tools::{run_shell_for, ToolLimits};
+        use crate::execution::shell::{run_shell_for, ToolLimits};
         let (a, b) = twins();
         let mut limits = ToolLimits {
             cache: Some(Arc::new(ToolCache::new())),

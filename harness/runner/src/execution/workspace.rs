@@ -8,13 +8,18 @@
 //! the diff against the fixture (saved with the cell's record).
 
 use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::{Component, Path, PathBuf};
 
-use git2::{DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, Signature, Time};
+use git2::{DiffFormat, DiffOptions, Oid};
 use tempfile::TempDir;
 
-use crate::tools::{self, ToolLimits};
+pub use crate::execution::dirs::{
+    close_and_sweep_own, owned_prefix, sweep_stale, workspaces_dir, KEPT_PREFIX, SHM_MIN,
+};
+use crate::execution::repo::{io_err, FOLDBENCH_DIR};
+pub use crate::execution::repo::{WorkspaceError, FILE_TIME};
+use crate::execution::shell::{self, ToolLimits};
 
 /// The archive folder, relative to the workspace root. Policies write folded turns and strategy
 /// branches here; the model may read them back; git ignores them.
@@ -27,226 +32,6 @@ pub const DIFF_FILE_CAP: u64 = 1 << 20;
 /// The most bytes of diff text kept (`diff.patch`); the rest is left out with a note saying how
 /// much.
 pub const DIFF_CAP: usize = 4 << 20;
-
-/// The folder excluded from git (and from the fingerprint and the diff), holding the archive.
-const FOLDBENCH_DIR: &str = ".foldbench";
-
-/// The modification and access time of every file, folder and link of a workspace once the
-/// task's setup has run, in seconds since the epoch: 2024-05-03 00:00:00 UTC (the tasks' own
-/// dates are in spring 2024). The fixture's copy and the files setup commands write would
-/// otherwise carry the moment this cell ran, and `ls -l` would print it: a different output on
-/// every run, which a fold's archive and a request's token count carry on. The shell gets it as
-/// `SOURCE_DATE_EPOCH` too. Files the agent writes later carry the real time of the write.
-pub const FILE_TIME: i64 = 1_714_694_400;
-
-/// Errors of creating or using a workspace.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkspaceError {
-    /// A filesystem operation failed.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done, naming the path.
-        context: String,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// A git operation failed.
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
-    /// The fixture cannot be used as it is (not a directory, contains a symlink, ...).
-    #[error("fixture {path}: {problem}")]
-    Fixture {
-        /// The offending path in the fixture.
-        path: PathBuf,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// A setup command failed (non-zero exit or timeout).
-    #[error("setup command `{command}` failed ({reason}); its output:\n{output}")]
-    Setup {
-        /// The command as written in the task spec.
-        command: String,
-        /// `exit code N`, `timed out after Ns`, ...
-        reason: String,
-        /// What the command printed (stdout and stderr merged, capped).
-        output: String,
-    },
-}
-
-/// The name prefix of a kept workspace (`--keep-workspaces`): never swept.
-pub const KEPT_PREFIX: &str = "foldbench-kept-";
-
-/// The folder cells' workspaces are made in: `$TMPDIR` when it is set; else `/dev/shm` when it
-/// is a tmpfs of at least [`SHM_MIN`] this process can write (a cell creates and removes hundreds
-/// of small files, and on a journaled disk allocating their inodes costs more than the rest of
-/// the cell: docs/performance.md); else the system's temp folder. Kept workspaces
-/// (`--keep-workspaces`) go to the temp folder, on disk.
-pub fn workspaces_dir() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        if std::env::var_os("TMPDIR").is_some() {
-            return std::env::temp_dir();
-        }
-        let shm = Path::new("/dev/shm");
-        let usable = fs::read_to_string("/proc/self/mounts").is_ok_and(|m| shm_usable(&m));
-        if usable && tempfile::tempdir_in(shm).is_ok() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        }
-    })
-    .clone()
-}
-
-/// The smallest `/dev/shm` workspaces go to (a container's default of 64 MB is too small for a
-/// task that writes logs, times the cells running at once).
-pub const SHM_MIN: u64 = 1 << 30;
-
-/// Whether the mount table (`/proc/self/mounts`) shows `/dev/shm` as a tmpfs of at least
-/// [`SHM_MIN`] (a tmpfs without a `size=` option is half the memory). The last mount of the
-/// folder is the one in effect.
-fn shm_usable(mounts: &str) -> bool {
-    let Some(line) = mounts
-        .lines()
-        .rev()
-        .find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))
-    else {
-        return false;
-    };
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.get(2) != Some(&"tmpfs") {
-        return false;
-    }
-    let size = f
-        .get(3)
-        .into_iter()
-        .flat_map(|o| o.split(','))
-        .find_map(|o| o.strip_prefix("size="));
-    let Some(size) = size else {
-        return true;
-    };
-    let (digits, unit) = size.split_at(
-        size.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(size.len()),
-    );
-    let scale: u64 = match unit {
-        "" => 1,
-        "k" => 1 << 10,
-        "m" => 1 << 20,
-        "g" => 1 << 30,
-        _ => return false,
-    };
-    digits
-        .parse::<u64>()
-        .is_ok_and(|n| n.saturating_mul(scale) >= SHM_MIN)
-}
-
-/// The name prefix of the workspaces of process `pid` of this PID namespace:
-/// `foldbench-p<PID>-n<NS>-`, `NS` the namespace's inode (`/proc/self/ns/pid`). A pid means a
-/// process only in its own namespace, so a run in a container or under `unshare --pid` sharing
-/// the temp folder neither sweeps the host's workspaces nor has its own swept by the host.
-pub fn owned_prefix(pid: u32) -> String {
-    match pid_namespace() {
-        Some(ns) => format!("foldbench-p{pid}-n{ns}-"),
-        None => format!("foldbench-p{pid}-"),
-    }
-}
-
-/// This process's PID namespace: the inode in `/proc/self/ns/pid` (`pid:[4026531836]`).
-fn pid_namespace() -> Option<u64> {
-    static NS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *NS.get_or_init(|| {
-        let link = fs::read_link("/proc/self/ns/pid").ok()?;
-        let text = link.to_str()?;
-        text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
-    })
-}
-
-/// The owner's pid of a workspace folder named `foldbench-p<PID>-n<NS>-…` in this PID
-/// namespace (`None` for another namespace's: its pids are not this one's). A name without the
-/// namespace (`foldbench-p<PID>-…`, before it was written) counts as this namespace's.
-fn owner_of(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("foldbench-p")?;
-    let (pid, rest) = rest.split_once('-')?;
-    let pid = pid.parse().ok()?;
-    let ns = rest
-        .strip_prefix('n')
-        .and_then(|r| r.split_once('-'))
-        .and_then(|(n, _)| n.parse::<u64>().ok());
-    match (ns, pid_namespace()) {
-        (Some(theirs), Some(ours)) if theirs != ours => None,
-        _ => Some(pid),
-    }
-}
-
-/// Removes the workspaces in `tmp` whose owning process no longer exists (a run killed with
-/// SIGKILL leaves its cells' workspaces behind); returns how many were removed. Workspaces of
-/// live processes and kept ones are left alone. Does nothing where `/proc` is missing.
-pub fn sweep_stale(tmp: &Path) -> usize {
-    if !Path::new("/proc/self").exists() {
-        return 0;
-    }
-    sweep(tmp, |pid| !Path::new(&format!("/proc/{pid}")).exists())
-}
-
-/// Whether this process stopped creating workspaces ([`close_and_sweep_own`]); the lock is held
-/// while a workspace's folder is created, so none appears after the sweep.
-static CLOSED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
-
-/// Stops this process from creating workspaces, then removes its own workspaces in `tmp` (on
-/// SIGINT/SIGTERM, before exiting); returns how many were removed.
-pub fn close_and_sweep_own(tmp: &Path) -> usize {
-    match CLOSED.lock() {
-        Ok(mut c) => *c = true,
-        Err(p) => *p.into_inner() = true,
-    }
-    let me = std::process::id();
-    // Cells still running may write into a workspace while it is removed (its removal then
-    // fails); try again a few times.
-    let mut removed = 0;
-    for _ in 0..20 {
-        removed += sweep(tmp, |pid| pid == me);
-        if count(tmp, |pid| pid == me) == 0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    removed
-}
-
-fn count(tmp: &Path, of: impl Fn(u32) -> bool) -> usize {
-    fs::read_dir(tmp)
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_str().and_then(owner_of).is_some_and(&of))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
-fn sweep(tmp: &Path, remove: impl Fn(u32) -> bool) -> usize {
-    let Ok(entries) = fs::read_dir(tmp) else {
-        return 0;
-    };
-    let mut n = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(owner_of) else {
-            continue;
-        };
-        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && remove(pid) && fs::remove_dir_all(e.path()).is_ok() {
-            n += 1;
-        }
-    }
-    n
-}
-
-fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> WorkspaceError {
-    let context = context.into();
-    move |source| WorkspaceError::Io { context, source }
-}
 
 /// `.foldbench/` set aside by [`Workspace::set_archive_aside`]; dropping it puts the folder back.
 #[derive(Debug)]
@@ -312,7 +97,9 @@ impl Workspace {
             owned_prefix(std::process::id())
         };
         let tmp = {
-            let guard = CLOSED.lock().unwrap_or_else(|p| p.into_inner());
+            let guard = crate::execution::dirs::CLOSED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if *guard {
                 return Err(WorkspaceError::Io {
                     context: "cannot create a workspace".into(),
@@ -406,7 +193,7 @@ impl Workspace {
     ) -> Result<(), WorkspaceError> {
         let timeout = limits.shell_timeout;
         for command in commands {
-            let (run, _) = tools::run_shell_for(&self.root, command, timeout, limits)
+            let (run, _) = shell::run_shell_for(&self.root, command, timeout, limits)
                 .await
                 .map_err(io_err(format!("cannot run setup command `{command}`")))?;
             if run.success() {
@@ -541,11 +328,42 @@ impl Cut {
     }
 }
 
+/// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
+/// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
+pub fn normalize(rel: &str) -> Result<String, String> {
+    let outside = || {
+        format!(
+            "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
+        )
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in Path::new(rel).components() {
+        match comp {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(outside());
+                }
+            }
+            Component::Normal(s) => match s.to_str() {
+                Some(s) => parts.push(s),
+                None => return Err(format!("error: path `{rel}` is not valid UTF-8")),
+            },
+            Component::RootDir | Component::Prefix(_) => return Err(outside()),
+        }
+    }
+    if parts.is_empty() {
+        Ok(".".to_string())
+    } else {
+        Ok(parts.join("/"))
+    }
+}
+
 /// Whether a workspace-relative path is inside the archive folder (`.foldbench/archive` or
 /// below). The path is normalised lexically first (`./`, `a/../`); paths that cannot be
 /// normalised (absolute, escaping) are not archive paths.
 pub fn is_archive_path(rel: &str) -> bool {
-    match tools::normalize(rel) {
+    match normalize(rel) {
         Ok(norm) => {
             norm == ARCHIVE_DIR
                 || norm
@@ -554,79 +372,6 @@ pub fn is_archive_path(rel: &str) -> bool {
         }
         Err(_) => false,
     }
-}
-
-/// Copies the fixture tree `src` into the existing directory `dst`.
-pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<(), WorkspaceError> {
-    let mut entries: Vec<fs::DirEntry> = fs::read_dir(src)
-        .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?
-        .collect::<Result<_, _>>()
-        .map_err(io_err(format!("cannot read fixture dir {}", src.display())))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let from = entry.path();
-        let to = dst.join(entry.file_name());
-        let ft = entry
-            .file_type()
-            .map_err(io_err(format!("cannot stat {}", from.display())))?;
-        if ft.is_symlink() {
-            return Err(WorkspaceError::Fixture {
-                path: from,
-                problem: "symlinks are not allowed in fixtures".to_string(),
-            });
-        }
-        if entry.file_name() == ".git" {
-            return Err(WorkspaceError::Fixture {
-                path: from,
-                problem: "a fixture must not contain a `.git` folder".to_string(),
-            });
-        }
-        if ft.is_dir() {
-            fs::create_dir(&to).map_err(io_err(format!("cannot create {}", to.display())))?;
-            copy_tree(&from, &to)?;
-        } else if ft.is_file() {
-            // fs::copy copies the permission bits too (the executable bit included).
-            fs::copy(&from, &to).map_err(io_err(format!(
-                "cannot copy {} to {}",
-                from.display(),
-                to.display()
-            )))?;
-        } else {
-            return Err(WorkspaceError::Fixture {
-                path: from,
-                problem: "only regular files and directories are allowed in fixtures".to_string(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// `git init`, exclude `.foldbench/`, stage everything, commit; returns the commit's id.
-pub(crate) fn init_repo(root: &Path) -> Result<Oid, WorkspaceError> {
-    crate::execution::git::hermetic();
-    let mut init = git2::RepositoryInitOptions::new();
-    init.initial_head("main");
-    let repo = Repository::init_opts(root, &init)?;
-
-    let info = repo.path().join("info");
-    fs::create_dir_all(&info).map_err(io_err(format!("cannot create {}", info.display())))?;
-    let exclude = info.join("exclude");
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&exclude)
-        .map_err(io_err(format!("cannot open {}", exclude.display())))?;
-    f.write_all(format!("\n{FOLDBENCH_DIR}/\n").as_bytes())
-        .map_err(io_err(format!("cannot write {}", exclude.display())))?;
-
-    let mut index = repo.index()?;
-    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
-    index.write()?;
-    let tree_id = index.write_tree()?;
-    let tree = repo.find_tree(tree_id)?;
-    let sig = Signature::new("foldbench", "foldbench@localhost", &Time::new(0, 0))?;
-    let oid = repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])?;
-    Ok(oid)
 }
 
 /// Sets the modification and access time of `path` (a link itself, not what it points to) and,

@@ -1,6 +1,8 @@
 //! Tests of the workspace: the copy, the commit, setup, the fingerprint, the diff and the file times.
 
 use super::*;
+use crate::execution::dirs::{owner_of, pid_namespace, shm_usable, sweep};
+use git2::Repository;
 use std::os::unix::fs::{symlink, PermissionsExt};
 
 fn fixture() -> TempDir {

@@ -21,70 +21,18 @@
 //! - Long outputs keep their head and tail around a line
 //!   `[… N bytes cut from the middle of the output …]`.
 
-use std::collections::VecDeque;
 use std::fs;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
 
 use harness_core::message::{ToolCall, ToolSpec};
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
-use tokio::time::Instant;
 
-use crate::execution::sandbox::Sandbox;
-use crate::execution::tool_cache::{self, Source, ToolCache};
+use crate::execution::tool_cache::Source;
 use crate::execution::workspace::is_archive_path;
-use std::sync::Arc;
-
-/// How long the shell tool waits, after `sh` itself exited, for background children that still
-/// hold its output pipe before it kills them.
-const EXIT_GRACE: Duration = Duration::from_millis(250);
-
-/// How long to drain what is left in the pipe after the process group was killed.
-const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// The shortest time limit of a shell check: a task's test suite may take longer than one
-/// tool call of the agent.
-pub const MIN_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Names of the tools this module executes, in the order [`tool_specs`] lists them.
 pub const TOOL_NAMES: [&str; 6] = harness_core::spec::WORKSPACE_TOOLS;
-
-/// Limits that apply to tool calls, the sandbox their shell commands run in, and the run's tool
-/// cache.
-#[derive(Debug, Clone)]
-pub struct ToolLimits {
-    /// Wall-clock limit of one `shell` call; on expiry its whole process group is killed.
-    pub shell_timeout: Duration,
-    /// Wall-clock limit of one shell check of a task (`--tool-timeout`, at least
-    /// [`MIN_CHECK_TIMEOUT`]).
-    pub check_timeout: Duration,
-    /// Maximum size in bytes of a tool's output (shell, read_file, grep, list_files); longer
-    /// output keeps its first and last halves with a note in between.
-    pub output_cap: usize,
-    /// Where shell commands run (bubblewrap when this machine has it, by default).
-    pub sandbox: Sandbox,
-    /// The run's cache of shell commands (`None`: every command runs).
-    pub cache: Option<Arc<ToolCache>>,
-    /// Commands never taken from the cache (a task's `cache: false` steps and commands).
-    pub uncached: Arc<[String]>,
-}
-
-impl Default for ToolLimits {
-    fn default() -> Self {
-        ToolLimits {
-            shell_timeout: Duration::from_secs(30),
-            check_timeout: MIN_CHECK_TIMEOUT,
-            output_cap: 50_000,
-            sandbox: Sandbox::default(),
-            cache: None,
-            uncached: Arc::from(Vec::new()),
-        }
-    }
-}
 
 /// The result of one tool call, as the model will see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,21 +278,18 @@ impl<'a> Args<'a> {
 }
 
 mod files;
-mod output;
 mod paths;
 mod shell;
 
+pub use crate::execution::output::cap_output;
+use crate::execution::output::*;
+pub use crate::execution::shell::{ToolLimits, MIN_CHECK_TIMEOUT};
 pub(crate) use files::file_contains;
 pub use files::MAX_READ_BYTES;
 use files::*;
-pub use output::cap_output;
-use output::*;
 use paths::*;
 pub use paths::{normalize, resolve};
-#[cfg(test)]
-pub(crate) use shell::run_shell;
 use shell::*;
-pub(crate) use shell::{kill_process_group, run_shell_for, ShellRun};
 
 #[cfg(test)]
 mod file_tests;

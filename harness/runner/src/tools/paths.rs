@@ -2,36 +2,7 @@
 
 use super::*;
 
-/// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
-/// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
-pub fn normalize(rel: &str) -> Result<String, String> {
-    let outside = || {
-        format!(
-            "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
-        )
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for comp in Path::new(rel).components() {
-        match comp {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if parts.pop().is_none() {
-                    return Err(outside());
-                }
-            }
-            Component::Normal(s) => match s.to_str() {
-                Some(s) => parts.push(s),
-                None => return Err(format!("error: path `{rel}` is not valid UTF-8")),
-            },
-            Component::RootDir | Component::Prefix(_) => return Err(outside()),
-        }
-    }
-    if parts.is_empty() {
-        Ok(".".to_string())
-    } else {
-        Ok(parts.join("/"))
-    }
-}
+pub use crate::execution::workspace::normalize;
 
 /// Resolves a workspace-relative path to an absolute path inside the workspace.
 ///

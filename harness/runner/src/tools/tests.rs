@@ -2,6 +2,9 @@
 
 use super::*;
 use std::os::unix::fs::symlink;
+use std::time::Duration;
+
+use crate::execution::reap::kill_process_group;
 
 fn call(name: &str, args: Value) -> ToolCall {
     ToolCall {

@@ -1,9 +1,9 @@
 //! The output cap: long outputs keep their head and tail around a line saying what was cut.
 
-use super::*;
+use std::collections::VecDeque;
 
 /// Collects bytes, keeping the first half and the last half of `cap` bytes.
-pub(super) struct CappedBuf {
+pub(crate) struct CappedBuf {
     cap: usize,
     head: Vec<u8>,
     tail: VecDeque<u8>,
@@ -11,7 +11,7 @@ pub(super) struct CappedBuf {
 }
 
 impl CappedBuf {
-    pub(super) fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         CappedBuf {
             cap,
             head: Vec::new(),
@@ -20,15 +20,15 @@ impl CappedBuf {
         }
     }
 
-    pub(super) fn head_cap(&self) -> usize {
+    pub(crate) fn head_cap(&self) -> usize {
         self.cap / 2
     }
 
-    pub(super) fn tail_cap(&self) -> usize {
+    pub(crate) fn tail_cap(&self) -> usize {
         self.cap - self.cap / 2
     }
 
-    pub(super) fn push(&mut self, data: &[u8]) {
+    pub(crate) fn push(&mut self, data: &[u8]) {
         self.total += data.len();
         let room = self.head_cap().saturating_sub(self.head.len());
         let (to_head, rest) = data.split_at(room.min(data.len()));
@@ -41,7 +41,7 @@ impl CappedBuf {
         }
     }
 
-    pub(super) fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         let tail: Vec<u8> = self.tail.into_iter().collect();
         if self.total <= self.cap {
             let mut all = self.head;
