@@ -34,50 +34,20 @@ use harness_core::sim::SimConfig;
 use tokio::io::AsyncReadExt as _;
 
 use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
-use crate::agents::{bridge, session_uuid, Agent, AgentKind, TurnSettings};
+use crate::agents::{bridge, session_uuid, AgentKind, TurnSettings};
 use crate::cell::{run_checks, CellOptions, CellOutput, CellPlan, WrittenArchive};
 use crate::execution::workspace::Workspace;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::results::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
 use crate::sim_server::SimServer;
 
+pub use crate::agents::AgentSetup;
+
 /// The arm that runs the agent with its own context handling and no proxy policy.
 pub const NATIVE: &str = "native";
 
 /// Most bytes of an agent turn's output kept (its closing message is read from them).
 const OUTPUT_CAP: usize = 8 << 20;
-
-/// How `run --agent` runs its agent: shared by the cells of a run.
-#[derive(Debug, Clone)]
-pub struct AgentSetup {
-    /// The agent, found on this machine.
-    pub agent: Agent,
-    /// How its process is isolated and reaches the proxy.
-    pub isolation: Isolation,
-    /// The key the agent sends (forwarded upstream by the proxy, written nowhere); `offline`
-    /// with the sim.
-    pub api_key: String,
-    /// The upstream for a model that is not the sim (the agent's real API).
-    pub upstream: String,
-}
-
-impl AgentSetup {
-    /// The agent's real API by default: Anthropic's for Claude Code, OpenAI's for the others.
-    pub fn default_upstream(kind: &AgentKind) -> &'static str {
-        match kind {
-            AgentKind::ClaudeCode => "https://api.anthropic.com",
-            _ => "https://api.openai.com",
-        }
-    }
-
-    /// The variable the agent's key is read from for a real API.
-    pub fn key_variable(kind: &AgentKind) -> &'static str {
-        match kind {
-            AgentKind::ClaudeCode => "ANTHROPIC_API_KEY",
-            _ => "OPENAI_API_KEY",
-        }
-    }
-}
 
 /// Runs one cell with a real agent. Infrastructure failures end as a record with status
 /// `error` and the reason (the agent's own report, the tail of what it printed).
@@ -207,7 +177,7 @@ async fn session(
         .await
         .map_err(|e| format!("setup: {e}"))?;
     let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let sim = match crate::run::parse_sim(&plan.model_name)? {
+    let sim = match crate::backends::model::parse_sim(&plan.model_name)? {
         Some(s) => Some(
             SimServer::start(
                 Arc::clone(&plan.task),
@@ -450,7 +420,7 @@ fn scratch_dir() -> Result<tempfile::TempDir, String> {
 /// The model name the agent asks for: a real model's name without its provider (`None` for
 /// the sim: the agent's default, which the sim answers whatever it is).
 fn real_model_name(label: &str) -> Option<&str> {
-    if matches!(crate::run::parse_sim(label), Ok(Some(_))) {
+    if matches!(crate::backends::model::parse_sim(label), Ok(Some(_))) {
         return None;
     }
     Some(label.split_once(':').map_or(label, |(_, name)| name))

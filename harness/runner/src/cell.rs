@@ -32,7 +32,7 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git reposit
 test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
 message that says what you found and what you changed, without calling a tool.";
 
-pub use crate::cell_checks::run_checks;
+pub use crate::cell_checks::{relative_to, run_checks};
 pub use harness_core::session::COMPACTION_PROMPT;
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
@@ -90,7 +90,7 @@ pub struct CellOptions {
     /// ends with status `error` (default [`DEFAULT_CELL_TIMEOUT`]).
     pub cell_timeout: Duration,
     /// The real agent that drives the cells (`run --agent`); `None`: foldbench's own loop.
-    pub agent: Option<Arc<crate::agent_cell::AgentSetup>>,
+    pub agent: Option<Arc<crate::agents::AgentSetup>>,
 }
 
 /// The default time limit of one cell: one hour.
@@ -810,16 +810,4 @@ async fn compact(
         rewritten_tokens: rewritten,
     });
     Ok(())
-}
-
-/// Makes the workspace's absolute paths in a text relative (`/tmp/foldbench-x1y2/src/a.py` →
-/// `src/a.py`), so outputs do not depend on the temp folder's random name: transcripts, cassette
-/// keys and records stay the same from run to run.
-pub fn relative_to(root: &Path, text: String) -> String {
-    let prefix = format!("{}/", root.display());
-    if text.contains(&prefix) {
-        text.replace(&prefix, "")
-    } else {
-        text
-    }
 }

@@ -2,11 +2,11 @@
 //! the session).
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use harness_core::record::CheckResult;
 use harness_core::spec::{Check, TaskSpec};
 
-use crate::cell::relative_to;
 use crate::execution::workspace::Workspace;
 use crate::tools::{self, ToolLimits};
 
@@ -91,6 +91,18 @@ pub async fn run_checks(
 fn tail(s: &str, n: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     chars[chars.len().saturating_sub(n)..].iter().collect()
+}
+
+/// Makes the workspace's absolute paths in a text relative (`/tmp/foldbench-x1y2/src/a.py` →
+/// `src/a.py`), so outputs do not depend on the temp folder's random name: transcripts, cassette
+/// keys and records stay the same from run to run.
+pub fn relative_to(root: &Path, text: String) -> String {
+    let prefix = format!("{}/", root.display());
+    if text.contains(&prefix) {
+        text.replace(&prefix, "")
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]

@@ -489,5 +489,37 @@ fn version_of(kind: &AgentKind, program: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}: no version in {:?}", kind.name(), head(&text)))
 }
 
+/// How `run --agent` runs its agent: shared by the cells of a run.
+#[derive(Debug, Clone)]
+pub struct AgentSetup {
+    /// The agent, found on this machine.
+    pub agent: Agent,
+    /// How its process is isolated and reaches the proxy.
+    pub isolation: isolate::Isolation,
+    /// The key the agent sends (forwarded upstream by the proxy, written nowhere); `offline`
+    /// with the sim.
+    pub api_key: String,
+    /// The upstream for a model that is not the sim (the agent's real API).
+    pub upstream: String,
+}
+
+impl AgentSetup {
+    /// The agent's real API by default: Anthropic's for Claude Code, OpenAI's for the others.
+    pub fn default_upstream(kind: &AgentKind) -> &'static str {
+        match kind {
+            AgentKind::ClaudeCode => "https://api.anthropic.com",
+            _ => "https://api.openai.com",
+        }
+    }
+
+    /// The variable the agent's key is read from for a real API.
+    pub fn key_variable(kind: &AgentKind) -> &'static str {
+        match kind {
+            AgentKind::ClaudeCode => "ANTHROPIC_API_KEY",
+            _ => "OPENAI_API_KEY",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

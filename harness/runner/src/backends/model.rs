@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use harness_core::judge::Judge;
 use harness_core::request::{Request, Response};
 use harness_core::sim::Sim;
 
@@ -113,3 +114,38 @@ impl Model for SimModel {
 
 /// Shared handle to a model.
 pub type SharedModel = Arc<dyn Model>;
+
+/// The sim's settings as written in a model label: `sim`, `sim:judge=eager,recheck=0`.
+#[derive(Debug, Clone, Copy)]
+pub struct SimSettings {
+    /// Re-check probability.
+    pub recheck: f64,
+    /// Judge.
+    pub judge: Judge,
+}
+
+/// Parses a sim model label.
+pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
+    let Some(rest) = label.strip_prefix("sim") else {
+        return Ok(None);
+    };
+    let mut s = SimSettings {
+        recheck: 0.1,
+        judge: Judge::Oracle,
+    };
+    let rest = match rest.strip_prefix(':') {
+        Some(r) => r,
+        None if rest.is_empty() => return Ok(Some(s)),
+        None => return Ok(None),
+    };
+    for kv in rest.split(',').filter(|x| !x.is_empty()) {
+        match kv.split_once('=') {
+            Some(("judge", j)) => s.judge = Judge::parse(j).ok_or_else(|| format!("sim: unknown judge `{j}`; expected oracle, eager, lexical, never"))?,
+            Some(("recheck", r)) => {
+                s.recheck = r.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| format!("sim: recheck must be a probability, not `{r}`"))?
+            }
+            _ => return Err(format!("sim: unknown setting `{kv}`; write sim:judge=oracle|eager|lexical|never,recheck=0.1")),
+        }
+    }
+    Ok(Some(s))
+}
