@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 use crate::backends::model::SharedModel;
 use crate::backends::{self, BackendOptions, OpenAiModel};
 use crate::cell::SYSTEM_PROMPT;
-use crate::judge::JudgeOptions;
+use crate::judge::request::{request_for, JudgeOptions};
 
 /// The file in a cassette folder that says how its answers were asked.
 pub const MARKER: &str = "answer.json";
@@ -163,7 +163,7 @@ pub fn build_models(
 /// has the same system prompt, no tools, and [`answer::text_request_messages`].
 pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
     match mode {
-        AnswerMode::Tool => crate::judge::request_for(item, cap),
+        AnswerMode::Tool => request_for(item, cap),
         AnswerMode::Text => {
             let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
             let prefix = tokens::prefix_tokens(&system, &[]);

@@ -28,6 +28,9 @@
 
 pub mod answer;
 pub mod fit;
+mod request;
+
+pub use request::{request_for, request_prefix, JudgeOptions};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +42,6 @@ use harness_core::judgement::{
     self, Item, JudgedRecord, Origin, Recorded, ReplayOptions, BASELINES, SOURCE_TASK,
 };
 use harness_core::message::{Message, ToolSpec};
-use harness_core::metrics::Price;
 use harness_core::record::Status;
 use harness_core::request::{Purpose, Request};
 use harness_core::sim::{Sim, SimConfig};
@@ -422,43 +424,6 @@ pub fn select(
         .filter(|i| !threshold_only || i.threshold)
         .take(limit.unwrap_or(usize::MAX))
         .collect()
-}
-
-/// The system prompt and tool list of every judgement request.
-pub fn request_prefix() -> (Arc<str>, Arc<[ToolSpec]>, u32) {
-    let mut tools = crate::tools::tool_specs();
-    tools.extend(policies::fold::fold_tools(false));
-    let tools: Arc<[ToolSpec]> = Arc::from(tools);
-    let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
-    let prefix = tokens::prefix_tokens(&system, &tools);
-    (system, tools, prefix)
-}
-
-/// The request an item sends to a model.
-pub fn request_for(item: &Item, cap: Option<usize>) -> Request {
-    let (system, tools, prefix) = request_prefix();
-    Request::new(
-        system,
-        tools,
-        prefix,
-        item.request_messages(cap),
-        Purpose::Turn,
-    )
-}
-
-/// Settings of [`judge_models`].
-#[derive(Debug, Clone)]
-pub struct JudgeOptions {
-    /// Requests at once.
-    pub jobs: usize,
-    /// Extra cut of tool outputs.
-    pub max_tool_output: Option<usize>,
-    /// Prices.
-    pub price: Price,
-    /// Print a line per answered item to stderr.
-    pub progress: bool,
-    /// Fit every request into this many o200k tokens ([`crate::judge::fit`]).
-    pub max_context: Option<u64>,
 }
 
 /// The baselines' records over the items; `prompt_tokens` is the size of the request a model
