@@ -320,3 +320,159 @@ fn string_errors_stay_within_their_budget() {
     }
     assert!(over.is_empty(), "{over:#?}");
 }
+
+/// The rooms of the runner that a file's code names (`crate::NAME`, `crate::{A, B}`), in the
+/// file's code outside comments and its `#[cfg(test)] mod tests`; with `wing`, the modules of
+/// that wing it names (`crate::WING::NAME`).
+fn names_in_runner(text: &str, wing: Option<&str>) -> std::collections::BTreeSet<String> {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let test_mod = lines
+            .peek()
+            .is_some_and(|n| n.trim_start().starts_with("mod tests"));
+        if line.trim() == "#[cfg(test)]" && test_mod {
+            break;
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    let prefix = match wing {
+        Some(w) => format!("crate::{w}::"),
+        None => "crate::".to_string(),
+    };
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+            .collect()
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for (at, _) in code.match_indices(&prefix) {
+        let rest = &code[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a::X, b}`: the first name of each part at the group's own depth.
+            let (mut depth, mut part) = (0usize, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        names.insert(ident(&part));
+                        part.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                part.push(c);
+            }
+            names.insert(ident(&part));
+        } else {
+            names.insert(ident(rest));
+        }
+    }
+    names.remove("");
+    names
+}
+
+/// The first circle of a graph, as its rooms in order, if it has one.
+fn first_circle(
+    edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut circle = path[i..].to_vec();
+            circle.push(at.to_string());
+            return Some(circle);
+        }
+        if !done.insert(at.to_string()) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|k| visit(k, edges, &mut Vec::new(), &mut done))
+}
+
+/// Who imports whom among the runner's rooms (`wing: None`: its top-level modules and wings) or
+/// among one wing's modules; test files and test modules left out.
+fn runner_imports(
+    wing: Option<&str>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = root().join("harness/runner/src");
+    let dir = wing.map_or(src.clone(), |w| src.join(w));
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut edges = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for f in files {
+        let rel = f.strip_prefix(&dir).unwrap().with_extension("");
+        let parts: Vec<String> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let last = parts.last().unwrap();
+        if last == "tests" || last.ends_with("_tests") || parts == ["lib"] || parts == ["mod"] {
+            continue;
+        }
+        let room = parts[0].clone();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let names = names_in_runner(&text, wing);
+        edges
+            .entry(room.clone())
+            .or_default()
+            .extend(names.into_iter().filter(|n| *n != room));
+    }
+    edges
+}
+
+#[test]
+fn the_runner_has_no_import_circle() {
+    let rooms = runner_imports(None);
+    // The scan sees the runner's arrows: a cell runs in the execution wing with the tools.
+    for (from, to) in [
+        ("cell", "execution"),
+        ("cell", "tools"),
+        ("tools", "execution"),
+    ] {
+        assert!(
+            rooms[from].contains(to),
+            "{from} -> {to} not seen: {rooms:?}"
+        );
+    }
+    assert_eq!(
+        first_circle(&rooms),
+        None,
+        "a circle of imports among the runner's rooms"
+    );
+    // Execution is the ground the tools and the session loop stand on: it names no other room
+    // of the runner but the progress sink.
+    let up: Vec<&String> = rooms["execution"]
+        .iter()
+        .filter(|r| *r != "progress")
+        .collect();
+    assert!(up.is_empty(), "execution imports rooms above it: {up:?}");
+    for wing in ["execution", "judge", "backends", "tools", "html"] {
+        let modules = runner_imports(Some(wing));
+        assert_eq!(
+            first_circle(&modules),
+            None,
+            "a circle of imports inside {wing}/"
+        );
+    }
+    assert!(runner_imports(Some("execution"))["workspace"].contains("template"));
+}
