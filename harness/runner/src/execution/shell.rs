@@ -1,6 +1,6 @@
 //! Every shell command of a cell (the agent's, a setup command, a check) under a cell's
 //! [`ToolLimits`]: from the run's tool cache ([`crate::execution::tool_cache`]) when it has one,
-//! else run for real ([`crate::execution::process`]).
+//! else run for real (`execution::process`).
 
 use std::io;
 use std::path::Path;

@@ -33,7 +33,7 @@ pub fn request_for(item: &Item, cap: Option<usize>) -> Request {
     )
 }
 
-/// Settings of [`judge_models`].
+/// Settings of [`crate::judge::judge_models`].
 #[derive(Debug, Clone)]
 pub struct JudgeOptions {
     /// Requests at once.

@@ -4,7 +4,7 @@
 //! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused
 //! with an error result, never executed; so are paths into `.git`, and writes to a file with more
 //! than one hard link (its other names may be outside the workspace). The shell runs `sh -c` in
-//! the workspace root inside the [`Sandbox`] (bubblewrap when the machine has it), in its own
+//! the workspace root inside the [`crate::execution::sandbox::Sandbox`] (bubblewrap when the machine has it), in its own
 //! process group (killed as a whole on timeout), with an allow-listed environment
 //! ([`crate::execution::sandbox::allowed_env`]).
 //!
