@@ -105,6 +105,9 @@ pub enum PolicyError {
     /// A pipeline as a pipeline's step.
     #[error("pipeline `{0}`: a step cannot be a pipeline")]
     NestedPipeline(String),
+    /// The `+delegate` modifier on a pipeline or one of its steps (the text as written).
+    #[error("policy `{0}`: `+delegate` applies to one policy named by name, not to a pipeline or its step; write the pipeline without it")]
+    DelegateInPipeline(String),
     /// Two steps of a pipeline adding a tool of the same name.
     #[error("two steps add the tool `{0}`; at most one step of a pipeline may be a fold policy")]
     ToolTwice(String),
@@ -124,6 +127,7 @@ impl PolicyError {
             | PolicyError::NoName(_)
             | PolicyError::SweepHere { .. }
             | PolicyError::UnknownParam { .. }
+            | PolicyError::DelegateInPipeline(_)
             | PolicyError::BadName(_) => true,
             PolicyError::Param(_)
             | PolicyError::Unknown { .. }

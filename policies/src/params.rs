@@ -23,7 +23,15 @@ pub struct PolicySpec {
     /// canonical form; `None` for `k=v` policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
+    /// Written with the [`DELEGATE`] modifier (`none+delegate`, `fold+delegate:timing=eager`):
+    /// the runner offers the `delegate` tool, which starts a child session (docs/policies.md).
+    /// The policy itself is the one named without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delegate: bool,
 }
+
+/// The modifier that adds the `delegate` tool to any policy named with it: `NAME+delegate`.
+pub const DELEGATE: &str = "+delegate";
 
 impl PolicySpec {
     /// A spec with parameters.
@@ -32,6 +40,7 @@ impl PolicySpec {
             name: name.into(),
             params,
             arg: None,
+            delegate: false,
         }
     }
 
@@ -45,15 +54,20 @@ impl PolicySpec {
                 format!("{}:{arg}", self.name)
             };
         }
-        if self.params.is_empty() {
+        let name = if self.delegate {
+            format!("{}{DELEGATE}", self.name)
+        } else {
             self.name.clone()
+        };
+        if self.params.is_empty() {
+            name
         } else {
             let kv: Vec<String> = self
                 .params
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
-            format!("{}:{}", self.name, kv.join(","))
+            format!("{name}:{}", kv.join(","))
         }
     }
 

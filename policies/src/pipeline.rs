@@ -51,7 +51,11 @@ pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
         if head == NAME {
             return Err(PolicyError::NestedPipeline(text.to_string()));
         }
-        out.push(reg.parse(s)?.label());
+        let spec = reg.parse(s)?;
+        if spec.delegate {
+            return Err(PolicyError::DelegateInPipeline(text.to_string()));
+        }
+        out.push(spec.label());
     }
     Ok(out.join("|"))
 }

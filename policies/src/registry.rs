@@ -270,6 +270,14 @@ impl Registry {
         self.entries.iter().find(|e| e.name == name)
     }
 
+    /// The policy a name with the [`params::DELEGATE`] modifier is written on (`fold` of
+    /// `fold+delegate`), when it is one this registry builds by name (not a whole-text policy).
+    fn delegating_base<'t>(&self, head: &'t str) -> Option<&'t str> {
+        let base = head.strip_suffix(params::DELEGATE)?.trim();
+        self.get(head).is_none().then_some(())?;
+        self.get(base).filter(|e| !e.is_raw()).map(|_| base)
+    }
+
     fn unknown(&self, name: &str) -> PolicyError {
         PolicyError::Unknown {
             name: name.to_string(),
@@ -296,8 +304,18 @@ impl Registry {
                     name: e.name.clone(),
                     params: Default::default(),
                     arg: Some(canon(self, rest)?),
+                    delegate: false,
                 });
             }
+        }
+        if let Some(base) = self.delegating_base(head) {
+            let rest = &text[head.len()..];
+            if rest.trim_start().starts_with('|') {
+                return Err(PolicyError::DelegateInPipeline(text.to_string()));
+            }
+            let mut spec = self.parse(&format!("{base}{rest}"))?;
+            spec.delegate = true;
+            return Ok(spec);
         }
         if split_top(text, '|').len() > 1 {
             return self.parse(&format!("{}:{text}", crate::pipeline::NAME));
@@ -400,7 +418,7 @@ impl Registry {
             Some((n, r)) => (n.trim(), r),
             None => (text, ""),
         };
-        if self.get(name).is_none() {
+        if self.get(name).is_none() && self.delegating_base(name).is_none() {
             return Err(self.unknown(name));
         }
         Ok(sweep::expand_pairs(

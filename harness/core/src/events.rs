@@ -171,14 +171,33 @@ pub struct NeedWatch {
 }
 
 impl NeedWatch {
-    /// The facts of `turn` (its own and its steps'), none seen yet.
+    /// The facts of `turn` (its own and its steps', a delegation's child steps included: the
+    /// detour run inline), none seen yet.
     pub fn new(turn: &TurnSpec) -> NeedWatch {
+        NeedWatch::with_children(turn, true)
+    }
+
+    /// No fact to watch (a session whose script names none: a real model's child).
+    pub fn empty() -> NeedWatch {
+        NeedWatch {
+            facts: Vec::new(),
+            checked: false,
+        }
+    }
+
+    /// The facts of `turn`; a delegation's child steps' only with `inline` (under an arm that
+    /// delegates they are the child's, watched over the child's session).
+    pub fn with_children(turn: &TurnSpec, inline: bool) -> NeedWatch {
         let mut facts: Vec<FactSeen> = Vec::new();
-        for n in turn
-            .needs
-            .iter()
-            .chain(turn.script.iter().flat_map(|s| &s.needs))
-        {
+        let steps = turn.script.iter().flat_map(|s| {
+            let nested: Vec<&crate::spec::Step> = if inline {
+                s.with_nested().collect()
+            } else {
+                vec![s]
+            };
+            nested
+        });
+        for n in turn.needs.iter().chain(steps.flat_map(|s| &s.needs)) {
             if !facts.iter().any(|f| f.fact == n.fact) {
                 facts.push(FactSeen {
                     fact: n.fact.clone(),
@@ -267,6 +286,14 @@ pub struct RequestRecord {
     /// The strategy mode in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The child session that made it (`child-1`: the first `delegate` call of the cell);
+    /// `None` for the parent's own requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model that answered it, when it is not the cell's (a child on a named model): its
+    /// cost is priced at that model's price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// What the harness recorded about one tool call.
@@ -301,4 +328,7 @@ pub struct ToolCallRecord {
     /// for this workspace state). A mark only: no metric depends on it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The child session that made the call (`child-1`); `None` for the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }

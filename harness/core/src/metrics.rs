@@ -9,6 +9,9 @@ use crate::events::{Event, FactSeen, RequestRecord, ToolCallRecord};
 use crate::request::{Purpose, Usage};
 use crate::spec::TaskSpec;
 
+/// The name of the tool that starts a child session (offered under a `+delegate` arm).
+pub const DELEGATE_TOOL: &str = "delegate";
+
 /// Prices of one model, in dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Price {
@@ -176,6 +179,27 @@ pub struct CellMetrics {
     /// by way.
     #[serde(default)]
     pub recovered_facts: RecoveredFacts,
+    /// Requests of delegated child sessions (the `delegate` tool), not in `requests`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub child_requests: usize,
+    /// Input tokens of the child sessions' requests, not in `request_tokens`; counted in
+    /// [`CellMetrics::tokens_per_task`].
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub child_input_tokens: u64,
+    /// `delegate` calls answered (each one child session).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delegations: usize,
+    /// Tokens of the receipts the parent read back (the `delegate` calls' results).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub receipt_tokens: u64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Facts brought back within their turn, by the way they came back.
@@ -200,10 +224,10 @@ impl CellMetrics {
         self.rewritten_tokens_per_fold.iter().sum()
     }
 
-    /// Every input token the cell sent: the turns' requests (recovery requests included) and
-    /// the compaction calls.
+    /// Every input token the cell sent: the turns' requests (recovery requests included), the
+    /// compaction calls and the delegated child sessions' requests.
     pub fn tokens_per_task(&self) -> u64 {
-        self.request_tokens.total + self.compaction_input_tokens
+        self.request_tokens.total + self.compaction_input_tokens + self.child_input_tokens
     }
 }
 
@@ -284,11 +308,23 @@ fn facts(needs: &[&FactSeen], calls: &[&ToolCallRecord]) -> (usize, RecoveredFac
 
 /// Computes a cell's metrics from its events. `spec` supplies the unit labels.
 pub fn compute(events: &[Event], spec: Option<&TaskSpec>, price: &Price) -> CellMetrics {
+    compute_priced(events, spec, &|_| *price)
+}
+
+/// [`compute`] with each request priced by the model that answered it: `price_of(None)` for
+/// the cell's own model, `price_of(Some(name))` for a request recorded with another
+/// ([`RequestRecord::model`]: a child session on a named model).
+pub fn compute_priced(
+    events: &[Event],
+    spec: Option<&TaskSpec>,
+    price_of: &dyn Fn(Option<&str>) -> Price,
+) -> CellMetrics {
+    let base = price_of(None);
     let mut tally = Tally::default();
     for e in events {
-        tally.add(e, price);
+        tally.add(e, &base, price_of);
     }
-    tally.finish(spec, price)
+    tally.finish(spec, &base)
 }
 
 /// What [`compute`] gathers in one pass over the events.
@@ -306,11 +342,13 @@ struct Tally<'a> {
     folds: Vec<(u32, u32, u32, &'a str)>,
     /// Cost in units of the input price, per million tokens.
     cost_tokens: f64,
+    /// Dollars of the requests answered by another model than the cell's (priced at its own).
+    named_dollars: f64,
     needs: Vec<&'a FactSeen>,
 }
 
 impl<'a> Tally<'a> {
-    fn add(&mut self, e: &'a Event, price: &Price) {
+    fn add(&mut self, e: &'a Event, base: &Price, price_of: &dyn Fn(Option<&str>) -> Price) {
         let m = &mut self.m;
         match e {
             Event::TurnStarted {
@@ -326,8 +364,13 @@ impl<'a> Tally<'a> {
                 self.requests.insert(r.index, r);
                 m.cached_tokens += r.cached_tokens;
                 m.written_tokens += r.written_tokens;
-                if r.purpose == Purpose::Turn {
-                    self.sizes.push(r.tokens);
+                match r.purpose {
+                    Purpose::Turn => self.sizes.push(r.tokens),
+                    Purpose::Child => {
+                        m.child_requests += 1;
+                        m.child_input_tokens += r.tokens;
+                    }
+                    Purpose::Compaction => {}
                 }
             }
             Event::Response {
@@ -335,7 +378,14 @@ impl<'a> Tally<'a> {
                 output_tokens,
                 usage,
                 ..
-            } => self.response(*index, *output_tokens, usage.as_ref(), price),
+            } => {
+                let named = self.requests.get(index).and_then(|r| r.model.as_deref());
+                let price = match named {
+                    Some(name) => price_of(Some(name)),
+                    None => *base,
+                };
+                self.response(*index, *output_tokens, usage.as_ref(), &price)
+            }
             Event::ToolCall(c) => self.tool_call(c),
             Event::Compaction {
                 emergency,
@@ -382,23 +432,32 @@ impl<'a> Tally<'a> {
     fn response(&mut self, index: usize, output_tokens: u64, usage: Option<&Usage>, price: &Price) {
         self.m.output_tokens += output_tokens;
         let request = self.requests.get(&index);
+        let named = request.is_some_and(|r| r.model.is_some());
+        let mut units = 0.0;
         match usage {
             Some(u) => {
                 if request.is_some_and(|r| r.purpose == Purpose::Turn) {
                     self.provider_sizes.push(u.prompt_tokens());
                 }
-                self.cost_tokens += u.input_tokens as f64
+                units += u.input_tokens as f64
                     + u.cache_write_tokens as f64 * price.cache_write
                     + u.cache_read_tokens as f64 * price.cache_read
                     + u.output_tokens as f64 * price.output;
             }
             None => {
                 if let Some(r) = request {
-                    self.cost_tokens += r.written_tokens as f64 * price.cache_write
+                    units += r.written_tokens as f64 * price.cache_write
                         + r.cached_tokens as f64 * price.cache_read;
                 }
-                self.cost_tokens += output_tokens as f64 * price.output;
+                units += output_tokens as f64 * price.output;
             }
+        }
+        // The cell's own model's requests are summed in units of its input price (as before
+        // child sessions on named models existed, so a cell's cost is the same number).
+        if named {
+            self.named_dollars += units * price.input / 1e6;
+        } else {
+            self.cost_tokens += units;
         }
     }
 
@@ -407,6 +466,10 @@ impl<'a> Tally<'a> {
         *m.tool_calls_by_name.entry(c.name.clone()).or_default() += 1;
         if !c.policy_tool {
             m.tool_calls += 1;
+        }
+        if c.policy_tool && c.name == DELEGATE_TOOL {
+            m.delegations += 1;
+            m.receipt_tokens += u64::from(c.result_tokens);
         }
         if c.archive_read {
             m.archive_reads += 1;
@@ -435,6 +498,7 @@ impl<'a> Tally<'a> {
             card_turns,
             folds,
             cost_tokens,
+            named_dollars,
             needs,
         } = self;
         m.requests = sizes.len();
@@ -442,7 +506,7 @@ impl<'a> Tally<'a> {
         if !provider_sizes.is_empty() {
             m.provider_request_tokens = Some(SizeStats::of(&provider_sizes));
         }
-        m.cost = cost_tokens * price.input / 1e6;
+        m.cost = cost_tokens * price.input / 1e6 + named_dollars;
         m.cards_ignored = card_turns
             .iter()
             .filter(|t| !calls.iter().any(|c| c.turn == **t && c.name == "fold_unit"))
@@ -509,6 +573,8 @@ mod tests {
             visible_results: visible.iter().map(|s| s.to_string()).collect(),
             action: None,
             mode: None,
+            agent: None,
+            model: None,
         })
     }
 
@@ -527,6 +593,7 @@ mod tests {
             outcome: None,
             result_tokens: 1,
             cached: false,
+            agent: None,
         })
     }
 

@@ -15,6 +15,9 @@ pub enum Purpose {
     Turn,
     /// The compaction call: the last message asks for a summary of everything before it.
     Compaction,
+    /// A step of a delegated child session (the `delegate` tool): its own context, begun with
+    /// the brief alone.
+    Child,
 }
 
 /// One call to a model: system prompt + tool schemas + the visible messages.

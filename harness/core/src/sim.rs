@@ -50,6 +50,7 @@ use crate::judge::{self, CardPoint, Judge};
 use crate::message::{canonical_json, MessageKind, Role, ToolCall};
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
+use crate::metrics::DELEGATE_TOOL;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
 
 /// Settings of the simulated agent.
@@ -115,6 +116,20 @@ pub struct Sim {
     /// Facts that came back in the output of a recovery call of this turn.
     recovered: HashSet<String>,
     calls: u64,
+    /// What this agent's call ids begin with (`sim-`; a child's `child1-sim-`), so a child's
+    /// calls are told from its parent's.
+    id_prefix: String,
+    /// The child session of the last `delegate` call: the requests marked
+    /// [`Purpose::Child`] are its. A fresh sim on the delegation's own script, which knows only
+    /// what its requests show (the brief, its own tool results).
+    child: Option<Box<Sim>>,
+    /// The last `delegate` call and the receipt its script expects: a receipt that differs
+    /// (the child guessed or stopped) means the workspace need not be the script's any more.
+    pending_receipt: Option<(String, String)>,
+    /// The random streams of delegated detours run inline, by the detour's number in the turn:
+    /// the same stream its child would draw from, so arms that delegate and arms that do not
+    /// are compared on equal noise.
+    inline_rngs: HashMap<(u32, usize), Rng>,
 }
 
 impl Sim {
@@ -137,6 +152,10 @@ impl Sim {
             inflight: Vec::new(),
             recovered: HashSet::new(),
             calls: 0,
+            id_prefix: "sim-".into(),
+            child: None,
+            pending_receipt: None,
+            inline_rngs: HashMap::new(),
         }
     }
 
@@ -150,7 +169,7 @@ impl Sim {
     pub fn remembering_sources(spec: Arc<TaskSpec>, cfg: SimConfig) -> Sim {
         let mut sources = HashMap::new();
         for (i, t) in spec.turns.iter().enumerate() {
-            for s in &t.script {
+            for s in t.script.iter().flat_map(Step::with_nested) {
                 if let (Some(e), Action::Tool { name, args }) = (&s.expect, &s.action) {
                     sources.entry(e.clone()).or_insert(Source {
                         turn: i as u32 + 1,
@@ -185,7 +204,7 @@ impl Sim {
     fn call(&mut self, name: &str, args: serde_json::Value) -> ToolCall {
         self.calls += 1;
         ToolCall {
-            id: format!("sim-{}-{}", self.turn, self.calls),
+            id: format!("{}{}-{}", self.id_prefix, self.turn, self.calls),
             name: name.to_string(),
             args,
         }
@@ -220,14 +239,29 @@ impl Sim {
 
     /// Answers one request.
     pub fn respond(&mut self, req: &Request) -> Response {
-        if req.purpose == Purpose::Compaction {
-            return Response::new(summary(req), Vec::new(), None);
+        match req.purpose {
+            Purpose::Compaction => return Response::new(summary(req), Vec::new(), None),
+            Purpose::Child => {
+                return match self.child.as_mut() {
+                    Some(child) => child.respond(&Request {
+                        purpose: Purpose::Turn,
+                        ..req.clone()
+                    }),
+                    None => Response::new(
+                        "Nothing was delegated to me: there is no brief in my plan.",
+                        Vec::new(),
+                        None,
+                    ),
+                }
+            }
+            Purpose::Turn => {}
         }
         let t = req.current_turn();
         if t != self.turn {
             self.enter_turn(t);
         }
         self.read_recoveries(req);
+        self.read_receipt(req);
         let spec = Arc::clone(&self.spec);
         let Some(ts) = spec.turns.get((t as usize).wrapping_sub(1)) else {
             return Response::new(
@@ -237,6 +271,7 @@ impl Sim {
             );
         };
         let strategies = req.tools.iter().any(|x| x.name == "strategy_request");
+        let script = effective_script(ts, req.tools.iter().any(|x| x.name == DELEGATE_TOOL));
 
         if !self.card_answered {
             self.card_answered = true;
@@ -252,12 +287,12 @@ impl Sim {
                 return Response::new("", vec![c], None);
             }
         }
-        let next = ts.script.get(self.step);
+        let next = script.get(self.step).map(|(s, _)| s);
         let turn_lost = match self.missing(req, &ts.needs, next) {
             Err(c) => return from_request(c),
             Ok(lost) => lost,
         };
-        while let Some(step) = ts.script.get(self.step) {
+        while let Some((step, inline)) = script.get(self.step) {
             let mut lost = match self.missing(req, &step.needs, Some(step)) {
                 Err(c) => return from_request(c),
                 Ok(lost) => lost,
@@ -269,7 +304,7 @@ impl Sim {
                     describe(step),
                     n.fact
                 );
-                return self.close(ts, strategies, text, true);
+                return self.close(ts, script.len(), strategies, text, true);
             }
             let subs: Vec<(&str, &str)> = lost
                 .iter()
@@ -279,8 +314,7 @@ impl Sim {
                 Action::Tool { name, args } => {
                     if self.noise_rolled != Some(self.step) {
                         self.noise_rolled = Some(self.step);
-                        let roll = self.rng.next_f64();
-                        let pick = self.rng.next_u64();
+                        let (roll, pick) = self.roll(*inline);
                         if roll < self.cfg.recheck {
                             if let Some(c) = self.visible_read(req, pick) {
                                 return from_request(c);
@@ -310,7 +344,11 @@ impl Sim {
                 }
                 Action::Say(text) => {
                     let text = substitute(text, &subs);
-                    return self.close(ts, strategies, text, false);
+                    return self.close(ts, script.len(), strategies, text, false);
+                }
+                Action::Delegate(d) => {
+                    self.step += 1;
+                    return self.delegate(d, &subs, *inline);
                 }
             }
         }
@@ -319,7 +357,14 @@ impl Sim {
 
     /// Ends the turn with `text`. In a strategy turn that does not wait for `/back`, the agent
     /// yields first; the turn's own spec says which, never the next turn's.
-    fn close(&mut self, ts: &TurnSpec, strategies: bool, text: String, stop: bool) -> Response {
+    fn close(
+        &mut self,
+        ts: &TurnSpec,
+        steps: usize,
+        strategies: bool,
+        text: String,
+        stop: bool,
+    ) -> Response {
         if strategies && self.entered && ts.strategy.is_some() && !self.yielded && !ts.awaits_back {
             self.yielded = true;
             let c = self.call(
@@ -329,8 +374,67 @@ impl Sim {
             return Response::new("", vec![c], None);
         }
         self.deviated |= stop;
-        self.step = if stop { ts.script.len() } else { self.step + 1 };
+        self.step = if stop { steps } else { self.step + 1 };
         Response::new(text, Vec::new(), None)
+    }
+
+    /// The noise draws of a tool step: from the agent's own stream, or, for the step of a
+    /// delegated detour run inline (its number in the turn), from the stream its child would
+    /// have drawn from.
+    fn roll(&mut self, inline: Option<usize>) -> (f64, u64) {
+        let rng = match inline {
+            None => &mut self.rng,
+            Some(k) => {
+                let name = child_name(&self.spec.name, self.turn, k);
+                let seed = self.cfg.seed;
+                self.inline_rngs
+                    .entry((self.turn, k))
+                    .or_insert_with(|| Rng::for_name(seed, &name))
+            }
+        };
+        (rng.next_f64(), rng.next_u64())
+    }
+
+    /// The `delegate` call of delegation `k` of the turn: the brief as the
+    /// script writes it (lost facts replaced by their guesses), and a fresh child sim on the
+    /// delegation's own script for the requests of the child's session.
+    fn delegate(
+        &mut self,
+        d: &crate::spec::Delegation,
+        subs: &[(&str, &str)],
+        k: Option<usize>,
+    ) -> Response {
+        let k = k.unwrap_or(1);
+        let brief = substitute(&d.brief, subs);
+        self.deviated |= brief != d.brief;
+        let c = self.call(DELEGATE_TOOL, json!({ "brief": brief }));
+        let spec = TaskSpec {
+            name: child_name(&self.spec.name, self.turn, k),
+            turns: vec![d.as_turn()],
+            checks: Vec::new(),
+            ..(*self.spec).clone()
+        };
+        let mut child = Sim::new(Arc::new(spec), self.cfg);
+        child.id_prefix = format!("t{}-child{k}-sim-", self.turn);
+        self.child = Some(Box::new(child));
+        self.pending_receipt = Some((c.id.clone(), d.receipt().to_string()));
+        Response::new("", vec![c], None)
+    }
+
+    /// Reads the receipt of the last `delegate` call once it has come back: one that is not
+    /// the script's (the child guessed a fact or stopped) leaves the script.
+    fn read_receipt(&mut self, req: &Request) {
+        let Some((id, want)) = self.pending_receipt.take() else {
+            return;
+        };
+        let got = req
+            .messages
+            .iter()
+            .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(id.as_str()));
+        match got {
+            Some(m) => self.deviated |= m.text != want,
+            None => self.pending_receipt = Some((id, want)),
+        }
     }
 
     /// Reads the results of this turn's recovery calls that have come back: a fact is recovered
@@ -505,6 +609,33 @@ impl Sim {
         let c = candidates[(pick % candidates.len() as u64) as usize].clone();
         Some(self.call(&c.name, c.args))
     }
+}
+
+/// The name of the child task of delegation `k` (1-based) of turn `turn` of task `task`.
+fn child_name(task: &str, turn: u32, k: usize) -> String {
+    format!("{task}-turn-{turn}-child-{k}")
+}
+
+/// The steps of a turn as the agent follows them, each with the number (1-based in the turn)
+/// of the delegation it belongs to: under an arm that offers `delegate` a delegation is one
+/// step (the call); elsewhere its child steps run inline, its receipt a report.
+fn effective_script(ts: &TurnSpec, delegating: bool) -> Vec<(Step, Option<usize>)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for s in &ts.script {
+        match &s.action {
+            Action::Delegate(d) => {
+                k += 1;
+                if delegating {
+                    out.push((s.clone(), Some(k)));
+                } else {
+                    out.extend(d.inline_steps().map(|x| (x, Some(k))));
+                }
+            }
+            _ => out.push((s.clone(), None)),
+        }
+    }
+    out
 }
 
 /// A response with one call whose arguments the agent took from the request's text.
@@ -754,6 +885,7 @@ fn describe(step: &Step) -> String {
         },
         Action::Report(_) => "the report".into(),
         Action::Say(_) => "the answer".into(),
+        Action::Delegate(_) => "the delegation".into(),
     }
 }
 

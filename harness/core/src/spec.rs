@@ -63,6 +63,14 @@ pub struct TurnSpec {
 }
 
 impl TurnSpec {
+    /// The delegated detours of the turn, in script order.
+    pub fn delegations(&self) -> impl Iterator<Item = &Delegation> {
+        self.script.iter().filter_map(|s| match &s.action {
+            Action::Delegate(d) => Some(d),
+            _ => None,
+        })
+    }
+
     /// The closing message (`say`) of the turn.
     pub fn say(&self) -> &str {
         self.script
@@ -149,6 +157,57 @@ pub enum Action {
     Say(String),
     /// A strategy report (inside a strategy).
     Report(String),
+    /// A detour handed to a child session (`delegate: {brief, script}`): under an arm that
+    /// offers the `delegate` tool the agent calls it with the brief, and a fresh child follows
+    /// `script` seeing only the brief and its own tool results; elsewhere the child's steps
+    /// run inline and its closing `say` becomes a report.
+    Delegate(Delegation),
+}
+
+/// A delegated detour: the brief the parent writes and the child's own script.
+#[derive(Debug, Clone, Serialize)]
+pub struct Delegation {
+    /// What the parent writes to the child: everything the child will know.
+    pub brief: String,
+    /// The child's steps: tool steps, ending with the `say` that is its receipt.
+    pub script: Vec<Step>,
+}
+
+impl Delegation {
+    /// The child's receipt as scripted (its `say`).
+    pub fn receipt(&self) -> &str {
+        self.script
+            .iter()
+            .find_map(|s| match &s.action {
+                Action::Say(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .unwrap_or("")
+    }
+
+    /// The child's steps run inline in the parent: its tool steps, then its receipt as a
+    /// report (a strategy report under `fold+strategies`, nothing elsewhere).
+    pub fn inline_steps(&self) -> impl Iterator<Item = Step> + '_ {
+        self.script.iter().map(|s| match &s.action {
+            Action::Say(t) => Step {
+                action: Action::Report(t.clone()),
+                ..s.clone()
+            },
+            _ => s.clone(),
+        })
+    }
+
+    /// The child's session as a one-turn task: the brief as its user message, its script.
+    pub fn as_turn(&self) -> TurnSpec {
+        TurnSpec {
+            user: self.brief.clone(),
+            unit: "delegated".into(),
+            needs: Vec::new(),
+            strategy: None,
+            awaits_back: false,
+            script: self.script.clone(),
+        }
+    }
 }
 
 impl Step {
@@ -161,7 +220,17 @@ impl Step {
                 out
             }
             Action::Say(t) | Action::Report(t) => vec![t.clone()],
+            Action::Delegate(d) => vec![d.brief.clone()],
         }
+    }
+
+    /// The steps this step stands for: itself, or a delegation's child steps after it.
+    pub fn with_nested(&self) -> impl Iterator<Item = &Step> {
+        let nested: &[Step] = match &self.action {
+            Action::Delegate(d) => &d.script,
+            _ => &[],
+        };
+        std::iter::once(self).chain(nested.iter())
     }
 
     /// Whether this step changes the workspace.
@@ -228,6 +297,7 @@ impl TaskSpec {
         self.turns
             .iter()
             .flat_map(|t| &t.script)
+            .flat_map(Step::with_nested)
             .filter(|s| !s.cache)
             .filter_map(|s| match &s.action {
                 Action::Tool { name, args } if name == "shell" => args
@@ -244,6 +314,7 @@ impl TaskSpec {
         self.turns
             .iter()
             .flat_map(|t| &t.script)
+            .flat_map(Step::with_nested)
             .filter(|s| matches!(s.action, Action::Tool { .. }))
             .count()
     }

@@ -33,6 +33,10 @@ test the code; paths are relative to the repository root. When the user's reques
 message that says what you found and what you changed, without calling a tool.";
 
 pub use crate::cell_checks::{relative_to, run_checks};
+pub use delegate::CHILD_SYSTEM_PROMPT;
+
+#[path = "delegate.rs"]
+mod delegate;
 pub use harness_core::session::COMPACTION_PROMPT;
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
@@ -91,6 +95,10 @@ pub struct CellOptions {
     pub cell_timeout: Duration,
     /// The real agent that drives the cells (`run --agent`); `None`: foldbench's own loop.
     pub agent: Option<Arc<crate::agents::AgentSetup>>,
+    /// The models a `delegate` call may name for its child, by label (the run's models that
+    /// are not the sim: a sim answers its children itself). A child names no model, or the
+    /// cell's, to run on the cell's model.
+    pub child_models: HashMap<String, Arc<dyn Model>>,
 }
 
 /// The default time limit of one cell: one hour.
@@ -106,6 +114,7 @@ impl Default for CellOptions {
             archive_writer: Arc::new(FsArchive),
             cell_timeout: DEFAULT_CELL_TIMEOUT,
             agent: None,
+            child_models: HashMap::new(),
         }
     }
 }
@@ -154,6 +163,8 @@ struct Run<'a> {
     /// The run's tool limits with the task's sandbox (its network and variables).
     limits: ToolLimits,
     model: &'a dyn Model,
+    /// The model of the child session in progress, when it names another than the cell's.
+    child_model: Option<Arc<dyn Model>>,
     events: Vec<Event>,
     transcript: Vec<Arc<Message>>,
     archives: Vec<WrittenArchive>,
@@ -182,8 +193,9 @@ impl Run<'_> {
     /// Sends request `index` to the model, times the answer and records it.
     async fn ask(&mut self, req: &Request, index: usize) -> Result<Response, String> {
         let began = Instant::now();
-        let resp = self
-            .model
+        let model = self.child_model.clone();
+        let model: &dyn Model = model.as_deref().unwrap_or(self.model);
+        let resp = model
             .respond(req, &self.plan.id)
             .await
             .map_err(|e| e.to_string())?;
@@ -218,6 +230,7 @@ pub async fn run_cell(
         opts,
         limits,
         model,
+        child_model: None,
         events: Vec::new(),
         transcript: Vec::new(),
         archives: Vec::new(),
@@ -278,8 +291,8 @@ pub async fn run_cell(
                 (status, error, checks, policy_name)
             }
         };
-    let price = opts.price(&plan.model_name);
-    let metrics = metrics::compute(&run.events, Some(&plan.task), &price);
+    let price_of = |m: Option<&str>| opts.price(m.unwrap_or(&plan.model_name));
+    let metrics = metrics::compute_priced(&run.events, Some(&plan.task), &price_of);
     let record = CellRecord {
         version: RECORD_VERSION,
         id: plan.id.clone(),
@@ -327,7 +340,10 @@ async fn session(
     ws.run_setup(&plan.task.setup, &run.limits)
         .await
         .map_err(|e| format!("setup: {e}"))?;
-    let mut lp = Loop::new(policies::build(&plan.policy, run.model.window())?);
+    let mut lp = Loop::new(
+        policies::build(&plan.policy, run.model.window())?,
+        plan.policy.delegate,
+    );
     policy_ok(lp.policy.as_ref())?;
     let spec = Arc::clone(&plan.task);
     for (i, turn) in spec.turns.iter().enumerate() {
@@ -377,6 +393,20 @@ struct Loop {
     /// reading tools ran since (they cannot change a file; a shell call's processes end with
     /// it): the next call's fingerprint without hashing the workspace again.
     fingerprint: Option<String>,
+    /// Whether the arm offers the `delegate` tool (`+delegate`) and this loop answers it.
+    delegating: bool,
+    /// Who makes the requests: `None` for the cell's session, `child-N` for a child's.
+    agent: Option<String>,
+    /// What the requests are for: [`Purpose::Turn`], or [`Purpose::Child`] in a child.
+    purpose: Purpose,
+    /// The turn the records carry when it is not the messages' own (a child's session is
+    /// one turn of its own, recorded under the parent's turn in progress).
+    record_turn: Option<u32>,
+    /// The model a child runs on when it is not the cell's (recorded with its requests).
+    model_label: Option<String>,
+    /// Children started so far in the cell, and `delegate` calls so far in the turn.
+    children: usize,
+    turn_children: usize,
 }
 
 /// The workspace tools that only read: after them the work tree is as it was.
@@ -387,11 +417,19 @@ const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "grep"];
 type CallOutcome = (Arc<Message>, ToolCallRecord, Vec<Arc<Message>>);
 
 impl Loop {
-    fn new(policy: Box<dyn Policy>) -> Loop {
+    fn new(policy: Box<dyn Policy>, delegating: bool) -> Loop {
         let mut tool_list: Vec<ToolSpec> = tools::tool_specs();
         tool_list.extend(policy.tools());
+        if delegating {
+            tool_list.push(delegate::tool_spec());
+        }
+        Loop::with(policy, SYSTEM_PROMPT, tool_list, delegating)
+    }
+
+    /// A loop with its system prompt and tool list.
+    fn with(policy: Box<dyn Policy>, system: &str, tool_list: Vec<ToolSpec>, delegating: bool) -> Loop {
         let tools: Arc<[ToolSpec]> = Arc::from(tool_list);
-        let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
+        let system: Arc<str> = Arc::from(system);
         let prefix = tokens::prefix_tokens(&system, &tools);
         Loop {
             policy,
@@ -402,12 +440,20 @@ impl Loop {
             prev: None,
             index: 0,
             fingerprint: None,
+            delegating,
+            agent: None,
+            purpose: Purpose::Turn,
+            record_turn: None,
+            model_label: None,
+            children: 0,
+            turn_children: 0,
         }
     }
 
     /// Starts turn `t`: the policy's card (if any) on the user message, which joins the context.
     fn start_turn(&mut self, run: &mut Run<'_>, t: u32, turn: &TurnSpec) -> NeedWatch {
         self.ctx.turn = t;
+        self.turn_children = 0;
         let card = self.policy.card(&self.ctx, self.prefix);
         let user = Message::user(t, turn.user.clone(), card.as_ref().map(|c| c.text.clone()));
         run.emit(Event::TurnStarted {
@@ -418,7 +464,7 @@ impl Loop {
         });
         self.ctx.push(Arc::clone(&user));
         run.transcript.push(user);
-        NeedWatch::new(turn)
+        NeedWatch::with_children(turn, !self.delegating)
     }
 
     /// The messages of the next request, compacting first when the policy asks (once; a
@@ -473,16 +519,17 @@ impl Loop {
             Arc::clone(&self.tools),
             self.prefix,
             messages,
-            Purpose::Turn,
+            self.purpose,
         );
         needs.first_request(&req);
         let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), &req.messages);
         let this = self.index;
         self.index += 1;
+        let rt = self.record_turn.unwrap_or(t);
         run.emit(Event::Request(RequestRecord {
             index: this,
-            turn: t,
-            purpose: Purpose::Turn,
+            turn: rt,
+            purpose: self.purpose,
             tokens: req.tokens,
             cached_tokens: cached,
             written_tokens: req.tokens.saturating_sub(cached),
@@ -490,30 +537,43 @@ impl Loop {
             visible_results: Context::visible_results(&req.messages),
             action,
             mode: self.policy.mode().map(|m| m.name),
+            agent: self.agent.clone(),
+            model: self.model_label.clone(),
         }));
         let resp = run.ask(&req, this).await?;
-        for e in Event::unseen_arguments(t, this, &req, &resp) {
+        for e in Event::unseen_arguments(rt, this, &req, &resp) {
             run.emit(e);
         }
         self.prev = Some(req.messages);
         let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
         self.ctx.push(Arc::clone(&assistant));
-        run.transcript.push(assistant);
+        self.keep(run, assistant);
         if resp.tool_calls.is_empty() {
             return Ok(Some(resp.text.clone()));
         }
         for call in &resp.tool_calls {
-            let (result, record, append) = self.tool_call(run, ws, t, this, call, &resp).await?;
+            let (result, mut record, append) =
+                self.tool_call(run, ws, t, this, call, &resp).await?;
+            record.turn = rt;
+            record.agent = self.agent.clone();
             needs.result(&call.id, &result.text);
             run.emit(Event::ToolCall(record));
             self.ctx.push(Arc::clone(&result));
-            run.transcript.push(result);
+            self.keep(run, result);
             for m in append {
                 self.ctx.push(Arc::clone(&m));
-                run.transcript.push(m);
+                self.keep(run, m);
             }
         }
         Ok(None)
+    }
+
+    /// Adds a message to the cell's transcript: the session's own; a child's messages are in
+    /// its own context only (its requests and tool calls are in the events, marked).
+    fn keep(&self, run: &mut Run<'_>, m: Arc<Message>) {
+        if self.agent.is_none() {
+            run.transcript.push(m);
+        }
     }
 
     /// Answers one tool call of request `this`: a malformed call, a policy tool, a workspace
@@ -532,6 +592,9 @@ impl Loop {
             let result = Message::tool_result(t, call, reason, true);
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
+        }
+        if self.delegating && call.name == harness_core::metrics::DELEGATE_TOOL {
+            return delegate::answer(self, run, ws, t, this, call).await;
         }
         if self.policy.owns_tool(&call.name) {
             let reply = self.policy.handle_tool(&self.ctx, call);
@@ -556,6 +619,7 @@ impl Loop {
                 outcome: serde_json::to_value(&reply.outcome).ok(),
                 result_tokens: result.tokens,
                 cached: false,
+                agent: None,
             };
             return Ok((result, record, reply.append));
         }
@@ -751,6 +815,7 @@ fn tool_record(
         outcome: None,
         result_tokens: tokens,
         cached: false,
+        agent: None,
     }
 }
 
@@ -794,6 +859,8 @@ async fn compact(
             "compaction".into()
         }),
         mode: policy.mode().map(|m| m.name),
+        agent: None,
+        model: None,
     }));
     let resp = run.ask(&req, this).await?;
     let before = req.messages;

@@ -153,6 +153,16 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     let total = cells.len();
     let already = total - todo.len();
     let jobs = plan_jobs(&cfg, &interleaved(todo))?;
+    let mut cfg = cfg;
+    for (plan, model) in &jobs {
+        // The run's models a `delegate` call may name for its child (a sim answers its own).
+        if parse_sim(&plan.model_name).ok().flatten().is_none() {
+            cfg.cell
+                .child_models
+                .entry(plan.model_name.clone())
+                .or_insert_with(|| Arc::clone(model));
+        }
+    }
     let mode = if cfg.progress {
         crate::progress::Mode::detect()
     } else {

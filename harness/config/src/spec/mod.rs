@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use harness_core::spec::{Action, Check, Need, Step, TaskSpec, TurnSpec, MODES, WORKSPACE_TOOLS};
+use harness_core::spec::{
+    Action, Check, Delegation, Need, Step, TaskSpec, TurnSpec, MODES, WORKSPACE_TOOLS,
+};
 
 use crate::yaml::Value;
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
@@ -276,7 +278,7 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
                     );
                 }
                 for (i, s) in steps.iter().enumerate() {
-                    if let Some(step) = read_step(r, &child(&kp, Seg::Index(i)), s) {
+                    if let Some(step) = read_step(r, &child(&kp, Seg::Index(i)), s, true) {
                         turn.script.push(step);
                     }
                 }
@@ -292,9 +294,13 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
     Some(turn)
 }
 
-fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
+/// One step; `top` for a turn's own (a `delegate` step, a `report`), not a delegation's child.
+fn read_step(r: &mut Reader, p: &[Seg], v: &Value, top: bool) -> Option<Step> {
     let mut allowed: Vec<&str> = WORKSPACE_TOOLS.to_vec();
-    allowed.extend(["say", "report"]);
+    allowed.push("say");
+    if top {
+        allowed.extend(["report", "delegate"]);
+    }
     allowed.extend(STEP_EXTRA);
     let fields = r.mapping(p, v, "a script step", &allowed);
     v.as_mapping()?;
@@ -317,6 +323,10 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
                 actions += 1;
                 action = r.string(&kp, val, "`report`").map(Action::Report);
             }
+            "delegate" => {
+                actions += 1;
+                action = read_delegation(r, &kp, val).map(Action::Delegate);
+            }
             tool => {
                 actions += 1;
                 action = read_tool_args(r, &kp, tool, val);
@@ -324,10 +334,11 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         }
     }
     if actions == 0 {
+        let more = if top { ", report, delegate" } else { "" };
         r.problem(
             p,
             format!(
-                "a script step needs one action: one of {}, say, report",
+                "a script step needs one action: one of {}, say{more}",
                 WORKSPACE_TOOLS.join(", ")
             ),
         );
@@ -348,6 +359,51 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Step> {
         expect,
         needs,
         cache,
+    })
+}
+
+/// A `delegate` step's `{brief, script}`: the brief a non-empty string, the child's script
+/// tool steps ending with exactly one `say` (its receipt).
+fn read_delegation(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Delegation> {
+    let fields = r.mapping(p, v, "`delegate`", &["brief", "script"]);
+    v.as_mapping()?;
+    let mut brief = None;
+    let mut script = Vec::new();
+    let mut has_script = false;
+    for (k, val) in &fields {
+        let kp = key(p, k);
+        if k == "brief" {
+            brief = r.string(&kp, val, "`brief`");
+            if brief.as_deref().is_some_and(|b| b.trim().is_empty()) {
+                r.problem(&kp, "`brief` is empty; give what the parent tells the child (all it will know)");
+            }
+            continue;
+        }
+        has_script = true;
+        for (i, s) in r.sequence(&kp, val, "`script`").iter().enumerate() {
+            if let Some(step) = read_step(r, &child(&kp, Seg::Index(i)), s, false) {
+                script.push(step);
+            }
+        }
+    }
+    if brief.is_none() && !fields.iter().any(|(k, _)| k == "brief") {
+        r.problem(p, "`delegate` needs `brief` (what the parent tells the child)");
+    }
+    if !has_script {
+        r.problem(p, "`delegate` needs `script` (the child's steps, ending with the `say` that is its receipt)");
+    } else {
+        let says = script.iter().filter(|s| matches!(s.action, Action::Say(_))).count();
+        let last_says = matches!(script.last().map(|s| &s.action), Some(Action::Say(_)));
+        if says != 1 || !last_says {
+            r.problem(
+                &key(p, "script"),
+                format!("a delegation's script has {says} `say` steps; it needs exactly one, last: the child's receipt"),
+            );
+        }
+    }
+    Some(Delegation {
+        brief: brief?,
+        script,
     })
 }
 
@@ -546,7 +602,12 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
     for (i, turn) in spec.turns.iter().enumerate() {
         let p = child(&tp, Seg::Index(i));
         let n = i + 1;
-        let turn_text: Vec<String> = turn.script.iter().flat_map(Step::written_texts).collect();
+        let turn_text: Vec<String> = turn
+            .script
+            .iter()
+            .flat_map(Step::with_nested)
+            .flat_map(Step::written_texts)
+            .collect();
         for (j, need) in turn.needs.iter().enumerate() {
             let np = child(&key(&p, "needs"), Seg::Index(j));
             let source = Source {
@@ -559,12 +620,22 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
         let sp = key(&p, "script");
         check_say(r, &sp, turn, n);
         check_strategy_end(r, &p, spec, i);
+        let mut steps: Vec<(Vec<Seg>, String, &Step)> = Vec::new();
         for (j, step) in turn.script.iter().enumerate() {
             let stp = child(&sp, Seg::Index(j));
+            steps.push((stp.clone(), format!("step {} of turn {n}", j + 1), step));
+            if let Action::Delegate(d) = &step.action {
+                let dp = key(&key(&stp, "delegate"), "script");
+                for (c, s) in d.script.iter().enumerate() {
+                    let what = format!("child step {} of step {} of turn {n}", c + 1, j + 1);
+                    steps.push((child(&dp, Seg::Index(c)), what, s));
+                }
+            }
+        }
+        for (stp, what, step) in steps {
             let step_text = step.written_texts();
             for (k, need) in step.needs.iter().enumerate() {
                 let np = child(&key(&stp, "needs"), Seg::Index(k));
-                let what = format!("step {} of turn {n}", j + 1);
                 let source = Source {
                     expected: &expected,
                     said: &said,
@@ -612,7 +683,11 @@ impl<'a> SaidBy<'a> {
         let mut facts: Vec<&str> = spec
             .turns
             .iter()
-            .flat_map(|t| t.needs.iter().chain(t.script.iter().flat_map(|s| &s.needs)))
+            .flat_map(|t| {
+                t.needs
+                    .iter()
+                    .chain(t.script.iter().flat_map(Step::with_nested).flat_map(|s| &s.needs))
+            })
             .map(|n| n.fact.as_str())
             .filter(|f| !f.is_empty())
             .collect();

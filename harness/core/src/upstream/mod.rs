@@ -177,7 +177,8 @@ impl SimUpstream {
                 kind: AnswerKind::Summary,
             },
             Some(Purpose::Turn) => self.turn_answer(vocab, req, &read),
-            None => Answer {
+            // The offline upstream reads an agent's own requests; it never makes a child's.
+            Some(Purpose::Child) | None => Answer {
                 text: "OK.".to_string(),
                 calls: Vec::new(),
                 kind: AnswerKind::Side,

@@ -75,6 +75,7 @@ pub fn canonical_request(req: &Request) -> Value {
     let purpose = match req.purpose {
         Purpose::Turn => "turn",
         Purpose::Compaction => "compaction",
+        Purpose::Child => "child",
     };
     json!({"system": &*req.system, "tools": tools, "messages": messages, "purpose": purpose})
 }

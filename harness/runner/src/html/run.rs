@@ -495,6 +495,8 @@ mod tests {
             visible_results: vec![],
             action: None,
             mode: None,
+            agent: None,
+            model: None,
         })
     }
 

@@ -697,6 +697,8 @@ impl Conversation {
             visible_results: Context::visible_results(messages),
             action,
             mode: self.policy.mode().map(|m| m.name),
+            agent: None,
+            model: None,
         };
         self.events.push(Event::Request(record.clone()));
         record
@@ -753,6 +755,7 @@ impl Conversation {
             outcome: serde_json::to_value(&reply.outcome).ok(),
             result_tokens: result.tokens,
             cached: false,
+            agent: None,
         }));
         self.calls_seen.insert(call.id.clone());
         (reply.text, reply.is_error)
@@ -807,6 +810,7 @@ impl Conversation {
                 outcome: None,
                 result_tokens: 0,
                 cached: false,
+                agent: None,
             }));
             if WRITING_TOOLS.contains(&c.name.as_str())
                 || matches!(c.name.as_str(), "Bash" | TEXT_TOOL) && !read_only(c)
