@@ -8,6 +8,7 @@ mod architecture;
 mod cache;
 mod caveats;
 mod cli;
+mod delegate;
 mod determinism;
 mod exec_policy;
 mod folds;

@@ -620,26 +620,28 @@ fn validate_semantics(r: &mut Reader, spec: &TaskSpec) {
         let sp = key(&p, "script");
         check_say(r, &sp, turn, n);
         check_strategy_end(r, &p, spec, i);
-        let mut steps: Vec<(Vec<Seg>, String, &Step)> = Vec::new();
+        // A delegation's child steps follow its step; their facts may come from the turn's own
+        // user message too (the parent read it before writing the brief).
+        let mut steps: Vec<(Vec<Seg>, String, &Step, usize)> = Vec::new();
         for (j, step) in turn.script.iter().enumerate() {
             let stp = child(&sp, Seg::Index(j));
-            steps.push((stp.clone(), format!("step {} of turn {n}", j + 1), step));
+            steps.push((stp.clone(), format!("step {} of turn {n}", j + 1), step, i));
             if let Action::Delegate(d) = &step.action {
                 let dp = key(&key(&stp, "delegate"), "script");
                 for (c, s) in d.script.iter().enumerate() {
                     let what = format!("child step {} of step {} of turn {n}", c + 1, j + 1);
-                    steps.push((child(&dp, Seg::Index(c)), what, s));
+                    steps.push((child(&dp, Seg::Index(c)), what, s, i + 1));
                 }
             }
         }
-        for (stp, what, step) in steps {
+        for (stp, what, step, said_before) in steps {
             let step_text = step.written_texts();
             for (k, need) in step.needs.iter().enumerate() {
                 let np = child(&key(&stp, "needs"), Seg::Index(k));
                 let source = Source {
                     expected: &expected,
                     said: &said,
-                    turn: i,
+                    turn: said_before,
                 };
                 check_need(r, &np, need, &what, &source, &step_text);
             }
