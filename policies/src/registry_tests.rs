@@ -182,3 +182,37 @@ fn a_registered_policy_is_built_and_listed() {
     let bad = r.register(Entry::new("Keep Nothing", |_, _| unreachable!()));
     assert!(bad.unwrap_err().to_string().contains("lowercase letters"));
 }
+
+#[test]
+fn the_delegate_modifier_goes_on_any_policy_named_by_name() {
+    let r = reg();
+    for (text, name, label) in [
+        ("none+delegate", "none", "none+delegate"),
+        ("fold+delegate:timing=eager", "fold", "fold+delegate:timing=eager"),
+        ("fold+strategies+delegate", "fold+strategies", "fold+strategies+delegate"),
+        ("trim+delegate:mode=placeholder,keep=1", "trim", "trim+delegate:keep=1,mode=placeholder"),
+    ] {
+        let spec = r.parse(text).unwrap();
+        assert!(spec.delegate, "{text}");
+        assert_eq!(spec.name, name);
+        assert_eq!(spec.label(), label);
+        assert_eq!(r.parse(&spec.label()).unwrap(), spec, "the label reads back");
+        assert!(r.check(text).is_ok(), "{text}");
+    }
+    assert!(!r.parse("fold+strategies").unwrap().delegate);
+    // A sweep keeps the modifier on every arm.
+    let arms: Vec<String> = r
+        .expand("trim+delegate:keep=[1,2]")
+        .unwrap()
+        .into_iter()
+        .map(|p| p.text)
+        .collect();
+    assert_eq!(arms, ["trim+delegate:keep=1", "trim+delegate:keep=2"]);
+    // Not on a pipeline's step, not on a name that does not exist.
+    for bad in ["trim|fold+delegate", "fold+delegate|trim"] {
+        let e = r.check(bad).unwrap_err();
+        assert!(e.contains("+delegate"), "{bad}: {e}");
+    }
+    let e = r.check("fodl+delegate").unwrap_err();
+    assert!(e.contains("unknown policy `fodl+delegate`"), "{e}");
+}

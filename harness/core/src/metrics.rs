@@ -658,6 +658,54 @@ mod tests {
     }
 
     #[test]
+    fn a_childs_requests_count_apart_and_a_named_model_is_priced_at_its_own_price() {
+        let child = |index: usize, tokens: u64, model: Option<&str>| {
+            Event::Request(RequestRecord {
+                purpose: Purpose::Child,
+                agent: Some("child-1".into()),
+                model: model.map(str::to_string),
+                cached_tokens: 0,
+                written_tokens: tokens,
+                ..match req(index, 1, tokens, &[]) {
+                    Event::Request(r) => r,
+                    _ => unreachable!(),
+                }
+            })
+        };
+        let answer = |index: usize| Event::Response {
+            index,
+            output_tokens: 10,
+            usage: None,
+            model_ms: 0,
+        };
+        let events = vec![
+            req(0, 1, 100, &[]),
+            answer(0),
+            child(1, 40, None),
+            answer(1),
+            child(2, 60, Some("big")),
+            answer(2),
+        ];
+        let base = Price::default();
+        let big = Price {
+            input: 15.0,
+            ..Price::default()
+        };
+        let m = compute_priced(&events, None, &|name| match name {
+            Some("big") => big,
+            _ => base,
+        });
+        assert_eq!((m.requests, m.request_tokens.total), (1, 100));
+        assert_eq!((m.child_requests, m.child_input_tokens), (2, 100));
+        assert_eq!(m.tokens_per_task(), 200);
+        // 100 tokens: half cached (0.1), half written (1.25); 40 written; 10 output each (5).
+        let own = (50.0 * 0.1 + 50.0 * 1.25 + 50.0) + (40.0 * 1.25 + 50.0);
+        let named = 60.0 * 1.25 + 50.0;
+        let want = own * 3.0 / 1e6 + named * 15.0 / 1e6;
+        assert!((m.cost - want).abs() < 1e-12, "{} vs {want}", m.cost);
+    }
+
+    #[test]
     fn size_stats() {
         let s = SizeStats::of(&[5, 1, 3, 10]);
         assert_eq!(

@@ -389,3 +389,67 @@ fn facts_said_by_earlier_users_are_found_in_one_pass_over_them() {
         "{problems:?}"
     );
 }
+
+const DELEGATED: &str = r#"name: t
+description: d
+repo: fixtures/t
+turns:
+  - user: "the port is now 9090; get someone to fix the config"
+    unit: a
+    script:
+      - delegate:
+          brief: "Set PORT = 9090 in src/a.py."
+          script:
+            - read_file: { path: src/a.py }
+              expect: "PORT = 8080"
+            - edit_file: { path: src/a.py, old: "PORT = 8080", new: "PORT = 9090" }
+              needs: [{ fact: "9090", guess: "8081" }]
+            - say: "src/a.py has PORT = 9090"
+      - say: "done: PORT = 9090"
+checks:
+  - file_contains: { path: src/a.py, text: "PORT = 9090" }
+"#;
+
+#[test]
+fn a_delegation_is_read_with_its_brief_and_the_childs_script() {
+    let s = load("t.yaml", DELEGATED).unwrap();
+    let d = s.turns[0].delegations().next().unwrap();
+    assert_eq!(d.brief, "Set PORT = 9090 in src/a.py.");
+    assert_eq!(d.script.len(), 3);
+    assert_eq!(d.receipt(), "src/a.py has PORT = 9090");
+    assert_eq!(s.scripted_tool_calls(), 2, "the child's tool steps count");
+    // A child's need may come from the turn's own user message (the parent read it).
+    assert_eq!(d.script[1].needs[0].fact, "9090");
+}
+
+#[test]
+fn a_bad_delegation_is_reported_where_it_is_written() {
+    let problems = |text: &str| -> Vec<String> {
+        load("bad.yaml", text)
+            .unwrap_err()
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
+    };
+    let no_say = DELEGATED.replace("            - say: \"src/a.py has PORT = 9090\"\n", "");
+    let p = problems(&no_say);
+    assert!(
+        p.iter().any(|x| x.starts_with("bad.yaml:10:11:") && x.contains("exactly one, last: the child's receipt")),
+        "{p:?}"
+    );
+    let no_brief = DELEGATED.replace("          brief: \"Set PORT = 9090 in src/a.py.\"\n", "");
+    let p = problems(&no_brief);
+    assert!(p.iter().any(|x| x.contains("`delegate` needs `brief`")), "{p:?}");
+    let nested = DELEGATED.replace(
+        "            - say: \"src/a.py has PORT = 9090\"",
+        "            - report: \"half way\"\n            - say: \"src/a.py has PORT = 9090\"",
+    );
+    let p = problems(&nested);
+    assert!(p.iter().any(|x| x.contains("`report`")), "a child has no report: {p:?}");
+    let unsourced = DELEGATED.replace("needs: [{ fact: \"9090\"", "needs: [{ fact: \"7070\"");
+    let p = problems(&unsourced);
+    assert!(
+        p.iter().any(|x| x.contains("child step 2 of step 1 of turn 1 `needs` \"7070\"")),
+        "{p:?}"
+    );
+}
