@@ -38,6 +38,12 @@ pub struct ProxyArgs {
 pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let policy = policies::parse_policy(&a.policy)
         .map_err(|e| Error::Usage(format!("--policy {}: {e}", a.policy)))?;
+    if policy.delegate {
+        return Err(Error::Usage(format!(
+            "--policy {}: `+delegate` is foldbench's own loop's tool; an agent behind the proxy delegates with its own (give the policy without it)",
+            a.policy
+        )));
+    }
     let upstream = a.upstream.trim();
     if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
         return Err(Error::Usage(format!(

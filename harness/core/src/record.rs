@@ -134,7 +134,7 @@ fn median_rewritten(r: &CellRecord) -> f64 {
 }
 
 /// Every metric a report can read from a record.
-pub const RECORD_METRICS: [RecordMetric; 20] = [
+pub const RECORD_METRICS: [RecordMetric; 23] = [
     RecordMetric {
         name: "success",
         label: "success",
@@ -234,6 +234,21 @@ pub const RECORD_METRICS: [RecordMetric; 20] = [
         name: "rewritten_tokens_total",
         label: "rewritten tokens, total",
         value: |r| r.metrics.rewritten_fold_total() as f64,
+    },
+    RecordMetric {
+        name: "child_requests",
+        label: "child requests (delegated)",
+        value: |r| r.metrics.child_requests as f64,
+    },
+    RecordMetric {
+        name: "child_input_tokens",
+        label: "child input tokens (delegated)",
+        value: |r| r.metrics.child_input_tokens as f64,
+    },
+    RecordMetric {
+        name: "receipt_tokens",
+        label: "receipt tokens (in the parent)",
+        value: |r| r.metrics.receipt_tokens as f64,
     },
 ];
 

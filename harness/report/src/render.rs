@@ -409,8 +409,9 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
     write_csv(std::iter::once(&headers).chain(&rows))
 }
 
-/// The metrics of the A/B table.
-pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
+/// The metrics of the A/B table; `with_children` adds the delegated child sessions' figures and
+/// the cost (when an arm delegated).
+pub fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
         "success",
         "lost_facts",
@@ -431,6 +432,14 @@ pub fn ab_metrics(with_folds: bool) -> Vec<&'static RecordMetric> {
             "rewritten_tokens_total",
         ]);
     }
+    if with_children {
+        names.extend([
+            "child_requests",
+            "child_input_tokens",
+            "receipt_tokens",
+            "cost",
+        ]);
+    }
     harness_core::record::record_metrics(&names)
 }
 
@@ -446,7 +455,8 @@ pub fn ab_table(records: &[CellRecord], arms: &[String]) -> Table {
         headers.push(format!("{a}: median"));
     }
     let mut rows = Vec::new();
-    for m in ab_metrics(with_folds) {
+    let with_children = records.iter().any(|r| r.metrics.delegations > 0);
+    for m in ab_metrics(with_folds, with_children) {
         let mut row = vec![m.label.to_string()];
         for a in arms {
             let mut cells: Vec<&CellRecord> = records.iter().filter(|r| &r.arm == a).collect();

@@ -214,6 +214,7 @@ fn ab_spec(view: View) -> Option<&'static [&'static str]> {
             "tokens per task",
             "last request tokens",
             "total request tokens",
+            "child input tokens (delegated)",
             "rewritten tokens, median per fold",
             "rewritten tokens, total",
         ],
@@ -577,7 +578,7 @@ mod tests {
     fn every_column_a_run_view_names_is_in_its_table() {
         let summary = crate::render::summary_table(&[]).headers;
         let cells = crate::render::cells_table(&[]).headers;
-        let metrics: Vec<String> = crate::render::ab_metrics(true)
+        let metrics: Vec<String> = crate::render::ab_metrics(true, true)
             .iter()
             .map(|m| m.label.to_string())
             .collect();

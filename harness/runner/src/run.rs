@@ -483,6 +483,12 @@ fn model_for(
 /// Checks everything the user can get wrong before the run folder is created: the sim labels
 /// and the API keys the models need (none when a cassette answers).
 fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
+    if let (Some(_), Some(arm)) = (&cfg.cell.agent, cfg.arms.iter().find(|a| a.policy.delegate)) {
+        return Err(RunError::Usage(format!(
+            "arm `{}`: `+delegate` is foldbench's own loop's tool; a real agent (--agent) delegates with its own (run the arm without it)",
+            arm.label
+        )));
+    }
     for c in cells {
         parse_sim(&c.model).map_err(RunError::Usage)?;
     }
