@@ -77,7 +77,12 @@ fn requests(out: &CellOutput) -> Vec<&RequestRecord> {
 fn the_childs_requests_are_recorded_marked_and_counted_in_tokens_per_task() {
     let t = task("delegate-staging-port");
     let (out, seen) = run_watched(&t, "none+delegate");
-    assert_eq!(out.record.status, Status::Success, "{:?}", out.record.checks);
+    assert_eq!(
+        out.record.status,
+        Status::Success,
+        "{:?}",
+        out.record.checks
+    );
     let reqs = requests(&out);
     let child: Vec<&&RequestRecord> = reqs
         .iter()
@@ -150,7 +155,12 @@ fn each_way_of_the_detour_leaves_its_own_trace_in_the_parents_context() {
     assert_eq!(names(&delegated).get("delegate"), Some(&1));
     // The parent's last request: the detour's work inline, its report, or the receipt alone.
     let last = |o: &CellOutput| o.record.metrics.request_tokens.last;
-    assert!(last(&delegated) < last(&inline), "{} vs {}", last(&delegated), last(&inline));
+    assert!(
+        last(&delegated) < last(&inline),
+        "{} vs {}",
+        last(&delegated),
+        last(&inline)
+    );
 }
 
 /// The task with a brief that does not say the new port.
@@ -200,11 +210,22 @@ fn a_brief_that_leaves_out_a_needed_fact_fails_the_check_under_the_delegate_arm(
     );
     assert!(delegated.record.metrics.lost_facts >= 1);
     // The child wrote its guess, having never seen the port.
-    assert!(delegated.diff.contains("DB_PORT=5433"), "{}", delegated.diff);
-    assert!(seen.iter().all(|(_, texts)| !texts.iter().any(|x| x.contains("6543"))));
+    assert!(
+        delegated.diff.contains("DB_PORT=5433"),
+        "{}",
+        delegated.diff
+    );
+    assert!(seen
+        .iter()
+        .all(|(_, texts)| !texts.iter().any(|x| x.contains("6543"))));
     // Inline the same detour sees the user's words and succeeds.
     let (inline, _) = run_one(&t, "none", Judge::Oracle, CellOptions::default());
-    assert_eq!(inline.record.status, Status::Success, "{:?}", inline.record.checks);
+    assert_eq!(
+        inline.record.status,
+        Status::Success,
+        "{:?}",
+        inline.record.checks
+    );
 }
 
 #[test]
@@ -228,7 +249,11 @@ fn the_ab_table_shows_the_three_ways_side_by_side() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let header = text
         .lines()
         .find(|l| l.starts_with("│ metric"))
@@ -236,7 +261,12 @@ fn the_ab_table_shows_the_three_ways_side_by_side() {
     for arm in ["none", "fold+strategies", "none+delegate"] {
         assert!(header.contains(&format!(" {arm}: runs")), "{header}");
     }
-    for row in ["tokens per task", "lost facts", "success", "median request tokens"] {
+    for row in [
+        "tokens per task",
+        "lost facts",
+        "success",
+        "median request tokens",
+    ] {
         let row = format!("│ {row} ");
         assert!(text.lines().any(|l| l.starts_with(&row)), "{row}: {text}");
     }

@@ -188,15 +188,31 @@ fn the_delegate_modifier_goes_on_any_policy_named_by_name() {
     let r = reg();
     for (text, name, label) in [
         ("none+delegate", "none", "none+delegate"),
-        ("fold+delegate:timing=eager", "fold", "fold+delegate:timing=eager"),
-        ("fold+strategies+delegate", "fold+strategies", "fold+strategies+delegate"),
-        ("trim+delegate:mode=placeholder,keep=1", "trim", "trim+delegate:keep=1,mode=placeholder"),
+        (
+            "fold+delegate:timing=eager",
+            "fold",
+            "fold+delegate:timing=eager",
+        ),
+        (
+            "fold+strategies+delegate",
+            "fold+strategies",
+            "fold+strategies+delegate",
+        ),
+        (
+            "trim+delegate:mode=placeholder,keep=1",
+            "trim",
+            "trim+delegate:keep=1,mode=placeholder",
+        ),
     ] {
         let spec = r.parse(text).unwrap();
         assert!(spec.delegate, "{text}");
         assert_eq!(spec.name, name);
         assert_eq!(spec.label(), label);
-        assert_eq!(r.parse(&spec.label()).unwrap(), spec, "the label reads back");
+        assert_eq!(
+            r.parse(&spec.label()).unwrap(),
+            spec,
+            "the label reads back"
+        );
         assert!(r.check(text).is_ok(), "{text}");
     }
     assert!(!r.parse("fold+strategies").unwrap().delegate);

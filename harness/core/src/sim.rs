@@ -48,10 +48,14 @@ use serde_json::json;
 use crate::fold::{archive_pointer, card_turns};
 use crate::judge::{self, CardPoint, Judge};
 use crate::message::{canonical_json, MessageKind, Role, ToolCall};
+use crate::metrics::DELEGATE_TOOL;
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
-use crate::metrics::DELEGATE_TOOL;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
+
+#[path = "sim_delegate.rs"]
+mod delegate;
+use delegate::effective_script;
 
 /// Settings of the simulated agent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -378,65 +382,6 @@ impl Sim {
         Response::new(text, Vec::new(), None)
     }
 
-    /// The noise draws of a tool step: from the agent's own stream, or, for the step of a
-    /// delegated detour run inline (its number in the turn), from the stream its child would
-    /// have drawn from.
-    fn roll(&mut self, inline: Option<usize>) -> (f64, u64) {
-        let rng = match inline {
-            None => &mut self.rng,
-            Some(k) => {
-                let name = child_name(&self.spec.name, self.turn, k);
-                let seed = self.cfg.seed;
-                self.inline_rngs
-                    .entry((self.turn, k))
-                    .or_insert_with(|| Rng::for_name(seed, &name))
-            }
-        };
-        (rng.next_f64(), rng.next_u64())
-    }
-
-    /// The `delegate` call of delegation `k` of the turn: the brief as the
-    /// script writes it (lost facts replaced by their guesses), and a fresh child sim on the
-    /// delegation's own script for the requests of the child's session.
-    fn delegate(
-        &mut self,
-        d: &crate::spec::Delegation,
-        subs: &[(&str, &str)],
-        k: Option<usize>,
-    ) -> Response {
-        let k = k.unwrap_or(1);
-        let brief = substitute(&d.brief, subs);
-        self.deviated |= brief != d.brief;
-        let c = self.call(DELEGATE_TOOL, json!({ "brief": brief }));
-        let spec = TaskSpec {
-            name: child_name(&self.spec.name, self.turn, k),
-            turns: vec![d.as_turn()],
-            checks: Vec::new(),
-            ..(*self.spec).clone()
-        };
-        let mut child = Sim::new(Arc::new(spec), self.cfg);
-        child.id_prefix = format!("t{}-child{k}-sim-", self.turn);
-        self.child = Some(Box::new(child));
-        self.pending_receipt = Some((c.id.clone(), d.receipt().to_string()));
-        Response::new("", vec![c], None)
-    }
-
-    /// Reads the receipt of the last `delegate` call once it has come back: one that is not
-    /// the script's (the child guessed a fact or stopped) leaves the script.
-    fn read_receipt(&mut self, req: &Request) {
-        let Some((id, want)) = self.pending_receipt.take() else {
-            return;
-        };
-        let got = req
-            .messages
-            .iter()
-            .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(id.as_str()));
-        match got {
-            Some(m) => self.deviated |= m.text != want,
-            None => self.pending_receipt = Some((id, want)),
-        }
-    }
-
     /// Reads the results of this turn's recovery calls that have come back: a fact is recovered
     /// when the output contains it, whatever the call was.
     fn read_recoveries(&mut self, req: &Request) {
@@ -609,33 +554,6 @@ impl Sim {
         let c = candidates[(pick % candidates.len() as u64) as usize].clone();
         Some(self.call(&c.name, c.args))
     }
-}
-
-/// The name of the child task of delegation `k` (1-based) of turn `turn` of task `task`.
-fn child_name(task: &str, turn: u32, k: usize) -> String {
-    format!("{task}-turn-{turn}-child-{k}")
-}
-
-/// The steps of a turn as the agent follows them, each with the number (1-based in the turn)
-/// of the delegation it belongs to: under an arm that offers `delegate` a delegation is one
-/// step (the call); elsewhere its child steps run inline, its receipt a report.
-fn effective_script(ts: &TurnSpec, delegating: bool) -> Vec<(Step, Option<usize>)> {
-    let mut out = Vec::new();
-    let mut k = 0;
-    for s in &ts.script {
-        match &s.action {
-            Action::Delegate(d) => {
-                k += 1;
-                if delegating {
-                    out.push((s.clone(), Some(k)));
-                } else {
-                    out.extend(d.inline_steps().map(|x| (x, Some(k))));
-                }
-            }
-            _ => out.push((s.clone(), None)),
-        }
-    }
-    out
 }
 
 /// A response with one call whose arguments the agent took from the request's text.

@@ -409,8 +409,8 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
     write_csv(std::iter::once(&headers).chain(&rows))
 }
 
-/// The metrics of the A/B table; `with_children` adds the delegated child sessions' figures and
-/// the cost (when an arm delegated).
+/// The metrics of the A/B table; `with_children` adds the delegated child sessions' figures
+/// (when an arm delegated).
 pub fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
         "success",
@@ -433,12 +433,7 @@ pub fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static RecordM
         ]);
     }
     if with_children {
-        names.extend([
-            "child_requests",
-            "child_input_tokens",
-            "receipt_tokens",
-            "cost",
-        ]);
+        names.extend(["child_requests", "child_input_tokens", "receipt_tokens"]);
     }
     harness_core::record::record_metrics(&names)
 }

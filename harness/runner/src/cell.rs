@@ -427,7 +427,12 @@ impl Loop {
     }
 
     /// A loop with its system prompt and tool list.
-    fn with(policy: Box<dyn Policy>, system: &str, tool_list: Vec<ToolSpec>, delegating: bool) -> Loop {
+    fn with(
+        policy: Box<dyn Policy>,
+        system: &str,
+        tool_list: Vec<ToolSpec>,
+        delegating: bool,
+    ) -> Loop {
         let tools: Arc<[ToolSpec]> = Arc::from(tool_list);
         let system: Arc<str> = Arc::from(system);
         let prefix = tokens::prefix_tokens(&system, &tools);

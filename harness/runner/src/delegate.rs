@@ -99,7 +99,8 @@ async fn child_session(
         Some(m) => match run.opts.child_models.get(m) {
             Some(x) => Some(Arc::clone(x)),
             None => {
-                let mut known: Vec<&str> = run.opts.child_models.keys().map(String::as_str).collect();
+                let mut known: Vec<&str> =
+                    run.opts.child_models.keys().map(String::as_str).collect();
                 known.push(&run.plan.model_name);
                 known.sort_unstable();
                 return refuse(format!(

@@ -375,7 +375,10 @@ fn read_delegation(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Delegation> {
         if k == "brief" {
             brief = r.string(&kp, val, "`brief`");
             if brief.as_deref().is_some_and(|b| b.trim().is_empty()) {
-                r.problem(&kp, "`brief` is empty; give what the parent tells the child (all it will know)");
+                r.problem(
+                    &kp,
+                    "`brief` is empty; give what the parent tells the child (all it will know)",
+                );
             }
             continue;
         }
@@ -387,12 +390,18 @@ fn read_delegation(r: &mut Reader, p: &[Seg], v: &Value) -> Option<Delegation> {
         }
     }
     if brief.is_none() && !fields.iter().any(|(k, _)| k == "brief") {
-        r.problem(p, "`delegate` needs `brief` (what the parent tells the child)");
+        r.problem(
+            p,
+            "`delegate` needs `brief` (what the parent tells the child)",
+        );
     }
     if !has_script {
         r.problem(p, "`delegate` needs `script` (the child's steps, ending with the `say` that is its receipt)");
     } else {
-        let says = script.iter().filter(|s| matches!(s.action, Action::Say(_))).count();
+        let says = script
+            .iter()
+            .filter(|s| matches!(s.action, Action::Say(_)))
+            .count();
         let last_says = matches!(script.last().map(|s| &s.action), Some(Action::Say(_)));
         if says != 1 || !last_says {
             r.problem(
@@ -686,9 +695,12 @@ impl<'a> SaidBy<'a> {
             .turns
             .iter()
             .flat_map(|t| {
-                t.needs
-                    .iter()
-                    .chain(t.script.iter().flat_map(Step::with_nested).flat_map(|s| &s.needs))
+                t.needs.iter().chain(
+                    t.script
+                        .iter()
+                        .flat_map(Step::with_nested)
+                        .flat_map(|s| &s.needs),
+                )
             })
             .map(|n| n.fact.as_str())
             .filter(|f| !f.is_empty())

@@ -434,22 +434,30 @@ fn a_bad_delegation_is_reported_where_it_is_written() {
     let no_say = DELEGATED.replace("            - say: \"src/a.py has PORT = 9090\"\n", "");
     let p = problems(&no_say);
     assert!(
-        p.iter().any(|x| x.starts_with("bad.yaml:10:11:") && x.contains("exactly one, last: the child's receipt")),
+        p.iter().any(|x| x.starts_with("bad.yaml:10:11:")
+            && x.contains("exactly one, last: the child's receipt")),
         "{p:?}"
     );
     let no_brief = DELEGATED.replace("          brief: \"Set PORT = 9090 in src/a.py.\"\n", "");
     let p = problems(&no_brief);
-    assert!(p.iter().any(|x| x.contains("`delegate` needs `brief`")), "{p:?}");
+    assert!(
+        p.iter().any(|x| x.contains("`delegate` needs `brief`")),
+        "{p:?}"
+    );
     let nested = DELEGATED.replace(
         "            - say: \"src/a.py has PORT = 9090\"",
         "            - report: \"half way\"\n            - say: \"src/a.py has PORT = 9090\"",
     );
     let p = problems(&nested);
-    assert!(p.iter().any(|x| x.contains("`report`")), "a child has no report: {p:?}");
+    assert!(
+        p.iter().any(|x| x.contains("`report`")),
+        "a child has no report: {p:?}"
+    );
     let unsourced = DELEGATED.replace("needs: [{ fact: \"9090\"", "needs: [{ fact: \"7070\"");
     let p = problems(&unsourced);
     assert!(
-        p.iter().any(|x| x.contains("child step 2 of step 1 of turn 1 `needs` \"7070\"")),
+        p.iter()
+            .any(|x| x.contains("child step 2 of step 1 of turn 1 `needs` \"7070\"")),
         "{p:?}"
     );
 }
