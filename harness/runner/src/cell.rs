@@ -599,7 +599,9 @@ impl Loop {
             return Ok((result, record, Vec::new()));
         }
         if self.delegating && call.name == harness_core::metrics::DELEGATE_TOOL {
-            return delegate::answer(self, run, ws, t, this, call).await;
+            return delegate::answer(self, run, ws, t, this, call)
+                .await
+                .map_err(|e| e.to_string());
         }
         if self.policy.owns_tool(&call.name) {
             let reply = self.policy.handle_tool(&self.ctx, call);

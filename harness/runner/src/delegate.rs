@@ -56,7 +56,18 @@ the receipt, is this call's result; its work stays out of your context."
 
 /// The answer to a `delegate` call, boxed: the child's session runs the loop that made the
 /// call, so its future has a name (and is `Send`) only behind a box.
-type Answer<'f> = Pin<Box<dyn Future<Output = Result<CallOutcome, String>> + Send + 'f>>;
+type Answer<'f> = Pin<Box<dyn Future<Output = Result<CallOutcome, ChildError>> + Send + 'f>>;
+
+/// Why a child session did not run to its receipt: the session's own error (the model did not
+/// answer, the cell's time limit, a broken task), met while the child ran. It ends the cell.
+#[derive(Debug, thiserror::Error)]
+#[error("{agent} (a delegated session): {error}")]
+pub struct ChildError {
+    /// The child (`child-1`).
+    agent: String,
+    /// What went wrong.
+    error: String,
+}
 
 /// Answers the parent's `delegate` call `call` (of request `this`, turn `t`): runs the child
 /// session to its receipt. A call without a brief, or naming a model the run does not have,
@@ -79,7 +90,7 @@ async fn child_session(
     t: u32,
     this: usize,
     call: &ToolCall,
-) -> Result<CallOutcome, String> {
+) -> Result<CallOutcome, ChildError> {
     let refuse = |text: String| {
         let result = Message::tool_result(t, call, text, true);
         let record = delegate_record(t, this, call, &result, None);
@@ -152,7 +163,10 @@ async fn child_session(
     }
     .await;
     run.child_model = None;
-    outcome?;
+    outcome.map_err(|error| ChildError {
+        agent: agent.clone(),
+        error,
+    })?;
     parent.index = child.index;
     // The child may have changed the work tree: the parent's fingerprint is stale.
     parent.fingerprint = None;
