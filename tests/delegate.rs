@@ -9,8 +9,8 @@ use harness_core::judge::Judge;
 use harness_core::record::Status;
 use harness_core::request::{Purpose, Request};
 use harness_core::sim::Sim;
+use harness_runner::backends::model::{Model, ModelFuture, SimModel};
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan, CHILD_SYSTEM_PROMPT};
-use harness_runner::model::{Model, ModelFuture, SimModel};
 use harness_runner::tasks::LoadedTask;
 
 use crate::helpers::{binary, root, run_one, sim_config, task};

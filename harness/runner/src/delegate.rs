@@ -24,9 +24,9 @@ use harness_core::request::Purpose;
 use serde_json::json;
 
 use super::{CallOutcome, Loop, Run};
-use crate::model::Model;
+use crate::backends::model::Model;
+use crate::execution::workspace::Workspace;
 use crate::tools;
-use crate::workspace::Workspace;
 
 /// The system prompt of a child session. It names no fact: the child knows what its brief
 /// and its own tool results say.
