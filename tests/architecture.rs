@@ -170,6 +170,16 @@ fn the_crates_depend_inward() {
     assert_eq!(deps("harness/report/Cargo.toml"), vec!["harness-core"]);
     assert_eq!(deps("harness/wire/Cargo.toml"), vec!["harness-core"]);
     assert!(!deps("harness/runner/Cargo.toml").contains(&"foldbench".to_string()));
+    // The runner's library needs no replay: the replay page is the replay crate's own (only the
+    // runner's example uses the replay crate).
+    let runner = std::fs::read_to_string(root().join("harness/runner/Cargo.toml")).unwrap();
+    let runtime = runner
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|s| s.split("[dev-dependencies]").next())
+        .unwrap();
+    assert!(runtime.contains("harness-import"), "{runtime}");
+    assert!(!runtime.contains("harness-replay"), "{runtime}");
 }
 
 #[test]

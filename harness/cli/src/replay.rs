@@ -817,7 +817,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
     );
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     let opening = page_opening(&answers, r.replays.len());
-    let page = harness_runner::html::replay_page(
+    let page = harness_replay::page::replay_page(
         &heading,
         opening,
         tables,

@@ -54,7 +54,7 @@ pub use util::MAX_LINE_BYTES;
 pub use detect::detect;
 pub use error::{ImportError, EXPECTED};
 pub use forks::link_forks;
-pub use session::{date_of_ms, timestamp_ms};
+pub use session::{date_of_ms, short_id, timestamp_ms};
 pub use session::{
     EventKind, Format, HumanTurn, ImportedSession, RecordedRequest, SessionEvent,
     UnknownFormatName, Warning,

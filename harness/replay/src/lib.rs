@@ -46,6 +46,7 @@ pub mod caveats;
 pub mod engine;
 pub mod hidden;
 pub mod labels;
+pub mod page;
 pub mod points;
 pub mod report;
 pub mod transcript;

@@ -635,24 +635,7 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
     Table { headers, rows }
 }
 
-/// A session id short enough for a table column (the first 8 characters of a uuid, the agent
-/// part of a subagent id).
-pub fn short_id(id: &str) -> String {
-    let id = id.rsplit('/').next().unwrap_or(id);
-    let b = id.as_bytes();
-    let uuid = b.len() == 36
-        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
-        && id.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
-    if uuid {
-        return id[..8].to_string();
-    }
-    if id.chars().count() <= 24 {
-        id.to_string()
-    } else {
-        let head: String = id.chars().take(23).collect();
-        format!("{head}…")
-    }
-}
+pub use harness_import::short_id;
 
 /// The ground-truth table: one row per format with usage, and all of them. `scale` is the
 /// median over sessions of the recorded tokens per reconstructed token of growth

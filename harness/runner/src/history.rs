@@ -392,7 +392,7 @@ fn no_model_note(sessions: &[ImportedSession], default: &ModelPrice) -> Option<S
                 format!(
                     "{} {} ({}, {})",
                     s.project(),
-                    harness_replay::report::short_id(&s.id),
+                    harness_import::short_id(&s.id),
                     s.format.name(),
                     requests(n)
                 )

@@ -1,10 +1,10 @@
-//! `-o FILE.html`: the pages of `report`, `replay` and `judge run`. This module reads what a page
+//! `-o FILE.html`: the pages of `report` and `judge run` (the page of `replay` is
+//! `harness_replay::page`'s: it reads no file). This module reads what a page
 //! needs (a run folder's cell files) and builds a [`Page`]; `harness_report::html` renders it —
 //! one self-contained file with inline style and script, no network, the same bytes for the same
 //! records.
 
 mod judge;
-mod replay;
 mod run;
 
 use std::path::Path;
@@ -12,7 +12,6 @@ use std::path::Path;
 use harness_report::html::{self, Page};
 
 pub use judge::judge_page;
-pub use replay::replay_page;
 pub use run::run_page;
 
 /// Whether a path asks for an HTML page (`.html`, `.htm`).

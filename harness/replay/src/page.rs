@@ -3,12 +3,12 @@
 //! end of every turn), the folds (range, tokens, sha256 of the archive the replay computed) and
 //! the compactions.
 
+use crate::report::short_id;
+use crate::{PolicyReplay, SessionReplay};
 use harness_core::fold::group_thousands;
 use harness_core::metrics::SizeStats;
 use harness_core::request::Purpose;
 use harness_import::ImportedSession;
-use harness_replay::report::short_id;
-use harness_replay::{PolicyReplay, SessionReplay};
 use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_report::render::{self, Table};
 
@@ -260,9 +260,9 @@ fn hidden_block(s: &SessionReplay) -> Block {
                 r.turn.to_string(),
                 h.from_turn.to_string(),
                 match h.source {
-                    harness_replay::hidden::Source::Archive => "archive",
-                    harness_replay::hidden::Source::Rerun => "re-run needed",
-                    harness_replay::hidden::Source::None => "gone",
+                    crate::hidden::Source::Archive => "archive",
+                    crate::hidden::Source::Rerun => "re-run needed",
+                    crate::hidden::Source::None => "gone",
                 }
                 .into(),
                 h.text.clone(),
