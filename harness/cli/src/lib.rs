@@ -34,6 +34,7 @@ mod proxy;
 mod replay;
 mod replay_answer;
 mod replay_json;
+mod replay_subagents;
 mod report;
 mod serve;
 mod signals;

@@ -42,8 +42,7 @@ const ALL: ViewArgs = ViewArgs {
 use crate::replay_answer::{
     page_opening, print_frontier, print_heading, print_lines, print_verdict,
 };
-use crate::replay_json::{session_json, ReplayJson, RequestLine};
-use harness_runner::results::write_lines;
+use crate::replay_json::{session_json, write_requests, ReplayJson};
 
 /// How tables are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -550,6 +549,12 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
     let failed = policy_errors(&replays);
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
+    let subagents = crate::replay_subagents::subagents_of(
+        &loaded.sessions,
+        &replayer,
+        labels.as_ref(),
+        threads(a.source.jobs),
+    )?;
     let replay_seconds = began.elapsed().as_secs_f64();
     let labels_order = replayer.labels();
     let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
@@ -576,6 +581,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         models,
         price_notes,
         loaded,
+        subagents,
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
@@ -638,6 +644,8 @@ struct Replayed {
     models: Vec<harness_runner::history::ModelPrice>,
     price_notes: Vec<String>,
     loaded: Loaded,
+    /// Parents with subagents ([`harness_replay::subagents`]).
+    subagents: Vec<harness_replay::subagents::SessionSubagents>,
 }
 
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
@@ -672,27 +680,6 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
     Ok((replayer, prices))
 }
 
-/// `--requests-out`: one JSON line per replayed request.
-fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(), Error> {
-    let lines = replays.iter().flat_map(|s| {
-        s.policies.iter().flat_map(move |p| {
-            p.requests.iter().map(move |r| RequestLine {
-                version: 1,
-                session: &s.id,
-                source: &s.source,
-                policy: &p.policy,
-                request: r,
-                recorded_tokens: r.request.and_then(|k| s.recorded.get(k).copied().flatten()),
-            })
-        })
-    });
-    let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-    let n = write_lines(path, lines)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
-    eprintln!("{n} request records in {}", path.display());
-    Ok(())
-}
-
 /// The replay on standard output, in `--format`.
 fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
     let format = a.source.format;
@@ -709,6 +696,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 per_session: r.replays.iter().map(session_json).collect(),
                 ground_truth: r.truth_all,
                 ground_truth_sessions: &r.truths,
+                subagents: crate::replay_subagents::subagents_json(&r.subagents),
             };
             let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
             crate::out::line(&s)
@@ -775,6 +763,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
             (Kind::ReplaySessions, a.view),
         )?;
     }
+    crate::replay_subagents::print_subagents(&r.subagents, format, a.view)?;
     if r.truth_all.requests > 0 {
         print_heading(
             "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
@@ -877,7 +866,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 })
         });
         let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-        match write_lines(path, lines) {
+        match harness_runner::results::write_lines(path, lines) {
             Ok(n) => eprintln!("{n} request records in {}", path.display()),
             Err(e) => {
                 return Err(Error::Internal(format!(

@@ -1,9 +1,14 @@
 //! The JSON `foldbench replay` writes: `--requests-out` lines and `--format json`.
 
+use std::path::Path;
+
 use harness_replay::report::PolicySummary;
 use harness_replay::truth::ErrorStats;
 use harness_replay::{JudgeKind, SessionReplay};
+use harness_runner::results::write_lines;
 use serde::Serialize;
+
+use crate::error::Error;
 
 /// One replayed request as a JSON line.
 #[derive(Serialize)]
@@ -31,6 +36,8 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) per_session: Vec<SessionJson<'a>>,
     pub(crate) ground_truth: ErrorStats,
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
+    /// Parents with subagents: each child paired with its call, room saved, money.
+    pub(crate) subagents: crate::replay_subagents::SubagentsJson<'a>,
 }
 
 #[derive(Serialize)]
@@ -104,4 +111,25 @@ pub(crate) fn session_json(s: &SessionReplay) -> SessionJson<'_> {
             })
             .collect(),
     }
+}
+
+/// `--requests-out`: one JSON line per replayed request.
+pub(crate) fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(), Error> {
+    let lines = replays.iter().flat_map(|s| {
+        s.policies.iter().flat_map(move |p| {
+            p.requests.iter().map(move |r| RequestLine {
+                version: 1,
+                session: &s.id,
+                source: &s.source,
+                policy: &p.policy,
+                request: r,
+                recorded_tokens: r.request.and_then(|k| s.recorded.get(k).copied().flatten()),
+            })
+        })
+    });
+    let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
+    let n = write_lines(path, lines)
+        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    eprintln!("{n} request records in {}", path.display());
+    Ok(())
 }

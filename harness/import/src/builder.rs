@@ -23,7 +23,9 @@ pub(crate) struct Builder {
     calls: HashMap<String, (ToolCall, usize)>,
     answered: HashSet<String>,
     next_order: usize,
-    pending: Vec<(usize, Arc<Message>)>,
+    pending: Vec<(usize, Arc<Message>, Option<i64>)>,
+    /// The timestamp of the record read last: the next message's.
+    last_ms: Option<i64>,
     context_start: usize,
     /// The model named last: the next requests' model.
     model: Option<String>,
@@ -47,7 +49,9 @@ impl Builder {
                 started_ms: None,
                 ended_ms: None,
                 cwd: None,
+                message_ms: Vec::new(),
             },
+            last_ms: None,
             model: None,
             turn: 0,
             calls: HashMap::new(),
@@ -72,6 +76,7 @@ impl Builder {
         let Some(t) = crate::util::timestamp_ms(timestamp) else {
             return;
         };
+        self.last_ms = Some(t);
         self.s.started_ms = Some(self.s.started_ms.map_or(t, |s| s.min(t)));
         self.s.ended_ms = Some(self.s.ended_ms.map_or(t, |e| e.max(t)));
     }
@@ -125,14 +130,17 @@ impl Builder {
         if self.pending.is_empty() {
             return;
         }
-        self.pending.sort_by_key(|(order, _)| *order);
-        let pending = std::mem::take(&mut self.pending);
-        self.s.messages.extend(pending.into_iter().map(|(_, m)| m));
+        self.pending.sort_by_key(|(order, _, _)| *order);
+        for (_, m, ms) in std::mem::take(&mut self.pending) {
+            self.s.messages.push(m);
+            self.s.message_ms.push(ms);
+        }
     }
 
     fn push(&mut self, m: Arc<Message>) -> usize {
         self.flush();
         self.s.messages.push(m);
+        self.s.message_ms.push(self.last_ms);
         self.s.messages.len() - 1
     }
 
@@ -260,8 +268,8 @@ impl Builder {
             }
         };
         let turn = self.turn;
-        self.pending
-            .push((order, Message::tool_result(turn, &call, text, is_error)));
+        let m = Message::tool_result(turn, &call, text, is_error);
+        self.pending.push((order, m, self.last_ms));
     }
 
     /// Sets the usage of request `i` (no-op when out of range).
@@ -305,6 +313,9 @@ impl Builder {
 
     pub(crate) fn finish(mut self) -> ImportedSession {
         self.flush();
+        if self.s.message_ms.iter().all(Option::is_none) {
+            self.s.message_ms.clear();
+        }
         self.s
     }
 }

@@ -37,7 +37,8 @@
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
 //!   the summary on ([`crate::RecordedRequest::context_start`]);
 //! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
-//!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`);
+//!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`), and
+//!   each message's ([`crate::ImportedSession::message_ms`]: a response's last line);
 //! - keeps `message.usage` per request (field-wise maximum over the response's lines: the lines
 //!   repeat the input counts and grow the output count);
 //! - drops assistant records of model `<synthetic>` (Claude Code's own error and notice messages,
@@ -516,6 +517,10 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
     let mut synthetic = false;
     for &i in parts {
         let l = &lines[i];
+        if let Some(t) = s(&l.v, "timestamp") {
+            // The message's time is its response's last line.
+            b.stamp(t);
+        }
         let Some(msg) = l.v.get("message").and_then(Value::as_object) else {
             b.warn(l.no, "skipped: an assistant record without `message`");
             continue;

@@ -83,6 +83,7 @@ pub fn link_forks(sessions: &mut [ImportedSession]) {
         let s = &mut sessions[i];
         s.parent = Some(parent_id);
         s.messages.drain(..k);
+        s.message_ms.drain(..k.min(s.message_ms.len()));
         s.requests.retain(|r| r.message >= k);
         for r in &mut s.requests {
             r.message -= k;

@@ -117,6 +117,11 @@ pub struct ImportedSession {
     /// `session_meta.cwd`): the first one recorded.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Per message of `messages`, the timestamp of the record it was read from (milliseconds
+    /// since the Unix epoch, UTC; an assistant message: its response's last line), when the
+    /// transcript records timestamps. Empty or `None` where it does not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_ms: Vec<Option<i64>>,
 }
 
 impl ImportedSession {
@@ -155,6 +160,11 @@ impl ImportedSession {
         let mut parts = self.source.rsplit(['/', '\\']);
         parts.next();
         parts.next().unwrap_or("")
+    }
+
+    /// The timestamp of message `i` (see [`ImportedSession::message_ms`]).
+    pub fn message_time(&self, i: usize) -> Option<i64> {
+        self.message_ms.get(i).copied().flatten()
     }
 
     /// The UTC date the session started (`YYYY-MM-DD`), when recorded.

@@ -121,6 +121,7 @@ fn synthetic() -> ImportedSession {
         started_ms: None,
         ended_ms: None,
         cwd: None,
+        message_ms: Vec::new(),
     }
 }
 
@@ -188,6 +189,7 @@ fn long_message(bytes: usize) -> ImportedSession {
         started_ms: None,
         ended_ms: None,
         cwd: None,
+        message_ms: Vec::new(),
     }
 }
 

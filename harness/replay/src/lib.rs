@@ -32,6 +32,9 @@
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
 //!   stated beside them; [`answer`]: the verdict a replay opens with and its cost–loss frontier.
+//! - [`subagents`]: each subagent paired with the parent's call that started it, what the
+//!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
+//!   same work inline, and how much of it ran in parallel.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
@@ -49,6 +52,7 @@ pub mod labels;
 pub mod page;
 pub mod points;
 pub mod report;
+pub mod subagents;
 pub mod transcript;
 pub mod truth;
 

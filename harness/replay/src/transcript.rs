@@ -55,5 +55,6 @@ pub fn session_of_transcript(id: &str, messages: Vec<Arc<Message>>) -> ImportedS
         started_ms: None,
         ended_ms: None,
         cwd: None,
+        message_ms: Vec::new(),
     }
 }

@@ -119,6 +119,7 @@ fn session() -> ImportedSession {
         started_ms: None,
         ended_ms: None,
         cwd: None,
+        message_ms: Vec::new(),
     }
 }
 

@@ -78,6 +78,7 @@ fn session(bytes: usize, calls: u32) -> ImportedSession {
         started_ms: None,
         ended_ms: None,
         cwd: None,
+        message_ms: Vec::new(),
     }
 }
 

@@ -1,0 +1,87 @@
+//! `foldbench replay`'s subagents section: each subagent paired with its parent's call, the room
+//! the delegation saved and what it cost against the same work inline
+//! ([`harness_replay::subagents`]), in the terminal, Markdown and JSON.
+
+use harness_import::ImportedSession;
+use harness_replay::subagents::{self, SessionSubagents};
+use harness_replay::{Labels, Replayer};
+use harness_report::view::Kind;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::replay::OutputFormat;
+use crate::replay_answer::{print_heading, print_lines};
+use crate::view::ViewArgs;
+
+/// The subagents of `sessions` paired, timed and measured with the replayer's judge, window and
+/// prices.
+pub(crate) fn subagents_of(
+    sessions: &[ImportedSession],
+    replayer: &Replayer,
+    labels: Option<&Labels>,
+    threads: usize,
+) -> Result<Vec<SessionSubagents>, Error> {
+    let config = replayer.config();
+    let mut subs = subagents::delegations(sessions, &config.prices);
+    subagents::measure(sessions, &mut subs, config, labels, threads).map_err(Error::internal)?;
+    Ok(subs)
+}
+
+/// The section in the terminal or Markdown: nothing when no session has subagents.
+pub(crate) fn print_subagents(
+    subs: &[SessionSubagents],
+    format: OutputFormat,
+    view: ViewArgs,
+) -> Result<(), Error> {
+    if subs.is_empty() {
+        return Ok(());
+    }
+    let children: usize = subs.iter().map(|s| s.children.len()).sum();
+    print_heading(
+        &format!(
+            "Subagents: {children} delegated from {} parent session{} — the room they saved in the parent's context and their cost against the same work inline",
+            subs.len(),
+            if subs.len() == 1 { "" } else { "s" }
+        ),
+        format,
+    )?;
+    let t = subagents::subagent_table(subs);
+    match format {
+        OutputFormat::Md => crate::out::line(&t.to_markdown())?,
+        _ => crate::out::line(&view.render(&t, Kind::Plain))?,
+    }
+    print_lines(&subagents::subagent_notes(subs), format)
+}
+
+/// A ratio of sums with its 95% interval.
+#[derive(Serialize)]
+pub(crate) struct RatioJson {
+    pub(crate) ratio: f64,
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
+}
+
+/// The JSON of the section: per parent session and over them.
+#[derive(Serialize)]
+pub(crate) struct SubagentsJson<'a> {
+    pub(crate) sessions: &'a [SessionSubagents],
+    /// Delegated over inline cost, Σ× over the measured sessions.
+    pub(crate) cost_ratio: Option<RatioJson>,
+    /// Delegated over inline input tokens, Σ× over the measured sessions.
+    pub(crate) tokens_ratio: Option<RatioJson>,
+}
+
+/// [`SubagentsJson`] of `subs`.
+pub(crate) fn subagents_json(subs: &[SessionSubagents]) -> SubagentsJson<'_> {
+    let v = subagents::corpus(subs);
+    let of = |e: harness_report::verdict::Estimate| RatioJson {
+        ratio: e.point,
+        lo: e.lo,
+        hi: e.hi,
+    };
+    SubagentsJson {
+        sessions: subs,
+        cost_ratio: v.as_ref().map(|v| of(v.cost)),
+        tokens_ratio: v.as_ref().map(|v| of(v.tokens)),
+    }
+}
