@@ -796,6 +796,8 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         ),
         ("Ground truth: reconstructed against recorded request sizes".to_string(), r.truth.clone()),
     ];
+    let (tables, notes) =
+        crate::replay_subagents::with_subagents(tables, notes_of(a, r), &r.subagents);
     let heading = format!(
         "{} from {}, {} recorded requests; judge {}; window {}",
         count(r.replays.len(), "session"),
@@ -810,9 +812,10 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         &heading,
         opening,
         tables,
-        notes_of(a, r),
+        notes,
         &r.replays,
         &r.loaded.sessions,
+        &r.subagents,
     );
     harness_runner::html::write(path, &page).map_err(Error::internal)
 }

@@ -33,15 +33,15 @@ pub(crate) fn print_subagents(
     format: OutputFormat,
     view: ViewArgs,
 ) -> Result<(), Error> {
-    if subs.is_empty() {
+    let parents = subs.iter().filter(|s| s.delegated()).count();
+    if parents == 0 {
         return Ok(());
     }
     let children: usize = subs.iter().map(|s| s.children.len()).sum();
     print_heading(
         &format!(
-            "Subagents: {children} delegated from {} parent session{} — the room they saved in the parent's context and their cost against the same work inline",
-            subs.len(),
-            if subs.len() == 1 { "" } else { "s" }
+            "Subagents: {children} delegated from {parents} parent session{} — the room they saved in the parent's context and their cost against the same work inline",
+            if parents == 1 { "" } else { "s" }
         ),
         format,
     )?;
@@ -51,6 +51,28 @@ pub(crate) fn print_subagents(
         _ => crate::out::line(&view.render(&t, Kind::Plain))?,
     }
     print_lines(&subagents::subagent_notes(subs), format)
+}
+
+/// The page's tables with the subagents table before the ground truth (the last), and its
+/// notes after the others, when a session delegated.
+pub(crate) fn with_subagents(
+    mut tables: Vec<(String, harness_report::render::Table)>,
+    mut notes: Vec<String>,
+    subs: &[SessionSubagents],
+) -> (Vec<(String, harness_report::render::Table)>, Vec<String>) {
+    if subs.iter().any(SessionSubagents::delegated) {
+        notes.extend(subagents::subagent_notes(subs));
+        let at = tables.len().saturating_sub(1);
+        tables.insert(
+            at,
+            (
+                "Subagents: room saved in the parent's context, cost against the same work inline"
+                    .into(),
+                subagents::subagent_table(subs),
+            ),
+        );
+    }
+    (tables, notes)
 }
 
 /// A ratio of sums with its 95% interval.

@@ -9,7 +9,8 @@ use harness_core::fold::group_thousands;
 use harness_core::metrics::SizeStats;
 use harness_core::request::Purpose;
 use harness_import::ImportedSession;
-use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
+use crate::subagents::{duration, SessionSubagents};
+use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series, Span};
 use harness_report::render::{self, Table};
 
 /// One policy's line: its turn requests, a mark on the first turn request after each fold (spliced
@@ -89,6 +90,47 @@ fn series(p: &PolicyReplay) -> Series {
         sizes,
         marks,
     }
+}
+
+/// Each subagent of a parent on its request chart: from the request that made the call to the
+/// first request after its receipt.
+fn spans(sub: Option<&SessionSubagents>, session: Option<&ImportedSession>) -> Vec<Span> {
+    let (Some(sub), Some(session)) = (sub, session) else {
+        return Vec::new();
+    };
+    let last = session.requests.len().saturating_sub(1);
+    sub.children
+        .iter()
+        .filter_map(|c| {
+            let from = session
+                .requests
+                .iter()
+                .position(|r| r.message == c.call_message)?;
+            let after = c.receipt_message.unwrap_or(c.call_message);
+            let to = session
+                .requests
+                .iter()
+                .position(|r| r.message > after)
+                .unwrap_or(last)
+                .max(from);
+            Some(Span {
+                from,
+                to,
+                note: format!(
+                    "subagent {}{}: {} requests over {}, {} tokens of work, {} of brief and receipt",
+                    c.id,
+                    c.description
+                        .as_deref()
+                        .map(|d| format!(" ({})", cut(d, 80)))
+                        .unwrap_or_default(),
+                    c.requests,
+                    duration(c.span_ms()),
+                    group_thousands(c.work_tokens),
+                    group_thousands(c.brief_tokens + c.receipt_tokens)
+                ),
+            })
+        })
+        .collect()
 }
 
 fn table(headers: Vec<String>, rows: Vec<Vec<String>>) -> Table {
@@ -289,7 +331,8 @@ fn hidden_block(s: &SessionReplay) -> Block {
 /// The page of a replay: `opening` comes first (the verdict and the frontier's chart), then
 /// `tables`, the terminal report's (caption, table) in order (the first, the policy table, with
 /// its savings beside its losses), and `notes`, its notes (the caveats among them); `sessions`
-/// are the imported sessions (for the users' words), matched by id.
+/// are the imported sessions (for the users' words), matched by id; `subagents` the parents'
+/// delegations, each subagent marked on its parent's chart.
 pub fn replay_page(
     heading: &str,
     opening: Vec<Block>,
@@ -297,6 +340,7 @@ pub fn replay_page(
     notes: Vec<String>,
     replays: &[SessionReplay],
     sessions: &[ImportedSession],
+    subagents: &[SessionSubagents],
 ) -> Page {
     let mut blocks: Vec<Block> = opening;
     for (i, (title, table)) in tables.into_iter().enumerate() {
@@ -315,6 +359,9 @@ pub fn replay_page(
         .iter()
         .map(|s| {
             let session = sessions.iter().find(|x| x.id == s.id && x.source == s.source);
+            let sub = subagents
+                .iter()
+                .find(|x| x.session == s.id && x.source == s.source);
             let mut facts = vec![format!("{} ({})", s.source, s.id)];
             facts.extend(s
                 .policies
@@ -343,6 +390,7 @@ pub fn replay_page(
                 ),
                 facts,
                 chart: Some(Chart {
+                    spans: spans(sub, session),
                     x_label: "request of the session (the recorded requests, in order)".into(),
                     y_label: "request tokens (o200k)".into(),
                     series: s.policies.iter().map(series).collect(),

@@ -150,22 +150,50 @@ fn brief_of(child: &ImportedSession) -> Option<&Arc<Message>> {
     child.messages.iter().find(|m| m.is_human())
 }
 
+/// The first prompt of Claude Code's cache warm-up sidechains.
+pub const WARMUP_PROMPT: &str = "Warmup";
+
+/// Whether `child` is a warm-up sidechain, started by no call: its first prompt is
+/// [`WARMUP_PROMPT`], or it has no prompt and made no tool call (a lone greeting whose prompt
+/// was not written; a child without its prompt that worked is paired by time).
+pub fn is_warmup(child: &ImportedSession) -> bool {
+    match brief_of(child) {
+        Some(m) => m.text.trim() == WARMUP_PROMPT,
+        None => child.messages.iter().all(|m| m.tool_calls.is_empty()),
+    }
+}
+
+/// The children of one parent, sorted out.
+#[derive(Debug, Clone, Default)]
+pub struct Pairing {
+    /// Each child paired with its call (with the index of the child in `children`), in the
+    /// order of the calls.
+    pub paired: Vec<(usize, Child)>,
+    /// Children no call was found for.
+    pub unpaired: Vec<usize>,
+    /// Warm-up sidechains ([`is_warmup`]): not delegations.
+    pub warmups: Vec<usize>,
+}
+
 /// Pairs each of `children` (sessions whose parent is `parent`) with the call that started it.
-/// Returns the pairs (each with the index of its child in `children`) and the indexes of the
-/// children no call was found for.
 pub fn pair(
     parent: &ImportedSession,
     children: &[&ImportedSession],
     prices: &PriceTable,
-) -> (Vec<(usize, Child)>, Vec<usize>) {
+) -> Pairing {
     let calls = calls(parent);
     let mut used = vec![false; calls.len()];
     let mut order: Vec<usize> = (0..children.len()).collect();
     order.sort_by_key(|&k| (children[k].started_ms.unwrap_or(i64::MAX), k));
     let mut paired = Vec::new();
     let mut unpaired = Vec::new();
+    let mut warmups = Vec::new();
     for k in order {
         let child = children[k];
+        if is_warmup(child) {
+            warmups.push(k);
+            continue;
+        }
         let start = child.started_ms;
         let brief = brief_of(child).map(|m| m.text.trim());
         let by_prompt = best_call(&calls, &used, start, |c| {
@@ -204,7 +232,11 @@ pub fn pair(
             c.overlap_ms = covered(&union(others), a, b);
         }
     }
-    (paired, unpaired)
+    Pairing {
+        paired,
+        unpaired,
+        warmups,
+    }
 }
 
 /// Among the unused calls `fits` accepts, the latest made before `start` (with the slack), else
@@ -357,6 +389,8 @@ pub struct SessionSubagents {
     pub children: Vec<Child>,
     /// Ids of children whose call was not found (counted nowhere else).
     pub unpaired: Vec<String>,
+    /// Ids of warm-up sidechains ([`is_warmup`]), started by no call (counted nowhere else).
+    pub warmups: Vec<String>,
     /// Milliseconds of all children's spans, summed.
     pub span_ms: i64,
     /// Of them, the milliseconds during which another child ran too.
@@ -368,6 +402,12 @@ pub struct SessionSubagents {
 }
 
 impl SessionSubagents {
+    /// Whether any child is a delegation: paired, or a call was looked for in vain (warm-ups
+    /// are not).
+    pub fn delegated(&self) -> bool {
+        !self.children.is_empty() || !self.unpaired.is_empty()
+    }
+
     /// The share of the children's time that another child's overlapped (0 with no time).
     pub fn overlap_share(&self) -> f64 {
         if self.span_ms > 0 {
@@ -390,8 +430,11 @@ pub fn delegations(sessions: &[ImportedSession], prices: &PriceTable) -> Vec<Ses
         if children.is_empty() {
             continue;
         }
-        let (paired, unpaired) = pair(parent, &children, prices);
-        let children_paired: Vec<Child> = paired.into_iter().map(|(_, c)| c).collect();
+        let pairing = pair(parent, &children, prices);
+        let ids = |ks: &[usize]| ks.iter().map(|&k| children[k].id.clone()).collect();
+        let unpaired = ids(&pairing.unpaired);
+        let warmups = ids(&pairing.warmups);
+        let children_paired: Vec<Child> = pairing.paired.into_iter().map(|(_, c)| c).collect();
         let span_ms = children_paired.iter().map(Child::span_ms).sum();
         let overlap_ms = children_paired.iter().map(|c| c.overlap_ms).sum();
         out.push(SessionSubagents {
@@ -400,7 +443,8 @@ pub fn delegations(sessions: &[ImportedSession], prices: &PriceTable) -> Vec<Ses
             model: parent.model().map(str::to_string),
             parent_idle_ms: parent_idle_ms(parent, &children_paired),
             children: children_paired,
-            unpaired: unpaired.iter().map(|&k| children[k].id.clone()).collect(),
+            unpaired,
+            warmups,
             span_ms,
             overlap_ms,
             measured: None,

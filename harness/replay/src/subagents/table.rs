@@ -114,7 +114,8 @@ impl Sums {
     }
 }
 
-/// One row per parent session with subagents, and `all` when there are several: subagents
+/// One row per parent session that delegated ([`SessionSubagents::delegated`]), and `all` when
+/// there are several: subagents
 /// paired (paired/all when some were not), their requests, brief + receipt tokens, work tokens,
 /// room saved under `none` and `fold`, cost delegated and inline, their ratio, the share of the
 /// children's time another child overlapped, the parent's idle time while they ran.
@@ -135,13 +136,14 @@ pub fn subagent_table(subs: &[SessionSubagents]) -> Table {
     ];
     let mut rows = Vec::new();
     let mut all = Sums::default();
-    for s in subs {
+    let shown: Vec<&SessionSubagents> = subs.iter().filter(|s| s.delegated()).collect();
+    for s in &shown {
         let mut one = Sums::default();
         one.add(s);
         all.add(s);
         rows.push(one.row(short_id(&s.session)));
     }
-    if subs.len() > 1 {
+    if shown.len() > 1 {
         rows.push(all.row("all".into()));
     }
     Table {
@@ -177,6 +179,13 @@ pub fn subagent_notes(subs: &[SessionSubagents]) -> Vec<String> {
     notes.push(format!(
         "the children's recorded usage costs ${recorded:.2} at their models' prices; replayed with the cache model above, ${replayed:.2} (the figure both sides of deleg. ÷ inline use)"
     ));
+    let warmups: usize = subs.iter().map(|s| s.warmups.len()).sum();
+    if warmups > 0 {
+        notes.push(format!(
+            "{warmups} warm-up sidechain{} (first prompt `Warmup`, or none and no tool call: Claude Code warming its cache, started by no call) not counted",
+            if warmups == 1 { "" } else { "s" }
+        ));
+    }
     let unpaired: usize = subs.iter().map(|s| s.unpaired.len()).sum();
     if unpaired > 0 {
         notes.push(format!(

@@ -1,6 +1,7 @@
 //! The request-size chart as inline SVG: one polyline per policy (`class="series"`,
 //! `data-policy`, each with its own colour and dash pattern), fold points as triangles, strategy
-//! exits as diamonds and compaction points as squares on their line, a `<title>` tooltip on every
+//! exits as diamonds and compaction points as squares on their line, a shaded band per span (a
+//! subagent's run: a mark where it started), a `<title>` tooltip on every
 //! mark, a ring on each point of a line that lies on an earlier one, and an HTML legend whose
 //! swatches show each line's dash. Coordinates are rounded to one decimal,
 //! so the same chart is the same bytes.
@@ -91,12 +92,29 @@ pub fn chart_svg(c: &Chart) -> String {
         TOP + ph / 2.0,
         escape(&c.y_label)
     ));
+    // Bands behind the lines, each with a mark at its start along the top.
+    for sp in &c.spans {
+        let (a, b) = (x(sp.from), x(sp.to.max(sp.from)));
+        s.push_str(&format!(
+            "<g class=\"span\"><rect x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{ph:.1}\" fill=\"#8a6fb0\" fill-opacity=\"0.10\"/><path d=\"M{a:.1},{TOP} l5,-9 l-10,0 z\" fill=\"#8a6fb0\"/><title>{}</title></g>\n",
+            a.min(b) - 2.0,
+            (b - a).abs() + 4.0,
+            escape(&sp.note)
+        ));
+    }
     // One line per policy, then its marks.
     for i in 0..c.series.len() {
         series_svg(&mut s, c, i, &x, &y);
     }
     s.push_str("</svg>\n<figcaption class=\"legend\">");
     legend(&mut s, c);
+    if !c.spans.is_empty() {
+        s.push_str(&format!(
+            "<span class=\"key span\"><svg class=\"swatch\" width=\"28\" height=\"8\" aria-hidden=\"true\"><rect width=\"28\" height=\"8\" fill=\"#8a6fb0\" fill-opacity=\"0.3\"/></svg><small>{} subagent{}: ▼ where it started, the band while it ran</small></span>",
+            c.spans.len(),
+            if c.spans.len() == 1 { "" } else { "s" }
+        ));
+    }
     s.push_str("</figcaption>\n</figure>\n");
     s
 }

@@ -94,6 +94,20 @@ pub struct Chart {
     pub y_label: String,
     /// One per policy, in the order given (the colours follow it).
     pub series: Vec<Series>,
+    /// Stretches of requests to shade behind the lines, each with a mark where it starts (a
+    /// subagent's run on its parent's chart).
+    pub spans: Vec<Span>,
+}
+
+/// A stretch of a chart's requests: a band from one request to another and a mark at its start.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Span {
+    /// 0-based index of the request where it starts (the mark).
+    pub from: usize,
+    /// 0-based index of the request where it ends (at or after `from`).
+    pub to: usize,
+    /// The tooltip.
+    pub note: String,
 }
 
 /// One policy's requests.

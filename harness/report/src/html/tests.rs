@@ -10,6 +10,7 @@ fn series(label: &str, sizes: &[u64], marks: Vec<Mark>) -> Series {
 
 fn page() -> Page {
     let chart = Chart {
+        spans: Vec::new(),
         x_label: "request".into(),
         y_label: "tokens".into(),
         series: vec![
@@ -145,6 +146,7 @@ fn the_same_input_gives_the_same_bytes_and_nothing_is_fetched() {
 #[test]
 fn a_series_with_more_requests_sets_the_axis_and_marks_sit_on_their_line() {
     let c = Chart {
+        spans: Vec::new(),
         x_label: "x".into(),
         y_label: "y".into(),
         series: vec![
@@ -224,6 +226,7 @@ fn the_first_chart_is_the_largest_group_not_the_first_by_name() {
     let group = |title: &str, sizes: &[u64]| Group {
         title: title.into(),
         chart: Some(Chart {
+            spans: Vec::new(),
             series: vec![series("none", sizes, vec![])],
             ..Default::default()
         }),
@@ -249,6 +252,7 @@ fn the_first_chart_is_the_largest_group_not_the_first_by_name() {
 #[test]
 fn a_line_on_another_is_ringed_and_the_legend_shows_each_dash_and_says_so() {
     let c = Chart {
+        spans: Vec::new(),
         series: vec![
             series("none", &[10, 20, 30], vec![]),
             series("fold", &[10, 15, 12], vec![]),

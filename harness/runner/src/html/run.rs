@@ -369,6 +369,7 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
         title: format!("{} · {} · seed {}", first.task, first.model, first.seed),
         facts,
         chart: Some(Chart {
+            spans: Vec::new(),
             x_label: "request of the session (turn requests, in order)".into(),
             y_label: "request tokens (o200k)".into(),
             series,
@@ -584,6 +585,7 @@ mod tests {
         assert_eq!(folds_fact(&m), "1 fold · 1 strategy exit");
         // The legend of the same line: one ▼ fold and one ◆ strategy exit, not "2 ▼ folds".
         let chart = Chart {
+            spans: Vec::new(),
             series: vec![Series {
                 label: "fold+strategies".into(),
                 sizes: v.sizes,
