@@ -135,7 +135,7 @@ fn one_sessions_hidden_references_depend_on_the_sessions_replayed_with_it_and_th
     );
     let out = words(replay(&[]));
     assert!(
-        out.contains("Hidden references leave out strings common to the 3 projects replayed together (in 2 or more of them and 10% or more), so one session's counts depend on the sessions replayed with it"),
+        out.contains("Hidden references leave out strings common to the 4 projects replayed together (in 2 or more of them and 10% or more), so one session's counts depend on the sessions replayed with it"),
         "{out}"
     );
 }

@@ -24,14 +24,16 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A home folder laid out as Claude Code and Codex write theirs: the Claude Code project folder
-/// under `.claude/projects/`, the Codex rollout under `.codex/sessions/2025/09/16/`.
+/// A home folder laid out as Claude Code and Codex write theirs: one Claude Code project folder
+/// (the claude-code-log sample: one session) under `.claude/projects/`, the Codex rollout under
+/// `.codex/sessions/2025/09/16/`.
 fn home() -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     let real = root().join("tests/fixtures/real-sessions");
+    let project = "-Users-dain-workspace-claude-code-log-sample";
     copy_dir(
-        &real.join("claude-code"),
-        &home.path().join(".claude/projects"),
+        &real.join("claude-code").join(project),
+        &home.path().join(".claude/projects").join(project),
     );
     copy_dir(
         &real.join("codex/Hoper-J_cpolar-connect"),

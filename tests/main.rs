@@ -28,5 +28,6 @@ mod policy_docs;
 mod proxy;
 mod runs;
 mod snapshots;
+mod subagents;
 mod suite;
 mod widths;

@@ -203,7 +203,7 @@ fn replay_begins_with_the_verdict_and_every_line_fits_120_columns() {
             text.starts_with("Verdict against none: tokens incl. recovery Σ×"),
             "COLUMNS={columns:?}: the verdict first\n{text}"
         );
-        let verdict_end = text.find("Replay of 3 sessions").unwrap();
+        let verdict_end = text.find("Replay of 10 sessions").unwrap();
         let table = text.find('╭').unwrap();
         assert!(verdict_end < table);
         for p in policies::POLICIES

@@ -181,12 +181,12 @@ fn none_cost(requests: &[(u64, u64)], input: f64, write: f64, read: f64, output:
 }
 
 #[test]
-fn a_constructed_parent_and_child_give_hand_computed_room_and_money() {
+fn a_constructed_parent_and_child_pair_with_hand_computed_figures() {
     let sessions = sessions();
     let (parent, child) = (&sessions[0], &sessions[1]);
     assert_eq!(child.parent.as_deref(), Some("P"));
     let prices = PriceTable::default();
-    let mut subs = subagents::delegations(&sessions, &prices);
+    let subs = subagents::delegations(&sessions, &prices);
     assert_eq!(subs.len(), 1);
     let c = subs[0].children[0].clone();
     assert_eq!((c.id.as_str(), c.matched), ("agent-x1", Match::Prompt));
@@ -222,7 +222,15 @@ fn a_constructed_parent_and_child_give_hand_computed_room_and_money() {
     // to the receipt (10:00:30), the child running 27 s of it.
     assert_eq!((c.span_ms(), c.overlap_ms), (27_000, 0));
     assert_eq!(subs[0].parent_idle_ms, 27_000);
+}
 
+#[test]
+fn a_constructed_parent_and_child_give_hand_computed_room_and_money() {
+    let sessions = sessions();
+    let (pm, cm) = (&sessions[0].messages, &sessions[1].messages);
+    let mut subs = subagents::delegations(&sessions, &PriceTable::default());
+    let c = subs[0].children[0].clone();
+    let args = format!(r#"{{"description":"find the port","prompt":"{PROMPT}"}}"#);
     let config = ReplayConfig::default();
     subagents::measure(&sessions, &mut subs, &config, None, 1).unwrap();
     let m = subs[0].measured.as_ref().unwrap();

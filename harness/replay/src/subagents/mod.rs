@@ -14,7 +14,7 @@
 //!   own model's price from [`harness_core::prices`]), its wall-clock span (first to last
 //!   record) and how much of it another child of the same parent overlapped.
 //! - measures the **room saved** and the **money** of each parent's delegations with the
-//!   replay engine ([`measure`], [`inline`]): the parent replayed as recorded, and with every
+//!   replay engine ([`measure()`], [`inline_session`]): the parent replayed as recorded, and with every
 //!   child's work spliced in at its call, under `none` and `fold`.
 //! - says how much of the children's time ran beside another child's, and how long the parent
 //!   sat idle while they ran: the gaps between consecutive parent records, the later of which
