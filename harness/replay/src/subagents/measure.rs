@@ -136,7 +136,7 @@ pub fn measure(
             .map(|p| {
                 policies::parse_policy(p).map_err(|reason| ReplayError::Policy {
                     policy: p.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
