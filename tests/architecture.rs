@@ -486,3 +486,57 @@ fn the_runner_has_no_import_circle() {
     }
     assert!(runner_imports(Some("execution"))["workspace"].contains("template"));
 }
+
+/// Whether a line of code names `ty::` as a type of its own (`Plan::`, not `CellPlan::`).
+fn names_variant(code: &str, ty: &str) -> bool {
+    let pat = format!("{ty}::");
+    code.match_indices(&pat).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn a_policys_decisions_are_interpreted_by_the_driver_alone() {
+    // `Plan` and `SpliceKind` are matched in one place, `harness_core::driver`, which every mode
+    // (the live cell loop, the replay engine, the proxy, the judgement replay) hosts; the types'
+    // own module and the policies that make them may name them anywhere. Elsewhere they may be
+    // built (a policy of the runner's or of a test), never matched: no line that names a variant
+    // in an arm (`=>`), an `if let`/`while let`/`let … else`, or a `matches!`.
+    let allowed = [
+        "harness/core/src/driver.rs",
+        "harness/core/src/driver_tests.rs",
+        "harness/core/src/policy.rs",
+        "policies/",
+    ];
+    let mut found = Vec::new();
+    for f in sources(&["harness", "policies", "tests", "examples"]) {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        if allowed.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, l) in text.lines().enumerate() {
+            let code = l.split("//").next().unwrap_or("");
+            if !names_variant(code, "Plan") && !names_variant(code, "SpliceKind") {
+                continue;
+            }
+            let t = code.trim_start();
+            let matched = code.contains("=>")
+                || t.starts_with("if let ")
+                || t.starts_with("} else if let ")
+                || t.starts_with("while let ")
+                || (t.starts_with("let ") && code.contains(" else"))
+                || code.contains("matches!(");
+            if matched {
+                found.push(format!("{rel}:{}: {}", i + 1, l.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a policy's decisions matched outside harness_core::driver (host the driver instead): {found:#?}"
+    );
+}

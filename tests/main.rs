@@ -10,6 +10,7 @@ mod caveats;
 mod cli;
 mod delegate;
 mod determinism;
+mod driver;
 mod exec_policy;
 mod folds;
 mod hidden;

@@ -40,6 +40,7 @@
 pub mod answer;
 pub mod context;
 pub mod digest;
+pub mod driver;
 pub mod events;
 pub mod fold;
 pub mod judge;

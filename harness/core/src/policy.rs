@@ -121,6 +121,22 @@ pub enum SpliceKind {
     },
 }
 
+impl SpliceKind {
+    /// The kind word: `fold` for a fold, `strategy` for the end of a strategy (part of an
+    /// archive's file name and of the fold event).
+    pub fn word(&self) -> &'static str {
+        match self {
+            SpliceKind::Fold => "fold",
+            SpliceKind::StrategyExit { .. } => "strategy",
+        }
+    }
+
+    /// Whether it is a fold (not the end of a strategy).
+    pub fn is_fold(&self) -> bool {
+        matches!(self, SpliceKind::Fold)
+    }
+}
+
 /// A range the runner must archive, then hand back to [`Policy::apply_splice`].
 #[derive(Debug, Clone)]
 pub struct Splice {

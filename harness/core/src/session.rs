@@ -5,7 +5,7 @@
 
 use crate::digest::sha256_hex;
 use crate::fold;
-use crate::policy::{ArchiveRef, Splice, SpliceKind};
+use crate::policy::{ArchiveRef, Splice};
 
 /// Where archives are written in a workspace, relative to its root.
 pub const ARCHIVE_DIR: &str = ".foldbench/archive";
@@ -29,11 +29,7 @@ pub struct Archived {
 
 /// The kind word of a splice: `fold` for a fold, `strategy` for the end of a strategy.
 pub fn splice_kind(splice: &Splice) -> &'static str {
-    if matches!(splice.kind, SpliceKind::Fold) {
-        "fold"
-    } else {
-        "strategy"
-    }
+    splice.kind.word()
 }
 
 /// Archives `splice` under `dir` (in memory: the caller writes `bytes` to `archive.path`).

@@ -3,21 +3,22 @@
 //! The model's outputs are fixed: the recorded assistant messages and tool results are appended
 //! as they happened, and only the context each policy would have sent changes. For every policy
 //! the engine runs the session loop of `harness-runner`'s `cell` offline, with the real
-//! implementation ([`policies::build`]) behind the [`Policy`] trait:
+//! implementation ([`policies::build`]) behind the [`Policy`](harness_core::policy::Policy) trait, as a host of the same
+//! [`Driver`] (which interprets the policy's answers):
 //!
-//! - at each human prompt: the previous turn ends ([`Policy::end_turn`]: its splices are applied
-//!   with [`Policy::apply_splice`] and an in-memory archive reference — the sha256 of
-//!   [`harness_core::fold::archive_text`]; no file is written), then [`Policy::card`]; a card is attached to
+//! - at each human prompt: the previous turn ends ([`Policy::end_turn`](harness_core::policy::Policy::end_turn): its splices are applied
+//!   with [`Policy::apply_splice`](harness_core::policy::Policy::apply_splice) and an in-memory archive reference — the sha256 of
+//!   [`harness_core::fold::archive_text`]; no file is written), then [`Policy::card`](harness_core::policy::Policy::card); a card is attached to
 //!   the prompt ([`Message::with_card`]) and the judge's ranges ([`crate::points`]) are handed to
-//!   [`Policy::handle_tool`] as `fold_unit` calls. (Their call and result messages, about 40
+//!   [`Policy::handle_tool`](harness_core::policy::Policy::handle_tool) as `fold_unit` calls. (Their call and result messages, about 40
 //!   tokens a fold, are not added: the recorded responses are kept as they were.)
-//! - at each recorded request: [`Policy::plan`] gives the messages; [`Plan::Compact`] compacts
-//!   first, with the transcript's own summary when it recorded one in that turn, else the sim's
+//! - at each recorded request: [`Policy::plan`](harness_core::policy::Policy::plan) gives the messages; a compaction it asks for
+//!   ([`Next::Summarise`]) comes first, with the transcript's own summary when it recorded one in that turn, else the sim's
 //!   mechanical summary ([`harness_core::sim::summary`]: user and closing messages); the
 //!   compaction call counts as a request of its own.
 //! - every request gets the prompt-cache simulation of the live loop:
 //!   [`cached_prefix_tokens`] against the previous request, the rest written; folds and
-//!   compactions record their [`rewritten_tokens`]; cost from [`Price`]: each request at the
+//!   compactions record their [`rewritten_tokens`](harness_core::context::rewritten_tokens); cost from [`Price`]: each request at the
 //!   price of the model its recorded request names ([`PriceTable`]), a compaction call at the
 //!   price of the request before it.
 //!
@@ -30,12 +31,12 @@
 //! when they are made.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
+use harness_core::context::cached_prefix_tokens;
+use harness_core::driver::{Driver, Next, Summary};
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
-use harness_core::policy::{Plan, Policy, ToolOutcome};
 use harness_core::prices::PriceTable;
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens::{self, MESSAGE_OVERHEAD};
@@ -256,7 +257,7 @@ pub struct PolicyReplay {
     /// What recovering the hidden references would cost ([`crate::hidden::recovery`]).
     #[serde(default)]
     pub recovery: Recovery,
-    /// Why the policy could not go on ([`Policy::failed`]: a policy process that broke the
+    /// Why the policy could not go on ([`Policy::failed`](harness_core::policy::Policy::failed): a policy process that broke the
     /// protocol); the replay is then empty: nothing of the session is counted for the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -529,12 +530,6 @@ pub fn parallel_map<T: Sync, R: Send>(
     all.into_iter().map(|(_, r)| r).collect()
 }
 
-/// The compaction prompt as a message, counted once per process.
-fn compaction_prompt() -> Arc<Message> {
-    static PROMPT: OnceLock<Arc<Message>> = OnceLock::new();
-    Arc::clone(PROMPT.get_or_init(|| Message::user(0, COMPACTION_PROMPT, None)))
-}
-
 /// A session's index and candidates, shared by its policies.
 struct Analysis<'a> {
     ix: &'a SessionIndex,
@@ -545,13 +540,13 @@ struct Analysis<'a> {
 struct Loop<'a> {
     session: &'a ImportedSession,
     turns: &'a Turns,
-    policy: Box<dyn Policy>,
+    /// The policy and the visible context.
+    driver: Driver,
     prefix: u32,
     /// The price of each recorded request (by its model).
     prices: Vec<Price>,
     /// The price of the last request: a compaction call's.
     price: Price,
-    ctx: Context,
     prev: Option<Vec<Arc<Message>>>,
     out: PolicyReplay,
     /// Recorded compaction summaries: (message index, turn, used).
@@ -591,7 +586,7 @@ fn replay_policy(
     let mut l = Loop {
         session,
         turns,
-        policy,
+        driver: Driver::new(policy, prefix),
         prefix,
         prices: session
             .requests
@@ -599,7 +594,6 @@ fn replay_policy(
             .map(|r| config.prices.lookup(r.model.as_deref()).0)
             .collect(),
         price: config.prices.lookup(session.model()).0,
-        ctx: Context::default(),
         prev: None,
         out,
         summaries,
@@ -628,9 +622,9 @@ fn replay_policy(
                 l.at = i;
                 l.request(k, m);
             }
-            l.ctx.push(Arc::clone(m));
+            l.driver.push(Arc::clone(m));
         }
-        if let Some(e) = l.policy.failed() {
+        if let Some(e) = l.driver.failed() {
             // What it replayed before failing is not a replay of the session: left out whole.
             return PolicyReplay {
                 error: Some(e),
@@ -667,30 +661,25 @@ impl Loop<'_> {
     /// A human prompt: the previous turn ends, the card is offered and answered.
     fn prompt(&mut self, k: usize, m: &Arc<Message>) {
         let h = &self.session.human_turns[k];
-        if self.ctx.turn > 0 {
+        if self.driver.context().turn > 0 {
             self.end_turn(Some(&h.text));
         }
-        self.ctx.turn = h.turn;
-        let card = self.policy.card(&self.ctx, self.prefix);
+        let card = self.driver.start_turn(h.turn);
         let Some(card) = card else {
-            self.ctx.push(Arc::clone(m));
+            self.driver.push(Arc::clone(m));
             return;
         };
         let carded = m.with_card(card.text);
         self.out.cards += 1;
         self.out.card_tokens += u64::from(carded.tokens.saturating_sub(m.tokens));
-        self.ctx.push(carded);
+        self.driver.push(carded);
         for (from, to) in self.turns.ranges(&card.turns, h.turn) {
             let call = ToolCall {
                 id: format!("replay-fold-{}-{from}-{to}", h.turn),
                 name: "fold_unit".into(),
                 args: serde_json::json!({ "from": from, "to": to }),
             };
-            if !self.policy.owns_tool(&call.name) {
-                continue;
-            }
-            let reply = self.policy.handle_tool(&self.ctx, &call);
-            if matches!(reply.outcome, ToolOutcome::FoldRejected { .. }) {
+            if self.driver.tool(&call).is_some_and(|a| a.rejected) {
                 self.out.folds_rejected += 1;
             }
         }
@@ -698,26 +687,20 @@ impl Loop<'_> {
 
     /// The end of the turn in progress: splices archived (in memory) and applied.
     fn end_turn(&mut self, next_user: Option<&str>) {
-        let t = self.ctx.turn;
-        for splice in self.policy.end_turn(&self.ctx, next_user) {
-            let archive = harness_core::session::archive_splice(ARCHIVE_DIR, &splice).archive;
-            let before = self
-                .prev
-                .clone()
-                .unwrap_or_else(|| self.ctx.messages.clone());
-            let folded_tokens = sum_tokens(&splice.messages);
-            if let Some(msg) = self.policy.apply_splice(&mut self.ctx, &splice, &archive) {
+        let t = self.driver.context().turn;
+        for p in self.driver.end_turn(ARCHIVE_DIR, next_user) {
+            if let Ok(f) = self.driver.apply_splice(&p, self.prev.as_deref()) {
                 self.out.folds.push(FoldEvent {
                     turn: t,
-                    from: splice.from,
-                    to: splice.to,
-                    folded_tokens,
-                    result_tokens: u64::from(msg.tokens),
-                    rewritten_tokens: rewritten_tokens(&before, &self.ctx.messages),
-                    premature: self.turns.premature(splice.from, splice.to, t),
-                    sha256: archive.sha256,
+                    from: f.from,
+                    to: f.to,
+                    folded_tokens: f.folded_tokens,
+                    result_tokens: u64::from(f.message.tokens),
+                    rewritten_tokens: f.rewritten_tokens,
+                    premature: self.turns.premature(f.from, f.to, t),
+                    sha256: f.archive.sha256,
                     needed_after: None,
-                    result: msg.text.to_string(),
+                    result: f.message.text.to_string(),
                 });
             }
         }
@@ -725,20 +708,10 @@ impl Loop<'_> {
 
     /// A recorded request: the policy's plan, compaction first if it asks, then the request.
     fn request(&mut self, k: usize, answer: &Arc<Message>) {
-        let mut compacted = false;
         let (messages, action) = loop {
-            match self.policy.plan(&self.ctx, self.prefix) {
-                Plan::Send { messages, action } => break (messages, action),
-                Plan::Compact { .. } if compacted => {
-                    break (
-                        self.ctx.messages.clone(),
-                        Some("compaction did not fit the window".into()),
-                    )
-                }
-                Plan::Compact { emergency } => {
-                    compacted = true;
-                    self.compact(emergency);
-                }
+            match self.driver.next_request() {
+                Next::Send { messages, action } => break (messages, action),
+                Next::Summarise(summary) => self.compact(summary),
             }
         };
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
@@ -780,7 +753,7 @@ impl Loop<'_> {
             / 1e6;
         self.out.requests.push(ReplayedRequest {
             request,
-            turn: self.ctx.turn,
+            turn: self.driver.context().turn,
             purpose,
             tokens,
             cached_tokens: cached,
@@ -798,10 +771,10 @@ impl Loop<'_> {
 
     /// A compaction: the summary call is a request; the context becomes the summary and the
     /// current prompt.
-    fn compact(&mut self, emergency: bool) {
-        let t = self.ctx.turn;
-        let mut messages = self.policy.compaction_input(&self.ctx);
-        messages.push(compaction_prompt());
+    fn compact(&mut self, asked: Summary) {
+        let t = self.driver.context().turn;
+        let (emergency, action) = (asked.emergency, asked.action());
+        let messages = asked.messages;
         let input = u64::from(self.prefix) + sum_tokens(&messages);
         let recorded = self
             .summaries
@@ -825,11 +798,6 @@ impl Loop<'_> {
             }
         };
         let output = u64::from(summary.tokens.saturating_sub(MESSAGE_OVERHEAD));
-        let action = if emergency {
-            "emergency compaction"
-        } else {
-            "compaction"
-        };
         self.push_request(
             None,
             Purpose::Compaction,
@@ -837,14 +805,14 @@ impl Loop<'_> {
             output,
             Some(action.into()),
         );
-        self.policy.apply_compaction(&mut self.ctx, summary);
+        let done = self.driver.compacted(&messages, summary);
         self.out.compactions.push(CompactionEvent {
             turn: t,
             emergency,
             recorded_summary: recorded.is_some(),
             input_tokens: input,
             output_tokens: output,
-            rewritten_tokens: rewritten_tokens(&messages, &self.ctx.messages),
+            rewritten_tokens: done.rewritten_tokens,
             needed_after: None,
         });
         self.obs.compacted(self.at);

@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use criterion::{criterion_main, Criterion};
 use harness_core::context::Context;
+use harness_core::driver::{Driver, Next};
 use harness_core::message::{Message, ToolCall};
-use harness_core::policy::{Plan, Policy};
+use harness_core::policy::Policy;
 use harness_runner::exec_policy::{set_sandbox, ExecPolicy, ExecText};
 use harness_runner::execution::sandbox::Sandbox;
 
@@ -37,23 +38,23 @@ fn fresh(m: &Arc<Message>, next: &mut u64) -> Arc<Message> {
     Arc::new(c)
 }
 
-/// One session of [`REQUESTS`] requests under `policy`.
-fn session(policy: &mut dyn Policy, parts: &[Arc<Message>; 3], next: &mut u64) -> usize {
-    let mut ctx = Context {
+/// One session of [`REQUESTS`] requests under the driver's policy, from an empty context.
+fn session(driver: &mut Driver, parts: &[Arc<Message>; 3], next: &mut u64) -> usize {
+    *driver.context_mut() = Context {
         turn: 1,
         ..Context::default()
     };
-    ctx.push(fresh(&parts[0], next));
+    driver.push(fresh(&parts[0], next));
     let mut sent = 0;
     for _ in 0..REQUESTS {
-        ctx.push(fresh(&parts[1], next));
-        ctx.push(fresh(&parts[2], next));
-        match policy.plan(&ctx, 1_000) {
-            Plan::Send { messages, .. } => sent += messages.len(),
-            Plan::Compact { .. } => unreachable!("none never compacts"),
+        driver.push(fresh(&parts[1], next));
+        driver.push(fresh(&parts[2], next));
+        match driver.next_request() {
+            Next::Send { messages, .. } => sent += messages.len(),
+            Next::Summarise(_) => unreachable!("none never compacts"),
         }
     }
-    assert!(policy.failed().is_none(), "{:?}", policy.failed());
+    assert!(driver.failed().is_none(), "{:?}", driver.failed());
     sent
 }
 
@@ -89,8 +90,8 @@ fn bench_exec(c: &mut Criterion) {
         ),
     ];
     let mut next = 1 << 40;
-    let mut exec = ExecPolicy::start(text, 200_000);
-    let mut none = policies::none::NonePolicy::new(200_000);
+    let mut exec = Driver::new(Box::new(ExecPolicy::start(text, 200_000)), 1_000);
+    let mut none = Driver::new(Box::new(policies::none::NonePolicy::new(200_000)), 1_000);
     g.bench_function("session/exec", |b| {
         b.iter(|| black_box(session(&mut exec, &parts, &mut next)))
     });

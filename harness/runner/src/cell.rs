@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::context::{cached_prefix_tokens, rewritten_tokens, Context};
+use harness_core::context::{cached_prefix_tokens, Context};
+use harness_core::driver::{Driver, Next, Summary};
 use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
-use harness_core::policy::{Plan, Policy, SpliceKind, ToolOutcome};
+use harness_core::policy::Policy;
 use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use harness_core::request::{Purpose, Request, Response};
 use harness_core::spec::{TaskSpec, TurnSpec};
@@ -344,19 +345,19 @@ async fn session(
         policies::build(&plan.policy, run.model.window())?,
         plan.policy.delegate,
     );
-    policy_ok(lp.policy.as_ref())?;
+    policy_ok(lp.driver.policy())?;
     let spec = Arc::clone(&plan.task);
     for (i, turn) in spec.turns.iter().enumerate() {
         let t = i as u32 + 1;
         *turns_run = t;
         run.within_deadline()?;
         let mut needs = lp.start_turn(run, t, turn);
-        policy_ok(lp.policy.as_ref())?;
+        policy_ok(lp.driver.policy())?;
         let mut closing = None;
         for _step in 0..run.opts.max_steps {
             run.within_deadline()?;
             let closed = lp.step(run, ws, t, &mut needs).await?;
-            policy_ok(lp.policy.as_ref())?;
+            policy_ok(lp.driver.policy())?;
             if let Some(text) = closed {
                 closing = Some(text);
                 break;
@@ -365,9 +366,9 @@ async fn session(
         let next_user = spec.turns.get(i + 1).map(|n| n.user.as_str());
         lp.end_turn(run, t, needs, closing, closings);
         lp.splice(run, ws, t, next_user);
-        policy_ok(lp.policy.as_ref())?;
+        policy_ok(lp.driver.policy())?;
     }
-    Ok((lp.policy.name(), ()))
+    Ok((lp.driver.policy().name(), ()))
 }
 
 /// The policy's failure ([`Policy::failed`]: a policy process that broke the protocol) as the
@@ -376,15 +377,15 @@ fn policy_ok(policy: &dyn Policy) -> Result<(), String> {
     policy.failed().map_or(Ok(()), Err)
 }
 
-/// The state a session carries from request to request: the policy, the fixed prefix (system
-/// prompt and tool list), the live context, and what the cache simulation needs.
+/// The state a session carries from request to request: the policy's driver (the policy and
+/// the live context), the fixed prefix (system prompt and tool list), and what the cache
+/// simulation needs.
 struct Loop {
-    policy: Box<dyn Policy>,
+    driver: Driver,
     system: Arc<str>,
     tools: Arc<[ToolSpec]>,
     /// Tokens of the system prompt and the tool list.
     prefix: u32,
-    ctx: Context,
     /// The messages of the previous request (the prompt cache's reference).
     prev: Option<Vec<Arc<Message>>>,
     /// The next request's index.
@@ -437,11 +438,10 @@ impl Loop {
         let system: Arc<str> = Arc::from(system);
         let prefix = tokens::prefix_tokens(&system, &tools);
         Loop {
-            policy,
+            driver: Driver::new(policy, prefix),
             system,
             tools,
             prefix,
-            ctx: Context::default(),
             prev: None,
             index: 0,
             fingerprint: None,
@@ -457,9 +457,8 @@ impl Loop {
 
     /// Starts turn `t`: the policy's card (if any) on the user message, which joins the context.
     fn start_turn(&mut self, run: &mut Run<'_>, t: u32, turn: &TurnSpec) -> NeedWatch {
-        self.ctx.turn = t;
         self.turn_children = 0;
-        let card = self.policy.card(&self.ctx, self.prefix);
+        let card = self.driver.start_turn(t);
         let user = Message::user(t, turn.user.clone(), card.as_ref().map(|c| c.text.clone()));
         run.emit(Event::TurnStarted {
             turn: t,
@@ -467,41 +466,31 @@ impl Loop {
             card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
             card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
         });
-        self.ctx.push(Arc::clone(&user));
+        self.driver.push(Arc::clone(&user));
         run.transcript.push(user);
         NeedWatch::with_children(turn, !self.delegating)
     }
 
-    /// The messages of the next request, compacting first when the policy asks (once; a
-    /// second request to compact sends the context as it is, with the reason).
+    /// The messages of the next request, compacting first when the policy asks (the driver
+    /// compacts once a request).
     async fn next_messages(
         &mut self,
         run: &mut Run<'_>,
     ) -> Result<(Vec<Arc<Message>>, Option<String>), String> {
-        let mut compactions_here = 0;
         loop {
-            let plan = self.policy.plan(&self.ctx, self.prefix);
-            policy_ok(self.policy.as_ref())?;
-            match plan {
-                Plan::Send { messages, action } => return Ok((messages, action)),
-                Plan::Compact { .. } if compactions_here > 0 => {
-                    return Ok((
-                        self.ctx.messages.clone(),
-                        Some("compaction did not fit the window".into()),
-                    ))
-                }
-                Plan::Compact { emergency } => {
-                    compactions_here += 1;
+            let next = self.driver.next_request();
+            policy_ok(self.driver.policy())?;
+            match next {
+                Next::Send { messages, action } => return Ok((messages, action)),
+                Next::Summarise(summary) => {
                     compact(
                         run,
-                        self.policy.as_mut(),
-                        &mut self.ctx,
+                        &mut self.driver,
                         &self.system,
                         &self.tools,
-                        self.prefix,
                         &mut self.prev,
                         &mut self.index,
-                        emergency,
+                        summary,
                     )
                     .await?;
                 }
@@ -541,7 +530,7 @@ impl Loop {
             messages: req.messages.len(),
             visible_results: Context::visible_results(&req.messages),
             action,
-            mode: self.policy.mode().map(|m| m.name),
+            mode: self.driver.policy().mode().map(|m| m.name),
             agent: self.agent.clone(),
             model: self.model_label.clone(),
         }));
@@ -551,7 +540,7 @@ impl Loop {
         }
         self.prev = Some(req.messages);
         let assistant = Message::assistant(t, resp.text.clone(), resp.tool_calls.clone());
-        self.ctx.push(Arc::clone(&assistant));
+        self.driver.push(Arc::clone(&assistant));
         self.keep(run, assistant);
         if resp.tool_calls.is_empty() {
             return Ok(Some(resp.text.clone()));
@@ -563,10 +552,10 @@ impl Loop {
             record.agent = self.agent.clone();
             needs.result(&call.id, &result.text);
             run.emit(Event::ToolCall(record));
-            self.ctx.push(Arc::clone(&result));
+            self.driver.push(Arc::clone(&result));
             self.keep(run, result);
             for m in append {
-                self.ctx.push(Arc::clone(&m));
+                self.driver.push(Arc::clone(&m));
                 self.keep(run, m);
             }
         }
@@ -603,14 +592,11 @@ impl Loop {
                 .await
                 .map_err(|e| e.to_string());
         }
-        if self.policy.owns_tool(&call.name) {
-            let reply = self.policy.handle_tool(&self.ctx, call);
-            if let ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
-                run.emit(Event::StrategyEntered {
-                    turn: t,
-                    mode: mode.clone(),
-                });
+        if let Some(answer) = self.driver.tool(call) {
+            if let Some(mode) = answer.entered {
+                run.emit(Event::StrategyEntered { turn: t, mode });
             }
+            let reply = answer.reply;
             let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
             let record = ToolCallRecord {
                 turn: t,
@@ -630,7 +616,7 @@ impl Loop {
             };
             return Ok((result, record, reply.append));
         }
-        if let Some(reason) = self.policy.refuse_workspace_tool(call) {
+        if let Some(reason) = self.driver.refuses(call) {
             let result = Message::tool_result(t, call, reason, true);
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
@@ -702,7 +688,7 @@ impl Loop {
             turn: t,
             closing,
             step_limit,
-            mode: self.policy.mode().map(|m| m.name),
+            mode: self.driver.policy().mode().map(|m| m.name),
         });
     }
 
@@ -710,56 +696,37 @@ impl Loop {
     /// the policy applies it, so a fold result never points at a missing archive; a failed
     /// write leaves the context as it was.
     fn splice(&mut self, run: &mut Run<'_>, ws: &Workspace, t: u32, next_user: Option<&str>) {
-        for splice in self.policy.end_turn(&self.ctx, next_user) {
-            let archived = harness_core::session::archive_splice(workspace::ARCHIVE_DIR, &splice);
-            let (kind, rel, bytes) = (archived.kind, archived.archive.path.clone(), archived.bytes);
-            if let Err(e) = run.opts.archive_writer.write(ws.path(), &rel, &bytes) {
+        for p in self.driver.end_turn(workspace::ARCHIVE_DIR, next_user) {
+            let rel = p.archived.archive.path.clone();
+            if let Err(e) = run
+                .opts
+                .archive_writer
+                .write(ws.path(), &rel, &p.archived.bytes)
+            {
                 run.emit(Event::SpliceFailed {
                     turn: t,
                     reason: format!("archive {rel}: {e}"),
                 });
                 continue;
             }
-            let archive = archived.archive;
-            let before = self
-                .prev
-                .clone()
-                .unwrap_or_else(|| self.ctx.messages.clone());
-            let folded_tokens: u64 = splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
-            let Some(msg) = self.policy.apply_splice(&mut self.ctx, &splice, &archive) else {
-                run.emit(Event::SpliceFailed {
-                    turn: t,
-                    reason: format!(
-                        "turns {}–{} are no longer in the context",
-                        splice.from, splice.to
-                    ),
-                });
-                continue;
+            let folded = match self.driver.apply_splice(&p, self.prev.as_deref()) {
+                Ok(folded) => folded,
+                Err(reason) => {
+                    run.emit(Event::SpliceFailed {
+                        turn: t,
+                        reason: reason.to_string(),
+                    });
+                    continue;
+                }
             };
-            run.emit(Event::Fold {
-                turn: t,
-                from: splice.from,
-                to: splice.to,
-                archive: rel.clone(),
-                sha256: archive.sha256.clone(),
-                folded_tokens,
-                result_tokens: u64::from(msg.tokens),
-                rewritten_tokens: rewritten_tokens(&before, &self.ctx.messages),
-                kind: kind.into(),
-            });
-            if let SpliceKind::StrategyExit { mode, via_back, .. } = &splice.kind {
-                run.emit(Event::StrategyEnded {
-                    turn: t,
-                    mode: mode.clone(),
-                    via_back: *via_back,
-                    report_tokens: u64::from(msg.tokens),
-                });
+            for e in folded.events() {
+                run.emit(e);
             }
-            run.transcript.push(msg);
+            run.transcript.push(folded.message);
             run.archives.push(WrittenArchive {
                 path: rel,
-                sha256: archive.sha256,
-                bytes,
+                sha256: folded.archive.sha256,
+                bytes: p.archived.bytes,
             });
         }
     }
@@ -826,26 +793,25 @@ fn tool_record(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A compaction the driver asked for: the summary request sent and recorded, and the summary
+/// handed back to the driver.
 async fn compact(
     run: &mut Run<'_>,
-    policy: &mut dyn Policy,
-    ctx: &mut Context,
+    driver: &mut Driver,
     system: &Arc<str>,
     tools: &Arc<[ToolSpec]>,
-    prefix: u32,
     prev: &mut Option<Vec<Arc<Message>>>,
     index: &mut usize,
-    emergency: bool,
+    summary: Summary,
 ) -> Result<(), String> {
-    let t = ctx.turn;
-    let mut messages = policy.compaction_input(ctx);
-    messages.push(Message::user(t, COMPACTION_PROMPT, None));
+    let t = driver.context().turn;
+    let prefix = driver.prefix();
+    let action = summary.action();
     let req = Request::new(
         Arc::clone(system),
         Arc::clone(tools),
         prefix,
-        messages,
+        summary.messages,
         Purpose::Compaction,
     );
     let cached = cached_prefix_tokens(prefix, prev.as_deref(), &req.messages);
@@ -860,28 +826,23 @@ async fn compact(
         written_tokens: req.tokens.saturating_sub(cached),
         messages: req.messages.len(),
         visible_results: Vec::new(),
-        action: Some(if emergency {
-            "emergency compaction".into()
-        } else {
-            "compaction".into()
-        }),
-        mode: policy.mode().map(|m| m.name),
+        action: Some(action.into()),
+        mode: driver.policy().mode().map(|m| m.name),
         agent: None,
         model: None,
     }));
     let resp = run.ask(&req, this).await?;
-    let before = req.messages;
-    let summary = Message::host(t, resp.text, MessageKind::Summary);
-    policy.apply_compaction(ctx, Arc::clone(&summary));
-    run.transcript.push(summary);
-    let rewritten = rewritten_tokens(&before, &ctx.messages);
-    *prev = Some(before);
+    let text = Message::host(t, resp.text, MessageKind::Summary);
+    let done = driver.compacted(&req.messages, Arc::clone(&text));
+    run.transcript.push(text);
+    let input_tokens = req.tokens;
+    *prev = Some(req.messages);
     run.emit(Event::Compaction {
         turn: t,
-        emergency,
-        input_tokens: req.tokens,
+        emergency: summary.emergency,
+        input_tokens,
         output_tokens: resp.output_tokens,
-        rewritten_tokens: rewritten,
+        rewritten_tokens: done.rewritten_tokens,
     });
     Ok(())
 }

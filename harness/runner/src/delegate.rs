@@ -135,8 +135,8 @@ async fn child_session(
     child.record_turn = Some(t);
     child.model_label = named.map(str::to_string);
     child.index = parent.index;
-    child.ctx.turn = 1;
-    child.ctx.push(Message::user(1, brief, None));
+    child.driver.context_mut().turn = 1;
+    child.driver.push(Message::user(1, brief, None));
     // The facts the task's script says this child needs, watched over the child's session.
     let scripted = run
         .plan

@@ -1,6 +1,7 @@
 //! A recorded session replayed under a fold policy with gold folds, into items.
 
 use super::*;
+use crate::driver::Driver;
 
 /// A recorded session to replay under the fold policy.
 #[derive(Debug, Clone, Copy)]
@@ -29,16 +30,17 @@ pub struct ReplayOptions {
 /// prompt and the oracle answers it right after the prompt (its `fold_unit` calls and the
 /// policy's replies become messages, as in a live session); at the end of the turn the policy's
 /// splices are applied with the archive's real sha256. A compaction summary in the recording
-/// compacts the context as the policy would.
-pub fn replay_items(rec: Recorded<'_>, policy: &mut dyn Policy, opts: &ReplayOptions) -> Vec<Item> {
+/// compacts the context as the policy would. The policy runs under a [`Driver`], as in the live
+/// loop and the replay engine.
+pub fn replay_items(rec: Recorded<'_>, policy: Box<dyn Policy>, opts: &ReplayOptions) -> Vec<Item> {
     let msgs = rec.messages;
     let labels = rec.origin.labels;
     let last = msgs.iter().map(|m| m.turn).max().unwrap_or(0);
-    let mut ctx = Context::default();
+    let mut d = Driver::new(policy, opts.prefix_tokens);
     let mut items = Vec::new();
     let mut i = 0;
     while i < msgs.len() && msgs[i].turn == 0 {
-        ctx.push(Arc::clone(&msgs[i]));
+        d.push(Arc::clone(&msgs[i]));
         i += 1;
     }
     let prompt_of = |t: u32| {
@@ -53,17 +55,16 @@ pub fn replay_items(rec: Recorded<'_>, policy: &mut dyn Policy, opts: &ReplayOpt
             i += 1;
         }
         let turn = &msgs[start..i];
-        ctx.turn = t;
-        let offer = policy.card(&ctx, opts.prefix_tokens);
+        let offer = d.start_turn(t);
         let Some(prompt) = turn.first().filter(|m| m.is_human()) else {
             for m in turn {
-                ctx.push(Arc::clone(m));
+                d.push(Arc::clone(m));
             }
             continue;
         };
         if let Some(item) = build_item(
             rec.origin,
-            &ctx.messages,
+            &d.context().messages,
             t,
             &prompt.text,
             offer.is_some(),
@@ -75,7 +76,7 @@ pub fn replay_items(rec: Recorded<'_>, policy: &mut dyn Policy, opts: &ReplayOpt
             Some(o) => {
                 let mut carded = (**prompt).clone();
                 carded.card = Some(o.text.clone());
-                ctx.push(carded.sealed());
+                d.push(carded.sealed());
                 let unit = |x: u32| label_of(labels, x);
                 let none = |_: u32| None;
                 let p = CardPoint {
@@ -94,26 +95,26 @@ pub fn replay_items(rec: Recorded<'_>, policy: &mut dyn Policy, opts: &ReplayOpt
                             c
                         })
                         .collect();
-                    ctx.push(Message::assistant(t, "", calls.clone()));
+                    d.push(Message::assistant(t, "", calls.clone()));
                     for c in &calls {
-                        let reply = policy.handle_tool(&ctx, c);
-                        ctx.push(Message::tool_result(t, c, reply.text, reply.is_error));
+                        let reply = d.answer(c).reply;
+                        d.push(Message::tool_result(t, c, reply.text, reply.is_error));
                     }
                 }
             }
-            None => ctx.push(Arc::clone(prompt)),
+            None => d.push(Arc::clone(prompt)),
         }
         for m in &turn[1..] {
             if m.kind == MessageKind::Summary {
-                policy.apply_compaction(&mut ctx, Arc::clone(m));
+                d.compacted(&[], Arc::clone(m));
             } else {
-                ctx.push(Arc::clone(m));
+                d.push(Arc::clone(m));
             }
         }
         let next = prompt_of(t + 1);
-        for s in policy.end_turn(&ctx, next.as_deref()) {
-            let archive = crate::session::archive_splice(&opts.archive_dir, &s).archive;
-            policy.apply_splice(&mut ctx, &s, &archive);
+        for p in d.end_turn(&opts.archive_dir, next.as_deref()) {
+            // A range no longer in the context is left as it is, as in the live loop.
+            let _ = d.apply_splice(&p, None);
         }
     }
     items

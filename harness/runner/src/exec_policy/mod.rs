@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use harness_core::context::Context;
 use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
-use harness_core::policy::{ArchiveRef, CardOffer, Plan, Policy, Splice, SpliceKind, ToolReply};
+use harness_core::policy::{ArchiveRef, CardOffer, Plan, Policy, Splice, ToolReply};
 use policies::registry::{Entry, Registry};
 use policies::PolicyError;
 use serde_json::{json, Map, Value};
@@ -515,7 +515,7 @@ impl Policy for ExecPolicy {
     ) -> Option<Arc<Message>> {
         let s = self.inner.get_mut();
         let text = s.texts.remove(&(splice.from, splice.to)).flatten();
-        let msg = if !matches!(splice.kind, SpliceKind::Fold) {
+        let msg = if !splice.kind.is_fold() {
             None
         } else if let Some(text) = text {
             ctx.turn_range(splice.from, splice.to).map(|(a, b)| {

@@ -344,7 +344,7 @@ pub fn labelled_items(
         labels: &per_turn,
         words: &words,
     };
-    let mut policy = policies::build(&policies::parse_policy("fold")?, 200_000)?;
+    let policy = policies::build(&policies::parse_policy("fold")?, 200_000)?;
     let mut tools: Vec<ToolSpec> = crate::tools::tool_specs();
     tools.extend(policy.tools());
     let opts = ReplayOptions {
@@ -357,7 +357,7 @@ pub fn labelled_items(
             origin,
             messages: &session.messages,
         },
-        policy.as_mut(),
+        policy,
         &opts,
     );
     Ok((items, warnings))

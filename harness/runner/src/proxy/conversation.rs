@@ -20,11 +20,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use harness_core::context::{cached_prefix_tokens, call_path, Context};
+use harness_core::driver::{Driver, Next};
 use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
 use harness_core::message::{Message, MessageKind, Role, ToolCall, ToolSpec};
-use harness_core::policy::{Plan, Policy, Splice};
+use harness_core::policy::Policy;
 use harness_core::request::Purpose;
-use harness_core::session::COMPACTION_PROMPT;
 use harness_core::spec::TaskSpec;
 use harness_core::text_agent::TEXT_TOOL;
 use harness_core::tokens;
@@ -102,18 +102,14 @@ pub enum Step {
     },
 }
 
-/// An archive to write before a splice is applied.
-pub struct PendingSplice {
-    /// The policy's splice.
-    pub splice: Splice,
-    /// Its archive (path under the archive folder, bytes, sha256).
-    pub archived: harness_core::session::Archived,
-}
+/// An archive to write before a splice is applied (the driver's).
+pub use harness_core::driver::PendingSplice;
 
 /// One conversation's state.
 pub struct Conversation {
-    /// The policy (started again on a new branch).
-    policy: Box<dyn Policy>,
+    /// The policy (started again on a new branch) and the live context of the request in
+    /// progress.
+    driver: Driver,
     make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
     /// Message per identity (its units' keys and its turn), so ids are stable.
     known: HashMap<Vec<ItemKey>, Arc<Message>>,
@@ -139,8 +135,7 @@ pub struct Conversation {
     /// Every message the conversation's model read that the agent did not write (cards, fold
     /// results, summaries) and every message of the agent's, once, in order.
     pub transcript: Vec<Arc<Message>>,
-    /// The live context of the request in progress, and where each message came from.
-    ctx: Context,
+    /// Where each message of the live context came from.
     origins: HashMap<u64, Origin>,
     /// The request in progress: system and tools, prefix tokens, pinned pieces.
     system: Arc<str>,
@@ -152,7 +147,6 @@ pub struct Conversation {
     position: HashMap<u64, usize>,
     /// A grouper over the request in progress (names the forms of calls when rendering).
     grouper: Grouper,
-    compactions_here: u32,
     /// The new turn's messages, joined to the context by [`Conversation::plan`].
     pending_rest: Vec<Arc<Message>>,
     /// The unit identities of the request in progress.
@@ -175,7 +169,7 @@ impl Conversation {
         make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
     ) -> Result<Conversation, String> {
         Ok(Conversation {
-            policy: make_policy()?,
+            driver: Driver::new(make_policy()?, 0),
             make_policy,
             known: HashMap::new(),
             seen: HashSet::new(),
@@ -189,7 +183,6 @@ impl Conversation {
             branches: 0,
             events: Vec::new(),
             transcript: Vec::new(),
-            ctx: Context::default(),
             origins: HashMap::new(),
             system: Arc::from(""),
             tools: Arc::from(Vec::new()),
@@ -198,7 +191,6 @@ impl Conversation {
             pinned: Vec::new(),
             position: HashMap::new(),
             grouper: Grouper::new(),
-            compactions_here: 0,
             pending_rest: Vec::new(),
             current_keys: Vec::new(),
             ended: None,
@@ -211,23 +203,23 @@ impl Conversation {
 
     /// The policy's name with its parameters.
     pub fn policy_name(&self) -> String {
-        self.policy.name()
+        self.driver.policy().name()
     }
 
     /// Why the policy cannot go on, once it cannot (an `exec:` process that crashed, hung or
     /// answered out of protocol).
     pub fn policy_failed(&self) -> Option<String> {
-        self.policy.failed()
+        self.driver.failed()
     }
 
     /// Whether the policy owns a tool (its calls are answered by the proxy).
     pub fn owns_tool(&self, name: &str) -> bool {
-        self.policy.owns_tool(name)
+        self.driver.owns_tool(name)
     }
 
     /// The policy's own tools, offered beside the agent's.
     pub fn policy_tools(&self) -> Vec<ToolSpec> {
-        self.policy.tools()
+        self.driver.policy().tools()
     }
 
     /// Whether this request continues the conversation: its first message was seen before (or
@@ -238,7 +230,7 @@ impl Conversation {
 
     /// Starts a new branch: the policy, its edits and cards start again.
     pub fn new_branch(&mut self) -> Result<(), String> {
-        self.policy = (self.make_policy)()?;
+        self.driver.set_policy((self.make_policy)()?);
         self.known.clear();
         self.seen.clear();
         self.edits.clear();
@@ -260,8 +252,9 @@ impl Conversation {
             .is_some_and(|(s, n)| **s == *system && *n == req.env.tools.len());
         if !same_prefix {
             let mut tools = req.env.tools.clone();
-            tools.extend(self.policy.tools());
+            tools.extend(self.driver.policy().tools());
             self.prefix = tokens::prefix_tokens(&system, &tools);
+            self.driver.set_prefix(self.prefix);
             self.tools = Arc::from(tools);
             self.prefix_of = Some((Arc::clone(&system), req.env.tools.len()));
         }
@@ -273,7 +266,7 @@ impl Conversation {
     /// [`Conversation::apply_splice`]) and gets the policy's card. Call [`Conversation::plan`]
     /// after the splices.
     pub fn read(&mut self, req: &Decoded) -> Vec<PendingSplice> {
-        self.compactions_here = 0;
+        self.driver.begin_request();
         self.current_keys = req.keys.clone();
         let system = self.refresh_prefix(req);
         self.system = system;
@@ -362,7 +355,7 @@ impl Conversation {
                 .position(|m| m.turn > self.turn && m.is_human())
                 .unwrap_or(messages.len());
             let rest = messages.split_off(first_new);
-            self.ctx = Context {
+            *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
             };
@@ -371,18 +364,14 @@ impl Conversation {
                     .iter()
                     .find(|m| m.is_human())
                     .map(|m| needs::user_words(&m.text));
-                for splice in self.policy.end_turn(&self.ctx, next_user.as_deref()) {
-                    let archived = harness_core::session::archive_splice(
-                        harness_core::session::ARCHIVE_DIR,
-                        &splice,
-                    );
-                    splices.push(PendingSplice { splice, archived });
-                }
+                splices = self
+                    .driver
+                    .end_turn(harness_core::session::ARCHIVE_DIR, next_user.as_deref());
             }
             self.pending_rest = rest;
             self.turn = last_turn;
         } else {
-            self.ctx = Context {
+            *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
             };
@@ -399,52 +388,30 @@ impl Conversation {
         written: Result<(), String>,
     ) -> Option<Arc<Message>> {
         if let Err(reason) = written {
-            self.events.push(Event::SpliceFailed { turn, reason });
-            return None;
-        }
-        let before = self.ctx.messages.clone();
-        let folded_tokens: u64 = p.splice.messages.iter().map(|m| u64::from(m.tokens)).sum();
-        let Some(msg) = self
-            .policy
-            .apply_splice(&mut self.ctx, &p.splice, &p.archived.archive)
-        else {
             self.events.push(Event::SpliceFailed {
                 turn,
-                reason: format!(
-                    "turns {}–{} are no longer in the context",
-                    p.splice.from, p.splice.to
-                ),
+                reason: reason.to_string(),
             });
             return None;
+        }
+        let before = self.driver.context().messages.clone();
+        let reference = self.prev.as_deref().unwrap_or(&before);
+        let mut folded = match self.driver.apply_splice(p, Some(reference)) {
+            Ok(folded) => folded,
+            Err(reason) => {
+                self.events.push(Event::SpliceFailed {
+                    turn,
+                    reason: reason.to_string(),
+                });
+                return None;
+            }
         };
         self.record_edit(&before);
-        let rewritten = harness_core::context::rewritten_tokens(
-            self.prev.as_deref().unwrap_or(&before),
-            &self.ctx.messages,
-        );
-        self.events.push(Event::Fold {
-            turn,
-            from: p.splice.from,
-            to: p.splice.to,
-            archive: p.archived.archive.path.clone(),
-            sha256: p.archived.archive.sha256.clone(),
-            folded_tokens,
-            result_tokens: u64::from(msg.tokens),
-            rewritten_tokens: rewritten,
-            kind: p.archived.kind.into(),
-        });
-        if let harness_core::policy::SpliceKind::StrategyExit { mode, via_back, .. } =
-            &p.splice.kind
-        {
-            self.events.push(Event::StrategyEnded {
-                turn,
-                mode: mode.clone(),
-                via_back: *via_back,
-                report_tokens: u64::from(msg.tokens),
-            });
-        }
-        self.transcript.push(Arc::clone(&msg));
-        Some(msg)
+        // The proxy names the turn it ended (the one before the new turn's first prompt).
+        folded.turn = turn;
+        self.events.extend(folded.events());
+        self.transcript.push(Arc::clone(&folded.message));
+        Some(folded.message)
     }
 
     /// The turn in progress.
@@ -480,14 +447,13 @@ impl Conversation {
                         card_turns: Vec::new(),
                     });
                 }
-                self.ctx.turn = m.turn;
-                self.ctx.push(m);
+                self.driver.context_mut().turn = m.turn;
+                self.driver.push(m);
             }
         }
         if !rest.is_empty() {
-            self.ctx.turn = self.turn;
             let mut carded = false;
-            let card = self.policy.card(&self.ctx, self.prefix);
+            let card = self.driver.start_turn(self.turn);
             self.events.push(Event::TurnStarted {
                 turn: self.turn,
                 user: rest
@@ -518,57 +484,39 @@ impl Conversation {
                         self.origins
                             .insert(with.id, Origin::Carded(at, c.text.clone()));
                         self.transcript.push(Arc::clone(&with));
-                        self.ctx.push(with);
+                        self.driver.push(with);
                     }
-                    _ => self.ctx.push(m),
+                    _ => self.driver.push(m),
                 }
             }
         }
-        self.ctx.turn = self.turn;
-        match self.policy.plan(&self.ctx, self.prefix) {
-            Plan::Compact { .. } if self.compactions_here > 0 => {
-                let messages = self.ctx.messages.clone();
-                self.send(
-                    api,
-                    env,
-                    req,
-                    messages,
-                    Some("compaction did not fit the window".into()),
-                )
-            }
-            Plan::Compact { emergency } => {
-                self.compactions_here += 1;
-                let mut messages = self.policy.compaction_input(&self.ctx);
-                messages.push(Message::user(self.turn, COMPACTION_PROMPT, None));
-                let (items, _) = self.render(api, req, &messages, false);
+        self.driver.context_mut().turn = self.turn;
+        match self.driver.next_request() {
+            Next::Summarise(summary) => {
+                let (items, _) = self.render(api, req, &summary.messages, false);
                 let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
                 let body = with_stream_off(&env.write(&refs, &[]));
                 let record = self.record_request(
                     Purpose::Compaction,
-                    &messages,
-                    Some(if emergency {
-                        "emergency compaction".into()
-                    } else {
-                        "compaction".into()
-                    }),
+                    &summary.messages,
+                    Some(summary.action().into()),
                 );
-                self.prev = Some(messages);
+                self.prev = Some(summary.messages);
                 Step::Compact {
                     body,
                     record,
-                    emergency,
+                    emergency: summary.emergency,
                 }
             }
-            Plan::Send { messages, action } => self.send(api, env, req, messages, action),
+            Next::Send { messages, action } => self.send(api, env, req, messages, action),
         }
     }
 
     /// The upstream's summary: the policy compacts the context with it.
     pub fn compacted(&mut self, summary: &str, record: &RequestRecord, output_tokens: u64) {
-        let before = self.ctx.messages.clone();
+        let before = self.driver.context().messages.clone();
         let msg = Message::host(self.turn, summary, MessageKind::Summary);
-        self.policy
-            .apply_compaction(&mut self.ctx, Arc::clone(&msg));
+        let done = self.driver.compacted(&before, Arc::clone(&msg));
         self.record_edit(&before);
         self.transcript.push(msg);
         self.events.push(Event::Compaction {
@@ -576,7 +524,7 @@ impl Conversation {
             emergency: record.action.as_deref() == Some("emergency compaction"),
             input_tokens: record.tokens,
             output_tokens,
-            rewritten_tokens: harness_core::context::rewritten_tokens(&before, &self.ctx.messages),
+            rewritten_tokens: done.rewritten_tokens,
         });
     }
 
@@ -589,7 +537,7 @@ impl Conversation {
         action: Option<String>,
     ) -> Step {
         let messages = self.in_agent_form(messages);
-        let tools = self.policy.tools();
+        let tools = self.driver.policy().tools();
         let untouched = action.is_none()
             && tools.is_empty()
             && messages.len() == self.origins.len()
@@ -696,7 +644,7 @@ impl Conversation {
             messages: messages.len(),
             visible_results: Context::visible_results(messages),
             action,
-            mode: self.policy.mode().map(|m| m.name),
+            mode: self.driver.policy().mode().map(|m| m.name),
             agent: None,
             model: None,
         };
@@ -733,13 +681,14 @@ impl Conversation {
     /// Answers a call of the policy's own tool (in the answer to request `index`): the result
     /// text, whether it was refused; the call and its result are recorded.
     pub fn policy_tool(&mut self, call: &ToolCall, index: usize) -> (String, bool) {
-        let reply = self.policy.handle_tool(&self.ctx, call);
-        if let harness_core::policy::ToolOutcome::StrategyEntered { mode, .. } = &reply.outcome {
+        let answer = self.driver.answer(call);
+        if let Some(mode) = answer.entered {
             self.events.push(Event::StrategyEntered {
                 turn: self.turn,
-                mode: mode.clone(),
+                mode,
             });
         }
+        let reply = answer.reply;
         let result = Message::tool_result(self.turn, call, reply.text.clone(), reply.is_error);
         self.events.push(Event::ToolCall(ToolCallRecord {
             turn: self.turn,
@@ -782,7 +731,7 @@ impl Conversation {
     ) -> Vec<u8> {
         let (items, _) = self.render(api, req, messages, true);
         let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
-        env.write(&refs, &self.policy.tools())
+        env.write(&refs, &self.driver.policy().tools())
     }
 
     /// Records the agent's tool calls of a message seen for the first time: re-runs are equal
@@ -790,7 +739,7 @@ impl Conversation {
     /// the archive folder.
     fn note_calls(&mut self, m: &Message) {
         for c in &m.tool_calls {
-            if !self.calls_seen.insert(c.id.clone()) || self.policy.owns_tool(&c.name) {
+            if !self.calls_seen.insert(c.id.clone()) || self.driver.owns_tool(&c.name) {
                 continue;
             }
             let target = call_path(c).or_else(|| command_path(c));
@@ -828,10 +777,17 @@ impl Conversation {
     /// Notes what an edit of the context (a splice, a compaction) replaced: the messages that
     /// left, by the units they came from, and the one that came in.
     fn record_edit(&mut self, before: &[Arc<Message>]) {
-        let now: HashSet<u64> = self.ctx.messages.iter().map(|m| m.id).collect();
+        let now: HashSet<u64> = self
+            .driver
+            .context()
+            .messages
+            .iter()
+            .map(|m| m.id)
+            .collect();
         let was: HashSet<u64> = before.iter().map(|m| m.id).collect();
         let added: Vec<Arc<Message>> = self
-            .ctx
+            .driver
+            .context()
             .messages
             .iter()
             .filter(|m| !was.contains(&m.id))

@@ -63,17 +63,8 @@ impl Conversation {
         }
         self.ended = Some(self.turn);
         self.end_watch();
-        self.policy
-            .end_turn(&self.ctx, None)
-            .into_iter()
-            .map(|splice| {
-                let archived = harness_core::session::archive_splice(
-                    harness_core::session::ARCHIVE_DIR,
-                    &splice,
-                );
-                PendingSplice { splice, archived }
-            })
-            .collect()
+        self.driver
+            .end_turn(harness_core::session::ARCHIVE_DIR, None)
     }
 }
 
