@@ -117,6 +117,18 @@ fn the_default_tables_fit_120_columns_and_columns_narrows_them() {
     ] {
         let text = stdout(&foldbench(&args, Some("80")), &args.join(" "));
         assert_within(&text, 80, &format!("{}, COLUMNS=80", args.join(" ")));
+        // Narrowed, a table that shows what a policy saves still shows what it lost.
+        let loss = if args[0] == "replay" {
+            "gone/100"
+        } else {
+            "lost"
+        };
+        let table = text.split("more columns (").next().unwrap_or("");
+        assert!(
+            table.contains(loss),
+            "{}, COLUMNS=80: the table left out its loss column `{loss}`\n{text}",
+            args.join(" ")
+        );
         // The note naming what was left out, broken to the width: read as words.
         let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let note = words.find("more columns (").map(|i| &words[i..]);

@@ -305,7 +305,7 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     let trim = rows.iter().find(|x| x.policy == "trim").unwrap();
     assert!((trim.gone_per_100_responses - 500.0 / 7.0).abs() < 1e-9);
     assert_eq!(row.gone_per_100_responses, 0.0);
-    // The table shows both figures side by side, each with its Σ× none.
+    // The table shows both figures side by side, each with its Σ× none (input, incl. recovery).
     let t = harness_replay::report::policy_table(&rows, false);
     let col = |h: &str, nth: usize| {
         t.headers
@@ -323,7 +323,7 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
         harness_core::fold::group_thousands(incl)
     );
     assert_eq!(
-        line[col("Σ× none", 1)],
+        line[col("incl. recovery Σ× none", 0)],
         format!("{:.2}×", incl as f64 / none as f64)
     );
     // The verdict's cost is the same Σ× (one session: no spread), and its frontier is the

@@ -194,7 +194,7 @@ pub fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
 
 /// The legend of the two ratios, printed once under a report's tables.
 pub const RATIO_LEGEND: &str = "Σ× = ratio of summed totals over the pairs (token-weighted; the \
-verdict's and the table's `Σ× none`) · med× = median of the per-pair ratios (each task or session \
+verdict's and the tables' `Σ× none` columns) · med× = median of the per-pair ratios (each task or session \
 once)";
 
 /// Sum of the first over sum of the second (1 when both are 0).

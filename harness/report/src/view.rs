@@ -226,18 +226,20 @@ fn ab_spec(view: View) -> Option<&'static [&'static str]> {
 /// [`spec`] of [`Kind::ReplayPolicies`].
 fn replay_policies_spec(view: View) -> Option<&'static [&'static str]> {
     Some(match view {
+        // What it costs after recovery and what it loses first: a narrow terminal leaves out
+        // trailing columns, and a saving is never shown without its loss.
         View::Default => &[
             "policy",
+            "tokens incl. recovery",
+            "incl. recovery Σ× none",
+            "gone/100",
+            "hidden refs",
+            "/100 resp",
             "median req",
             "req med× none",
             "total input",
-            "Σ× none",
-            "tokens incl. recovery",
-            "Σ× none",
+            "input Σ× none",
             "cost $",
-            "hidden refs",
-            "/100 resp",
-            "gone/100",
             "folds",
             "compactions",
         ],
@@ -262,7 +264,7 @@ fn replay_policies_spec(view: View) -> Option<&'static [&'static str]> {
             "last req",
             "last med× none",
             "total input",
-            "Σ× none",
+            "input Σ× none",
             "cache written",
             "cost $",
         ],
