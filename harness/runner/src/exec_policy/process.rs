@@ -41,6 +41,8 @@ pub(crate) struct Process {
     to_child: Option<Sender<Vec<u8>>>,
     lines: Receiver<Result<Vec<u8>, Fault>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Disconnected when the stderr thread has read to the end of the pipe.
+    stderr_done: Receiver<()>,
     marker: String,
     group: Option<u32>,
     ended: bool,
@@ -91,12 +93,17 @@ impl Process {
         std::thread::spawn(move || read_lines(stdout, max_line, tx));
         let tail = Arc::new(Mutex::new(Vec::new()));
         let keep = Arc::clone(&tail);
-        std::thread::spawn(move || read_stderr(stderr, &keep));
+        let (done, stderr_done) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            read_stderr(stderr, &keep);
+            drop(done);
+        });
         Ok(Process {
             child,
             to_child: Some(to_child),
             lines,
             stderr: tail,
+            stderr_done,
             marker,
             group,
             ended: false,
@@ -157,6 +164,10 @@ impl Process {
         }
         crate::execution::reap::end_call(&self.marker, self.group);
         let _ = self.child.wait();
+        // Its standard error read to the end before anyone quotes it: the reader thread may
+        // not have run since the process wrote its last words. Every process of the group is
+        // gone, so the pipe is closed; the bound only guards against a descendant that escaped.
+        let _ = self.stderr_done.recv_timeout(Duration::from_secs(2));
     }
 }
 
