@@ -10,10 +10,10 @@ use harness_core::record::Status;
 use harness_core::request::{Purpose, Request};
 use harness_core::sim::Sim;
 use harness_runner::backends::model::{Model, ModelFuture, SimModel};
-use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan, CHILD_SYSTEM_PROMPT};
+use harness_runner::cell::{CellOptions, CellOutput, CHILD_SYSTEM_PROMPT};
 use harness_runner::tasks::LoadedTask;
 
-use crate::helpers::{binary, root, run_one, sim_config, task};
+use crate::helpers::{binary, root, run_one, run_plan, sim_config, sim_plan, task};
 
 /// The sim, keeping the text of every child request it answered.
 struct Watching {
@@ -44,21 +44,7 @@ fn run_watched(t: &LoadedTask, policy: &str) -> (CellOutput, Vec<(String, Vec<St
         inner: SimModel::new(sim),
         children: Mutex::new(Vec::new()),
     };
-    let plan = CellPlan {
-        id: format!("{}/{policy}/sim/1", t.spec.name),
-        task: Arc::clone(&t.spec),
-        task_dir: t.dir.clone(),
-        arm: policy.to_string(),
-        policy: policies::parse_policy(policy).unwrap(),
-        model_name: "sim".into(),
-        seed: 1,
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let on_event = |_: &str, _: &Event| {};
-    let out = rt.block_on(run_cell(&plan, &CellOptions::default(), &model, &on_event));
+    let out = run_plan(&sim_plan(t, policy), &CellOptions::default(), &model);
     let seen = model.children.into_inner().unwrap();
     (out, seen)
 }

@@ -138,7 +138,13 @@ pub fn run_one_with(
         inner: SimModel::new(sim),
         seen: Mutex::new(Vec::new()),
     });
-    let plan = CellPlan {
+    let out = run_plan(&sim_plan(t, policy), &opts, model.as_ref());
+    (out, model)
+}
+
+/// The plan of the cell `TASK/POLICY/sim/1`.
+pub fn sim_plan(t: &LoadedTask, policy: &str) -> CellPlan {
+    CellPlan {
         id: format!("{}/{policy}/sim/1", t.spec.name),
         task: Arc::clone(&t.spec),
         task_dir: t.dir.clone(),
@@ -146,14 +152,17 @@ pub fn run_one_with(
         policy: policies::parse_policy(policy).unwrap(),
         model_name: "sim".into(),
         seed: 1,
-    };
+    }
+}
+
+/// Runs `plan` with `model` on a runtime of its own, its events dropped.
+pub fn run_plan(plan: &CellPlan, opts: &CellOptions, model: &dyn Model) -> CellOutput {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let on_event = |_: &str, _: &Event| {};
-    let out = rt.block_on(run_cell(&plan, &opts, model.as_ref(), &on_event));
-    (out, model)
+    rt.block_on(run_cell(plan, opts, model, &on_event))
 }
 
 /// The `foldbench` binary cargo built beside this test binary.
