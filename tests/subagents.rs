@@ -9,9 +9,14 @@ use crate::helpers::{binary, root};
 const PARENT: &str = "ef958aa1-0e93-49f0-bb71-150f63befcd1";
 
 fn replay(args: &[&str]) -> String {
+    command("replay", args)
+}
+
+/// `foldbench CMD` of the in-repository sessions with `args`: its standard output.
+fn command(cmd: &str, args: &[&str]) -> String {
     let sessions = root().join("tests/fixtures/real-sessions");
     let out = Command::new(binary())
-        .arg("replay")
+        .arg(cmd)
         .arg(&sessions)
         .args(args)
         .env("COLUMNS", "120")
@@ -135,4 +140,25 @@ fn the_replay_page_marks_each_subagent_on_its_parents_chart() {
     );
     assert!(html.contains("6 subagents: ▼ where it started, the band while it ran"));
     assert!(html.contains("subagent agent-a4ca7529859c158c2 (Research Claude Code plan mode)"));
+}
+
+#[test]
+fn analyze_gives_the_same_subagent_figures_as_replay() {
+    let of = |cmd: &str| -> serde_json::Value {
+        let json: serde_json::Value =
+            serde_json::from_str(&command(cmd, &["--format", "json"])).unwrap();
+        json["subagents"].clone()
+    };
+    let (analyzed, replayed) = (of("analyze"), of("replay"));
+    assert_eq!(
+        analyzed["sessions"][0]["children"].as_array().map(Vec::len),
+        Some(6),
+        "{analyzed}"
+    );
+    assert_eq!(analyzed, replayed);
+    let text = command("analyze", &[]);
+    assert!(
+        text.contains("Subagents: 6 delegated from 1 parent session"),
+        "{text}"
+    );
 }

@@ -839,6 +839,8 @@ struct AnalyzeJson<'a> {
     judge: &'a str,
     corpus: harness_replay::Composition,
     sessions: &'a [harness_replay::SessionComposition],
+    /// Parents with subagents, as `replay` gives them (room and money under none and fold).
+    subagents: crate::replay_subagents::SubagentsJson<'a>,
 }
 
 /// Runs `foldbench analyze`; returns the exit code.
@@ -880,6 +882,12 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
         }
     }
     let corpus = report::corpus_composition(&sessions);
+    let subagents = crate::replay_subagents::subagents_by_default(
+        &loaded.sessions,
+        judge,
+        labels.as_ref(),
+        threads(src.jobs),
+    )?;
     let format = src.format;
     match format {
         OutputFormat::Json => {
@@ -889,6 +897,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 judge: judge.name(),
                 corpus,
                 sessions: &sessions,
+                subagents: crate::replay_subagents::subagents_json(&subagents),
             };
             match serde_json::to_string_pretty(&doc) {
                 Ok(s) => crate::out::line(&s)?,
@@ -941,6 +950,11 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 corpus.share(corpus.conclusions) * 100.0,
                 corpus.share(corpus.steps) * 100.0
             ))?;
+            crate::replay_subagents::print_subagents(
+                &subagents,
+                format,
+                crate::view::ViewArgs::default(),
+            )?;
         }
     }
     eprintln!("import and tokenize {:.2}s", loaded.seconds);

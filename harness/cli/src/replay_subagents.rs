@@ -27,6 +27,22 @@ pub(crate) fn subagents_of(
     Ok(subs)
 }
 
+/// [`subagents_of`] with replay's default settings and `judge`: `analyze`'s subagents (their
+/// room under none and fold, their cost against the same work inline).
+pub(crate) fn subagents_by_default(
+    sessions: &[ImportedSession],
+    judge: harness_replay::JudgeKind,
+    labels: Option<&Labels>,
+    threads: usize,
+) -> Result<Vec<SessionSubagents>, Error> {
+    let replayer = Replayer::new(harness_replay::ReplayConfig {
+        judge,
+        ..harness_replay::ReplayConfig::default()
+    })
+    .map_err(Error::usage)?;
+    subagents_of(sessions, &replayer, labels, threads)
+}
+
 /// The section in the terminal or Markdown: nothing when no session has subagents.
 pub(crate) fn print_subagents(
     subs: &[SessionSubagents],
