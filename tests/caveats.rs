@@ -2,13 +2,10 @@
 //! fold+strategies on recorded sessions, compact's mechanical summary, the lexical judge against
 //! the labels, and that one session's hidden references depend on the sessions replayed with it.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::helpers::{binary, root};
+use crate::helpers::on_real_sessions;
 
-const SESSIONS: &str = "tests/fixtures/real-sessions";
 const LABELS: &str = "tests/fixtures/real-sessions/labels";
 
 /// `text` as one run of words: the terminal's notes are broken to its width.
@@ -17,20 +14,7 @@ fn words(text: String) -> String {
 }
 
 fn replay(args: &[&str]) -> String {
-    let out = Command::new(binary())
-        .current_dir(root())
-        .arg("replay")
-        .arg(SESSIONS)
-        .args(args)
-        .env("COLUMNS", "120")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    on_real_sessions("replay", args)
 }
 
 #[test]

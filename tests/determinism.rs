@@ -7,30 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::helpers::{binary, root};
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Runs the binary in the repository root with CI=true.
-fn fb(args: &[&str]) -> Output {
-    Command::new(binary())
-        .current_dir(root())
-        .args(args)
-        .env("CI", "true")
-        .output()
-        .expect("the foldbench binary runs")
-}
+use crate::helpers::{fb, text};
 
 /// A JSON value without its times — every key ending in `_ms` (a record's `wall_ms` and
 /// `model_ms`, an event's `model_ms`) — and without a tool call's `cached` (whether this cell

@@ -213,3 +213,42 @@ pub fn real_sessions() -> Vec<PathBuf> {
     dirs.push(full);
     dirs
 }
+
+/// Runs the binary at the repository's root with CI=true.
+pub fn fb(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary())
+        .current_dir(root())
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .expect("the foldbench binary runs")
+}
+
+/// A finished command's exit code, standard output and standard error, for an assertion's message.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `foldbench CMD tests/fixtures/real-sessions ARGS` at the repository's root, 120 columns: its
+/// standard output (the command must succeed).
+pub fn on_real_sessions(cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(binary())
+        .current_dir(root())
+        .arg(cmd)
+        .arg("tests/fixtures/real-sessions")
+        .args(args)
+        .env("COLUMNS", "120")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

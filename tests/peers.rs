@@ -4,31 +4,11 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use harness_core::record::Status;
 use harness_runner::results::read_records;
 
-use crate::helpers::{binary, root};
-
-/// Runs the binary at the repository's root with CI=true.
-fn fb(args: &[&str]) -> Output {
-    Command::new(binary())
-        .current_dir(root())
-        .args(args)
-        .env("CI", "true")
-        .output()
-        .expect("the foldbench binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::helpers::{fb, root, text};
 
 #[test]
 fn the_peers_profile_runs_every_peer_arm_beside_the_built_ins() {

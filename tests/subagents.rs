@@ -2,32 +2,12 @@
 //! Code session in `claude-code/-experiments-worktrees/` delegates to six subagents in two rounds
 //! of three parallel `Agent` calls (its `subagents/` folder).
 
-use std::process::Command;
-
-use crate::helpers::{binary, root};
+use crate::helpers::on_real_sessions;
 
 const PARENT: &str = "ef958aa1-0e93-49f0-bb71-150f63befcd1";
 
 fn replay(args: &[&str]) -> String {
-    command("replay", args)
-}
-
-/// `foldbench CMD` of the in-repository sessions with `args`: its standard output.
-fn command(cmd: &str, args: &[&str]) -> String {
-    let sessions = root().join("tests/fixtures/real-sessions");
-    let out = Command::new(binary())
-        .arg(cmd)
-        .arg(&sessions)
-        .args(args)
-        .env("COLUMNS", "120")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    on_real_sessions("replay", args)
 }
 
 #[test]
@@ -146,7 +126,7 @@ fn the_replay_page_marks_each_subagent_on_its_parents_chart() {
 fn analyze_gives_the_same_subagent_figures_as_replay() {
     let of = |cmd: &str| -> serde_json::Value {
         let json: serde_json::Value =
-            serde_json::from_str(&command(cmd, &["--format", "json"])).unwrap();
+            serde_json::from_str(&on_real_sessions(cmd, &["--format", "json"])).unwrap();
         json["subagents"].clone()
     };
     let (analyzed, replayed) = (of("analyze"), of("replay"));
@@ -156,7 +136,7 @@ fn analyze_gives_the_same_subagent_figures_as_replay() {
         "{analyzed}"
     );
     assert_eq!(analyzed, replayed);
-    let text = command("analyze", &[]);
+    let text = on_real_sessions("analyze", &[]);
     assert!(
         text.contains("Subagents: 6 delegated from 1 parent session"),
         "{text}"
