@@ -15,8 +15,20 @@ pub(crate) async fn interruptible<T>(fut: impl std::future::Future<Output = T>) 
             "warning: SIGINT/SIGTERM cannot be watched ({e}); a signal ends the run as it is"
         );
     }
-    fut.await
+    let out = fut.await;
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        // A signal came while the run was ending: the cells it stopped may have let the run
+        // finish first, and this thread must not exit with the run's code while the signal
+        // thread removes the workspaces. That thread exits the process with the signal's code.
+        loop {
+            std::thread::park();
+        }
+    }
+    out
 }
+
+/// Set by [`stop`] before it ends anything: the run is being stopped by a signal.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Starts the thread that stops the run on SIGINT or SIGTERM (once per process), and returns
 /// when its handlers are installed.
@@ -69,6 +81,7 @@ fn watch_signals() -> Result<(), String> {
 /// Ends the run after a signal: every call in flight (and any that starts) ended, this
 /// process's workspaces removed (none made afterwards), then exits with `code`.
 fn stop(code: i32) -> ! {
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
     harness_runner::execution::reap::end_all_calls();
     let removed = harness_runner::execution::workspace::close_and_sweep_own(
         &harness_runner::execution::workspace::workspaces_dir(),

@@ -2,6 +2,7 @@
 //! each named after the process that owns it, and the sweep that removes a dead run's.
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The name prefix of a kept workspace (`--keep-workspaces`): never swept.
@@ -123,6 +124,17 @@ pub fn sweep_stale(tmp: &Path) -> usize {
 /// Whether this process stopped creating workspaces ([`close_and_sweep_own`]); the lock is held
 /// while a workspace's folder is created, so none appears after the sweep.
 pub(crate) static CLOSED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Creates a folder of this process's own under `parent` named `prefix…`, unless the run is
+/// stopping ([`close_and_sweep_own`] ran): the [`CLOSED`] lock is held while the folder is
+/// created, so no folder of this process appears after the sweep.
+pub(crate) fn owned_tempdir_in(prefix: &str, parent: &Path) -> io::Result<tempfile::TempDir> {
+    let guard = CLOSED.lock().unwrap_or_else(|p| p.into_inner());
+    if *guard {
+        return Err(io::Error::other("the run is stopping"));
+    }
+    tempfile::Builder::new().prefix(prefix).tempdir_in(parent)
+}
 
 /// Stops this process from creating workspaces, then removes its own workspaces in `tmp` (on
 /// SIGINT/SIGTERM, before exiting); returns how many were removed.

@@ -98,13 +98,14 @@ fn template_of(fixture: &Path) -> Result<Arc<Template>, WorkspaceError> {
 
 /// Makes the workspace the direct way in a scratch folder, packs its objects and reads it in.
 fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceError> {
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!(
+    let scratch = crate::execution::dirs::owned_tempdir_in(
+        &format!(
             "{}template-",
             crate::execution::dirs::owned_prefix(std::process::id())
-        ))
-        .tempdir_in(crate::execution::dirs::workspaces_dir())
-        .map_err(io_err("cannot create a temp dir"))?;
+        ),
+        &crate::execution::dirs::workspaces_dir(),
+    )
+    .map_err(io_err("cannot create a temp dir"))?;
     let root = scratch.path();
     crate::execution::repo::copy_tree(fixture, root)?;
     let base = crate::execution::repo::init_repo(root)?;

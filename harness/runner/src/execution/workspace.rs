@@ -96,28 +96,13 @@ impl Workspace {
         } else {
             owned_prefix(std::process::id())
         };
-        let tmp = {
-            let guard = crate::execution::dirs::CLOSED
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if *guard {
-                return Err(WorkspaceError::Io {
-                    context: "cannot create a workspace".into(),
-                    source: io::Error::other("the run is stopping"),
-                });
-            }
-            let parent = if keep {
-                std::env::temp_dir()
-            } else {
-                workspaces_dir()
-            };
-            let tmp = tempfile::Builder::new()
-                .prefix(&prefix)
-                .tempdir_in(parent)
-                .map_err(io_err("cannot create a temp dir"));
-            drop(guard);
-            tmp?
+        let parent = if keep {
+            std::env::temp_dir()
+        } else {
+            workspaces_dir()
         };
+        let tmp = crate::execution::dirs::owned_tempdir_in(&prefix, &parent)
+            .map_err(io_err("cannot create a workspace"))?;
         let root = tmp
             .path()
             .canonicalize()
