@@ -476,7 +476,14 @@ fn the_runner_has_no_import_circle() {
         .filter(|r| *r != "progress")
         .collect();
     assert!(up.is_empty(), "execution imports rooms above it: {up:?}");
-    for wing in ["execution", "judge", "backends", "tools", "html"] {
+    for wing in [
+        "execution",
+        "judge",
+        "backends",
+        "tools",
+        "html",
+        "sessions",
+    ] {
         let modules = runner_imports(Some(wing));
         assert_eq!(
             first_circle(&modules),

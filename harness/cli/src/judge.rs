@@ -232,8 +232,11 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
             out.push(p);
             continue;
         }
-        let places = harness_runner::history::resolve("judge build --from")
-            .map_err(|e| format!("--from history: {e}"))?;
+        let places = harness_runner::sessions::history::resolve(
+            "judge build --from",
+            &harness_runner::progress::say,
+        )
+        .map_err(|e| format!("--from history: {e}"))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {

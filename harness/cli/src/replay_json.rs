@@ -32,7 +32,7 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) judge: &'a str,
     pub(crate) policies: &'a [PolicySummary],
     /// The models the requests name and the price each was costed at.
-    pub(crate) models: &'a [harness_runner::history::ModelPrice],
+    pub(crate) models: &'a [harness_runner::sessions::history::ModelPrice],
     pub(crate) per_session: Vec<SessionJson<'a>>,
     pub(crate) ground_truth: ErrorStats,
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
