@@ -303,7 +303,7 @@ pub fn main() -> Result<Code, Error> {
     {
         Ok(rt) => rt,
         Err(e) => {
-            return Err(Error::Internal(format!("cannot start the runtime: {e}")));
+            return Err(Error::failed_in("cannot start the runtime: ", e));
         }
     };
     let code = rt.block_on(dispatch(cli.command));
@@ -372,7 +372,7 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, Error> {
         match tasks::default_dir(Path::new("")) {
             Ok(d) => vec![d],
             Err(e) => {
-                return Err(Error::Internal(e.to_string()));
+                return Err(Error::failed(e));
             }
         }
     } else {
@@ -394,7 +394,7 @@ pub(crate) fn task_paths(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
             _ => out.push(p),
         }
     }
-    tasks::spec_files(&out).map_err(Error::Usage)?;
+    tasks::spec_files(&out).map_err(Error::refused)?;
     Ok(out)
 }
 
@@ -409,13 +409,11 @@ fn bare_name(p: &Path) -> Option<&str> {
 /// The spec file of the task named `name` in the task folder (a spec's file is named after its
 /// task).
 fn named_task(name: &str) -> Result<PathBuf, Error> {
-    let dir = tasks::default_dir(Path::new("")).map_err(Error::Internal)?;
+    let dir = tasks::default_dir(Path::new("")).map_err(Error::failed)?;
     let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "cannot read the task folder {}: {e}",
-                dir.display()
-            ))
+        .map_err(|source| Error::Read {
+            what: format!("the task folder {}", dir.display()),
+            source,
         })?
         .flatten()
         .map(|e| e.path())
@@ -445,7 +443,7 @@ fn init(dir: &Path) -> Result<Code, Error> {
             ))?;
             Ok(Code::Ok)
         }
-        Err(e) => Err(Error::Usage(e.to_string())),
+        Err(e) => Err(Error::refused(e)),
     }
 }
 
@@ -491,13 +489,13 @@ fn run_id() -> String {
         .to_string()
 }
 
-fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
+fn arms_of(policies: &[String]) -> Result<Vec<Arm>, Error> {
     let list: Vec<String> = if policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()
     } else {
         policies.to_vec()
     };
-    crate::policy::arms(&list)
+    crate::policy::arms(&list).map_err(|e| Error::policy("", e))
 }
 
 fn config(
@@ -505,14 +503,14 @@ fn config(
     tasks: Vec<tasks::LoadedTask>,
     arms: Vec<Arm>,
     seeds: Vec<u64>,
-) -> Result<RunConfig, String> {
+) -> Result<RunConfig, Error> {
     let models = match (&common.replay, common.models.is_empty()) {
         (Some(r), true) => vec![format!("replay:{}", r.display())],
         (None, true) => vec!["sim".to_string()],
         _ => common.models.clone(),
     };
     for m in &models {
-        run::parse_sim(m)?;
+        run::parse_sim(m).map_err(Error::refused)?;
     }
     let folder = crate::report::run_outputs(&common.out)?.folder;
     let jobs = common.jobs.unwrap_or_else(|| {
@@ -539,15 +537,16 @@ fn config(
             .iter()
             .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
-        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
+        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)
+            .map_err(Error::refused)?;
     harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
     cell.agent = agent_setup(common, &models, &cell.tool_limits.sandbox)?;
     if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "the arm `{}` is a real agent's own context handling: it needs --agent \
              (claude-code, codex, mini-swe-agent or exec:CMD)",
             crate::policy::NATIVE
-        ));
+        )));
     }
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
@@ -555,7 +554,10 @@ fn config(
         (Some(dir), false) => Some(Arc::new(
             ToolCache::with_disk(dir, harness_runner::execution::tool_cache::DEFAULT_DISK_CAP)
                 .map_err(|e| {
-                    format!("--tool-cache {}: cannot use the folder: {e}", dir.display())
+                    Error::refused_in(
+                        format!("--tool-cache {}: cannot use the folder: ", dir.display()),
+                        e,
+                    )
                 })?,
         )),
     };
@@ -589,19 +591,22 @@ fn agent_setup(
     common: &CommonRun,
     models: &[String],
     sandbox: &harness_runner::execution::sandbox::Sandbox,
-) -> Result<Option<Arc<AgentSetup>>, String> {
+) -> Result<Option<Arc<AgentSetup>>, Error> {
     let Some(name) = &common.agent else {
         return Ok(None);
     };
     if common.replay.is_some() || common.record.is_some() {
-        return Err(
+        return Err(Error::Usage(
             "--agent runs the agent's own model calls through a proxy: --record and --replay \
              (cassettes of foldbench's own loop) do not apply to it"
                 .to_string(),
-        );
+        ));
     }
-    let kind: AgentKind = name.parse().map_err(|e| format!("--agent {name}: {e}"))?;
-    let agent = Agent::resolve(kind.clone()).map_err(|e| format!("--agent {name}: {e}"))?;
+    let kind: AgentKind = name
+        .parse()
+        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
+    let agent = Agent::resolve(kind.clone())
+        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
     let sim = models
         .iter()
         .all(|m| matches!(run::parse_sim(m), Ok(Some(_))));
@@ -613,10 +618,10 @@ fn agent_setup(
             .ok()
             .filter(|k| !k.is_empty())
             .ok_or_else(|| {
-                format!(
+                Error::Usage(format!(
                     "--agent {name} with a real model needs its key in {var} (or use --model sim \
                      for the offline upstream)"
-                )
+                ))
             })?
     };
     // Inside bubblewrap the agent gets a network of its own with only the proxy in it, through
@@ -716,17 +721,12 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     };
     let mut common = a.common.clone();
     common.models = plan.models.clone();
-    let mut cfg = match config(
+    let mut cfg = config(
         &common,
         plan.tasks.clone(),
         plan.arms.clone(),
         plan.seeds.clone(),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    )?;
     cfg.cell.prices = plan.prices.clone();
     cfg.only = plan.only();
     let out = cfg.out.clone();
@@ -753,7 +753,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             crate::report::write_run_reports(&out, &a.common.out, None)?;
             exit_for(&records, a.common.fail_on_failure)
         }
-        Err(e) => run_error(&e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -767,14 +767,6 @@ fn records_line(records: &[CellRecord], started: std::time::Instant, out: &Path)
         out.join(harness_runner::results::CELLS_FILE).display(),
         out.display()
     )
-}
-
-/// A run's error as the binary's.
-fn run_error(e: &run::RunError) -> Result<Code, Error> {
-    Err(match e {
-        run::RunError::Usage(_) => Error::usage(e),
-        run::RunError::Internal(_) => Error::internal(e),
-    })
 }
 
 fn print_failures(records: &[CellRecord]) {
@@ -825,17 +817,9 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
         Err(e) => return Err(e),
     };
     let seeds: Vec<u64> = (1..=a.runs.max(1)).collect();
-    let arms = match arms_of(&split_arms(&a.arms)) {
-        Ok(arms) => arms,
-        Err(e) => return Err(Error::Usage(e)),
-    };
+    let arms = arms_of(&split_arms(&a.arms))?;
     let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
-    let cfg = match config(&a.common, tasks, arms, seeds) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let cfg = config(&a.common, tasks, arms, seeds)?;
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
     match crate::signals::interruptible(run::run(cfg)).await {
@@ -857,7 +841,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             crate::report::write_run_reports(&out, &a.common.out, a.baseline.as_deref())?;
             exit_for(&records, a.common.fail_on_failure)
         }
-        Err(e) => run_error(&e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -897,7 +881,10 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
     // Sized and checked before it is read, as replay's inputs are: a regular file of at most
     // `MAX_TRANSCRIPT_BYTES`, never a FIFO or a device.
     let bytes = harness_import::fs::read_regular(&path, harness_import::fs::MAX_TRANSCRIPT_BYTES)
-        .map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|source| Error::Read {
+        what: path.display().to_string(),
+        source,
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::Usage(format!(
             "{}: not UTF-8 text (byte {}); a transcript is JSON lines",

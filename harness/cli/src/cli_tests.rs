@@ -76,7 +76,7 @@ fn only_an_infrastructure_error_or_fail_on_failure_exits_100() {
         "error: 1 of 3 cells ended in an infrastructure error (exit 100; the same command \
          runs them again); 1 failed a check"
     );
-    assert_eq!(exit_for(&[], false), Ok(Code::NoCells));
+    assert!(matches!(exit_for(&[], false), Ok(Code::NoCells)));
 }
 
 #[test]

@@ -59,7 +59,11 @@ pub struct CompareArgs {
     pub config: ConfigArgs,
 }
 
-fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<String, String> {
+fn render(
+    f: CompareFormat,
+    c: &compare::Comparison,
+    a: &CompareArgs,
+) -> Result<String, serde_json::Error> {
     Ok(match f {
         CompareFormat::Table => {
             let mut s = format!("{}\n", compare::table(c).to_terminal());
@@ -74,10 +78,7 @@ fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<
             &a.base.display().to_string(),
             &a.new.display().to_string(),
         ),
-        CompareFormat::Json => format!(
-            "{}\n",
-            serde_json::to_string_pretty(c).map_err(|e| e.to_string())?
-        ),
+        CompareFormat::Json => format!("{}\n", serde_json::to_string_pretty(c)?),
     })
 }
 
@@ -91,28 +92,20 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     };
     let names = compare::metric_names();
     for t in &a.thresholds {
-        let parsed = t
-            .split_once('=')
-            .ok_or_else(|| format!("--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"))
-            .and_then(|(m, v)| {
-                if !names.contains(&m.trim()) {
-                    return Err(format!(
-                        "--threshold {t}: unknown metric `{m}`; expected one of: {}",
-                        names.join(", ")
-                    ));
-                }
-                Threshold::parse(v)
-                    .map(|x| (m.trim().to_string(), x))
-                    .map_err(|e| format!("--threshold {t}: {e}"))
-            });
-        match parsed {
-            Ok((m, x)) => {
-                thresholds.insert(m, x);
-            }
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
+        let Some((m, v)) = t.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"
+            )));
+        };
+        if !names.contains(&m.trim()) {
+            return Err(Error::Usage(format!(
+                "--threshold {t}: unknown metric `{m}`; expected one of: {}",
+                names.join(", ")
+            )));
         }
+        let x =
+            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}: "), e))?;
+        thresholds.insert(m.trim().to_string(), x);
     }
     let mut outputs = Vec::new();
     for p in &a.output {
@@ -132,9 +125,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let read = |d: &PathBuf| harness_runner::results::read_records(d);
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
-        (Err(e), _) | (_, Err(e)) => {
-            return Err(Error::Usage(e.to_string()));
-        }
+        (Err(e), _) | (_, Err(e)) => return Err(Error::refused(e)),
     };
     let c = compare::compare(&base, &new, &thresholds);
     let stdout = match (a.format, outputs.is_empty()) {
@@ -143,21 +134,12 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
         (None, false) => None,
     };
     if let Some(f) = stdout {
-        match render(f, &c, &a) {
-            Ok(s) => crate::out::print(&s)?,
-            Err(e) => {
-                return Err(Error::Internal(e.to_string()));
-            }
-        }
+        crate::out::print(&render(f, &c, &a)?)?;
     }
     for (path, f) in outputs {
-        let written = render(f, &c, &a).and_then(|s| {
-            harness_runner::atomic::write(&path, s.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        });
-        if let Err(e) = written {
-            return Err(Error::Internal(e.to_string()));
-        }
+        let s = render(f, &c, &a)?;
+        harness_runner::atomic::write(&path, s.as_bytes())
+            .map_err(|source| Error::Write { path, source })?;
     }
     if c.pairs == 0 {
         eprintln!(

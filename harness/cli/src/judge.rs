@@ -225,7 +225,7 @@ pub const HISTORY: &str = "history";
 /// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
 /// beside the sessions: items need gold units, and recorded sessions carry none). Says which
 /// places it read; a history without labels is an error that says what to write.
-fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
     let mut out = Vec::new();
     for p in from {
         if p.as_os_str() != HISTORY {
@@ -236,11 +236,11 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
             "judge build --from",
             &harness_runner::progress::say,
         )
-        .map_err(|e| format!("--from history: {e}"))?;
+        .map_err(|e| Error::refused_in("--from history: ", e))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--from history: {} hold sessions but no unit labels; a judge item needs gold \
                  units, so write labels/<format>/<session>.yaml beside them (the format: \
                  docs/judge.md), with source_path relative to that folder",
@@ -248,7 +248,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
         out.extend(labelled);
     }
@@ -259,19 +259,9 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let from = if a.from.is_empty() {
         vec![PathBuf::from("tasks")]
     } else {
-        match expand_history(a.from.clone()) {
-            Ok(f) => f,
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        expand_history(a.from.clone())?
     };
-    let sources = match classify(&from) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let sources = classify(&from).map_err(Error::refused)?;
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -279,26 +269,16 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     });
     let started = Instant::now();
     let warn = |w: &str| eprintln!("warning: {w}");
-    let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
-        Ok(i) => i,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
-    if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
-        return Err(Error::Internal(format!(
-            "cannot write {}: {e}",
-            a.out.display()
-        )));
-    }
+    let items = build(&sources, a.max_tool_output, jobs, &warn)
+        .await
+        .map_err(Error::refused)?;
+    write_lines(&a.out, items.iter().map(judgement::to_line)).map_err(|source| Error::Write {
+        path: a.out.clone(),
+        source,
+    })?;
     let stats = judgement::dataset_stats(&items);
     match a.format {
-        TableFormat::Json => match serde_json::to_string_pretty(&stats) {
-            Ok(s) => crate::out::line(&s)?,
-            Err(e) => {
-                return Err(Error::Internal(format!("{e}")));
-            }
-        },
+        TableFormat::Json => crate::out::line(&serde_json::to_string_pretty(&stats)?)?,
         TableFormat::Csv => {
             crate::out::print(&harness_report::judgement::filter_table(&stats).to_csv())?
         }
@@ -328,14 +308,14 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     Ok(Code::Ok)
 }
 
-fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
+fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, Error> {
     let real: Vec<&String> = a
         .models
         .iter()
         .filter(|m| Judge::parse(m).is_none())
         .collect();
     if a.record.is_some() && real.len() > 1 {
-        return Err("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into());
+        return Err(Error::Usage("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into()));
     }
     let opts = BackendOptions {
         record: a.record.clone(),
@@ -350,38 +330,34 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
     let mut seen: HashMap<String, ()> = HashMap::new();
     for m in &real {
         if m.trim() == "sim" || m.starts_with("sim:") {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
-            ));
+            )));
         }
         if seen.insert(m.to_string(), ()).is_some() {
-            return Err(format!("the model `{m}` is given twice"));
+            return Err(Error::Usage(format!("the model `{m}` is given twice")));
         }
     }
-    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)?;
+    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)
+        .map_err(Error::refused)?;
     if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge::answer::mark_cassette(dir, *how)?;
+        harness_runner::judge::answer::mark_cassette(dir, *how).map_err(Error::refused)?;
     }
     Ok(out)
 }
 
 async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
-    let items = match read_dataset(&a.dataset) {
-        Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let items = select(
+        read_dataset(&a.dataset).map_err(Error::refused)?,
+        a.source.as_deref(),
+        a.threshold_only,
+        a.limit,
+    );
     if items.is_empty() {
         eprintln!("error: no item selected from {}", a.dataset.display());
         return Ok(Code::NoCells);
     }
-    let models = match run_models(&a) {
-        Ok(m) => m,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let models = run_models(&a)?;
     let mut records = baseline_records(&items, a.max_tool_output);
     let opts = JudgeOptions {
         jobs: a.jobs,
@@ -402,12 +378,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     match a.format {
         TableFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
-            match serde_json::to_string_pretty(&v) {
-                Ok(s) => crate::out::line(&s)?,
-                Err(e) => {
-                    return Err(Error::Internal(format!("{e}")));
-                }
-            }
+            crate::out::line(&serde_json::to_string_pretty(&v)?)?;
         }
         TableFormat::Csv => {
             crate::out::print(&harness_report::judgement::scores_table(&aggs).to_csv())?
@@ -461,12 +432,10 @@ fn write_run_outputs(
         let lines = records
             .iter()
             .map(|r| serde_json::to_string(r).unwrap_or_default());
-        if let Err(e) = write_lines(out, lines) {
-            return Err(Error::Internal(format!(
-                "cannot write {}: {e}",
-                out.display()
-            )));
-        }
+        write_lines(out, lines).map_err(|source| Error::Write {
+            path: out.clone(),
+            source,
+        })?;
     }
     for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
         let tables = vec![
@@ -490,9 +459,7 @@ fn write_run_outputs(
             judges
         );
         let page = harness_runner::html::judge_page(&heading, tables, items, records);
-        if let Err(e) = harness_runner::html::write(out, &page) {
-            return Err(Error::Internal(e.to_string()));
-        }
+        harness_runner::html::write(out, &page).map_err(Error::failed)?;
     }
     Ok(())
 }

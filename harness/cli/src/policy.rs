@@ -4,7 +4,7 @@
 
 use harness_config::matrix::{SweepOf, SweepPoint};
 use harness_runner::run::Arm;
-use policies::registry;
+use policies::{registry, PolicyError};
 
 use crate::error::{Code, Error};
 
@@ -23,9 +23,21 @@ pub struct ArmText {
     pub sweep: Option<SweepOf>,
 }
 
+/// Why policy texts do not make arms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArmError {
+    /// A text the registry refuses.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// Two texts that make the same arm.
+    #[error("the arm `{0}` is given twice")]
+    Twice(String),
+}
+
 /// The arms of policy texts as given (each its own label), sweeps expanded in place; an arm
 /// given twice is an error.
-pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
+pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, ArmError> {
     let reg = registry::current();
     let mut out: Vec<ArmText> = Vec::new();
     for text in texts {
@@ -40,7 +52,7 @@ pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
         for p in reg.expand(text)? {
             let label = p.label(text, text);
             if out.iter().any(|a| a.label == label) {
-                return Err(format!("the arm `{label}` is given twice"));
+                return Err(ArmError::Twice(label));
             }
             out.push(ArmText {
                 sweep: (!p.values.is_empty()).then(|| SweepOf {
@@ -56,12 +68,15 @@ pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
 }
 
 /// The runner's arms of policy texts ([`expand`], each parsed).
-pub fn arms(texts: &[String]) -> Result<Vec<Arm>, String> {
-    expand(texts)?.into_iter().map(arm).collect()
+pub fn arms(texts: &[String]) -> Result<Vec<Arm>, ArmError> {
+    Ok(expand(texts)?
+        .into_iter()
+        .map(arm)
+        .collect::<Result<_, _>>()?)
 }
 
 /// The runner's arm of an expanded arm.
-pub fn arm(a: ArmText) -> Result<Arm, String> {
+pub fn arm(a: ArmText) -> Result<Arm, PolicyError> {
     Ok(Arm {
         policy: policies::parse_policy(&a.policy)?,
         label: a.label,
@@ -70,7 +85,7 @@ pub fn arm(a: ArmText) -> Result<Arm, String> {
 }
 
 /// The matrix file's policy check: a text and its arm's label, expanded into its arms.
-pub fn vocab_policy(text: &str, label: &str) -> Result<Vec<SweepPoint>, String> {
+pub fn vocab_policy(text: &str, label: &str) -> Result<Vec<SweepPoint>, PolicyError> {
     if text == NATIVE {
         return Ok(vec![SweepPoint {
             label: NATIVE.to_string(),
@@ -178,8 +193,9 @@ mod tests {
             Some("trim:keep=0..1")
         );
         let twice = ["trim:keep=0..1".to_string(), "trim:keep=1".to_string()];
-        assert!(expand(&twice)
-            .unwrap_err()
-            .contains("`trim:keep=1` is given twice"));
+        assert_eq!(
+            expand(&twice).unwrap_err().to_string(),
+            "the arm `trim:keep=1` is given twice"
+        );
     }
 }

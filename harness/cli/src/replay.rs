@@ -193,16 +193,14 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
         src.until.as_deref(),
         src.project.as_deref(),
         src.session.as_deref(),
-    )
-    .map_err(Error::usage)?;
-    sessions::load::load_sessions(
+    )?;
+    Ok(sessions::load::load_sessions(
         &src.paths,
         &src.input_format,
         &filter,
         command,
         &harness_runner::progress::say,
-    )
-    .map_err(Error::usage)
+    )?)
 }
 
 /// Reads `--labels` (every problem is printed); `None` without it, unless the judge needs them.
@@ -217,8 +215,7 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
         }
         return Ok(None);
     }
-    let files = sessions::load::load_labels(&src.labels, &harness_runner::progress::say)
-        .map_err(Error::usage)?;
+    let files = sessions::load::load_labels(&src.labels, &harness_runner::progress::say)?;
     let mut labels = Labels::new();
     for f in files {
         labels.add_parsed(&f.name, f.labels);
@@ -353,8 +350,7 @@ struct Replayed {
 
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
-    let prices = harness_core::prices::PriceTable::from_flags(&a.price)
-        .map_err(|e| Error::Usage(format!("--price {e}")))?;
+    let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
     let list: Vec<String> = if a.policies.is_empty() {
         // Without a profile, every policy but fold+strategies: a recorded session holds no
         // strategy, so it would fold as fold does (harness_replay::caveats says so when named).
@@ -369,7 +365,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         a.policies.clone()
     };
     let specs = crate::policy::arms(&list)
-        .map_err(|e| Error::Usage(format!("--policy: {e}")))?
+        .map_err(|e| Error::policy("--policy: ", e))?
         .into_iter()
         .map(|a| a.policy)
         .collect();
@@ -378,8 +374,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         judge: a.source.judge.into(),
         window: a.window,
         prices: prices.clone(),
-    })
-    .map_err(Error::usage)?;
+    })?;
     Ok((replayer, prices))
 }
 
@@ -401,7 +396,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth_sessions: &r.truths,
                 subagents: crate::replay_subagents::subagents_json(&r.subagents),
             };
-            let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
+            let s = serde_json::to_string_pretty(&doc)?;
             crate::out::line(&s)
         }
         OutputFormat::Csv => crate::out::print(&report::policy_csv(&r.summary)),
@@ -520,7 +515,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         &r.loaded.sessions,
         &r.subagents,
     );
-    harness_runner::html::write(path, &page).map_err(Error::internal)
+    harness_runner::html::write(path, &page).map_err(Error::failed)
 }
 
 /// One analysed request as a JSON line.
@@ -574,15 +569,12 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 })
         });
         let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-        match harness_runner::results::write_lines(path, lines) {
-            Ok(n) => eprintln!("{n} request records in {}", path.display()),
-            Err(e) => {
-                return Err(Error::Internal(format!(
-                    "cannot write {}: {e}",
-                    path.display()
-                )));
-            }
-        }
+        let n =
+            harness_runner::results::write_lines(path, lines).map_err(|source| Error::Write {
+                path: path.clone(),
+                source,
+            })?;
+        eprintln!("{n} request records in {}", path.display());
     }
     let corpus = report::corpus_composition(&sessions);
     let subagents = crate::replay_subagents::subagents_by_default(
@@ -602,12 +594,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 sessions: &sessions,
                 subagents: crate::replay_subagents::subagents_json(&subagents),
             };
-            match serde_json::to_string_pretty(&doc) {
-                Ok(s) => crate::out::line(&s)?,
-                Err(e) => {
-                    return Err(Error::Internal(format!("{e}")));
-                }
-            }
+            crate::out::line(&serde_json::to_string_pretty(&doc)?)?;
         }
         OutputFormat::Csv => print_table(
             &report::composition_table(&sessions, src.min_turns),

@@ -128,8 +128,10 @@ pub(crate) fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(
         })
     });
     let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-    let n = write_lines(path, lines)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    let n = write_lines(path, lines).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
     eprintln!("{n} request records in {}", path.display());
     Ok(())
 }

@@ -23,7 +23,7 @@ pub(crate) fn subagents_of(
 ) -> Result<Vec<SessionSubagents>, Error> {
     let config = replayer.config();
     let mut subs = subagents::delegations(sessions, &config.prices);
-    subagents::measure(sessions, &mut subs, config, labels, threads).map_err(Error::internal)?;
+    subagents::measure(sessions, &mut subs, config, labels, threads).map_err(Error::failed)?;
     Ok(subs)
 }
 
@@ -38,8 +38,7 @@ pub(crate) fn subagents_by_default(
     let replayer = Replayer::new(harness_replay::ReplayConfig {
         judge,
         ..harness_replay::ReplayConfig::default()
-    })
-    .map_err(Error::usage)?;
+    })?;
     subagents_of(sessions, &replayer, labels, threads)
 }
 

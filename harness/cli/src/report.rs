@@ -40,7 +40,7 @@ pub enum Format {
 
 impl Format {
     /// The format a file's extension asks for.
-    pub fn of_path(p: &Path) -> Result<Format, String> {
+    pub fn of_path(p: &Path) -> Result<Format, ReportError> {
         match p
             .extension()
             .and_then(|e| e.to_str())
@@ -54,12 +54,80 @@ impl Format {
             Some("svg") => Ok(Format::Svg),
             Some("txt") => Ok(Format::Table),
             Some("html" | "htm") => Ok(Format::Html),
-            _ => Err(format!(
-                "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
-                p.display()
-            )),
+            _ => Err(ReportError::Extension(p.to_path_buf())),
         }
     }
+}
+
+/// Why a report cannot be written: an output or an input it refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// `-o FILE` with an extension that names no format.
+    #[error(
+        "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
+        .0.display()
+    )]
+    Extension(PathBuf),
+    /// `requests.jsonl` cannot be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    OpenRequests {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of `requests.jsonl` cannot be read.
+    #[error("{}:{line}: cannot read: {source}", path.display())]
+    ReadRequests {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of `requests.jsonl` that is no request record.
+    #[error("{}:{line}:{}: not a request record: {source}", path.display(), source.column())]
+    BadRequest {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The parser's complaint (with the column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The records do not serialize as JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// The request chart cannot be drawn (`--task`, `--seed`, `--model` name no session).
+    #[error("{0}")]
+    Chart(#[from] svg::ChartError),
+    /// The HTML page cannot be made from the run folder (the runner's words).
+    #[error("{0}")]
+    Page(#[source] crate::error::Cause),
+    /// `run -o` given the records file.
+    #[error(
+        "-o {}: a run writes its records into its folder (DIR/{}); give the folder (-o results/x), and a report file to write one (-o report.html)",
+        .0.display(),
+        harness_runner::results::CELLS_FILE
+    )]
+    RecordsFile(PathBuf),
+    /// `run -o` given two folders.
+    #[error(
+        "-o {} and -o {}: a run has one folder; give one, and report files (.md, .html, …) beside it",
+        first.display(),
+        second.display()
+    )]
+    TwoFolders {
+        /// The first folder.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
 }
 
 /// Which chart an SVG report draws.
@@ -107,24 +175,29 @@ pub struct ReportArgs {
 }
 
 /// Reads the chart fields of `requests.jsonl`.
-pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
+pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, ReportError> {
     let path = dir.join(harness_runner::results::REQUESTS_FILE);
-    let f =
-        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f = std::fs::File::open(&path).map_err(|source| ReportError::OpenRequests {
+        path: path.clone(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
+        let line = line.map_err(|source| ReportError::ReadRequests {
+            path: path.clone(),
+            line: i + 1,
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
-        out.push(serde_json::from_str(&line).map_err(|e| {
-            format!(
-                "{}:{}:{}: not a request record: {e}",
-                path.display(),
-                i + 1,
-                e.column()
-            )
-        })?);
+        out.push(
+            serde_json::from_str(&line).map_err(|source| ReportError::BadRequest {
+                path: path.clone(),
+                line: i + 1,
+                source,
+            })?,
+        );
     }
     Ok(out)
 }
@@ -134,7 +207,7 @@ pub fn render_format(
     format: Format,
     a: &ReportArgs,
     records: &[CellRecord],
-) -> Result<String, String> {
+) -> Result<String, ReportError> {
     let table = || {
         if a.cells {
             render::cells_table(records)
@@ -186,15 +259,13 @@ pub fn render_format(
             } else {
                 serde_json::to_string_pretty(&render::summarize(records))
             };
-            format!("{}\n", v.map_err(|e| e.to_string())?)
+            format!("{}\n", v.map_err(ReportError::Json)?)
         }
         Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_report::html::render(&harness_runner::html::run_page(
-            &a.run_dir,
-            records,
-            a.baseline.as_deref(),
-            &title,
-        )?),
+        Format::Html => harness_report::html::render(
+            &harness_runner::html::run_page(&a.run_dir, records, a.baseline.as_deref(), &title)
+                .map_err(|e| ReportError::Page(e.into()))?,
+        ),
         Format::Svg => match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
@@ -207,8 +278,7 @@ pub fn render_format(
                         seed: a.seed,
                         model: a.model.clone(),
                     },
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 svg::line_chart(&chart)
             }
         },
@@ -217,20 +287,10 @@ pub fn render_format(
 
 /// Runs `foldbench report`.
 pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
-    let records = match harness_runner::results::read_records(&a.run_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let records = harness_runner::results::read_records(&a.run_dir).map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
-        match Format::of_path(p) {
-            Ok(f) => outputs.push((p.clone(), f)),
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        outputs.push((p.clone(), Format::of_path(p)?));
     }
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
@@ -238,12 +298,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         (None, false) => None,
     };
     if let Some(f) = stdout {
-        match render_format(f, &a, &records) {
-            Ok(s) => crate::out::print(&s)?,
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        crate::out::print(&render_format(f, &a, &records)?)?;
     }
     write_files(&a, &records, &outputs)?;
     Ok(Code::Ok)
@@ -262,7 +317,7 @@ pub struct RunOutputs {
 /// Sorts the `-o` paths of `run`/`ab`: an existing folder, or a path whose extension is no
 /// report format, is the run folder; a path with a report extension (`.md`, `.html`, …) is a
 /// report. A `.jsonl` path (the records file) and two folders are refused with what to give.
-pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, String> {
+pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, ReportError> {
     let mut outs = RunOutputs::default();
     for p in paths {
         let ext = p
@@ -275,20 +330,13 @@ pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, String> {
             outs.reports.push((p.clone(), f));
             continue;
         } else if ext.as_deref() == Some("jsonl") {
-            return Err(format!(
-                "-o {}: a run writes its records into its folder (DIR/{}); give the folder \
-                 (-o results/x), and a report file to write one (-o report.html)",
-                p.display(),
-                harness_runner::results::CELLS_FILE
-            ));
+            return Err(ReportError::RecordsFile(p.clone()));
         }
         if let Some(first) = &outs.folder {
-            return Err(format!(
-                "-o {} and -o {}: a run has one folder; give one, and report files (.md, \
-                 .html, …) beside it",
-                first.display(),
-                p.display()
-            ));
+            return Err(ReportError::TwoFolders {
+                first: first.clone(),
+                second: p.clone(),
+            });
         }
         outs.folder = Some(p.clone());
     }
@@ -303,7 +351,7 @@ pub fn write_run_reports(
     paths: &[PathBuf],
     baseline: Option<&str>,
 ) -> Result<(), Error> {
-    let reports = run_outputs(paths).map_err(Error::Usage)?.reports;
+    let reports = run_outputs(paths)?.reports;
     if reports.is_empty() {
         return Ok(());
     }
@@ -319,7 +367,7 @@ pub fn write_run_reports(
         baseline: baseline.map(str::to_string),
         view: crate::view::ViewArgs::default(),
     };
-    let records = harness_runner::results::read_records(run_dir).map_err(Error::Usage)?;
+    let records = harness_runner::results::read_records(run_dir).map_err(Error::refused)?;
     write_files(&a, &records, &reports)
 }
 
@@ -330,13 +378,11 @@ fn write_files(
     outputs: &[(PathBuf, Format)],
 ) -> Result<(), Error> {
     for (path, f) in outputs {
-        let text = render_format(*f, a, records).map_err(Error::Usage)?;
-        if let Err(e) = harness_runner::atomic::write(path, text.as_bytes()) {
-            return Err(Error::Internal(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )));
-        }
+        let text = render_format(*f, a, records)?;
+        harness_runner::atomic::write(path, text.as_bytes()).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
