@@ -12,22 +12,11 @@
 
 use std::path::PathBuf;
 
-use clap::ValueEnum;
 use harness_report::compare::{self, Threshold};
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use crate::matrix::ConfigArgs;
-
-/// Output formats of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// A terminal table and notes.
-    Table,
-    /// Markdown (a CI job summary).
-    Md,
-    /// JSON.
-    Json,
-}
 
 /// `foldbench compare`.
 #[derive(Debug, clap::Args)]
@@ -49,8 +38,8 @@ pub struct CompareArgs {
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_enum)]
-    pub format: Option<CompareFormat>,
+    #[arg(long, value_parser = format::parser(format::COMPARE))]
+    pub format: Option<OutputFormat>,
     /// Write to FILE; the extension picks the format (.md, .json, .txt). Repeatable.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Vec<PathBuf>,
@@ -60,12 +49,19 @@ pub struct CompareArgs {
 }
 
 fn render(
-    f: CompareFormat,
+    f: OutputFormat,
     c: &compare::Comparison,
     a: &CompareArgs,
 ) -> Result<String, serde_json::Error> {
     Ok(match f {
-        CompareFormat::Table => {
+        OutputFormat::Md => compare::markdown(
+            c,
+            &a.base.display().to_string(),
+            &a.new.display().to_string(),
+        ),
+        OutputFormat::Json => format!("{}\n", serde_json::to_string_pretty(c)?),
+        // The table (`--format` and `-o` take no other).
+        _ => {
             let mut s = format!("{}\n", compare::table(c).to_terminal());
             for n in compare::notes(c) {
                 s.push_str(&n);
@@ -73,12 +69,6 @@ fn render(
             }
             s
         }
-        CompareFormat::Md => compare::markdown(
-            c,
-            &a.base.display().to_string(),
-            &a.new.display().to_string(),
-        ),
-        CompareFormat::Json => format!("{}\n", serde_json::to_string_pretty(c)?),
     })
 }
 
@@ -110,9 +100,9 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let mut outputs = Vec::new();
     for p in &a.output {
         let f = match p.extension().and_then(|e| e.to_str()) {
-            Some("md") => CompareFormat::Md,
-            Some("json") => CompareFormat::Json,
-            Some("txt") => CompareFormat::Table,
+            Some("md") => OutputFormat::Md,
+            Some("json") => OutputFormat::Json,
+            Some("txt") => OutputFormat::Table,
             _ => {
                 return Err(Error::Usage(format!(
                     "cannot tell the format of {} from its extension; use .md, .json or .txt",
@@ -130,7 +120,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let c = compare::compare(&base, &new, &thresholds);
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(CompareFormat::Table),
+        (None, true) => Some(OutputFormat::Table),
         (None, false) => None,
     };
     if let Some(f) = stdout {

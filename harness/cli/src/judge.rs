@@ -40,6 +40,7 @@ use harness_runner::judge::answer::Answering;
 use harness_runner::judge::*;
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use harness_runner::results::write_lines;
 
 /// `foldbench judge ...`.
@@ -49,19 +50,6 @@ pub enum JudgeCommand {
     Build(BuildArgs),
     /// Show every item's card to models and baselines and score their answers.
     Run(RunArgs),
-}
-
-/// Output format of the tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    /// Terminal tables.
-    Table,
-    /// GitHub Markdown.
-    Md,
-    /// CSV (the scores table only, for `run`; the filter table for `build`).
-    Csv,
-    /// JSON.
-    Json,
 }
 
 /// `judge build`.
@@ -84,8 +72,8 @@ pub struct BuildArgs {
     #[arg(long, value_parser = crate::limits::jobs)]
     pub jobs: Option<usize>,
     /// Output format of the summary tables.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
 }
 
 /// `judge run`.
@@ -155,8 +143,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "out")]
     pub out: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
     /// Only items of this source (`task`, `claude-code`, ...).
     #[arg(long)]
     pub source: Option<String>,
@@ -207,13 +195,14 @@ pub async fn main(cmd: JudgeCommand) -> Result<Code, Error> {
 
 fn print_tables(
     tables: &[(&str, harness_report::render::Table)],
-    format: TableFormat,
+    format: OutputFormat,
 ) -> Result<(), Error> {
     for (title, t) in tables {
         match format {
-            TableFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
-            TableFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
-            TableFormat::Csv | TableFormat::Json => {}
+            OutputFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
+            OutputFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
+            // CSV and JSON print no titled tables (the caller prints them whole).
+            _ => {}
         }
     }
     Ok(())
@@ -278,8 +267,8 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     })?;
     let stats = judgement::dataset_stats(&items);
     match a.format {
-        TableFormat::Json => crate::out::line(&serde_json::to_string_pretty(&stats)?)?,
-        TableFormat::Csv => {
+        OutputFormat::Json => crate::out::line(&serde_json::to_string_pretty(&stats)?)?,
+        OutputFormat::Csv => {
             crate::out::print(&harness_report::judgement::filter_table(&stats).to_csv())?
         }
         f => print_tables(
@@ -376,11 +365,11 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let stats = judgement::dataset_stats(&items);
     write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
     match a.format {
-        TableFormat::Json => {
+        OutputFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
             crate::out::line(&serde_json::to_string_pretty(&v)?)?;
         }
-        TableFormat::Csv => {
+        OutputFormat::Csv => {
             crate::out::print(&harness_report::judgement::scores_table(&aggs).to_csv())?
         }
         f => print_tables(

@@ -33,6 +33,7 @@ use harness_runner::sessions::{self, history::Filter, load::Loaded};
 use serde::Serialize;
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use crate::view::{ViewArgs, ViewName};
 
 /// `analyze`'s tables: every column, as before views.
@@ -43,19 +44,6 @@ use crate::replay_answer::{
     page_opening, print_frontier, print_heading, print_lines, print_verdict,
 };
 use crate::replay_json::{session_json, write_requests, ReplayJson};
-
-/// How tables are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Terminal tables.
-    Table,
-    /// Markdown (for a CI job summary).
-    Md,
-    /// CSV: the main table only.
-    Csv,
-    /// Everything as one JSON document.
-    Json,
-}
 
 /// Which judge gives the fold points (the command line's spelling of [`JudgeKind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -113,7 +101,7 @@ pub struct SourceArgs {
     #[arg(long)]
     pub labels: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    #[arg(long, value_parser = format::parser(format::REPLAY), default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
     /// Write one JSON record per request to this file (JSON lines, for plots).
     #[arg(long)]
@@ -400,7 +388,8 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
             crate::out::line(&s)
         }
         OutputFormat::Csv => crate::out::print(&report::policy_csv(&r.summary)),
-        OutputFormat::Table | OutputFormat::Md => print_replay_tables(a, r, format),
+        // Tables or Markdown (`--format` takes no other).
+        _ => print_replay_tables(a, r, format),
     }
 }
 
@@ -601,7 +590,8 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
             format,
             (Kind::Plain, ALL),
         )?,
-        OutputFormat::Table | OutputFormat::Md => {
+        // Tables or Markdown (`--format` takes no other).
+        _ => {
             let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
             let labelled = sessions
                 .iter()

@@ -9,7 +9,7 @@ use harness_report::view::Kind;
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::replay::OutputFormat;
+use crate::format::OutputFormat;
 use crate::replay_answer::{print_heading, print_lines};
 use crate::view::ViewArgs;
 

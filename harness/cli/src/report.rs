@@ -17,46 +17,16 @@ use harness_report::view::Kind;
 use harness_report::{junit, render};
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A terminal table.
-    Table,
-    /// Markdown (a CI job summary).
-    Md,
-    /// CSV.
-    Csv,
-    /// JSON.
-    Json,
-    /// JUnit XML, one test case per cell.
-    Junit,
-    /// An SVG chart (see `--chart`).
-    Svg,
-    /// One self-contained HTML page: the tables, a chart per task, model and seed with every
-    /// arm, drill-downs to turns, folds and results (`harness_report::html`).
-    Html,
-}
-
-impl Format {
-    /// The format a file's extension asks for.
-    pub fn of_path(p: &Path) -> Result<Format, ReportError> {
-        match p
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("md" | "markdown") => Ok(Format::Md),
-            Some("csv") => Ok(Format::Csv),
-            Some("json") => Ok(Format::Json),
-            Some("xml") => Ok(Format::Junit),
-            Some("svg") => Ok(Format::Svg),
-            Some("txt") => Ok(Format::Table),
-            Some("html" | "htm") => Ok(Format::Html),
-            _ => Err(ReportError::Extension(p.to_path_buf())),
-        }
-    }
+/// The format a report file's extension asks for (`report -o FILE`, `run -o FILE`), in any
+/// case.
+pub fn format_of_path(p: &Path) -> Result<OutputFormat, ReportError> {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .and_then(|e| OutputFormat::of_extension(&e))
+        .ok_or_else(|| ReportError::Extension(p.to_path_buf()))
 }
 
 /// Why a report cannot be written: an output or an input it refuses.
@@ -145,8 +115,8 @@ pub struct ReportArgs {
     /// The run directory.
     pub run_dir: PathBuf,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    #[arg(long, value_parser = format::parser(format::REPORT))]
+    pub format: Option<OutputFormat>,
     /// One row per cell instead of one per arm.
     #[arg(long)]
     pub cells: bool,
@@ -204,7 +174,7 @@ pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, ReportError> {
 
 /// Renders one format. `dir` is the run directory (for `requests.jsonl`).
 pub fn render_format(
-    format: Format,
+    format: OutputFormat,
     a: &ReportArgs,
     records: &[CellRecord],
 ) -> Result<String, ReportError> {
@@ -221,7 +191,7 @@ pub fn render_format(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| a.run_dir.display().to_string());
     Ok(match format {
-        Format::Table => {
+        OutputFormat::Table => {
             let kind = if a.cells { Kind::Cells } else { Kind::Summary };
             let baseline = a.baseline.as_deref();
             let width = crate::view::width();
@@ -238,7 +208,7 @@ pub fn render_format(
             }
             out
         }
-        Format::Md => {
+        OutputFormat::Md => {
             let baseline = a.baseline.as_deref();
             let mut md = harness_report::markdown::report(
                 records,
@@ -251,9 +221,9 @@ pub fn render_format(
             ));
             md
         }
-        Format::Csv if a.cells => render::cells_table(records).to_csv(),
-        Format::Csv => render::summary_csv(records),
-        Format::Json => {
+        OutputFormat::Csv if a.cells => render::cells_table(records).to_csv(),
+        OutputFormat::Csv => render::summary_csv(records),
+        OutputFormat::Json => {
             let v = if a.cells {
                 serde_json::to_string_pretty(records)
             } else {
@@ -261,12 +231,12 @@ pub fn render_format(
             };
             format!("{}\n", v.map_err(ReportError::Json)?)
         }
-        Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_report::html::render(
+        OutputFormat::Junit => junit::to_junit(records, &format!("foldbench {title}")),
+        OutputFormat::Html => harness_report::html::render(
             &harness_runner::html::run_page(&a.run_dir, records, a.baseline.as_deref(), &title)
                 .map_err(|e| ReportError::Page(e.into()))?,
         ),
-        Format::Svg => match a.chart {
+        OutputFormat::Svg => match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
                 let requests = read_requests(&a.run_dir)?;
@@ -290,11 +260,11 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
     let records = harness_runner::results::read_records(&a.run_dir).map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
-        outputs.push((p.clone(), Format::of_path(p)?));
+        outputs.push((p.clone(), format_of_path(p)?));
     }
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(Format::Table),
+        (None, true) => Some(OutputFormat::Table),
         (None, false) => None,
     };
     if let Some(f) = stdout {
@@ -311,7 +281,7 @@ pub struct RunOutputs {
     /// The run folder, when one is given.
     pub folder: Option<PathBuf>,
     /// The reports to write, in the order given.
-    pub reports: Vec<(PathBuf, Format)>,
+    pub reports: Vec<(PathBuf, OutputFormat)>,
 }
 
 /// Sorts the `-o` paths of `run`/`ab`: an existing folder, or a path whose extension is no
@@ -326,7 +296,7 @@ pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, ReportError> {
             .map(str::to_ascii_lowercase);
         if p.is_dir() {
             // An existing folder is the run folder, whatever its name.
-        } else if let Ok(f) = Format::of_path(p) {
+        } else if let Ok(f) = format_of_path(p) {
             outs.reports.push((p.clone(), f));
             continue;
         } else if ext.as_deref() == Some("jsonl") {
@@ -375,7 +345,7 @@ pub fn write_run_reports(
 fn write_files(
     a: &ReportArgs,
     records: &[CellRecord],
-    outputs: &[(PathBuf, Format)],
+    outputs: &[(PathBuf, OutputFormat)],
 ) -> Result<(), Error> {
     for (path, f) in outputs {
         let text = render_format(*f, a, records)?;
@@ -395,17 +365,17 @@ mod tests {
     #[test]
     fn the_extension_picks_the_format() {
         for (file, f) in [
-            ("a/report.md", Format::Md),
-            ("x.CSV", Format::Csv),
-            ("s.json", Format::Json),
-            ("junit.xml", Format::Junit),
-            ("chart.svg", Format::Svg),
-            ("report.HTML", Format::Html),
-            ("t.txt", Format::Table),
+            ("a/report.md", OutputFormat::Md),
+            ("x.CSV", OutputFormat::Csv),
+            ("s.json", OutputFormat::Json),
+            ("junit.xml", OutputFormat::Junit),
+            ("chart.svg", OutputFormat::Svg),
+            ("report.HTML", OutputFormat::Html),
+            ("t.txt", OutputFormat::Table),
         ] {
-            assert_eq!(Format::of_path(Path::new(file)).unwrap(), f, "{file}");
+            assert_eq!(format_of_path(Path::new(file)).unwrap(), f, "{file}");
         }
-        assert!(Format::of_path(Path::new("report.pdf")).is_err());
-        assert!(Format::of_path(Path::new("report")).is_err());
+        assert!(format_of_path(Path::new("report.pdf")).is_err());
+        assert!(format_of_path(Path::new("report")).is_err());
     }
 }
