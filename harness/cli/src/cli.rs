@@ -36,17 +36,15 @@ use harness_runner::execution::tool_cache::ToolCache;
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks;
 
-/// foldbench: decide how your coding agent should handle a growing conversation.
-///
-/// Runs scripted coding tasks in temporary git repositories under each context policy — none,
-/// trim, compact, fold, fold+strategies — and replays your own Claude Code and Codex sessions,
-/// then says what each policy saves (request sizes, tokens per task, cache, cost) and what it
-/// loses (facts the agent no longer saw, re-runs, archive reads, failed tasks).
+/// The `foldbench` command line. Its `--help` opening names the default policies
+/// ([`long_about`]); [`with_policy_help`] puts it in place with the other texts made from the
+/// policies.
 #[derive(Debug, Parser)]
 #[command(
     name = "foldbench",
     version,
     about,
+    long_about = None,
     after_help = "Examples:
   foldbench run                                   every task × five policies × the simulated agent × seeds 1-3
   foldbench ab --task tasks/trim-rerun.yaml --arms none,trim --runs 3
@@ -137,8 +135,8 @@ enum Command {
 
 #[derive(Debug, clap::Args, Clone)]
 struct CommonRun {
-    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies);
-    /// the full text, with every policy, is made from the registry ([`with_policy_help`]).
+    /// Policy `NAME[:k=v,...]`, repeatable; the help texts, with the default policies and every
+    /// registered one, are made by [`with_policy_help`].
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// Model: `sim[:judge=oracle|eager|lexical|never,recheck=P]`, `openai:NAME`,
@@ -282,7 +280,7 @@ struct AbArgs {
 /// command on a runtime and returns what it returned.
 pub fn main() -> Result<Code, Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let parsed = with_policy_help(Cli::command())
+    let parsed = with_policy_help(Cli::command(), &policies::registry::current())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
@@ -313,24 +311,65 @@ pub fn main() -> Result<Code, Error> {
     code
 }
 
-/// The command line with the `--policy` help texts made from the current registry, so a policy
-/// registered by a program embedding foldbench is listed as the built-in ones are.
-pub fn with_policy_help(cmd: clap::Command) -> clap::Command {
-    let arm = crate::policy::help("Policy");
-    cmd.mut_subcommand("run", |c| c.mut_arg("policies", |a| a.long_help(arm.clone())))
+/// `foldbench --help`'s opening, with the policies a run takes by default
+/// ([`policies::POLICIES`]).
+fn long_about() -> String {
+    format!(
+        "foldbench: decide how your coding agent should handle a growing conversation.\n\n\
+         Runs scripted coding tasks in temporary git repositories under each context policy — {} \
+         — and replays your own Claude Code and Codex sessions, then says what each policy saves \
+         (request sizes, tokens per task, cache, cost) and what it loses (facts the agent no \
+         longer saw, re-runs, archive reads, failed tasks).",
+        policies::POLICIES.join(", ")
+    )
+}
+
+/// The command line with its policy texts made, never written by hand: the policies each
+/// command takes by default (`run`'s [`policies::POLICIES`], `replay`'s
+/// [`crate::replay::default_policies`]) and every policy of `registry` with its summary, so a
+/// policy registered by a program embedding foldbench is listed as the built-in ones are.
+pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> clap::Command {
+    use crate::policy::{help, listed};
+    // `run`'s and `ab`'s (where it is hidden, but shell completions show it).
+    let run_policy = format!(
+        "Policy `NAME[:k=v,...]`, repeatable (default: {}); the full text, with every policy, is \
+         made from the registry ([`with_policy_help`])",
+        policies::POLICIES.join(", ")
+    );
+    let replay_defaults = crate::replay::default_policies();
+    cmd.long_about(long_about())
+        .mut_subcommand("run", |c| {
+            c.mut_arg("policies", |a| {
+                a.help(run_policy.clone())
+                    .long_help(help(registry, "Policy"))
+            })
+        })
         .mut_subcommand("replay", |c| {
             c.mut_arg("policies", |a| {
-                a.long_help(crate::policy::help("Policy to replay under (default: none, trim, compact, fold, fold+strategies):"))
+                a.help(format!(
+                    "Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else \
+                     {}; fold+strategies only when named, since a recorded session holds no \
+                     strategy and it folds as fold does)",
+                    listed(&replay_defaults, " and ")
+                ))
+                .long_help(help(
+                    registry,
+                    &format!(
+                        "Policy to replay under (default: {}):",
+                        listed(&replay_defaults, ", ")
+                    ),
+                ))
             })
         })
         .mut_subcommand("ab", |c| {
             c.mut_arg("arms", |a| {
-                a.long_help(crate::policy::help(
+                a.long_help(help(
+                    registry,
                     "Arms, comma-separated (a comma followed by a policy name starts the next arm); each",
                 ))
             })
             // `ab` takes its policies from --arms; --policy stays parsed only to say so.
-            .mut_arg("policies", |a| a.hide(true))
+            .mut_arg("policies", |a| a.help(run_policy.clone()).hide(true))
         })
 }
 
@@ -359,7 +398,10 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::Proxy(a) => crate::proxy::cmd(a).await,
         Command::AgentBridge(a) => crate::serve::bridge(a).await,
         Command::Completions { shell } => {
-            let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());
+            let mut cmd = with_policy_help(
+                <Cli as clap::CommandFactory>::command(),
+                &policies::registry::current(),
+            );
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut script);
             crate::out::write_bytes(&script).map(|()| Code::Ok)
@@ -489,6 +531,7 @@ fn run_id() -> String {
         .to_string()
 }
 
+/// The arms of `--policy` texts; without any, foldbench's own policies ([`policies::POLICIES`]).
 fn arms_of(policies: &[String]) -> Result<Vec<Arm>, Error> {
     let list: Vec<String> = if policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()

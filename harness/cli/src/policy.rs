@@ -4,7 +4,7 @@
 
 use harness_config::matrix::{SweepOf, SweepPoint};
 use harness_runner::run::Arm;
-use policies::{registry, PolicyError};
+use policies::{registry, PolicyError, Registry};
 
 use crate::error::{Code, Error};
 
@@ -109,12 +109,22 @@ pub fn vocab_window(text: &str, w: u64) -> Option<String> {
     registry::current().with_window(text, w)
 }
 
-/// The `--policy` help text: the syntax and every registered policy with its summary.
-pub fn help(what: &str) -> String {
+/// The `--policy` help text: the syntax and every policy of `reg` with its summary.
+pub fn help(reg: &Registry, what: &str) -> String {
     format!(
         "{what} `NAME[:k=v,...]`, repeatable; `STEP|STEP` is a pipeline; `k=[a,b]` or `k=0..5` sweeps a parameter (one arm per value). `foldbench policies` lists their parameters. The policies:\n{}",
-        registry::current().help()
+        reg.help()
     )
+}
+
+/// Policy names as a list in a sentence: `a, b, c` with `last` before the last (`", "` or
+/// `" and "`).
+pub fn listed(names: &[&str], last: &str) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., end] => format!("{}{last}{end}", rest.join(", ")),
+    }
 }
 
 /// `foldbench policies`: the registered policies with their parameters.
@@ -134,7 +144,14 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
         crate::out::print(&reg.markdown())?;
         return Ok(Code::Ok);
     }
-    let entries: Vec<&policies::Entry> = match &a.name {
+    crate::out::print(&listing(&reg, a.name.as_deref())?)?;
+    Ok(Code::Ok)
+}
+
+/// `foldbench policies [NAME]`: the policies of `reg` (or the one named) with their summaries,
+/// sources and parameters, a blank line between two; an unknown name is refused with the names.
+pub fn listing(reg: &Registry, name: Option<&str>) -> Result<String, Error> {
+    let entries: Vec<&policies::Entry> = match name {
         None => reg.entries().iter().collect(),
         Some(n) => match reg.get(n) {
             Some(e) => vec![e],
@@ -147,12 +164,13 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
             }
         },
     };
+    let mut out = String::new();
     for (i, e) in entries.iter().enumerate() {
         if i > 0 {
-            crate::out::line("")?;
+            out.push('\n');
         }
-        crate::out::line(&format!("{}  {}", e.name(), e.summary_text()))?;
-        crate::out::line(&format!("  source: {}", e.source_text()))?;
+        out.push_str(&format!("{}  {}\n", e.name(), e.summary_text()));
+        out.push_str(&format!("  source: {}\n", e.source_text()));
         let lines: Vec<(String, String)> = e
             .params()
             .iter()
@@ -170,10 +188,10 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
             .collect();
         let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         for (k, doc) in lines {
-            crate::out::line(&format!("  {k:width$}  {doc}"))?;
+            out.push_str(&format!("  {k:width$}  {doc}\n"));
         }
     }
-    Ok(Code::Ok)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -119,9 +119,8 @@ pub struct SourceArgs {
 pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else none, trim,
-    /// compact and fold; fold+strategies only when named, since a recorded session holds no
-    /// strategy and it folds as fold does).
+    /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else
+    /// [`default_policies`]); the help texts are made by `cli::with_policy_help`.
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -336,19 +335,22 @@ struct Replayed {
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
 }
 
+/// The policies `replay` takes without `--policy` or a profile: foldbench's own
+/// ([`policies::POLICIES`]) but fold+strategies — a recorded session holds no strategy, so it
+/// would fold as fold does (`harness_replay::caveats` says so when it is named).
+pub fn default_policies() -> Vec<&'static str> {
+    policies::POLICIES
+        .into_iter()
+        .filter(|p| *p != "fold+strategies")
+        .collect()
+}
+
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
     let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
     let list: Vec<String> = if a.policies.is_empty() {
-        // Without a profile, every policy but fold+strategies: a recorded session holds no
-        // strategy, so it would fold as fold does (harness_replay::caveats says so when named).
-        crate::matrix::profile_policies(&a.config)?.unwrap_or_else(|| {
-            policies::POLICIES
-                .iter()
-                .filter(|p| **p != "fold+strategies")
-                .map(|s| s.to_string())
-                .collect()
-        })
+        crate::matrix::profile_policies(&a.config)?
+            .unwrap_or_else(|| default_policies().into_iter().map(str::to_string).collect())
     } else {
         a.policies.clone()
     };
