@@ -2,9 +2,10 @@
 //! mini-swe-agent, SWE-agent, OpenHands) read from files and folders, replayed under each
 //! policy or split into what the model read (docs/design.md §11).
 //!
-//! This module is the IO side only: it finds and reads the files (`harness_import::fs`), reads
-//! labels, prints tables and writes the per-request records. The replay, the analysis and the
-//! reports are the pure `harness-replay` crate.
+//! This module parses the flags and prints the tables and writes the per-request records; the
+//! runner's `sessions` wing finds and reads the files and the labels
+//! (`harness_runner::sessions`), and the replay, the analysis and the reports are the pure
+//! `harness-replay` crate.
 //!
 //! Per-request records (`--requests-out FILE`, JSON lines, `"version": 1`):
 //!

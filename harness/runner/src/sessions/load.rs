@@ -188,7 +188,7 @@ const WARNED_FILES: usize = 20;
 /// the first of those lines ([`skipped_lines`]), lines kept with a warning, and what the importer
 /// says about the file as a whole (records joined across damage); after [`WARNED_FILES`] files,
 /// one line for the rest.
-pub fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
+fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
     let mut files: Vec<(&str, Vec<&Warning>)> = Vec::new();
     for w in sessions.iter().flat_map(|s| &s.warnings) {
         match files.iter_mut().find(|(f, _)| *f == w.file) {
