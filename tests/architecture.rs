@@ -292,8 +292,8 @@ fn string_errors(dir: &str) -> Vec<(String, String)> {
 
 /// Errors are types (`thiserror`, sources kept): each crate's `Result<_, String>` in library
 /// code stays within its budget. The inner crates have none but the justified ones (a
-/// `// string error: why` comment on the line above); the runner and the binary are held at
-/// their count until they get their own types.
+/// `// string error: why` comment on the line above), and so has the binary; the runner is held
+/// at its count until it gets its own types.
 #[test]
 fn string_errors_stay_within_their_budget() {
     // (folder, budget, whether each needs its justification)
@@ -306,7 +306,7 @@ fn string_errors_stay_within_their_budget() {
         ("harness/replay/src", 0, false),
         ("harness/import/src", 0, false),
         ("harness/runner/src", 96, false),
-        ("harness/cli/src", 35, false),
+        ("harness/cli/src", 0, true),
     ];
     let mut over = Vec::new();
     for (dir, budget, justified) in budgets {
@@ -476,7 +476,14 @@ fn the_runner_has_no_import_circle() {
         .filter(|r| *r != "progress")
         .collect();
     assert!(up.is_empty(), "execution imports rooms above it: {up:?}");
-    for wing in ["execution", "judge", "backends", "tools", "html"] {
+    for wing in [
+        "execution",
+        "judge",
+        "backends",
+        "tools",
+        "html",
+        "sessions",
+    ] {
         let modules = runner_imports(Some(wing));
         assert_eq!(
             first_circle(&modules),

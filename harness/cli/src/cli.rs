@@ -36,17 +36,15 @@ use harness_runner::execution::tool_cache::ToolCache;
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks;
 
-/// foldbench: decide how your coding agent should handle a growing conversation.
-///
-/// Runs scripted coding tasks in temporary git repositories under each context policy — none,
-/// trim, compact, fold, fold+strategies — and replays your own Claude Code and Codex sessions,
-/// then says what each policy saves (request sizes, tokens per task, cache, cost) and what it
-/// loses (facts the agent no longer saw, re-runs, archive reads, failed tasks).
+/// The `foldbench` command line. Its `--help` opening names the default policies
+/// ([`long_about`]); [`with_policy_help`] puts it in place with the other texts made from the
+/// policies.
 #[derive(Debug, Parser)]
 #[command(
     name = "foldbench",
     version,
     about,
+    long_about = None,
     after_help = "Examples:
   foldbench run                                   every task × five policies × the simulated agent × seeds 1-3
   foldbench ab --task tasks/trim-rerun.yaml --arms none,trim --runs 3
@@ -137,8 +135,8 @@ enum Command {
 
 #[derive(Debug, clap::Args, Clone)]
 struct CommonRun {
-    /// Policy `NAME[:k=v,...]`, repeatable (default: none, trim, compact, fold, fold+strategies);
-    /// the full text, with every policy, is made from the registry ([`with_policy_help`]).
+    /// Policy `NAME[:k=v,...]`, repeatable; the help texts, with the default policies and every
+    /// registered one, are made by [`with_policy_help`].
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// Model: `sim[:judge=oracle|eager|lexical|never,recheck=P]`, `openai:NAME`,
@@ -282,7 +280,7 @@ struct AbArgs {
 /// command on a runtime and returns what it returned.
 pub fn main() -> Result<Code, Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let parsed = with_policy_help(Cli::command())
+    let parsed = with_policy_help(Cli::command(), &policies::registry::current())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
@@ -303,7 +301,7 @@ pub fn main() -> Result<Code, Error> {
     {
         Ok(rt) => rt,
         Err(e) => {
-            return Err(Error::Internal(format!("cannot start the runtime: {e}")));
+            return Err(Error::failed_in("cannot start the runtime: ", e));
         }
     };
     let code = rt.block_on(dispatch(cli.command));
@@ -313,24 +311,65 @@ pub fn main() -> Result<Code, Error> {
     code
 }
 
-/// The command line with the `--policy` help texts made from the current registry, so a policy
-/// registered by a program embedding foldbench is listed as the built-in ones are.
-pub fn with_policy_help(cmd: clap::Command) -> clap::Command {
-    let arm = crate::policy::help("Policy");
-    cmd.mut_subcommand("run", |c| c.mut_arg("policies", |a| a.long_help(arm.clone())))
+/// `foldbench --help`'s opening, with the policies a run takes by default
+/// ([`policies::POLICIES`]).
+fn long_about() -> String {
+    format!(
+        "foldbench: decide how your coding agent should handle a growing conversation.\n\n\
+         Runs scripted coding tasks in temporary git repositories under each context policy — {} \
+         — and replays your own Claude Code and Codex sessions, then says what each policy saves \
+         (request sizes, tokens per task, cache, cost) and what it loses (facts the agent no \
+         longer saw, re-runs, archive reads, failed tasks).",
+        policies::POLICIES.join(", ")
+    )
+}
+
+/// The command line with its policy texts made, never written by hand: the policies each
+/// command takes by default (`run`'s [`policies::POLICIES`], `replay`'s
+/// [`crate::replay::default_policies`]) and every policy of `registry` with its summary, so a
+/// policy registered by a program embedding foldbench is listed as the built-in ones are.
+pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> clap::Command {
+    use crate::policy::{help, listed};
+    // `run`'s and `ab`'s (where it is hidden, but shell completions show it).
+    let run_policy = format!(
+        "Policy `NAME[:k=v,...]`, repeatable (default: {}); the full text, with every policy, is \
+         made from the registry ([`with_policy_help`])",
+        policies::POLICIES.join(", ")
+    );
+    let replay_defaults = crate::replay::default_policies();
+    cmd.long_about(long_about())
+        .mut_subcommand("run", |c| {
+            c.mut_arg("policies", |a| {
+                a.help(run_policy.clone())
+                    .long_help(help(registry, "Policy"))
+            })
+        })
         .mut_subcommand("replay", |c| {
             c.mut_arg("policies", |a| {
-                a.long_help(crate::policy::help("Policy to replay under (default: none, trim, compact, fold, fold+strategies):"))
+                a.help(format!(
+                    "Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else \
+                     {}; fold+strategies only when named, since a recorded session holds no \
+                     strategy and it folds as fold does)",
+                    listed(&replay_defaults, " and ")
+                ))
+                .long_help(help(
+                    registry,
+                    &format!(
+                        "Policy to replay under (default: {}):",
+                        listed(&replay_defaults, ", ")
+                    ),
+                ))
             })
         })
         .mut_subcommand("ab", |c| {
             c.mut_arg("arms", |a| {
-                a.long_help(crate::policy::help(
+                a.long_help(help(
+                    registry,
                     "Arms, comma-separated (a comma followed by a policy name starts the next arm); each",
                 ))
             })
             // `ab` takes its policies from --arms; --policy stays parsed only to say so.
-            .mut_arg("policies", |a| a.hide(true))
+            .mut_arg("policies", |a| a.help(run_policy.clone()).hide(true))
         })
 }
 
@@ -359,7 +398,10 @@ async fn dispatch(cmd: Command) -> Result<Code, Error> {
         Command::Proxy(a) => crate::proxy::cmd(a).await,
         Command::AgentBridge(a) => crate::serve::bridge(a).await,
         Command::Completions { shell } => {
-            let mut cmd = with_policy_help(<Cli as clap::CommandFactory>::command());
+            let mut cmd = with_policy_help(
+                <Cli as clap::CommandFactory>::command(),
+                &policies::registry::current(),
+            );
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut cmd, "foldbench", &mut script);
             crate::out::write_bytes(&script).map(|()| Code::Ok)
@@ -372,7 +414,7 @@ fn load(paths: Vec<PathBuf>) -> Result<Vec<tasks::LoadedTask>, Error> {
         match tasks::default_dir(Path::new("")) {
             Ok(d) => vec![d],
             Err(e) => {
-                return Err(Error::Internal(e.to_string()));
+                return Err(Error::failed(e));
             }
         }
     } else {
@@ -394,7 +436,7 @@ pub(crate) fn task_paths(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
             _ => out.push(p),
         }
     }
-    tasks::spec_files(&out).map_err(Error::Usage)?;
+    tasks::spec_files(&out).map_err(Error::refused)?;
     Ok(out)
 }
 
@@ -409,13 +451,11 @@ fn bare_name(p: &Path) -> Option<&str> {
 /// The spec file of the task named `name` in the task folder (a spec's file is named after its
 /// task).
 fn named_task(name: &str) -> Result<PathBuf, Error> {
-    let dir = tasks::default_dir(Path::new("")).map_err(Error::Internal)?;
+    let dir = tasks::default_dir(Path::new("")).map_err(Error::failed)?;
     let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "cannot read the task folder {}: {e}",
-                dir.display()
-            ))
+        .map_err(|source| Error::Read {
+            what: format!("the task folder {}", dir.display()),
+            source,
         })?
         .flatten()
         .map(|e| e.path())
@@ -445,7 +485,7 @@ fn init(dir: &Path) -> Result<Code, Error> {
             ))?;
             Ok(Code::Ok)
         }
-        Err(e) => Err(Error::Usage(e.to_string())),
+        Err(e) => Err(Error::refused(e)),
     }
 }
 
@@ -491,13 +531,14 @@ fn run_id() -> String {
         .to_string()
 }
 
-fn arms_of(policies: &[String]) -> Result<Vec<Arm>, String> {
+/// The arms of `--policy` texts; without any, foldbench's own policies ([`policies::POLICIES`]).
+fn arms_of(policies: &[String]) -> Result<Vec<Arm>, Error> {
     let list: Vec<String> = if policies.is_empty() {
         policies::POLICIES.iter().map(|s| s.to_string()).collect()
     } else {
         policies.to_vec()
     };
-    crate::policy::arms(&list)
+    crate::policy::arms(&list).map_err(|e| Error::policy("", e))
 }
 
 fn config(
@@ -505,14 +546,14 @@ fn config(
     tasks: Vec<tasks::LoadedTask>,
     arms: Vec<Arm>,
     seeds: Vec<u64>,
-) -> Result<RunConfig, String> {
+) -> Result<RunConfig, Error> {
     let models = match (&common.replay, common.models.is_empty()) {
         (Some(r), true) => vec![format!("replay:{}", r.display())],
         (None, true) => vec!["sim".to_string()],
         _ => common.models.clone(),
     };
     for m in &models {
-        run::parse_sim(m)?;
+        run::parse_sim(m).map_err(Error::refused)?;
     }
     let folder = crate::report::run_outputs(&common.out)?.folder;
     let jobs = common.jobs.unwrap_or_else(|| {
@@ -539,15 +580,16 @@ fn config(
             .iter()
             .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
-        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
+        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)
+            .map_err(Error::refused)?;
     harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
     cell.agent = agent_setup(common, &models, &cell.tool_limits.sandbox)?;
     if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "the arm `{}` is a real agent's own context handling: it needs --agent \
              (claude-code, codex, mini-swe-agent or exec:CMD)",
             crate::policy::NATIVE
-        ));
+        )));
     }
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
@@ -555,7 +597,10 @@ fn config(
         (Some(dir), false) => Some(Arc::new(
             ToolCache::with_disk(dir, harness_runner::execution::tool_cache::DEFAULT_DISK_CAP)
                 .map_err(|e| {
-                    format!("--tool-cache {}: cannot use the folder: {e}", dir.display())
+                    Error::refused_in(
+                        format!("--tool-cache {}: cannot use the folder: ", dir.display()),
+                        e,
+                    )
                 })?,
         )),
     };
@@ -589,19 +634,22 @@ fn agent_setup(
     common: &CommonRun,
     models: &[String],
     sandbox: &harness_runner::execution::sandbox::Sandbox,
-) -> Result<Option<Arc<AgentSetup>>, String> {
+) -> Result<Option<Arc<AgentSetup>>, Error> {
     let Some(name) = &common.agent else {
         return Ok(None);
     };
     if common.replay.is_some() || common.record.is_some() {
-        return Err(
+        return Err(Error::Usage(
             "--agent runs the agent's own model calls through a proxy: --record and --replay \
              (cassettes of foldbench's own loop) do not apply to it"
                 .to_string(),
-        );
+        ));
     }
-    let kind: AgentKind = name.parse().map_err(|e| format!("--agent {name}: {e}"))?;
-    let agent = Agent::resolve(kind.clone()).map_err(|e| format!("--agent {name}: {e}"))?;
+    let kind: AgentKind = name
+        .parse()
+        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
+    let agent = Agent::resolve(kind.clone())
+        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
     let sim = models
         .iter()
         .all(|m| matches!(run::parse_sim(m), Ok(Some(_))));
@@ -613,10 +661,10 @@ fn agent_setup(
             .ok()
             .filter(|k| !k.is_empty())
             .ok_or_else(|| {
-                format!(
+                Error::Usage(format!(
                     "--agent {name} with a real model needs its key in {var} (or use --model sim \
                      for the offline upstream)"
-                )
+                ))
             })?
     };
     // Inside bubblewrap the agent gets a network of its own with only the proxy in it, through
@@ -716,17 +764,12 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     };
     let mut common = a.common.clone();
     common.models = plan.models.clone();
-    let mut cfg = match config(
+    let mut cfg = config(
         &common,
         plan.tasks.clone(),
         plan.arms.clone(),
         plan.seeds.clone(),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    )?;
     cfg.cell.prices = plan.prices.clone();
     cfg.only = plan.only();
     let out = cfg.out.clone();
@@ -753,7 +796,7 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
             crate::report::write_run_reports(&out, &a.common.out, None)?;
             exit_for(&records, a.common.fail_on_failure)
         }
-        Err(e) => run_error(&e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -767,14 +810,6 @@ fn records_line(records: &[CellRecord], started: std::time::Instant, out: &Path)
         out.join(harness_runner::results::CELLS_FILE).display(),
         out.display()
     )
-}
-
-/// A run's error as the binary's.
-fn run_error(e: &run::RunError) -> Result<Code, Error> {
-    Err(match e {
-        run::RunError::Usage(_) => Error::usage(e),
-        run::RunError::Internal(_) => Error::internal(e),
-    })
 }
 
 fn print_failures(records: &[CellRecord]) {
@@ -825,17 +860,9 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
         Err(e) => return Err(e),
     };
     let seeds: Vec<u64> = (1..=a.runs.max(1)).collect();
-    let arms = match arms_of(&split_arms(&a.arms)) {
-        Ok(arms) => arms,
-        Err(e) => return Err(Error::Usage(e)),
-    };
+    let arms = arms_of(&split_arms(&a.arms))?;
     let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
-    let cfg = match config(&a.common, tasks, arms, seeds) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let cfg = config(&a.common, tasks, arms, seeds)?;
     let out = cfg.out.clone();
     let started = std::time::Instant::now();
     match crate::signals::interruptible(run::run(cfg)).await {
@@ -857,7 +884,7 @@ async fn cmd_ab(a: AbArgs) -> Result<Code, Error> {
             crate::report::write_run_reports(&out, &a.common.out, a.baseline.as_deref())?;
             exit_for(&records, a.common.fail_on_failure)
         }
-        Err(e) => run_error(&e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -897,7 +924,10 @@ fn fold_cmd(path: PathBuf, from: u32, to: u32) -> Result<Code, Error> {
     // Sized and checked before it is read, as replay's inputs are: a regular file of at most
     // `MAX_TRANSCRIPT_BYTES`, never a FIFO or a device.
     let bytes = harness_import::fs::read_regular(&path, harness_import::fs::MAX_TRANSCRIPT_BYTES)
-        .map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|source| Error::Read {
+        what: path.display().to_string(),
+        source,
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::Usage(format!(
             "{}: not UTF-8 text (byte {}); a transcript is JSON lines",

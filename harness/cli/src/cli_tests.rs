@@ -1,4 +1,5 @@
-//! Tests of `cli.rs`: the failure lines, the exit codes and the run-folder check.
+//! Tests of `cli.rs`: the failure lines, the exit codes, the run-folder check, and the policy
+//! texts of the help made from the registry and the commands' defaults.
 
 use super::*;
 
@@ -76,7 +77,7 @@ fn only_an_infrastructure_error_or_fail_on_failure_exits_100() {
         "error: 1 of 3 cells ended in an infrastructure error (exit 100; the same command \
          runs them again); 1 failed a check"
     );
-    assert_eq!(exit_for(&[], false), Ok(Code::NoCells));
+    assert!(matches!(exit_for(&[], false), Ok(Code::NoCells)));
 }
 
 #[test]
@@ -97,5 +98,91 @@ fn seeds_and_arms() {
     assert!(
         id.len() == 19 && id.starts_with("run-20") && id.as_bytes()[12] == b'-',
         "{id}"
+    );
+}
+
+/// The built-in policies and one of the test's own, registered as a program embedding
+/// foldbench registers its own (examples/embed-policy, `main_with`).
+fn registry_with_own_policy() -> policies::Registry {
+    let mut reg = policies::Registry::builtin();
+    reg.register(
+        policies::Entry::new("test-keep-all", |_, b| {
+            Ok(Box::new(policies::none::NonePolicy::new(b.window)))
+        })
+        .summary("every message, a policy of the test's own")
+        .source("the command line's tests")
+        .param("turns", "2", "turns", "the turns it keeps"),
+    )
+    .expect("a new name");
+    reg
+}
+
+/// What `args` print as help with the policies of `reg`.
+fn help_with(reg: &policies::Registry, args: &[&str]) -> String {
+    use clap::CommandFactory;
+    let e = with_policy_help(Cli::command(), reg)
+        .try_get_matches_from(args)
+        .expect_err("help is asked for");
+    assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+    e.to_string()
+}
+
+#[test]
+fn a_policy_a_program_registers_is_in_the_help_and_the_listing_without_a_hand_edit() {
+    let own = registry_with_own_policy();
+    let builtin = policies::Registry::builtin();
+    for command in ["run", "replay", "ab"] {
+        let help = help_with(&own, &["foldbench", command, "--help"]);
+        assert!(
+            help.contains("test-keep-all")
+                && help.contains("every message, a policy of the test's own"),
+            "{command}: {help}"
+        );
+        for name in builtin.names() {
+            assert!(
+                help.contains(&format!("  {name} ")),
+                "{command} lists {name}"
+            );
+        }
+        let plain = help_with(&builtin, &["foldbench", command, "--help"]);
+        assert!(!plain.contains("test-keep-all"), "{command}: {plain}");
+    }
+    let listing = crate::policy::listing(&own, None).unwrap();
+    let entry = "test-keep-all  every message, a policy of the test's own\n  source: the command \
+                 line's tests\n  turns=2  turns: the turns it keeps\n";
+    assert!(listing.ends_with(&format!("\n\n{entry}")), "{listing}");
+    assert_eq!(
+        crate::policy::listing(&own, Some("test-keep-all")).unwrap(),
+        entry
+    );
+    assert!(crate::policy::listing(&builtin, Some("test-keep-all"))
+        .unwrap_err()
+        .to_string()
+        .starts_with("error: unknown policy `test-keep-all`"));
+}
+
+#[test]
+fn the_default_policies_in_the_help_are_the_ones_the_commands_take() {
+    let reg = policies::Registry::builtin();
+    let run = policies::POLICIES.join(", ");
+    let top = help_with(&reg, &["foldbench", "--help"]);
+    assert!(
+        top.contains(&format!("under each context policy — {run} — and")),
+        "{top}"
+    );
+    let short = help_with(&reg, &["foldbench", "run", "-h"]);
+    assert!(short.contains(&format!("(default: {run});")), "{short}");
+    // replay's are the ones its replayer takes without --policy: fold+strategies only when named.
+    let replay = crate::replay::default_policies();
+    assert_eq!(replay, ["none", "trim", "compact", "fold"]);
+    let long = help_with(&reg, &["foldbench", "replay", "--help"]);
+    assert!(
+        long.contains("Policy to replay under (default: none, trim, compact, fold):"),
+        "{long}"
+    );
+    let short = help_with(&reg, &["foldbench", "replay", "-h"]);
+    assert!(
+        short.contains("else none, trim, compact and fold; fold+strategies only when named"),
+        "{short}"
     );
 }

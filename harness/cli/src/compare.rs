@@ -12,22 +12,11 @@
 
 use std::path::PathBuf;
 
-use clap::ValueEnum;
 use harness_report::compare::{self, Threshold};
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use crate::matrix::ConfigArgs;
-
-/// Output formats of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// A terminal table and notes.
-    Table,
-    /// Markdown (a CI job summary).
-    Md,
-    /// JSON.
-    Json,
-}
 
 /// `foldbench compare`.
 #[derive(Debug, clap::Args)]
@@ -49,8 +38,8 @@ pub struct CompareArgs {
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_enum)]
-    pub format: Option<CompareFormat>,
+    #[arg(long, value_parser = format::parser(format::COMPARE))]
+    pub format: Option<OutputFormat>,
     /// Write to FILE; the extension picks the format (.md, .json, .txt). Repeatable.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Vec<PathBuf>,
@@ -59,9 +48,20 @@ pub struct CompareArgs {
     pub config: ConfigArgs,
 }
 
-fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<String, String> {
+fn render(
+    f: OutputFormat,
+    c: &compare::Comparison,
+    a: &CompareArgs,
+) -> Result<String, serde_json::Error> {
     Ok(match f {
-        CompareFormat::Table => {
+        OutputFormat::Md => compare::markdown(
+            c,
+            &a.base.display().to_string(),
+            &a.new.display().to_string(),
+        ),
+        OutputFormat::Json => format!("{}\n", serde_json::to_string_pretty(c)?),
+        // The table (`--format` and `-o` take no other).
+        _ => {
             let mut s = format!("{}\n", compare::table(c).to_terminal());
             for n in compare::notes(c) {
                 s.push_str(&n);
@@ -69,15 +69,6 @@ fn render(f: CompareFormat, c: &compare::Comparison, a: &CompareArgs) -> Result<
             }
             s
         }
-        CompareFormat::Md => compare::markdown(
-            c,
-            &a.base.display().to_string(),
-            &a.new.display().to_string(),
-        ),
-        CompareFormat::Json => format!(
-            "{}\n",
-            serde_json::to_string_pretty(c).map_err(|e| e.to_string())?
-        ),
     })
 }
 
@@ -91,35 +82,27 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     };
     let names = compare::metric_names();
     for t in &a.thresholds {
-        let parsed = t
-            .split_once('=')
-            .ok_or_else(|| format!("--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"))
-            .and_then(|(m, v)| {
-                if !names.contains(&m.trim()) {
-                    return Err(format!(
-                        "--threshold {t}: unknown metric `{m}`; expected one of: {}",
-                        names.join(", ")
-                    ));
-                }
-                Threshold::parse(v)
-                    .map(|x| (m.trim().to_string(), x))
-                    .map_err(|e| format!("--threshold {t}: {e}"))
-            });
-        match parsed {
-            Ok((m, x)) => {
-                thresholds.insert(m, x);
-            }
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
+        let Some((m, v)) = t.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"
+            )));
+        };
+        if !names.contains(&m.trim()) {
+            return Err(Error::Usage(format!(
+                "--threshold {t}: unknown metric `{m}`; expected one of: {}",
+                names.join(", ")
+            )));
         }
+        let x =
+            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}: "), e))?;
+        thresholds.insert(m.trim().to_string(), x);
     }
     let mut outputs = Vec::new();
     for p in &a.output {
         let f = match p.extension().and_then(|e| e.to_str()) {
-            Some("md") => CompareFormat::Md,
-            Some("json") => CompareFormat::Json,
-            Some("txt") => CompareFormat::Table,
+            Some("md") => OutputFormat::Md,
+            Some("json") => OutputFormat::Json,
+            Some("txt") => OutputFormat::Table,
             _ => {
                 return Err(Error::Usage(format!(
                     "cannot tell the format of {} from its extension; use .md, .json or .txt",
@@ -132,32 +115,21 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let read = |d: &PathBuf| harness_runner::results::read_records(d);
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
-        (Err(e), _) | (_, Err(e)) => {
-            return Err(Error::Usage(e.to_string()));
-        }
+        (Err(e), _) | (_, Err(e)) => return Err(Error::refused(e)),
     };
     let c = compare::compare(&base, &new, &thresholds);
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(CompareFormat::Table),
+        (None, true) => Some(OutputFormat::Table),
         (None, false) => None,
     };
     if let Some(f) = stdout {
-        match render(f, &c, &a) {
-            Ok(s) => crate::out::print(&s)?,
-            Err(e) => {
-                return Err(Error::Internal(e.to_string()));
-            }
-        }
+        crate::out::print(&render(f, &c, &a)?)?;
     }
     for (path, f) in outputs {
-        let written = render(f, &c, &a).and_then(|s| {
-            harness_runner::atomic::write(&path, s.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        });
-        if let Err(e) = written {
-            return Err(Error::Internal(e.to_string()));
-        }
+        let s = render(f, &c, &a)?;
+        harness_runner::atomic::write(&path, s.as_bytes())
+            .map_err(|source| Error::Write { path, source })?;
     }
     if c.pairs == 0 {
         eprintln!(

@@ -1,17 +1,30 @@
 //! The binary's one error type and its exit codes. Commands return `Result<Code, Error>`; only
-//! `main` prints an error and turns it into a process exit code.
+//! `main` prints an error and turns it into a process exit code ([`exit_code`], through
+//! [`code_of`], the one place an error is mapped to a code).
 //!
 //! | code | meaning |
 //! |---|---|
 //! | 0 | all good ([`Code::Ok`]) |
-//! | 1 | foldbench itself failed: a file it could not write, the runtime ([`Error::Internal`]) |
-//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`]) |
+//! | 1 | foldbench itself failed: a file it could not write, the runtime ([`Error::Write`], [`Error::Stdout`], [`Error::Failed`], …) |
+//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`], [`Error::Refused`], [`Error::Policy`], …) |
 //! | 4 | no cell selected ([`Code::NoCells`]) |
 //! | 100 | a cell ended in an infrastructure error, a cell failed under `--fail-on-failure`, a regression or missing cells under `compare --fail-on-regression`, cells in no shard (`merge`) ([`Code::Failed`]) |
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
+//!
+//! An error that a library gave carries it, typed, as its [`std::error::Error::source`]. Its
+//! `Display` is the whole text printed (`error: ` and the message, the cause's words quoted in
+//! it as they always were), so printing an error is printing it, never walking its chain.
 
 use std::fmt;
+use std::io;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use harness_runner::run::RunError;
+
+/// A library's error, kept whole as a source: a typed error, or the words of a library function
+/// that still says what is wrong in a `String` (boxed as an error of its own).
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// How a command that ran to its end went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,26 +43,135 @@ pub enum Code {
 }
 
 /// Why a command stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// Bad usage or bad input; the message says what and where (exit code 2).
+    /// Bad usage or bad input the command line found itself; the message says what and where
+    /// (exit code 2).
+    #[error("error: {0}")]
     Usage(String),
-    /// foldbench itself failed (exit code 1).
-    Internal(String),
     /// Several problems, each already a whole line (`file:line:col: what`), after a header
     /// line; printed as they are (exit code 2).
+    #[error("{}", .0.join("\n"))]
     Problems(Vec<String>),
+    /// A policy text or an arm list refused (exit code 2); `context` says where it was given
+    /// (`--policy: `), empty when the message says it.
+    #[error("error: {context}{source}")]
+    Policy {
+        /// What comes before the refusal (a flag, its value).
+        context: String,
+        /// The refusal.
+        #[source]
+        source: crate::policy::ArmError,
+    },
+    /// A profile, seeds or a partition the matrix reader refused (exit code 2).
+    #[error("error: {0}")]
+    Matrix(#[from] harness_config::error::MatrixError),
+    /// Recorded sessions, their filters or their labels refused (exit code 2).
+    #[error("error: {0}")]
+    Sessions(#[from] harness_runner::sessions::SessionsError),
+    /// Policies a replay cannot start with (exit code 2).
+    #[error("error: {0}")]
+    Replay(#[from] harness_replay::engine::ReplayError),
+    /// A `--price` flag refused (exit code 2).
+    #[error("error: --price {0}")]
+    Price(#[source] harness_core::prices::PriceError),
+    /// A report's output or input refused (exit code 2).
+    #[error("error: {0}")]
+    Report(#[from] crate::report::ReportError),
+    /// A file or folder the user named that cannot be read (exit code 2).
+    #[error("error: cannot read {what}: {source}")]
+    Read {
+        /// What it is (`the matrix file foldbench.yaml`, a path).
+        what: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A file foldbench could not write (exit code 1).
+    #[error("error: cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Standard output could not be written (exit code 1).
+    #[error("error: cannot write to standard output: {0}")]
+    Stdout(#[source] io::Error),
+    /// A document that did not serialize (exit code 1).
+    #[error("error: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A run the runner refused (exit code 2) or could not record (exit code 1).
+    #[error("error: {0}")]
+    Run(RunError),
+    /// The user's input, refused by a library (exit code 2): `context` (a flag, a path), then
+    /// the library's error.
+    #[error("error: {context}{source}")]
+    Refused {
+        /// What comes before the library's message (`--agent codex: `), often nothing.
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Cause,
+    },
+    /// A library failed at what it was asked (exit code 1): `context`, then its error.
+    #[error("error: {context}{source}")]
+    Failed {
+        /// What comes before the library's message (`cannot start the runtime: `).
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Cause,
+    },
 }
 
 impl Error {
-    /// An [`Error::Usage`] from anything printable.
-    pub fn usage(e: impl fmt::Display) -> Error {
-        Error::Usage(e.to_string())
+    /// An [`Error::Refused`] without context: the library's message is the whole message.
+    pub fn refused(source: impl Into<Cause>) -> Error {
+        Error::Refused {
+            context: String::new(),
+            source: source.into(),
+        }
     }
 
-    /// An [`Error::Internal`] from anything printable.
-    pub fn internal(e: impl fmt::Display) -> Error {
-        Error::Internal(e.to_string())
+    /// An [`Error::Refused`] whose message follows `context`.
+    pub fn refused_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
+        Error::Refused {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// An [`Error::Failed`] without context.
+    pub fn failed(source: impl Into<Cause>) -> Error {
+        Error::Failed {
+            context: String::new(),
+            source: source.into(),
+        }
+    }
+
+    /// An [`Error::Failed`] whose message follows `context`.
+    pub fn failed_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
+        Error::Failed {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// An [`Error::Policy`] whose refusal follows `context`.
+    pub fn policy(context: impl Into<String>, source: impl Into<crate::policy::ArmError>) -> Error {
+        Error::Policy {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+}
+
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Error {
+        Error::Run(e)
     }
 }
 
@@ -64,20 +186,13 @@ pub fn problems(problems: &[impl fmt::Display], what: &str) -> Error {
     Error::Problems(lines)
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(m) | Error::Internal(m) => write!(f, "error: {m}"),
-            Error::Problems(lines) => write!(f, "{}", lines.join("\n")),
-        }
-    }
-}
-
 /// Process exit code 0.
 pub const EXIT_OK: u8 = 0;
-/// Process exit code of [`Error::Internal`].
+/// Process exit code of foldbench's own failures ([`Error::Write`], [`Error::Failed`] and the
+/// like).
 pub const EXIT_INTERNAL: u8 = 1;
-/// Process exit code of [`Error::Usage`] and [`Error::Problems`].
+/// Process exit code of bad usage and bad input ([`Error::Usage`], [`Error::Problems`] and
+/// the like).
 pub const EXIT_USAGE: u8 = 2;
 /// Process exit code of [`Code::NoCells`].
 pub const EXIT_NO_CELLS: u8 = 4;
@@ -91,8 +206,26 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
         Ok(Code::NoCells) => EXIT_NO_CELLS,
         Ok(Code::Failed) => EXIT_FAILED,
         Ok(Code::Exit(c)) => *c,
-        Err(Error::Internal(_)) => EXIT_INTERNAL,
-        Err(Error::Usage(_) | Error::Problems(_)) => EXIT_USAGE,
+        Err(
+            Error::Write { .. }
+            | Error::Stdout(_)
+            | Error::Json(_)
+            | Error::Failed { .. }
+            | Error::Run(RunError::Internal(_)),
+        ) => EXIT_INTERNAL,
+        Err(
+            Error::Usage(_)
+            | Error::Problems(_)
+            | Error::Policy { .. }
+            | Error::Matrix(_)
+            | Error::Sessions(_)
+            | Error::Replay(_)
+            | Error::Price(_)
+            | Error::Report(_)
+            | Error::Read { .. }
+            | Error::Refused { .. }
+            | Error::Run(RunError::Usage(_)),
+        ) => EXIT_USAGE,
     }
 }
 
@@ -109,23 +242,66 @@ pub fn exit_code(result: Result<Code, Error>) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::*;
 
     #[test]
     fn errors_print_as_before_and_map_to_their_codes() {
-        assert_eq!(Error::usage("bad flag").to_string(), "error: bad flag");
+        assert_eq!(
+            Error::Usage("bad flag".into()).to_string(),
+            "error: bad flag"
+        );
         assert_eq!(
             Error::Problems(vec!["2 problems:".into(), "a.yaml:1:1: x".into()]).to_string(),
             "2 problems:\na.yaml:1:1: x"
         );
-        for (r, c) in [
+        let cases: Vec<(Result<Code, Error>, u8)> = vec![
             (Ok(Code::Ok), EXIT_OK),
             (Ok(Code::NoCells), EXIT_NO_CELLS),
             (Ok(Code::Failed), EXIT_FAILED),
-            (Err(Error::internal("disk")), EXIT_INTERNAL),
-            (Err(Error::usage("flag")), EXIT_USAGE),
-        ] {
+            (Err(Error::Usage("flag".into())), EXIT_USAGE),
+            (Err(Error::refused("no such task")), EXIT_USAGE),
+            (Err(Error::failed("disk full")), EXIT_INTERNAL),
+            (Err(Error::Run(RunError::Usage("x".into()))), EXIT_USAGE),
+            (
+                Err(Error::Run(RunError::Internal("x".into()))),
+                EXIT_INTERNAL,
+            ),
+        ];
+        for (r, c) in cases {
+            assert_eq!(code_of(&r), c, "{r:?}");
             assert_eq!(exit_code(r), ExitCode::from(c));
         }
+    }
+
+    #[test]
+    fn a_librarys_error_is_the_source_and_its_words_the_message() {
+        let io = io::Error::new(io::ErrorKind::NotFound, "No such file or directory");
+        let e = Error::Write {
+            path: PathBuf::from("out/x.json"),
+            source: io,
+        };
+        assert_eq!(
+            e.to_string(),
+            "error: cannot write out/x.json: No such file or directory"
+        );
+        let source = e.source().expect("the IO error is kept");
+        assert_eq!(
+            source.downcast_ref::<io::Error>().map(io::Error::kind),
+            Some(io::ErrorKind::NotFound)
+        );
+        assert_eq!(code_of(&Err(e)), EXIT_INTERNAL);
+
+        let policy = policies::parse_policy("nosuch").unwrap_err();
+        let e = Error::policy("--policy: ", policy.clone());
+        assert_eq!(e.to_string(), format!("error: --policy: {policy}"));
+        assert!(e
+            .source()
+            .is_some_and(|s| s.to_string() == policy.to_string()));
+        assert_eq!(code_of(&Err(e)), EXIT_USAGE);
+
+        let e = Error::refused_in("--agent x: ", "not found");
+        assert_eq!(e.to_string(), "error: --agent x: not found");
     }
 }

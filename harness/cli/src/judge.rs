@@ -40,6 +40,7 @@ use harness_runner::judge::answer::Answering;
 use harness_runner::judge::*;
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use harness_runner::results::write_lines;
 
 /// `foldbench judge ...`.
@@ -49,19 +50,6 @@ pub enum JudgeCommand {
     Build(BuildArgs),
     /// Show every item's card to models and baselines and score their answers.
     Run(RunArgs),
-}
-
-/// Output format of the tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    /// Terminal tables.
-    Table,
-    /// GitHub Markdown.
-    Md,
-    /// CSV (the scores table only, for `run`; the filter table for `build`).
-    Csv,
-    /// JSON.
-    Json,
 }
 
 /// `judge build`.
@@ -84,8 +72,8 @@ pub struct BuildArgs {
     #[arg(long, value_parser = crate::limits::jobs)]
     pub jobs: Option<usize>,
     /// Output format of the summary tables.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
 }
 
 /// `judge run`.
@@ -155,8 +143,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "out")]
     pub out: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
     /// Only items of this source (`task`, `claude-code`, ...).
     #[arg(long)]
     pub source: Option<String>,
@@ -207,13 +195,14 @@ pub async fn main(cmd: JudgeCommand) -> Result<Code, Error> {
 
 fn print_tables(
     tables: &[(&str, harness_report::render::Table)],
-    format: TableFormat,
+    format: OutputFormat,
 ) -> Result<(), Error> {
     for (title, t) in tables {
         match format {
-            TableFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
-            TableFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
-            TableFormat::Csv | TableFormat::Json => {}
+            OutputFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
+            OutputFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
+            // CSV and JSON print no titled tables (the caller prints them whole).
+            _ => {}
         }
     }
     Ok(())
@@ -225,19 +214,22 @@ pub const HISTORY: &str = "history";
 /// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
 /// beside the sessions: items need gold units, and recorded sessions carry none). Says which
 /// places it read; a history without labels is an error that says what to write.
-fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
     let mut out = Vec::new();
     for p in from {
         if p.as_os_str() != HISTORY {
             out.push(p);
             continue;
         }
-        let places = harness_runner::history::resolve("judge build --from")
-            .map_err(|e| format!("--from history: {e}"))?;
+        let places = harness_runner::sessions::history::resolve(
+            "judge build --from",
+            &harness_runner::progress::say,
+        )
+        .map_err(|e| Error::refused_in("--from history: ", e))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--from history: {} hold sessions but no unit labels; a judge item needs gold \
                  units, so write labels/<format>/<session>.yaml beside them (the format: \
                  docs/judge.md), with source_path relative to that folder",
@@ -245,7 +237,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
         out.extend(labelled);
     }
@@ -256,19 +248,9 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let from = if a.from.is_empty() {
         vec![PathBuf::from("tasks")]
     } else {
-        match expand_history(a.from.clone()) {
-            Ok(f) => f,
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        expand_history(a.from.clone())?
     };
-    let sources = match classify(&from) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let sources = classify(&from).map_err(Error::refused)?;
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -276,27 +258,17 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     });
     let started = Instant::now();
     let warn = |w: &str| eprintln!("warning: {w}");
-    let items = match build(&sources, a.max_tool_output, jobs, &warn).await {
-        Ok(i) => i,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
-    if let Err(e) = write_lines(&a.out, items.iter().map(judgement::to_line)) {
-        return Err(Error::Internal(format!(
-            "cannot write {}: {e}",
-            a.out.display()
-        )));
-    }
+    let items = build(&sources, a.max_tool_output, jobs, &warn)
+        .await
+        .map_err(Error::refused)?;
+    write_lines(&a.out, items.iter().map(judgement::to_line)).map_err(|source| Error::Write {
+        path: a.out.clone(),
+        source,
+    })?;
     let stats = judgement::dataset_stats(&items);
     match a.format {
-        TableFormat::Json => match serde_json::to_string_pretty(&stats) {
-            Ok(s) => crate::out::line(&s)?,
-            Err(e) => {
-                return Err(Error::Internal(format!("{e}")));
-            }
-        },
-        TableFormat::Csv => {
+        OutputFormat::Json => crate::out::line(&serde_json::to_string_pretty(&stats)?)?,
+        OutputFormat::Csv => {
             crate::out::print(&harness_report::judgement::filter_table(&stats).to_csv())?
         }
         f => print_tables(
@@ -325,14 +297,14 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     Ok(Code::Ok)
 }
 
-fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
+fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, Error> {
     let real: Vec<&String> = a
         .models
         .iter()
         .filter(|m| Judge::parse(m).is_none())
         .collect();
     if a.record.is_some() && real.len() > 1 {
-        return Err("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into());
+        return Err(Error::Usage("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into()));
     }
     let opts = BackendOptions {
         record: a.record.clone(),
@@ -347,38 +319,34 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
     let mut seen: HashMap<String, ()> = HashMap::new();
     for m in &real {
         if m.trim() == "sim" || m.starts_with("sim:") {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
-            ));
+            )));
         }
         if seen.insert(m.to_string(), ()).is_some() {
-            return Err(format!("the model `{m}` is given twice"));
+            return Err(Error::Usage(format!("the model `{m}` is given twice")));
         }
     }
-    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)?;
+    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)
+        .map_err(Error::refused)?;
     if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge::answer::mark_cassette(dir, *how)?;
+        harness_runner::judge::answer::mark_cassette(dir, *how).map_err(Error::refused)?;
     }
     Ok(out)
 }
 
 async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
-    let items = match read_dataset(&a.dataset) {
-        Ok(i) => select(i, a.source.as_deref(), a.threshold_only, a.limit),
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let items = select(
+        read_dataset(&a.dataset).map_err(Error::refused)?,
+        a.source.as_deref(),
+        a.threshold_only,
+        a.limit,
+    );
     if items.is_empty() {
         eprintln!("error: no item selected from {}", a.dataset.display());
         return Ok(Code::NoCells);
     }
-    let models = match run_models(&a) {
-        Ok(m) => m,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let models = run_models(&a)?;
     let mut records = baseline_records(&items, a.max_tool_output);
     let opts = JudgeOptions {
         jobs: a.jobs,
@@ -397,16 +365,11 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     let stats = judgement::dataset_stats(&items);
     write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
     match a.format {
-        TableFormat::Json => {
+        OutputFormat::Json => {
             let v = serde_json::json!({ "scores": aggs, "sources": stats });
-            match serde_json::to_string_pretty(&v) {
-                Ok(s) => crate::out::line(&s)?,
-                Err(e) => {
-                    return Err(Error::Internal(format!("{e}")));
-                }
-            }
+            crate::out::line(&serde_json::to_string_pretty(&v)?)?;
         }
-        TableFormat::Csv => {
+        OutputFormat::Csv => {
             crate::out::print(&harness_report::judgement::scores_table(&aggs).to_csv())?
         }
         f => print_tables(
@@ -458,12 +421,10 @@ fn write_run_outputs(
         let lines = records
             .iter()
             .map(|r| serde_json::to_string(r).unwrap_or_default());
-        if let Err(e) = write_lines(out, lines) {
-            return Err(Error::Internal(format!(
-                "cannot write {}: {e}",
-                out.display()
-            )));
-        }
+        write_lines(out, lines).map_err(|source| Error::Write {
+            path: out.clone(),
+            source,
+        })?;
     }
     for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
         let tables = vec![
@@ -487,9 +448,7 @@ fn write_run_outputs(
             judges
         );
         let page = harness_runner::html::judge_page(&heading, tables, items, records);
-        if let Err(e) = harness_runner::html::write(out, &page) {
-            return Err(Error::Internal(e.to_string()));
-        }
+        harness_runner::html::write(out, &page).map_err(Error::failed)?;
     }
     Ok(())
 }

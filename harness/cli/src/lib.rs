@@ -24,6 +24,7 @@
 mod cli;
 mod compare;
 mod error;
+mod format;
 mod judge;
 mod limits;
 mod matrix;

@@ -33,28 +33,95 @@ pub const MAX_CHARS: u64 = 64 * 1024 * 1024;
 /// The most human turns `replay --min-turns` asks for.
 pub const MAX_TURNS: u64 = 1_000_000;
 
+/// A flag's bounds, as its refusal names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The flag (`--jobs`).
+    pub flag: &'static str,
+    /// The unit, plural, with an optional note: `seconds (a day)`.
+    pub unit: &'static str,
+    /// The least value taken.
+    pub min: u64,
+    /// The most value taken.
+    pub max: u64,
+}
+
+/// Why a flag's value is refused (clap prints it after `invalid value 'V' for '--FLAG <V>': `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// Not a whole number (a sign, a point, a letter, nothing).
+    #[error(
+        "`{value}` is not a whole number of {}; give {} to {}",
+        unit_word(.bounds.unit),
+        .bounds.min,
+        .bounds.max
+    )]
+    NotWhole {
+        /// The value as given.
+        value: String,
+        /// The flag's bounds.
+        bounds: Bounds,
+    },
+    /// More than the flag takes (or more than a number holds).
+    #[error(
+        "{value} is more than {} {}, the most {} takes; give {} to {}",
+        .bounds.max,
+        .bounds.unit,
+        .bounds.flag,
+        .bounds.min,
+        .bounds.max
+    )]
+    TooLarge {
+        /// The value, trimmed.
+        value: String,
+        /// The flag's bounds.
+        bounds: Bounds,
+    },
+    /// Less than the flag takes.
+    #[error(
+        "{value} is less than {}, the least {} takes; give {} to {}",
+        .bounds.min,
+        .bounds.flag,
+        .bounds.min,
+        .bounds.max
+    )]
+    TooSmall {
+        /// The value, trimmed.
+        value: String,
+        /// The flag's bounds.
+        bounds: Bounds,
+    },
+}
+
 /// `value` as a whole number from `min` to `max`; `flag` and `unit` (plural, with an optional
 /// note: `seconds (a day)`) name it in the refusal.
-fn whole(value: &str, min: u64, max: u64, flag: &str, unit: &str) -> Result<u64, String> {
+fn whole(
+    value: &str,
+    min: u64,
+    max: u64,
+    flag: &'static str,
+    unit: &'static str,
+) -> Result<u64, LimitError> {
+    let bounds = Bounds {
+        flag,
+        unit,
+        min,
+        max,
+    };
     let v = value.trim();
-    let give = format!("give {min} to {max}");
     if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "`{value}` is not a whole number of {}; {give}",
-            unit_word(unit)
-        ));
+        return Err(LimitError::NotWhole {
+            value: value.to_string(),
+            bounds,
+        });
     }
+    let value = v.to_string();
     match v.parse::<u64>() {
-        Ok(n) if n > max => Err(format!(
-            "{v} is more than {max} {unit}, the most {flag} takes; {give}"
-        )),
-        Ok(n) if n < min => Err(format!(
-            "{v} is less than {min}, the least {flag} takes; {give}"
-        )),
+        Ok(n) if n > max => Err(LimitError::TooLarge { value, bounds }),
+        Ok(n) if n < min => Err(LimitError::TooSmall { value, bounds }),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!(
-            "{v} is more than {max} {unit}, the most {flag} takes; {give}"
-        )),
+        Err(_) => Err(LimitError::TooLarge { value, bounds }),
     }
 }
 
@@ -72,27 +139,27 @@ fn u32_of(n: u64) -> u32 {
 }
 
 /// `--tool-timeout`: 1 to [`MAX_CALL_SECS`] seconds.
-pub fn tool_timeout(s: &str) -> Result<u64, String> {
+pub fn tool_timeout(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CALL_SECS, "--tool-timeout", "seconds (a day)")
 }
 
 /// `--cell-timeout`: 1 to [`MAX_CELL_SECS`] seconds.
-pub fn cell_timeout(s: &str) -> Result<u64, String> {
+pub fn cell_timeout(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CELL_SECS, "--cell-timeout", "seconds (a week)")
 }
 
 /// `--request-timeout`: 1 to [`MAX_CALL_SECS`] seconds.
-pub fn request_timeout(s: &str) -> Result<u64, String> {
+pub fn request_timeout(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CALL_SECS, "--request-timeout", "seconds (a day)")
 }
 
 /// `judge run --timeout`: 1 to [`MAX_CALL_SECS`] seconds.
-pub fn judge_timeout(s: &str) -> Result<u64, String> {
+pub fn judge_timeout(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CALL_SECS, "--timeout", "seconds (a day)")
 }
 
 /// `--max-retry-wait`: 0 to [`MAX_RETRY_WAIT_SECS`] seconds.
-pub fn max_retry_wait(s: &str) -> Result<u64, String> {
+pub fn max_retry_wait(s: &str) -> Result<u64, LimitError> {
     whole(
         s,
         0,
@@ -103,32 +170,32 @@ pub fn max_retry_wait(s: &str) -> Result<u64, String> {
 }
 
 /// `--retries`: 0 to [`MAX_RETRIES`].
-pub fn retries(s: &str) -> Result<u32, String> {
+pub fn retries(s: &str) -> Result<u32, LimitError> {
     whole(s, 0, MAX_RETRIES, "--retries", "retries").map(u32_of)
 }
 
 /// `--max-steps`: 1 to [`MAX_STEPS`] requests.
-pub fn max_steps(s: &str) -> Result<usize, String> {
+pub fn max_steps(s: &str) -> Result<usize, LimitError> {
     whole(s, 1, MAX_STEPS, "--max-steps", "requests").map(usize_of)
 }
 
 /// `--jobs`: 1 to [`MAX_JOBS`].
-pub fn jobs(s: &str) -> Result<usize, String> {
+pub fn jobs(s: &str) -> Result<usize, LimitError> {
     whole(s, 1, MAX_JOBS, "--jobs", "jobs").map(usize_of)
 }
 
 /// `--max-output-tokens`: 1 to [`MAX_TOKENS`].
-pub fn max_output_tokens(s: &str) -> Result<u32, String> {
+pub fn max_output_tokens(s: &str) -> Result<u32, LimitError> {
     whole(s, 1, MAX_TOKENS, "--max-output-tokens", "tokens").map(u32_of)
 }
 
 /// `judge run --max-answer-tokens`: 1 to [`MAX_TOKENS`].
-pub fn max_answer_tokens(s: &str) -> Result<u32, String> {
+pub fn max_answer_tokens(s: &str) -> Result<u32, LimitError> {
     whole(s, 1, MAX_TOKENS, "--max-answer-tokens", "tokens").map(u32_of)
 }
 
 /// `replay --window`: 1 to [`MAX_TOKENS`] tokens.
-pub fn window(s: &str) -> Result<u64, String> {
+pub fn window(s: &str) -> Result<u64, LimitError> {
     whole(
         s,
         1,
@@ -139,7 +206,7 @@ pub fn window(s: &str) -> Result<u64, String> {
 }
 
 /// `judge run --max-context`: 1 to [`MAX_TOKENS`] tokens.
-pub fn max_context(s: &str) -> Result<u64, String> {
+pub fn max_context(s: &str) -> Result<u64, LimitError> {
     whole(
         s,
         1,
@@ -150,22 +217,22 @@ pub fn max_context(s: &str) -> Result<u64, String> {
 }
 
 /// `ab --runs`: 1 to [`MAX_RUNS`].
-pub fn runs(s: &str) -> Result<u64, String> {
+pub fn runs(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_RUNS, "--runs", "runs")
 }
 
 /// `judge run --limit`: 1 to [`MAX_ITEMS`] items.
-pub fn items(s: &str) -> Result<usize, String> {
+pub fn items(s: &str) -> Result<usize, LimitError> {
     whole(s, 1, MAX_ITEMS, "--limit", "items").map(usize_of)
 }
 
 /// `--max-tool-output`: 1 to [`MAX_CHARS`] characters.
-pub fn chars(s: &str) -> Result<usize, String> {
+pub fn chars(s: &str) -> Result<usize, LimitError> {
     whole(s, 1, MAX_CHARS, "--max-tool-output", "characters (64 MiB)").map(usize_of)
 }
 
 /// `replay --min-turns`: 0 to [`MAX_TURNS`] turns.
-pub fn turns(s: &str) -> Result<u32, String> {
+pub fn turns(s: &str) -> Result<u32, LimitError> {
     whole(s, 0, MAX_TURNS, "--min-turns", "turns").map(u32_of)
 }
 
@@ -182,23 +249,32 @@ mod tests {
 
     #[test]
     fn values_past_the_maximum_are_refused_with_the_range() {
-        let e = tool_timeout("18446744073709551615").unwrap_err();
+        let e = tool_timeout("18446744073709551615")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "18446744073709551615 is more than 86400 seconds (a day), the most --tool-timeout takes; give 1 to 86400"
         );
-        let e = cell_timeout("99999999999999999999999").unwrap_err();
+        let e = cell_timeout("99999999999999999999999")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("more than 604800 seconds") && e.contains("give 1 to 604800"),
             "{e}"
         );
-        assert!(jobs("0").unwrap_err().contains("less than 1"));
-        assert!(retries("-1")
-            .unwrap_err()
-            .contains("not a whole number of retries"));
+        assert_eq!(
+            jobs("0").unwrap_err().to_string(),
+            "0 is less than 1, the least --jobs takes; give 1 to 1024"
+        );
+        assert_eq!(
+            retries("-1").unwrap_err().to_string(),
+            "`-1` is not a whole number of retries; give 0 to 100"
+        );
         assert!(request_timeout("1.5")
             .unwrap_err()
-            .contains("not a whole number of seconds"));
+            .to_string()
+            .contains("not a whole number of seconds; give 1 to 86400"));
         assert!(price("NaN")
             .unwrap_err()
             .to_string()

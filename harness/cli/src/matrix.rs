@@ -108,21 +108,41 @@ impl Plan {
     }
 }
 
+/// Why a model label is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelLabelError {
+    /// A `sim` label with settings the sim does not take (the runner's words).
+    #[error("{0}")]
+    Sim(#[source] crate::error::Cause),
+    /// No backend by that name.
+    #[error(
+        "unknown model `{label}`{}; known models: {}",
+        harness_core::suggest::did_you_mean(
+            .label.split(':').next().unwrap_or(.label),
+            ["sim", "openai", "anthropic", "replay"]
+        ),
+        harness_runner::backends::KNOWN_MODELS
+    )]
+    Unknown {
+        /// The label as given.
+        label: String,
+    },
+}
+
 /// Checks a model label without connecting to anything.
-pub fn check_model(label: &str) -> Result<(), String> {
-    if run::parse_sim(label)?.is_some() {
+pub fn check_model(label: &str) -> Result<(), ModelLabelError> {
+    if run::parse_sim(label)
+        .map_err(|e| ModelLabelError::Sim(e.into()))?
+        .is_some()
+    {
         return Ok(());
     }
     match label.split_once(':') {
         Some(("openai" | "anthropic" | "replay", rest)) if !rest.trim().is_empty() => Ok(()),
-        _ => Err(format!(
-            "unknown model `{label}`{}; known models: {}",
-            harness_core::suggest::did_you_mean(
-                label.split(':').next().unwrap_or(label),
-                ["sim", "openai", "anthropic", "replay"]
-            ),
-            harness_runner::backends::KNOWN_MODELS
-        )),
+        _ => Err(ModelLabelError::Unknown {
+            label: label.to_string(),
+        }),
     }
 }
 
@@ -137,7 +157,7 @@ fn arm_def(a: crate::policy::ArmText) -> ArmDef {
 
 fn arm_defs(texts: &[String]) -> Result<Vec<ArmDef>, Error> {
     Ok(crate::policy::expand(texts)
-        .map_err(usage)?
+        .map_err(|e| Error::policy("", e))?
         .into_iter()
         .map(arm_def)
         .collect())
@@ -162,10 +182,11 @@ pub fn read_file(path: &Path) -> Result<MatrixFile, Error> {
         Ok(b) => {
             String::from_utf8(b).map_err(|_| Error::Usage(format!("{name} is not UTF-8 text")))?
         }
-        Err(e) => {
-            return Err(Error::Usage(format!(
-                "cannot read the matrix file {name}: {e}"
-            )));
+        Err(source) => {
+            return Err(Error::Read {
+                what: format!("the matrix file {name}"),
+                source,
+            });
         }
     };
     let vocab = Vocabulary {
@@ -192,9 +213,7 @@ pub fn profile(args: &ConfigArgs) -> Result<(Option<PathBuf>, String, Layer), Er
         return Ok((None, name, Layer::default()));
     };
     let file = read_file(&path)?;
-    let layer = file
-        .profile(&name)
-        .map_err(|e| Error::Usage(e.to_string()))?;
+    let layer = file.profile(&name)?;
     Ok((Some(path), name, layer))
 }
 
@@ -211,10 +230,6 @@ pub fn profile_policies(args: &ConfigArgs) -> Result<Option<Vec<String>>, Error>
         .map(|arms| arms.into_iter().map(|a| a.policy).collect()))
 }
 
-fn usage(e: impl std::fmt::Display) -> Error {
-    Error::usage(e)
-}
-
 /// The task spec files of the profile's patterns (relative to the matrix file's folder), each
 /// pattern that matches nothing reported at its place in the file.
 fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, Error> {
@@ -225,7 +240,7 @@ fn task_files(file: Option<&Path>, layer: &Layer) -> Result<Vec<PathBuf>, Error>
     let Some(patterns) = &layer.tasks else {
         return harness_runner::tasks::default_dir(&dir)
             .map(|d| vec![d])
-            .map_err(usage);
+            .map_err(Error::refused);
     };
     let mut files: Vec<PathBuf> = Vec::new();
     let mut problems = Vec::new();
@@ -277,7 +292,7 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
     };
     let models = if !ov.models.is_empty() {
         for m in &ov.models {
-            check_model(m).map_err(usage)?;
+            check_model(m).map_err(Error::refused)?;
         }
         for a in &mut arms {
             a.models = None;
@@ -287,7 +302,7 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
         layer.models.clone().unwrap_or_else(|| vec!["sim".into()])
     };
     let seeds = match &ov.seeds {
-        Some(s) => matrix::parse_seeds(s).map_err(usage)?,
+        Some(s) => matrix::parse_seeds(s)?,
         None => layer.seeds.clone().unwrap_or_else(|| vec![1, 2, 3]),
     };
     let arms = apply_windows(
@@ -299,7 +314,7 @@ pub fn plan(args: &MatrixArgs, ov: &Overrides) -> Result<Plan, Error> {
     for a in &arms {
         run_arms.push(Arm {
             label: a.label.clone(),
-            policy: policies::parse_policy(&a.policy).map_err(usage)?,
+            policy: policies::parse_policy(&a.policy).map_err(|e| Error::policy("", e))?,
             sweep: a.sweep.clone(),
         });
     }
@@ -424,12 +439,7 @@ pub fn list(a: ListArgs) -> Result<Code, Error> {
             "matrix_cells": plan.cells.len(),
             "cells": cells,
         });
-        match serde_json::to_string_pretty(&v) {
-            Ok(s) => crate::out::line(&s)?,
-            Err(e) => {
-                return Err(Error::internal(e));
-            }
-        }
+        crate::out::line(&serde_json::to_string_pretty(&v)?)?;
     } else {
         let listed: Vec<harness_runner::tasks::LoadedTask> = plan
             .tasks

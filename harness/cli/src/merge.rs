@@ -49,7 +49,7 @@ pub fn cmd(a: MergeArgs) -> Result<Code, Error> {
                 Ok(Code::Failed)
             }
         }
-        Err(MergeError::Refused(e)) => Err(Error::Usage(e.to_string())),
-        Err(MergeError::Io(e)) => Err(Error::Internal(e.to_string())),
+        Err(MergeError::Refused(e)) => Err(Error::refused(e)),
+        Err(MergeError::Io(e)) => Err(Error::failed(e)),
     }
 }

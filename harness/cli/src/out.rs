@@ -1,5 +1,5 @@
 //! Standard output, checked. Every command prints through here, so a write that fails — a full
-//! disk, `/dev/full`, a closed file — is an [`Error::Internal`] (exit code 1) that says so,
+//! disk, `/dev/full`, a closed file — is an [`Error::Stdout`] (exit code 1) that says so,
 //! never a panic or an exit 0 with the output lost. A closed pipe (`foldbench list | head -1`)
 //! stays quiet: `main` restores SIGPIPE's default action, so the process ends as `cat` would;
 //! where SIGPIPE is ignored anyway, the broken pipe is not reported either.
@@ -30,12 +30,7 @@ pub fn write_bytes(bytes: &[u8]) -> Result<(), Error> {
 /// The result of a write to standard output as the binary's: a broken pipe is no error.
 pub fn checked(result: io::Result<()>) -> Result<(), Error> {
     match result {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(write_error(&e)),
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(Error::Stdout(e)),
         _ => Ok(()),
     }
-}
-
-/// The error of a failed write to standard output.
-pub fn write_error(e: &io::Error) -> Error {
-    Error::Internal(format!("cannot write to standard output: {e}"))
 }

@@ -4,7 +4,7 @@
 
 use harness_config::matrix::{SweepOf, SweepPoint};
 use harness_runner::run::Arm;
-use policies::registry;
+use policies::{registry, PolicyError, Registry};
 
 use crate::error::{Code, Error};
 
@@ -23,9 +23,21 @@ pub struct ArmText {
     pub sweep: Option<SweepOf>,
 }
 
+/// Why policy texts do not make arms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArmError {
+    /// A text the registry refuses.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// Two texts that make the same arm.
+    #[error("the arm `{0}` is given twice")]
+    Twice(String),
+}
+
 /// The arms of policy texts as given (each its own label), sweeps expanded in place; an arm
 /// given twice is an error.
-pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
+pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, ArmError> {
     let reg = registry::current();
     let mut out: Vec<ArmText> = Vec::new();
     for text in texts {
@@ -40,7 +52,7 @@ pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
         for p in reg.expand(text)? {
             let label = p.label(text, text);
             if out.iter().any(|a| a.label == label) {
-                return Err(format!("the arm `{label}` is given twice"));
+                return Err(ArmError::Twice(label));
             }
             out.push(ArmText {
                 sweep: (!p.values.is_empty()).then(|| SweepOf {
@@ -56,12 +68,15 @@ pub fn expand(texts: &[String]) -> Result<Vec<ArmText>, String> {
 }
 
 /// The runner's arms of policy texts ([`expand`], each parsed).
-pub fn arms(texts: &[String]) -> Result<Vec<Arm>, String> {
-    expand(texts)?.into_iter().map(arm).collect()
+pub fn arms(texts: &[String]) -> Result<Vec<Arm>, ArmError> {
+    Ok(expand(texts)?
+        .into_iter()
+        .map(arm)
+        .collect::<Result<_, _>>()?)
 }
 
 /// The runner's arm of an expanded arm.
-pub fn arm(a: ArmText) -> Result<Arm, String> {
+pub fn arm(a: ArmText) -> Result<Arm, PolicyError> {
     Ok(Arm {
         policy: policies::parse_policy(&a.policy)?,
         label: a.label,
@@ -70,7 +85,7 @@ pub fn arm(a: ArmText) -> Result<Arm, String> {
 }
 
 /// The matrix file's policy check: a text and its arm's label, expanded into its arms.
-pub fn vocab_policy(text: &str, label: &str) -> Result<Vec<SweepPoint>, String> {
+pub fn vocab_policy(text: &str, label: &str) -> Result<Vec<SweepPoint>, PolicyError> {
     if text == NATIVE {
         return Ok(vec![SweepPoint {
             label: NATIVE.to_string(),
@@ -94,12 +109,22 @@ pub fn vocab_window(text: &str, w: u64) -> Option<String> {
     registry::current().with_window(text, w)
 }
 
-/// The `--policy` help text: the syntax and every registered policy with its summary.
-pub fn help(what: &str) -> String {
+/// The `--policy` help text: the syntax and every policy of `reg` with its summary.
+pub fn help(reg: &Registry, what: &str) -> String {
     format!(
         "{what} `NAME[:k=v,...]`, repeatable; `STEP|STEP` is a pipeline; `k=[a,b]` or `k=0..5` sweeps a parameter (one arm per value). `foldbench policies` lists their parameters. The policies:\n{}",
-        registry::current().help()
+        reg.help()
     )
+}
+
+/// Policy names as a list in a sentence: `a, b, c` with `last` before the last (`", "` or
+/// `" and "`).
+pub fn listed(names: &[&str], last: &str) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., end] => format!("{}{last}{end}", rest.join(", ")),
+    }
 }
 
 /// `foldbench policies`: the registered policies with their parameters.
@@ -119,7 +144,14 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
         crate::out::print(&reg.markdown())?;
         return Ok(Code::Ok);
     }
-    let entries: Vec<&policies::Entry> = match &a.name {
+    crate::out::print(&listing(&reg, a.name.as_deref())?)?;
+    Ok(Code::Ok)
+}
+
+/// `foldbench policies [NAME]`: the policies of `reg` (or the one named) with their summaries,
+/// sources and parameters, a blank line between two; an unknown name is refused with the names.
+pub fn listing(reg: &Registry, name: Option<&str>) -> Result<String, Error> {
+    let entries: Vec<&policies::Entry> = match name {
         None => reg.entries().iter().collect(),
         Some(n) => match reg.get(n) {
             Some(e) => vec![e],
@@ -132,12 +164,13 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
             }
         },
     };
+    let mut out = String::new();
     for (i, e) in entries.iter().enumerate() {
         if i > 0 {
-            crate::out::line("")?;
+            out.push('\n');
         }
-        crate::out::line(&format!("{}  {}", e.name(), e.summary_text()))?;
-        crate::out::line(&format!("  source: {}", e.source_text()))?;
+        out.push_str(&format!("{}  {}\n", e.name(), e.summary_text()));
+        out.push_str(&format!("  source: {}\n", e.source_text()));
         let lines: Vec<(String, String)> = e
             .params()
             .iter()
@@ -155,10 +188,10 @@ pub fn cmd(a: PoliciesArgs) -> Result<Code, Error> {
             .collect();
         let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         for (k, doc) in lines {
-            crate::out::line(&format!("  {k:width$}  {doc}"))?;
+            out.push_str(&format!("  {k:width$}  {doc}\n"));
         }
     }
-    Ok(Code::Ok)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -178,8 +211,9 @@ mod tests {
             Some("trim:keep=0..1")
         );
         let twice = ["trim:keep=0..1".to_string(), "trim:keep=1".to_string()];
-        assert!(expand(&twice)
-            .unwrap_err()
-            .contains("`trim:keep=1` is given twice"));
+        assert_eq!(
+            expand(&twice).unwrap_err().to_string(),
+            "the arm `trim:keep=1` is given twice"
+        );
     }
 }

@@ -37,7 +37,7 @@ pub struct ProxyArgs {
 /// Serves until SIGINT or SIGTERM, then writes the records.
 pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let policy = policies::parse_policy(&a.policy)
-        .map_err(|e| Error::Usage(format!("--policy {}: {e}", a.policy)))?;
+        .map_err(|e| Error::policy(format!("--policy {}: ", a.policy), e))?;
     if policy.delegate {
         return Err(Error::Usage(format!(
             "--policy {}: `+delegate` is foldbench's own loop's tool; an agent behind the proxy delegates with its own (give the policy without it)",
@@ -53,7 +53,7 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let mut cfg = ProxyConfig::new(policy, upstream, a.listen, &a.out);
     cfg.workdir = a.workdir;
     cfg.window = a.window;
-    let proxy = Proxy::start(cfg).await.map_err(Error::Usage)?;
+    let proxy = Proxy::start(cfg).await.map_err(Error::refused)?;
     println!("{}", proxy.base_url());
     eprintln!(
         "proxy on {} → {upstream} under {}; records in {}; Ctrl-C stops",
@@ -62,7 +62,7 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
         a.out.display()
     );
     crate::serve::wait_for_signal().await;
-    let summary = proxy.stop().await.map_err(Error::Internal)?;
+    let summary = proxy.stop().await.map_err(Error::failed)?;
     eprintln!(
         "{} request(s), {} conversation(s) recorded in {}",
         summary.requests,

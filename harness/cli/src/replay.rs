@@ -2,9 +2,10 @@
 //! mini-swe-agent, SWE-agent, OpenHands) read from files and folders, replayed under each
 //! policy or split into what the model read (docs/design.md §11).
 //!
-//! This module is the IO side only: it finds and reads the files (`harness_import::fs`), reads
-//! labels, prints tables and writes the per-request records. The replay, the analysis and the
-//! reports are the pure `harness-replay` crate.
+//! This module parses the flags and prints the tables and writes the per-request records; the
+//! runner's `sessions` wing finds and reads the files and the labels
+//! (`harness_runner::sessions`), and the replay, the analysis and the reports are the pure
+//! `harness-replay` crate.
 //!
 //! Per-request records (`--requests-out FILE`, JSON lines, `"version": 1`):
 //!
@@ -21,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::ValueEnum;
-use harness_import::{Format, ImportedSession};
 use harness_replay::engine::DEFAULT_WINDOW;
 use harness_replay::report::{self, PolicySummary};
 use harness_replay::truth::ErrorStats;
@@ -30,9 +30,11 @@ use harness_replay::{
 };
 use harness_report::render::Table;
 use harness_report::view::Kind;
+use harness_runner::sessions::{self, history::Filter, load::Loaded};
 use serde::Serialize;
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 use crate::view::{ViewArgs, ViewName};
 
 /// `analyze`'s tables: every column, as before views.
@@ -43,19 +45,6 @@ use crate::replay_answer::{
     page_opening, print_frontier, print_heading, print_lines, print_verdict,
 };
 use crate::replay_json::{session_json, write_requests, ReplayJson};
-
-/// How tables are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Terminal tables.
-    Table,
-    /// Markdown (for a CI job summary).
-    Md,
-    /// CSV: the main table only.
-    Csv,
-    /// Everything as one JSON document.
-    Json,
-}
 
 /// Which judge gives the fold points (the command line's spelling of [`JudgeKind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -113,7 +102,7 @@ pub struct SourceArgs {
     #[arg(long)]
     pub labels: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    #[arg(long, value_parser = format::parser(format::REPLAY), default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
     /// Write one JSON record per request to this file (JSON lines, for plots).
     #[arg(long)]
@@ -131,9 +120,8 @@ pub struct SourceArgs {
 pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else none, trim,
-    /// compact and fold; fold+strategies only when named, since a recorded session holds no
-    /// strategy and it folds as fold does).
+    /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else
+    /// [`default_policies`]); the help texts are made by `cli::with_policy_help`.
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -166,13 +154,6 @@ pub struct AnalyzeArgs {
     source: SourceArgs,
 }
 
-/// Sessions read from the paths, with what went wrong on the way.
-struct Loaded {
-    sessions: Vec<ImportedSession>,
-    files: usize,
-    seconds: f64,
-}
-
 /// `1 session`, `2 sessions`.
 fn count(n: usize, what: &str) -> String {
     if n == 1 {
@@ -191,281 +172,26 @@ fn threads(jobs: Option<usize>) -> usize {
     .max(1)
 }
 
-/// Reads the sessions (from the default places when no path is given), keeps those the filters
-/// select; prints skipped files, counted warnings and what the filters kept on stderr.
+/// Reads the sessions of `--since`, `--until`, `--project`, `--session`, `--input-format` and
+/// the paths (the default places when none is given), keeps those the filters select; the
+/// runner says skipped files, counted warnings and what the filters kept on stderr.
 fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
-    let filter = match harness_runner::history::Filter::new(
+    let filter = Filter::new(
         src.since.as_deref(),
         src.until.as_deref(),
         src.project.as_deref(),
         src.session.as_deref(),
-    ) {
-        Ok(f) => f,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
-    let paths = if src.paths.is_empty() {
-        harness_runner::history::resolve(command).map_err(Error::Usage)?
-    } else {
-        src.paths.clone()
-    };
-    let mut loaded = import_all(src, &paths, &filter.prefilter())?;
-    if filter.is_active() {
-        let before = loaded.sessions.len();
-        loaded.sessions.retain(|s| filter.keeps(s));
-        eprintln!(
-            "{} of {} selected by the filters",
-            loaded.sessions.len(),
-            count(before, "session")
-        );
-        if loaded.sessions.is_empty() {
-            return Err(Error::Usage(
-                "no session matches --since/--until/--project/--session as given".into(),
-            ));
-        }
-    }
-    Ok(loaded)
+    )?;
+    Ok(sessions::load::load_sessions(
+        &src.paths,
+        &src.input_format,
+        &filter,
+        command,
+        &harness_runner::progress::say,
+    )?)
 }
 
-/// The longest text of a transcript quoted in a warning, in characters.
-const QUOTE_LIMIT: usize = 500;
-
-/// Text from a transcript (a file name, a line's content) as a warning shows it: control
-/// characters escaped, cut at [`QUOTE_LIMIT`] characters.
-fn shown(text: &str) -> String {
-    harness_core::printable::printable(text, QUOTE_LIMIT)
-}
-
-/// How many skipped files or unreadable entries are named one by one; the rest are counted.
-const NAMED: usize = 5;
-
-/// Prints the files that could not be imported and the entries that could not be read: the
-/// first [`NAMED`] of each, then a count of the rest.
-fn print_skipped(report: &harness_import::fs::ImportReport) {
-    for (_, e) in report.errors.iter().take(NAMED) {
-        eprintln!("warning: skipped {}", shown(&e.to_string()));
-    }
-    if report.errors.len() > NAMED {
-        eprintln!(
-            "warning: … and {} more files skipped ({} of {} files in all)",
-            report.errors.len() - NAMED,
-            report.errors.len(),
-            report.files
-        );
-    }
-    for (path, why) in report.unreadable.iter().take(NAMED) {
-        eprintln!(
-            "warning: cannot read {}: {}; not replayed",
-            shown(&path.display().to_string()),
-            shown(why)
-        );
-    }
-    if report.unreadable.len() > NAMED {
-        eprintln!(
-            "warning: … and {} more entries that cannot be read ({} in all)",
-            report.unreadable.len() - NAMED,
-            report.unreadable.len()
-        );
-    }
-}
-
-/// Imports every session under `paths` that `pre` does not rule out unread.
-fn import_all(
-    src: &SourceArgs,
-    paths: &[PathBuf],
-    pre: &harness_import::fs::Prefilter,
-) -> Result<Loaded, Error> {
-    let format = match src.input_format.as_str() {
-        "auto" => None,
-        f => match f.parse::<Format>() {
-            Ok(f) => Some(f),
-            Err(e) => {
-                return Err(Error::Usage(format!("--input-format: {e} or auto")));
-            }
-        },
-    };
-    let began = Instant::now();
-    let report = match harness_import::fs::import_paths_filtered(paths, format, pre) {
-        Ok(r) => r,
-        Err(e) => {
-            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            return Err(Error::Usage(format!(
-                "cannot read {}: {e}",
-                names.join(", ")
-            )));
-        }
-    };
-    let seconds = began.elapsed().as_secs_f64();
-    print_skipped(&report);
-    if report.left_out > 0 {
-        eprintln!(
-            "{} of {} left unread by the filters (no session in {} can match)",
-            report.left_out,
-            count(report.files, "file"),
-            if report.left_out == 1 { "it" } else { "them" }
-        );
-    }
-    if report.loops > 0 {
-        eprintln!(
-            "warning: skipped {} symlink{} to a folder that contains {} (a loop)",
-            report.loops,
-            if report.loops == 1 { "" } else { "s" },
-            if report.loops == 1 { "it" } else { "them" }
-        );
-    }
-    if report.duplicates > 0 {
-        eprintln!(
-            "note: {} duplicate session{} skipped (same session id and same file content as one already read)",
-            report.duplicates,
-            if report.duplicates == 1 { "" } else { "s" }
-        );
-    }
-    for line in warning_lines(&report.sessions) {
-        eprintln!("{line}");
-    }
-    if report.sessions.is_empty() {
-        let unreadable = match report.unreadable.len() {
-            0 => String::new(),
-            n => format!(
-                " ({n} entr{} could not be read, named above)",
-                if n == 1 { "y" } else { "ies" }
-            ),
-        };
-        return Err(Error::Usage(format!(
-            "no session found in {} file{}{unreadable} under {}; expected {}",
-            report.files,
-            if report.files == 1 { "" } else { "s" },
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            harness_import::EXPECTED
-        )));
-    }
-    Ok(Loaded {
-        sessions: report.sessions,
-        files: report.files,
-        seconds,
-    })
-}
-
-/// The most files [`warning_lines`] names one by one.
-const WARNED_FILES: usize = 20;
-
-/// The import warnings per file: how many of its lines were skipped with what its sessions kept,
-/// the first of those lines ([`skipped_lines`]), lines kept with a warning, and what the importer
-/// says about the file as a whole (records joined across damage); after [`WARNED_FILES`] files,
-/// one line for the rest.
-fn warning_lines(sessions: &[ImportedSession]) -> Vec<String> {
-    let mut files: Vec<(&str, Vec<&harness_import::Warning>)> = Vec::new();
-    for w in sessions.iter().flat_map(|s| &s.warnings) {
-        match files.iter_mut().find(|(f, _)| *f == w.file) {
-            Some((_, ws)) => ws.push(w),
-            None => files.push((&w.file, vec![w])),
-        }
-    }
-    let skipped = |w: &&&harness_import::Warning| w.line > 0 && w.message.starts_with("skipped");
-    let mut out = Vec::new();
-    for (name, ws) in files.iter().take(WARNED_FILES) {
-        let file = shown(name);
-        let lines: Vec<&&harness_import::Warning> = ws.iter().filter(skipped).collect();
-        if !lines.is_empty() {
-            out.extend(skipped_lines(name, &lines, sessions));
-        }
-        // Lines kept with a warning (bytes replaced, figures not counted), apart.
-        let other: Vec<&&harness_import::Warning> =
-            ws.iter().filter(|w| w.line > 0 && !skipped(w)).collect();
-        if let Some(first) = other.first() {
-            out.push(format!(
-                "warning: {file}: {} (nothing skipped; first: line {}: {})",
-                count(other.len(), "other import warning"),
-                first.line,
-                shown(&first.message)
-            ));
-        }
-        for w in ws.iter().filter(|w| w.line == 0) {
-            out.push(format!("warning: {}", shown(&w.to_string())));
-        }
-    }
-    if files.len() > WARNED_FILES {
-        let rest = &files[WARNED_FILES..];
-        let lines: usize = rest
-            .iter()
-            .map(|(_, ws)| ws.iter().filter(skipped).count())
-            .sum();
-        out.push(format!(
-            "warning: {} more file{} with warnings ({} skipped in all)",
-            rest.len(),
-            if rest.len() == 1 { "" } else { "s" },
-            count(lines, "line")
-        ));
-    }
-    out
-}
-
-/// The skipped lines shown one by one after a file's header line.
-const SKIPPED_SHOWN: usize = 3;
-
-/// A file's skipped lines: a header with their count and what the file's sessions kept (so a
-/// session that shrank says so), then the first [`SKIPPED_SHOWN`] lines, each with its number
-/// and why, then a count of the rest.
-fn skipped_lines(
-    file: &str,
-    lines: &[&&harness_import::Warning],
-    sessions: &[ImportedSession],
-) -> Vec<String> {
-    let kept: Vec<&ImportedSession> = sessions.iter().filter(|s| s.source == file).collect();
-    let turns: usize = kept.iter().map(|s| s.human_turns.len()).sum();
-    let requests: usize = kept.iter().map(|s| s.requests.len()).sum();
-    let mut out = vec![format!(
-        "warning: {}: {} skipped while importing; what is left: {} · {} · {}",
-        shown(file),
-        count(lines.len(), "line"),
-        count(kept.len(), "session"),
-        count(turns, "human turn"),
-        count(requests, "recorded request")
-    )];
-    for w in lines.iter().take(SKIPPED_SHOWN) {
-        let why = w.message.strip_prefix("skipped: ").unwrap_or(&w.message);
-        out.push(format!("  line {}: {}", w.line, shown(why)));
-    }
-    if lines.len() > SKIPPED_SHOWN {
-        let rest = lines.len() - SKIPPED_SHOWN;
-        out.push(format!(
-            "  … and {rest} more skipped line{}",
-            if rest == 1 { "" } else { "s" }
-        ));
-    }
-    out
-}
-
-/// The labels files under a path (a file, or *.yaml / *.yml in a folder, recursively; symlinks
-/// followed, loops skipped). Only regular files are listed.
-fn label_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if !std::fs::metadata(path)?.is_dir() {
-        out.push(path.to_path_buf());
-        return Ok(());
-    }
-    for entry in walkdir::WalkDir::new(path)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .flatten()
-    {
-        let yaml = entry
-            .path()
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml");
-        if entry.file_type().is_file() && yaml {
-            out.push(entry.into_path());
-        }
-    }
-    Ok(())
-}
-
-/// Reads `--labels`; every problem is printed.
+/// Reads `--labels` (every problem is printed); `None` without it, unless the judge needs them.
 fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
     let judge: JudgeKind = src.judge.into();
     if src.labels.is_empty() {
@@ -477,47 +203,10 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
         }
         return Ok(None);
     }
-    let mut files = Vec::new();
-    for p in &src.labels {
-        if let Err(e) = label_files(p, &mut files) {
-            return Err(Error::Usage(format!(
-                "cannot read labels {}: {e}",
-                p.display()
-            )));
-        }
-    }
+    let files = sessions::load::load_labels(&src.labels, &harness_runner::progress::say)?;
     let mut labels = Labels::new();
-    let mut problems = 0;
-    for f in &files {
-        let name = f.display().to_string();
-        let text = match harness_import::fs::read_regular(f, harness_runner::tasks::MAX_SPEC_BYTES)
-            .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
-        {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot read labels {name}: {e}");
-                problems += 1;
-                continue;
-            }
-        };
-        if let Err(ps) = labels.add_file(&name, &text) {
-            for p in &ps {
-                eprintln!("{p}");
-            }
-            problems += ps.len();
-        }
-    }
-    if problems > 0 {
-        return Err(Error::Usage(format!(
-            "{problems} problem{} in the labels",
-            if problems == 1 { "" } else { "s" }
-        )));
-    }
-    if labels.is_empty() {
-        eprintln!(
-            "warning: no labelled prompt in {} labels file(s)",
-            files.len()
-        );
+    for f in files {
+        labels.add_parsed(&f.name, f.labels);
     }
     Ok(Some(labels))
 }
@@ -557,9 +246,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
     let labels_order = replayer.labels();
-    let models = harness_runner::history::model_prices(&loaded.sessions, &prices);
-    let price_notes =
-        harness_runner::history::price_notes(&models, &prices.default, &loaded.sessions);
+    let models = sessions::history::model_prices(&loaded.sessions, &prices);
+    let price_notes = sessions::history::price_notes(&models, &prices.default, &loaded.sessions);
     let (truth, truth_all) = report::truth_table(&truths);
     let summary = report::summarize(&replays, &labels_order);
     let agreement = labels
@@ -641,32 +329,34 @@ struct Replayed {
     judge: JudgeKind,
     truth: Table,
     truth_all: ErrorStats,
-    models: Vec<harness_runner::history::ModelPrice>,
+    models: Vec<sessions::history::ModelPrice>,
     price_notes: Vec<String>,
     loaded: Loaded,
     /// Parents with subagents ([`harness_replay::subagents`]).
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
 }
 
+/// The policies `replay` takes without `--policy` or a profile: foldbench's own
+/// ([`policies::POLICIES`]) but fold+strategies — a recorded session holds no strategy, so it
+/// would fold as fold does (`harness_replay::caveats` says so when it is named).
+pub fn default_policies() -> Vec<&'static str> {
+    policies::POLICIES
+        .into_iter()
+        .filter(|p| *p != "fold+strategies")
+        .collect()
+}
+
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
-    let prices = harness_core::prices::PriceTable::from_flags(&a.price)
-        .map_err(|e| Error::Usage(format!("--price {e}")))?;
+    let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
     let list: Vec<String> = if a.policies.is_empty() {
-        // Without a profile, every policy but fold+strategies: a recorded session holds no
-        // strategy, so it would fold as fold does (harness_replay::caveats says so when named).
-        crate::matrix::profile_policies(&a.config)?.unwrap_or_else(|| {
-            policies::POLICIES
-                .iter()
-                .filter(|p| **p != "fold+strategies")
-                .map(|s| s.to_string())
-                .collect()
-        })
+        crate::matrix::profile_policies(&a.config)?
+            .unwrap_or_else(|| default_policies().into_iter().map(str::to_string).collect())
     } else {
         a.policies.clone()
     };
     let specs = crate::policy::arms(&list)
-        .map_err(|e| Error::Usage(format!("--policy: {e}")))?
+        .map_err(|e| Error::policy("--policy: ", e))?
         .into_iter()
         .map(|a| a.policy)
         .collect();
@@ -675,8 +365,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         judge: a.source.judge.into(),
         window: a.window,
         prices: prices.clone(),
-    })
-    .map_err(Error::usage)?;
+    })?;
     Ok((replayer, prices))
 }
 
@@ -698,11 +387,12 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth_sessions: &r.truths,
                 subagents: crate::replay_subagents::subagents_json(&r.subagents),
             };
-            let s = serde_json::to_string_pretty(&doc).map_err(Error::internal)?;
+            let s = serde_json::to_string_pretty(&doc)?;
             crate::out::line(&s)
         }
         OutputFormat::Csv => crate::out::print(&report::policy_csv(&r.summary)),
-        OutputFormat::Table | OutputFormat::Md => print_replay_tables(a, r, format),
+        // Tables or Markdown (`--format` takes no other).
+        _ => print_replay_tables(a, r, format),
     }
 }
 
@@ -817,7 +507,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         &r.loaded.sessions,
         &r.subagents,
     );
-    harness_runner::html::write(path, &page).map_err(Error::internal)
+    harness_runner::html::write(path, &page).map_err(Error::failed)
 }
 
 /// One analysed request as a JSON line.
@@ -871,15 +561,12 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 })
         });
         let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-        match harness_runner::results::write_lines(path, lines) {
-            Ok(n) => eprintln!("{n} request records in {}", path.display()),
-            Err(e) => {
-                return Err(Error::Internal(format!(
-                    "cannot write {}: {e}",
-                    path.display()
-                )));
-            }
-        }
+        let n =
+            harness_runner::results::write_lines(path, lines).map_err(|source| Error::Write {
+                path: path.clone(),
+                source,
+            })?;
+        eprintln!("{n} request records in {}", path.display());
     }
     let corpus = report::corpus_composition(&sessions);
     let subagents = crate::replay_subagents::subagents_by_default(
@@ -899,19 +586,15 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 sessions: &sessions,
                 subagents: crate::replay_subagents::subagents_json(&subagents),
             };
-            match serde_json::to_string_pretty(&doc) {
-                Ok(s) => crate::out::line(&s)?,
-                Err(e) => {
-                    return Err(Error::Internal(format!("{e}")));
-                }
-            }
+            crate::out::line(&serde_json::to_string_pretty(&doc)?)?;
         }
         OutputFormat::Csv => print_table(
             &report::composition_table(&sessions, src.min_turns),
             format,
             (Kind::Plain, ALL),
         )?,
-        OutputFormat::Table | OutputFormat::Md => {
+        // Tables or Markdown (`--format` takes no other).
+        _ => {
             let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
             let labelled = sessions
                 .iter()

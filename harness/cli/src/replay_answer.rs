@@ -7,7 +7,7 @@ use harness_report::html::Block;
 use harness_report::view::Kind;
 
 use crate::error::Error;
-use crate::replay::OutputFormat;
+use crate::format::OutputFormat;
 use crate::view::ViewArgs;
 
 /// The verdict a replay opens with: one line per policy (its saving after recovery, its loss,

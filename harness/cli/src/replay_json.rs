@@ -32,7 +32,7 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) judge: &'a str,
     pub(crate) policies: &'a [PolicySummary],
     /// The models the requests name and the price each was costed at.
-    pub(crate) models: &'a [harness_runner::history::ModelPrice],
+    pub(crate) models: &'a [harness_runner::sessions::history::ModelPrice],
     pub(crate) per_session: Vec<SessionJson<'a>>,
     pub(crate) ground_truth: ErrorStats,
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
@@ -128,8 +128,10 @@ pub(crate) fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(
         })
     });
     let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-    let n = write_lines(path, lines)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    let n = write_lines(path, lines).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
     eprintln!("{n} request records in {}", path.display());
     Ok(())
 }

@@ -9,7 +9,7 @@ use harness_report::view::Kind;
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::replay::OutputFormat;
+use crate::format::OutputFormat;
 use crate::replay_answer::{print_heading, print_lines};
 use crate::view::ViewArgs;
 
@@ -23,7 +23,7 @@ pub(crate) fn subagents_of(
 ) -> Result<Vec<SessionSubagents>, Error> {
     let config = replayer.config();
     let mut subs = subagents::delegations(sessions, &config.prices);
-    subagents::measure(sessions, &mut subs, config, labels, threads).map_err(Error::internal)?;
+    subagents::measure(sessions, &mut subs, config, labels, threads).map_err(Error::failed)?;
     Ok(subs)
 }
 
@@ -38,8 +38,7 @@ pub(crate) fn subagents_by_default(
     let replayer = Replayer::new(harness_replay::ReplayConfig {
         judge,
         ..harness_replay::ReplayConfig::default()
-    })
-    .map_err(Error::usage)?;
+    })?;
     subagents_of(sessions, &replayer, labels, threads)
 }
 

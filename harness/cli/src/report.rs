@@ -17,49 +17,87 @@ use harness_report::view::Kind;
 use harness_report::{junit, render};
 
 use crate::error::{Code, Error};
+use crate::format::{self, OutputFormat};
 
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A terminal table.
-    Table,
-    /// Markdown (a CI job summary).
-    Md,
-    /// CSV.
-    Csv,
-    /// JSON.
-    Json,
-    /// JUnit XML, one test case per cell.
-    Junit,
-    /// An SVG chart (see `--chart`).
-    Svg,
-    /// One self-contained HTML page: the tables, a chart per task, model and seed with every
-    /// arm, drill-downs to turns, folds and results (`harness_report::html`).
-    Html,
+/// The format a report file's extension asks for (`report -o FILE`, `run -o FILE`), in any
+/// case.
+pub fn format_of_path(p: &Path) -> Result<OutputFormat, ReportError> {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .and_then(|e| OutputFormat::of_extension(&e))
+        .ok_or_else(|| ReportError::Extension(p.to_path_buf()))
 }
 
-impl Format {
-    /// The format a file's extension asks for.
-    pub fn of_path(p: &Path) -> Result<Format, String> {
-        match p
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("md" | "markdown") => Ok(Format::Md),
-            Some("csv") => Ok(Format::Csv),
-            Some("json") => Ok(Format::Json),
-            Some("xml") => Ok(Format::Junit),
-            Some("svg") => Ok(Format::Svg),
-            Some("txt") => Ok(Format::Table),
-            Some("html" | "htm") => Ok(Format::Html),
-            _ => Err(format!(
-                "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
-                p.display()
-            )),
-        }
-    }
+/// Why a report cannot be written: an output or an input it refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// `-o FILE` with an extension that names no format.
+    #[error(
+        "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
+        .0.display()
+    )]
+    Extension(PathBuf),
+    /// `requests.jsonl` cannot be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    OpenRequests {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of `requests.jsonl` cannot be read.
+    #[error("{}:{line}: cannot read: {source}", path.display())]
+    ReadRequests {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of `requests.jsonl` that is no request record.
+    #[error("{}:{line}:{}: not a request record: {source}", path.display(), source.column())]
+    BadRequest {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The parser's complaint (with the column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The records do not serialize as JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// The request chart cannot be drawn (`--task`, `--seed`, `--model` name no session).
+    #[error("{0}")]
+    Chart(#[from] svg::ChartError),
+    /// The HTML page cannot be made from the run folder (the runner's words).
+    #[error("{0}")]
+    Page(#[source] crate::error::Cause),
+    /// `run -o` given the records file.
+    #[error(
+        "-o {}: a run writes its records into its folder (DIR/{}); give the folder (-o results/x), and a report file to write one (-o report.html)",
+        .0.display(),
+        harness_runner::results::CELLS_FILE
+    )]
+    RecordsFile(PathBuf),
+    /// `run -o` given two folders.
+    #[error(
+        "-o {} and -o {}: a run has one folder; give one, and report files (.md, .html, …) beside it",
+        first.display(),
+        second.display()
+    )]
+    TwoFolders {
+        /// The first folder.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
 }
 
 /// Which chart an SVG report draws.
@@ -77,8 +115,8 @@ pub struct ReportArgs {
     /// The run directory.
     pub run_dir: PathBuf,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    #[arg(long, value_parser = format::parser(format::REPORT))]
+    pub format: Option<OutputFormat>,
     /// One row per cell instead of one per arm.
     #[arg(long)]
     pub cells: bool,
@@ -107,34 +145,39 @@ pub struct ReportArgs {
 }
 
 /// Reads the chart fields of `requests.jsonl`.
-pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, String> {
+pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, ReportError> {
     let path = dir.join(harness_runner::results::REQUESTS_FILE);
-    let f =
-        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f = std::fs::File::open(&path).map_err(|source| ReportError::OpenRequests {
+        path: path.clone(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
+        let line = line.map_err(|source| ReportError::ReadRequests {
+            path: path.clone(),
+            line: i + 1,
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
-        out.push(serde_json::from_str(&line).map_err(|e| {
-            format!(
-                "{}:{}:{}: not a request record: {e}",
-                path.display(),
-                i + 1,
-                e.column()
-            )
-        })?);
+        out.push(
+            serde_json::from_str(&line).map_err(|source| ReportError::BadRequest {
+                path: path.clone(),
+                line: i + 1,
+                source,
+            })?,
+        );
     }
     Ok(out)
 }
 
 /// Renders one format. `dir` is the run directory (for `requests.jsonl`).
 pub fn render_format(
-    format: Format,
+    format: OutputFormat,
     a: &ReportArgs,
     records: &[CellRecord],
-) -> Result<String, String> {
+) -> Result<String, ReportError> {
     let table = || {
         if a.cells {
             render::cells_table(records)
@@ -148,7 +191,7 @@ pub fn render_format(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| a.run_dir.display().to_string());
     Ok(match format {
-        Format::Table => {
+        OutputFormat::Table => {
             let kind = if a.cells { Kind::Cells } else { Kind::Summary };
             let baseline = a.baseline.as_deref();
             let width = crate::view::width();
@@ -165,7 +208,7 @@ pub fn render_format(
             }
             out
         }
-        Format::Md => {
+        OutputFormat::Md => {
             let baseline = a.baseline.as_deref();
             let mut md = harness_report::markdown::report(
                 records,
@@ -178,24 +221,22 @@ pub fn render_format(
             ));
             md
         }
-        Format::Csv if a.cells => render::cells_table(records).to_csv(),
-        Format::Csv => render::summary_csv(records),
-        Format::Json => {
+        OutputFormat::Csv if a.cells => render::cells_table(records).to_csv(),
+        OutputFormat::Csv => render::summary_csv(records),
+        OutputFormat::Json => {
             let v = if a.cells {
                 serde_json::to_string_pretty(records)
             } else {
                 serde_json::to_string_pretty(&render::summarize(records))
             };
-            format!("{}\n", v.map_err(|e| e.to_string())?)
+            format!("{}\n", v.map_err(ReportError::Json)?)
         }
-        Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_report::html::render(&harness_runner::html::run_page(
-            &a.run_dir,
-            records,
-            a.baseline.as_deref(),
-            &title,
-        )?),
-        Format::Svg => match a.chart {
+        OutputFormat::Junit => junit::to_junit(records, &format!("foldbench {title}")),
+        OutputFormat::Html => harness_report::html::render(
+            &harness_runner::html::run_page(&a.run_dir, records, a.baseline.as_deref(), &title)
+                .map_err(|e| ReportError::Page(e.into()))?,
+        ),
+        OutputFormat::Svg => match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
                 let requests = read_requests(&a.run_dir)?;
@@ -207,8 +248,7 @@ pub fn render_format(
                         seed: a.seed,
                         model: a.model.clone(),
                     },
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 svg::line_chart(&chart)
             }
         },
@@ -217,33 +257,18 @@ pub fn render_format(
 
 /// Runs `foldbench report`.
 pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
-    let records = match harness_runner::results::read_records(&a.run_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            return Err(Error::Usage(e.to_string()));
-        }
-    };
+    let records = harness_runner::results::read_records(&a.run_dir).map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
-        match Format::of_path(p) {
-            Ok(f) => outputs.push((p.clone(), f)),
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        outputs.push((p.clone(), format_of_path(p)?));
     }
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(Format::Table),
+        (None, true) => Some(OutputFormat::Table),
         (None, false) => None,
     };
     if let Some(f) = stdout {
-        match render_format(f, &a, &records) {
-            Ok(s) => crate::out::print(&s)?,
-            Err(e) => {
-                return Err(Error::Usage(e.to_string()));
-            }
-        }
+        crate::out::print(&render_format(f, &a, &records)?)?;
     }
     write_files(&a, &records, &outputs)?;
     Ok(Code::Ok)
@@ -256,13 +281,13 @@ pub struct RunOutputs {
     /// The run folder, when one is given.
     pub folder: Option<PathBuf>,
     /// The reports to write, in the order given.
-    pub reports: Vec<(PathBuf, Format)>,
+    pub reports: Vec<(PathBuf, OutputFormat)>,
 }
 
 /// Sorts the `-o` paths of `run`/`ab`: an existing folder, or a path whose extension is no
 /// report format, is the run folder; a path with a report extension (`.md`, `.html`, …) is a
 /// report. A `.jsonl` path (the records file) and two folders are refused with what to give.
-pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, String> {
+pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, ReportError> {
     let mut outs = RunOutputs::default();
     for p in paths {
         let ext = p
@@ -271,24 +296,17 @@ pub fn run_outputs(paths: &[PathBuf]) -> Result<RunOutputs, String> {
             .map(str::to_ascii_lowercase);
         if p.is_dir() {
             // An existing folder is the run folder, whatever its name.
-        } else if let Ok(f) = Format::of_path(p) {
+        } else if let Ok(f) = format_of_path(p) {
             outs.reports.push((p.clone(), f));
             continue;
         } else if ext.as_deref() == Some("jsonl") {
-            return Err(format!(
-                "-o {}: a run writes its records into its folder (DIR/{}); give the folder \
-                 (-o results/x), and a report file to write one (-o report.html)",
-                p.display(),
-                harness_runner::results::CELLS_FILE
-            ));
+            return Err(ReportError::RecordsFile(p.clone()));
         }
         if let Some(first) = &outs.folder {
-            return Err(format!(
-                "-o {} and -o {}: a run has one folder; give one, and report files (.md, \
-                 .html, …) beside it",
-                first.display(),
-                p.display()
-            ));
+            return Err(ReportError::TwoFolders {
+                first: first.clone(),
+                second: p.clone(),
+            });
         }
         outs.folder = Some(p.clone());
     }
@@ -303,7 +321,7 @@ pub fn write_run_reports(
     paths: &[PathBuf],
     baseline: Option<&str>,
 ) -> Result<(), Error> {
-    let reports = run_outputs(paths).map_err(Error::Usage)?.reports;
+    let reports = run_outputs(paths)?.reports;
     if reports.is_empty() {
         return Ok(());
     }
@@ -319,7 +337,7 @@ pub fn write_run_reports(
         baseline: baseline.map(str::to_string),
         view: crate::view::ViewArgs::default(),
     };
-    let records = harness_runner::results::read_records(run_dir).map_err(Error::Usage)?;
+    let records = harness_runner::results::read_records(run_dir).map_err(Error::refused)?;
     write_files(&a, &records, &reports)
 }
 
@@ -327,16 +345,14 @@ pub fn write_run_reports(
 fn write_files(
     a: &ReportArgs,
     records: &[CellRecord],
-    outputs: &[(PathBuf, Format)],
+    outputs: &[(PathBuf, OutputFormat)],
 ) -> Result<(), Error> {
     for (path, f) in outputs {
-        let text = render_format(*f, a, records).map_err(Error::Usage)?;
-        if let Err(e) = harness_runner::atomic::write(path, text.as_bytes()) {
-            return Err(Error::Internal(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )));
-        }
+        let text = render_format(*f, a, records)?;
+        harness_runner::atomic::write(path, text.as_bytes()).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
@@ -349,17 +365,17 @@ mod tests {
     #[test]
     fn the_extension_picks_the_format() {
         for (file, f) in [
-            ("a/report.md", Format::Md),
-            ("x.CSV", Format::Csv),
-            ("s.json", Format::Json),
-            ("junit.xml", Format::Junit),
-            ("chart.svg", Format::Svg),
-            ("report.HTML", Format::Html),
-            ("t.txt", Format::Table),
+            ("a/report.md", OutputFormat::Md),
+            ("x.CSV", OutputFormat::Csv),
+            ("s.json", OutputFormat::Json),
+            ("junit.xml", OutputFormat::Junit),
+            ("chart.svg", OutputFormat::Svg),
+            ("report.HTML", OutputFormat::Html),
+            ("t.txt", OutputFormat::Table),
         ] {
-            assert_eq!(Format::of_path(Path::new(file)).unwrap(), f, "{file}");
+            assert_eq!(format_of_path(Path::new(file)).unwrap(), f, "{file}");
         }
-        assert!(Format::of_path(Path::new("report.pdf")).is_err());
-        assert!(Format::of_path(Path::new("report")).is_err());
+        assert!(format_of_path(Path::new("report.pdf")).is_err());
+        assert!(format_of_path(Path::new("report")).is_err());
     }
 }

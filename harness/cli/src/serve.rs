@@ -39,12 +39,14 @@ pub struct ServeArgs {
 /// Serves until SIGINT or SIGTERM.
 pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     debug_assert!(a.sim);
-    let settings = parse_sim(&a.model).map_err(Error::Usage)?.ok_or_else(|| {
-        Error::Usage(format!(
-            "--model {}: serve --sim takes a sim label (`sim`, `sim:judge=eager,recheck=0`)",
-            a.model
-        ))
-    })?;
+    let settings = parse_sim(&a.model)
+        .map_err(Error::refused)?
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--model {}: serve --sim takes a sim label (`sim`, `sim:judge=eager,recheck=0`)",
+                a.model
+            ))
+        })?;
     let mut tasks = harness_runner::tasks::load_tasks(std::slice::from_ref(&a.task))
         .map_err(|p| crate::error::problems(&p, "the task spec"))?;
     if tasks.len() != 1 {
@@ -62,7 +64,7 @@ pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     };
     let server = SimServer::start(Arc::clone(&task.spec), cfg, a.listen, a.log.clone())
         .await
-        .map_err(Error::Usage)?;
+        .map_err(Error::refused)?;
     println!("http://{}", server.addr());
     eprintln!(
         "serving task {} as the sim (seed {}) on http://{}: /v1/messages, /v1/chat/completions, /v1/responses; Ctrl-C stops",

@@ -1,6 +1,8 @@
 //! Stopping a run on SIGINT or SIGTERM, at any point: a thread of its own with its own runtime
 //! watches for them, so a run whose every worker thread is busy or blocked still stops at once.
 
+use std::sync::Arc;
+
 /// Runs `fut` until it ends or SIGINT/SIGTERM arrives. On a signal the run stops: the calls in
 /// flight are ended (their process groups and descendants killed), this process's workspaces are
 /// removed, and the process exits 130 (SIGINT) or 143 (SIGTERM). The run folder stays
@@ -30,13 +32,30 @@ pub(crate) async fn interruptible<T>(fut: impl std::future::Future<Output = T>) 
 /// Set by [`stop`] before it ends anything: the run is being stopped by a signal.
 static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Why the signals cannot be watched (the run goes on without, and a signal ends it as it is).
+#[derive(Debug, Clone, thiserror::Error)]
+enum WatchError {
+    /// The thread, its runtime or a handler could not be made.
+    #[error("{0}")]
+    Io(#[source] Arc<std::io::Error>),
+    /// The thread ended before it said whether its handlers are installed.
+    #[error("the thread did not start")]
+    NotStarted,
+}
+
+impl From<std::io::Error> for WatchError {
+    fn from(e: std::io::Error) -> WatchError {
+        WatchError::Io(Arc::new(e))
+    }
+}
+
 /// Starts the thread that stops the run on SIGINT or SIGTERM (once per process), and returns
 /// when its handlers are installed.
-fn watch_signals() -> Result<(), String> {
-    static STARTED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+fn watch_signals() -> Result<(), WatchError> {
+    static STARTED: std::sync::OnceLock<Result<(), WatchError>> = std::sync::OnceLock::new();
     STARTED
         .get_or_init(|| {
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), WatchError>>();
             std::thread::Builder::new()
                 .name("signals".into())
                 .spawn(move || {
@@ -47,7 +66,7 @@ fn watch_signals() -> Result<(), String> {
                     {
                         Ok(rt) => rt,
                         Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
+                            let _ = ready_tx.send(Err(e.into()));
                             return;
                         }
                     };
@@ -58,7 +77,7 @@ fn watch_signals() -> Result<(), String> {
                         ) {
                             (Ok(i), Ok(t)) => (i, t),
                             (Err(e), _) | (_, Err(e)) => {
-                                let _ = ready_tx.send(Err(e.to_string()));
+                                let _ = ready_tx.send(Err(e.into()));
                                 return;
                             }
                         };
@@ -70,10 +89,8 @@ fn watch_signals() -> Result<(), String> {
                         stop(code)
                     })
                 })
-                .map_err(|e| e.to_string())?;
-            ready_rx
-                .recv()
-                .unwrap_or_else(|_| Err("the thread did not start".into()))
+                .map_err(WatchError::from)?;
+            ready_rx.recv().unwrap_or(Err(WatchError::NotStarted))
         })
         .clone()
 }

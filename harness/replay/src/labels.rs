@@ -62,12 +62,22 @@ impl Labels {
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {
         // One reader of the labels format, shared with the judge's dataset builder.
         let parsed = harness_config::labels::parse_labels(name, text)?;
+        Ok(self.add_parsed(name, parsed))
+    }
+
+    /// Adds one labels file already parsed ([`harness_config::labels::parse_labels`]; `name`
+    /// names it). Returns how many prompts it labels.
+    pub fn add_parsed(
+        &mut self,
+        name: &str,
+        parsed: harness_core::judgement::SessionLabels,
+    ) -> usize {
         let index = self.files.len();
         self.files.push(name.to_string());
         if parsed.key == harness_core::judgement::LabelKey::Turn {
             let n = parsed.prompts();
             self.by_turn.push((index, parsed));
-            return Ok(n);
+            return n;
         }
         let mut n = 0;
         for (uuid, unit) in parsed.units {
@@ -76,7 +86,7 @@ impl Labels {
                 n += 1;
             }
         }
-        Ok(n)
+        n
     }
 
     /// The unit of each human turn of a session (one per human turn, in order), or `None` when none of its

@@ -24,6 +24,9 @@
 //! - [`judge`]: gathering boundary-judgement items and asking models ([`judge::answer`]: how a
 //!   model answers a card, `--answer tool|text`, `--grammar`; [`judge::fit`]: `--max-context`).
 //! - [`html`]: the pages, what the HTML pages need from a run's files.
+//! - [`sessions`]: recorded sessions from disk, the replay's IO side: the default places of your
+//!   own history (`~/.claude/projects`, `~/.codex/sessions`, ...), the session filters, the
+//!   import with its warnings, the unit labels.
 //!
 //! Beside them: [`cell`], the session loop of one cell, emitting events; [`exec_policy`]:
 //! `exec:COMMAND`, a policy as a process speaking JSON lines (docs/policy-protocol.md);
@@ -31,8 +34,7 @@
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
 //! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary); [`history`]: the default places of recorded sessions
-//! (`~/.claude/projects`, `~/.codex/sessions`, ...) and the session filters.
+//! embedded in the binary).
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
@@ -44,7 +46,6 @@ pub mod cell;
 mod cell_checks;
 pub mod exec_policy;
 pub mod execution;
-pub mod history;
 pub mod html;
 pub mod judge;
 pub mod merge;
@@ -52,6 +53,7 @@ pub mod progress;
 pub mod proxy;
 pub mod results;
 pub mod run;
+pub mod sessions;
 pub mod sim_server;
 pub mod tasks;
 pub mod tools;

@@ -16,6 +16,8 @@ use harness_core::prices::{PriceSource, PriceTable, Source};
 use harness_import::ImportedSession;
 use serde::Serialize;
 
+use super::SessionsError;
+
 /// A folder the default places name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
@@ -74,36 +76,29 @@ pub fn places(var: impl Fn(&str) -> Option<String>) -> Vec<Place> {
     out
 }
 
-/// The default places that exist, after saying on stderr which were read; when none exists,
-/// says where it looked and what to pass instead, and returns `None`.
-pub fn resolve(command: &str) -> Result<Vec<PathBuf>, String> {
+/// The default places that exist, after saying through `say` which were read; when none
+/// exists, the error says where it looked and what to pass instead (`command` names the
+/// command in its example).
+pub fn resolve(command: &str, say: &dyn Fn(&str)) -> Result<Vec<PathBuf>, SessionsError> {
     let all = places(|k| std::env::var(k).ok());
     let (found, missing): (Vec<&Place>, Vec<&Place>) = all.iter().partition(|p| p.path.is_dir());
     if found.is_empty() {
-        let looked: Vec<String> = all
-            .iter()
-            .map(|p| format!("{} ({}, from {})", p.path.display(), p.agent, p.from))
-            .collect();
-        return Err(format!(
-            "no session folder found: looked in {}. Pass session files or folders instead, e.g. `foldbench {command} path/to/sessions`, or set CLAUDE_CONFIG_DIR / CODEX_HOME",
-            if looked.is_empty() {
-                "nothing (HOME, CLAUDE_CONFIG_DIR and CODEX_HOME are unset)".to_string()
-            } else {
-                looked.join(", ")
-            }
-        ));
+        return Err(SessionsError::NoFolder {
+            looked: all,
+            command: command.to_string(),
+        });
     }
     let read: Vec<String> = found
         .iter()
         .map(|p| format!("{} ({})", p.path.display(), p.agent))
         .collect();
-    crate::progress::say(&format!("reading {}", read.join(", ")));
+    say(&format!("reading {}", read.join(", ")));
     if !missing.is_empty() {
         let names: Vec<String> = missing
             .iter()
             .map(|p| p.path.display().to_string())
             .collect();
-        crate::progress::say(&format!("not present: {}", names.join(", ")));
+        say(&format!("not present: {}", names.join(", ")));
     }
     Ok(found.into_iter().map(|p| p.path.clone()).collect())
 }
@@ -124,15 +119,16 @@ pub struct Filter {
 const DAY_MS: i64 = 86_400_000;
 
 /// Parses `--since`/`--until`: a date `YYYY-MM-DD`.
-pub fn parse_date(flag: &str, text: &str) -> Result<i64, String> {
+pub fn parse_date(flag: &'static str, text: &str) -> Result<i64, SessionsError> {
     let t = text.trim();
     let ok = t.len() == 10 && t.as_bytes()[4] == b'-' && t.as_bytes()[7] == b'-';
     match harness_import::timestamp_ms(t).filter(|_| ok) {
         // `2025-02-30` parses as a day of March: refuse what does not round-trip.
         Some(ms) if harness_import::date_of_ms(ms) == t => Ok(ms),
-        _ => Err(format!(
-            "{flag} `{text}`: expected a date YYYY-MM-DD (UTC), e.g. 2025-07-01"
-        )),
+        _ => Err(SessionsError::BadDate {
+            flag,
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -143,18 +139,17 @@ impl Filter {
         until: Option<&str>,
         project: Option<&str>,
         session: Option<&str>,
-    ) -> Result<Filter, String> {
+    ) -> Result<Filter, SessionsError> {
         let since_ms = since.map(|d| parse_date("--since", d)).transpose()?;
         let until_ms = until
             .map(|d| parse_date("--until", d).map(|ms| ms + DAY_MS))
             .transpose()?;
         if let (Some(s), Some(u)) = (since_ms, until_ms) {
             if u <= s {
-                return Err(format!(
-                    "--until {} is before --since {}",
-                    until.unwrap_or_default(),
-                    since.unwrap_or_default()
-                ));
+                return Err(SessionsError::UntilBeforeSince {
+                    since: since.unwrap_or_default().to_string(),
+                    until: until.unwrap_or_default().to_string(),
+                });
             }
         }
         Ok(Filter {
@@ -453,11 +448,19 @@ mod tests {
 
     #[test]
     fn dates_are_checked() {
-        assert_eq!(parse_date("--since", "1970-01-02"), Ok(DAY_MS));
+        assert_eq!(parse_date("--since", "1970-01-02").ok(), Some(DAY_MS));
         for bad in ["2025-02-30", "2025-7-1", "July", "2025-07-01T00:00:00Z"] {
-            assert!(parse_date("--since", bad).is_err(), "{bad}");
+            assert_eq!(
+                parse_date("--since", bad).unwrap_err().to_string(),
+                format!("--since `{bad}`: expected a date YYYY-MM-DD (UTC), e.g. 2025-07-01")
+            );
         }
-        assert!(Filter::new(Some("2025-07-02"), Some("2025-07-01"), None, None).is_err());
+        assert_eq!(
+            Filter::new(Some("2025-07-02"), Some("2025-07-01"), None, None)
+                .unwrap_err()
+                .to_string(),
+            "--until 2025-07-01 is before --since 2025-07-02"
+        );
         assert!(Filter::new(Some("2025-07-01"), Some("2025-07-01"), None, None).is_ok());
     }
 }
