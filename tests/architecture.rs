@@ -547,3 +547,211 @@ fn a_policys_decisions_are_interpreted_by_the_driver_alone() {
         "a policy's decisions matched outside harness_core::driver (host the driver instead): {found:#?}"
     );
 }
+
+/// A string literal of Rust code: its text, its line (1-based), the innermost `[` it stands in
+/// (numbered in order of opening) and whether a `|` joins it to the literal before it.
+struct Literal {
+    text: String,
+    line: usize,
+    bracket: Option<usize>,
+    joined: bool,
+}
+
+/// The string literals of `code` (comments, char literals and lifetimes passed over).
+fn literals(code: &str) -> Vec<Literal> {
+    let c: Vec<char> = code.chars().collect();
+    let (mut out, mut brackets, mut opened) = (Vec::new(), Vec::new(), 0usize);
+    let (mut i, mut line) = (0, 1);
+    // What came last, white space and comments aside: a literal (`'s'`), a lone `|` (`'|'`),
+    // anything else (`'o'`); and before that.
+    let (mut last, mut before) = ('o', 'o');
+    let step = |last: &mut char, before: &mut char, now: char| {
+        *before = *last;
+        *last = now;
+    };
+    while i < c.len() {
+        let ch = c[i];
+        let next = c.get(i + 1).copied();
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '/' && next == Some('/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if ch == '/' && next == Some('*') {
+            i += 2;
+            while i < c.len() && !(c[i] == '*' && c.get(i + 1) == Some(&'/')) {
+                line += usize::from(c[i] == '\n');
+                i += 1;
+            }
+            i += 2;
+        } else if ch == '"' || (ch == 'r' && matches!(next, Some('"' | '#'))) {
+            // A string, or a raw string `r#"…"#` or `br"…"` (an `r` ending a name is not one).
+            let raw = ch == 'r';
+            let ident = |k: usize| c[k].is_alphanumeric() || c[k] == '_';
+            let named = i > 0 && ident(i - 1) && !(c[i - 1] == 'b' && (i < 2 || !ident(i - 2)));
+            if raw && named {
+                i += 1;
+                step(&mut last, &mut before, 'o');
+                continue;
+            }
+            let hashes = if raw {
+                c[i + 1..].iter().take_while(|x| **x == '#').count()
+            } else {
+                0
+            };
+            let (start_line, mut j) = (line, i + usize::from(raw) + hashes + 1);
+            let mut text = String::new();
+            while j < c.len() {
+                let closes = c[j] == '"' && c[j + 1..].iter().take(hashes).all(|x| *x == '#');
+                if closes && c[j + 1..].len() >= hashes {
+                    break;
+                }
+                if c[j] == '\\' && !raw {
+                    text.push(c[j]);
+                    j += 1;
+                }
+                line += usize::from(c[j] == '\n');
+                text.push(c[j]);
+                j += 1;
+            }
+            i = j + 1 + hashes;
+            out.push(Literal {
+                text,
+                line: start_line,
+                bracket: brackets.last().copied(),
+                joined: last == '|' && before == 's',
+            });
+            step(&mut last, &mut before, 's');
+        } else if ch == '\'' {
+            // A char literal (`'x'`, `'\n'`) or a lifetime (`'a`).
+            i += match (next, c.get(i + 2)) {
+                (Some('\\'), _) => 3 + c[i + 3..].iter().take_while(|x| **x != '\'').count() + 1,
+                (_, Some('\'')) => 3,
+                _ => 1,
+            };
+            step(&mut last, &mut before, 'o');
+        } else {
+            match ch {
+                '[' => {
+                    opened += 1;
+                    brackets.push(opened);
+                }
+                ']' => {
+                    brackets.pop();
+                }
+                _ => {}
+            }
+            let lone_bar = ch == '|' && next != Some('|') && next != Some('=');
+            i += if ch == '|' && !lone_bar { 2 } else { 1 };
+            step(&mut last, &mut before, if lone_bar { '|' } else { 'o' });
+        }
+    }
+    out
+}
+
+/// The lines of `code` where two or more of `names` stand in one list: string literals in the
+/// same `[…]` (an array, a slice, a `vec!`), or joined by `|` (a match's or-pattern).
+fn lists_of_names(code: &str, names: &[&str]) -> Vec<usize> {
+    let lits = literals(code);
+    let mut groups: Vec<(usize, std::collections::BTreeSet<&str>)> = Vec::new();
+    let mut by_bracket = std::collections::BTreeMap::new();
+    let mut chain: Option<usize> = None;
+    for l in &lits {
+        let name = names.iter().find(|n| **n == l.text).copied();
+        // An or-pattern: a chain of literals joined by `|`.
+        chain = match chain {
+            Some(g) if l.joined => Some(g),
+            _ => {
+                groups.push((l.line, Default::default()));
+                Some(groups.len() - 1)
+            }
+        };
+        if let Some(n) = name {
+            groups[chain.unwrap()].1.insert(n);
+            if let Some(b) = l.bracket {
+                let g = *by_bracket.entry(b).or_insert_with(|| {
+                    groups.push((l.line, Default::default()));
+                    groups.len() - 1
+                });
+                groups[g].1.insert(n);
+            }
+        }
+    }
+    let mut lines: Vec<usize> = groups
+        .into_iter()
+        .filter(|(_, set)| set.len() >= 2)
+        .map(|(line, _)| line)
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+}
+
+#[test]
+fn a_list_of_tool_names_is_found() {
+    let names = ["read_file", "grep", "shell", "edit_file", "write_file"];
+    let found = |code: &str| lists_of_names(code, &names);
+    assert_eq!(found(r#"const R: [&str; 2] = ["read_file", "grep"];"#), [1]);
+    assert_eq!(
+        found("let x = 1;\nlet v = vec![\n  (\"grep\", 1),\n  (\"shell\", 2),\n];"),
+        [3]
+    );
+    assert_eq!(
+        found(r#"match n { "edit_file" | "write_file" => 1, _ => 0 }"#),
+        [1]
+    );
+    assert_eq!(found(r#"matches!(n, "read_file" | "Read" | "grep")"#), [1]);
+    assert_eq!(found(r#"let t = &["read_file", r"grep"];"#), [1]);
+    // One tool name in a list or a pattern is not a list of them.
+    assert!(found(r#"["cat", "ls", "grep"]; "cat" | "ls" | "grep" => 1"#).is_empty());
+    assert!(found(r#"let a = ["grep"]; let b = ["shell"]; let c = ["x", "grep"];"#).is_empty());
+    // Arms of one tool each, comparisons, comments, char literals and other strings are not.
+    assert!(found("match n {\n \"grep\" => 1,\n \"shell\" => 2,\n _ => 3 }").is_empty());
+    assert!(
+        found(r#"a == "grep" || b == "shell"; x |= y; f(|c| c == "shell", "grep")"#).is_empty()
+    );
+    assert!(found("// [\"grep\", \"shell\"]\n/* \"grep\" | \"shell\" */ let c = '|';").is_empty());
+    assert!(found(r##"let s = r#"["grep", "shell"]"#; let q = "a \" | \" b";"##).is_empty());
+    assert!(found(r#"let s = "grep"; let t: &'static str = "shell";"#).is_empty());
+    assert!(found(r##"let q = ['\'', '"']; let b = br#"["grep", "shell"]"#; x.br"##).is_empty());
+    assert_eq!(
+        found(r#"let q = '\''; let u = '\u{22}'; ["grep", "shell"]"#),
+        [1]
+    );
+}
+
+/// The workspace tools are described once (`harness_core::tools`): no other list of their
+/// names in library code — no array or slice of them, no or-pattern over them. A place that
+/// needs a set of tools asks the descriptor (`reads_only`, `path_arg`, `sim_reruns`, …); a
+/// single tool's own behaviour may still name it.
+#[test]
+fn the_tool_descriptor_is_the_only_list_of_tool_names() {
+    let names = harness_core::tools::names();
+    assert_eq!(names.len(), harness_core::tools::TOOLS.len());
+    let mut found = Vec::new();
+    let mut read = 0;
+    for f in sources(&["harness", "policies"]) {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let library = rel.contains("/src/") && name != "tests.rs" && !name.ends_with("_tests.rs");
+        if !library || rel == "harness/core/src/tools.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        // A file's tests sit at its end, after `#[cfg(test)]`.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        read += 1;
+        for line in lists_of_names(code, &names) {
+            found.push(format!("{rel}:{line}"));
+        }
+    }
+    assert!(read > 100, "{read} files read");
+    assert!(
+        found.is_empty(),
+        "a list of workspace tool names outside harness_core::tools (ask the descriptor instead): {found:#?}"
+    );
+}

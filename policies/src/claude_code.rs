@@ -30,10 +30,10 @@ pub const NAME: &str = "claude-code";
 /// What a microcompacted result says.
 pub const CLEARED: &str = "[Old tool result content cleared]";
 
-/// The tools whose results microcompaction clears: Claude Code's own (Read, Bash, Grep, Glob,
-/// WebSearch, WebFetch, Edit, Write), foldbench's workspace tools that do the same jobs, and the
-/// names recorded Codex sessions give them.
-pub const CLEARED_TOOLS: [&str; 17] = [
+/// The tools whose results microcompaction clears besides foldbench's workspace tools (which do
+/// the same jobs; [`is_cleared`]): Claude Code's own (Read, Bash, Grep, Glob, WebSearch,
+/// WebFetch, Edit, Write) and the names recorded Codex sessions give them.
+pub const CLEARED_TOOLS: [&str; 11] = [
     "Read",
     "Bash",
     "Grep",
@@ -43,15 +43,15 @@ pub const CLEARED_TOOLS: [&str; 17] = [
     "Edit",
     "Write",
     "MultiEdit",
-    "read_file",
-    "shell",
-    "grep",
-    "list_files",
-    "edit_file",
-    "write_file",
     "exec_command",
     "apply_patch",
 ];
+
+/// Whether microcompaction clears the results of the tool `name`: one of [`CLEARED_TOOLS`] or a
+/// workspace tool ([`harness_core::tools::TOOLS`]).
+pub fn is_cleared(name: &str) -> bool {
+    CLEARED_TOOLS.contains(&name) || harness_core::tools::find(name).is_some()
+}
 
 /// Claude Code's microcompaction and auto-compaction.
 #[derive(Debug)]
@@ -167,9 +167,7 @@ impl ClaudeCode {
             .filter(|m| {
                 view::is_result(m)
                     && !self.cleared.contains(&m.id)
-                    && m.tool_name
-                        .as_deref()
-                        .is_some_and(|t| CLEARED_TOOLS.contains(&t))
+                    && m.tool_name.as_deref().is_some_and(is_cleared)
             })
             .map(|m| m.id)
             .collect();

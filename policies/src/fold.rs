@@ -451,7 +451,8 @@ impl Policy for Fold {
 
     fn refuse_workspace_tool(&self, call: &ToolCall) -> Option<String> {
         let m = self.mode.as_ref()?;
-        (m.name == "intent" && matches!(call.name.as_str(), "edit_file" | "write_file"))
+        let writes = harness_core::tools::find(&call.name).is_some_and(|t| t.writes_its_path());
+        (m.name == "intent" && writes)
             .then(|| format!("error: the intent strategy is read-only: {} is refused; yield the strategy to make changes", call.name))
     }
 

@@ -304,8 +304,8 @@ fn policy_errors(replays: &[SessionReplay]) -> usize {
             n += 1;
             eprintln!(
                 "error: session {} ({}), policy `{}`: {}",
-                s.id,
-                s.source,
+                s.session.id,
+                s.session.source,
                 p.policy,
                 p.error.as_deref().unwrap_or_default()
             );
@@ -549,8 +549,8 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 .enumerate()
                 .map(move |(k, parts)| CompositionLine {
                     version: 1,
-                    session: &c.id,
-                    source: &c.source,
+                    session: &c.session.id,
+                    source: &c.session.source,
                     request: k,
                     turn: s
                         .requests

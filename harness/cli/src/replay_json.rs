@@ -4,7 +4,7 @@ use std::path::Path;
 
 use harness_replay::report::PolicySummary;
 use harness_replay::truth::ErrorStats;
-use harness_replay::{JudgeKind, SessionReplay};
+use harness_replay::{JudgeKind, SessionHeader, SessionReplay};
 use harness_runner::results::write_lines;
 use serde::Serialize;
 
@@ -42,14 +42,8 @@ pub(crate) struct ReplayJson<'a> {
 
 #[derive(Serialize)]
 pub(crate) struct SessionJson<'a> {
-    pub(crate) id: &'a str,
-    pub(crate) source: &'a str,
-    pub(crate) format: harness_import::Format,
-    pub(crate) parent: Option<&'a str>,
-    pub(crate) project: &'a str,
-    pub(crate) date: Option<&'a str>,
-    pub(crate) model: Option<&'a str>,
-    pub(crate) turns: u32,
+    #[serde(flatten)]
+    pub(crate) session: &'a SessionHeader,
     pub(crate) requests: usize,
     pub(crate) judge: JudgeKind,
     pub(crate) prefix_tokens: u32,
@@ -77,14 +71,7 @@ pub(crate) struct SessionPolicyJson<'a> {
 
 pub(crate) fn session_json(s: &SessionReplay) -> SessionJson<'_> {
     SessionJson {
-        id: &s.id,
-        source: &s.source,
-        format: s.format,
-        parent: s.parent.as_deref(),
-        project: &s.project,
-        date: s.date.as_deref(),
-        model: s.model.as_deref(),
-        turns: s.turns,
+        session: &s.session,
         requests: s.recorded.len(),
         judge: s.judge,
         prefix_tokens: s.prefix.tokens,
@@ -119,8 +106,8 @@ pub(crate) fn write_requests(path: &Path, replays: &[SessionReplay]) -> Result<(
         s.policies.iter().flat_map(move |p| {
             p.requests.iter().map(move |r| RequestLine {
                 version: 1,
-                session: &s.id,
-                source: &s.source,
+                session: &s.session.id,
+                source: &s.session.source,
                 policy: &p.policy,
                 request: r,
                 recorded_tokens: r.request.and_then(|k| s.recorded.get(k).copied().flatten()),

@@ -31,13 +31,10 @@ pub struct TurnInfo {
 
 /// The path a tool call touches, if it names one.
 pub fn call_path(call: &ToolCall) -> Option<String> {
+    if let Some(tool) = crate::tools::find(&call.name) {
+        return tool.path_of(call);
+    }
     match call.name.as_str() {
-        "read_file" | "edit_file" | "write_file" => call.str_arg("path").map(normalize_path),
-        "grep" | "list_files" => Some(
-            call.str_arg("path")
-                .map(normalize_path)
-                .unwrap_or_else(|| ".".to_string()),
-        ),
         // Claude Code's tools, so cards and results of imported sessions name their paths too.
         "Read" | "Edit" | "MultiEdit" | "Write" => call.str_arg("file_path").map(normalize_path),
         "NotebookEdit" | "NotebookRead" => call.str_arg("notebook_path").map(normalize_path),

@@ -23,7 +23,8 @@
 //! - [`fold`]: the card, `fold_unit` legality, the archive text and the fold result;
 //!   [`session`]: what the live loop and the replay share (the archive folder, the compaction
 //!   prompt, archiving a splice).
-//! - [`spec`]: the types a task spec is read into.
+//! - [`spec`]: the types a task spec is read into; [`tools`]: the workspace tools, each
+//!   described once (name, schema, arguments, whether it only reads, its path, the sim's use).
 //! - [`events`]: the plain-data events of the session loop; [`metrics`] computes a cell's
 //!   numbers from them; [`record`] is the versioned cell record; [`regression`] says which
 //!   metrics `compare` judges and how much worse each may get.
@@ -60,4 +61,5 @@ pub mod spec;
 pub mod suggest;
 pub mod text_agent;
 pub mod tokens;
+pub mod tools;
 pub mod upstream;

@@ -52,6 +52,7 @@ use crate::metrics::DELEGATE_TOOL;
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
+use crate::tools;
 
 #[path = "sim_delegate.rs"]
 mod delegate;
@@ -77,9 +78,6 @@ impl Default for SimConfig {
         }
     }
 }
-
-/// Tools that only read, which the re-check noise may repeat.
-const READ_TOOLS: [&str; 3] = ["read_file", "grep", "list_files"];
 
 /// The most re-runs (calls the request shows, reads of paths it names) tried for one fact in a
 /// turn: an agent re-reads the few things it can see, it does not read every file named.
@@ -546,7 +544,7 @@ impl Sim {
             .messages
             .iter()
             .flat_map(|m| &m.tool_calls)
-            .filter(|c| READ_TOOLS.contains(&c.name.as_str()) && visible.contains(c.id.as_str()))
+            .filter(|c| tools::reads_only(&c.name) && visible.contains(c.id.as_str()))
             .collect();
         if candidates.is_empty() {
             return None;
@@ -649,7 +647,7 @@ fn recovery_candidates(
         }
     };
     for c in req.messages.iter().flat_map(|m| &m.tool_calls) {
-        if READ_TOOLS.contains(&c.name.as_str()) || c.name == "shell" {
+        if tools::find(&c.name).is_some_and(|t| t.sim_reruns) {
             add(&c.name, c.args.clone());
         }
     }

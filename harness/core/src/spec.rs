@@ -3,16 +3,6 @@
 
 use serde::Serialize;
 
-/// The workspace tools a script step may call.
-pub const WORKSPACE_TOOLS: [&str; 6] = [
-    "read_file",
-    "list_files",
-    "grep",
-    "edit_file",
-    "write_file",
-    "shell",
-];
-
 /// Strategy modes (docs/design.md §7).
 pub const MODES: [&str; 4] = ["errand", "triage", "intent", "counsel"];
 
@@ -148,7 +138,7 @@ impl Need {
 pub enum Action {
     /// A workspace tool call.
     Tool {
-        /// Tool name (one of [`WORKSPACE_TOOLS`]).
+        /// Tool name (one of [`crate::tools::TOOLS`]).
         name: String,
         /// Arguments.
         args: serde_json::Value,

@@ -13,10 +13,10 @@
 //! `none` context ([`crate::engine::none_context`]): no processing at all. With the fixed prefix
 //! (system prompt and tools) the four parts add up to the `none` request size.
 
-use harness_import::{Format, ImportedSession};
+use harness_import::ImportedSession;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{estimate_prefix, is_conclusion};
+use crate::engine::{estimate_prefix, is_conclusion, SessionHeader};
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 use harness_core::message::MessageKind;
@@ -65,25 +65,9 @@ impl Composition {
 /// The composition of one session's requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionComposition {
-    /// The session's id.
-    pub id: String,
-    /// The file it came from.
-    pub source: String,
-    /// Its format.
-    pub format: Format,
-    /// The parent of a sidechain, subagent or fork.
-    pub parent: Option<String>,
-    /// The project it worked on ([`ImportedSession::project`]).
-    #[serde(default)]
-    pub project: String,
-    /// The UTC date it started (`YYYY-MM-DD`), when recorded.
-    #[serde(default)]
-    pub date: Option<String>,
-    /// The model most of its requests name, when recorded.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Human turns.
-    pub turns: u32,
+    /// Which session it is.
+    #[serde(flatten)]
+    pub session: SessionHeader,
     /// Units of work (by the judge).
     pub units: usize,
     /// The judge in effect.
@@ -155,17 +139,45 @@ pub fn analyze_session(
         requests.push(c);
     }
     SessionComposition {
-        id: session.id.clone(),
-        source: session.source.clone(),
-        format: session.format,
-        parent: session.parent.clone(),
-        project: session.project(),
-        date: session.date(),
-        model: session.model().map(str::to_string),
-        turns: turns.last(),
+        session: SessionHeader::of(session, turns.last()),
         units: units.len(),
         judge: turns.judge(),
         requests,
         total,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_import::Format;
+
+    #[test]
+    fn the_session_header_is_flattened_into_the_json_and_read_back() {
+        let c = SessionComposition {
+            session: SessionHeader {
+                id: "s1".into(),
+                source: "a.jsonl".into(),
+                format: Format::ClaudeCode,
+                parent: None,
+                project: "p".into(),
+                date: Some("2026-01-02".into()),
+                model: None,
+                turns: 3,
+            },
+            units: 2,
+            judge: JudgeKind::Lexical,
+            requests: vec![],
+            total: Composition::default(),
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            json.starts_with(
+                r#"{"id":"s1","source":"a.jsonl","format":"claude-code","parent":null,"project":"p","date":"2026-01-02","model":null,"turns":3,"units":2,"#
+            ),
+            "{json}"
+        );
+        let back: SessionComposition = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
     }
 }

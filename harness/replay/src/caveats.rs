@@ -47,7 +47,7 @@ impl LexicalAgreement {
 pub fn projects(replays: &[SessionReplay]) -> usize {
     replays
         .iter()
-        .map(|s| crate::hidden::index::project(&s.source))
+        .map(|s| crate::hidden::index::project(&s.session.source))
         .collect::<BTreeSet<_>>()
         .len()
 }

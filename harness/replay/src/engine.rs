@@ -308,9 +308,10 @@ impl PolicyReplay {
     }
 }
 
-/// Every policy over one session.
+/// Which recorded session a result is about: what [`SessionReplay`] and
+/// [`crate::analyze::SessionComposition`] both begin with (flattened into their JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionReplay {
+pub struct SessionHeader {
     /// The session's id.
     pub id: String,
     /// The file it came from.
@@ -330,6 +331,30 @@ pub struct SessionReplay {
     pub model: Option<String>,
     /// Human turns.
     pub turns: u32,
+}
+
+impl SessionHeader {
+    /// The header of `session`, whose judged turns number `turns`.
+    pub fn of(session: &ImportedSession, turns: u32) -> SessionHeader {
+        SessionHeader {
+            id: session.id.clone(),
+            source: session.source.clone(),
+            format: session.format,
+            parent: session.parent.clone(),
+            project: session.project(),
+            date: session.date(),
+            model: session.model().map(str::to_string),
+            turns,
+        }
+    }
+}
+
+/// Every policy over one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionReplay {
+    /// Which session it is.
+    #[serde(flatten)]
+    pub session: SessionHeader,
     /// The fixed prefix every request carries (policies' own tools are added per policy).
     pub prefix: Prefix,
     /// The judge in effect (`lexical` for a session the labels do not cover).
@@ -447,14 +472,7 @@ impl Replayer {
             })
             .collect();
         SessionReplay {
-            id: session.id.clone(),
-            source: session.source.clone(),
-            format: session.format,
-            parent: session.parent.clone(),
-            project: session.project(),
-            date: session.date(),
-            model: session.model().map(str::to_string),
-            turns: turns.last(),
+            session: SessionHeader::of(session, turns.last()),
             prefix,
             judge: turns.judge(),
             labelled: turns.labelled(),

@@ -58,7 +58,8 @@ pub mod truth;
 
 pub use analyze::{analyze_session, Composition, SessionComposition};
 pub use engine::{
-    PolicyReplay, ReplayConfig, ReplayError, ReplayedRequest, Replayer, SessionReplay,
+    PolicyReplay, ReplayConfig, ReplayError, ReplayedRequest, Replayer, SessionHeader,
+    SessionReplay,
 };
 pub use labels::Labels;
 pub use points::JudgeKind;

@@ -155,7 +155,7 @@ fn turns_block(s: &SessionReplay, session: Option<&ImportedSession>) -> Block {
         .collect();
     headers.extend(s.policies.iter().map(|p| format!("{}: last req", p.policy)));
     let mut rows = Vec::new();
-    for t in 1..=s.turns {
+    for t in 1..=s.session.turns {
         let user = session
             .and_then(|x| x.human_turns.iter().find(|h| h.turn == t))
             .map(|h| cut(&h.text, 240))
@@ -358,11 +358,11 @@ pub fn replay_page(
     let groups = replays
         .iter()
         .map(|s| {
-            let session = sessions.iter().find(|x| x.id == s.id && x.source == s.source);
+            let session = sessions.iter().find(|x| x.id == s.session.id && x.source == s.session.source);
             let sub = subagents
                 .iter()
-                .find(|x| x.session == s.id && x.source == s.source);
-            let mut facts = vec![format!("{} ({})", s.source, s.id)];
+                .find(|x| x.session == s.session.id && x.source == s.session.source);
+            let mut facts = vec![format!("{} ({})", s.session.source, s.session.id)];
             facts.extend(s
                 .policies
                 .iter()
@@ -383,9 +383,9 @@ pub fn replay_page(
             Group {
                 title: format!(
                     "{} · {} · {} turns · {} requests",
-                    short_id(&s.id),
-                    s.format,
-                    s.turns,
+                    short_id(&s.session.id),
+                    s.session.format,
+                    s.session.turns,
                     s.recorded.len()
                 ),
                 facts,

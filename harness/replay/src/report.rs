@@ -478,7 +478,7 @@ pub const TOKENS_NOTE: &str = "total input: every replayed request, compaction c
 /// `compact` that never fired.
 pub fn replay_notes(replays: &[SessionReplay], rows: &[PolicySummary], window: u64) -> Vec<String> {
     let mut notes = Vec::new();
-    let single = replays.iter().filter(|s| s.turns < 2).count();
+    let single = replays.iter().filter(|s| s.session.turns < 2).count();
     if single > 0 {
         notes.push(format!(
             "{single} of {} sessions have fewer than two human turns (subagents, one-prompt sessions): no policy changes them (the turn in progress is never folded; trim keeps its results), so they pull the medians over sessions towards 1.00×.",
@@ -571,17 +571,19 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
         |r: Option<(f64, f64)>| r.map_or_else(|| "–".into(), |(m, l)| format!("{m:.2} / {l:.2}"));
     let listed: Vec<&SessionReplay> = replays
         .iter()
-        .filter(|s| s.turns >= min_turns && s.policy(NONE).is_some_and(|p| !p.sizes().is_empty()))
+        .filter(|s| {
+            s.session.turns >= min_turns && s.policy(NONE).is_some_and(|p| !p.sizes().is_empty())
+        })
         .collect();
     let mut rows: Vec<Vec<String>> = listed
         .iter()
         .map(|s| {
             let none = SizeStats::of(&s.policy(NONE).map(|p| p.sizes()).unwrap_or_default());
             let mut row = vec![
-                s.project.clone(),
-                s.date.clone().unwrap_or_default(),
-                short_id(&s.id),
-                s.turns.to_string(),
+                s.session.project.clone(),
+                s.session.date.clone().unwrap_or_default(),
+                short_id(&s.session.id),
+                s.session.turns.to_string(),
                 s.recorded.len().to_string(),
                 tokens(none.median),
                 group_thousands(none.last),
@@ -731,18 +733,18 @@ pub fn composition_table(sessions: &[SessionComposition], min_turns: u32) -> Tab
         };
     let listed: Vec<&SessionComposition> = sessions
         .iter()
-        .filter(|s| s.turns >= min_turns && !s.requests.is_empty())
+        .filter(|s| s.session.turns >= min_turns && !s.requests.is_empty())
         .collect();
     let mut rows: Vec<Vec<String>> = listed
         .iter()
         .map(|s| {
             row(
                 [
-                    s.project.clone(),
-                    s.date.clone().unwrap_or_default(),
-                    short_id(&s.id),
+                    s.session.project.clone(),
+                    s.session.date.clone().unwrap_or_default(),
+                    short_id(&s.session.id),
                 ],
-                s.turns.to_string(),
+                s.session.turns.to_string(),
                 s.units.to_string(),
                 s.requests.len(),
                 &s.total,

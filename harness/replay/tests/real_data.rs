@@ -112,7 +112,7 @@ fn check_folder(dir: &std::path::Path) {
                 part.total(),
                 none.requests[k].tokens,
                 "{} request {k}",
-                c.id
+                c.session.id
             );
         }
     }

@@ -12,9 +12,9 @@
 
 use harness_core::record::{CellRecord, Status};
 
-use crate::html::{colour, escape};
+use crate::html::escape;
 use crate::render::Table;
-use crate::svg::ticks;
+use crate::svg::{colour, polyline_points, ticks, Frame};
 
 /// One arm on the two axes.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,12 +175,8 @@ pub fn table(points: &[Point], axes: &Axes) -> Option<Table> {
     })
 }
 
-const W: f64 = 640.0;
-const H: f64 = 320.0;
-const LEFT: f64 = 60.0;
-const RIGHT: f64 = 150.0;
-const TOP: f64 = 14.0;
-const BOTTOM: f64 = 44.0;
+/// The frontier chart's frame (the arms' labels may use the right margin).
+const FRAME: Frame = Frame::new(640.0, 320.0, [60.0, 150.0, 14.0, 44.0]);
 
 /// The frontier as an inline SVG chart in a `<figure class="frontier">`: cost across, loss up,
 /// one `circle.arm` per point (`data-arm`, filled on the frontier, hollow off it, in the arm's
@@ -194,60 +190,64 @@ pub fn svg(points: &[Point], axes: &Axes) -> String {
     let xmax = xt.last().copied().unwrap_or(xmax_data).max(xmax_data);
     let yt = ticks(0.0, if ymax_data > 0.0 { ymax_data } else { 1.0 }, 4);
     let ymax = yt.last().copied().unwrap_or(1.0).max(ymax_data).max(1e-9);
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let x = |v: f64| LEFT + pw * v / xmax;
-    let y = |v: f64| TOP + ph - ph * v / ymax;
+    let Frame {
+        width,
+        height,
+        left,
+        top,
+        ..
+    } = FRAME;
+    let (pw, ph) = (FRAME.plot_width(), FRAME.plot_height());
+    let x = |v: f64| FRAME.x(v, xmax);
+    let y = |v: f64| FRAME.y(v, ymax);
     let on = points.iter().filter(|p| p.frontier).count();
     let mut s = format!(
-        "<figure class=\"frontier\" data-points=\"{}\" data-frontier=\"{on}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"the cost–loss frontier\" style=\"width:100%;max-width:{W}px;height:auto;display:block\" font-family=\"sans-serif\" font-size=\"11\">\n",
+        "<figure class=\"frontier\" data-points=\"{}\" data-frontier=\"{on}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"the cost–loss frontier\" style=\"width:100%;max-width:{width}px;height:auto;display:block\" font-family=\"sans-serif\" font-size=\"11\">\n",
         points.len()
     );
     for t in &yt {
         s.push_str(&format!(
-            "<line x1=\"{LEFT}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#e3e3e3\"/><text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\" fill=\"#555\">{4}</text>\n",
+            "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#e3e3e3\"/><text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\" fill=\"#555\">{4}</text>\n",
             y(*t),
-            LEFT + pw,
-            LEFT - 6.0,
+            left + pw,
+            left - 6.0,
             y(*t) + 4.0,
             tick(*t)
         ));
     }
     for t in &xt {
         s.push_str(&format!(
-            "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#e3e3e3\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\" fill=\"#555\">{3}×</text>\n",
+            "<line x1=\"{0:.1}\" y1=\"{top}\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#e3e3e3\"/><text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\" fill=\"#555\">{3}×</text>\n",
             x(*t),
-            TOP + ph,
-            TOP + ph + 16.0,
+            top + ph,
+            top + ph + 16.0,
             tick(*t)
         ));
     }
     s.push_str(&format!(
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n<text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
-        LEFT + pw / 2.0,
-        H - 8.0,
+        left + pw / 2.0,
+        height - 8.0,
         escape(&axes.cost),
-        TOP + ph / 2.0,
-        TOP + ph / 2.0,
+        top + ph / 2.0,
+        top + ph / 2.0,
         escape(&axes.loss)
     ));
-    let xy = |p: &Point| format!("{:.1},{:.1}", x(p.cost), y(p.loss));
+    let at: Vec<(f64, f64)> = points.iter().map(|p| (x(p.cost), y(p.loss))).collect();
     for sweep in sweeps(points) {
-        let pts: Vec<String> = sweep.iter().map(|&i| xy(&points[i])).collect();
         s.push_str(&format!(
             "<polyline class=\"sweep\" data-sweep=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n",
             escape(family(&points[sweep[0]].arm)),
-            pts.join(" "),
+            polyline_points(sweep.iter().map(|&i| at[i])),
             colour(sweep[0])
         ));
     }
     let mut front: Vec<&Point> = points.iter().filter(|p| p.frontier).collect();
     front.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(b.loss.total_cmp(&a.loss)));
-    let line: Vec<String> = front.iter().map(|p| xy(p)).collect();
     s.push_str(&format!(
         "<polyline class=\"frontier-line\" points=\"{}\" fill=\"none\" stroke=\"#222\" stroke-width=\"2\"/>\n",
-        line.join(" ")
+        polyline_points(front.iter().map(|p| (x(p.cost), y(p.loss))))
     ));
-    let at: Vec<(f64, f64)> = points.iter().map(|p| (x(p.cost), y(p.loss))).collect();
     for (i, p) in points.iter().enumerate() {
         let c = colour(i);
         s.push_str(&format!(
@@ -265,10 +265,10 @@ pub fn svg(points: &[Point], axes: &Axes) -> String {
     }
     // The cost axis's numbers under the plot: no label over them.
     let ticks_row = (
-        LEFT - 20.0,
-        TOP + ph + 4.0,
-        LEFT + pw + 20.0,
-        TOP + ph + 20.0,
+        left - 20.0,
+        top + ph + 4.0,
+        left + pw + 20.0,
+        top + ph + 20.0,
     );
     for l in place_labels(points, &at, &[ticks_row]) {
         let spans: Vec<String> = l
@@ -371,8 +371,8 @@ fn place_labels(points: &[Point], at: &[(f64, f64)], avoid: &[Rect]) -> Vec<Labe
         let fits = |r: Rect| {
             r.0 >= 0.0
                 && r.1 >= 0.0
-                && r.2 <= W
-                && r.3 <= H
+                && r.2 <= FRAME.width
+                && r.3 <= FRAME.height
                 && !placed.iter().chain(&dots).any(|&o| overlap(r, o))
         };
         let (lx, ly) = places
@@ -549,7 +549,10 @@ mod tests {
         let rect = |l: &Label| (l.x, l.y - LINE_H + 2.0, l.x + l.w, l.y + 3.0);
         for (i, a) in labels.iter().enumerate() {
             let r = rect(a);
-            assert!(r.0 >= 0.0 && r.2 <= W && r.1 >= 0.0 && r.3 <= H, "{a:?}");
+            assert!(
+                r.0 >= 0.0 && r.2 <= FRAME.width && r.1 >= 0.0 && r.3 <= FRAME.height,
+                "{a:?}"
+            );
             for b in &labels[i + 1..] {
                 assert!(!overlap(r, rect(b)), "{a:?} and {b:?}");
             }

@@ -17,15 +17,75 @@ const PALETTE: [&str; 10] = [
     "#9c755f", "#bab0ac",
 ];
 
+/// The colour of the `i`-th series (or segment) of every chart, this module's and the HTML
+/// page's, so an arm keeps its colour from chart to chart.
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// A chart's size and the margins around its plot area, in pixels: what every chart (this
+/// module's, the HTML page's request charts, the frontier) places its marks by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Frame {
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    pub(crate) left: f64,
+    pub(crate) right: f64,
+    pub(crate) top: f64,
+    pub(crate) bottom: f64,
+}
+
+impl Frame {
+    /// A frame `width` × `height` with the margins left, right, top and bottom.
+    pub(crate) const fn new(width: f64, height: f64, margins: [f64; 4]) -> Frame {
+        let [left, right, top, bottom] = margins;
+        Frame {
+            width,
+            height,
+            left,
+            right,
+            top,
+            bottom,
+        }
+    }
+
+    /// The plot area's width.
+    pub(crate) fn plot_width(&self) -> f64 {
+        self.width - self.left - self.right
+    }
+
+    /// The plot area's height.
+    pub(crate) fn plot_height(&self) -> f64 {
+        self.height - self.top - self.bottom
+    }
+
+    /// Where `v` stands across, on an axis from 0 at the plot's left edge to `max` at its right.
+    pub(crate) fn x(&self, v: f64, max: f64) -> f64 {
+        self.left + self.plot_width() * v / max
+    }
+
+    /// Where `v` stands up, on an axis from 0 at the plot's bottom edge to `max` at its top.
+    pub(crate) fn y(&self, v: f64, max: f64) -> f64 {
+        let ph = self.plot_height();
+        self.top + ph - ph * v / max
+    }
+}
+
+/// The points of a `<polyline>`: `x,y` with one decimal each, separated by spaces (so the same
+/// chart is the same bytes).
+pub(crate) fn polyline_points(at: impl IntoIterator<Item = (f64, f64)>) -> String {
+    let pts: Vec<String> = at
+        .into_iter()
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect();
+    pts.join(" ")
+}
+
 /// Dash patterns, so lines that coincide stay visible as two.
 const DASHES: [&str; 5] = ["", "8 4", "3 3", "12 4 3 4", "1 5"];
 
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 500.0;
-const LEFT: f64 = 80.0;
-const RIGHT: f64 = 250.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 60.0;
+/// The frame of this module's charts (the legend in the right margin).
+const FRAME: Frame = Frame::new(960.0, 500.0, [80.0, 250.0, 50.0, 60.0]);
 
 /// One line of a [`LineChart`].
 #[derive(Debug, Clone, PartialEq)]
@@ -103,19 +163,26 @@ fn fmt_tick(x: f64) -> String {
 }
 
 fn header(title: &str) -> String {
+    let Frame { width, height, .. } = FRAME;
     format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <title>{t}</title>\n\
-         <rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#ffffff\"/>\n\
+         <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>\n\
          <text x=\"{x}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">{t}</text>\n",
         t = escape(title),
-        x = LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        x = FRAME.left + FRAME.plot_width() / 2.0,
     )
+}
+
+/// The plot area's edges: left, right, bottom (the x axis) and top.
+fn edges() -> (f64, f64, f64, f64) {
+    let f = FRAME;
+    (f.left, f.width - f.right, f.height - f.bottom, f.top)
 }
 
 /// Axes, grid and tick labels for a y range, and the axis titles. Returns the y mapping's top.
 fn axes(s: &mut String, y_ticks: &[f64], x_label: &str, y_label: &str) {
-    let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    let (x0, x1, y0, y1) = edges();
     let ymax = y_ticks.last().copied().unwrap_or(1.0).max(1e-9);
     let ymin = y_ticks.first().copied().unwrap_or(0.0);
     for t in y_ticks {
@@ -133,7 +200,7 @@ fn axes(s: &mut String, y_ticks: &[f64], x_label: &str, y_label: &str) {
     s.push_str(&format!(
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#222222\">{}</text>\n",
         (x0 + x1) / 2.0,
-        HEIGHT - 14.0,
+        FRAME.height - 14.0,
         escape(x_label)
     ));
     s.push_str(&format!(
@@ -147,7 +214,7 @@ fn axes(s: &mut String, y_ticks: &[f64], x_label: &str, y_label: &str) {
 /// Draws a line chart.
 pub fn line_chart(c: &LineChart) -> String {
     let mut s = header(&c.title);
-    let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    let (x0, x1, y0, y1) = edges();
     let points = c.series.iter().flat_map(|l| l.points.iter());
     let (mut xmin, mut xmax, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for (x, y) in points {
@@ -179,13 +246,8 @@ pub fn line_chart(c: &LineChart) -> String {
         ));
     }
     for (i, l) in c.series.iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
+        let colour = colour(i);
         let dash = DASHES[i % DASHES.len()];
-        let pts: Vec<String> = l
-            .points
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-            .collect();
         s.push_str(&format!(
             "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{} points=\"{}\"/>\n",
             if dash.is_empty() {
@@ -193,7 +255,7 @@ pub fn line_chart(c: &LineChart) -> String {
             } else {
                 format!(" stroke-dasharray=\"{dash}\"")
             },
-            pts.join(" ")
+            polyline_points(l.points.iter().map(|(x, y)| (px(*x), py(*y))))
         ));
         if l.points.len() <= 80 {
             for (x, y) in &l.points {
@@ -205,8 +267,8 @@ pub fn line_chart(c: &LineChart) -> String {
             }
         }
         // Legend: swatch, label, and the last and largest value.
-        let ly = TOP + 10.0 + i as f64 * 36.0;
-        let lx = WIDTH - RIGHT + 20.0;
+        let ly = FRAME.top + 10.0 + i as f64 * 36.0;
+        let lx = x1 + 20.0;
         let last = l.points.last().map(|p| p.1).unwrap_or(0.0);
         let max = l.points.iter().map(|p| p.1).fold(0.0, f64::max);
         s.push_str(&format!(
@@ -230,7 +292,7 @@ pub fn line_chart(c: &LineChart) -> String {
 /// Draws a stacked bar chart, with each bar's total above it.
 pub fn bar_chart(c: &BarChart) -> String {
     let mut s = header(&c.title);
-    let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    let (x0, x1, y0, y1) = edges();
     let ymax = c
         .bars
         .iter()
@@ -254,7 +316,7 @@ pub fn bar_chart(c: &BarChart) -> String {
                 s.push_str(&format!(
                     "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"{width:.1}\" height=\"{h:.1}\" fill=\"{}\"/>\n",
                     cx - width / 2.0,
-                    PALETTE[j % PALETTE.len()]
+                    colour(j)
                 ));
             }
             acc += v;
@@ -281,12 +343,12 @@ pub fn bar_chart(c: &BarChart) -> String {
         }
     }
     for (j, name) in c.segments.iter().enumerate() {
-        let ly = TOP + 10.0 + j as f64 * 24.0;
-        let lx = WIDTH - RIGHT + 20.0;
+        let ly = FRAME.top + 10.0 + j as f64 * 24.0;
+        let lx = x1 + 20.0;
         s.push_str(&format!(
             "<rect x=\"{lx}\" y=\"{:.1}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#222222\">{}</text>\n",
             ly - 7.0,
-            PALETTE[j % PALETTE.len()],
+            colour(j),
             lx + 22.0,
             ly + 4.0,
             escape(name)
@@ -464,6 +526,27 @@ mod tests {
         assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         assert_eq!(ticks(0.0, 2003.0, 6).last().copied(), Some(2500.0));
         assert_eq!(ticks(1.0, 13.0, 10).first().copied(), Some(0.0));
+    }
+
+    #[test]
+    fn a_frame_places_values_in_its_plot_area() {
+        let f = Frame::new(100.0, 50.0, [10.0, 10.0, 5.0, 5.0]);
+        assert_eq!((f.plot_width(), f.plot_height()), (80.0, 40.0));
+        assert_eq!(
+            (f.x(0.0, 4.0), f.x(1.0, 4.0), f.x(4.0, 4.0)),
+            (10.0, 30.0, 90.0)
+        );
+        // Up is smaller: 0 on the bottom edge, the maximum on the top one.
+        assert_eq!(
+            (f.y(0.0, 2.0), f.y(1.0, 2.0), f.y(2.0, 2.0)),
+            (45.0, 25.0, 5.0)
+        );
+        assert_eq!(
+            polyline_points([(1.04, 2.06), (3.0, 40.0)]),
+            "1.0,2.1 3.0,40.0"
+        );
+        assert_eq!(polyline_points([]), "");
+        assert_eq!(colour(0), colour(PALETTE.len()));
     }
 
     #[test]

@@ -410,9 +410,6 @@ struct Loop {
     turn_children: usize,
 }
 
-/// The workspace tools that only read: after them the work tree is as it was.
-const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "list_files", "grep"];
-
 /// What one tool call produced: its result message, its record, and messages the policy
 /// appends after it.
 type CallOutcome = (Arc<Message>, ToolCallRecord, Vec<Arc<Message>>);
@@ -639,7 +636,8 @@ impl Loop {
                 .map_err(|e| format!("workspace fingerprint: {e}"))?,
         };
         let out = execute_limited(ws.path(), call, &run.limits, before).await;
-        if READ_ONLY_TOOLS.contains(&call.name.as_str()) && !out.is_error {
+        // After a tool that only reads, the work tree is as it was.
+        if harness_core::tools::reads_only(&call.name) && !out.is_error {
             self.fingerprint = Some(fp.clone());
         }
         if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {

@@ -8,9 +8,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use harness_core::spec::{
-    Action, Check, Delegation, Need, Step, TaskSpec, TurnSpec, MODES, WORKSPACE_TOOLS,
-};
+use harness_core::spec::{Action, Check, Delegation, Need, Step, TaskSpec, TurnSpec, MODES};
+use harness_core::tools::{self, ArgType};
 
 use crate::yaml::Value;
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
@@ -30,19 +29,6 @@ const TURN: [&str; 6] = ["user", "unit", "needs", "strategy", "awaits_back", "sc
 const NEED: [&str; 4] = ["fact", "value", "guess", "cue"];
 const STEP_EXTRA: [&str; 3] = ["expect", "needs", "cache"];
 const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_contains"];
-
-/// Required and optional string arguments of each workspace tool.
-fn tool_args(name: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match name {
-        "read_file" => (&["path"], &["offset", "limit"]),
-        "list_files" => (&[], &["path"]),
-        "grep" => (&["pattern"], &["path"]),
-        "edit_file" => (&["path", "old", "new"], &[]),
-        "write_file" => (&["path", "content"], &[]),
-        "shell" => (&["command"], &[]),
-        _ => (&[], &[]),
-    }
-}
 
 /// The `repo` field of a spec and where it is written, read even from a spec with other
 /// problems, so the runner can check the fixture folder and report that problem alongside.
@@ -296,7 +282,7 @@ fn read_turn(r: &mut Reader, p: &[Seg], v: &Value, n: usize) -> Option<TurnSpec>
 
 /// One step; `top` for a turn's own (a `delegate` step, a `report`), not a delegation's child.
 fn read_step(r: &mut Reader, p: &[Seg], v: &Value, top: bool) -> Option<Step> {
-    let mut allowed: Vec<&str> = WORKSPACE_TOOLS.to_vec();
+    let mut allowed: Vec<&str> = tools::names();
     allowed.push("say");
     if top {
         allowed.extend(["report", "delegate"]);
@@ -339,7 +325,7 @@ fn read_step(r: &mut Reader, p: &[Seg], v: &Value, top: bool) -> Option<Step> {
             p,
             format!(
                 "a script step needs one action: one of {}, say{more}",
-                WORKSPACE_TOOLS.join(", ")
+                tools::names().join(", ")
             ),
         );
     } else if actions > 1 {
@@ -501,10 +487,13 @@ fn check_cue(r: &mut Reader, p: &[Seg], cue: &str, fact: &str) {
     }
 }
 
+/// A tool step's arguments, checked against the tool's own ([`harness_core::tools`]): no
+/// unknown one, each of its type, the required ones given.
 fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Action> {
-    let (required, optional) = tool_args(tool);
-    let mut allowed: Vec<&str> = required.to_vec();
-    allowed.extend(optional);
+    let def = tools::find(tool);
+    let required: Vec<&str> = def.into_iter().flat_map(|d| d.required()).collect();
+    let mut allowed = required.clone();
+    allowed.extend(def.into_iter().flat_map(|d| d.optional()));
     let what = format!("`{tool}` arguments");
     let fields = if v.is_null() && required.is_empty() {
         Vec::new()
@@ -514,7 +503,8 @@ fn read_tool_args(r: &mut Reader, p: &[Seg], tool: &str, v: &Value) -> Option<Ac
     let mut args = serde_json::Map::new();
     for (k, val) in &fields {
         let kp = key(p, k);
-        if k == "offset" || k == "limit" {
+        let ty = def.and_then(|d| d.arg(k)).map(|a| a.ty);
+        if ty == Some(ArgType::Count) {
             if let Some(n) = r.uint(&kp, val, &format!("`{k}`")) {
                 args.insert(k.clone(), serde_json::Value::from(n));
             }

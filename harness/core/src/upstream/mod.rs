@@ -528,7 +528,7 @@ fn shown_text(req: &Request, path: &str) -> Option<String> {
                 {
                     reads.insert(c.id.as_str());
                 }
-                "edit_file" | "write_file" if same => {
+                name if same && crate::tools::find(name).is_some_and(|t| t.writes_its_path()) => {
                     reads.clear();
                     shown = None;
                 }

@@ -7,28 +7,15 @@
 //! so the same chart is the same bytes.
 
 use super::{escape, Chart, MarkKind};
-use crate::svg::ticks;
+pub use crate::svg::colour;
+use crate::svg::{polyline_points, ticks, Frame};
 use harness_core::fold::group_thousands;
 
-/// Colours of the series (Tableau 10, as in the SVG exporter), in series order.
-const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
-    "#9c755f", "#bab0ac",
-];
 /// Dash patterns, so lines that coincide stay visible as two.
 const DASHES: [&str; 5] = ["", "7 4", "3 3", "10 3 3 3", "1 4"];
 
-const WIDTH: f64 = 900.0;
-const HEIGHT: f64 = 300.0;
-const LEFT: f64 = 72.0;
-const RIGHT: f64 = 16.0;
-const TOP: f64 = 14.0;
-const BOTTOM: f64 = 44.0;
-
-/// The colour of the `i`-th series.
-pub fn colour(i: usize) -> &'static str {
-    PALETTE[i % PALETTE.len()]
-}
+/// The frame of a request chart (the legend is HTML, below it).
+const FRAME: Frame = Frame::new(900.0, 300.0, [72.0, 16.0, 14.0, 44.0]);
 
 /// The chart as a `<figure class="chart">` holding the SVG and its legend.
 pub fn chart_svg(c: &Chart) -> String {
@@ -42,28 +29,35 @@ pub fn chart_svg(c: &Chart) -> String {
         .max(1) as f64;
     let yt = ticks(0.0, top, 5);
     let ymax = yt.last().copied().unwrap_or(top).max(top);
-    let pw = WIDTH - LEFT - RIGHT;
-    let ph = HEIGHT - TOP - BOTTOM;
+    let Frame {
+        width,
+        height,
+        left,
+        right,
+        top,
+        ..
+    } = FRAME;
+    let (pw, ph) = (FRAME.plot_width(), FRAME.plot_height());
     let x = |i: usize| {
-        LEFT + if n <= 1 {
-            pw / 2.0
+        if n <= 1 {
+            left + pw / 2.0
         } else {
-            pw * i as f64 / (n - 1) as f64
+            FRAME.x(i as f64, (n - 1) as f64)
         }
     };
-    let y = |v: u64| TOP + ph - ph * v as f64 / ymax;
+    let y = |v: u64| FRAME.y(v as f64, ymax);
     let mut s = format!(
-        "<figure class=\"chart\" data-series=\"{}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">\n",
+        "<figure class=\"chart\" data-series=\"{}\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"{}\">\n",
         c.series.len(),
         escape(&c.y_label)
     );
     // Axes and grid.
     for t in &yt {
-        let ty = TOP + ph - ph * t / ymax;
+        let ty = FRAME.y(*t, ymax);
         s.push_str(&format!(
-            "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{ty:.1}\" x2=\"{:.1}\" y2=\"{ty:.1}\"/><text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
-            WIDTH - RIGHT,
-            LEFT - 6.0,
+            "<line class=\"grid\" x1=\"{left}\" y1=\"{ty:.1}\" x2=\"{:.1}\" y2=\"{ty:.1}\"/><text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            width - right,
+            left - 6.0,
             ty + 4.0,
             group_thousands(t.round() as u64)
         ));
@@ -77,26 +71,26 @@ pub fn chart_svg(c: &Chart) -> String {
         let tx = x(*t as usize - 1);
         s.push_str(&format!(
             "<text class=\"tick\" x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
-            TOP + ph + 16.0,
+            top + ph + 16.0,
             *t as u64
         ));
     }
     s.push_str(&format!(
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>\n<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n<text class=\"label\" transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-        TOP + ph,
-        WIDTH - RIGHT,
-        TOP + ph,
-        LEFT + pw / 2.0,
-        HEIGHT - 6.0,
+        "<line class=\"axis\" x1=\"{left}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>\n<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n<text class=\"label\" transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+        top + ph,
+        width - right,
+        top + ph,
+        left + pw / 2.0,
+        height - 6.0,
         escape(&c.x_label),
-        TOP + ph / 2.0,
+        top + ph / 2.0,
         escape(&c.y_label)
     ));
     // Bands behind the lines, each with a mark at its start along the top.
     for sp in &c.spans {
         let (a, b) = (x(sp.from), x(sp.to.max(sp.from)));
         s.push_str(&format!(
-            "<g class=\"span\"><rect x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{ph:.1}\" fill=\"#8a6fb0\" fill-opacity=\"0.10\"/><path d=\"M{a:.1},{TOP} l5,-9 l-10,0 z\" fill=\"#8a6fb0\"/><title>{}</title></g>\n",
+            "<g class=\"span\"><rect x=\"{:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{ph:.1}\" fill=\"#8a6fb0\" fill-opacity=\"0.10\"/><path d=\"M{a:.1},{top} l5,-9 l-10,0 z\" fill=\"#8a6fb0\"/><title>{}</title></g>\n",
             a.min(b) - 2.0,
             (b - a).abs() + 4.0,
             escape(&sp.note)
@@ -128,18 +122,13 @@ fn series_svg(
     y: &dyn Fn(u64) -> f64,
 ) {
     let ser = &c.series[i];
-    let points: Vec<String> = ser
-        .sizes
-        .iter()
-        .enumerate()
-        .map(|(k, v)| format!("{:.1},{:.1}", x(k), y(*v)))
-        .collect();
+    let line = polyline_points(ser.sizes.iter().enumerate().map(|(k, v)| (x(k), y(*v))));
     s.push_str(&format!(
             "<polyline class=\"series\" data-policy=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" points=\"{}\"><title>{}</title></polyline>\n",
             escape(&ser.label),
             colour(i),
             DASHES[i % DASHES.len()],
-            points.join(" "),
+            line,
             escape(&ser.label)
         ));
     // A line that lies on an earlier one gets a marker on every point (up to 60 points), so

@@ -33,19 +33,22 @@ use harness_wire::units::{Grouper, Side, UnitKind};
 use harness_wire::{Api, Envelope, ItemKey};
 use serde_json::value::RawValue;
 
-/// Tools whose calls change files: a later equal call is a re-run only if none of these ran in
-/// between (the proxy sees no workspace, so this count stands for its state).
-const WRITING_TOOLS: [&str; 9] = [
+/// Other agents' tools whose calls change files (foldbench's own that do are those that do not
+/// only read: [`changes_files`]).
+const WRITING_TOOLS: [&str; 6] = [
     "Edit",
     "MultiEdit",
     "Write",
     "NotebookEdit",
     "apply_patch",
-    "edit_file",
-    "write_file",
-    "shell",
     "exec_command",
 ];
+
+/// Whether calls of the tool `name` change files: a later equal call is a re-run only if none
+/// of these ran in between (the proxy sees no workspace, so this count stands for its state).
+fn changes_files(name: &str) -> bool {
+    WRITING_TOOLS.contains(&name) || harness_core::tools::find(name).is_some_and(|t| !t.reads_only)
+}
 
 /// A splice or a compaction, kept to be applied again: the units it replaced and what stands in
 /// their place.
@@ -761,7 +764,7 @@ impl Conversation {
                 cached: false,
                 agent: None,
             }));
-            if WRITING_TOOLS.contains(&c.name.as_str())
+            if changes_files(&c.name)
                 || matches!(c.name.as_str(), "Bash" | TEXT_TOOL) && !read_only(c)
             {
                 self.writes += 1;

@@ -1,4 +1,5 @@
-//! The six workspace tools the agent calls (docs/design.md §6) and the sandbox they run in.
+//! The execution of the workspace tools the agent calls (docs/design.md §6; each described once
+//! in [`harness_core::tools`]: name, schema, arguments) and the sandbox they run in.
 //!
 //! Every tool resolves its paths through [`resolve`]: absolute paths, paths whose normalisation
 //! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused
@@ -26,13 +27,11 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use harness_core::message::{ToolCall, ToolSpec};
-use serde_json::{json, Value};
+use harness_core::tools::{self, Tool};
+use serde_json::Value;
 
 use crate::execution::tool_cache::Source;
 use crate::execution::workspace::is_archive_path;
-
-/// Names of the tools this module executes, in the order [`tool_specs`] lists them.
-pub const TOOL_NAMES: [&str; 6] = harness_core::spec::WORKSPACE_TOOLS;
 
 /// The result of one tool call, as the model will see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,104 +69,10 @@ impl ToolOutput {
     }
 }
 
-/// The JSON schemas of the six workspace tools, in the order of [`TOOL_NAMES`].
+/// The JSON schemas of the workspace tools, from their descriptors
+/// ([`harness_core::tools::TOOLS`]), in that order.
 pub fn tool_specs() -> Vec<ToolSpec> {
-    fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
-        ToolSpec {
-            name: name.to_string(),
-            description: description.to_string(),
-            parameters,
-        }
-    }
-    let path_desc = "Path relative to the workspace root.";
-    vec![
-        spec(
-            "read_file",
-            "Read a text file; lines are shown numbered (cat -n style). Use offset/limit for a \
-             part of a long file.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string", "description": path_desc },
-                    "offset": { "type": "integer", "minimum": 1,
-                                "description": "First line to show, 1-based (default 1)." },
-                    "limit": { "type": "integer", "minimum": 1,
-                               "description": "Maximum number of lines to show (default: all)." }
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "list_files",
-            "List every file below a directory, recursively, one workspace-relative path per line.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string",
-                              "description": "Directory relative to the workspace root (default: the root)." }
-                },
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "grep",
-            "Search files for a regular expression (Rust regex syntax), recursively below a \
-             directory or in one file. Prints path:line:text for every matching line.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": { "type": "string", "description": "Regular expression." },
-                    "path": { "type": "string",
-                              "description": "File or directory relative to the workspace root (default: the root)." }
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "edit_file",
-            "Replace text in a file: `old` must occur exactly once in the file; it is replaced \
-             by `new`. Include enough context in `old` to make it unique.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string", "description": path_desc },
-                    "old": { "type": "string", "description": "Exact text to replace; must be unique in the file." },
-                    "new": { "type": "string", "description": "Replacement text." }
-                },
-                "required": ["path", "old", "new"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "write_file",
-            "Create or overwrite a file with the given content; missing parent directories are \
-             created.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string", "description": path_desc },
-                    "content": { "type": "string", "description": "The whole new content of the file." }
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "shell",
-            "Run a command with `sh -c` in the workspace root (stderr merged into stdout, no \
-             network guarantees, time-limited). Non-zero exit codes are reported after the output.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "command": { "type": "string", "description": "Shell command line." }
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
-        ),
-    ]
+    harness_core::tools::specs()
 }
 
 /// Executes one tool call in the workspace at `ws_root`. Never panics on bad input: unknown
@@ -200,17 +105,18 @@ pub(crate) async fn execute_with(
         tool: &call.name,
         args,
     };
-    match call.name.as_str() {
-        "read_file" => read_file(ws_root, &a, limits),
-        "list_files" => list_files(ws_root, &a, limits),
-        "grep" => grep(ws_root, &a, limits),
-        "edit_file" => edit_file(ws_root, &a),
-        "write_file" => write_file(ws_root, &a),
-        "shell" => shell(ws_root, &a, limits, before).await,
-        other => ToolOutput::err(
+    match tools::find(&call.name).map(|t| t.tool) {
+        Some(Tool::ReadFile) => read_file(ws_root, &a, limits),
+        Some(Tool::ListFiles) => list_files(ws_root, &a, limits),
+        Some(Tool::Grep) => grep(ws_root, &a, limits),
+        Some(Tool::EditFile) => edit_file(ws_root, &a),
+        Some(Tool::WriteFile) => write_file(ws_root, &a),
+        Some(Tool::Shell) => shell(ws_root, &a, limits, before).await,
+        None => ToolOutput::err(
             format!(
-                "error: unknown tool `{other}`; the tools are {}",
-                TOOL_NAMES.join(", ")
+                "error: unknown tool `{}`; the tools are {}",
+                call.name,
+                tools::names().join(", ")
             ),
             None,
         ),

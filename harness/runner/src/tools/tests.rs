@@ -1,6 +1,7 @@
 //! Tests of the tools: paths, caps, the shell, the sandbox.
 
 use super::*;
+use serde_json::json;
 use std::os::unix::fs::symlink;
 use std::time::Duration;
 
@@ -912,7 +913,7 @@ async fn output_cap_keeps_head_and_tail() {
 fn specs_cover_the_tools() {
     let specs = tool_specs();
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, TOOL_NAMES);
+    assert_eq!(names, harness_core::tools::names());
     for s in &specs {
         assert_eq!(s.parameters["type"], "object");
         assert!(!s.description.is_empty());

@@ -6,7 +6,7 @@ use harness_core::events::Event;
 use harness_core::message::{Message, ToolCall};
 use harness_wire::ItemKey;
 
-use super::{read_only, Conversation, Edit, WRITING_TOOLS};
+use super::{changes_files, read_only, Conversation, Edit};
 
 /// What a conversation keeps across a restart of the proxy (`cells/<cell>/state.json`): the
 /// units it has seen, the edits and cards to apply again, the turn. Its events come back from
@@ -109,8 +109,7 @@ impl Conversation {
                         args: serde_json::from_str(&c.args).unwrap_or_default(),
                     };
                     if !c.policy_tool
-                        && (WRITING_TOOLS.contains(&c.name.as_str())
-                            || c.name == "Bash" && !read_only(&call))
+                        && (changes_files(&c.name) || c.name == "Bash" && !read_only(&call))
                     {
                         self.writes += 1;
                     }
