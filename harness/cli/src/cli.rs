@@ -539,7 +539,8 @@ fn config(
             .iter()
             .any(|m| !m.starts_with("replay:") && !matches!(run::parse_sim(m), Ok(Some(_))));
     cell.tool_limits.sandbox =
-        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)?;
+        harness_runner::execution::sandbox::Sandbox::detect_for(common.sandbox, real_model)
+            .map_err(|e| e.to_string())?;
     harness_runner::exec_policy::set_sandbox(cell.tool_limits.sandbox.clone());
     cell.agent = agent_setup(common, &models, &cell.tool_limits.sandbox)?;
     if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {

@@ -30,7 +30,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Which sandbox `--sandbox` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,6 +67,61 @@ impl fmt::Display for SandboxMode {
             SandboxMode::None => "none",
         })
     }
+}
+
+/// Why the sandbox a run asks for cannot be had on this machine.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// `--sandbox bwrap`, and bubblewrap does not work here.
+    #[error(
+        "--sandbox bwrap: {0}; install bubblewrap (Debian: apt install bubblewrap) \
+         or pass --sandbox auto"
+    )]
+    Bwrap(#[source] ProbeError),
+    /// `--sandbox auto` for a real model, whose commands must not run as plain `sh`, and
+    /// bubblewrap does not work here.
+    #[error(
+        "--sandbox auto: {0}, and a real model's shell commands would run as plain \
+         `sh`, where /proc/$PPID/environ shows the API keys; install bubblewrap \
+         (Debian: apt install bubblewrap), or pass --sandbox none to run without one \
+         knowingly"
+    )]
+    RealModel(#[source] ProbeError),
+}
+
+/// Why bubblewrap does not work on this machine (the probe's finding, kept for the process).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// No `bwrap` on the `PATH`.
+    #[error("`bwrap` is not on the PATH")]
+    NotOnPath,
+    /// `bwrap` could not be started.
+    #[error("cannot run {}: {source}", path.display())]
+    Run {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// Why it did not start (shared: the finding is kept for the process).
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// The sandbox's commands keep capabilities or may gain privileges.
+    #[error("{} leaves its commands privileges ({status})", path.display())]
+    Privileged {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// The lines of `/proc/self/status` that say so.
+        status: String,
+    },
+    /// `bwrap` cannot create its namespaces here (a container without user namespaces).
+    #[error("{} cannot create its namespaces here ({stderr})", path.display())]
+    Namespaces {
+        /// The `bwrap` found.
+        path: PathBuf,
+        /// What it printed.
+        stderr: String,
+    },
 }
 
 /// How a cell's shell commands are run: with or without bubblewrap, with or without the
@@ -109,7 +164,7 @@ impl Sandbox {
 
     /// The sandbox `mode` asks for on this machine, for the sim's commands (the task's own):
     /// [`Sandbox::detect_for`] without a real model.
-    pub fn detect(mode: SandboxMode) -> Result<Sandbox, String> {
+    pub fn detect(mode: SandboxMode) -> Result<Sandbox, SandboxError> {
         Sandbox::detect_for(mode, false)
     }
 
@@ -119,23 +174,15 @@ impl Sandbox {
     /// `bwrap` is missing or cannot create its namespaces — for the sim only: with a real model
     /// that is an error naming the package to install, unless the mode is `None`. `Bwrap` makes
     /// a missing sandbox an error that says why and what to do, with no warning before it.
-    pub fn detect_for(mode: SandboxMode, real_model: bool) -> Result<Sandbox, String> {
+    pub fn detect_for(mode: SandboxMode, real_model: bool) -> Result<Sandbox, SandboxError> {
         let probed = match mode {
             SandboxMode::None => return Ok(Sandbox::unconfined()),
             SandboxMode::Auto | SandboxMode::Bwrap => probe_bwrap(),
         };
         match (probed, mode) {
             (Ok(path), _) => Ok(Sandbox::bwrap_at(path)),
-            (Err(why), SandboxMode::Bwrap) => Err(format!(
-                "--sandbox bwrap: {why}; install bubblewrap (Debian: apt install bubblewrap) \
-                 or pass --sandbox auto"
-            )),
-            (Err(why), _) if real_model => Err(format!(
-                "--sandbox auto: {why}, and a real model's shell commands would run as plain \
-                 `sh`, where /proc/$PPID/environ shows the API keys; install bubblewrap \
-                 (Debian: apt install bubblewrap), or pass --sandbox none to run without one \
-                 knowingly"
-            )),
+            (Err(why), SandboxMode::Bwrap) => Err(SandboxError::Bwrap(why)),
+            (Err(why), _) if real_model => Err(SandboxError::RealModel(why)),
             (Err(why), _) => {
                 static WARNED: OnceLock<()> = OnceLock::new();
                 WARNED.get_or_init(|| {
@@ -458,11 +505,11 @@ const PROBE_SCRIPT: &str = "test -d /proc/self || exit 1; \
 
 /// Finds `bwrap` on the PATH and checks that it can create its namespaces here, once per
 /// process.
-fn probe_bwrap() -> Result<PathBuf, String> {
-    static PROBE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+fn probe_bwrap() -> Result<PathBuf, ProbeError> {
+    static PROBE: OnceLock<Result<PathBuf, ProbeError>> = OnceLock::new();
     PROBE
         .get_or_init(|| {
-            let path = find_on_path("bwrap").ok_or("`bwrap` is not on the PATH")?;
+            let path = find_on_path("bwrap").ok_or(ProbeError::NotOnPath)?;
             // The temp folder itself stands in for a workspace: the probe writes nothing, and
             // a folder made for it could be left behind by a kill.
             let out = std::process::Command::new(&path)
@@ -471,23 +518,24 @@ fn probe_bwrap() -> Result<PathBuf, String> {
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+                .output();
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    return Err(ProbeError::Run {
+                        path,
+                        source: Arc::new(e),
+                    })
+                }
+            };
             if out.status.success() && out.stdout.starts_with(b"ok") {
                 Ok(path)
             } else if out.status.success() {
-                Err(format!(
-                    "{} leaves its commands privileges ({})",
-                    path.display(),
-                    String::from_utf8_lossy(&out.stdout).trim()
-                ))
+                let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                Err(ProbeError::Privileged { path, status })
             } else {
-                let err = String::from_utf8_lossy(&out.stderr);
-                Err(format!(
-                    "{} cannot create its namespaces here ({})",
-                    path.display(),
-                    err.trim()
-                ))
+                let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                Err(ProbeError::Namespaces { path, stderr })
             }
         })
         .clone()
