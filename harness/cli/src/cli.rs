@@ -512,7 +512,7 @@ fn config(
         _ => common.models.clone(),
     };
     for m in &models {
-        run::parse_sim(m)?;
+        run::parse_sim(m).map_err(|e| e.to_string())?;
     }
     let folder = crate::report::run_outputs(&common.out)?.folder;
     let jobs = common.jobs.unwrap_or_else(|| {

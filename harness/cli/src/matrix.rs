@@ -110,7 +110,7 @@ impl Plan {
 
 /// Checks a model label without connecting to anything.
 pub fn check_model(label: &str) -> Result<(), String> {
-    if run::parse_sim(label)?.is_some() {
+    if run::parse_sim(label).map_err(|e| e.to_string())?.is_some() {
         return Ok(());
     }
     match label.split_once(':') {

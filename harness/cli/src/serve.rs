@@ -39,7 +39,7 @@ pub struct ServeArgs {
 /// Serves until SIGINT or SIGTERM.
 pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     debug_assert!(a.sim);
-    let settings = parse_sim(&a.model).map_err(Error::Usage)?.ok_or_else(|| {
+    let settings = parse_sim(&a.model).map_err(Error::usage)?.ok_or_else(|| {
         Error::Usage(format!(
             "--model {}: serve --sim takes a sim label (`sim`, `sim:judge=eager,recheck=0`)",
             a.model

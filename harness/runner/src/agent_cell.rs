@@ -177,22 +177,23 @@ async fn session(
         .await
         .map_err(|e| format!("setup: {e}"))?;
     let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let sim = match crate::backends::model::parse_sim(&plan.model_name)? {
-        Some(s) => Some(
-            SimServer::start(
-                Arc::clone(&plan.task),
-                SimConfig {
-                    seed: plan.seed,
-                    recheck: s.recheck,
-                    judge: s.judge,
-                },
-                loopback,
-                None,
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let sim =
+        match crate::backends::model::parse_sim(&plan.model_name).map_err(|e| e.to_string())? {
+            Some(s) => Some(
+                SimServer::start(
+                    Arc::clone(&plan.task),
+                    SimConfig {
+                        seed: plan.seed,
+                        recheck: s.recheck,
+                        judge: s.judge,
+                    },
+                    loopback,
+                    None,
+                )
+                .await?,
+            ),
+            None => None,
+        };
     let upstream = match &sim {
         Some(s) => format!("http://{}", s.addr()),
         None => setup.upstream.clone(),

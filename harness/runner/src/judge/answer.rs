@@ -143,16 +143,18 @@ pub fn build_models(
                 if let Some(n) = args.max_answer_tokens {
                     extra.insert("max_tokens".into(), json!(n));
                 }
-                let m = OpenAiModel::from_env(rest, opts)?.with_extra_body(extra);
-                backends::with_recording(Arc::new(m), opts)?
+                let m = OpenAiModel::from_env(rest, opts)
+                    .map_err(|e| e.to_string())?
+                    .with_extra_body(extra);
+                backends::with_recording(Arc::new(m), opts).map_err(|e| e.to_string())?
             }
-            "openai" | "replay" => backends::parse_model(spec, opts)?,
+            "openai" | "replay" => backends::parse_model(spec, opts).map_err(|e| e.to_string())?,
             _ if how.constrained => {
                 return Err(format!(
                     "{spec}: --grammar is sent to OpenAI-compatible servers (openai:NAME) only"
                 ))
             }
-            _ => backends::parse_model(spec, opts)?,
+            _ => backends::parse_model(spec, opts).map_err(|e| e.to_string())?,
         };
         out.push((model, how));
     }
