@@ -53,7 +53,7 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let mut cfg = ProxyConfig::new(policy, upstream, a.listen, &a.out);
     cfg.workdir = a.workdir;
     cfg.window = a.window;
-    let proxy = Proxy::start(cfg).await.map_err(Error::Usage)?;
+    let proxy = Proxy::start(cfg).await.map_err(Error::usage)?;
     println!("{}", proxy.base_url());
     eprintln!(
         "proxy on {} → {upstream} under {}; records in {}; Ctrl-C stops",
@@ -62,7 +62,7 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
         a.out.display()
     );
     crate::serve::wait_for_signal().await;
-    let summary = proxy.stop().await.map_err(Error::Internal)?;
+    let summary = proxy.stop().await.map_err(Error::internal)?;
     eprintln!(
         "{} request(s), {} conversation(s) recorded in {}",
         summary.requests,

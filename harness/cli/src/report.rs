@@ -319,7 +319,7 @@ pub fn write_run_reports(
         baseline: baseline.map(str::to_string),
         view: crate::view::ViewArgs::default(),
     };
-    let records = harness_runner::results::read_records(run_dir).map_err(Error::Usage)?;
+    let records = harness_runner::results::read_records(run_dir).map_err(Error::usage)?;
     write_files(&a, &records, &reports)
 }
 

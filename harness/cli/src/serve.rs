@@ -62,7 +62,7 @@ pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     };
     let server = SimServer::start(Arc::clone(&task.spec), cfg, a.listen, a.log.clone())
         .await
-        .map_err(Error::Usage)?;
+        .map_err(Error::usage)?;
     println!("http://{}", server.addr());
     eprintln!(
         "serving task {} as the sim (seed {}) on http://{}: /v1/messages, /v1/chat/completions, /v1/responses; Ctrl-C stops",

@@ -244,7 +244,8 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     if let Ok(p) = progress.lock() {
         p.finish();
     }
-    let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
+    let records =
+        crate::results::read_records(dir.root()).map_err(|e| RunError::Internal(e.to_string()))?;
     Ok(in_matrix_order(records, &cells))
 }
 

@@ -18,7 +18,7 @@ use harness_report::render::{self, Table};
 use crate::results::cell_folder;
 
 /// A cell file that does not read, with what to do about it.
-fn damaged(e: String) -> String {
+fn damaged(e: crate::results::ReadError) -> String {
     format!("{e}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")
 }
 
