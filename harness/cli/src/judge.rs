@@ -355,9 +355,10 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, String> {
             return Err(format!("the model `{m}` is given twice"));
         }
     }
-    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)?;
+    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)
+        .map_err(|e| e.to_string())?;
     if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge::answer::mark_cassette(dir, *how)?;
+        harness_runner::judge::answer::mark_cassette(dir, *how).map_err(|e| e.to_string())?;
     }
     Ok(out)
 }
