@@ -189,12 +189,10 @@ pub fn render_format(
             format!("{}\n", v.map_err(|e| e.to_string())?)
         }
         Format::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        Format::Html => harness_report::html::render(&harness_runner::html::run_page(
-            &a.run_dir,
-            records,
-            a.baseline.as_deref(),
-            &title,
-        )?),
+        Format::Html => harness_report::html::render(
+            &harness_runner::html::run_page(&a.run_dir, records, a.baseline.as_deref(), &title)
+                .map_err(|e| e.to_string())?,
+        ),
         Format::Svg => match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
