@@ -394,7 +394,7 @@ pub(crate) fn task_paths(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
             _ => out.push(p),
         }
     }
-    tasks::spec_files(&out).map_err(Error::Usage)?;
+    tasks::spec_files(&out).map_err(Error::usage)?;
     Ok(out)
 }
 
@@ -409,7 +409,7 @@ fn bare_name(p: &Path) -> Option<&str> {
 /// The spec file of the task named `name` in the task folder (a spec's file is named after its
 /// task).
 fn named_task(name: &str) -> Result<PathBuf, Error> {
-    let dir = tasks::default_dir(Path::new("")).map_err(Error::Internal)?;
+    let dir = tasks::default_dir(Path::new("")).map_err(Error::internal)?;
     let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
         .map_err(|e| {
             Error::Usage(format!(
