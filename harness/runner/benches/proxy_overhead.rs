@@ -525,10 +525,8 @@ fn micro(shape: &Shape) {
     let heap0 = heap_in_use();
     for conv in 0..shape.convs {
         let spec = spec.clone();
-        let mut c = Conversation::new(Box::new(move || {
-            policies::build(&spec, 200_000).map_err(String::from)
-        }))
-        .expect("a conversation");
+        let mut c = Conversation::new(Box::new(move || policies::build(&spec, 200_000)))
+            .expect("a conversation");
         for step in 0..shape.requests {
             let b = body(
                 &format!("m{conv}"),

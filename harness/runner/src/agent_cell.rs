@@ -49,6 +49,110 @@ pub const NATIVE: &str = "native";
 /// Most bytes of an agent turn's output kept (its closing message is read from them).
 const OUTPUT_CAP: usize = 8 << 20;
 
+/// Why a cell of `run --agent` ended before its checks: the record's `error`, whose display is
+/// the reason the record gives.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentCellError {
+    /// The cell's time limit ended.
+    #[error("the cell timed out after {secs}s (--cell-timeout)")]
+    TimedOut {
+        /// The limit, in seconds.
+        secs: f64,
+    },
+    /// The task's setup commands failed.
+    #[error("setup: {0}")]
+    Setup(#[source] crate::execution::workspace::WorkspaceError),
+    /// The sim label does not read.
+    #[error(transparent)]
+    Model(#[from] crate::backends::BackendError),
+    /// The offline upstream did not start.
+    #[error(transparent)]
+    Upstream(#[from] crate::sim_server::SimServerError),
+    /// The cell's temp folder cannot be made.
+    #[error("cannot create the agent's temp folder: {0}")]
+    Scratch(#[source] std::io::Error),
+    /// The arm's policy does not build.
+    #[error(transparent)]
+    Policy(#[from] policies::PolicyError),
+    /// The proxy did not start or stop.
+    #[error(transparent)]
+    Proxy(#[from] crate::proxy::ProxyError),
+    /// The bridge's socket folder cannot be made.
+    #[error("agent socket folder: {0}")]
+    Socket(#[source] std::io::Error),
+    /// The bridge to the proxy cannot listen.
+    #[error("agent bridge: {0}")]
+    Bridge(#[source] std::io::Error),
+    /// What the proxy recorded does not read.
+    #[error(transparent)]
+    Records(#[from] crate::results::ReadError),
+    /// The agent's home cannot be prepared.
+    #[error("agent home {}: {source}", home.display())]
+    Home {
+        /// The agent's home.
+        home: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A turn's process did not run to its end.
+    #[error("turn {turn}: {agent} ({}): {source}", program.display())]
+    Turn {
+        /// The turn, from 1.
+        turn: u32,
+        /// The agent's name.
+        agent: &'static str,
+        /// Its program.
+        program: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: TurnError,
+    },
+    /// A turn's process ended with a failure (a status, a signal, or the agent's own report).
+    #[error("turn {turn}: {agent} exited with {status}{}; its stderr ends: {stderr}", report.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    Exited {
+        /// The turn, from 1.
+        turn: u32,
+        /// The agent's name.
+        agent: &'static str,
+        /// `status N` or `a signal`.
+        status: String,
+        /// The agent's own report of its failure, in its own words.
+        report: Option<String>,
+        /// The end of what it printed on standard error.
+        stderr: String,
+    },
+    /// What a turn printed does not read.
+    #[error("turn {turn}: {source}; exit {status}; its stderr ends: {stderr}")]
+    Unread {
+        /// The turn, from 1.
+        turn: u32,
+        /// Why it does not read.
+        #[source]
+        source: crate::agents::AgentError,
+        /// `status N` or `by a signal`.
+        status: String,
+        /// The end of what it printed on standard error.
+        stderr: String,
+    },
+}
+
+/// Why a turn's process did not run to its end.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnError {
+    /// It did not start.
+    #[error("cannot start it: {0}")]
+    Start(#[source] std::io::Error),
+    /// The cell's time limit ended while it ran.
+    #[error("the cell's time limit ended during the turn (--cell-timeout)")]
+    TimeLimit,
+    /// Waiting for it failed.
+    #[error(transparent)]
+    Wait(std::io::Error),
+}
+
 /// Runs one cell with a real agent. Infrastructure failures end as a record with status
 /// `error` and the reason (the agent's own report, the tail of what it printed).
 pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSetup) -> CellOutput {
@@ -73,12 +177,11 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
             )
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "the cell timed out after {}s (--cell-timeout)",
-                    limit.as_secs_f64()
-                ))
+                Err(AgentCellError::TimedOut {
+                    secs: limit.as_secs_f64(),
+                })
             });
-            let error = r.err();
+            let error = r.err().map(|e| e.to_string());
             if error.is_none() {
                 checks = run_checks(&ws, &plan.task, &out.closings, &limits).await;
                 for c in &checks {
@@ -172,10 +275,10 @@ async fn session(
     native: bool,
     deadline: Option<Instant>,
     out: &mut Outcome,
-) -> Result<(), String> {
+) -> Result<(), AgentCellError> {
     ws.run_setup(&plan.task.setup, limits)
         .await
-        .map_err(|e| format!("setup: {e}"))?;
+        .map_err(AgentCellError::Setup)?;
     let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
     let sim = match crate::backends::model::parse_sim(&plan.model_name)? {
         Some(s) => Some(
@@ -210,12 +313,12 @@ async fn session(
     cfg.needs = Some(Arc::clone(&plan.task));
     let proxy = Proxy::start(cfg).await?;
     let socket_dir = scratch.path().join("socket");
-    std::fs::create_dir_all(&socket_dir).map_err(|e| format!("agent socket folder: {e}"))?;
+    std::fs::create_dir_all(&socket_dir).map_err(AgentCellError::Socket)?;
     let home = scratch.path().join("home");
     let (base_url, bridge_task) = match &setup.isolation {
         Isolation::Bridged { .. } => {
             let task = bridge::outside(&socket_dir.join(SOCKET), proxy.addr())
-                .map_err(|e| format!("agent bridge: {e}"))?;
+                .map_err(AgentCellError::Bridge)?;
             (
                 format!("http://127.0.0.1:{}", isolate::BRIDGE_PORT),
                 Some(task),
@@ -294,11 +397,14 @@ async fn turns(
     base_url: &str,
     model: Option<&str>,
     out: &mut Outcome,
-) -> Result<(), String> {
+) -> Result<(), AgentCellError> {
     let agent = &setup.agent;
     agent
         .prepare_home(home, base_url, model)
-        .map_err(|e| format!("agent home {}: {e}", home.display()))?;
+        .map_err(|source| AgentCellError::Home {
+            home: home.to_path_buf(),
+            source,
+        })?;
     let mut session = match agent.kind {
         AgentKind::ClaudeCode => Some(session_uuid(&plan.id)),
         _ => None,
@@ -326,13 +432,15 @@ async fn turns(
         };
         let mut command = isolate::command(agent, &cmd, &launch);
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let (code, stdout, stderr) = run_turn(&mut command, left).await.map_err(|e| {
-            format!(
-                "turn {t}: {} ({}): {e}",
-                agent.kind.name(),
-                agent.program.display()
-            )
-        })?;
+        let (code, stdout, stderr) =
+            run_turn(&mut command, left)
+                .await
+                .map_err(|source| AgentCellError::Turn {
+                    turn: t,
+                    agent: agent.kind.name(),
+                    program: agent.program.clone(),
+                    source,
+                })?;
         let read = agent.read_turn(home, &stdout);
         let tail = |s: &str| {
             let s = s.trim_end();
@@ -347,20 +455,21 @@ async fn turns(
                 out.closings.insert(t, r.closing);
             }
             Ok(r) => {
-                return Err(format!(
-                    "turn {t}: {} exited with {}{}; its stderr ends: {}",
-                    agent.kind.name(),
-                    code.map_or("a signal".to_string(), |c| format!("status {c}")),
-                    r.error.map(|e| format!(" ({e})")).unwrap_or_default(),
-                    tail(&stderr)
-                ))
+                return Err(AgentCellError::Exited {
+                    turn: t,
+                    agent: agent.kind.name(),
+                    status: code.map_or("a signal".to_string(), |c| format!("status {c}")),
+                    report: r.error,
+                    stderr: tail(&stderr),
+                })
             }
-            Err(e) => {
-                return Err(format!(
-                    "turn {t}: {e}; exit {}; its stderr ends: {}",
-                    code.map_or("by a signal".to_string(), |c| format!("status {c}")),
-                    tail(&stderr)
-                ))
+            Err(source) => {
+                return Err(AgentCellError::Unread {
+                    turn: t,
+                    source,
+                    status: code.map_or("by a signal".to_string(), |c| format!("status {c}")),
+                    stderr: tail(&stderr),
+                })
             }
         }
     }
@@ -371,10 +480,10 @@ async fn turns(
 async fn run_turn(
     cmd: &mut tokio::process::Command,
     left: Option<Duration>,
-) -> Result<(Option<i32>, String, String), String> {
+) -> Result<(Option<i32>, String, String), TurnError> {
     let mut call = crate::execution::reap::begin_call();
     cmd.env(crate::execution::reap::CALL_ENV, call.marker());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start it: {e}"))?;
+    let mut child = cmd.spawn().map_err(TurnError::Start)?;
     call.set_group(child.id());
     let reader = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
         tokio::spawn(async move {
@@ -388,14 +497,14 @@ async fn run_turn(
     let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
     let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
     let waited = match left {
-        Some(left) => tokio::time::timeout(left, child.wait()).await.map_err(|_| {
-            "the cell's time limit ended during the turn (--cell-timeout)".to_string()
-        }),
+        Some(left) => tokio::time::timeout(left, child.wait())
+            .await
+            .map_err(|_| TurnError::TimeLimit),
         None => Ok(child.wait().await),
     };
     // The turn is over: every process it left is ended, so the pipes close.
     call.end();
-    let status = waited?.map_err(|e| e.to_string())?;
+    let status = waited?.map_err(TurnError::Wait)?;
     let grace = Duration::from_secs(5);
     let text = |r: Result<Result<Vec<u8>, _>, _>| match r {
         Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
@@ -408,13 +517,13 @@ async fn run_turn(
 
 /// A temp folder for the cell's proxy records, the agent's home and the bridge's socket, named
 /// as workspaces are so a stale one is swept.
-fn scratch_dir() -> Result<tempfile::TempDir, String> {
+fn scratch_dir() -> Result<tempfile::TempDir, AgentCellError> {
     tempfile::Builder::new()
         .prefix(&crate::execution::workspace::owned_prefix(
             std::process::id(),
         ))
         .tempdir_in(crate::execution::workspace::workspaces_dir())
-        .map_err(|e| format!("cannot create the agent's temp folder: {e}"))
+        .map_err(AgentCellError::Scratch)
 }
 
 /// The model name the agent asks for: a real model's name without its provider (`None` for

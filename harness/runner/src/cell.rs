@@ -34,11 +34,66 @@ test the code; paths are relative to the repository root. When the user's reques
 message that says what you found and what you changed, without calling a tool.";
 
 pub use crate::cell_checks::{relative_to, run_checks};
-pub use delegate::CHILD_SYSTEM_PROMPT;
+pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
 #[path = "delegate.rs"]
 mod delegate;
 pub use harness_core::session::COMPACTION_PROMPT;
+
+/// Why a cell's session ended before its checks: the record's `error`, whose display is the
+/// reason the record gives.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The workspace could not be made.
+    #[error("workspace: {0}")]
+    Workspace(#[source] workspace::WorkspaceError),
+    /// The cell ran past `--cell-timeout`.
+    #[error("the cell timed out after {secs}s (--cell-timeout)")]
+    TimedOut {
+        /// The limit, in seconds.
+        secs: f64,
+    },
+    /// The task's setup commands failed.
+    #[error("setup: {0}")]
+    Setup(#[source] workspace::WorkspaceError),
+    /// The arm's policy does not build.
+    #[error(transparent)]
+    Policy(#[from] policies::PolicyError),
+    /// The policy cannot go on ([`Policy::failed`]: a policy process that broke the protocol),
+    /// in its own words.
+    #[error("{reason}")]
+    PolicyFailed {
+        /// The policy's reason.
+        reason: String,
+    },
+    /// The model did not answer.
+    #[error(transparent)]
+    Model(#[from] crate::backends::model::ModelError),
+    /// A delegated child session failed.
+    #[error(transparent)]
+    Child(#[from] delegate::ChildError),
+    /// The workspace could not be snapshotted for the tool cache.
+    #[error("workspace snapshot: {0}")]
+    Snapshot(#[source] std::io::Error),
+    /// The workspace's fingerprint could not be taken.
+    #[error("workspace fingerprint: {0}")]
+    Fingerprint(#[source] std::io::Error),
+    /// A scripted call's output lacks what the task's script expects: the task is broken.
+    #[error("task is broken: turn {turn}, {tool} {args}: the output does not contain the expected {want:?}; output begins {begins:?}")]
+    BrokenTask {
+        /// The turn.
+        turn: u32,
+        /// The tool called.
+        tool: String,
+        /// Its canonical arguments.
+        args: String,
+        /// What the script expects in the output.
+        want: String,
+        /// The output's first 200 characters.
+        begins: String,
+    },
+}
 
 /// Writes archives. The default writes into the workspace; tests inject failures.
 pub trait ArchiveWriter: Send + Sync {
@@ -179,7 +234,7 @@ struct Run<'a> {
 impl Run<'_> {
     /// The cell's time limit, checked at every step: a session whose model answers at once
     /// never waits, so a timer alone would not stop it.
-    fn within_deadline(&self) -> Result<(), String> {
+    fn within_deadline(&self) -> Result<(), SessionError> {
         match self.deadline {
             Some(d) if Instant::now() >= d => Err(cell_timed_out(self.opts.cell_timeout)),
             _ => Ok(()),
@@ -192,14 +247,11 @@ impl Run<'_> {
     }
 
     /// Sends request `index` to the model, times the answer and records it.
-    async fn ask(&mut self, req: &Request, index: usize) -> Result<Response, String> {
+    async fn ask(&mut self, req: &Request, index: usize) -> Result<Response, SessionError> {
         let began = Instant::now();
         let model = self.child_model.clone();
         let model: &dyn Model = model.as_deref().unwrap_or(self.model);
-        let resp = model
-            .respond(req, &self.plan.id)
-            .await
-            .map_err(|e| e.to_string())?;
+        let resp = model.respond(req, &self.plan.id).await?;
         let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.model_ms += ms;
         self.emit(Event::Response {
@@ -247,7 +299,7 @@ pub async fn run_cell(
         match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces) {
             Err(e) => (
                 Status::Error,
-                Some(format!("workspace: {e}")),
+                Some(SessionError::Workspace(e).to_string()),
                 Vec::new(),
                 plan.policy.label(),
             ),
@@ -264,7 +316,7 @@ pub async fn run_cell(
                     .map(|(n, _)| n.clone())
                     .unwrap_or_else(|_| plan.policy.label());
                 let (status, error, checks) = match outcome {
-                    Err(e) => (Status::Error, Some(e), Vec::new()),
+                    Err(e) => (Status::Error, Some(e.to_string()), Vec::new()),
                     Ok(_) => {
                         let checks = run_checks(&ws, &plan.task, &closings, &run.limits).await;
                         for c in &checks {
@@ -322,11 +374,10 @@ pub async fn run_cell(
 }
 
 /// The error of a cell that ran past `--cell-timeout`.
-fn cell_timed_out(limit: Duration) -> String {
-    format!(
-        "the cell timed out after {}s (--cell-timeout)",
-        limit.as_secs_f64()
-    )
+fn cell_timed_out(limit: Duration) -> SessionError {
+    SessionError::TimedOut {
+        secs: limit.as_secs_f64(),
+    }
 }
 
 /// The session loop: the task's setup, then each turn started, stepped until the model closes it
@@ -336,11 +387,11 @@ async fn session(
     ws: &Workspace,
     closings: &mut HashMap<u32, String>,
     turns_run: &mut u32,
-) -> Result<(String, ()), String> {
+) -> Result<(String, ()), SessionError> {
     let plan = run.plan;
     ws.run_setup(&plan.task.setup, &run.limits)
         .await
-        .map_err(|e| format!("setup: {e}"))?;
+        .map_err(SessionError::Setup)?;
     let mut lp = Loop::new(
         policies::build(&plan.policy, run.model.window())?,
         plan.policy.delegate,
@@ -373,8 +424,10 @@ async fn session(
 
 /// The policy's failure ([`Policy::failed`]: a policy process that broke the protocol) as the
 /// session's error.
-fn policy_ok(policy: &dyn Policy) -> Result<(), String> {
-    policy.failed().map_or(Ok(()), Err)
+fn policy_ok(policy: &dyn Policy) -> Result<(), SessionError> {
+    policy
+        .failed()
+        .map_or(Ok(()), |reason| Err(SessionError::PolicyFailed { reason }))
 }
 
 /// The state a session carries from request to request: the policy's driver (the policy and
@@ -473,7 +526,7 @@ impl Loop {
     async fn next_messages(
         &mut self,
         run: &mut Run<'_>,
-    ) -> Result<(Vec<Arc<Message>>, Option<String>), String> {
+    ) -> Result<(Vec<Arc<Message>>, Option<String>), SessionError> {
         loop {
             let next = self.driver.next_request();
             policy_ok(self.driver.policy())?;
@@ -503,7 +556,7 @@ impl Loop {
         ws: &Workspace,
         t: u32,
         needs: &mut NeedWatch,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, SessionError> {
         let (messages, action) = self.next_messages(run).await?;
         let req = Request::new(
             Arc::clone(&self.system),
@@ -578,16 +631,14 @@ impl Loop {
         this: usize,
         call: &ToolCall,
         resp: &Response,
-    ) -> Result<CallOutcome, String> {
+    ) -> Result<CallOutcome, SessionError> {
         if let Some(reason) = crate::backends::malformed_call(call) {
             let result = Message::tool_result(t, call, reason, true);
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
         }
         if self.delegating && call.name == harness_core::metrics::DELEGATE_TOOL {
-            return delegate::answer(self, run, ws, t, this, call)
-                .await
-                .map_err(|e| e.to_string());
+            return Ok(delegate::answer(self, run, ws, t, this, call).await?);
         }
         if let Some(answer) = self.driver.tool(call) {
             if let Some(mode) = answer.entered {
@@ -624,16 +675,14 @@ impl Loop {
         let before = match (&memo, call.name.as_str(), &run.limits.cache) {
             (None, "shell", Some(_)) => Some(
                 crate::execution::snapshot::Snapshot::take(ws.path())
-                    .map_err(|e| format!("workspace snapshot: {e}"))?,
+                    .map_err(SessionError::Snapshot)?,
             ),
             _ => None,
         };
         let fp = match (memo, &before) {
             (Some(fp), _) => fp,
             (None, Some(snap)) => snap.fingerprint(),
-            (None, None) => ws
-                .fingerprint()
-                .map_err(|e| format!("workspace fingerprint: {e}"))?,
+            (None, None) => ws.fingerprint().map_err(SessionError::Fingerprint)?,
         };
         let out = execute_limited(ws.path(), call, &run.limits, before).await;
         // After a tool that only reads, the work tree is as it was.
@@ -642,12 +691,13 @@ impl Loop {
         }
         if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
             if !out.text.contains(want.as_str()) {
-                return Err(format!(
-                    "task is broken: turn {t}, {} {}: the output does not contain the expected {want:?}; output begins {:?}",
-                    call.name,
-                    call.canonical_args(),
-                    out.text.chars().take(200).collect::<String>()
-                ));
+                return Err(SessionError::BrokenTask {
+                    turn: t,
+                    tool: call.name.clone(),
+                    args: call.canonical_args(),
+                    want: want.clone(),
+                    begins: out.text.chars().take(200).collect(),
+                });
             }
         }
         let text = relative_to(ws.path(), out.text);
@@ -801,7 +851,7 @@ async fn compact(
     prev: &mut Option<Vec<Arc<Message>>>,
     index: &mut usize,
     summary: Summary,
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     let t = driver.context().turn;
     let prefix = driver.prefix();
     let action = summary.action();

@@ -46,9 +46,13 @@ pub async fn run_checks(
                 let want = matches!(c, Check::FileContains { .. });
                 // As the file tools open files: a regular file only, opened non-blocking (a
                 // FIFO planted at the path is refused, never waited on), read in pieces.
-                match tools::resolve(ws.path(), path).and_then(|p| {
-                    tools::file_contains(&p, text).map_err(|e| format!("cannot read {path}: {e}"))
-                }) {
+                let found = tools::resolve(ws.path(), path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|p| {
+                        tools::file_contains(&p, text)
+                            .map_err(|e| format!("cannot read {path}: {e}"))
+                    });
+                match found {
                     Ok(found) if found == want => (true, String::new()),
                     Ok(_) => (
                         false,

@@ -23,7 +23,7 @@ use harness_core::metrics::DELEGATE_TOOL;
 use harness_core::request::Purpose;
 use serde_json::json;
 
-use super::{CallOutcome, Loop, Run};
+use super::{CallOutcome, Loop, Run, SessionError};
 use crate::backends::model::Model;
 use crate::execution::workspace::Workspace;
 use crate::tools;
@@ -66,7 +66,8 @@ pub struct ChildError {
     /// The child (`child-1`).
     agent: String,
     /// What went wrong.
-    error: String,
+    #[source]
+    error: Box<SessionError>,
 }
 
 /// Answers the parent's `delegate` call `call` (of request `this`, turn `t`): runs the child
@@ -159,13 +160,13 @@ async fn child_session(
                 break;
             }
         }
-        Ok::<(), String>(())
+        Ok::<(), SessionError>(())
     }
     .await;
     run.child_model = None;
     outcome.map_err(|error| ChildError {
         agent: agent.clone(),
-        error,
+        error: Box::new(error),
     })?;
     parent.index = child.index;
     // The child may have changed the work tree: the parent's fingerprint is stale.

@@ -137,7 +137,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                 )));
             }
         }
-        for r in read_records(dir).map_err(MergeError::Refused)? {
+        for r in read_records(dir).map_err(|e| MergeError::Refused(e.to_string()))? {
             if !in_matrix.contains(r.id.as_str()) {
                 return Err(MergeError::Refused(format!(
                     "{} holds a record of {}, which is not a cell of its matrix",

@@ -250,42 +250,118 @@ pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why a run folder's records or a JSON-lines file do not read; each names the file and, for a
+/// line, its number.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// `cells.jsonl` cannot be opened.
+    #[error("cannot open {}: {source}; is this a run directory?", path.display())]
+    NoRecords {
+        /// The file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line cannot be read.
+    #[error("{}:{line}: cannot read: {source}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cell recorded twice.
+    #[error("{}:{line}: the cell {cell} is recorded twice (also at line {first}): two runs wrote this folder at once; keep one of the lines, or run the matrix again into a new folder", path.display())]
+    Twice {
+        /// The file.
+        path: PathBuf,
+        /// The second record's line.
+        line: usize,
+        /// The cell.
+        cell: String,
+        /// The first record's line.
+        first: usize,
+    },
+    /// A line of `cells.jsonl` that is not a cell record.
+    #[error("{}:{line}:{}: not a cell record: {source}", path.display(), source.column())]
+    NotRecord {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A line that does not read as the type asked.
+    #[error("{}:{line}:{}: {source}", path.display(), source.column())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Reads the cell records of a run directory. A line that is not a cell record, or a second
 /// record of one cell (two runs wrote the folder at once), is an error naming the line.
-pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, String> {
+pub fn read_records(dir: &Path) -> Result<Vec<CellRecord>, ReadError> {
     let path = dir.join(CELLS_FILE);
-    let f = File::open(&path).map_err(|e| {
-        format!(
-            "cannot open {}: {e}; is this a run directory?",
-            path.display()
-        )
-    })?;
+    let f = match File::open(&path) {
+        Ok(f) => f,
+        Err(source) => return Err(ReadError::NoRecords { path, source }),
+    };
     let mut out = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}:{}: cannot read: {e}", path.display(), i + 1))?;
+        let line = match line {
+            Ok(l) => l,
+            Err(source) => {
+                return Err(ReadError::Line {
+                    path,
+                    line: i + 1,
+                    source,
+                })
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<CellRecord>(&line) {
             Ok(r) => {
                 if let Some(first) = seen.insert(r.id.clone(), i + 1) {
-                    return Err(format!(
-                        "{}:{}: the cell {} is recorded twice (also at line {first}): two runs wrote this folder at once; keep one of the lines, or run the matrix again into a new folder",
-                        path.display(),
-                        i + 1,
-                        r.id
-                    ));
+                    return Err(ReadError::Twice {
+                        path,
+                        line: i + 1,
+                        cell: r.id,
+                        first,
+                    });
                 }
                 out.push(r)
             }
-            Err(e) => {
-                return Err(format!(
-                    "{}:{}:{}: not a cell record: {e}",
-                    path.display(),
-                    i + 1,
-                    e.column()
-                ))
+            Err(source) => {
+                return Err(ReadError::NotRecord {
+                    path,
+                    line: i + 1,
+                    source,
+                })
             }
         }
     }
@@ -343,7 +419,7 @@ impl RunDir {
         }
         let done: HashSet<String> = if cpath.exists() {
             read_records(root)
-                .map_err(RunDirError::Refused)?
+                .map_err(|e| RunDirError::Refused(e.to_string()))?
                 .into_iter()
                 .map(|r| r.id)
                 .collect()
@@ -448,11 +524,18 @@ pub fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
 
 /// The lines of a JSON-lines file (`None` when there is no file), each read as a `T`; the
 /// first line that does not read is an error naming its file, line and column.
-pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>, String> {
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<Vec<T>>, ReadError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => {
+            return Err(ReadError::File {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -460,8 +543,11 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<
             continue;
         }
         out.push(
-            serde_json::from_str(line)
-                .map_err(|e| format!("{}:{}:{}: {e}", path.display(), i + 1, e.column()))?,
+            serde_json::from_str(line).map_err(|source| ReadError::Json {
+                path: path.to_path_buf(),
+                line: i + 1,
+                source,
+            })?,
         );
     }
     Ok(Some(out))

@@ -115,6 +115,13 @@ impl std::fmt::Display for RunError {
     }
 }
 
+impl RunError {
+    /// A [`RunError::Usage`] from a typed error the user is to fix (a model label, a key).
+    fn usage(e: impl std::fmt::Display) -> RunError {
+        RunError::Usage(e.to_string())
+    }
+}
+
 impl From<crate::results::RunDirError> for RunError {
     fn from(e: crate::results::RunDirError) -> RunError {
         use crate::results::RunDirError;
@@ -237,7 +244,8 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     if let Ok(p) = progress.lock() {
         p.finish();
     }
-    let records = crate::results::read_records(dir.root()).map_err(RunError::Internal)?;
+    let records =
+        crate::results::read_records(dir.root()).map_err(|e| RunError::Internal(e.to_string()))?;
     Ok(in_matrix_order(records, &cells))
 }
 
@@ -418,7 +426,7 @@ fn model_for(
     cfg: &RunConfig,
     shared: &mut HashMap<(String, u64), Arc<dyn Model>>,
 ) -> Result<Arc<dyn Model>, RunError> {
-    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::Usage)? {
+    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::usage)? {
         Some(s) => {
             let sim = Sim::new(
                 Arc::clone(&task.spec),
@@ -436,7 +444,7 @@ fn model_for(
                     ..cfg.backend.clone()
                 },
             )
-            .map_err(RunError::Usage)?
+            .map_err(RunError::usage)?
         }
         None if cfg.replay.is_some() => {
             let dir = cfg
@@ -455,7 +463,7 @@ fn model_for(
                             ..cfg.backend.clone()
                         },
                     )
-                    .map_err(RunError::Usage)?;
+                    .map_err(RunError::usage)?;
                     shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                     m
                 }
@@ -471,7 +479,7 @@ fn model_for(
                         ..cfg.backend.clone()
                     },
                 )
-                .map_err(RunError::Usage)?;
+                .map_err(RunError::usage)?;
                 shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                 m
             }
@@ -490,14 +498,14 @@ fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
         )));
     }
     for c in cells {
-        parse_sim(&c.model).map_err(RunError::Usage)?;
+        parse_sim(&c.model).map_err(RunError::usage)?;
     }
     if cfg.replay.is_none() {
         let mut labels: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
         labels.sort_unstable();
         labels.dedup();
         for m in labels {
-            backends::check_keys(m).map_err(RunError::Usage)?;
+            backends::check_keys(m).map_err(RunError::usage)?;
         }
     }
     Ok(())

@@ -24,13 +24,57 @@ use harness_core::spec::TaskSpec;
 use harness_core::upstream::{AgentRequest, Exchange, SimUpstream};
 use harness_wire::answer::{write_answer, Answer};
 use harness_wire::units::Grouper;
-use harness_wire::{decode_item, Api, Envelope};
+use harness_wire::{decode_item, Api, Envelope, WireError};
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::oneshot;
 
 /// The largest request body the server reads (a long session's history is a few MiB).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// Why the offline upstream could not start, or a request to it could not be answered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimServerError {
+    /// The listening address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The socket's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket has no address.
+    #[error(transparent)]
+    Address(std::io::Error),
+    /// The exchange log cannot be opened.
+    #[error("cannot open the log {}: {source}", path.display())]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request's top level is not what the API accepts.
+    #[error(transparent)]
+    Request(WireError),
+    /// An item of the request's conversation is not what the API accepts.
+    #[error("{field} item {index}: {source}")]
+    Item {
+        /// The API's field of items (`messages`, `input`).
+        field: &'static str,
+        /// The item's index.
+        index: usize,
+        /// What is wrong with it.
+        #[source]
+        source: WireError,
+    },
+    /// An earlier answer panicked while it held the sim.
+    #[error("the upstream's state was poisoned by an earlier panic")]
+    Poisoned,
+}
 
 /// A running offline upstream.
 pub struct SimServer {
@@ -54,19 +98,25 @@ impl SimServer {
         cfg: SimConfig,
         listen: SocketAddr,
         log: Option<PathBuf>,
-    ) -> Result<SimServer, String> {
+    ) -> Result<SimServer, SimServerError> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| SimServerError::Listen {
+                addr: listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(SimServerError::Address)?;
         let log = match log {
-            Some(p) => Some(Mutex::new(
-                std::fs::OpenOptions::new()
+            Some(path) => {
+                let opened = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
-                    .open(&p)
-                    .map_err(|e| format!("cannot open the log {}: {e}", p.display()))?,
-            )),
+                    .open(&path);
+                match opened {
+                    Ok(f) => Some(Mutex::new(f)),
+                    Err(source) => return Err(SimServerError::Log { path, source }),
+                }
+            }
             None => None,
         };
         let state = Arc::new(State {
@@ -176,7 +226,7 @@ async fn handle(state: &State, req: Request<hyper::body::Incoming>) -> Response<
     };
     let answer = match answer(state, api, &body) {
         Ok(a) => a,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     let (answer, stream) = answer;
     if stream {
@@ -198,12 +248,15 @@ async fn handle(state: &State, req: Request<hyper::body::Incoming>) -> Response<
 }
 
 /// Reads a request and answers it; the answer, and whether it goes as a stream.
-fn answer(state: &State, api: Api, body: &[u8]) -> Result<(Answer, bool), String> {
-    let env = Envelope::parse(api, body).map_err(|e| e.0)?;
+fn answer(state: &State, api: Api, body: &[u8]) -> Result<(Answer, bool), SimServerError> {
+    let env = Envelope::parse(api, body).map_err(SimServerError::Request)?;
     let mut items = Vec::with_capacity(env.items.len());
     for (i, item) in env.items.iter().enumerate() {
-        let units = decode_item(api, item)
-            .map_err(|e| format!("{} item {i}: {}", api.items_field(), e.0))?;
+        let units = decode_item(api, item).map_err(|source| SimServerError::Item {
+            field: api.items_field(),
+            index: i,
+            source,
+        })?;
         items.push((i, units));
     }
     let refs: Vec<(usize, &[harness_wire::units::Unit])> =
@@ -235,7 +288,7 @@ fn answer(state: &State, api: Api, body: &[u8]) -> Result<(Answer, bool), String
         let mut up = state
             .upstream
             .lock()
-            .map_err(|_| "the upstream's state was poisoned by an earlier panic".to_string())?;
+            .map_err(|_| SimServerError::Poisoned)?;
         let reply = up.answer(&req);
         (reply, up.exchanges().last().cloned())
     };

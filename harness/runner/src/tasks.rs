@@ -8,6 +8,68 @@ use harness_config::spec;
 use harness_config::yaml::Problem;
 use harness_core::spec::TaskSpec;
 
+/// Why task spec files could not be found, or the built-in suite could not be written out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// A folder of specs cannot be listed.
+    #[error("cannot read folder {}: {source}", dir.display())]
+    ReadDir {
+        /// The folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that names no spec file.
+    #[error("no task spec at {}{suggestion}: give a .yaml file or a folder of them", path.display())]
+    NoSpec {
+        /// The path as given.
+        path: PathBuf,
+        /// ` (did you mean `…`?)` when a file beside it has a close name, else empty.
+        suggestion: String,
+    },
+    /// A file of the suite's name is there with other contents.
+    #[error("{} exists and differs from the built-in suite; move it away or pick another folder", path.display())]
+    Differs {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A folder cannot be made.
+    #[error("cannot create {}: {source}", dir.display())]
+    Create {
+        /// The folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The unpacked suite's mark of completion cannot be written.
+    #[error("cannot write in {}: {source}", dir.display())]
+    Complete {
+        /// The folder being unpacked.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The suite is not in its folder after unpacking.
+    #[error("cannot unpack the built-in task suite into {}", dir.display())]
+    Unpack {
+        /// The folder.
+        dir: PathBuf,
+    },
+}
+
 /// A loaded task and the folder its paths are relative to.
 #[derive(Debug, Clone)]
 pub struct LoadedTask {
@@ -40,12 +102,15 @@ fn sibling_suggestion(p: &std::path::Path) -> String {
 }
 
 /// The spec files named by `paths` (files as they are; folders: their `*.yaml`/`*.yml`, sorted).
-pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, TaskError> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| format!("cannot read folder {}: {e}", p.display()))?
+                .map_err(|source| TaskError::ReadDir {
+                    dir: p.clone(),
+                    source,
+                })?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| {
                     f.is_file()
@@ -61,11 +126,10 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                 .map(|g| g.filter_map(Result::ok).collect())
                 .unwrap_or_default();
             if matches.is_empty() {
-                return Err(format!(
-                    "no task spec at {}{}: give a .yaml file or a folder of them",
-                    p.display(),
-                    sibling_suggestion(p)
-                ));
+                return Err(TaskError::NoSpec {
+                    path: p.clone(),
+                    suggestion: sibling_suggestion(p),
+                });
             }
             out.extend(matches);
         }
@@ -209,7 +273,7 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
                 .unwrap_or_default(),
             line: 1,
             col: 1,
-            message: m,
+            message: m.to_string(),
         }]
     })?;
     let mut tasks = Vec::new();
@@ -249,31 +313,32 @@ pub mod embedded {
 
     use sha2::{Digest, Sha256};
 
+    use super::TaskError;
+
     include!(concat!(env!("OUT_DIR"), "/suite.rs"));
 
     /// Writes the suite into `dir` (which becomes the `tasks/` folder); refuses to write over a
     /// file that is there with other contents.
-    pub fn write_to(dir: &Path) -> Result<usize, String> {
+    pub fn write_to(dir: &Path) -> Result<usize, TaskError> {
         for (rel, bytes) in FILES {
             let path = dir.join(rel);
             if let Ok(old) = std::fs::read(&path) {
                 if old != *bytes {
-                    return Err(format!(
-                        "{} exists and differs from the built-in suite; move it away or pick \
-                         another folder",
-                        path.display()
-                    ));
+                    return Err(TaskError::Differs { path });
                 }
             }
         }
         for (rel, bytes) in FILES {
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(|source| TaskError::Create {
+                    dir: parent.to_path_buf(),
+                    source,
+                })?;
             }
-            std::fs::write(&path, bytes)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            if let Err(source) = std::fs::write(&path, bytes) {
+                return Err(TaskError::Write { path, source });
+            }
         }
         Ok(FILES.len())
     }
@@ -281,7 +346,7 @@ pub mod embedded {
     /// The folder the suite is unpacked to for a run outside a checkout: under the user's cache
     /// (`$XDG_CACHE_HOME`, else `~/.cache`, else the temporary folder), named by the hash of the
     /// suite so each build's suite has its own and an unpacked one is reused.
-    pub fn unpacked() -> Result<PathBuf, String> {
+    pub fn unpacked() -> Result<PathBuf, TaskError> {
         let mut h = Sha256::new();
         for (rel, bytes) in FILES {
             h.update(rel.as_bytes());
@@ -307,8 +372,12 @@ pub mod embedded {
             .join(format!("tasks-{hash}.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staging);
         write_to(&staging)?;
-        std::fs::write(staging.join(".complete"), b"")
-            .map_err(|e| format!("cannot write in {}: {e}", staging.display()))?;
+        if let Err(source) = std::fs::write(staging.join(".complete"), b"") {
+            return Err(TaskError::Complete {
+                dir: staging,
+                source,
+            });
+        }
         if std::fs::rename(&staging, &dir).is_err() {
             // Another process unpacked it first.
             let _ = std::fs::remove_dir_all(&staging);
@@ -316,17 +385,14 @@ pub mod embedded {
         if dir.join(".complete").is_file() {
             Ok(dir)
         } else {
-            Err(format!(
-                "cannot unpack the built-in task suite into {}",
-                dir.display()
-            ))
+            Err(TaskError::Unpack { dir })
         }
     }
 }
 
 /// The task folder when none is named: `tasks/` under `base` when it exists, else the built-in
 /// suite (unpacked under the user's cache; said on standard error).
-pub fn default_dir(base: &Path) -> Result<PathBuf, String> {
+pub fn default_dir(base: &Path) -> Result<PathBuf, TaskError> {
     let here = base.join("tasks");
     if here.exists() || embedded::FILES.is_empty() {
         return Ok(here);
@@ -407,12 +473,12 @@ mod tests {
         assert!(status.success());
         // A folder lists regular files only; a FIFO named directly reaches the loader.
         assert_eq!(
-            spec_files(&[dir.path().to_path_buf()]),
-            Ok(Vec::<PathBuf>::new())
+            spec_files(&[dir.path().to_path_buf()]).unwrap(),
+            Vec::<PathBuf>::new()
         );
         assert_eq!(
-            spec_files(std::slice::from_ref(&fifo)),
-            Ok(vec![fifo.clone()])
+            spec_files(std::slice::from_ref(&fifo)).unwrap(),
+            vec![fifo.clone()]
         );
         let (tx, rx) = std::sync::mpsc::channel();
         let f = fifo.clone();

@@ -834,7 +834,10 @@ async fn temperature_is_sent_to_both_providers_only_when_given() {
     let err = AnthropicModel::new("claude-test", &anthropic.uri(), KEY, &hot)
         .err()
         .expect("1.5 is refused for anthropic");
-    assert!(err.contains("--temperature 1.5 is over 1"), "{err}");
+    assert!(
+        err.to_string().contains("--temperature 1.5 is over 1"),
+        "{err}"
+    );
     openai_model(&server, &hot)
         .respond(&request(), "c")
         .await

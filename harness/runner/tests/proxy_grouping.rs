@@ -100,10 +100,7 @@ fn grouping_only_what_was_appended_sends_what_grouping_every_request_whole_sends
     for policy in ["none", "trim", "fold"] {
         let spec = policies::parse_policy(policy).expect("a policy");
         let make = |spec: policies::PolicySpec| {
-            Conversation::new(Box::new(move || {
-                policies::build(&spec, 4_000).map_err(String::from)
-            }))
-            .expect("builds")
+            Conversation::new(Box::new(move || policies::build(&spec, 4_000))).expect("builds")
         };
         let (mut appended, mut whole) = (make(spec.clone()), make(spec.clone()));
         for step in 0..16 {

@@ -49,10 +49,7 @@ fn body(more: bool) -> Vec<u8> {
 
 fn conversation(policy: &str) -> Conversation {
     let spec = policies::parse_policy(policy).expect("a policy");
-    Conversation::new(Box::new(move || {
-        policies::build(&spec, 200_000).map_err(String::from)
-    }))
-    .expect("builds")
+    Conversation::new(Box::new(move || policies::build(&spec, 200_000))).expect("builds")
 }
 
 /// One request through the conversation: the upstream body and its record's tokens and action.

@@ -104,6 +104,81 @@ pub struct TurnCommand {
     pub env: Vec<(String, String)>,
 }
 
+/// Why an agent cannot be used here, or what it printed for a turn cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// mini-swe-agent's variable is not set (it has no program on the PATH to fall back on).
+    #[error("{agent} is not installed: {var} is not set (it names the Python of mini-swe-agent's venv); run `export $(tests/agents.sh)`")]
+    NotSet {
+        /// The agent's name.
+        agent: &'static str,
+        /// Its `FOLDBENCH_*` variable.
+        var: &'static str,
+    },
+    /// Neither the variable nor the PATH names the agent.
+    #[error("{agent} is not installed: {var} is not set and `{program}` is not on the PATH; run `export $(tests/agents.sh)`")]
+    NotFound {
+        /// The agent's name.
+        agent: &'static str,
+        /// Its `FOLDBENCH_*` variable.
+        var: &'static str,
+        /// The program looked for on the PATH.
+        program: &'static str,
+    },
+    /// The variable names something that is not a file.
+    #[error("{agent}: {} ({var}) is not a file; run `export $(tests/agents.sh)`", program.display())]
+    NotAFile {
+        /// The agent's name.
+        agent: &'static str,
+        /// The path the variable gives.
+        program: PathBuf,
+        /// Its `FOLDBENCH_*` variable.
+        var: &'static str,
+    },
+    /// The agent's program could not be started.
+    #[error("{agent}: cannot run {}: {source}", program.display())]
+    CannotRun {
+        /// The agent's name.
+        agent: &'static str,
+        /// Its program.
+        program: PathBuf,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Asking the agent its version failed.
+    #[error("{agent}: `{} --version` failed: {stderr}", program.display())]
+    VersionFailed {
+        /// The agent's name.
+        agent: &'static str,
+        /// Its program.
+        program: PathBuf,
+        /// The start of what it printed on standard error.
+        stderr: String,
+    },
+    /// The agent's version output holds no version.
+    #[error("{agent}: no version in {text:?}")]
+    NoVersion {
+        /// The agent's name.
+        agent: &'static str,
+        /// The start of what it printed.
+        text: String,
+    },
+    /// Claude Code's turn printed no JSON result.
+    #[error("Claude Code printed no JSON result: {stdout}")]
+    NoJsonResult {
+        /// The start of what it printed.
+        stdout: String,
+    },
+    /// mini-swe-agent's driver printed no result line.
+    #[error("the mini-swe-agent driver printed no result line: {stdout}")]
+    NoResultLine {
+        /// The start of what it printed.
+        stdout: String,
+    },
+}
+
 /// What a turn needs to know to continue the session.
 #[derive(Debug, Clone)]
 pub struct TurnSettings<'a> {
@@ -134,7 +209,7 @@ const CODEX_NEVER: &str = "9223372036854775807";
 impl Agent {
     /// Finds `kind` on this machine: its `FOLDBENCH_*` variable (as `tests/agents.sh` prints
     /// it), else the PATH; the version is what the agent reports.
-    pub fn resolve(kind: AgentKind) -> Result<Agent, String> {
+    pub fn resolve(kind: AgentKind) -> Result<Agent, AgentError> {
         let Some((var, fallback)) = kind.locator() else {
             return Ok(Agent {
                 kind,
@@ -145,24 +220,23 @@ impl Agent {
         let program = match std::env::var_os(var).filter(|v| !v.is_empty()) {
             Some(p) => PathBuf::from(p),
             None if kind == AgentKind::MiniSweAgent => {
-                return Err(format!(
-                    "{} is not installed: {var} is not set (it names the Python of mini-swe-agent's venv); run `export $(tests/agents.sh)`",
-                    kind.name()
-                ))
+                return Err(AgentError::NotSet {
+                    agent: kind.name(),
+                    var,
+                })
             }
-            None => find_on_path(fallback).ok_or_else(|| {
-                format!(
-                    "{} is not installed: {var} is not set and `{fallback}` is not on the PATH; run `export $(tests/agents.sh)`",
-                    kind.name()
-                )
+            None => find_on_path(fallback).ok_or_else(|| AgentError::NotFound {
+                agent: kind.name(),
+                var,
+                program: fallback,
             })?,
         };
         if !program.is_file() {
-            return Err(format!(
-                "{}: {} ({var}) is not a file; run `export $(tests/agents.sh)`",
-                kind.name(),
-                program.display()
-            ));
+            return Err(AgentError::NotAFile {
+                agent: kind.name(),
+                program,
+                var,
+            });
         }
         let version = version_of(&kind, &program)?;
         Ok(Agent {
@@ -323,12 +397,13 @@ impl Agent {
     }
 
     /// What a finished turn said: its closing message and (Codex, turn 1) the session's id.
-    pub fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, String> {
+    pub fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError> {
         match &self.kind {
             AgentKind::ClaudeCode => {
-                let v: serde_json::Value = last_json_line(stdout).ok_or_else(|| {
-                    format!("Claude Code printed no JSON result: {}", head(stdout))
-                })?;
+                let v: serde_json::Value =
+                    last_json_line(stdout).ok_or_else(|| AgentError::NoJsonResult {
+                        stdout: head(stdout),
+                    })?;
                 let closing = v
                     .get("result")
                     .and_then(|r| r.as_str())
@@ -366,11 +441,8 @@ impl Agent {
                 })
             }
             AgentKind::MiniSweAgent => {
-                let v = last_json_line(stdout).ok_or_else(|| {
-                    format!(
-                        "the mini-swe-agent driver printed no result line: {}",
-                        head(stdout)
-                    )
+                let v = last_json_line(stdout).ok_or_else(|| AgentError::NoResultLine {
+                    stdout: head(stdout),
                 })?;
                 let status = v.get("exit_status").and_then(|s| s.as_str()).unwrap_or("");
                 Ok(TurnRead {
@@ -456,7 +528,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The version an agent reports.
-fn version_of(kind: &AgentKind, program: &Path) -> Result<String, String> {
+fn version_of(kind: &AgentKind, program: &Path) -> Result<String, AgentError> {
     let mut cmd = std::process::Command::new(program);
     match kind {
         AgentKind::MiniSweAgent => {
@@ -472,21 +544,27 @@ fn version_of(kind: &AgentKind, program: &Path) -> Result<String, String> {
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("{}: cannot run {}: {e}", kind.name(), program.display()))?;
+        .map_err(|source| AgentError::CannotRun {
+            agent: kind.name(),
+            program: program.to_path_buf(),
+            source,
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!(
-            "{}: `{} --version` failed: {}",
-            kind.name(),
-            program.display(),
-            head(&String::from_utf8_lossy(&out.stderr))
-        ));
+        return Err(AgentError::VersionFailed {
+            agent: kind.name(),
+            program: program.to_path_buf(),
+            stderr: head(&String::from_utf8_lossy(&out.stderr)),
+        });
     }
     // `2.1.332 (Claude Code)`, `codex-cli 0.171.0`, `2.4.6`.
     text.split_whitespace()
         .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .map(str::to_string)
-        .ok_or_else(|| format!("{}: no version in {:?}", kind.name(), head(&text)))
+        .ok_or_else(|| AgentError::NoVersion {
+            agent: kind.name(),
+            text: head(&text),
+        })
 }
 
 /// How `run --agent` runs its agent: shared by the cells of a run.

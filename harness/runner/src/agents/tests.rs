@@ -101,28 +101,27 @@ fn what_a_turn_printed_is_read() {
     let claude = agent(AgentKind::ClaudeCode);
     let out = "{\"type\":\"result\",\"result\":\"Fixed: 0.20\",\"session_id\":\"abc\",\"is_error\":false}\n";
     assert_eq!(
-        claude.read_turn(home.path(), out),
-        Ok(TurnRead {
+        claude.read_turn(home.path(), out).unwrap(),
+        TurnRead {
             closing: "Fixed: 0.20".into(),
             session: Some("abc".into()),
             error: None
-        })
+        }
     );
-    assert!(claude
-        .read_turn(home.path(), "Error: boom")
-        .unwrap_err()
-        .contains("no JSON"));
+    let err = claude.read_turn(home.path(), "Error: boom").unwrap_err();
+    assert!(matches!(err, AgentError::NoJsonResult { .. }), "{err}");
+    assert!(err.to_string().contains("no JSON"), "{err}");
     let codex = agent(AgentKind::Codex);
     std::fs::write(home.path().join("last-message.txt"), "Done.\n").unwrap();
     let out =
         "{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}\n{\"type\":\"turn.completed\"}\n";
     assert_eq!(
-        codex.read_turn(home.path(), out),
-        Ok(TurnRead {
+        codex.read_turn(home.path(), out).unwrap(),
+        TurnRead {
             closing: "Done.".into(),
             session: Some("t-1".into()),
             error: None
-        })
+        }
     );
     let mini = agent(AgentKind::MiniSweAgent);
     let out = "This is mini-swe-agent version 2.4.6.\n{\"closing\": \"seen\", \"exit_status\": \"Submitted\"}\n";

@@ -30,7 +30,7 @@ use harness_core::message::{Message, Role};
 use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
-use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
+use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVALID_ARGUMENTS};
 use crate::backends::model::{Model, ModelFuture};
 use harness_core::message::ToolCall;
 
@@ -63,11 +63,12 @@ impl AnthropicModel {
         base_url: &str,
         api_key: &str,
         opts: &BackendOptions,
-    ) -> Result<AnthropicModel, String> {
-        if let Some(t) = opts.temperature.filter(|t| *t > 1.0) {
-            return Err(format!(
-                "anthropic:{model}: --temperature {t} is over 1, the most the Messages API takes; give 0 to 1"
-            ));
+    ) -> Result<AnthropicModel, BackendError> {
+        if let Some(value) = opts.temperature.filter(|t| *t > 1.0) {
+            return Err(BackendError::AnthropicTemperature {
+                model: model.to_string(),
+                value,
+            });
         }
         let key = api_key.trim().to_string();
         let headers = vec![
@@ -92,13 +93,12 @@ impl AnthropicModel {
 
     /// A model named `model` with the key from `ANTHROPIC_API_KEY` (required) and the base URL
     /// from `ANTHROPIC_BASE_URL`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, String> {
-        let key = env_value("ANTHROPIC_API_KEY")
-            .ok_or_else(|| {
-                format!(
-                    "the model anthropic:{model} needs the environment variable ANTHROPIC_API_KEY, which is not set; export ANTHROPIC_API_KEY=… and run again"
-                )
-            })?;
+    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, BackendError> {
+        let key = env_value("ANTHROPIC_API_KEY").ok_or_else(|| BackendError::MissingKey {
+            spec: format!("anthropic:{model}"),
+            var: "ANTHROPIC_API_KEY",
+            why: String::new(),
+        })?;
         let base = env_value("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         AnthropicModel::new(model, &base, &key, opts)
     }
@@ -247,9 +247,9 @@ fn blocks(m: &Message) -> (&'static str, Vec<(Value, bool)>) {
 }
 
 /// Reads a Messages API answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, String> {
+pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
-        return Err("the answer is not a JSON object".to_string());
+        return Err(AnswerError::NotObject);
     };
     if obj.get("type").and_then(Value::as_str) == Some("error") {
         let msg = obj
@@ -257,13 +257,15 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
             .and_then(|e| e.get("message"))
             .and_then(Value::as_str)
             .unwrap_or("unknown error");
-        return Err(format!("the server answered with an error: {msg}"));
+        return Err(AnswerError::Server {
+            message: msg.to_string(),
+        });
     }
     let content = obj
         .get("content")
-        .ok_or("missing field `content`")?
+        .ok_or_else(|| AnswerError::missing("content"))?
         .as_array()
-        .ok_or("field `content` is not an array")?;
+        .ok_or_else(|| AnswerError::shape("content", "is not an array"))?;
     let mut text = String::new();
     let mut calls = Vec::new();
     for (i, b) in content.iter().enumerate() {
@@ -272,7 +274,7 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
                 let t = b
                     .get("text")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| format!("missing field `content[{i}].text`"))?;
+                    .ok_or_else(|| AnswerError::missing(format!("content[{i}].text")))?;
                 text.push_str(t);
             }
             Some("tool_use") => {
@@ -280,7 +282,7 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
                     b.get(f)
                         .and_then(Value::as_str)
                         .map(str::to_string)
-                        .ok_or_else(|| format!("missing field `content[{i}].{f}`"))
+                        .ok_or_else(|| AnswerError::missing(format!("content[{i}].{f}")))
                 };
                 // Empty names and ids are kept: the runner answers an unnamed call with a tool
                 // error, and ids are made unique after parsing.
@@ -294,18 +296,18 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
                 calls.push(ToolCall { id, name, args });
             }
             Some(_) => {} // thinking, redacted_thinking, server tools: not part of the transcript
-            None => return Err(format!("missing field `content[{i}].type`")),
+            None => return Err(AnswerError::missing(format!("content[{i}].type"))),
         }
     }
     let usage = match obj.get("usage") {
         None | Some(Value::Null) => None,
         Some(u) => {
-            let num = |name: &str| -> Result<u64, String> {
+            let num = |name: &str| -> Result<u64, AnswerError> {
                 match u.get(name) {
                     None | Some(Value::Null) => Ok(0),
-                    Some(x) => x
-                        .as_u64()
-                        .ok_or_else(|| format!("field `usage.{name}` is not a count")),
+                    Some(x) => x.as_u64().ok_or_else(|| {
+                        AnswerError::shape(format!("usage.{name}"), "is not a count")
+                    }),
                 }
             };
             Some(Usage {
@@ -482,10 +484,12 @@ mod tests {
         );
         assert!(parse_response(&json!({"usage": {}}))
             .unwrap_err()
+            .to_string()
             .contains("content"));
         assert!(
             parse_response(&json!({"content": [{"type": "tool_use", "name": "x"}]}))
                 .unwrap_err()
+                .to_string()
                 .contains("id")
         );
     }

@@ -59,6 +59,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use super::retry::redact;
+use super::BackendError;
 use crate::backends::model::{Model, ModelError, ModelFuture};
 
 /// The cassette format version written and read.
@@ -192,12 +193,10 @@ impl Recorder {
         epoch: u64,
         secrets: Vec<String>,
         resume: bool,
-    ) -> Result<Recorder, String> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            format!(
-                "cannot create the cassette directory {}: {e}",
-                dir.display()
-            )
+    ) -> Result<Recorder, BackendError> {
+        std::fs::create_dir_all(dir).map_err(|source| BackendError::CassetteDir {
+            dir: dir.to_path_buf(),
+            source,
         })?;
         let secrets = secrets.into_iter().filter(|s| !s.is_empty()).collect();
         Ok(Recorder {
@@ -289,12 +288,11 @@ pub struct ReplayModel {
 
 impl ReplayModel {
     /// Opens `dir`, which must exist, for the given epoch/seed.
-    pub fn open(dir: &Path, epoch: u64) -> Result<ReplayModel, String> {
+    pub fn open(dir: &Path, epoch: u64) -> Result<ReplayModel, BackendError> {
         if !dir.is_dir() {
-            return Err(format!(
-                "replay: the cassette directory {} does not exist",
-                dir.display()
-            ));
+            return Err(BackendError::NoSuchCassette {
+                dir: dir.to_path_buf(),
+            });
         }
         Ok(ReplayModel {
             dir: dir.to_path_buf(),

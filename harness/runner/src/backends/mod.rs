@@ -32,6 +32,144 @@ pub use cassette::{canonical_request, cassette_key, Recorder, ReplayModel};
 pub use openai::OpenAiModel;
 pub use retry::RetryPolicy;
 
+/// Why a model cannot be built from its spec and options: each is the user's to fix (a flag, a
+/// missing key or folder), said before anything is asked of a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// `--temperature` outside 0 to [`MAX_TEMPERATURE`].
+    #[error("{value} is outside 0 to {MAX_TEMPERATURE}: give 0 for the most likely answer, or up to {MAX_TEMPERATURE} (Anthropic's API takes up to 1)")]
+    TemperatureRange {
+        /// The value given.
+        value: f64,
+    },
+    /// `--temperature` that is not a number.
+    #[error("`{text}` is not a number: give a temperature from 0 to {MAX_TEMPERATURE}, such as 0 or 0.7")]
+    TemperatureNotNumber {
+        /// The text given.
+        text: String,
+    },
+    /// A temperature over 1 for the Anthropic Messages API.
+    #[error("anthropic:{model}: --temperature {value} is over 1, the most the Messages API takes; give 0 to 1")]
+    AnthropicTemperature {
+        /// The model's name.
+        model: String,
+        /// The value given.
+        value: f64,
+    },
+    /// The model needs an API key the environment does not hold.
+    #[error("the model {spec} needs the environment variable {var}{why}, which is not set; export {var}=… and run again")]
+    MissingKey {
+        /// The model spec (`anthropic:claude-…`).
+        spec: String,
+        /// The variable.
+        var: &'static str,
+        /// Why it is needed, when that is not plain (` (it talks to …)`), else empty.
+        why: String,
+    },
+    /// `replay:` without a folder.
+    #[error("replay: the cassette directory is missing (write replay:<dir>)")]
+    NoCassetteDir,
+    /// `replay:DIR` whose folder does not exist.
+    #[error("replay: the cassette directory {} does not exist", dir.display())]
+    NoSuchCassette {
+        /// The folder named.
+        dir: PathBuf,
+    },
+    /// The sim, which the runner builds itself.
+    #[error("the sim model is built by the runner, not by the http backends")]
+    Sim,
+    /// A spec of no known backend.
+    #[error("unknown model {spec:?}; known models: {KNOWN_MODELS}")]
+    UnknownModel {
+        /// The spec as written.
+        spec: String,
+    },
+    /// `openai:` or `anthropic:` without a model name.
+    #[error("{provider}: the model name is empty (write {provider}:<name>)")]
+    EmptyModelName {
+        /// `openai`, `anthropic`.
+        provider: String,
+    },
+    /// An empty base URL.
+    #[error("{provider}: the base url is empty")]
+    EmptyBaseUrl {
+        /// `openai`, `anthropic`.
+        provider: String,
+    },
+    /// The HTTP client cannot be built.
+    #[error("model {model}: cannot build the http client: {source}")]
+    HttpClient {
+        /// The model (`openai:gpt-4o-mini`).
+        model: String,
+        /// reqwest's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// `--record DIR` whose folder cannot be created.
+    #[error("cannot create the cassette directory {}: {source}", dir.display())]
+    CassetteDir {
+        /// The folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `sim:judge=X` of no known judge.
+    #[error("sim: unknown judge `{0}`; expected oracle, eager, lexical, never")]
+    SimJudge(String),
+    /// `sim:recheck=X` that is not a probability.
+    #[error("sim: recheck must be a probability, not `{0}`")]
+    SimRecheck(String),
+    /// A `sim:` setting of no known name.
+    #[error("sim: unknown setting `{0}`; write sim:judge=oracle|eager|lexical|never,recheck=0.1")]
+    SimSetting(String),
+}
+
+/// What is wrong with a provider's answer (which then is a [`model::ModelError::Malformed`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The body is JSON but not an object.
+    #[error("the answer is not a JSON object")]
+    NotObject,
+    /// The server's answer is an error object.
+    #[error("the server answered with an error: {message}")]
+    Server {
+        /// The server's message, made printable.
+        message: String,
+    },
+    /// A field the answer must have is missing.
+    #[error("missing field `{field}`")]
+    Missing {
+        /// The field's path (`choices[0].message`).
+        field: String,
+    },
+    /// A field has the wrong shape.
+    #[error("field `{field}` {problem}")]
+    Shape {
+        /// The field's path.
+        field: String,
+        /// What is wrong (`is not an array`, `is empty`, `is not a count`).
+        problem: &'static str,
+    },
+}
+
+impl AnswerError {
+    fn missing(field: impl Into<String>) -> AnswerError {
+        AnswerError::Missing {
+            field: field.into(),
+        }
+    }
+
+    fn shape(field: impl Into<String>, problem: &'static str) -> AnswerError {
+        AnswerError::Shape {
+            field: field.into(),
+            problem,
+        }
+    }
+}
+
 /// The argument key under which a tool call's unreadable arguments are kept, raw.
 pub const INVALID_ARGUMENTS: &str = "__invalid_arguments";
 
@@ -155,15 +293,13 @@ impl BackendOptions {
 pub const MAX_TEMPERATURE: f64 = 2.0;
 
 /// Reads a `--temperature` value: a number from 0 to [`MAX_TEMPERATURE`].
-pub fn parse_temperature(s: &str) -> Result<f64, String> {
+pub fn parse_temperature(s: &str) -> Result<f64, BackendError> {
     match s.trim().parse::<f64>() {
         Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
-        Ok(t) => Err(format!(
-            "{t} is outside 0 to {MAX_TEMPERATURE}: give 0 for the most likely answer, or up to {MAX_TEMPERATURE} (Anthropic's API takes up to 1)"
-        )),
-        Err(_) => Err(format!(
-            "`{s}` is not a number: give a temperature from 0 to {MAX_TEMPERATURE}, such as 0 or 0.7"
-        )),
+        Ok(value) => Err(BackendError::TemperatureRange { value }),
+        Err(_) => Err(BackendError::TemperatureNotNumber {
+            text: s.to_string(),
+        }),
     }
 }
 
@@ -172,7 +308,7 @@ pub const KNOWN_MODELS: &str = "sim, openai:<name>, anthropic:<name>, replay:<di
 
 /// Builds the model a `--model` spec names: `openai:<name>`, `anthropic:<name>` or
 /// `replay:<dir>`, wrapped in a [`Recorder`] when `opts.record` is set. `sim` is the caller's.
-pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, String> {
+pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, BackendError> {
     let spec = spec.trim();
     let (prefix, rest) = spec.split_once(':').unwrap_or((spec, ""));
     let model: Arc<dyn Model> = match prefix {
@@ -180,21 +316,15 @@ pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, 
         "anthropic" => Arc::new(AnthropicModel::from_env(rest, opts)?),
         "replay" => {
             if rest.trim().is_empty() {
-                return Err(
-                    "replay: the cassette directory is missing (write replay:<dir>)".to_string(),
-                );
+                return Err(BackendError::NoCassetteDir);
             }
             Arc::new(ReplayModel::open(Path::new(rest), opts.epoch)?)
         }
-        "sim" => {
-            return Err(
-                "the sim model is built by the runner, not by the http backends".to_string(),
-            )
-        }
+        "sim" => return Err(BackendError::Sim),
         _ => {
-            return Err(format!(
-                "unknown model {spec:?}; known models: {KNOWN_MODELS}"
-            ))
+            return Err(BackendError::UnknownModel {
+                spec: spec.to_string(),
+            })
         }
     };
     with_recording(model, opts)
@@ -204,7 +334,7 @@ pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, 
 /// needs: `anthropic:*` needs `ANTHROPIC_API_KEY`; `openai:*` needs `OPENAI_API_KEY` unless
 /// `OPENAI_BASE_URL` points at another server (local servers need no key). The error names the
 /// variable.
-pub fn check_keys(spec: &str) -> Result<(), String> {
+pub fn check_keys(spec: &str) -> Result<(), BackendError> {
     let spec = spec.trim();
     let (prefix, _) = spec.split_once(':').unwrap_or((spec, ""));
     let needed = match prefix {
@@ -219,9 +349,11 @@ pub fn check_keys(spec: &str) -> Result<(), String> {
         _ => None,
     };
     match needed {
-        Some((var, why)) if env_value(var).is_none() => Err(format!(
-            "the model {spec} needs the environment variable {var}{why}, which is not set; export {var}=… and run again"
-        )),
+        Some((var, why)) if env_value(var).is_none() => Err(BackendError::MissingKey {
+            spec: spec.to_string(),
+            var,
+            why,
+        }),
         _ => Ok(()),
     }
 }
@@ -230,7 +362,7 @@ pub fn check_keys(spec: &str) -> Result<(), String> {
 pub fn with_recording(
     model: Arc<dyn Model>,
     opts: &BackendOptions,
-) -> Result<Arc<dyn Model>, String> {
+) -> Result<Arc<dyn Model>, BackendError> {
     match &opts.record {
         Some(dir) => Ok(Arc::new(Recorder::new(
             model,
@@ -265,15 +397,18 @@ impl Endpoint {
         headers: Vec<(&'static str, String)>,
         keys: Vec<String>,
         opts: &BackendOptions,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, BackendError> {
+        let provider_name = || provider.to_string();
         if model.trim().is_empty() {
-            return Err(format!(
-                "{provider}: the model name is empty (write {provider}:<name>)"
-            ));
+            return Err(BackendError::EmptyModelName {
+                provider: provider_name(),
+            });
         }
         let base = base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(format!("{provider}: the base url is empty"));
+            return Err(BackendError::EmptyBaseUrl {
+                provider: provider_name(),
+            });
         }
         let cap = slots::in_flight_cap_from_env(base, opts.in_flight);
         let semaphore = retry::provider_semaphore(&format!("{provider} {base}"), cap);
@@ -297,13 +432,13 @@ impl Endpoint {
     async fn call(
         &self,
         body: &serde_json::Value,
-        parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, String>,
+        parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, AnswerError>,
     ) -> Result<harness_core::request::Response, crate::backends::model::ModelError> {
         let (answer, took) = self
             .engine
             .post_json_timed(&self.url, &self.headers, body)
             .await?;
-        let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m))?;
+        let mut resp = parse(&answer).map_err(|m| self.engine.malformed(m.to_string()))?;
         if let Some((field, n)) = resp.usage.as_ref().and_then(|u| u.implausible()) {
             let seen = self
                 .implausible
@@ -356,21 +491,26 @@ mod tests {
         let err = parse_model("gemini:pro", &BackendOptions::default())
             .err()
             .unwrap();
+        assert!(matches!(err, BackendError::UnknownModel { .. }), "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("openai:<name>") && err.contains("replay:<dir>"),
             "{err}"
         );
         let err = parse_model("replay:", &BackendOptions::default())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("cassette directory"), "{err}");
         let err = parse_model("replay:/no/such/dir", &BackendOptions::default())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("does not exist"), "{err}");
         let err = parse_model("openai:", &BackendOptions::default())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("empty"), "{err}");
     }
 
@@ -417,7 +557,7 @@ mod tests {
         assert!(check_keys("sim").is_ok());
         assert!(check_keys("replay:/x").is_ok());
         if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
-            let e = check_keys("anthropic:claude").unwrap_err();
+            let e = check_keys("anthropic:claude").unwrap_err().to_string();
             assert!(e.contains("ANTHROPIC_API_KEY"), "{e}");
         }
     }
@@ -439,16 +579,16 @@ mod tests {
 
     #[test]
     fn a_temperature_outside_0_to_2_is_refused_with_what_to_give() {
-        assert_eq!(parse_temperature("0"), Ok(0.0));
-        assert_eq!(parse_temperature(" 0.7 "), Ok(0.7));
-        assert_eq!(parse_temperature("2"), Ok(2.0));
-        let high = parse_temperature("2.5").unwrap_err();
+        assert_eq!(parse_temperature("0").ok(), Some(0.0));
+        assert_eq!(parse_temperature(" 0.7 ").ok(), Some(0.7));
+        assert_eq!(parse_temperature("2").ok(), Some(2.0));
+        let high = parse_temperature("2.5").unwrap_err().to_string();
         assert!(high.contains("outside 0 to 2"), "{high}");
-        let neg = parse_temperature("-1").unwrap_err();
+        let neg = parse_temperature("-1").unwrap_err().to_string();
         assert!(neg.contains("outside 0 to 2"), "{neg}");
-        let word = parse_temperature("hot").unwrap_err();
+        let word = parse_temperature("hot").unwrap_err().to_string();
         assert!(word.contains("`hot` is not a number"), "{word}");
-        let nan = parse_temperature("NaN").unwrap_err();
+        let nan = parse_temperature("NaN").unwrap_err().to_string();
         assert!(nan.contains("outside"), "{nan}");
     }
 }

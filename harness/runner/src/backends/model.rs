@@ -125,7 +125,8 @@ pub struct SimSettings {
 }
 
 /// Parses a sim model label.
-pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
+pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, crate::backends::BackendError> {
+    use crate::backends::BackendError;
     let Some(rest) = label.strip_prefix("sim") else {
         return Ok(None);
     };
@@ -140,11 +141,17 @@ pub fn parse_sim(label: &str) -> Result<Option<SimSettings>, String> {
     };
     for kv in rest.split(',').filter(|x| !x.is_empty()) {
         match kv.split_once('=') {
-            Some(("judge", j)) => s.judge = Judge::parse(j).ok_or_else(|| format!("sim: unknown judge `{j}`; expected oracle, eager, lexical, never"))?,
-            Some(("recheck", r)) => {
-                s.recheck = r.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| format!("sim: recheck must be a probability, not `{r}`"))?
+            Some(("judge", j)) => {
+                s.judge = Judge::parse(j).ok_or_else(|| BackendError::SimJudge(j.to_string()))?
             }
-            _ => return Err(format!("sim: unknown setting `{kv}`; write sim:judge=oracle|eager|lexical|never,recheck=0.1")),
+            Some(("recheck", r)) => {
+                s.recheck = r
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| (0.0..=1.0).contains(x))
+                    .ok_or_else(|| BackendError::SimRecheck(r.to_string()))?
+            }
+            _ => return Err(BackendError::SimSetting(kv.to_string())),
         }
     }
     Ok(Some(s))

@@ -33,7 +33,7 @@ use harness_core::message::{Message, Role, ToolCall};
 use harness_core::request::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
-use super::{env_value, BackendOptions, Endpoint, INVALID_ARGUMENTS};
+use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVALID_ARGUMENTS};
 use crate::backends::model::{Model, ModelFuture};
 
 /// The default base URL, as the official SDKs use it.
@@ -54,7 +54,7 @@ impl OpenAiModel {
         base_url: &str,
         api_key: Option<String>,
         opts: &BackendOptions,
-    ) -> Result<OpenAiModel, String> {
+    ) -> Result<OpenAiModel, BackendError> {
         let key = api_key
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty());
@@ -92,7 +92,7 @@ impl OpenAiModel {
 
     /// A model named `model` with the base URL and key from `OPENAI_BASE_URL` and
     /// `OPENAI_API_KEY`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<OpenAiModel, String> {
+    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<OpenAiModel, BackendError> {
         let base = env_value("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         OpenAiModel::new(model, &base, env_value("OPENAI_API_KEY"), opts)
     }
@@ -166,25 +166,27 @@ fn message(m: &Message) -> Value {
 }
 
 /// Reads a chat-completions answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, String> {
+pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
-        return Err("the answer is not a JSON object".to_string());
+        return Err(AnswerError::NotObject);
     };
     if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
-        return Err(format!("the server answered with an error: {}", short(err)));
+        return Err(AnswerError::Server {
+            message: short(err),
+        });
     }
     let choice = obj
         .get("choices")
-        .ok_or("missing field `choices`")?
+        .ok_or_else(|| AnswerError::missing("choices"))?
         .as_array()
-        .ok_or("field `choices` is not an array")?
+        .ok_or_else(|| AnswerError::shape("choices", "is not an array"))?
         .first()
-        .ok_or("field `choices` is empty")?;
+        .ok_or_else(|| AnswerError::shape("choices", "is empty"))?;
     let message = choice
         .get("message")
-        .ok_or("missing field `choices[0].message`")?;
+        .ok_or_else(|| AnswerError::missing("choices[0].message"))?;
     if !message.is_object() {
-        return Err("field `choices[0].message` is not an object".to_string());
+        return Err(AnswerError::shape("choices[0].message", "is not an object"));
     }
     let text = content_text(message.get("content"))?;
     let text = match (
@@ -202,7 +204,12 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
                 calls.push(tool_call(c, i)?);
             }
         }
-        Some(_) => return Err("field `choices[0].message.tool_calls` is not an array".to_string()),
+        Some(_) => {
+            return Err(AnswerError::shape(
+                "choices[0].message.tool_calls",
+                "is not an array",
+            ))
+        }
     }
     let usage = match obj.get("usage") {
         None | Some(Value::Null) => None,
@@ -211,7 +218,7 @@ pub fn parse_response(v: &Value) -> Result<Response, String> {
     Ok(Response::new(text, calls, usage))
 }
 
-fn content_text(content: Option<&Value>) -> Result<String, String> {
+fn content_text(content: Option<&Value>) -> Result<String, AnswerError> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -220,23 +227,24 @@ fn content_text(content: Option<&Value>) -> Result<String, String> {
             .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
             .collect::<Vec<_>>()
             .join("")),
-        Some(_) => Err(
-            "field `choices[0].message.content` is neither a string, null nor a list".to_string(),
-        ),
+        Some(_) => Err(AnswerError::shape(
+            "choices[0].message.content",
+            "is neither a string, null nor a list",
+        )),
     }
 }
 
-fn tool_call(c: &Value, i: usize) -> Result<ToolCall, String> {
+fn tool_call(c: &Value, i: usize) -> Result<ToolCall, AnswerError> {
     static SYNTHETIC: AtomicU64 = AtomicU64::new(1);
     let at = format!("choices[0].message.tool_calls[{i}]");
     let function = c
         .get("function")
-        .ok_or_else(|| format!("missing field `{at}.function`"))?;
+        .ok_or_else(|| AnswerError::missing(format!("{at}.function")))?;
     // An empty name is kept: the runner answers it with a tool error the model reads.
     let name = function
         .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("missing field `{at}.function.name`"))?;
+        .ok_or_else(|| AnswerError::missing(format!("{at}.function.name")))?;
     let id = match c
         .get("id")
         .and_then(Value::as_str)
@@ -279,13 +287,13 @@ fn invalid_arguments(raw: &str) -> Value {
     Value::Object(o)
 }
 
-fn usage(u: &Value) -> Result<Usage, String> {
-    let num = |v: Option<&Value>, name: &str| -> Result<u64, String> {
+fn usage(u: &Value) -> Result<Usage, AnswerError> {
+    let num = |v: Option<&Value>, name: &str| -> Result<u64, AnswerError> {
         match v {
             None | Some(Value::Null) => Ok(0),
             Some(x) => x
                 .as_u64()
-                .ok_or_else(|| format!("field `usage.{name}` is not a count")),
+                .ok_or_else(|| AnswerError::shape(format!("usage.{name}"), "is not a count")),
         }
     };
     let prompt = num(u.get("prompt_tokens"), "prompt_tokens")?;
@@ -426,16 +434,20 @@ mod tests {
     fn missing_fields_are_errors() {
         assert!(parse_response(&json!({"id": "x"}))
             .unwrap_err()
+            .to_string()
             .contains("choices"));
         assert!(parse_response(&json!({"choices": []}))
             .unwrap_err()
+            .to_string()
             .contains("empty"));
         assert!(parse_response(&json!({"choices": [{}]}))
             .unwrap_err()
+            .to_string()
             .contains("message"));
         let no_name = json!({"choices": [{"message": {"tool_calls": [{"id": "a", "function": {"arguments": "{}"}}]}}]});
         assert!(parse_response(&no_name)
             .unwrap_err()
+            .to_string()
             .contains("function.name"));
         assert!(parse_response(&json!([1])).is_err());
         assert!(parse_response(

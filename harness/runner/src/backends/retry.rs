@@ -201,11 +201,14 @@ impl Engine {
         semaphore: Arc<Semaphore>,
         policy: RetryPolicy,
         secrets: Vec<String>,
-    ) -> Result<Engine, String> {
+    ) -> Result<Engine, crate::backends::BackendError> {
         let client = reqwest::Client::builder()
             .timeout(policy.timeout)
             .build()
-            .map_err(|e| format!("model {model}: cannot build the http client: {e}"))?;
+            .map_err(|source| crate::backends::BackendError::HttpClient {
+                model: model.to_string(),
+                source,
+            })?;
         let secrets = secrets.into_iter().filter(|s| !s.is_empty()).collect();
         Ok(Engine {
             model: model.to_string(),

@@ -5,43 +5,197 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harness_core::context::Context;
+use harness_core::fold::FoldRefusal;
 use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{CardOffer, Plan, Splice, SpliceKind, ToolOutcome, ToolReply};
 use serde_json::Value;
 
+/// What a policy process did against the protocol; the display says it after the process's
+/// command (`policy process `CMD` …`), in words the policy's author can act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The line is not JSON.
+    #[error("wrote malformed JSON ({source}) answering the `{kind}` request")]
+    Malformed {
+        /// The request answered.
+        kind: String,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The line is JSON but not an object.
+    #[error("wrote JSON that is not an object answering the `{kind}` request")]
+    NotObject {
+        /// The request answered.
+        kind: String,
+    },
+    /// A message of another type than the request takes.
+    #[error("wrote an unknown or unexpected message (type {ty:?}) answering the `{kind}` request, which is answered with {expect}")]
+    Unexpected {
+        /// The request answered.
+        kind: String,
+        /// The message's type.
+        ty: String,
+        /// The types the request takes, quoted, joined with ` or `.
+        expect: String,
+    },
+    /// `re` is not the request's id.
+    #[error("answered the `{kind}` request (id {id}) with `re` {re}; give each answer the id of its request")]
+    WrongId {
+        /// The request answered.
+        kind: String,
+        /// The request's id.
+        id: u64,
+        /// The answer's `re` (`missing` when it has none).
+        re: String,
+    },
+    /// A `card` that is not `{text, turns}`.
+    #[error("gave a card that is not {{text, turns}} ({0})")]
+    Card(#[source] serde_json::Error),
+    /// `send` without `messages`.
+    #[error("answered `send` without a `messages` list")]
+    NoMessages,
+    /// A position outside the context.
+    #[error("sent message {item}, which is not a position of the context (0 to {last})")]
+    NotPosition {
+        /// The position as sent.
+        item: Value,
+        /// The context's last position.
+        last: usize,
+    },
+    /// A range that is not `[FROM, TO]` inside the context.
+    #[error("sent the range {item}, which is not [FROM, TO] with FROM ≤ TO ≤ {len} (the context's length)")]
+    NotRange {
+        /// The range as sent.
+        item: Value,
+        /// The context's length.
+        len: usize,
+    },
+    /// A rewrite without `like`.
+    #[error("sent {item}, a rewrite without `like` (the position of the message it rewrites)")]
+    NoLike {
+        /// The rewrite as sent.
+        item: Value,
+    },
+    /// A rewrite whose `text` is not a string.
+    #[error("sent {item}, whose `text` is not a string")]
+    RewriteText {
+        /// The rewrite as sent.
+        item: Value,
+    },
+    /// An item of `messages` of no known form.
+    #[error(
+        "sent {item}, which is neither a position, a range [FROM, TO] nor a rewrite {{like, ...}}"
+    )]
+    NotItem {
+        /// The item as sent.
+        item: Value,
+    },
+    /// `send` with an `action` that is not a string.
+    #[error("answered `send` with an `action` that is not a string")]
+    Action,
+    /// `tool_reply` without `text`.
+    #[error("answered `tool_reply` without a `text`")]
+    NoReplyText,
+    /// `tool_reply` with an outcome foldbench does not know.
+    #[error("answered `tool_reply` with an outcome foldbench does not know ({0})")]
+    Outcome(#[source] serde_json::Error),
+    /// `tool_reply` without `outcome`, and not an error.
+    #[error(
+        "answered `tool_reply` without an `outcome` (fold_accepted, fold_rejected, refused, …)"
+    )]
+    NoOutcome,
+    /// `splices` without its list.
+    #[error("answered `splices` without a `splices` list")]
+    NoSplices,
+    /// A splice without one of its turn numbers.
+    #[error("proposed the splice {item} without a turn number `{key}`")]
+    NoTurn {
+        /// The splice as sent.
+        item: Value,
+        /// `from` or `to`.
+        key: &'static str,
+    },
+    /// A splice the fold rules refuse.
+    #[error("proposed an illegal splice of turns {from}–{to}: {}", source.to_string().trim_start_matches("error: "))]
+    IllegalSplice {
+        /// The first turn.
+        from: u32,
+        /// The last turn.
+        to: u32,
+        /// Why it is illegal.
+        #[source]
+        source: FoldRefusal,
+    },
+    /// A splice whose `text` is not a string.
+    #[error("proposed the splice {item} with a `text` that is not a string")]
+    SpliceText {
+        /// The splice as sent.
+        item: Value,
+    },
+    /// The handshake names another protocol.
+    #[error(
+        "answered the handshake with protocol {got}; foldbench speaks protocol {}",
+        super::PROTOCOL
+    )]
+    Protocol {
+        /// The protocol it named (`(none)` when it named none).
+        got: String,
+    },
+    /// The handshake's tools are not tool schemas.
+    #[error("gave tools that are not tool schemas ({0})")]
+    Tools(#[source] serde_json::Error),
+    /// `workspace_tool`'s `refuse` is neither a string nor null.
+    #[error("answered `refuse` with neither a string nor null")]
+    Refuse,
+}
+
 /// The answer line: a JSON object whose `type` is one of `expect` and whose `re` is the
 /// request's `id`.
-pub(crate) fn check(bytes: &[u8], id: u64, kind: &str, expect: &[&str]) -> Result<Value, String> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("wrote malformed JSON ({e}) answering the `{kind}` request"))?;
+pub(crate) fn check(
+    bytes: &[u8],
+    id: u64,
+    kind: &str,
+    expect: &[&str],
+) -> Result<Value, ProtocolError> {
+    let kind = kind.to_string();
+    let v: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(source) => return Err(ProtocolError::Malformed { kind, source }),
+    };
     let Some(o) = v.as_object() else {
-        return Err(format!(
-            "wrote JSON that is not an object answering the `{kind}` request"
-        ));
+        return Err(ProtocolError::NotObject { kind });
     };
     let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
     if !expect.contains(&ty) {
-        return Err(format!(
-            "wrote an unknown or unexpected message (type {ty:?}) answering the `{kind}` request, which is answered with {}",
-            expect.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>().join(" or ")
-        ));
+        return Err(ProtocolError::Unexpected {
+            kind,
+            ty: ty.to_string(),
+            expect: expect
+                .iter()
+                .map(|e| format!("{e:?}"))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        });
     }
     if o.get("re").and_then(Value::as_u64) != Some(id) {
-        return Err(format!(
-            "answered the `{kind}` request (id {id}) with `re` {}; give each answer the id of its request",
-            o.get("re").map_or("missing".to_string(), Value::to_string)
-        ));
+        return Err(ProtocolError::WrongId {
+            kind,
+            id,
+            re: o.get("re").map_or("missing".to_string(), Value::to_string),
+        });
     }
     Ok(v)
 }
 
 /// A `card` answer: `card` is null or `{text, turns}`.
-pub(crate) fn card(v: &Value) -> Result<Option<CardOffer>, String> {
+pub(crate) fn card(v: &Value) -> Result<Option<CardOffer>, ProtocolError> {
     match v.get("card") {
         None | Some(Value::Null) => Ok(None),
         Some(c) => serde_json::from_value(c.clone())
             .map(Some)
-            .map_err(|e| format!("gave a card that is not {{text, turns}} ({e})")),
+            .map_err(ProtocolError::Card),
     }
 }
 
@@ -51,25 +205,23 @@ pub(crate) fn card(v: &Value) -> Result<Option<CardOffer>, String> {
 pub(crate) type Memo = HashMap<(u64, Option<String>, bool, bool), Arc<Message>>;
 
 /// A `send` or `compact` answer as a plan.
-pub(crate) fn plan(v: &Value, ctx: &Context, memo: &mut Memo) -> Result<Plan, String> {
+pub(crate) fn plan(v: &Value, ctx: &Context, memo: &mut Memo) -> Result<Plan, ProtocolError> {
     if v.get("type").and_then(Value::as_str) == Some("compact") {
         return Ok(Plan::Compact {
             emergency: v.get("emergency").and_then(Value::as_bool).unwrap_or(false),
         });
     }
     let Some(items) = v.get("messages").and_then(Value::as_array) else {
-        return Err("answered `send` without a `messages` list".into());
+        return Err(ProtocolError::NoMessages);
     };
     let n = ctx.messages.len();
-    let at = |i: &Value| -> Result<usize, String> {
+    let at = |i: &Value| -> Result<usize, ProtocolError> {
         i.as_u64()
             .and_then(|i| usize::try_from(i).ok())
             .filter(|i| *i < n)
-            .ok_or_else(|| {
-                format!(
-                    "sent message {i}, which is not a position of the context (0 to {})",
-                    n.saturating_sub(1)
-                )
+            .ok_or_else(|| ProtocolError::NotPosition {
+                item: i.clone(),
+                last: n.saturating_sub(1),
             })
     };
     let mut out = Vec::with_capacity(n);
@@ -78,26 +230,30 @@ pub(crate) fn plan(v: &Value, ctx: &Context, memo: &mut Memo) -> Result<Plan, St
             Value::Number(_) => out.push(Arc::clone(&ctx.messages[at(item)?])),
             Value::Array(r) => {
                 let (a, b) = match r.as_slice() {
-                    [a, b] => (a.as_u64().unwrap_or(u64::MAX), b.as_u64().unwrap_or(u64::MAX)),
+                    [a, b] => (
+                        a.as_u64().unwrap_or(u64::MAX),
+                        b.as_u64().unwrap_or(u64::MAX),
+                    ),
                     _ => (u64::MAX, 0),
                 };
                 let ok = a <= b && b <= n as u64;
                 if !ok {
-                    return Err(format!(
-                        "sent the range {item}, which is not [FROM, TO] with FROM ≤ TO ≤ {n} (the context's length)"
-                    ));
+                    return Err(ProtocolError::NotRange {
+                        item: item.clone(),
+                        len: n,
+                    });
                 }
                 out.extend(ctx.messages[a as usize..b as usize].iter().cloned());
             }
             Value::Object(o) => {
                 let Some(like) = o.get("like") else {
-                    return Err(format!("sent {item}, a rewrite without `like` (the position of the message it rewrites)"));
+                    return Err(ProtocolError::NoLike { item: item.clone() });
                 };
                 let m = &ctx.messages[at(like)?];
                 let text = match o.get("text") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(s.clone()),
-                    Some(_) => return Err(format!("sent {item}, whose `text` is not a string")),
+                    Some(_) => return Err(ProtocolError::RewriteText { item: item.clone() }),
                 };
                 let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
                 let (drop_calls, cleared) = (flag("drop_tool_calls"), flag("cleared"));
@@ -117,17 +273,13 @@ pub(crate) fn plan(v: &Value, ctx: &Context, memo: &mut Memo) -> Result<Plan, St
                 });
                 out.push(Arc::clone(rewritten));
             }
-            _ => {
-                return Err(format!(
-                    "sent {item}, which is neither a position, a range [FROM, TO] nor a rewrite {{like, ...}}"
-                ))
-            }
+            _ => return Err(ProtocolError::NotItem { item: item.clone() }),
         }
     }
     let action = match v.get("action") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("answered `send` with an `action` that is not a string".into()),
+        Some(_) => return Err(ProtocolError::Action),
     };
     Ok(Plan::Send {
         messages: out,
@@ -136,24 +288,19 @@ pub(crate) fn plan(v: &Value, ctx: &Context, memo: &mut Memo) -> Result<Plan, St
 }
 
 /// A `tool_reply` answer.
-pub(crate) fn tool_reply(v: &Value) -> Result<ToolReply, String> {
+pub(crate) fn tool_reply(v: &Value) -> Result<ToolReply, ProtocolError> {
     let text = v
         .get("text")
         .and_then(Value::as_str)
-        .ok_or("answered `tool_reply` without a `text`")?
+        .ok_or(ProtocolError::NoReplyText)?
         .to_string();
     let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
     let outcome: ToolOutcome = match v.get("outcome") {
-        Some(o) => serde_json::from_value(o.clone()).map_err(|e| {
-            format!("answered `tool_reply` with an outcome foldbench does not know ({e})")
-        })?,
+        Some(o) => serde_json::from_value(o.clone()).map_err(ProtocolError::Outcome)?,
         None if is_error => ToolOutcome::Refused {
             reason: text.clone(),
         },
-        None => return Err(
-            "answered `tool_reply` without an `outcome` (fold_accepted, fold_rejected, refused, …)"
-                .into(),
-        ),
+        None => return Err(ProtocolError::NoOutcome),
     };
     Ok(ToolReply {
         text,
@@ -165,34 +312,32 @@ pub(crate) fn tool_reply(v: &Value) -> Result<ToolReply, String> {
 
 /// A `splices` answer: each range legal ([`harness_core::fold::check_fold`]: turns that exist,
 /// in order, before the turn in progress, outside every fold), with its result text if given.
-pub(crate) fn splices(v: &Value, ctx: &Context) -> Result<Vec<(Splice, Option<String>)>, String> {
+pub(crate) fn splices(
+    v: &Value,
+    ctx: &Context,
+) -> Result<Vec<(Splice, Option<String>)>, ProtocolError> {
     let Some(items) = v.get("splices").and_then(Value::as_array) else {
-        return Err("answered `splices` without a `splices` list".into());
+        return Err(ProtocolError::NoSplices);
     };
     let mut out = Vec::new();
     let mut pending: Vec<(u32, u32)> = Vec::new();
     for item in items {
-        let turn = |k: &str| {
-            item.get(k)
+        let turn = |key: &'static str| {
+            item.get(key)
                 .and_then(Value::as_u64)
                 .and_then(|t| u32::try_from(t).ok())
-                .ok_or_else(|| format!("proposed the splice {item} without a turn number `{k}`"))
+                .ok_or_else(|| ProtocolError::NoTurn {
+                    item: item.clone(),
+                    key,
+                })
         };
         let (from, to) = (turn("from")?, turn("to")?);
-        harness_core::fold::check_fold(ctx, from, to, &pending).map_err(|e| {
-            format!(
-                "proposed an illegal splice of turns {from}–{to}: {}",
-                e.to_string().trim_start_matches("error: ")
-            )
-        })?;
+        harness_core::fold::check_fold(ctx, from, to, &pending)
+            .map_err(|source| ProtocolError::IllegalSplice { from, to, source })?;
         let text = match item.get("text") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                return Err(format!(
-                    "proposed the splice {item} with a `text` that is not a string"
-                ))
-            }
+            Some(_) => return Err(ProtocolError::SpliceText { item: item.clone() }),
         };
         // check_fold found the range in the context.
         let Some((s, e)) = ctx.turn_range(from, to) else {

@@ -51,6 +51,41 @@ pub const DEFAULT_MAX_LINE: usize = 16 << 20;
 /// validates the messages against the schema.
 pub const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
 
+/// Why an `exec:` policy's text does not read, or its process could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// `timeout=` that is not a number of seconds above 0.
+    #[error("policy `exec`: timeout={0} is not a number of seconds above 0")]
+    Timeout(String),
+    /// `max_line=` that is not a number of bytes above 0.
+    #[error("policy `exec`: max_line={0} is not a number of bytes above 0")]
+    MaxLine(String),
+    /// No command after the options.
+    #[error("policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`")]
+    NoCommand,
+    /// The process's private home folder cannot be made.
+    #[error("cannot make its home folder: {0}")]
+    Home(#[source] std::io::Error),
+    /// The process did not start.
+    #[error("cannot start `{command}`: {source}")]
+    Start {
+        /// The command.
+        command: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The process started without its pipes.
+    #[error("cannot start `{command}`: its pipes were not made")]
+    Pipes {
+        /// The command.
+        command: String,
+    },
+}
+
+pub use answer::ProtocolError;
+
 /// The text after `exec:`: options, then the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecText {
@@ -64,7 +99,7 @@ pub struct ExecText {
 
 impl ExecText {
     /// Parses `[timeout=SECONDS] [max_line=BYTES] COMMAND`.
-    pub fn parse(text: &str) -> Result<ExecText, String> {
+    pub fn parse(text: &str) -> Result<ExecText, ExecError> {
         let mut out = ExecText {
             timeout: DEFAULT_TIMEOUT,
             max_line: DEFAULT_MAX_LINE,
@@ -79,24 +114,21 @@ impl ExecText {
                     .parse()
                     .ok()
                     .filter(|s: &f64| *s > 0.0 && s.is_finite())
-                    .ok_or_else(|| {
-                        format!("policy `exec`: timeout={v} is not a number of seconds above 0")
-                    })?;
+                    .ok_or_else(|| ExecError::Timeout(v.to_string()))?;
                 out.timeout = Duration::from_secs_f64(secs);
             } else if let Some(v) = value("max_line") {
-                out.max_line = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    format!("policy `exec`: max_line={v} is not a number of bytes above 0")
-                })?;
+                out.max_line = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| ExecError::MaxLine(v.to_string()))?;
             } else {
                 break;
             }
             rest = rest[word.len()..].trim_start();
         }
         if rest.is_empty() {
-            return Err(
-                "policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`"
-                    .into(),
-            );
+            return Err(ExecError::NoCommand);
         }
         out.command = rest.to_string();
         Ok(out)
@@ -119,19 +151,25 @@ impl ExecText {
 /// The registry entry of `exec:COMMAND`.
 pub fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
-        let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default())?;
+        let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default()).map_err(invalid)?;
         Ok(Box::new(ExecPolicy::start(text, b.window)) as Box<dyn Policy>)
     })
-    .raw(|_, text| ExecText::parse(text).map(|t| t.canonical()).map_err(PolicyError::Invalid))
+    .raw(|_, text| ExecText::parse(text).map(|t| t.canonical()).map_err(invalid))
     .check(|_, spec| {
         ExecText::parse(spec.arg.as_deref().unwrap_or_default())
             .map(|_| ())
-            .map_err(PolicyError::Invalid)
+            .map_err(invalid)
     })
     .summary("a policy of your own as a process speaking JSON lines: exec:COMMAND (docs/policy-protocol.md)")
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
     .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
+}
+
+/// An `exec:` text's error as the registry takes it: a policy from outside the policies crate
+/// says what is wrong in its own words.
+fn invalid(e: ExecError) -> PolicyError {
+    PolicyError::Invalid(e.to_string())
 }
 
 /// `registry` with the `exec` policy added (when it has none of that name).
@@ -236,7 +274,7 @@ impl Inner {
             .tempdir()
         {
             Ok(h) => h,
-            Err(e) => return self.fail_plain(format!("cannot make its home folder: {e}")),
+            Err(e) => return self.fail_plain(ExecError::Home(e)),
         };
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         match Process::start(
@@ -266,18 +304,17 @@ impl Inner {
         }
     }
 
-    fn take_hello(&mut self, v: &Value) -> Result<(), String> {
+    fn take_hello(&mut self, v: &Value) -> Result<(), ProtocolError> {
         let protocol = v.get("protocol").and_then(Value::as_u64);
         if protocol != Some(PROTOCOL) {
-            return Err(format!(
-                "answered the handshake with protocol {}; foldbench speaks protocol {PROTOCOL}",
-                v.get("protocol")
-                    .map_or("(none)".to_string(), Value::to_string)
-            ));
+            return Err(ProtocolError::Protocol {
+                got: v
+                    .get("protocol")
+                    .map_or("(none)".to_string(), Value::to_string),
+            });
         }
         if let Some(tools) = v.get("tools") {
-            self.tools = serde_json::from_value(tools.clone())
-                .map_err(|e| format!("gave tools that are not tool schemas ({e})"))?;
+            self.tools = serde_json::from_value(tools.clone()).map_err(ProtocolError::Tools)?;
         }
         self.filters_workspace_tools = v
             .get("filters_workspace_tools")
@@ -361,7 +398,7 @@ impl Inner {
 
     /// Fails the policy: `what` it did, the offending line quoted, the tail of its standard
     /// error; the process is ended first (so its standard error is complete).
-    fn fail(&mut self, what: &str, line: Option<&str>) {
+    fn fail(&mut self, what: impl std::fmt::Display, line: Option<&str>) {
         let mut stderr = String::new();
         if let Some(p) = self.process.as_mut() {
             p.end(false);
@@ -382,7 +419,7 @@ impl Inner {
         self.failure = Some(reason);
     }
 
-    fn fail_plain(&mut self, what: String) {
+    fn fail_plain(&mut self, what: ExecError) {
         self.failure = Some(format!("policy process `{}`: {what}", self.text.command));
     }
 
@@ -476,10 +513,7 @@ impl Policy for ExecPolicy {
             None | Some(Value::Null) => None,
             Some(Value::String(r)) => Some(r.clone()),
             Some(_) => {
-                s.fail(
-                    "answered `refuse` with neither a string nor null",
-                    Some(&line),
-                );
+                s.fail(ProtocolError::Refuse, Some(&line));
                 None
             }
         }
@@ -573,14 +607,15 @@ mod tests {
         let plain = ExecText::parse("python3 my.py").unwrap();
         assert_eq!(plain.timeout, DEFAULT_TIMEOUT);
         assert_eq!(plain.canonical(), "python3 my.py");
-        assert!(ExecText::parse("timeout=0 x")
-            .unwrap_err()
-            .contains("above 0"));
-        assert!(ExecText::parse("timeout=5")
-            .unwrap_err()
-            .contains("needs a command"));
+        let err = ExecText::parse("timeout=0 x").unwrap_err();
+        assert!(matches!(err, ExecError::Timeout(_)), "{err}");
+        assert!(err.to_string().contains("above 0"), "{err}");
+        let err = ExecText::parse("timeout=5").unwrap_err();
+        assert!(matches!(err, ExecError::NoCommand), "{err}");
+        assert!(err.to_string().contains("needs a command"), "{err}");
         assert!(ExecText::parse("")
             .unwrap_err()
+            .to_string()
             .contains("exec:python3 my_policy.py"));
     }
 

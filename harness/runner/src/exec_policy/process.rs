@@ -58,7 +58,7 @@ impl Process {
         cwd: &Path,
         command: &str,
         max_line: usize,
-    ) -> Result<Process, String> {
+    ) -> Result<Process, super::ExecError> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let marker = format!(
             "{}-policy-{}",
@@ -76,16 +76,19 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        let mut child = cmd.spawn().map_err(|source| super::ExecError::Start {
+            command: command.to_string(),
+            source,
+        })?;
         let group = Some(child.id());
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             crate::execution::reap::end_call(&marker, group);
             let _ = child.wait();
-            return Err(format!("cannot start `{command}`: its pipes were not made"));
+            return Err(super::ExecError::Pipes {
+                command: command.to_string(),
+            });
         };
         let (to_child, requests) = mpsc::channel::<Vec<u8>>();
         std::thread::spawn(move || write_requests(stdin, requests));

@@ -36,7 +36,7 @@ fn components(rel: &str) -> io::Result<Vec<String>> {
     let norm = crate::execution::workspace::normalize(rel).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            e.trim_start_matches("error: ").to_string(),
+            e.to_string().trim_start_matches("error: ").to_string(),
         )
     })?;
     Ok(if norm == "." {

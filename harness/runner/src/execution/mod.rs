@@ -24,6 +24,7 @@ pub(crate) mod process;
 pub mod reap;
 mod repo;
 pub mod sandbox;
+mod sandbox_error;
 pub mod shell;
 pub mod snapshot;
 mod template;

@@ -30,7 +30,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+pub use crate::execution::sandbox_error::{ProbeError, SandboxError};
 
 /// Which sandbox `--sandbox` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,7 +111,7 @@ impl Sandbox {
 
     /// The sandbox `mode` asks for on this machine, for the sim's commands (the task's own):
     /// [`Sandbox::detect_for`] without a real model.
-    pub fn detect(mode: SandboxMode) -> Result<Sandbox, String> {
+    pub fn detect(mode: SandboxMode) -> Result<Sandbox, SandboxError> {
         Sandbox::detect_for(mode, false)
     }
 
@@ -119,23 +121,15 @@ impl Sandbox {
     /// `bwrap` is missing or cannot create its namespaces — for the sim only: with a real model
     /// that is an error naming the package to install, unless the mode is `None`. `Bwrap` makes
     /// a missing sandbox an error that says why and what to do, with no warning before it.
-    pub fn detect_for(mode: SandboxMode, real_model: bool) -> Result<Sandbox, String> {
+    pub fn detect_for(mode: SandboxMode, real_model: bool) -> Result<Sandbox, SandboxError> {
         let probed = match mode {
             SandboxMode::None => return Ok(Sandbox::unconfined()),
             SandboxMode::Auto | SandboxMode::Bwrap => probe_bwrap(),
         };
         match (probed, mode) {
             (Ok(path), _) => Ok(Sandbox::bwrap_at(path)),
-            (Err(why), SandboxMode::Bwrap) => Err(format!(
-                "--sandbox bwrap: {why}; install bubblewrap (Debian: apt install bubblewrap) \
-                 or pass --sandbox auto"
-            )),
-            (Err(why), _) if real_model => Err(format!(
-                "--sandbox auto: {why}, and a real model's shell commands would run as plain \
-                 `sh`, where /proc/$PPID/environ shows the API keys; install bubblewrap \
-                 (Debian: apt install bubblewrap), or pass --sandbox none to run without one \
-                 knowingly"
-            )),
+            (Err(why), SandboxMode::Bwrap) => Err(SandboxError::Bwrap(why)),
+            (Err(why), _) if real_model => Err(SandboxError::RealModel(why)),
             (Err(why), _) => {
                 static WARNED: OnceLock<()> = OnceLock::new();
                 WARNED.get_or_init(|| {
@@ -458,11 +452,11 @@ const PROBE_SCRIPT: &str = "test -d /proc/self || exit 1; \
 
 /// Finds `bwrap` on the PATH and checks that it can create its namespaces here, once per
 /// process.
-fn probe_bwrap() -> Result<PathBuf, String> {
-    static PROBE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+fn probe_bwrap() -> Result<PathBuf, ProbeError> {
+    static PROBE: OnceLock<Result<PathBuf, ProbeError>> = OnceLock::new();
     PROBE
         .get_or_init(|| {
-            let path = find_on_path("bwrap").ok_or("`bwrap` is not on the PATH")?;
+            let path = find_on_path("bwrap").ok_or(ProbeError::NotOnPath)?;
             // The temp folder itself stands in for a workspace: the probe writes nothing, and
             // a folder made for it could be left behind by a kill.
             let out = std::process::Command::new(&path)
@@ -471,23 +465,24 @@ fn probe_bwrap() -> Result<PathBuf, String> {
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+                .output();
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    return Err(ProbeError::Run {
+                        path,
+                        source: Arc::new(e),
+                    })
+                }
+            };
             if out.status.success() && out.stdout.starts_with(b"ok") {
                 Ok(path)
             } else if out.status.success() {
-                Err(format!(
-                    "{} leaves its commands privileges ({})",
-                    path.display(),
-                    String::from_utf8_lossy(&out.stdout).trim()
-                ))
+                let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                Err(ProbeError::Privileged { path, status })
             } else {
-                let err = String::from_utf8_lossy(&out.stderr);
-                Err(format!(
-                    "{} cannot create its namespaces here ({})",
-                    path.display(),
-                    err.trim()
-                ))
+                let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                Err(ProbeError::Namespaces { path, stderr })
             }
         })
         .clone()

@@ -313,13 +313,32 @@ impl Cut {
     }
 }
 
+/// Why a workspace-relative path cannot be normalised; its display is the whole text a tool
+/// result shows the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// Absolute, or its `..` leave the root.
+    #[error(
+        "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
+    )]
+    Outside {
+        /// The path as given.
+        rel: String,
+    },
+    /// A component is not valid UTF-8.
+    #[error("error: path `{rel}` is not valid UTF-8")]
+    NotUtf8 {
+        /// The path as given.
+        rel: String,
+    },
+}
+
 /// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
 /// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
-pub fn normalize(rel: &str) -> Result<String, String> {
-    let outside = || {
-        format!(
-            "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
-        )
+pub fn normalize(rel: &str) -> Result<String, PathError> {
+    let outside = || PathError::Outside {
+        rel: rel.to_string(),
     };
     let mut parts: Vec<&str> = Vec::new();
     for comp in Path::new(rel).components() {
@@ -332,7 +351,11 @@ pub fn normalize(rel: &str) -> Result<String, String> {
             }
             Component::Normal(s) => match s.to_str() {
                 Some(s) => parts.push(s),
-                None => return Err(format!("error: path `{rel}` is not valid UTF-8")),
+                None => {
+                    return Err(PathError::NotUtf8 {
+                        rel: rel.to_string(),
+                    })
+                }
             },
             Component::RootDir | Component::Prefix(_) => return Err(outside()),
         }

@@ -14,6 +14,24 @@ use harness_report::html::{self, Page};
 pub use judge::judge_page;
 pub use run::run_page;
 
+/// Why a page could not be built or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HtmlError {
+    /// A cell file of the run folder does not read.
+    #[error("{0}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")]
+    Damaged(#[source] crate::results::ReadError),
+    /// The page cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The page's file.
+        path: std::path::PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Whether a path asks for an HTML page (`.html`, `.htm`).
 pub fn is_html(path: &Path) -> bool {
     path.extension()
@@ -23,9 +41,13 @@ pub fn is_html(path: &Path) -> bool {
 
 /// Renders the page and writes it to `path` whole or not at all ([`crate::atomic`]; its folder
 /// created); says where on stderr.
-pub fn write(path: &Path, page: &Page) -> Result<(), String> {
-    crate::atomic::write(path, html::render(page).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+pub fn write(path: &Path, page: &Page) -> Result<(), HtmlError> {
+    crate::atomic::write(path, html::render(page).as_bytes()).map_err(|source| {
+        HtmlError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
     crate::progress::say(&format!("wrote {}", path.display()));
     Ok(())
 }

@@ -15,12 +15,8 @@ use harness_core::request::Purpose;
 use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_report::render::{self, Table};
 
+use crate::html::HtmlError;
 use crate::results::cell_folder;
-
-/// A cell file that does not read, with what to do about it.
-fn damaged(e: String) -> String {
-    format!("{e}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")
-}
 
 /// What one cell's events say, in the page's terms.
 #[derive(Default)]
@@ -265,7 +261,7 @@ fn folds_fact(m: &harness_core::metrics::CellMetrics) -> String {
 }
 
 /// One task, model and seed: every arm's line on one chart, and the drill-down.
-fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
+fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, HtmlError> {
     let first = cells[0];
     let mut series = Vec::new();
     let mut facts = Vec::new();
@@ -274,10 +270,10 @@ fn group(dir: &Path, cells: &[&CellRecord]) -> Result<Group, String> {
     for r in cells {
         let folder = dir.join("cells").join(cell_folder(&r.id));
         let events: Vec<Event> = read_jsonl(&folder.join(crate::results::EVENTS_FILE))
-            .map_err(damaged)?
+            .map_err(HtmlError::Damaged)?
             .unwrap_or_default();
         let transcript: Vec<Message> = read_jsonl(&folder.join(crate::results::TRANSCRIPT_FILE))
-            .map_err(damaged)?
+            .map_err(HtmlError::Damaged)?
             .unwrap_or_default();
         let v = view(&r.arm, &events);
         facts.push(format!(
@@ -406,7 +402,7 @@ pub fn run_page(
     records: &[CellRecord],
     baseline: Option<&str>,
     title: &str,
-) -> Result<Page, String> {
+) -> Result<Page, HtmlError> {
     let records = &in_matrix_order(dir, records);
     let count = |s: Status| records.iter().filter(|r| r.status == s).count();
     let mut arms: Vec<String> = Vec::new();

@@ -24,6 +24,7 @@ use crate::backends::model::SharedModel;
 use crate::backends::{self, BackendOptions, OpenAiModel};
 use crate::cell::SYSTEM_PROMPT;
 use crate::judge::request::{request_for, JudgeOptions};
+use crate::judge::JudgeError;
 
 /// The file in a cassette folder that says how its answers were asked.
 pub const MARKER: &str = "answer.json";
@@ -63,42 +64,43 @@ impl Answering {
     }
 }
 
-fn read_marker(dir: &Path) -> Result<Option<Answering>, String> {
+fn read_marker(dir: &Path) -> Result<Option<Answering>, JudgeError> {
     let path = dir.join(MARKER);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => return Err(JudgeError::Read { path, source }),
     };
-    serde_json::from_str::<Value>(&text)
+    match serde_json::from_str::<Value>(&text)
         .ok()
         .as_ref()
         .and_then(Answering::from_json)
-        .map(Some)
-        .ok_or_else(|| {
-            format!(
-                "{}: expected {{\"answer\": \"tool\"|\"text\", \"constrained\": true|false}}",
-                path.display()
-            )
-        })
+    {
+        Some(m) => Ok(Some(m)),
+        None => Err(JudgeError::Marker { path }),
+    }
 }
 
 /// Writes `dir/answer.json` for a recording; refuses a folder recorded with other answers.
-pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), String> {
+pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), JudgeError> {
     if let Some(old) = read_marker(dir)? {
         if old != how {
-            return Err(format!(
-                "--record {}: the cassette holds answers asked as {}, this run asks {}; record into another folder",
-                dir.display(),
-                old.to_json(),
-                how.to_json()
-            ));
+            return Err(JudgeError::RecordedOtherwise {
+                dir: dir.to_path_buf(),
+                old: old.to_json(),
+                new: how.to_json(),
+            });
         }
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| JudgeError::Create {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let path = dir.join(MARKER);
-    std::fs::write(&path, format!("{}\n", how.to_json()))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    match std::fs::write(&path, format!("{}\n", how.to_json())) {
+        Ok(()) => Ok(()),
+        Err(source) => Err(JudgeError::Write { path, source }),
+    }
 }
 
 /// The models of a run, each with how it answers: the flags for live models, the cassette's
@@ -108,13 +110,13 @@ pub fn build_models(
     specs: &[&String],
     args: &AnswerArgs,
     opts: &BackendOptions,
-) -> Result<Vec<(SharedModel, Answering)>, String> {
+) -> Result<Vec<(SharedModel, Answering)>, JudgeError> {
     let asked = Answering {
         mode: args.answer.unwrap_or_default(),
         constrained: args.grammar,
     };
     if args.grammar && asked.mode != AnswerMode::Text {
-        return Err("--grammar constrains a text answer: give it with --answer text".to_string());
+        return Err(JudgeError::GrammarNeedsText);
     }
     let mut out = Vec::new();
     for spec in specs {
@@ -123,11 +125,11 @@ pub fn build_models(
         let how = match prefix {
             "replay" => match read_marker(Path::new(rest))? {
                 Some(m) if (args.answer.is_some() || args.grammar) && m != asked => {
-                    return Err(format!(
-                        "{spec}: its {MARKER} says {}, the flags ask {}; drop --answer/--grammar to replay it as recorded",
-                        m.to_json(),
-                        asked.to_json()
-                    ))
+                    return Err(JudgeError::ReplayedOtherwise {
+                        spec: spec.to_string(),
+                        recorded: m.to_json(),
+                        asked: asked.to_json(),
+                    })
                 }
                 Some(m) => m,
                 None => asked,
@@ -148,9 +150,9 @@ pub fn build_models(
             }
             "openai" | "replay" => backends::parse_model(spec, opts)?,
             _ if how.constrained => {
-                return Err(format!(
-                    "{spec}: --grammar is sent to OpenAI-compatible servers (openai:NAME) only"
-                ))
+                return Err(JudgeError::GrammarNotOpenAi {
+                    spec: spec.to_string(),
+                })
             }
             _ => backends::parse_model(spec, opts)?,
         };
@@ -200,7 +202,7 @@ pub async fn ask(
         }
         Err(e) => {
             rec.too_long = true;
-            rec.error = Some(e);
+            rec.error = Some(e.to_string());
             return rec;
         }
     };
@@ -244,14 +246,17 @@ mod tests {
             mode: AnswerMode::Text,
             constrained: true,
         };
-        assert_eq!(read_marker(dir.path()), Ok(None));
+        assert_eq!(read_marker(dir.path()).unwrap(), None);
         mark_cassette(dir.path(), text).unwrap();
-        assert_eq!(read_marker(dir.path()), Ok(Some(text)));
+        assert_eq!(read_marker(dir.path()).unwrap(), Some(text));
         mark_cassette(dir.path(), text).unwrap();
         let e = mark_cassette(dir.path(), Answering::default()).unwrap_err();
-        assert!(e.contains("record into another folder"), "{e}");
+        assert!(matches!(e, JudgeError::RecordedOtherwise { .. }), "{e}");
+        assert!(e.to_string().contains("record into another folder"), "{e}");
         std::fs::write(dir.path().join(MARKER), "{}").unwrap();
-        assert!(read_marker(dir.path()).unwrap_err().contains("expected"));
+        let e = read_marker(dir.path()).unwrap_err();
+        assert!(matches!(e, JudgeError::Marker { .. }), "{e}");
+        assert!(e.to_string().contains("expected"), "{e}");
     }
 
     #[test]
@@ -265,7 +270,7 @@ mod tests {
             max_answer_tokens: None,
         };
         let e = build_models(&[&spec], &grammar_only, &opts).err().unwrap();
-        assert!(e.contains("--answer text"), "{e}");
+        assert!(e.to_string().contains("--answer text"), "{e}");
         let text = Answering {
             mode: AnswerMode::Text,
             constrained: true,
@@ -279,7 +284,7 @@ mod tests {
             max_answer_tokens: None,
         };
         let e = build_models(&[&spec], &tool, &opts).err().unwrap();
-        assert!(e.contains("drop --answer"), "{e}");
+        assert!(e.to_string().contains("drop --answer"), "{e}");
         let anthropic = "anthropic:claude-haiku-4-5".to_string();
         let constrained = AnswerArgs {
             answer: Some(AnswerMode::Text),
@@ -289,6 +294,6 @@ mod tests {
         let e = build_models(&[&anthropic], &constrained, &opts)
             .err()
             .unwrap();
-        assert!(e.contains("openai:NAME"), "{e}");
+        assert!(e.to_string().contains("openai:NAME"), "{e}");
     }
 }

@@ -21,6 +21,18 @@ use std::sync::Arc;
 use harness_core::message::Message;
 use harness_core::request::Request;
 
+/// Why a request cannot be fitted: even without any context it is over the budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("does not fit: the system prompt, tools, card and current message alone are {fixed} tokens, over --max-context {budget} (the context, {context} tokens, would be left out whole)")]
+pub struct TooLong {
+    /// Tokens of the system prompt, tools, card and current message.
+    pub fixed: u64,
+    /// The budget (`--max-context`).
+    pub budget: u64,
+    /// Tokens of the context.
+    pub context: u64,
+}
+
 /// What fitting did to a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fitted {
@@ -37,7 +49,7 @@ pub fn cut_note(turns: u32, first_kept: u32) -> String {
 
 /// Fits `req` into `budget` o200k tokens (see the module docs); `Err` says the sizes when even
 /// the request without any context is over the budget.
-pub fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted), String> {
+pub fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted), TooLong> {
     let Some(budget) = budget else {
         return Ok((req, Fitted::default()));
     };
@@ -55,9 +67,11 @@ pub fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted), Strin
     let fixed = req.tokens - context_tokens;
     let note_tokens = u64::from(Message::user(current.turn, cut_note(999, 999), None).tokens);
     if fixed + note_tokens > budget {
-        return Err(format!(
-            "does not fit: the system prompt, tools, card and current message alone are {fixed} tokens, over --max-context {budget} (the context, {context_tokens} tokens, would be left out whole)"
-        ));
+        return Err(TooLong {
+            fixed,
+            budget,
+            context: context_tokens,
+        });
     }
     // Drop whole turns from the front until the rest fits.
     let mut start = 0;
@@ -169,6 +183,8 @@ mod tests {
     fn a_card_over_the_budget_is_an_error_with_the_sizes() {
         let r = request(3, 20);
         let e = fit(r, Some(5)).unwrap_err();
+        assert_eq!((e.budget, e.context > 0), (5, true), "{e}");
+        let e = e.to_string();
         assert!(e.starts_with("does not fit"), "{e}");
         assert!(e.contains("--max-context 5"), "{e}");
     }

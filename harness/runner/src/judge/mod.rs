@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use harness_config::yaml::Problem;
 use harness_core::events::Event;
 use harness_core::judge::Judge;
 use harness_core::judgement::{
@@ -52,6 +53,192 @@ use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
 use crate::execution::workspace::ARCHIVE_DIR;
 use crate::judge::answer::Answering;
 use crate::tasks::{self, LoadedTask};
+
+/// Why `judge build` could not gather its items, or `judge run` could not set up its models.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgeError {
+    /// A folder cannot be listed.
+    #[error("cannot read folder {}: {source}", dir.display())]
+    ReadDir {
+        /// The folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A data folder whose `labels/` holds no labels file.
+    #[error("{} has no labels files (labels/<format>/*.yaml)", dir.display())]
+    NoLabels {
+        /// The data folder.
+        dir: PathBuf,
+    },
+    /// A `--from` path that does not exist.
+    #[error("{} does not exist; give task specs, a data folder with labels/ or a labels file", path.display())]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder cannot be made.
+    #[error("cannot create {}: {source}", dir.display())]
+    Create {
+        /// The folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `fold` policy does not build.
+    #[error(transparent)]
+    Policy(#[from] policies::PolicyError),
+    /// A task's run under `fold` ended in an error.
+    #[error("task {task}: the run under fold failed: {reason}")]
+    TaskRun {
+        /// The task.
+        task: String,
+        /// The record's error.
+        reason: String,
+    },
+    /// A task's run stopped before its items were gathered (it panicked).
+    #[error("a task run stopped: {0}")]
+    Stopped(#[source] tokio::task::JoinError),
+    /// The capture of a task's requests was poisoned by a panic.
+    #[error("task {task}: the capture was poisoned")]
+    Poisoned {
+        /// The task.
+        task: String,
+    },
+    /// A turn's first request holds no user message of the turn.
+    #[error("task {task}: turn {turn}'s first request has no user message")]
+    NoUserMessage {
+        /// The task.
+        task: String,
+        /// The turn.
+        turn: u32,
+    },
+    /// The item's card is not the card the fold policy showed.
+    #[error(
+        "task {task}: turn {turn}: the item's card differs from the card the fold policy showed"
+    )]
+    CardDiffers {
+        /// The task.
+        task: String,
+        /// The turn.
+        turn: u32,
+    },
+    /// The task specs have problems, each a whole line.
+    #[error("{}", specs(.0))]
+    Specs(Vec<Problem>),
+    /// A labels file has problems, each a whole line.
+    #[error("{}", lines(.0))]
+    Labels(Vec<Problem>),
+    /// A labels file that names no transcript.
+    #[error("{labels}: names no transcript (`source_path` or `session`)")]
+    NoTranscript {
+        /// The labels file.
+        labels: String,
+    },
+    /// The transcript a labels file names is not where it says.
+    #[error("{labels}: the transcript {rel} is not in {}", root.display())]
+    TranscriptMissing {
+        /// The labels file.
+        labels: String,
+        /// The transcript as named.
+        rel: String,
+        /// The data folder.
+        root: PathBuf,
+    },
+    /// The transcript does not import.
+    #[error(transparent)]
+    Import(#[from] harness_import::ImportError),
+    /// No session of the transcript has a labelled prompt.
+    #[error("{labels}: no session of {rel} has a labelled prompt (by uuid, or by turn number with `key: n`)")]
+    Unlabelled {
+        /// The labels file.
+        labels: String,
+        /// The transcript as named.
+        rel: String,
+    },
+    /// A dataset file that does not read.
+    #[error(transparent)]
+    Dataset(#[from] harness_core::judgement::JsonlError),
+    /// A cassette's `answer.json` that does not read.
+    #[error("{}: expected {{\"answer\": \"tool\"|\"text\", \"constrained\": true|false}}", path.display())]
+    Marker {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Recording into a cassette whose answers were asked otherwise.
+    #[error("--record {}: the cassette holds answers asked as {old}, this run asks {new}; record into another folder", dir.display())]
+    RecordedOtherwise {
+        /// The cassette folder.
+        dir: PathBuf,
+        /// How its answers were asked.
+        old: serde_json::Value,
+        /// How this run asks.
+        new: serde_json::Value,
+    },
+    /// `--grammar` without `--answer text`.
+    #[error("--grammar constrains a text answer: give it with --answer text")]
+    GrammarNeedsText,
+    /// A replayed cassette whose answers were asked otherwise than the flags say.
+    #[error("{spec}: its {} says {recorded}, the flags ask {asked}; drop --answer/--grammar to replay it as recorded", answer::MARKER)]
+    ReplayedOtherwise {
+        /// The model spec (`replay:DIR`).
+        spec: String,
+        /// How its answers were asked.
+        recorded: serde_json::Value,
+        /// How the flags ask.
+        asked: serde_json::Value,
+    },
+    /// `--grammar` for a model that is not OpenAI-compatible.
+    #[error("{spec}: --grammar is sent to OpenAI-compatible servers (openai:NAME) only")]
+    GrammarNotOpenAi {
+        /// The model spec.
+        spec: String,
+    },
+    /// A model spec that does not build.
+    #[error(transparent)]
+    Model(#[from] crate::backends::BackendError),
+}
+
+/// The task specs' problems one per line, then how many.
+fn specs(problems: &[Problem]) -> String {
+    let mut s: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    s.push(format!(
+        "{} problem{} in the task specs",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    ));
+    s.join("\n")
+}
+
+/// Problems one per line.
+fn lines(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// Where the items of a build come from.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -91,9 +278,15 @@ pub fn has_labels(dir: &Path) -> bool {
     LABEL_FOLDERS.iter().any(|l| dir.join(l).is_dir())
 }
 
-fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read folder {}: {e}", dir.display()))?
+fn read_dir(dir: &Path) -> Result<std::fs::ReadDir, JudgeError> {
+    std::fs::read_dir(dir).map_err(|source| JudgeError::ReadDir {
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, JudgeError> {
+    let mut out: Vec<PathBuf> = read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|f| {
             f.is_file() && matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
@@ -107,7 +300,7 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// a data folder: every `labels/<format>/*.yaml` in it; a YAML file whose turns carry `uuid`s is
 /// a labels file (its data folder is the nearest ancestor its `source_path` resolves from); any
 /// other path is a task spec or a folder of them.
-pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
+pub fn classify(from: &[PathBuf]) -> Result<Sources, JudgeError> {
     let mut s = Sources::default();
     for p in from {
         if p.is_dir() && has_labels(p) {
@@ -120,8 +313,7 @@ pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
                 if !labels.is_dir() {
                     continue;
                 }
-                let mut dirs: Vec<PathBuf> = std::fs::read_dir(&labels)
-                    .map_err(|e| format!("cannot read folder {}: {e}", labels.display()))?
+                let mut dirs: Vec<PathBuf> = read_dir(&labels)?
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|d| d.is_dir())
                     .collect();
@@ -136,10 +328,7 @@ pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
                 }
             }
             if s.labels.len() == before {
-                return Err(format!(
-                    "{} has no labels files (labels/<format>/*.yaml)",
-                    p.display()
-                ));
+                return Err(JudgeError::NoLabels { dir: p.clone() });
             }
         } else if p.is_file() && is_labels_file(p) {
             let root = p
@@ -153,10 +342,7 @@ pub fn classify(from: &[PathBuf]) -> Result<Sources, String> {
         } else if p.exists() || p.to_string_lossy().contains('*') {
             s.tasks.push(p.clone());
         } else {
-            return Err(format!(
-                "{} does not exist; give task specs, a data folder with labels/ or a labels file",
-                p.display()
-            ));
+            return Err(JudgeError::Missing { path: p.clone() });
         }
     }
     Ok(s)
@@ -185,7 +371,7 @@ impl Model for Capture {
 }
 
 /// The items of one task: it runs under `fold` with the oracle sim; every turn ≥ 2 is an item.
-pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<Item>, String> {
+pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<Item>, JudgeError> {
     let name = &t.spec.name;
     let sim = Sim::new(
         Arc::clone(&t.spec),
@@ -211,15 +397,15 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
     let on_event = |_: &str, _: &Event| {};
     let out = run_cell(&plan, &CellOptions::default(), &model, &on_event).await;
     if out.record.status == Status::Error {
-        return Err(format!(
-            "task {name}: the run under fold failed: {}",
-            out.record.error.unwrap_or_default()
-        ));
+        return Err(JudgeError::TaskRun {
+            task: name.clone(),
+            reason: out.record.error.unwrap_or_default(),
+        });
     }
     let first = model
         .first
         .into_inner()
-        .map_err(|_| format!("task {name}: the capture was poisoned"))?;
+        .map_err(|_| JudgeError::Poisoned { task: name.clone() })?;
     let labels: Vec<Option<String>> = t.spec.turns.iter().map(|x| Some(x.unit.clone())).collect();
     let file = t.file.display().to_string();
     let origin = Origin {
@@ -235,9 +421,10 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
             .iter()
             .rposition(|m| m.is_human() && m.turn == *turn)
         else {
-            return Err(format!(
-                "task {name}: turn {turn}'s first request has no user message"
-            ));
+            return Err(JudgeError::NoUserMessage {
+                task: name.clone(),
+                turn: *turn,
+            });
         };
         let user = &messages[idx];
         let Some(item) = judgement::build_item(
@@ -252,9 +439,10 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
         };
         if let Some(card) = &user.card {
             if *card != item.card() {
-                return Err(format!(
-                    "task {name}: turn {turn}: the item's card differs from the card the fold policy showed"
-                ));
+                return Err(JudgeError::CardDiffers {
+                    task: name.clone(),
+                    turn: *turn,
+                });
             }
         }
         items.push(item);
@@ -267,34 +455,31 @@ pub fn labelled_items(
     labels_file: &Path,
     data_root: &Path,
     max_tool_output: usize,
-) -> Result<(Vec<Item>, Vec<String>), String> {
+) -> Result<(Vec<Item>, Vec<String>), JudgeError> {
     let lname = labels_file.display().to_string();
-    let text =
-        std::fs::read_to_string(labels_file).map_err(|e| format!("cannot read {lname}: {e}"))?;
-    let labels = harness_config::labels::parse_labels(&lname, &text).map_err(|ps| {
-        ps.iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+    let text = read(labels_file)?;
+    let labels = harness_config::labels::parse_labels(&lname, &text).map_err(JudgeError::Labels)?;
     let rel = labels
         .source_path
         .clone()
         .or_else(|| labels.session.clone())
-        .ok_or_else(|| format!("{lname}: names no transcript (`source_path` or `session`)"))?;
+        .ok_or_else(|| JudgeError::NoTranscript {
+            labels: lname.clone(),
+        })?;
     let transcript = [data_root.join(&rel)]
         .into_iter()
         .chain(labels_file.parent().map(|d| d.join(&rel)))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            format!(
-                "{lname}: the transcript {rel} is not in {}",
-                data_root.display()
-            )
+        .ok_or_else(|| JudgeError::TranscriptMissing {
+            labels: lname.clone(),
+            rel: rel.clone(),
+            root: data_root.to_path_buf(),
         })?;
-    let bytes = std::fs::read(&transcript)
-        .map_err(|e| format!("cannot read {}: {e}", transcript.display()))?;
-    let sessions = harness_import::import_bytes(&rel, &bytes, None).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&transcript).map_err(|source| JudgeError::Read {
+        path: transcript.clone(),
+        source,
+    })?;
+    let sessions = harness_import::import_bytes(&rel, &bytes, None)?;
     let matched = |s: &harness_import::ImportedSession| {
         s.human_turns
             .iter()
@@ -306,9 +491,7 @@ pub fn labelled_items(
         .filter(|s| matched(s) > 0)
         .max_by_key(|s| matched(s))
     else {
-        return Err(format!(
-            "{lname}: no session of {rel} has a labelled prompt (by uuid, or by turn number with `key: n`)"
-        ));
+        return Err(JudgeError::Unlabelled { labels: lname, rel });
     };
     let mut warnings = Vec::new();
     let turns = session.last_human_turn() as usize;
@@ -369,18 +552,10 @@ pub async fn build(
     max_tool_output: usize,
     jobs: usize,
     warn: &(dyn Fn(&str) + Sync),
-) -> Result<Vec<Item>, String> {
+) -> Result<Vec<Item>, JudgeError> {
     let mut items = Vec::new();
     if !sources.tasks.is_empty() {
-        let loaded = tasks::load_tasks(&sources.tasks).map_err(|ps| {
-            let mut s: Vec<String> = ps.iter().map(|p| p.to_string()).collect();
-            s.push(format!(
-                "{} problem{} in the task specs",
-                ps.len(),
-                if ps.len() == 1 { "" } else { "s" }
-            ));
-            s.join("\n")
-        })?;
+        let loaded = tasks::load_tasks(&sources.tasks).map_err(JudgeError::Specs)?;
         let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
         let mut handles = Vec::new();
         for t in loaded {
@@ -391,7 +566,7 @@ pub async fn build(
             }));
         }
         for h in handles {
-            items.extend(h.await.map_err(|e| format!("a task run stopped: {e}"))??);
+            items.extend(h.await.map_err(JudgeError::Stopped)??);
         }
     }
     for (file, root) in &sources.labels {
@@ -405,10 +580,20 @@ pub async fn build(
 }
 
 /// Reads a dataset file.
-pub fn read_dataset(path: &Path) -> Result<Vec<Item>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    judgement::parse_dataset(&path.display().to_string(), &text).map_err(|e| e.to_string())
+pub fn read_dataset(path: &Path) -> Result<Vec<Item>, JudgeError> {
+    let text = read(path)?;
+    Ok(judgement::parse_dataset(
+        &path.display().to_string(),
+        &text,
+    )?)
+}
+
+/// A file's text, or [`JudgeError::Read`].
+fn read(path: &Path) -> Result<String, JudgeError> {
+    std::fs::read_to_string(path).map_err(|source| JudgeError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Keeps the items a run asks about.
@@ -552,11 +737,13 @@ mod tests {
         );
         assert!(classify(&[dir.path().join("nope")])
             .unwrap_err()
+            .to_string()
             .contains("does not exist"));
         let empty = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(empty.path().join("labels")).unwrap();
         assert!(classify(&[empty.path().to_path_buf()])
             .unwrap_err()
+            .to_string()
             .contains("no labels files"));
     }
 }

@@ -31,6 +31,7 @@ use harness_core::tokens;
 use harness_wire::render::{self, Out};
 use harness_wire::units::{Grouper, Side, UnitKind};
 use harness_wire::{Api, Envelope, ItemKey};
+use policies::PolicyError;
 use serde_json::value::RawValue;
 
 /// Other agents' tools whose calls change files (foldbench's own that do are those that do not
@@ -64,7 +65,7 @@ mod needs;
 mod state;
 mod text;
 
-pub use decode::{decode, Decoded};
+pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
 pub use state::Saved;
 
@@ -108,12 +109,15 @@ pub enum Step {
 /// An archive to write before a splice is applied (the driver's).
 pub use harness_core::driver::PendingSplice;
 
+/// What builds a conversation's policy, again on each branch.
+pub type MakePolicy = Box<dyn Fn() -> Result<Box<dyn Policy>, PolicyError> + Send + Sync>;
+
 /// One conversation's state.
 pub struct Conversation {
     /// The policy (started again on a new branch) and the live context of the request in
     /// progress.
     driver: Driver,
-    make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
+    make_policy: MakePolicy,
     /// Message per identity (its units' keys and its turn), so ids are stable.
     known: HashMap<Vec<ItemKey>, Arc<Message>>,
     /// Every unit seen, for branch detection.
@@ -168,9 +172,7 @@ pub struct Conversation {
 
 impl Conversation {
     /// A conversation under the policy `make_policy` builds.
-    pub fn new(
-        make_policy: Box<dyn Fn() -> Result<Box<dyn Policy>, String> + Send + Sync>,
-    ) -> Result<Conversation, String> {
+    pub fn new(make_policy: MakePolicy) -> Result<Conversation, PolicyError> {
         Ok(Conversation {
             driver: Driver::new(make_policy()?, 0),
             make_policy,
@@ -232,7 +234,7 @@ impl Conversation {
     }
 
     /// Starts a new branch: the policy, its edits and cards start again.
-    pub fn new_branch(&mut self) -> Result<(), String> {
+    pub fn new_branch(&mut self) -> Result<(), PolicyError> {
         self.driver.set_policy((self.make_policy)()?);
         self.known.clear();
         self.seen.clear();
@@ -388,7 +390,7 @@ impl Conversation {
         &mut self,
         p: &PendingSplice,
         turn: u32,
-        written: Result<(), String>,
+        written: Result<(), super::ProxyError>,
     ) -> Option<Arc<Message>> {
         if let Err(reason) = written {
             self.events.push(Event::SpliceFailed {

@@ -54,6 +54,95 @@ use tokio::sync::{mpsc, oneshot};
 use conversation::{Conversation, Decoded, Step};
 use record::{Exchange, Recorder};
 
+/// Why the proxy could not start, stop, record or reach its upstream.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The policy does not build.
+    #[error(transparent)]
+    Policy(#[from] policies::PolicyError),
+    /// The listening address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The socket's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket has no address.
+    #[error(transparent)]
+    Address(std::io::Error),
+    /// The HTTP client to the upstream cannot be built.
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// A lock of the proxy's state was poisoned by a panic.
+    #[error("the {0} was poisoned")]
+    Poisoned(&'static str),
+    /// A file or folder of the run folder cannot be made, read or written.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// `create`, `open`, `lock`, `write`, `repair`.
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another run or proxy holds the run folder's lock.
+    #[error("{} is in use by another foldbench run or proxy; stop it, or give another --out", root.display())]
+    Busy {
+        /// The run folder.
+        root: PathBuf,
+    },
+    /// A record or event that does not encode as JSON.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// The run folder's records (an earlier proxy's) do not read.
+    #[error(transparent)]
+    Records(#[from] crate::results::ReadError),
+    /// The agent's method is not one the HTTP client takes.
+    #[error("method: {0}")]
+    Method(#[source] hyper::http::method::InvalidMethod),
+    /// The upstream cannot be reached.
+    #[error("the upstream {url} could not be reached: {source}")]
+    Unreachable {
+        /// The upstream URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A splice's archive could not be written in the agent's folder.
+    #[error("archive {path}: {source}")]
+    Archive {
+        /// The archive's workspace-relative path.
+        path: String,
+        /// The write's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A splice's archive has nowhere to go.
+    #[error("archive {path}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)")]
+    NoWorkdir {
+        /// The archive's workspace-relative path.
+        path: String,
+    },
+}
+
+impl ProxyError {
+    /// An [`ProxyError::Io`] maker for `action` on `path`.
+    pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| ProxyError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 /// The largest request body the proxy reads (a long session's history is a few MiB).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
 
@@ -166,7 +255,7 @@ impl Proxy {
     /// Starts a proxy: opens (or reopens, continuing it) the run folder `cfg.out`, listens on
     /// `cfg.listen`. An error when the policy does not build, the folder cannot be written or
     /// the address cannot be listened on.
-    pub async fn start(cfg: ProxyConfig) -> Result<Proxy, String> {
+    pub async fn start(cfg: ProxyConfig) -> Result<Proxy, ProxyError> {
         policies::build(&cfg.policy, cfg.window)?;
         let mut recorder = Recorder::open(&cfg)?;
         let mut convs = Convs {
@@ -177,9 +266,7 @@ impl Proxy {
         for (saved, events) in recorder.take_restored() {
             let policy = cfg.policy.clone();
             let window = cfg.window;
-            let mut conv = Conversation::new(Box::new(move || {
-                policies::build(&policy, window).map_err(String::from)
-            }))?;
+            let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
             if let Some(spec) = &cfg.needs {
                 conv.watch_needs(Arc::clone(spec));
             }
@@ -207,13 +294,16 @@ impl Proxy {
         }
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| ProxyError::Listen {
+                addr: cfg.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(ProxyError::Address)?;
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(ProxyError::HttpClient)?;
         let shared = Arc::new(Shared {
             cfg,
             client,
@@ -281,7 +371,7 @@ impl Proxy {
 
     /// Stops listening, waits for the requests in progress, and writes every conversation's
     /// record (`cells.jsonl`); returns what was written.
-    pub async fn stop(mut self) -> Result<ProxySummary, String> {
+    pub async fn stop(mut self) -> Result<ProxySummary, ProxyError> {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -304,9 +394,7 @@ impl Proxy {
                 relay::apply_splices(&self.shared, &mut e, &splices, turn, root.as_deref());
             }
             let rec = Arc::clone(&self.shared.recorder);
-            let mut r = rec
-                .lock()
-                .map_err(|_| "the recorder was poisoned".to_string())?;
+            let mut r = rec.lock().map_err(|_| ProxyError::Poisoned("recorder"))?;
             r.flush_entry(&mut e)?;
             r.finish_entry(&self.shared.cfg, &e)?;
             cells.push(e.cell.clone());
@@ -315,7 +403,7 @@ impl Proxy {
             .shared
             .recorder
             .lock()
-            .map_err(|_| "the recorder was poisoned".to_string())?;
+            .map_err(|_| ProxyError::Poisoned("recorder"))?;
         r.write_records()?;
         Ok(ProxySummary {
             out: self.shared.cfg.out.clone(),
@@ -492,7 +580,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
             return pass_through(&shared, &parts, &path_q, body, "side", &reason).await
         }
         Ok(Found::Entry(e)) => e,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let guard = entry.lock_owned().await;
     relay::main_request(shared, guard, api, &parts, &path_q, decoded).await
@@ -513,13 +601,13 @@ impl Shared {
     /// The conversation a request belongs to: by the agent's session id when it sends one, else
     /// by its first message; a new one otherwise. A request of another model than the
     /// conversation's is a side request.
-    fn conversation(&self, hint: Option<&str>, req: &Decoded) -> Result<Found, String> {
+    fn conversation(&self, hint: Option<&str>, req: &Decoded) -> Result<Found, ProxyError> {
         let first = first_route(req);
         let hint = hint.map(|h| format!("h:{h}"));
         let mut convs = self
             .convs
             .lock()
-            .map_err(|_| "the proxy's state was poisoned".to_string())?;
+            .map_err(|_| ProxyError::Poisoned("proxy's state"))?;
         let by_hint = hint.as_ref().and_then(|h| convs.by_key.get(h)).copied();
         // A session id not seen before is a new conversation even when its first message is
         // another session's (agents begin every session with the same reminder), unless that
@@ -577,9 +665,7 @@ impl Shared {
         convs.next += 1;
         let policy = self.cfg.policy.clone();
         let window = self.cfg.window;
-        let mut conv = Conversation::new(Box::new(move || {
-            policies::build(&policy, window).map_err(String::from)
-        }))?;
+        let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
         if let Some(spec) = &self.cfg.needs {
             conv.watch_needs(Arc::clone(spec));
         }
@@ -646,10 +732,10 @@ async fn send_upstream(
     headers: &HeaderMap,
     path_q: &str,
     body: Vec<u8>,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProxyError> {
     let url = upstream_url(&shared.cfg.upstream, path_q);
-    let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
-        .map_err(|e| format!("method: {e}"))?;
+    let method =
+        reqwest::Method::from_bytes(method.as_str().as_bytes()).map_err(ProxyError::Method)?;
     let mut h = upstream_headers(headers);
     h.insert(
         reqwest::header::CONTENT_TYPE,
@@ -667,7 +753,7 @@ async fn send_upstream(
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("the upstream {url} could not be reached: {e}"))
+        .map_err(|source| ProxyError::Unreachable { url, source })
 }
 
 /// The response head for the agent from the upstream's.
@@ -696,6 +782,7 @@ async fn pass_through(
         match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
             Ok(r) => r,
             Err(e) => {
+                let e = e.to_string();
                 shared.log(Exchange::new(kind, path).status(502).note(&e));
                 return error(StatusCode::BAD_GATEWAY, &e);
             }

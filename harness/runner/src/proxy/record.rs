@@ -35,7 +35,7 @@ use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use serde::Serialize;
 
 use super::conversation::Saved;
-use super::{Entry, ProxyConfig};
+use super::{Entry, ProxyConfig, ProxyError};
 use crate::results::{
     self, cell_folder, CELLS_FILE, EVENTS_FILE, MATRIX_FILE, REQUESTS_FILE, TRANSCRIPT_FILE,
 };
@@ -132,11 +132,10 @@ pub struct Recorder {
 impl Recorder {
     /// Opens the run folder (made when missing), taking its lock; a folder of an earlier proxy
     /// run is continued.
-    pub fn open(cfg: &ProxyConfig) -> Result<Recorder, String> {
+    pub fn open(cfg: &ProxyConfig) -> Result<Recorder, ProxyError> {
         let root = cfg.out.clone();
-        let io =
-            |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
-        fs::create_dir_all(root.join("cells")).map_err(|e| io("create", &root, e))?;
+        let io = ProxyError::io;
+        fs::create_dir_all(root.join("cells")).map_err(io("create", &root))?;
         let lock_path = root.join(results::LOCK_FILE);
         let lock = OpenOptions::new()
             .create(true)
@@ -144,16 +143,11 @@ impl Recorder {
             .read(true)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| io("open", &lock_path, e))?;
+            .map_err(io("open", &lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(format!(
-                "{} is in use by another foldbench run or proxy; stop it, or give another --out",
-                root.display()
-            ))
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path, e)),
+            Err(fs::TryLockError::WouldBlock) => return Err(ProxyError::Busy { root }),
+            Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path)(e)),
         }
         let mpath = root.join(MATRIX_FILE);
         if !mpath.exists() {
@@ -167,14 +161,14 @@ impl Recorder {
                 "arms": [cfg.arm],
                 "cells": [],
             });
-            let text = serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?;
-            results::write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
+            let text = serde_json::to_string_pretty(&m)?;
+            results::write_atomic(&mpath, text.as_bytes()).map_err(io("write", &mpath))?;
         }
         let cpath = root.join(CELLS_FILE);
         let rpath = root.join(REQUESTS_FILE);
         let xpath = root.join(EXCHANGES_FILE);
         for p in [&cpath, &rpath, &xpath] {
-            results::repair_jsonl(p).map_err(|e| io("repair", p, e))?;
+            results::repair_jsonl(p).map_err(io("repair", p))?;
         }
         let mut records = BTreeMap::new();
         let mut order = Vec::new();
@@ -200,7 +194,7 @@ impl Recorder {
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|e| io("open", p, e))
+                .map_err(io("open", p))
         };
         let restored = restore(&root);
         Ok(Recorder {
@@ -241,17 +235,16 @@ impl Recorder {
     }
 
     /// Appends a conversation's new events, request rows and messages to its files.
-    pub(crate) fn flush_entry(&mut self, e: &mut Entry) -> Result<(), String> {
+    pub(crate) fn flush_entry(&mut self, e: &mut Entry) -> Result<(), ProxyError> {
         let dir = self.cell_dir(&e.cell);
-        fs::create_dir_all(&dir)
-            .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        fs::create_dir_all(&dir).map_err(ProxyError::io("create", &dir))?;
         let mut events = String::new();
         let mut rows = String::new();
         for ev in &e.conv.events[e.written_events.min(e.conv.events.len())..] {
-            events.push_str(&serde_json::to_string(ev).map_err(|err| err.to_string())?);
+            events.push_str(&serde_json::to_string(ev)?);
             events.push('\n');
             if let Event::Request(r) = ev {
-                let mut v = serde_json::to_value(r).map_err(|err| err.to_string())?;
+                let mut v = serde_json::to_value(r)?;
                 if let Some(o) = v.as_object_mut() {
                     o.remove("visible_results");
                     o.insert("cell".into(), serde_json::Value::String(e.cell.clone()));
@@ -262,14 +255,14 @@ impl Recorder {
         }
         let mut transcript = String::new();
         for m in &e.conv.transcript[e.written_transcript.min(e.conv.transcript.len())..] {
-            transcript.push_str(&serde_json::to_string(&**m).map_err(|err| err.to_string())?);
+            transcript.push_str(&serde_json::to_string(&**m)?);
             transcript.push('\n');
         }
         append(&dir.join(EVENTS_FILE), events.as_bytes())?;
         append(&dir.join(TRANSCRIPT_FILE), transcript.as_bytes())?;
         self.requests
             .write_all(rows.as_bytes())
-            .map_err(|err| format!("cannot write {REQUESTS_FILE}: {err}"))?;
+            .map_err(ProxyError::io("write", Path::new(REQUESTS_FILE)))?;
         e.written_events = e.conv.events.len();
         e.written_transcript = e.conv.transcript.len();
         let generation = e.conv.generation();
@@ -279,10 +272,10 @@ impl Recorder {
             saved.model = e.model.clone();
             saved.tools = e.tools;
             saved.keys = e.keys.clone();
-            let text = serde_json::to_string(&saved).map_err(|err| err.to_string())?;
+            let text = serde_json::to_string(&saved)?;
             let path = dir.join(STATE_FILE);
             results::write_atomic(&path, text.as_bytes())
-                .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+                .map_err(ProxyError::io("write", &path))?;
             e.saved = Some(generation);
         }
         Ok(())
@@ -301,7 +294,7 @@ impl Recorder {
     }
 
     /// The record of a conversation, from its events (no checks: its status is `success`).
-    pub(crate) fn finish_entry(&mut self, cfg: &ProxyConfig, e: &Entry) -> Result<(), String> {
+    pub(crate) fn finish_entry(&mut self, cfg: &ProxyConfig, e: &Entry) -> Result<(), ProxyError> {
         let n = e
             .cell
             .rsplit('/')
@@ -353,7 +346,7 @@ impl Recorder {
     }
 
     /// Writes `cells.jsonl`: the records of earlier runs on the folder and this run's.
-    pub fn write_records(&self) -> Result<(), String> {
+    pub fn write_records(&self) -> Result<(), ProxyError> {
         let lines = self
             .order
             .iter()
@@ -362,7 +355,7 @@ impl Recorder {
         let path = self.root.join(CELLS_FILE);
         results::write_lines(&path, lines)
             .map(|_| ())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(ProxyError::io("write", &path))
     }
 }
 
@@ -417,7 +410,7 @@ fn restore(root: &Path) -> Vec<(Saved, Vec<Event>)> {
     out
 }
 
-fn append(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn append(path: &Path, bytes: &[u8]) -> Result<(), ProxyError> {
     if bytes.is_empty() && path.exists() {
         return Ok(());
     }
@@ -426,5 +419,5 @@ fn append(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .append(true)
         .open(path)
         .and_then(|mut f| f.write_all(bytes))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(ProxyError::io("write", path))
 }

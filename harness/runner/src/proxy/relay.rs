@@ -21,7 +21,7 @@ pub(super) async fn main_request(
         e.model = decoded.env.model.clone();
     }
     if let Err(err) = branch_if_new(&shared, e, &decoded, &path) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, &err);
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string());
     }
     write_splices(&shared, e, &decoded);
     let out = match planned(&shared, e, api, parts, path_q, &decoded, &path).await {
@@ -36,6 +36,7 @@ pub(super) async fn main_request(
     let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
         Ok(r) => r,
         Err(err) => {
+            let err = err.to_string();
             shared.log(main_x(&path, e, index).status(502).note(&err));
             flush(&shared, e);
             return error(StatusCode::BAD_GATEWAY, &err);
@@ -162,7 +163,7 @@ fn branch_if_new(
     e: &mut Entry,
     decoded: &Decoded,
     path: &str,
-) -> Result<(), String> {
+) -> Result<(), policies::PolicyError> {
     if e.conv.continues(decoded) {
         return Ok(());
     }
@@ -522,6 +523,7 @@ async fn streamed_answer(
                 return Some(why);
             }
             Err(err) => {
+                let err = err.to_string();
                 let ev = error_event(api, &err);
                 let _ = tx
                     .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
@@ -565,12 +567,16 @@ pub(crate) fn apply_splices(
 ) {
     for p in splices {
         let written = match root {
-            Some(r) => crate::execution::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
-                .map_err(|err| format!("archive {}: {err}", p.archived.archive.path)),
-            None => Err(format!(
-                "archive {}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)",
-                p.archived.archive.path
-            )),
+            Some(r) => {
+                crate::execution::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
+                    .map_err(|source| ProxyError::Archive {
+                        path: p.archived.archive.path.clone(),
+                        source,
+                    })
+            }
+            None => Err(ProxyError::NoWorkdir {
+                path: p.archived.archive.path.clone(),
+            }),
         };
         let ok = written.is_ok();
         if e.conv.apply_splice(p, turn, written).is_some() && ok {
@@ -604,6 +610,7 @@ async fn planned(
                 {
                     Ok(r) => r,
                     Err(err) => {
+                        let err = err.to_string();
                         shared.log(
                             Exchange::new("compaction", path)
                                 .cell(&e.cell)

@@ -31,24 +31,60 @@ pub(super) fn looks_binary(bytes: &[u8]) -> bool {
     odd > 1 && odd * 10 > all
 }
 
+/// Why a workspace file cannot be read by the file tools; its display is the whole text a tool
+/// result shows the model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The path is a folder.
+    #[error("error: {norm} is a directory; use list_files to see its files")]
+    Directory {
+        /// The workspace-relative path.
+        norm: String,
+    },
+    /// A FIFO, socket or device.
+    #[error("error: {norm} is not a regular file (a FIFO, socket or device); the file tools read regular files only")]
+    NotRegular {
+        /// The workspace-relative path.
+        norm: String,
+    },
+    /// Larger than [`MAX_READ_BYTES`].
+    #[error("error: {norm} is {len} bytes; read_file, grep and edit_file read files up to {MAX_READ_BYTES} bytes (use shell with head, tail or sed -n for parts of it)")]
+    TooLarge {
+        /// The workspace-relative path.
+        norm: String,
+        /// Its size in bytes.
+        len: u64,
+    },
+    /// No such file.
+    #[error("error: no such file: {norm}")]
+    NotFound {
+        /// The workspace-relative path.
+        norm: String,
+    },
+    /// Any other failure of the read.
+    #[error("error: cannot read {norm}: {source}")]
+    Io {
+        /// The workspace-relative path.
+        norm: String,
+        /// The read's error.
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// Reads a workspace file for `read_file`/`grep`/`edit_file`: regular files only (a FIFO, socket or device
 /// is refused before it is opened, and the open is non-blocking), at most [`MAX_READ_BYTES`]
 /// (measured before anything is read).
-pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, String> {
+pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, ReadError> {
+    let norm = norm.to_string();
     match harness_import::fs::read_regular(abs, MAX_READ_BYTES) {
         Ok(b) => Ok(b),
         Err(e) => Err(match fs::metadata(abs) {
-            Ok(m) if m.is_dir() => {
-                format!("error: {norm} is a directory; use list_files to see its files")
-            }
-            Ok(m) if !m.is_file() => format!(
-                "error: {norm} is not a regular file (a FIFO, socket or device); the file tools read regular files only"
-            ),
-            Ok(m) if m.len() > MAX_READ_BYTES => format!(
-                "error: {norm} is {} bytes; read_file, grep and edit_file read files up to {MAX_READ_BYTES} bytes (use shell with head, tail or sed -n for parts of it)",
-                m.len()
-            ),
-            _ => file_error(abs, norm, &e),
+            Ok(m) if m.is_dir() => ReadError::Directory { norm },
+            Ok(m) if !m.is_file() => ReadError::NotRegular { norm },
+            Ok(m) if m.len() > MAX_READ_BYTES => ReadError::TooLarge { norm, len: m.len() },
+            _ => file_error(abs, norm, e),
         }),
     }
 }
@@ -132,13 +168,13 @@ pub(super) fn read_file(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> To
 }
 
 /// The error text for a failed read of an existing-or-not path.
-pub(super) fn file_error(abs: &Path, norm: &str, e: &io::Error) -> String {
-    if e.kind() == io::ErrorKind::NotFound {
-        format!("error: no such file: {norm}")
+pub(super) fn file_error(abs: &Path, norm: String, source: io::Error) -> ReadError {
+    if source.kind() == io::ErrorKind::NotFound {
+        ReadError::NotFound { norm }
     } else if abs.is_dir() {
-        format!("error: {norm} is a directory; use list_files to see its files")
+        ReadError::Directory { norm }
     } else {
-        format!("error: cannot read {norm}: {e}")
+        ReadError::Io { norm, source }
     }
 }
 

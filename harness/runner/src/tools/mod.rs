@@ -59,9 +59,9 @@ impl ToolOutput {
         }
     }
 
-    fn err(text: String, target: Option<String>) -> Self {
+    fn err(text: impl std::fmt::Display, target: Option<String>) -> Self {
         ToolOutput {
-            text,
+            text: text.to_string(),
             is_error: true,
             target,
             cached: false,
@@ -123,6 +123,37 @@ pub(crate) async fn execute_with(
     }
 }
 
+/// Why a call's argument cannot be used; its display is the whole text a tool result shows the
+/// model, naming the tool and the argument.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgError {
+    /// A required string argument is missing or not a string.
+    #[error("error: {tool} needs a string argument `{key}`")]
+    MissingString {
+        /// The tool.
+        tool: String,
+        /// The argument.
+        key: String,
+    },
+    /// An optional argument is given but is not a string.
+    #[error("error: {tool} argument `{key}` must be a string")]
+    NotString {
+        /// The tool.
+        tool: String,
+        /// The argument.
+        key: String,
+    },
+    /// An optional argument is given but is not a non-negative integer.
+    #[error("error: {tool} argument `{key}` must be a non-negative integer")]
+    NotCount {
+        /// The tool.
+        tool: String,
+        /// The argument.
+        key: String,
+    },
+}
+
 /// Typed access to a call's arguments, with error texts that name the tool and the argument.
 struct Args<'a> {
     tool: &'a str,
@@ -137,33 +168,31 @@ impl<'a> Args<'a> {
         }
     }
 
-    fn req_str(&self, key: &str) -> Result<&'a str, String> {
+    fn req_str(&self, key: &str) -> Result<&'a str, ArgError> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(s),
-            _ => Err(format!(
-                "error: {} needs a string argument `{key}`",
-                self.tool
-            )),
+            _ => Err(ArgError::MissingString {
+                tool: self.tool.to_string(),
+                key: key.to_string(),
+            }),
         }
     }
 
-    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, String> {
+    fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(format!(
-                "error: {} argument `{key}` must be a string",
-                self.tool
-            )),
+            Some(_) => Err(ArgError::NotString {
+                tool: self.tool.to_string(),
+                key: key.to_string(),
+            }),
         }
     }
 
-    fn opt_uint(&self, key: &str) -> Result<Option<u64>, String> {
-        let bad = || {
-            format!(
-                "error: {} argument `{key}` must be a non-negative integer",
-                self.tool
-            )
+    fn opt_uint(&self, key: &str) -> Result<Option<u64>, ArgError> {
+        let bad = || ArgError::NotCount {
+            tool: self.tool.to_string(),
+            key: key.to_string(),
         };
         match self.get(key) {
             None => Ok(None),
@@ -191,10 +220,11 @@ pub use crate::execution::output::cap_output;
 use crate::execution::output::*;
 pub use crate::execution::shell::{ToolLimits, MIN_CHECK_TIMEOUT};
 pub(crate) use files::file_contains;
+pub use files::ReadError;
 pub use files::MAX_READ_BYTES;
 use files::*;
 use paths::*;
-pub use paths::{normalize, resolve};
+pub use paths::{normalize, resolve, PathError, ResolveError};
 use shell::*;
 
 #[cfg(test)]

@@ -2,7 +2,37 @@
 
 use super::*;
 
-pub use crate::execution::workspace::normalize;
+pub use crate::execution::workspace::{normalize, PathError};
+
+/// Why a path cannot be resolved inside the workspace; its display is the whole text a tool
+/// result shows the model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// The path does not normalise (absolute, leaving the root, not UTF-8).
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The workspace root itself cannot be resolved.
+    #[error("error: the workspace root is not accessible: {0}")]
+    Root(#[source] io::Error),
+    /// A symlink on the way points outside the workspace.
+    #[error(
+        "error: path `{rel}` resolves through a symlink to outside the workspace; \
+         use a path relative to the workspace root"
+    )]
+    SymlinkOutside {
+        /// The path as given.
+        rel: String,
+    },
+    /// A symlink on the way points at nothing, so its target cannot be checked.
+    #[error("error: path `{rel}` goes through the symlink `{link}` whose target does not exist")]
+    DanglingSymlink {
+        /// The path as given.
+        rel: String,
+        /// The symlink, workspace-relative.
+        link: String,
+    },
+}
 
 /// Resolves a workspace-relative path to an absolute path inside the workspace.
 ///
@@ -10,15 +40,17 @@ pub use crate::execution::workspace::normalize;
 /// through a symlink to outside the root (every existing component is resolved; a dangling
 /// symlink on the way is refused too, since its target cannot be checked). The part of the path
 /// that does not exist yet is appended as is. Paths inside the archive folder are allowed.
-pub fn resolve(ws_root: &Path, rel: &str) -> Result<PathBuf, String> {
+pub fn resolve(ws_root: &Path, rel: &str) -> Result<PathBuf, ResolveError> {
     let norm = normalize(rel)?;
     resolve_normalized(ws_root, rel, &norm)
 }
 
-pub(super) fn resolve_normalized(ws_root: &Path, rel: &str, norm: &str) -> Result<PathBuf, String> {
-    let root = ws_root
-        .canonicalize()
-        .map_err(|e| format!("error: the workspace root is not accessible: {e}"))?;
+pub(super) fn resolve_normalized(
+    ws_root: &Path,
+    rel: &str,
+    norm: &str,
+) -> Result<PathBuf, ResolveError> {
+    let root = ws_root.canonicalize().map_err(ResolveError::Root)?;
     let comps: Vec<&str> = if norm == "." {
         Vec::new()
     } else {
@@ -31,17 +63,15 @@ pub(super) fn resolve_normalized(ws_root: &Path, rel: &str, norm: &str) -> Resul
             Ok(meta) if meta.file_type().is_symlink() => match next.canonicalize() {
                 Ok(target) if target.starts_with(&root) => cur = target,
                 Ok(_) => {
-                    return Err(format!(
-                        "error: path `{rel}` resolves through a symlink to outside the workspace; \
-                         use a path relative to the workspace root"
-                    ))
+                    return Err(ResolveError::SymlinkOutside {
+                        rel: rel.to_string(),
+                    })
                 }
                 Err(_) => {
-                    return Err(format!(
-                        "error: path `{rel}` goes through the symlink `{}` whose target does not \
-                         exist",
-                        comps[..=i].join("/")
-                    ))
+                    return Err(ResolveError::DanglingSymlink {
+                        rel: rel.to_string(),
+                        link: comps[..=i].join("/"),
+                    })
                 }
             },
             Ok(_) => cur = next,

@@ -3,7 +3,27 @@
 //! request shares with the last one.
 
 use harness_wire::units::{Unit, UnitKind};
-use harness_wire::{canonical_key, decode_item, item_key, Api, Envelope, ItemKey};
+use harness_wire::{canonical_key, decode_item, item_key, Api, Envelope, ItemKey, WireError};
+
+/// Why an agent's request does not decode: what the API would refuse, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The request's top level.
+    #[error(transparent)]
+    Envelope(WireError),
+    /// One item of the conversation.
+    #[error("`{field}[{index}]`: {source}")]
+    Item {
+        /// The API's field of items (`messages`, `input`).
+        field: &'static str,
+        /// The item's index.
+        index: usize,
+        /// What is wrong with it.
+        #[source]
+        source: WireError,
+    },
+}
 
 /// The agent's request, decoded.
 pub struct Decoded {
@@ -19,13 +39,16 @@ pub struct Decoded {
 
 /// Decodes a request body of `api`: its envelope, every item's units and their identities. A
 /// body the API would refuse is an error saying what is wrong and where.
-pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, String> {
-    let env = Envelope::parse(api, body).map_err(|e| e.0)?;
+pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, DecodeError> {
+    let env = Envelope::parse(api, body).map_err(DecodeError::Envelope)?;
     let mut units = Vec::with_capacity(env.items.len());
     let mut keys = Vec::with_capacity(env.items.len());
     for (i, item) in env.items.iter().enumerate() {
-        let u =
-            decode_item(api, item).map_err(|e| format!("`{}[{i}]`: {}", api.items_field(), e.0))?;
+        let u = decode_item(api, item).map_err(|source| DecodeError::Item {
+            field: api.items_field(),
+            index: i,
+            source,
+        })?;
         keys.push(u.iter().map(|u| canonical_key(&u.raw)).collect());
         units.push(u);
     }
