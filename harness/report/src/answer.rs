@@ -251,10 +251,12 @@ pub fn run_block(records: &[CellRecord], requested: Option<&str>, width: usize) 
 }
 
 /// What a run's `tokens/task` counts, printed under its table.
-pub const RUN_TOKENS_NOTE: &str = "tokens/task: every input token a cell sent — its requests, \
-recovery included (the agent's archive reads and re-runs are requests of the cell, so a run \
-counts recovery as it happens), the cards and the fold calls and results in them, and its \
-compaction calls (a fold policy's emergency ones too)";
+pub const RUN_TOKENS_NOTE: &str = "tokens/task: the median over the arm's cells of every input \
+token a cell sent — its requests, recovery included (the agent's archive reads and re-runs are \
+requests of the cell, so a run counts recovery as it happens), the cards and the fold calls and \
+results in them, and its compaction calls (a fold policy's emergency ones too); Σ× none sums \
+the cells instead, so an arm that saves only on the largest cells keeps none's median and \
+still saves";
 
 /// What a run's terminal output has under its table: what `tokens/task` counts, the ratios'
 /// legend, and the frontier table with its legend, each fitted to `width`.
