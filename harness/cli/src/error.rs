@@ -20,6 +20,7 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use harness_runner::merge::MergeError;
 use harness_runner::run::RunError;
 
 /// A library's error, kept whole as a source: a typed error, or the words of a library function
@@ -105,7 +106,11 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     /// A run the runner refused (exit code 2) or could not record (exit code 1).
     #[error("error: {0}")]
-    Run(RunError),
+    Run(#[source] RunError),
+    /// Shards that do not fit together (exit code 2), or a merge that could not be written
+    /// (exit code 1).
+    #[error("error: {0}")]
+    Merge(#[from] MergeError),
     /// The user's input, refused by a library (exit code 2): `context` (a flag, a path), then
     /// the library's error.
     #[error("error: {context}{source}")]
@@ -206,13 +211,12 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
         Ok(Code::NoCells) => EXIT_NO_CELLS,
         Ok(Code::Failed) => EXIT_FAILED,
         Ok(Code::Exit(c)) => *c,
-        Err(
-            Error::Write { .. }
-            | Error::Stdout(_)
-            | Error::Json(_)
-            | Error::Failed { .. }
-            | Error::Run(RunError::Internal(_)),
-        ) => EXIT_INTERNAL,
+        Err(Error::Write { .. } | Error::Stdout(_) | Error::Json(_) | Error::Failed { .. }) => {
+            EXIT_INTERNAL
+        }
+        Err(Error::Run(e)) if e.is_usage() => EXIT_USAGE,
+        Err(Error::Merge(e)) if e.is_usage() => EXIT_USAGE,
+        Err(Error::Run(_) | Error::Merge(_)) => EXIT_INTERNAL,
         Err(
             Error::Usage(_)
             | Error::Problems(_)
@@ -223,8 +227,7 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
             | Error::Price(_)
             | Error::Report(_)
             | Error::Read { .. }
-            | Error::Refused { .. }
-            | Error::Run(RunError::Usage(_)),
+            | Error::Refused { .. },
         ) => EXIT_USAGE,
     }
 }
@@ -263,9 +266,24 @@ mod tests {
             (Err(Error::Usage("flag".into())), EXIT_USAGE),
             (Err(Error::refused("no such task")), EXIT_USAGE),
             (Err(Error::failed("disk full")), EXIT_INTERNAL),
-            (Err(Error::Run(RunError::Usage("x".into()))), EXIT_USAGE),
             (
-                Err(Error::Run(RunError::Internal("x".into()))),
+                Err(Error::Run(RunError::DelegateUnderAgent { arm: "x".into() })),
+                EXIT_USAGE,
+            ),
+            (
+                Err(Error::Run(RunError::Sync(io::Error::other("x")))),
+                EXIT_INTERNAL,
+            ),
+            (
+                Err(Error::Merge(MergeError::OutputInUse { out: "x".into() })),
+                EXIT_USAGE,
+            ),
+            (
+                Err(Error::Merge(MergeError::Io {
+                    what: "write",
+                    path: "x".into(),
+                    source: io::Error::other("disk full"),
+                })),
                 EXIT_INTERNAL,
             ),
         ];
@@ -303,5 +321,43 @@ mod tests {
 
         let e = Error::refused_in("--agent x: ", "not found");
         assert_eq!(e.to_string(), "error: --agent x: not found");
+    }
+
+    #[test]
+    fn a_run_folders_file_system_error_is_kept_down_the_chain() {
+        use harness_runner::results::RunDirError;
+        let e = Error::Run(RunError::Dir(RunDirError::Io {
+            what: "lock",
+            path: PathBuf::from("out/run.lock"),
+            source: io::Error::new(io::ErrorKind::PermissionDenied, "Permission denied"),
+        }));
+        assert_eq!(
+            e.to_string(),
+            "error: cannot lock out/run.lock: Permission denied"
+        );
+        let mut chain = Vec::new();
+        let mut at: Option<&dyn std::error::Error> = e.source();
+        while let Some(s) = at {
+            chain.push(s);
+            at = s.source();
+        }
+        assert!(
+            chain.iter().any(|s| s
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::PermissionDenied)),
+            "{chain:?}"
+        );
+        assert_eq!(code_of(&Err(e)), EXIT_INTERNAL);
+        let busy = Error::Run(RunError::Dir(RunDirError::Busy {
+            root: PathBuf::from("out"),
+            lock: PathBuf::from("out/run.lock"),
+            holder: Some("42".into()),
+        }));
+        assert_eq!(
+            busy.to_string(),
+            "error: out is in use by another foldbench run (pid 42), which holds out/run.lock; \
+             wait for it to end, or give another --out"
+        );
+        assert_eq!(code_of(&Err(busy)), EXIT_USAGE);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use harness_runner::merge::{merge, MergeError};
+use harness_runner::merge::merge;
 
 use crate::error::{Code, Error};
 
@@ -49,7 +49,6 @@ pub fn cmd(a: MergeArgs) -> Result<Code, Error> {
                 Ok(Code::Failed)
             }
         }
-        Err(MergeError::Refused(e)) => Err(Error::refused(e)),
-        Err(MergeError::Io(e)) => Err(Error::failed(e)),
+        Err(e) => Err(Error::Merge(e)),
     }
 }

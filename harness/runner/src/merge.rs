@@ -18,14 +18,113 @@ use harness_core::record::CellRecord;
 use crate::results::{cell_folder, read_records, write_atomic};
 use crate::run::MatrixCell;
 
-/// Why a merge was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a merge was refused or failed; [`MergeError::is_usage`] tells shards that do not fit
+/// together (exit 2) from a read or write that failed (exit 1).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
-    /// The shards do not fit together (different matrices, a duplicate cell, not a run
-    /// directory, an output directory in use): exit 2.
-    Refused(String),
-    /// Reading or writing failed: exit 1.
-    Io(String),
+    /// No shard was given.
+    #[error("give at least one shard directory")]
+    NoShards,
+    /// The output folder already holds something.
+    #[error("{} exists and is not empty; merge into a new directory", out.display())]
+    OutputInUse {
+        /// The output folder.
+        out: PathBuf,
+    },
+    /// A shard's `matrix.json` cannot be read.
+    #[error("cannot read {}: {source}; is {} a run directory?", path.display(), dir.display())]
+    NotARun {
+        /// The shard's folder.
+        dir: PathBuf,
+        /// Its `matrix.json`.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A shard's `matrix.json` is not JSON, or its `cells` not a list of cells.
+    #[error("{}{}: {what}: {source}", path.display(), position(source))]
+    BadMatrix {
+        /// The file.
+        path: PathBuf,
+        /// What it is not (`not a matrix`, `` `cells` is not a list of cells ``).
+        what: &'static str,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Two shards record different matrices.
+    #[error(
+        "{} and {} are runs of different matrices (their `{field}` differ); merge shards of one matrix, run with the same matrix file, profile and flags",
+        first.display(),
+        other.display()
+    )]
+    DifferentMatrices {
+        /// The first shard.
+        first: PathBuf,
+        /// The shard that differs.
+        other: PathBuf,
+        /// The part of the matrix that differs.
+        field: &'static str,
+    },
+    /// A shard's records cannot be read.
+    #[error(transparent)]
+    Records(crate::results::ReadError),
+    /// A shard records a cell its matrix does not have.
+    #[error("{} holds a record of {cell}, which is not a cell of its matrix", dir.display())]
+    NotInMatrix {
+        /// The shard.
+        dir: PathBuf,
+        /// The cell's id.
+        cell: String,
+    },
+    /// Two shards record the same cell.
+    #[error(
+        "the cell {cell} is in both {} and {}; each cell belongs to one shard (give each shard once, with different --partition)",
+        first.display(),
+        second.display()
+    )]
+    Twice {
+        /// The cell's id.
+        cell: String,
+        /// The shard that recorded it first.
+        first: PathBuf,
+        /// The shard that recorded it again.
+        second: PathBuf,
+    },
+    /// A file or folder cannot be read or written.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        /// What was done (`create`, `write`, `copy`, `read`).
+        what: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The merged matrix or a record cannot be written as JSON.
+    #[error(transparent)]
+    Json(serde_json::Error),
+}
+
+impl MergeError {
+    /// Whether the shards do not fit together (exit 2) rather than a read or write that failed
+    /// (exit 1).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, MergeError::Io { .. } | MergeError::Json(_))
+    }
+}
+
+/// `:LINE:COL` of a parser's error that has a position in the text (none for a value that does
+/// not fit the type after parsing).
+fn position(e: &serde_json::Error) -> String {
+    if e.line() == 0 {
+        String::new()
+    } else {
+        format!(":{}:{}", e.line(), e.column())
+    }
 }
 
 /// What a merge did.
@@ -44,27 +143,24 @@ pub struct Merged {
 /// A shard's `matrix.json`: the full matrix, and the value itself.
 fn read_matrix(dir: &Path) -> Result<(Vec<MatrixCell>, serde_json::Value), MergeError> {
     let path = dir.join(crate::results::MATRIX_FILE);
-    let text = fs::read_to_string(&path).map_err(|e| {
-        MergeError::Refused(format!(
-            "cannot read {}: {e}; is {} a run directory?",
-            path.display(),
-            dir.display()
-        ))
+    let text = fs::read_to_string(&path).map_err(|source| MergeError::NotARun {
+        dir: dir.to_path_buf(),
+        path: path.clone(),
+        source,
     })?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        MergeError::Refused(format!(
-            "{}:{}:{}: not a matrix: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|source| MergeError::BadMatrix {
+            path: path.clone(),
+            what: "not a matrix",
+            source,
+        })?;
     let cells: Vec<MatrixCell> =
-        serde_json::from_value(v.get("cells").cloned().unwrap_or_default()).map_err(|e| {
-            MergeError::Refused(format!(
-                "{}: `cells` is not a list of cells: {e}",
-                path.display()
-            ))
+        serde_json::from_value(v.get("cells").cloned().unwrap_or_default()).map_err(|source| {
+            MergeError::BadMatrix {
+                path: path.clone(),
+                what: "`cells` is not a list of cells",
+                source,
+            }
         })?;
     Ok((cells, v))
 }
@@ -107,19 +203,16 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Merges shard run directories into `out`.
 pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let Some(first_dir) = shards.first() else {
-        return Err(MergeError::Refused(
-            "give at least one shard directory".into(),
-        ));
+        return Err(MergeError::NoShards);
     };
     if out.exists()
         && fs::read_dir(out)
             .map(|mut d| d.next().is_some())
             .unwrap_or(true)
     {
-        return Err(MergeError::Refused(format!(
-            "{} exists and is not empty; merge into a new directory",
-            out.display()
-        )));
+        return Err(MergeError::OutputInUse {
+            out: out.to_path_buf(),
+        });
     }
     let (cells, first) = read_matrix(first_dir)?;
     let want = identity(&first);
@@ -130,34 +223,34 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         let (_, v) = read_matrix(dir)?;
         for ((name, a), (_, b)) in want.iter().zip(identity(&v)) {
             if *a != b {
-                return Err(MergeError::Refused(format!(
-                    "{} and {} are runs of different matrices (their `{name}` differ); merge shards of one matrix, run with the same matrix file, profile and flags",
-                    first_dir.display(),
-                    dir.display()
-                )));
+                return Err(MergeError::DifferentMatrices {
+                    first: first_dir.clone(),
+                    other: dir.clone(),
+                    field: name,
+                });
             }
         }
-        for r in read_records(dir).map_err(|e| MergeError::Refused(e.to_string()))? {
+        for r in read_records(dir).map_err(MergeError::Records)? {
             if !in_matrix.contains(r.id.as_str()) {
-                return Err(MergeError::Refused(format!(
-                    "{} holds a record of {}, which is not a cell of its matrix",
-                    dir.display(),
-                    r.id
-                )));
+                return Err(MergeError::NotInMatrix {
+                    dir: dir.clone(),
+                    cell: r.id,
+                });
             }
             if let Some(j) = owner.insert(r.id.clone(), i) {
-                return Err(MergeError::Refused(format!(
-                    "the cell {} is in both {} and {}; each cell belongs to one shard (give each shard once, with different --partition)",
-                    r.id,
-                    shards[j].display(),
-                    dir.display()
-                )));
+                return Err(MergeError::Twice {
+                    cell: r.id,
+                    first: shards[j].clone(),
+                    second: dir.clone(),
+                });
             }
             records.insert(r.id.clone(), r);
         }
     }
-    let io = |what: &str, p: &Path, e: std::io::Error| {
-        MergeError::Io(format!("cannot {what} {}: {e}", p.display()))
+    let io = |what: &'static str, p: &Path, source: std::io::Error| MergeError::Io {
+        what,
+        path: p.to_path_buf(),
+        source,
     };
     fs::create_dir_all(out.join("cells")).map_err(|e| io("create", out, e))?;
     let mut matrix = first.clone();
@@ -165,7 +258,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         o.remove("partition");
         o.remove("only");
     }
-    let text = serde_json::to_string_pretty(&matrix).map_err(|e| MergeError::Io(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&matrix).map_err(MergeError::Json)?;
     let mpath = out.join(crate::results::MATRIX_FILE);
     write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
     // Cell folders and requests first; the records last (a record means a complete cell).
@@ -203,9 +296,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                     req_text.push_str(l);
                     req_text.push('\n');
                 }
-                cell_text.push_str(
-                    &serde_json::to_string(r).map_err(|e| MergeError::Io(e.to_string()))?,
-                );
+                cell_text.push_str(&serde_json::to_string(r).map_err(MergeError::Json)?);
                 cell_text.push('\n');
             }
             None => missing.push(c.id.clone()),

@@ -59,22 +59,74 @@ pub struct RunDir {
     _lock: File,
 }
 
-/// Why a run directory could not be opened.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a run folder cannot be opened or written; [`RunDirError::is_usage`] tells the user's
+/// problem (exit 2) from a failed read or write (exit 1).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunDirError {
-    /// Another run holds the folder's lock (a usage error: exit 2).
-    Busy(String),
-    /// The folder holds another matrix, or a record twice (a usage error: exit 2).
-    Refused(String),
-    /// Reading or writing failed (exit 1).
-    Io(String),
+    /// Another run holds the folder's lock.
+    #[error(
+        "{} is in use by another foldbench run{}, which holds {}; wait for it to end, or give another --out",
+        root.display(),
+        holder.as_ref().map(|p| format!(" (pid {p})")).unwrap_or_default(),
+        lock.display()
+    )]
+    Busy {
+        /// The run folder.
+        root: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+        /// The pid the lock file holds, when it holds one.
+        holder: Option<String>,
+    },
+    /// The folder holds a run of another matrix.
+    #[error(
+        "{} holds a run of a different matrix; give another --out to start a new run, or the same arguments to resume it",
+        root.display()
+    )]
+    DifferentMatrix {
+        /// The run folder.
+        root: PathBuf,
+    },
+    /// The folder's `matrix.json` is not JSON.
+    #[error("{}: {source}", path.display())]
+    BadMatrix {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The folder's records cannot be read (a record twice, a damaged line).
+    #[error(transparent)]
+    Records(ReadError),
+    /// A file or folder cannot be read or written.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        /// What was done (`open`, `lock`, `write`, `create`, `repair`).
+        what: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The matrix cannot be written as JSON.
+    #[error(transparent)]
+    Json(serde_json::Error),
 }
 
-impl std::fmt::Display for RunDirError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunDirError::Busy(m) | RunDirError::Refused(m) | RunDirError::Io(m) => f.write_str(m),
-        }
+impl RunDirError {
+    /// Whether the user is to fix it (a folder in use or holding another run: exit 2) rather
+    /// than a read or write that failed (exit 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            RunDirError::Busy { .. }
+                | RunDirError::DifferentMatrix { .. }
+                | RunDirError::BadMatrix { .. }
+                | RunDirError::Records(_)
+        )
     }
 }
 
@@ -87,35 +139,39 @@ fn lock(root: &Path) -> Result<File, RunDirError> {
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|e| RunDirError::Io(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|source| RunDirError::Io {
+            what: "open",
+            path: path.clone(),
+            source,
+        })?;
     match f.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
             let holder = fs::read_to_string(&path).unwrap_or_default();
             let holder = holder.trim();
-            let who = if holder.is_empty() {
-                String::new()
-            } else {
-                format!(" (pid {holder})")
-            };
-            return Err(RunDirError::Busy(format!(
-                "{} is in use by another foldbench run{who}, which holds {}; wait for it to end, or give another --out",
-                root.display(),
-                path.display()
-            )));
+            return Err(RunDirError::Busy {
+                root: root.to_path_buf(),
+                lock: path.clone(),
+                holder: (!holder.is_empty()).then(|| holder.to_string()),
+            });
         }
-        Err(fs::TryLockError::Error(e)) => {
-            return Err(RunDirError::Io(format!(
-                "cannot lock {}: {e}",
-                path.display()
-            )))
+        Err(fs::TryLockError::Error(source)) => {
+            return Err(RunDirError::Io {
+                what: "lock",
+                path,
+                source,
+            })
         }
     }
     let pid = format!("{}\n", std::process::id());
     f.set_len(0)
         .and_then(|_| f.write_all(pid.as_bytes()))
         .and_then(|_| f.flush())
-        .map_err(|e| RunDirError::Io(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|source| RunDirError::Io {
+            what: "write",
+            path,
+            source,
+        })?;
     Ok(f)
 }
 
@@ -377,28 +433,31 @@ impl RunDir {
         matrix: &serde_json::Value,
         retry_errors: bool,
     ) -> Result<(RunDir, HashSet<String>), RunDirError> {
-        let io = |what: &str, p: &Path, e: std::io::Error| {
-            RunDirError::Io(format!("cannot {what} {}: {e}", p.display()))
+        let io = |what: &'static str, p: &Path, source: std::io::Error| RunDirError::Io {
+            what,
+            path: p.to_path_buf(),
+            source,
         };
         fs::create_dir_all(root.join("cells")).map_err(|e| io("create", root, e))?;
         let lock = lock(root)?;
         let mpath = root.join(MATRIX_FILE);
         if let Ok(old) = fs::read_to_string(&mpath) {
-            let old: serde_json::Value = serde_json::from_str(&old)
-                .map_err(|e| RunDirError::Refused(format!("{}: {e}", mpath.display())))?;
+            let old: serde_json::Value =
+                serde_json::from_str(&old).map_err(|source| RunDirError::BadMatrix {
+                    path: mpath.clone(),
+                    source,
+                })?;
             // The same matrix and the same part of it (a shard, or an explicit cell list).
             if ["cells", "partition", "only"]
                 .iter()
                 .any(|k| old.get(k) != matrix.get(k))
             {
-                return Err(RunDirError::Refused(format!(
-                    "{} holds a run of a different matrix; give another --out to start a new run, or the same arguments to resume it",
-                    root.display()
-                )));
+                return Err(RunDirError::DifferentMatrix {
+                    root: root.to_path_buf(),
+                });
             }
         } else {
-            let text =
-                serde_json::to_string_pretty(matrix).map_err(|e| RunDirError::Io(e.to_string()))?;
+            let text = serde_json::to_string_pretty(matrix).map_err(RunDirError::Json)?;
             write_atomic(&mpath, text.as_bytes()).map_err(|e| io("write", &mpath, e))?;
         }
         let cpath = root.join(CELLS_FILE);
@@ -419,7 +478,7 @@ impl RunDir {
         }
         let done: HashSet<String> = if cpath.exists() {
             read_records(root)
-                .map_err(|e| RunDirError::Refused(e.to_string()))?
+                .map_err(RunDirError::Records)?
                 .into_iter()
                 .map(|r| r.id)
                 .collect()
@@ -596,7 +655,7 @@ mod tests {
         let m = serde_json::json!({"cells": []});
         let (first, _) = RunDir::open(d.path(), &m, true).unwrap();
         let err = RunDir::open(d.path(), &m, true).unwrap_err();
-        assert!(matches!(err, RunDirError::Busy(_)), "{err:?}");
+        assert!(matches!(err, RunDirError::Busy { .. }), "{err:?}");
         let text = err.to_string();
         assert!(text.contains("in use by another foldbench run"), "{text}");
         assert!(

@@ -97,37 +97,51 @@ pub struct Selection {
     pub partition: Option<String>,
 }
 
-/// Why a run stopped before its cells ran (or could not be recorded).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a run stopped before its cells ran (or could not be recorded);
+/// [`RunError::is_usage`] tells the user's problem (exit 2) from a failed read or write (exit 1).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
-    /// The user's to fix: a bad model label, a missing API key, a folder in use by another run
-    /// or holding another matrix (exit 2).
-    Usage(String),
-    /// Reading or writing failed (exit 1).
-    Internal(String),
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Usage(m) | RunError::Internal(m) => f.write_str(m),
-        }
-    }
+    /// The run folder is in use, holds another run, or cannot be read or written.
+    #[error(transparent)]
+    Dir(#[from] crate::results::RunDirError),
+    /// A model label, a missing API key, a cassette folder: the user's to fix.
+    #[error(transparent)]
+    Model(#[from] crate::backends::BackendError),
+    /// An arm delegates (`+delegate`) under a real agent, which delegates with its own tool.
+    #[error(
+        "arm `{arm}`: `+delegate` is foldbench's own loop's tool; a real agent (--agent) delegates with its own (run the arm without it)"
+    )]
+    DelegateUnderAgent {
+        /// The arm's label.
+        arm: String,
+    },
+    /// A finished cell's files or record cannot be written.
+    #[error("cannot write the record of {cell}: {source}")]
+    Record {
+        /// The cell's id.
+        cell: String,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The records cannot be synced to the disk.
+    #[error("cannot sync the records: {0}")]
+    Sync(#[source] std::io::Error),
+    /// The records cannot be read back when the run ends.
+    #[error(transparent)]
+    Records(crate::results::ReadError),
 }
 
 impl RunError {
-    /// A [`RunError::Usage`] from a typed error the user is to fix (a model label, a key).
-    fn usage(e: impl std::fmt::Display) -> RunError {
-        RunError::Usage(e.to_string())
-    }
-}
-
-impl From<crate::results::RunDirError> for RunError {
-    fn from(e: crate::results::RunDirError) -> RunError {
-        use crate::results::RunDirError;
-        match e {
-            RunDirError::Busy(m) | RunDirError::Refused(m) => RunError::Usage(m),
-            RunDirError::Io(m) => RunError::Internal(m),
+    /// Whether the user is to fix it (a bad model label, a missing API key, a folder in use by
+    /// another run or holding another matrix: exit 2) rather than a read or write that failed
+    /// (exit 1).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            RunError::Dir(e) => e.is_usage(),
+            RunError::Model(_) | RunError::DelegateUnderAgent { .. } => true,
+            RunError::Record { .. } | RunError::Sync(_) | RunError::Records(_) => false,
         }
     }
 }
@@ -221,19 +235,21 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
             batch.push(more);
         }
         let mut failed = None;
-        for (out, files) in &batch {
-            let written = match files {
-                Ok(()) => dir.append_record(out).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+        for (out, files) in batch.iter_mut() {
+            let written = match std::mem::replace(files, Ok(())) {
+                Ok(()) => dir.append_record(out),
+                Err(e) => Err(e),
             };
-            if let Err(e) = written {
-                failed.get_or_insert(format!("cannot write the record of {}: {e}", out.record.id));
+            if let Err(source) = written {
+                failed.get_or_insert(RunError::Record {
+                    cell: out.record.id.clone(),
+                    source,
+                });
             }
         }
-        dir.sync_records()
-            .map_err(|e| RunError::Internal(format!("cannot sync the records: {e}")))?;
+        dir.sync_records().map_err(RunError::Sync)?;
         if let Some(e) = failed {
-            return Err(RunError::Internal(e));
+            return Err(e);
         }
         for (out, _) in &batch {
             if let Ok(mut p) = progress.lock() {
@@ -244,8 +260,7 @@ pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellReco
     if let Ok(p) = progress.lock() {
         p.finish();
     }
-    let records =
-        crate::results::read_records(dir.root()).map_err(|e| RunError::Internal(e.to_string()))?;
+    let records = crate::results::read_records(dir.root()).map_err(RunError::Records)?;
     Ok(in_matrix_order(records, &cells))
 }
 
@@ -426,7 +441,7 @@ fn model_for(
     cfg: &RunConfig,
     shared: &mut HashMap<(String, u64), Arc<dyn Model>>,
 ) -> Result<Arc<dyn Model>, RunError> {
-    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::usage)? {
+    let model: Arc<dyn Model> = match parse_sim(&c.model).map_err(RunError::Model)? {
         Some(s) => {
             let sim = Sim::new(
                 Arc::clone(&task.spec),
@@ -444,7 +459,7 @@ fn model_for(
                     ..cfg.backend.clone()
                 },
             )
-            .map_err(RunError::usage)?
+            .map_err(RunError::Model)?
         }
         None if cfg.replay.is_some() => {
             let dir = cfg
@@ -463,7 +478,7 @@ fn model_for(
                             ..cfg.backend.clone()
                         },
                     )
-                    .map_err(RunError::usage)?;
+                    .map_err(RunError::Model)?;
                     shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                     m
                 }
@@ -479,7 +494,7 @@ fn model_for(
                         ..cfg.backend.clone()
                     },
                 )
-                .map_err(RunError::usage)?;
+                .map_err(RunError::Model)?;
                 shared.insert((c.model.clone(), c.seed), Arc::clone(&m));
                 m
             }
@@ -492,20 +507,19 @@ fn model_for(
 /// and the API keys the models need (none when a cassette answers).
 fn preflight(cfg: &RunConfig, cells: &[MatrixCell]) -> Result<(), RunError> {
     if let (Some(_), Some(arm)) = (&cfg.cell.agent, cfg.arms.iter().find(|a| a.policy.delegate)) {
-        return Err(RunError::Usage(format!(
-            "arm `{}`: `+delegate` is foldbench's own loop's tool; a real agent (--agent) delegates with its own (run the arm without it)",
-            arm.label
-        )));
+        return Err(RunError::DelegateUnderAgent {
+            arm: arm.label.clone(),
+        });
     }
     for c in cells {
-        parse_sim(&c.model).map_err(RunError::usage)?;
+        parse_sim(&c.model).map_err(RunError::Model)?;
     }
     if cfg.replay.is_none() {
         let mut labels: Vec<&str> = cells.iter().map(|c| c.model.as_str()).collect();
         labels.sort_unstable();
         labels.dedup();
         for m in labels {
-            backends::check_keys(m).map_err(RunError::usage)?;
+            backends::check_keys(m).map_err(RunError::Model)?;
         }
     }
     Ok(())
