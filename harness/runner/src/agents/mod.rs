@@ -36,8 +36,20 @@ pub enum AgentKind {
     Exec(String),
 }
 
+/// Why an `--agent` name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentKindError {
+    /// `exec:` with no command after it.
+    #[error("--agent exec: needs a command after the colon, e.g. `exec:./my-agent.sh`")]
+    EmptyExec,
+    /// No agent by that name.
+    #[error("unknown agent `{0}`; use claude-code, codex, mini-swe-agent or exec:CMD")]
+    Unknown(String),
+}
+
 impl std::str::FromStr for AgentKind {
-    type Err = String;
+    type Err = AgentKindError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
@@ -46,13 +58,8 @@ impl std::str::FromStr for AgentKind {
             "mini-swe-agent" => Ok(AgentKind::MiniSweAgent),
             other => match other.strip_prefix("exec:") {
                 Some(cmd) if !cmd.trim().is_empty() => Ok(AgentKind::Exec(cmd.to_string())),
-                Some(_) => Err(
-                    "--agent exec: needs a command after the colon, e.g. `exec:./my-agent.sh`"
-                        .into(),
-                ),
-                None => Err(format!(
-                    "unknown agent `{other}`; use claude-code, codex, mini-swe-agent or exec:CMD"
-                )),
+                Some(_) => Err(AgentKindError::EmptyExec),
+                None => Err(AgentKindError::Unknown(other.to_string())),
             },
         }
     }

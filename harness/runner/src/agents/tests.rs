@@ -36,10 +36,12 @@ fn agent_names_parse_and_exec_needs_a_command() {
     assert!("exec: "
         .parse::<AgentKind>()
         .unwrap_err()
+        .to_string()
         .contains("needs a command"));
     assert!("aider"
         .parse::<AgentKind>()
         .unwrap_err()
+        .to_string()
         .contains("claude-code, codex"));
 }
 

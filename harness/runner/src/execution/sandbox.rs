@@ -46,17 +46,20 @@ pub enum SandboxMode {
     None,
 }
 
+/// A `--sandbox` value that names no mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sandbox `{0}`; use auto, bwrap or none")]
+pub struct UnknownSandbox(pub String);
+
 impl FromStr for SandboxMode {
-    type Err = String;
+    type Err = UnknownSandbox;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "auto" => Ok(SandboxMode::Auto),
             "bwrap" => Ok(SandboxMode::Bwrap),
             "none" => Ok(SandboxMode::None),
-            other => Err(format!(
-                "unknown sandbox `{other}`; use auto, bwrap or none"
-            )),
+            other => Err(UnknownSandbox(other.to_string())),
         }
     }
 }
@@ -756,7 +759,7 @@ mod tests {
         for m in ["auto", "bwrap", "none"] {
             assert_eq!(m.parse::<SandboxMode>().unwrap().to_string(), m);
         }
-        let err = "docker".parse::<SandboxMode>().unwrap_err();
+        let err = "docker".parse::<SandboxMode>().unwrap_err().to_string();
         assert!(err.contains("auto, bwrap or none"), "{err}");
         assert!(!Sandbox::detect(SandboxMode::None).unwrap().is_isolated());
     }
