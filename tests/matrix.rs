@@ -416,6 +416,19 @@ fn compare_gates_a_regression(d: &Path) {
     );
     let md = std::fs::read_to_string(d.join("compare.md")).unwrap();
     assert!(md.contains("**Regressed: success"), "{md}");
+    // -o reads an extension as report -o does, in any case, among the formats compare writes.
+    let upper = fb(d, &["compare", "whole", "worse", "-o", "compare.MD"]);
+    assert_eq!(upper.status.code(), Some(0), "{}", text(&upper));
+    assert!(std::fs::read_to_string(d.join("compare.MD"))
+        .unwrap()
+        .contains("**Regressed: success"));
+    let csv = fb(d, &["compare", "whole", "worse", "-o", "compare.csv"]);
+    assert_eq!(csv.status.code(), Some(2), "{}", text(&csv));
+    assert!(
+        text(&csv).contains("use .md, .json or .txt"),
+        "{}",
+        text(&csv)
+    );
     // Without --fail-on-regression the gate only reports.
     let soft = fb(d, &["compare", "whole", "worse"]);
     assert_eq!(soft.status.code(), Some(0), "{}", text(&soft));

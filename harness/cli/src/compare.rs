@@ -99,16 +99,15 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     }
     let mut outputs = Vec::new();
     for p in &a.output {
-        let f = match p.extension().and_then(|e| e.to_str()) {
-            Some("md") => OutputFormat::Md,
-            Some("json") => OutputFormat::Json,
-            Some("txt") => OutputFormat::Table,
-            _ => {
-                return Err(Error::Usage(format!(
-                    "cannot tell the format of {} from its extension; use .md, .json or .txt",
-                    p.display()
-                )));
-            }
+        // The report's reading of an extension, among the formats compare writes.
+        let f = crate::report::format_of_path(p)
+            .ok()
+            .filter(|f| format::COMPARE.iter().any(|(c, _)| c == f));
+        let Some(f) = f else {
+            return Err(Error::Usage(format!(
+                "cannot tell the format of {} from its extension; use .md, .json or .txt",
+                p.display()
+            )));
         };
         outputs.push((p.clone(), f));
     }
