@@ -247,6 +247,8 @@ pub fn exit_code(result: Result<Code, Error>) -> ExitCode {
 mod tests {
     use std::error::Error as _;
 
+    use harness_runner::file_error::FileError;
+
     use super::*;
 
     #[test]
@@ -279,11 +281,11 @@ mod tests {
                 EXIT_USAGE,
             ),
             (
-                Err(Error::Merge(MergeError::Io {
+                Err(Error::Merge(MergeError::Io(FileError {
                     what: "write",
                     path: "x".into(),
                     source: io::Error::other("disk full"),
-                })),
+                }))),
                 EXIT_INTERNAL,
             ),
         ];
@@ -326,11 +328,11 @@ mod tests {
     #[test]
     fn a_run_folders_file_system_error_is_kept_down_the_chain() {
         use harness_runner::results::RunDirError;
-        let e = Error::Run(RunError::Dir(RunDirError::Io {
+        let e = Error::Run(RunError::Dir(RunDirError::Io(FileError {
             what: "lock",
             path: PathBuf::from("out/run.lock"),
             source: io::Error::new(io::ErrorKind::PermissionDenied, "Permission denied"),
-        }));
+        })));
         assert_eq!(
             e.to_string(),
             "error: cannot lock out/run.lock: Permission denied"

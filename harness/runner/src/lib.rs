@@ -46,6 +46,7 @@ pub mod cell;
 mod cell_checks;
 pub mod exec_policy;
 pub mod execution;
+pub mod file_error;
 pub mod html;
 pub mod judge;
 pub mod merge;

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use harness_core::record::CellRecord;
 
+use crate::file_error::FileError;
 use crate::results::{cell_folder, read_records, write_atomic};
 use crate::run::MatrixCell;
 
@@ -94,16 +95,8 @@ pub enum MergeError {
         second: PathBuf,
     },
     /// A file or folder cannot be read or written.
-    #[error("cannot {what} {}: {source}", path.display())]
-    Io {
-        /// What was done (`create`, `write`, `copy`, `read`).
-        what: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::file_error::FileError),
     /// The merged matrix or a record cannot be written as JSON.
     #[error(transparent)]
     Json(serde_json::Error),
@@ -113,7 +106,7 @@ impl MergeError {
     /// Whether the shards do not fit together (exit 2) rather than a read or write that failed
     /// (exit 1).
     pub fn is_usage(&self) -> bool {
-        !matches!(self, MergeError::Io { .. } | MergeError::Json(_))
+        !matches!(self, MergeError::Io(_) | MergeError::Json(_))
     }
 }
 
@@ -247,10 +240,8 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             records.insert(r.id.clone(), r);
         }
     }
-    let io = |what: &'static str, p: &Path, source: std::io::Error| MergeError::Io {
-        what,
-        path: p.to_path_buf(),
-        source,
+    let io = |what: &'static str, p: &Path, source: std::io::Error| -> MergeError {
+        FileError::on(what, p)(source).into()
     };
     fs::create_dir_all(out.join("cells")).map_err(|e| io("create", out, e))?;
     let mut matrix = first.clone();

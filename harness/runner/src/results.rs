@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use harness_core::record::{CellRecord, Status};
 
 use crate::cell::CellOutput;
+use crate::file_error::FileError;
 
 /// The lock file of a run directory (see the module docs).
 pub const LOCK_FILE: &str = "run.lock";
@@ -101,16 +102,8 @@ pub enum RunDirError {
     #[error(transparent)]
     Records(ReadError),
     /// A file or folder cannot be read or written.
-    #[error("cannot {what} {}: {source}", path.display())]
-    Io {
-        /// What was done (`open`, `lock`, `write`, `create`, `repair`).
-        what: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::file_error::FileError),
     /// The matrix cannot be written as JSON.
     #[error(transparent)]
     Json(serde_json::Error),
@@ -139,11 +132,7 @@ fn lock(root: &Path) -> Result<File, RunDirError> {
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|source| RunDirError::Io {
-            what: "open",
-            path: path.clone(),
-            source,
-        })?;
+        .map_err(FileError::on("open", &path))?;
     match f.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
@@ -156,22 +145,14 @@ fn lock(root: &Path) -> Result<File, RunDirError> {
             });
         }
         Err(fs::TryLockError::Error(source)) => {
-            return Err(RunDirError::Io {
-                what: "lock",
-                path,
-                source,
-            })
+            return Err(FileError::on("lock", &path)(source).into())
         }
     }
     let pid = format!("{}\n", std::process::id());
     f.set_len(0)
         .and_then(|_| f.write_all(pid.as_bytes()))
         .and_then(|_| f.flush())
-        .map_err(|source| RunDirError::Io {
-            what: "write",
-            path,
-            source,
-        })?;
+        .map_err(FileError::on("write", &path))?;
     Ok(f)
 }
 
@@ -321,14 +302,8 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file cannot be read.
-    #[error("cannot read {}: {source}", path.display())]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(crate::file_error::FileError),
     /// A line cannot be read.
     #[error("{}:{line}: cannot read: {source}", path.display())]
     Line {
@@ -433,10 +408,8 @@ impl RunDir {
         matrix: &serde_json::Value,
         retry_errors: bool,
     ) -> Result<(RunDir, HashSet<String>), RunDirError> {
-        let io = |what: &'static str, p: &Path, source: std::io::Error| RunDirError::Io {
-            what,
-            path: p.to_path_buf(),
-            source,
+        let io = |what: &'static str, p: &Path, source: std::io::Error| -> RunDirError {
+            FileError::on(what, p)(source).into()
         };
         fs::create_dir_all(root.join("cells")).map_err(|e| io("create", root, e))?;
         let lock = lock(root)?;
@@ -589,12 +562,7 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ReadError::File {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+        Err(source) => return Err(ReadError::File(FileError::on("read", path)(source))),
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {

@@ -35,24 +35,9 @@ pub enum TaskError {
         /// The file.
         path: PathBuf,
     },
-    /// A folder cannot be made.
-    #[error("cannot create {}: {source}", dir.display())]
-    Create {
-        /// The folder.
-        dir: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A folder of the suite cannot be made or a file written.
+    #[error(transparent)]
+    File(#[from] crate::file_error::FileError),
     /// The unpacked suite's mark of completion cannot be written.
     #[error("cannot write in {}: {source}", dir.display())]
     Complete {
@@ -331,13 +316,11 @@ pub mod embedded {
         for (rel, bytes) in FILES {
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|source| TaskError::Create {
-                    dir: parent.to_path_buf(),
-                    source,
-                })?;
+                std::fs::create_dir_all(parent)
+                    .map_err(crate::file_error::FileError::on("create", parent))?;
             }
             if let Err(source) = std::fs::write(&path, bytes) {
-                return Err(TaskError::Write { path, source });
+                return Err(crate::file_error::FileError::on("write", &path)(source).into());
             }
         }
         Ok(FILES.len())

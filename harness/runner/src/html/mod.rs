@@ -22,14 +22,8 @@ pub enum HtmlError {
     #[error("{0}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")]
     Damaged(#[source] crate::results::ReadError),
     /// The page cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The page's file.
-        path: std::path::PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Write(#[from] crate::file_error::FileError),
 }
 
 /// Whether a path asks for an HTML page (`.html`, `.htm`).
@@ -43,10 +37,7 @@ pub fn is_html(path: &Path) -> bool {
 /// created); says where on stderr.
 pub fn write(path: &Path, page: &Page) -> Result<(), HtmlError> {
     crate::atomic::write(path, html::render(page).as_bytes()).map_err(|source| {
-        HtmlError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
+        HtmlError::Write(crate::file_error::FileError::on("write", path)(source))
     })?;
     crate::progress::say(&format!("wrote {}", path.display()));
     Ok(())

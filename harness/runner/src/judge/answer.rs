@@ -11,6 +11,8 @@
 //! it is an error), and recording into a folder whose file says otherwise is refused.
 
 use std::path::Path;
+
+use crate::file_error::FileError;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -69,7 +71,7 @@ fn read_marker(dir: &Path) -> Result<Option<Answering>, JudgeError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(JudgeError::Read { path, source }),
+        Err(source) => return Err(FileError::on("read", &path)(source).into()),
     };
     match serde_json::from_str::<Value>(&text)
         .ok()
@@ -92,14 +94,11 @@ pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), JudgeError> {
             });
         }
     }
-    std::fs::create_dir_all(dir).map_err(|source| JudgeError::Create {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir).map_err(FileError::on("create", dir))?;
     let path = dir.join(MARKER);
     match std::fs::write(&path, format!("{}\n", how.to_json())) {
         Ok(()) => Ok(()),
-        Err(source) => Err(JudgeError::Write { path, source }),
+        Err(source) => Err(FileError::on("write", &path)(source).into()),
     }
 }
 

@@ -51,6 +51,7 @@ use harness_core::tokens;
 use crate::backends::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
 use crate::execution::workspace::ARCHIVE_DIR;
+use crate::file_error::FileError;
 use crate::judge::answer::Answering;
 use crate::tasks::{self, LoadedTask};
 
@@ -58,6 +59,9 @@ use crate::tasks::{self, LoadedTask};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JudgeError {
+    /// A file or folder cannot be read, created or written.
+    #[error(transparent)]
+    File(#[from] crate::file_error::FileError),
     /// A folder cannot be listed.
     #[error("cannot read folder {}: {source}", dir.display())]
     ReadDir {
@@ -78,33 +82,6 @@ pub enum JudgeError {
     Missing {
         /// The path.
         path: PathBuf,
-    },
-    /// A file cannot be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A folder cannot be made.
-    #[error("cannot create {}: {source}", dir.display())]
-    Create {
-        /// The folder.
-        dir: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
     },
     /// The `fold` policy does not build.
     #[error(transparent)]
@@ -475,10 +452,7 @@ pub fn labelled_items(
             rel: rel.clone(),
             root: data_root.to_path_buf(),
         })?;
-    let bytes = std::fs::read(&transcript).map_err(|source| JudgeError::Read {
-        path: transcript.clone(),
-        source,
-    })?;
+    let bytes = std::fs::read(&transcript).map_err(FileError::on("read", &transcript))?;
     let sessions = harness_import::import_bytes(&rel, &bytes, None)?;
     let matched = |s: &harness_import::ImportedSession| {
         s.human_turns
@@ -588,12 +562,9 @@ pub fn read_dataset(path: &Path) -> Result<Vec<Item>, JudgeError> {
     )?)
 }
 
-/// A file's text, or [`JudgeError::Read`].
+/// A file's text, or [`JudgeError::File`].
 fn read(path: &Path) -> Result<String, JudgeError> {
-    std::fs::read_to_string(path).map_err(|source| JudgeError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(std::fs::read_to_string(path).map_err(FileError::on("read", path))?)
 }
 
 /// Keeps the items a run asks about.
