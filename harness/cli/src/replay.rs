@@ -28,6 +28,7 @@ use harness_replay::truth::ErrorStats;
 use harness_replay::{
     analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer, SessionReplay,
 };
+use harness_report::fmt::count;
 use harness_report::render::Table;
 use harness_report::view::Kind;
 use harness_runner::sessions::{self, history::Filter, load::Loaded};
@@ -152,15 +153,6 @@ pub struct ReplayArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     source: SourceArgs,
-}
-
-/// `1 session`, `2 sessions`.
-fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }
 
 fn threads(jobs: Option<usize>) -> usize {

@@ -54,6 +54,15 @@ impl Kind {
     }
 }
 
+/// A count with its noun, plural but for one: `1 session`, `2 sessions`.
+pub fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// A ratio to two decimals: `0.87×`; `–` when there is none.
 pub fn ratio(x: f64) -> String {
     if x.is_finite() {
@@ -170,6 +179,13 @@ pub fn displayed(t: &crate::render::Table) -> crate::render::Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_is_plural_but_for_one() {
+        assert_eq!(count(0, "session"), "0 sessions");
+        assert_eq!(count(1, "session"), "1 session");
+        assert_eq!(count(2, "recorded request"), "2 recorded requests");
+    }
 
     #[test]
     fn each_kind_has_one_shape() {

@@ -13,6 +13,7 @@ use std::time::Instant;
 use harness_core::judgement::SessionLabels;
 use harness_import::fs::{ImportReport, Prefilter};
 use harness_import::{Format, ImportedSession, Warning};
+use harness_report::fmt::count;
 
 use super::history::{self, Filter};
 use super::SessionsError;
@@ -26,15 +27,6 @@ pub struct Loaded {
     pub files: usize,
     /// Seconds the import (reading and tokenizing) took.
     pub seconds: f64,
-}
-
-/// `1 session`, `2 sessions`.
-fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }
 
 /// Reads the sessions under `paths` (your own history when there is none; `command` names the
