@@ -35,7 +35,10 @@
 //! - keeps **compaction points**: a `compact_boundary` system record is an event (trigger and
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
-//!   the summary on ([`crate::RecordedRequest::context_start`]);
+//!   the summary on ([`crate::RecordedRequest::context_start`]); a user record that is not
+//!   `isMeta` and begins with [`CONTINUED`] without the flag is a summary too, and, with no
+//!   boundary before it, a compaction point of kind [`crate::EventKind::Continued`] (a session
+//!   that begins where an earlier one ran out of context);
 //! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
 //!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`), and
 //!   each message's ([`crate::ImportedSession::message_ms`]: a response's last line);
@@ -574,6 +577,9 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
     b.assistant(text, calls, response_id, usage);
 }
 
+/// How Claude Code's summary of an earlier conversation begins.
+pub const CONTINUED: &str = "This session is being continued from a previous conversation";
+
 /// One user record: tool results, a prompt, a compaction summary or another user message.
 fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     let Some(content) = l.v.get("message").and_then(|m| m.get("content")) else {
@@ -618,6 +624,12 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     }
     if flag(&l.v, "isCompactSummary") {
         b.summary(all, EventKind::CompactSummary);
+        return;
+    }
+    if all.trim_start().starts_with(CONTINUED) && !flag(&l.v, "isMeta") {
+        // A summary of an earlier conversation with no `isCompactSummary` flag: this file
+        // begins after a loss (or, mid-file, a compaction whose boundary was not recorded).
+        b.summary(all, EventKind::Continued);
         return;
     }
     let not_prompt = |t: &String| {
