@@ -124,6 +124,7 @@ pub fn sim_config(judge: harness_core::judge::Judge) -> harness_core::sim::SimCo
         seed: 1,
         recheck: 0.1,
         judge,
+        behaviour: Default::default(),
     }
 }
 

@@ -35,6 +35,7 @@ mod proxy;
 mod replay;
 mod replay_answer;
 mod replay_json;
+mod replay_losses;
 mod replay_subagents;
 mod report;
 mod serve;

@@ -146,6 +146,14 @@ pub struct ReplayArgs {
     /// Write one self-contained HTML page (tables, a chart per session, drill-downs) to FILE.html.
     #[arg(short = 'o', long = "output", value_name = "FILE.html")]
     output: Option<PathBuf>,
+    /// The behaviour profile recovery follows (default: the one foldbench ships, measured from
+    /// its fixtures); a file `--behaviour-out` wrote (docs/replay.md, "The behaviour profile").
+    #[arg(long, value_name = "FILE")]
+    behaviour: Option<PathBuf>,
+    /// Write the behaviour profile measured from these sessions' recorded losses (the "After
+    /// real compactions" section) to FILE: what your agents do after they lose context.
+    #[arg(long, value_name = "FILE")]
+    behaviour_out: Option<PathBuf>,
 }
 
 /// `foldbench analyze`.
@@ -227,7 +235,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let labels = load_labels(&a.source)?;
     let loaded = load_sessions(&a.source, "replay")?;
     let began = Instant::now();
-    let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let (replays, losses) =
+        replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
     let failed = policy_errors(&replays);
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
     let subagents = crate::replay_subagents::subagents_of(
@@ -262,9 +271,13 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         price_notes,
         loaded,
         subagents,
+        losses,
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
+    }
+    if let Some(path) = &a.behaviour_out {
+        write_behaviour(path, &r.losses)?;
     }
     print_replay(&a, &r)?;
     if let Some(path) = &a.output {
@@ -285,6 +298,39 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         return Ok(Code::Failed);
     }
     Ok(Code::Ok)
+}
+
+/// `--behaviour-out FILE`: the profile measured from the sessions' losses, named after the file,
+/// with the command that measured it; an error (nothing written) when no loss was measured.
+fn write_behaviour(
+    path: &Path,
+    losses: &[harness_replay::losses::SessionLosses],
+) -> Result<(), Error> {
+    let name = path
+        .file_stem()
+        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
+    let command = std::iter::once("foldbench".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let Some(profile) = harness_replay::losses::profile::profile(losses, &name, &command) else {
+        return Err(Error::Usage(format!(
+            "--behaviour-out {}: no recorded loss with anything before it in these sessions, so there is nothing to measure a behaviour profile from; give sessions in which the host compacted (Claude Code's compact_boundary, Codex's compacted items, OpenHands' condensations)",
+            path.display()
+        )));
+    };
+    sessions::behaviour::write(path, &profile).map_err(Error::failed)?;
+    let kinds: Vec<String> = harness_core::behaviour::LossKind::ALL
+        .iter()
+        .filter(|k| profile.measured(**k))
+        .map(|k| format!("{} ({} losses)", k.name(), profile.kind(*k).losses))
+        .collect();
+    eprintln!(
+        "behaviour profile `{name}` in {}: {}",
+        path.display(),
+        kinds.join(", ")
+    );
+    Ok(())
 }
 
 /// Says on standard error which policy failed on which session (its `error`: a
@@ -326,6 +372,8 @@ struct Replayed {
     loaded: Loaded,
     /// Parents with subagents ([`harness_replay::subagents`]).
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
+    /// What the recorded agents did after their losses ([`harness_replay::losses`]).
+    losses: Vec<harness_replay::losses::SessionLosses>,
 }
 
 /// The policies `replay` takes without `--policy` or a profile: foldbench's own
@@ -352,11 +400,16 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         .into_iter()
         .map(|a| a.policy)
         .collect();
+    let behaviour = match &a.behaviour {
+        Some(path) => sessions::behaviour::read(path).map_err(Error::refused)?,
+        None => harness_core::behaviour::Profile::shipped().clone(),
+    };
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),
         window: a.window,
         prices: prices.clone(),
+        behaviour: std::sync::Arc::new(behaviour),
     })?;
     Ok((replayer, prices))
 }
@@ -378,6 +431,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth: r.truth_all,
                 ground_truth_sessions: &r.truths,
                 subagents: crate::replay_subagents::subagents_json(&r.subagents),
+                after_compactions: crate::replay_losses::losses_json(&r.losses),
             };
             let s = serde_json::to_string_pretty(&doc)?;
             crate::out::line(&s)
@@ -446,6 +500,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         )?;
     }
     crate::replay_subagents::print_subagents(&r.subagents, format, a.view)?;
+    crate::replay_losses::print_losses(&r.losses, format, a.view)?;
     if r.truth_all.requests > 0 {
         print_heading(
             "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
@@ -480,6 +535,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
     ];
     let (tables, notes) =
         crate::replay_subagents::with_subagents(tables, notes_of(a, r), &r.subagents);
+    let (tables, notes) = crate::replay_losses::with_losses(tables, notes, &r.losses);
     let heading = format!(
         "{} from {}, {} recorded requests; judge {}; window {}",
         count(r.replays.len(), "session"),
@@ -523,6 +579,8 @@ struct AnalyzeJson<'a> {
     sessions: &'a [harness_replay::SessionComposition],
     /// Parents with subagents, as `replay` gives them (room and money under none and fold).
     subagents: crate::replay_subagents::SubagentsJson<'a>,
+    /// What the recorded agents did after their losses, as `replay` gives it.
+    after_compactions: crate::replay_losses::LossesJson<'a>,
 }
 
 /// Runs `foldbench analyze`; returns the exit code.
@@ -567,6 +625,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
         labels.as_ref(),
         threads(src.jobs),
     )?;
+    let losses = harness_replay::losses::measure_all(&loaded.sessions, threads(src.jobs));
     let format = src.format;
     match format {
         OutputFormat::Json => {
@@ -577,6 +636,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 corpus,
                 sessions: &sessions,
                 subagents: crate::replay_subagents::subagents_json(&subagents),
+                after_compactions: crate::replay_losses::losses_json(&losses),
             };
             crate::out::line(&serde_json::to_string_pretty(&doc)?)?;
         }
@@ -630,6 +690,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 format,
                 crate::view::ViewArgs::default(),
             )?;
+            crate::replay_losses::print_losses(&losses, format, crate::view::ViewArgs::default())?;
         }
     }
     eprintln!("import and tokenize {:.2}s", loaded.seconds);

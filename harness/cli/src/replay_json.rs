@@ -38,6 +38,8 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
     /// Parents with subagents: each child paired with its call, room saved, money.
     pub(crate) subagents: crate::replay_subagents::SubagentsJson<'a>,
+    /// After real compactions: every recorded loss with its window, the base windows, the groups.
+    pub(crate) after_compactions: crate::replay_losses::LossesJson<'a>,
 }
 
 #[derive(Serialize)]

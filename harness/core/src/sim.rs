@@ -2,21 +2,35 @@
 //! facts only from the text it has seen.
 //!
 //! - Before a step or turn that `needs` a fact, it looks for the fact's text in the request (or
-//!   in the output of a recovery call it made in this turn). When the fact is missing it tries
-//!   to recover it as a careful agent would, with calls built from the request's text alone, in
-//!   this order: a `grep` for the need's `cue` of the archive a fold result (or strategy report,
-//!   or a summary quoting one) in the request points to (the folder holding them when several
-//!   do); else a re-run of a call the request shows whose result is gone, or a `read_file` of a
-//!   path named in the request's messages (a user's words, a fold result's index, a closing
-//!   message, a summary), at most [`MAX_RERUNS`] of them, those sharing a name word with the
-//!   paths the step at hand works on first; else a `grep` of the workspace for the
-//!   cue. The cue is used only while it is visible in the request. Each call is judged by what
-//!   comes back, and the next is tried when the fact is not in it: a re-run of a file edited
-//!   since, or of a command whose output changes between runs, recovers nothing, and a grep for a
-//!   cue returns every line that has it (more than the fact when the cue is common).
-//! - A fact still missing is lost: the agent writes the need's `guess` in place of its `value`
-//!   in everything the step writes (tool arguments, report, `say`); a need without a guess
-//!   stops the turn with a closing message that says what is missing.
+//!   in the output of a recovery call it made in this turn). When the fact is missing it acts as
+//!   the behaviour profile ([`crate::behaviour`], measured on real sessions after real
+//!   compactions) says agents do after that kind of loss — a summary, fold result or strategy
+//!   report in view, or nothing: with the profile's recovery probability it tries to get the fact
+//!   back, else it goes on without it. Both draws (whether, and which means first) are seeded by
+//!   the run's seed, the task, the turn and the fact, so the run stays deterministic and every arm
+//!   that misses the same fact draws the same. Its means, drawn by the profile's shares, then the
+//!   others the profile gives any weight, most used first, each with calls built from the
+//!   request's text alone:
+//!   - **re-read** (re-explore from what is visible): a `read_file` of a path named in the
+//!     request's messages (a user's words, a fold result's index, a closing message, a summary);
+//!     a `list_files` of the workspace, and once a listing is in view, reads of the listed files
+//!     whose names share a word with the rest of the request;
+//!   - **re-run**: a call the request shows whose result is gone;
+//!   - **search**: a `grep` of the workspace for the need's `cue`;
+//!   - **archive read**: a `grep` for the cue of the archive a fold result (or strategy report,
+//!     or a summary quoting one) in the request points to (the folder holding them when several
+//!     do).
+//!
+//!   Re-reads and re-runs are at most [`MAX_RERUNS`] per fact and turn, those sharing a name
+//!   word with the paths the step at hand works on first. The cue is used only while it is
+//!   visible in the request. Each call is judged by what comes back, and the next is tried when
+//!   the fact is not in it: a re-run of a file edited since, or of a command whose output
+//!   changes between runs, recovers nothing, and a grep for a cue returns every line that has it
+//!   (more than the fact when the cue is common).
+//! - A fact still missing (the agent went on without it, or nothing it tried brought it back)
+//!   is lost: the agent writes the need's `guess` in place of its `value` in everything the step
+//!   writes (tool arguments, report, `say`); a need without a guess stops the turn with a closing
+//!   message that says what is missing.
 //! - It never reads a turn that has not arrived: a strategy turn yields at its `say` unless its
 //!   own spec says `awaits_back`.
 //! - With probability `recheck` it repeats a visible earlier read before a tool step (noise that
@@ -30,8 +44,9 @@
 //! what it does not see). What it keeps: the random stream and the script position (turn, step,
 //! whether the card was answered, the strategy entered or yielded, whether this step's noise was
 //! drawn, whether it has left the script since), which carry no fact; and, for the turn in
-//! progress only, the recovery calls it made (so none is made twice), those whose results have
-//! not been read yet, and the facts their results held (a result may later be cut from the
+//! progress only, what it decided for each missing fact and the recovery calls it made (so
+//! none is made twice), those whose results have not been read yet, and the facts their results
+//! held (a result may later be cut from the
 //! context by a compaction within the turn, and the agent read it). Everything else a request's
 //! answer uses is that request's text and the script of the current step. The calls it builds
 //! from the request (recoveries, re-checks) are listed in [`Response::from_request`], and the
@@ -45,6 +60,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::behaviour::{LossKind, SimBehaviour};
 use crate::fold::{archive_pointer, card_turns};
 use crate::judge::{self, CardPoint, Judge};
 use crate::message::{canonical_json, MessageKind, Role, ToolCall};
@@ -67,6 +83,9 @@ pub struct SimConfig {
     pub recheck: f64,
     /// How cards are answered.
     pub judge: Judge,
+    /// What it does when it needs a fact it cannot see: the behaviour profile's recovery
+    /// probability and means ([`crate::behaviour`]; the shipped profile's by default).
+    pub behaviour: SimBehaviour,
 }
 
 impl Default for SimConfig {
@@ -75,6 +94,7 @@ impl Default for SimConfig {
             seed: 1,
             recheck: 0.1,
             judge: Judge::Oracle,
+            behaviour: SimBehaviour::default(),
         }
     }
 }
@@ -113,6 +133,9 @@ pub struct Sim {
     deviated: bool,
     /// Recovery calls of this turn per fact: the calls (name and canonical arguments) tried.
     tried: HashMap<String, Vec<String>>,
+    /// What the agent decided, this turn, for each fact it found missing: the means it tries, in
+    /// order (none: it goes on without the fact).
+    decided: HashMap<String, Vec<Recovery>>,
     /// Recovery calls of this turn whose results have not been read yet: (call id, fact).
     inflight: Vec<(String, String)>,
     /// Facts that came back in the output of a recovery call of this turn.
@@ -151,6 +174,7 @@ impl Sim {
             noise_rolled: None,
             deviated: false,
             tried: HashMap::new(),
+            decided: HashMap::new(),
             inflight: Vec::new(),
             recovered: HashSet::new(),
             calls: 0,
@@ -220,6 +244,7 @@ impl Sim {
         self.yielded = false;
         self.noise_rolled = None;
         self.tried.clear();
+        self.decided.clear();
         self.inflight.clear();
         self.recovered.clear();
         let strategy_turn = self
@@ -424,9 +449,77 @@ impl Sim {
         Ok(lost)
     }
 
-    /// The next call a careful agent makes to get a need's fact back, built from the request's
-    /// text (see the module doc for the order); `None` when every one the request allows was
-    /// tried in this turn.
+    /// What the agent does about a fact it cannot see, decided once per fact and turn, as the
+    /// behaviour profile says agents do after this kind of loss ([`LossKind::Summary`] when the
+    /// request shows a host's summary, fold result or strategy report, else [`LossKind::None`]):
+    /// with the profile's recovery probability it tries to get the fact back, first by a means
+    /// drawn with the profile's shares, then by the others the profile gives any weight, most
+    /// used first; else it goes on without the fact. The draws are seeded by the run's seed, the
+    /// task, the turn and the fact, so every arm that misses the same fact draws the same.
+    fn decide(&mut self, req: &Request, fact: &str) -> Vec<Recovery> {
+        if let Some(d) = self.decided.get(fact) {
+            return d.clone();
+        }
+        let summary = req.messages.iter().any(|m| {
+            m.role == Role::User
+                && matches!(
+                    m.kind,
+                    MessageKind::Summary
+                        | MessageKind::FoldResult { .. }
+                        | MessageKind::StrategyReport { .. }
+                )
+        });
+        let kind = if summary {
+            LossKind::Summary
+        } else {
+            LossKind::None
+        };
+        let kb = self.cfg.behaviour.kind(kind);
+        let key = format!("{}\u{0}{}\u{0}{fact}", self.spec.name, self.turn);
+        let mut draw = Rng::for_name(self.cfg.seed, &key);
+        let order = if draw.next_f64() < kb.recover {
+            let shares = kb.means.shares();
+            let mut weighted: Vec<(Recovery, f64)> = MEANS
+                .iter()
+                .zip(shares)
+                .filter(|(_, w)| *w > 0.0)
+                .map(|(m, w)| (*m, w))
+                .collect();
+            let sum: f64 = weighted.iter().map(|(_, w)| w).sum();
+            let mut u = draw.next_f64() * sum;
+            let first = if kb.ordered {
+                weighted
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(b.0.cmp(&a.0)))
+                    .map_or(0, |(i, _)| i)
+            } else {
+                weighted
+                    .iter()
+                    .position(|(_, w)| {
+                        u -= w;
+                        u < 0.0
+                    })
+                    .unwrap_or(weighted.len().saturating_sub(1))
+            };
+            let mut order = Vec::new();
+            if !weighted.is_empty() {
+                order.push(weighted.remove(first).0);
+            }
+            // Stable: equal shares keep the profile's order.
+            weighted.sort_by(|a, b| b.1.total_cmp(&a.1));
+            order.extend(weighted.into_iter().map(|(m, _)| m));
+            order
+        } else {
+            Vec::new()
+        };
+        self.decided.insert(fact.to_string(), order.clone());
+        order
+    }
+
+    /// The next call the agent makes to get a need's fact back, built from the request's text,
+    /// by the means it decided on ([`Sim::decide`]) in their order; `None` when it goes on
+    /// without the fact or every call those means allow was tried in this turn.
     fn recovery_call(
         &mut self,
         req: &Request,
@@ -436,13 +529,22 @@ impl Sim {
         if self.remembered.is_some() {
             return self.remembered_call(req, &need.fact);
         }
+        let order = self.decide(req, &need.fact);
         let tried = self.tried.get(&need.fact).cloned().unwrap_or_default();
-        let reruns = tried.iter().filter(|k| k.starts_with("rerun ")).count();
+        let reruns = tried
+            .iter()
+            .filter(|k| k.starts_with("rerun ") || k.starts_with("reread "))
+            .count();
         let focus = step.map(focus_words).unwrap_or_default();
-        let (kind, name, args) = recovery_candidates(req, need, &focus)
-            .into_iter()
-            .filter(|(kind, ..)| *kind != Recovery::Rerun || reruns < MAX_RERUNS)
-            .find(|(kind, name, args)| !tried.contains(&tried_key(*kind, name, args)))?;
+        let candidates = recovery_candidates(req, need, &focus);
+        let (kind, name, args) = order
+            .iter()
+            .flat_map(|m| candidates.iter().filter(move |(kind, ..)| kind == m))
+            .filter(|(kind, ..)| {
+                !matches!(kind, Recovery::Rerun | Recovery::Reread) || reruns < MAX_RERUNS
+            })
+            .find(|(kind, name, args)| !tried.contains(&tried_key(*kind, name, args)))
+            .cloned()?;
         self.tried
             .entry(need.fact.clone())
             .or_default()
@@ -561,22 +663,34 @@ fn from_request(c: ToolCall) -> Response {
     r
 }
 
-/// The kinds of recovery, in the order they are tried.
+/// The means of recovery, as the behaviour profile names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Recovery {
-    /// A grep of the visible archives for the cue.
-    Archive,
-    /// A call the request shows again, or a read of a path it names.
+    /// Re-explore from what is visible: read a path a message names, list the workspace, read a
+    /// listed file whose name shares a word with the request.
+    Reread,
+    /// A call the request shows, again.
     Rerun,
     /// A grep of the workspace for the cue.
     Workspace,
+    /// A grep of the visible archives for the cue.
+    Archive,
 }
+
+/// The means in the profile's order ([`crate::behaviour::Means::shares`]).
+const MEANS: [Recovery; 4] = [
+    Recovery::Reread,
+    Recovery::Rerun,
+    Recovery::Workspace,
+    Recovery::Archive,
+];
 
 /// How a tried recovery call is remembered within its turn.
 fn tried_key(kind: Recovery, name: &str, args: &serde_json::Value) -> String {
     let kind = match kind {
         Recovery::Archive => "archive",
         Recovery::Rerun => "rerun",
+        Recovery::Reread => "reread",
         Recovery::Workspace => "workspace",
     };
     format!("{kind} {name} {}", canonical_json(args))
@@ -588,9 +702,12 @@ const PATH_EXTENSIONS: [&str; 15] = [
     "sh", "rs",
 ];
 
-/// Every recovery call the request's text allows for `need`, in the order they are tried: the
-/// archive grep (cue visible, an archive pointed to), the re-runs (calls shown without their
-/// result, then reads of named paths), the workspace grep (cue visible).
+/// Every recovery call the request's text allows for `need`, by means: the archive grep (cue
+/// visible, an archive pointed to), the re-runs (calls shown without their result), the
+/// re-explorations (reads of paths the messages name; a listing of the workspace, and once one
+/// is in view, reads of the listed files whose names share a word with the request), the
+/// workspace grep (cue visible). Within a means, the calls about what the step at hand works on
+/// come first.
 fn recovery_candidates(
     req: &Request,
     need: &Need,
@@ -639,24 +756,68 @@ fn recovery_candidates(
                 .map(|c| format!("{} {}", c.name, c.canonical_args()))
         })
         .collect();
-    let mut reruns: Vec<(String, serde_json::Value)> = Vec::new();
-    let mut add = |name: &str, args: serde_json::Value| {
+    let mut seen: Vec<(String, serde_json::Value)> = Vec::new();
+    let mut add = |kind: Recovery,
+                   name: &str,
+                   args: serde_json::Value,
+                   into: &mut Vec<(Recovery, String, serde_json::Value)>| {
         let key = format!("{name} {}", canonical_json(&args));
-        if !shown.contains(&key) && !reruns.iter().any(|(n, a)| n == name && *a == args) {
-            reruns.push((name.to_string(), args));
+        if !shown.contains(&key) && !seen.iter().any(|(n, a)| n == name && *a == args) {
+            seen.push((name.to_string(), args.clone()));
+            into.push((kind, name.to_string(), args));
         }
     };
+    let mut reruns = Vec::new();
     for c in req.messages.iter().flat_map(|m| &m.tool_calls) {
         if tools::find(&c.name).is_some_and(|t| t.sim_reruns) {
-            add(&c.name, c.args.clone());
+            add(Recovery::Rerun, &c.name, c.args.clone(), &mut reruns);
         }
     }
+    let mut rereads = Vec::new();
     for m in &req.messages {
         if m.role == Role::Tool {
             continue;
         }
         for path in paths_in(&m.text) {
-            add("read_file", json!({ "path": path }));
+            add(
+                Recovery::Reread,
+                "read_file",
+                json!({ "path": path }),
+                &mut rereads,
+            );
+        }
+    }
+    // A listing in view: its files whose names share a word with the rest of the request.
+    let listings: Vec<&str> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool && m.tool_name.as_deref() == Some("list_files"))
+        .map(|m| m.text.as_str())
+        .collect();
+    if listings.is_empty() {
+        add(Recovery::Reread, "list_files", json!({}), &mut rereads);
+    } else {
+        let words: HashSet<String> = req
+            .messages
+            .iter()
+            .filter(|m| m.tool_name.as_deref() != Some("list_files"))
+            .flat_map(|m| {
+                let args = m.tool_calls.iter().map(|c| c.args.to_string());
+                std::iter::once(m.text.clone())
+                    .chain(args)
+                    .collect::<Vec<_>>()
+            })
+            .flat_map(|t| path_words(&t))
+            .collect();
+        for path in listings.iter().flat_map(|l| paths_in(l)) {
+            if path_words(&path).iter().any(|w| words.contains(w)) {
+                add(
+                    Recovery::Reread,
+                    "read_file",
+                    json!({ "path": path }),
+                    &mut rereads,
+                );
+            }
         }
     }
     // The ones about what the step at hand works on first (a read of `data/stock-levels.csv`
@@ -667,12 +828,11 @@ fn recovery_candidates(
         let words: HashSet<String> = texts.iter().flat_map(|t| path_words(t)).collect();
         focus.iter().filter(|w| words.contains(*w)).count()
     };
-    reruns.sort_by_key(|(_, args)| std::cmp::Reverse(overlap(args)));
-    out.extend(
-        reruns
-            .into_iter()
-            .map(|(name, args)| (Recovery::Rerun, name, args)),
-    );
+    for list in [&mut reruns, &mut rereads] {
+        list.sort_by_key(|(_, _, args)| std::cmp::Reverse(overlap(args)));
+    }
+    out.extend(reruns);
+    out.extend(rereads);
     if let Some(cue) = cue {
         out.push((
             Recovery::Workspace,

@@ -4,7 +4,8 @@
 //! `parentUuid`. The importer:
 //!
 //! - follows the **active branch**: from the leaf back through `parentUuid` (and
-//!   `logicalParentUuid` across a compaction boundary, whose `parentUuid` is null); records of
+//!   `logicalParentUuid` across a compaction boundary, whose `parentUuid` is null; a boundary
+//!   whose `logicalParentUuid` the file does not hold is joined to the record before it); records of
 //!   abandoned branches (edits, rewinds) are not read. The leaf is the last `user`/`assistant`
 //!   record that descends from the last assistant record: the last record of the file is not
 //!   always on the branch (bash-mode and local-command records can hang from the root);
@@ -290,6 +291,10 @@ impl Tree {
                 if damaged.get(i_damaged).is_some_and(|&d| d < to) {
                     p = Some(before);
                     bridged += 1;
+                } else if s(&l.v, "subtype") == Some("compact_boundary") {
+                    // The conversation it compacted is the one before it in the file, whatever
+                    // uuid its `logicalParentUuid` names (a copy of the session may not hold it).
+                    p = Some(before);
                 }
             }
             parent.push(p);

@@ -93,3 +93,23 @@ fn an_openhands_condensation_is_a_compaction_point_with_its_summary() {
     assert_eq!(m.kind, MessageKind::Summary);
     assert_eq!(m.text, "The agent was reading parser.py.");
 }
+
+#[test]
+fn a_claude_code_boundary_whose_logical_parent_is_not_in_the_file_keeps_what_came_before() {
+    let text = [
+        cc_line("u1", "null", r#""fix the build""#),
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","requestId":"q1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"fixed"}]}}"#.to_string(),
+        r#"{"type":"system","subtype":"compact_boundary","uuid":"c1","parentUuid":null,"logicalParentUuid":"not-in-this-file","sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","compactMetadata":{"trigger":"auto","preTokens":150000}}"#.to_string(),
+        r#"{"type":"user","uuid":"c2","parentUuid":"c1","isCompactSummary":true,"sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"This session is being continued from a previous conversation. We fixed the build."}}"#.to_string(),
+        cc_line("u2", r#""c2""#, r#""now the docs""#),
+    ]
+    .join("\n");
+    let s = &import("s1.jsonl", &text, Some(Format::ClaudeCode)).unwrap()[0];
+    assert_eq!(
+        s.human_turns.len(),
+        2,
+        "the prompt before the boundary is kept"
+    );
+    assert_eq!(s.events[0].kind, EventKind::CompactBoundary);
+    assert_eq!(s.events[0].message, 2);
+}

@@ -288,6 +288,7 @@ async fn session(
                     seed: plan.seed,
                     recheck: s.recheck,
                     judge: s.judge,
+                    behaviour: Default::default(),
                 },
                 loopback,
                 None,

@@ -449,6 +449,7 @@ fn model_for(
                     seed: c.seed,
                     recheck: s.recheck,
                     judge: s.judge,
+                    behaviour: Default::default(),
                 },
             );
             let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));
