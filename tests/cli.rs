@@ -325,7 +325,7 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
     // The output opens with the verdict: a heading, then one line per arm.
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines[0].starts_with("Verdict against none: tokens/task (recovery included) Σ×"),
+        lines[0].starts_with("Verdict against none: tokens incl. recovery Σ×"),
         "{text}"
     );
     let line = *lines

@@ -272,6 +272,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         loaded,
         subagents,
         losses,
+        profile: replayer.config().behaviour.name.clone(),
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
@@ -374,6 +375,8 @@ struct Replayed {
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
     /// What the recorded agents did after their losses ([`harness_replay::losses`]).
     losses: Vec<harness_replay::losses::SessionLosses>,
+    /// The name of the behaviour profile recovery followed.
+    profile: String,
 }
 
 /// The policies `replay` takes without `--policy` or a profile: foldbench's own
@@ -419,6 +422,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
     let format = a.source.format;
     match format {
         OutputFormat::Json => {
+            let answers = harness_replay::answer::answers(&r.replays, &r.summary);
             let doc = ReplayJson {
                 version: 1,
                 files: r.loaded.files,
@@ -432,6 +436,9 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth_sessions: &r.truths,
                 subagents: crate::replay_subagents::subagents_json(&r.subagents),
                 after_compactions: crate::replay_losses::losses_json(&r.losses),
+                behaviour: &r.profile,
+                verdict: crate::replay_json::verdict_json(&answers),
+                sensitivity: harness_replay::answer::sensitivity(&r.replays, &answers),
             };
             let s = serde_json::to_string_pretty(&doc)?;
             crate::out::line(&s)
@@ -445,9 +452,12 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
 /// The table and Markdown forms: the verdict, the heading, the policy table and its notes, the
 /// frontier, the essay's figures, the ground truth.
 fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
+    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     print_verdict(
-        &harness_replay::answer::answers(&r.replays, &r.summary),
+        &answers,
         r.replays.len(),
+        &r.profile,
+        &harness_replay::answer::sensitivity(&r.replays, &answers),
         format,
     )?;
     let fallback = if r.judge.needs_labels() {
@@ -483,7 +493,6 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         (Kind::ReplayPolicies, a.view),
     )?;
     print_lines(&notes_of(a, r), format)?;
-    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     print_frontier(&answers, format, a.view)?;
     if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
         print_heading(
@@ -545,7 +554,12 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         a.window
     );
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    let opening = page_opening(&answers, r.replays.len());
+    let opening = page_opening(
+        &answers,
+        r.replays.len(),
+        &r.profile,
+        &harness_replay::answer::sensitivity(&r.replays, &answers),
+    );
     let page = harness_replay::page::replay_page(
         &heading,
         opening,

@@ -385,7 +385,7 @@ impl Profile {
             let m = k.means.shares();
             let sum: f64 = m.iter().sum();
             if m.iter().any(|x| !(0.0..=1.0).contains(x))
-                || (sum != 0.0 && (sum - 1.0).abs() > 1e-6)
+                || (sum != 0.0 && (sum - 1.0).abs() > 1e-5)
             {
                 return fail(
                     &[name, "means"],

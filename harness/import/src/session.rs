@@ -227,6 +227,12 @@ pub enum EventKind {
     /// OpenHands' `condensation` action: earlier events were forgotten here; its summary, when
     /// it has one, is the message at `message`.
     Condensation,
+    /// In a foldbench run's cell: a fold, strategy exit or compaction replaced earlier results
+    /// with a host-written result before the next request (read from the cell's events).
+    Folded,
+    /// In a foldbench run's cell: the next request no longer showed earlier results and nothing
+    /// stood in their place (`trim`).
+    Dropped,
 }
 
 /// A compaction point.

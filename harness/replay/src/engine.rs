@@ -322,6 +322,12 @@ impl PolicyReplay {
         self.total_input() + self.recovery_at(end).tokens()
     }
 
+    /// Dollars with recovery: the replayed requests and what recovering cost
+    /// ([`Recovery::cost`]), at `end` of the profile's intervals.
+    pub fn cost_incl_recovery_at(&self, end: End) -> f64 {
+        self.cost() + self.recovery_at(end).cost
+    }
+
     /// Folds known to be premature (only labelled sessions can tell).
     pub fn premature_folds(&self) -> usize {
         self.folds
@@ -782,10 +788,12 @@ impl Loop<'_> {
         };
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
         let tokens = u64::from(self.prefix) + sum_tokens(&messages);
+        let price = self.prices.get(k).copied().unwrap_or(self.price);
         let (hidden, probes) = self.obs.observe(
             k,
             &messages,
             tokens,
+            &price,
             &mut self.out.folds,
             &mut self.out.compactions,
         );

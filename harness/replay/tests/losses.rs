@@ -402,3 +402,38 @@ fn measure_all_finds_the_same_losses() {
     assert_eq!(all.len(), 2);
     assert_eq!((all[0].losses.len(), all[1].losses.len()), (0, 1));
 }
+
+#[test]
+fn the_shipped_profile_is_what_the_fixtures_measure() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/compactions");
+    let report = harness_import::fs::import_paths(&[dir], None).unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let measured = measure_all(&report.sessions, 2);
+    let p = harness_replay::losses::profile::profile(&measured, "fixtures", "x").unwrap();
+    let shipped = harness_core::behaviour::Profile::shipped();
+    assert_eq!(
+        p.summary, shipped.summary,
+        "measure again: docs/replay.md says how"
+    );
+    assert_eq!(p.none, shipped.none);
+    assert_eq!(p.window_calls, shipped.window_calls);
+    let ids = |p: &harness_core::behaviour::Profile| {
+        p.provenance
+            .sessions
+            .iter()
+            .map(|s| (s.id.clone(), s.losses))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&p), ids(shipped));
+    assert_eq!(
+        (p.provenance.losses, p.provenance.base_windows),
+        (shipped.provenance.losses, shipped.provenance.base_windows)
+    );
+    assert_eq!(shipped.name, "fixtures");
+    assert!(shipped
+        .provenance
+        .sessions
+        .iter()
+        .all(|s| s.source.starts_with("tests/fixtures/compactions/")));
+}

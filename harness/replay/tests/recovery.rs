@@ -246,6 +246,14 @@ fn a_reread_is_carried_while_its_turn_keeps_its_results() {
         p.tokens_incl_recovery(),
         p.total_input() + (129 + 215) + 3 * 49
     );
+    // In dollars at the default price ($3 input, write ×1.25, read ×0.1): the round trips read
+    // their prefixes from the cache; x is written in C1 and read in C2, y written in D1.
+    let dollars = 3e-6 * ((129.0 + 215.0) * 0.1 + 49.0 * 1.25 + 49.0 * 0.1 + 49.0 * 1.25);
+    assert!((rec.cost - dollars).abs() < 1e-12, "{} {dollars}", rec.cost);
+    assert!(
+        (p.cost_incl_recovery_at(harness_core::behaviour::End::Point) - (p.cost() + dollars)).abs()
+            < 1e-12
+    );
 }
 
 #[test]

@@ -364,14 +364,16 @@ impl<'a> Observer<'a> {
     }
 
     /// Observes the policy's request for recorded request `k` (`tokens` in all, the prefix
-    /// included): returns its hidden references (all of them) and its probes, marks the folds
+    /// included, at `price`): returns its hidden references (all of them) and its probes, marks the folds
     /// and compactions a reference reaches into as needed (`needed_after`: the turns from the
     /// fold or compaction to this request), and prices their recovery ([`recovery`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &mut self,
         k: usize,
         messages: &[Arc<Message>],
         tokens: u64,
+        price: &harness_core::metrics::Price,
         folds: &mut [FoldEvent],
         compactions: &mut [CompactionEvent],
     ) -> (Vec<HiddenRef>, Probes) {
@@ -463,7 +465,7 @@ impl<'a> Observer<'a> {
             });
         }
         for rec in &mut self.recoverers {
-            rec.end(tokens);
+            rec.end(tokens, price);
         }
         self.responses += usize::from(!refs.is_empty());
         let probes = Probes {

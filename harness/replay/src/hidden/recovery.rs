@@ -61,7 +61,7 @@ pub const GREP_OUTPUT_CAP: usize = 50_000;
 
 /// What recovering a policy's hidden references would have cost, and what could not be
 /// recovered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
     /// Responses that needed an extra round trip first (one per response, all its recoveries in
     /// it).
@@ -91,10 +91,16 @@ pub struct Recovery {
     /// Hidden references not fetched back (the agent went on without them, or nothing could
     /// show them again) and no recovery showing them: lost.
     pub gone: usize,
+    /// What recovery costs in dollars with prompt caching, at each request's price: a round
+    /// trip reads the policy's context and what is carried from the cache (its prefix is the
+    /// request before it), the recovered call and result are written once, and every later
+    /// request that carries them reads them.
+    #[serde(default)]
+    pub cost: f64,
 }
 
 /// The recovery of a policy's replay at the low and high ends of the profile's intervals.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryRange {
     /// At the low end of the recovery probability.
     pub low: Recovery,
@@ -205,6 +211,7 @@ impl Recovery {
         self.recovered += o.recovered;
         self.covered += o.covered;
         self.gone += o.gone;
+        self.cost += o.cost;
     }
 }
 
@@ -241,6 +248,8 @@ pub(crate) struct Recoverer {
     calls: usize,
     /// Which end of the profile's intervals it reads.
     end: End,
+    /// Carried items before this index were there before the response being observed.
+    fresh: usize,
 }
 
 impl Recoverer {
@@ -252,6 +261,7 @@ impl Recoverer {
             trip: None,
             calls: 0,
             end,
+            fresh: 0,
         }
     }
 }
@@ -296,6 +306,7 @@ impl Recoverer {
             Some(a) => present(a as usize),
             None => folds == c.folds_at,
         });
+        self.fresh = self.carried.len();
         self.trip = None;
     }
 
@@ -304,6 +315,7 @@ impl Recoverer {
     pub(crate) fn compacted(&mut self) {
         self.total.carried_tokens += self.carried.iter().map(|c| c.tokens).sum::<u64>();
         self.carried.clear();
+        self.fresh = 0;
     }
 
     fn carried_shows(&self, c: &Candidate) -> bool {
@@ -448,13 +460,23 @@ impl Recoverer {
         }
     }
 
-    /// The end of the response being observed: its round trip, and what its request carries.
-    pub(crate) fn end(&mut self, request_tokens: u64) {
+    /// The end of the response being observed: its round trip, and what its request carries,
+    /// priced at `price` (the request's model's).
+    pub(crate) fn end(&mut self, request_tokens: u64, price: &harness_core::metrics::Price) {
+        let dollars = |tokens: u64, rate: f64| tokens as f64 * rate * price.input / 1e6;
         if let Some(before) = self.trip.take() {
             self.total.round_trips += 1;
             self.total.round_trip_tokens += request_tokens + before;
+            // The round trip's prefix is the request before it: read from the cache.
+            self.total.cost += dollars(request_tokens + before, price.cache_read);
         }
-        self.total.carried_tokens += self.carried.iter().map(|c| c.tokens).sum::<u64>();
+        // This request carries what earlier ones wrote (read) and what its round trip just
+        // fetched (written once, here).
+        let old: u64 = self.carried[..self.fresh].iter().map(|c| c.tokens).sum();
+        let new: u64 = self.carried[self.fresh..].iter().map(|c| c.tokens).sum();
+        self.fresh = self.carried.len();
+        self.total.carried_tokens += old + new;
+        self.total.cost += dollars(old, price.cache_read) + dollars(new, price.cache_write);
     }
 
     fn next_id(&mut self) -> String {

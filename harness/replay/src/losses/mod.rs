@@ -34,6 +34,7 @@
 
 pub mod calls;
 pub mod profile;
+pub mod run;
 pub mod stats;
 pub mod table;
 
@@ -193,6 +194,10 @@ pub struct SessionLosses {
     pub source: String,
     /// The agent.
     pub agent: Format,
+    /// Who answered, when it is not the transcript's format: a foldbench run's cell
+    /// (`claude-code`, `codex`, `sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
     /// The losses, in order.
     pub losses: Vec<Loss>,
     /// The base windows.
@@ -424,6 +429,7 @@ impl<'a> Measure<'a> {
             session: s.id.clone(),
             source: s.source.clone(),
             agent: s.format,
+            agent_name: None,
             losses,
             base,
         }
@@ -481,7 +487,7 @@ impl<'a> Measure<'a> {
         let summary = msgs[l.min(msgs.len())..first_answer]
             .iter()
             .find(|m| m.kind == MessageKind::Summary);
-        let kind = if summary.is_some() || p.opaque.is_some() {
+        let kind = if summary.is_some() || p.opaque.is_some() || p.event == EventKind::Folded {
             LossKind::Summary
         } else {
             LossKind::None

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use harness_core::behaviour::{
-    KindProfile, LossKind, Means, Profile, Provenance, ProvenanceSession, References, Sizes,
+    KindProfile, LossKind, Means, Profile, Provenance, ProvenanceSession, Rate, References, Sizes,
     FORMAT, VERSION,
 };
 
@@ -18,21 +18,34 @@ fn quantile(sorted: &[u64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize] as f64
 }
 
+/// A figure to six decimals: what the file holds, read back the same.
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn rate(r: Rate) -> Rate {
+    Rate {
+        point: r6(r.point),
+        lo: r6(r.lo),
+        hi: r6(r.hi),
+    }
+}
+
 fn kind_profile(g: &GroupStats) -> KindProfile {
     let a = &g.after;
     let mut sizes: Vec<u64> = a.refetch_sizes.clone();
     sizes.sort_unstable();
     let n = sizes.len() as u64;
-    let none = harness_core::behaviour::Rate::exact(0.0);
+    let none = Rate::exact(0.0);
     KindProfile {
         losses: g.measured as u64,
         calls: a.calls as u64,
         refetches: a.refetches() as u64,
         base_calls: g.base.calls as u64,
         base_refetches: g.base.refetches() as u64,
-        refetch_rate: g.refetch_rate,
-        base_rate: g.base_rate.unwrap_or(none),
-        excess_rate: g.excess_rate.unwrap_or(g.refetch_rate),
+        refetch_rate: rate(g.refetch_rate),
+        base_rate: rate(g.base_rate.unwrap_or(none)),
+        excess_rate: rate(g.excess_rate.unwrap_or(g.refetch_rate)),
         references: References {
             held: a.refs_held as u64,
             refetched: a.refs_refetched as u64,
@@ -45,20 +58,28 @@ fn kind_profile(g: &GroupStats) -> KindProfile {
             new_output: g.base.refs_new_output as u64,
             no_source: g.base.refs_no_source as u64,
         },
-        recover: g.recover,
-        no_source: g.no_source,
-        means: Means::of(
-            a.reread_unchanged as u64,
-            a.reruns as u64,
-            a.searches as u64,
-            a.archive_reads as u64,
-        ),
+        recover: rate(g.recover),
+        no_source: rate(g.no_source),
+        means: {
+            let m = Means::of(
+                a.reread_unchanged as u64,
+                a.reruns as u64,
+                a.searches as u64,
+                a.archive_reads as u64,
+            );
+            Means {
+                reread: r6(m.reread),
+                rerun: r6(m.rerun),
+                search: r6(m.search),
+                archive: r6(m.archive),
+            }
+        },
         sizes: Sizes {
             count: n,
             mean: if n == 0 {
                 0.0
             } else {
-                sizes.iter().sum::<u64>() as f64 / n as f64
+                r6(sizes.iter().sum::<u64>() as f64 / n as f64)
             },
             median: quantile(&sizes, 0.5),
             p90: quantile(&sizes, 0.9),
@@ -90,8 +111,12 @@ pub fn profile(sessions: &[SessionLosses], name: &str, command: &str) -> Option<
         }
         losses += measured;
         base_windows += s.base.len() as u64;
+        let agent = s
+            .agent_name
+            .clone()
+            .unwrap_or_else(|| s.agent.name().to_string());
         for l in s.losses.iter().filter(|l| l.measured) {
-            *agents.entry(l.agent.name().to_string()).or_default() += 1;
+            *agents.entry(agent.clone()).or_default() += 1;
             *models
                 .entry(l.model.clone().unwrap_or_else(|| "(none recorded)".into()))
                 .or_default() += 1;
@@ -104,7 +129,7 @@ pub fn profile(sessions: &[SessionLosses], name: &str, command: &str) -> Option<
         listed.push(ProvenanceSession {
             id: s.session.clone(),
             source: s.source.clone(),
-            agent: s.agent.name().to_string(),
+            agent,
             model,
             losses: measured,
         });

@@ -266,6 +266,8 @@ impl Loss {
             harness_import::EventKind::Compacted => "compacted",
             harness_import::EventKind::Continued => "continued session",
             harness_import::EventKind::Condensation => "condensation",
+            harness_import::EventKind::Folded => "folded",
+            harness_import::EventKind::Dropped => "dropped",
         }
     }
 }
