@@ -679,7 +679,8 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
         "the legend: {text}"
     );
     // trim drops tool results, so it sends fewer tokens than none, and what it hides is gone
-    // (trim keeps no record to recover it from).
+    // unless the agent fetches it back, as the behaviour profile the heading names says it
+    // does (re-reading what the workspace still holds).
     let at = lines
         .iter()
         .position(|l| l.starts_with("  trim: "))
@@ -694,12 +695,21 @@ fn replay_gives_a_verdict_line_per_policy_paired_by_session() {
     assert!(ratio < 1.0, "{trim}");
     assert!(trim.contains(" saves "), "{trim}");
     let whole = format!("{trim} {}", lines[at + 1].trim());
-    // Every reference trim hid is gone (27 of 27 over the in-repository sessions when written).
+    assert!(
+        text.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("recovery as the behaviour profile `fixtures` says"),
+        "{text}"
+    );
+    // Of the references trim hid, some are gone, not all: the profile's agents fetch some back.
     let counts = whole
         .split("refs gone/100 resp (")
         .nth(1)
         .and_then(|t| t.split(" hidden)").next())
         .unwrap_or_else(|| panic!("no hidden count: {whole}"));
     let (gone, hidden) = counts.split_once(" of ").unwrap();
-    assert!(gone == hidden && gone != "0", "{whole}");
+    let hidden: usize = hidden.split(' ').next().unwrap().parse().unwrap();
+    let gone: usize = gone.parse().unwrap();
+    assert!(gone > 0 && gone <= hidden, "{whole}");
 }
