@@ -221,3 +221,49 @@ fn report_writes_the_behaviour_of_a_runs_agent() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+#[test]
+fn run_follows_the_profile_it_is_given() {
+    let d = tempfile::tempdir().unwrap();
+    let write = |name: &str, recover: f64| {
+        let p = Profile::uniform(
+            name,
+            recover,
+            harness_core::behaviour::Means {
+                rerun: 1.0,
+                ..Default::default()
+            },
+        );
+        let path = d.path().join(format!("{name}.json"));
+        std::fs::write(&path, p.to_json()).unwrap();
+        path
+    };
+    let (always, never) = (write("always", 1.0), write("never", 0.0));
+    let run = |profile: &std::path::Path, out: &str| {
+        let o = fb(&[
+            "run",
+            "--tasks",
+            "trim-rerun",
+            "--policy",
+            "trim:mode=placeholder",
+            "--seeds",
+            "1",
+            "--behaviour",
+            profile.to_str().unwrap(),
+            "-o",
+            d.path().join(out).to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let line = std::fs::read_to_string(d.path().join(out).join("cells.jsonl")).unwrap();
+        serde_json::from_str::<serde_json::Value>(line.lines().next().unwrap()).unwrap()
+    };
+    // The placeholder keeps turn 1's calls: an agent that re-runs them gets every fact back, the
+    // essay's 4 re-runs; one that never tries writes what it cannot see and fails.
+    let a = run(&always, "a");
+    assert_eq!(a["status"], "success", "{a}");
+    assert_eq!(a["metrics"]["reruns"], 4, "{a}");
+    let n = run(&never, "n");
+    assert_eq!(n["status"], "failure", "{n}");
+    assert_eq!(n["metrics"]["reruns"], 0, "{n}");
+    assert_eq!(n["metrics"]["lost_facts"], 4, "{n}");
+}

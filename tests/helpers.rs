@@ -78,6 +78,7 @@ pub fn run_matrix(
         retry_errors: true,
         only: None,
         replay: None,
+        sim_behaviour: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

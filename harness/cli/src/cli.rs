@@ -143,6 +143,11 @@ struct CommonRun {
     /// `anthropic:NAME`, `replay:DIR`. Repeatable.
     #[arg(long = "model")]
     models: Vec<String>,
+    /// The behaviour profile the sim follows when it needs a fact it cannot see (default: the
+    /// one foldbench ships, measured from its fixtures); a file `replay --behaviour-out` or
+    /// `report --behaviour-out` wrote.
+    #[arg(long, value_name = "FILE")]
+    behaviour: Option<PathBuf>,
     /// A real agent drives the turns through its own command line: `claude-code`, `codex`,
     /// `mini-swe-agent` or `exec:CMD` (found through `tests/agents.sh`'s variables or the PATH;
     /// docs/agents.md). Its model calls go through a proxy with each cell's policy; the arm
@@ -625,6 +630,12 @@ fn config(
         retry_errors: !common.no_retry_errors,
         only: None,
         replay: common.replay.clone(),
+        sim_behaviour: match &common.behaviour {
+            Some(path) => harness_runner::sessions::behaviour::read(path)
+                .map_err(Error::refused)?
+                .sim(),
+            None => Default::default(),
+        },
     })
 }
 
