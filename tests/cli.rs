@@ -303,6 +303,18 @@ fn failed_cells_are_the_finding_exit_0_unless_fail_on_failure() {
 fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab");
+    // Agents that always re-run what they can see (the essay's observation), not the shipped
+    // profile's draws.
+    let profile = dir.path().join("reruns.json");
+    let reruns = harness_core::behaviour::Profile::uniform(
+        "reruns",
+        1.0,
+        harness_core::behaviour::Means {
+            rerun: 1.0,
+            ..Default::default()
+        },
+    );
+    std::fs::write(&profile, reruns.to_json()).unwrap();
     let ab = Command::new(binary())
         .current_dir(root())
         .args([
@@ -314,6 +326,8 @@ fn ab_and_report_give_a_verdict_line_per_arm_with_intervals() {
         ])
         .args(["--runs", "2", "--out"])
         .arg(&out)
+        .arg("--behaviour")
+        .arg(&profile)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&ab.stdout);

@@ -78,7 +78,7 @@ pub fn run_matrix(
         retry_errors: true,
         only: None,
         replay: None,
-        sim_behaviour: Default::default(),
+        sim_behaviour: always_recovers(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -125,8 +125,23 @@ pub fn sim_config(judge: harness_core::judge::Judge) -> harness_core::sim::SimCo
         seed: 1,
         recheck: 0.1,
         judge,
-        behaviour: Default::default(),
+        behaviour: always_recovers(),
     }
+}
+
+/// The sim the tests of the harness's measurements run: one that always tries to get a missing
+/// fact back, by every means in a fixed order — an archive read, a re-run of a visible call, a
+/// re-read (named paths, then a listing), a search for the cue — so that what a task and the
+/// harness do with a recovery is tested whatever the shipped behaviour profile's draws are
+/// (what the profile changes is tested in `behaviour.rs`, the core's sim tests, and the
+/// default run's table).
+pub fn always_recovers() -> harness_core::behaviour::SimBehaviour {
+    harness_core::behaviour::SimBehaviour::ordered(harness_core::behaviour::Means {
+        archive: 0.4,
+        rerun: 0.3,
+        reread: 0.2,
+        search: 0.1,
+    })
 }
 
 /// Runs one cell with the given sim.

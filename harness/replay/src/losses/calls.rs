@@ -19,29 +19,22 @@ pub enum Act {
     Other,
 }
 
-/// Tools that read one file, by name (any case).
-const READ_TOOLS: &[&str] = &[
-    "read",
-    "read_file",
-    "notebookread",
-    "view_file",
-    "open_file",
-];
-/// Tools that search or list.
+/// Other agents' tools that read one file, by name (any case); foldbench's own are read through
+/// their descriptors ([`harness_core::tools`]).
+const READ_TOOLS: &[&str] = &["read", "notebookread", "view_file", "open_file"];
+/// Other agents' tools that search or list (Claude Code's `Grep` is read through foldbench's
+/// `grep` descriptor: the same name in another case).
 const SEARCH_TOOLS: &[&str] = &[
-    "grep",
     "glob",
     "ls",
-    "list_files",
     "find_file",
     "search_dir",
     "search_file",
     "find",
 ];
-/// Tools that run a shell command.
+/// Other agents' tools that run a shell command.
 const SHELL_TOOLS: &[&str] = &[
     "bash",
-    "shell",
     "exec_command",
     "shell_command",
     "local_shell",
@@ -66,6 +59,17 @@ pub fn classify(call: &ToolCall, cwd: Option<&str>) -> Act {
         .str_arg("workdir")
         .or_else(|| call.str_arg("cwd"))
         .or(cwd);
+    // foldbench's own tools (and Claude Code's `Grep`, the same name), by their descriptors.
+    if let Some(t) = harness_core::tools::find(&name) {
+        use harness_core::tools::Tool;
+        let path = || call.str_arg("path").map(|p| relative(p, workdir, cwd));
+        return match t.tool {
+            Tool::ReadFile => path().map_or(Act::Other, |p| Act::Read(vec![p])),
+            Tool::ListFiles | Tool::Grep => Act::Search,
+            Tool::EditFile | Tool::WriteFile => path().map_or(Act::Other, |p| Act::Edit(vec![p])),
+            Tool::Shell => shell_call(call, workdir, cwd),
+        };
+    }
     // OpenHands' editor tool: `view` reads, the other commands write.
     if name.contains("str_replace") || name == "editor" {
         let path = call.str_arg("path").map(|p| relative(p, workdir, cwd));
@@ -97,23 +101,28 @@ pub fn classify(call: &ToolCall, cwd: Option<&str>) -> Act {
         return Act::Search;
     }
     if SHELL_TOOLS.contains(&name.as_str()) {
-        let command = match call.args.get("command").or_else(|| call.args.get("cmd")) {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            // `["bash", "-lc", "cat x"]`: the script, else the words.
-            Some(serde_json::Value::Array(a)) => {
-                let words: Vec<&str> = a.iter().filter_map(|v| v.as_str()).collect();
-                match words.as_slice() {
-                    [sh, flag, script] if is_shell(sh) && flag.starts_with('-') => {
-                        (*script).to_string()
-                    }
-                    _ => words.join(" "),
-                }
-            }
-            _ => return Act::Other,
-        };
-        return shell(&command, workdir, cwd);
+        return shell_call(call, workdir, cwd);
     }
     Act::Other
+}
+
+/// A shell tool's call: its `command` (or `cmd`), a string or Codex's `["bash", "-lc", SCRIPT]`.
+fn shell_call(call: &ToolCall, workdir: Option<&str>, cwd: Option<&str>) -> Act {
+    let command = match call.args.get("command").or_else(|| call.args.get("cmd")) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        // `["bash", "-lc", "cat x"]`: the script, else the words.
+        Some(serde_json::Value::Array(a)) => {
+            let words: Vec<&str> = a.iter().filter_map(|v| v.as_str()).collect();
+            match words.as_slice() {
+                [sh, flag, script] if is_shell(sh) && flag.starts_with('-') => {
+                    (*script).to_string()
+                }
+                _ => words.join(" "),
+            }
+        }
+        _ => return Act::Other,
+    };
+    shell(&command, workdir, cwd)
 }
 
 fn is_shell(word: &str) -> bool {

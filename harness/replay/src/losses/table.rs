@@ -212,7 +212,7 @@ pub fn losses_table(sessions: &[SessionLosses]) -> Table {
                 ),
                 match (l.summary_tokens, l.opaque_summary_bytes) {
                     (Some(t), _) => group_thousands(t),
-                    (None, Some(b)) => format!("encrypted ({} bytes)", group_thousands(b)),
+                    (None, Some(_)) => "encrypted".into(),
                     (None, None) => "–".into(),
                 },
                 w.calls.to_string(),
