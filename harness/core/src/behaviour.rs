@@ -372,7 +372,7 @@ impl Profile {
                 ("excess_rate", k.excess_rate),
             ];
             for (field, r) in rates {
-                if !(r.lo <= r.point && r.point <= r.hi) || !r.point.is_finite() {
+                if !(r.lo <= r.point && r.point <= r.hi && r.point.is_finite()) {
                     return fail(
                         &[name, field],
                         format!(

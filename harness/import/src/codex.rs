@@ -593,12 +593,10 @@ fn feed(conv: &mut Conv, l: &Line) {
         "event_msg" if s(p, "type") == Some("token_count") => conv.token_count(p),
         // The event that goes with a `compacted` item; alone (no item written), the compaction
         // point itself.
-        "event_msg" if s(p, "type") == Some("context_compacted") => {
-            if !conv.compacted {
-                conv.close();
-                conv.compacted = true;
-                conv.b.compaction(EventKind::Compacted, None, None);
-            }
+        "event_msg" if s(p, "type") == Some("context_compacted") && !conv.compacted => {
+            conv.close();
+            conv.compacted = true;
+            conv.b.compaction(EventKind::Compacted, None, None);
         }
         _ => {} // other events duplicate response items; newer item types carry nothing we read
     }
