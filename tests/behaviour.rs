@@ -266,4 +266,48 @@ fn run_follows_the_profile_it_is_given() {
     assert_eq!(n["status"], "failure", "{n}");
     assert_eq!(n["metrics"]["reruns"], 0, "{n}");
     assert_eq!(n["metrics"]["lost_facts"], 4, "{n}");
+    // --behaviour-end reads the profile at an end of its intervals: from never (low) to always
+    // (high).
+    let mut ranged = Profile::uniform(
+        "ranged",
+        0.5,
+        harness_core::behaviour::Means {
+            rerun: 1.0,
+            ..Default::default()
+        },
+    );
+    for k in [&mut ranged.summary, &mut ranged.none]
+        .into_iter()
+        .flatten()
+    {
+        k.recover = harness_core::behaviour::Rate {
+            point: 0.5,
+            lo: 0.0,
+            hi: 1.0,
+        };
+    }
+    let path = d.path().join("ranged.json");
+    std::fs::write(&path, ranged.to_json()).unwrap();
+    for (end, status) in [("low", "failure"), ("high", "success")] {
+        let out = d.path().join(end);
+        let o = fb(&[
+            "run",
+            "--tasks",
+            "trim-rerun",
+            "--policy",
+            "trim:mode=placeholder",
+            "--seeds",
+            "1",
+            "--behaviour",
+            path.to_str().unwrap(),
+            "--behaviour-end",
+            end,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let line = std::fs::read_to_string(out.join("cells.jsonl")).unwrap();
+        let r: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        assert_eq!(r["status"], status, "{end}: {r}");
+    }
 }
