@@ -72,13 +72,15 @@ pub fn run_matrix(
         seeds: seeds.to_vec(),
         out: out.to_path_buf(),
         jobs: 2,
-        cell: CellOptions::default(),
+        cell: CellOptions {
+            sim_behaviour: always_recovers(),
+            ..CellOptions::default()
+        },
         backend: BackendOptions::default(),
         progress: false,
         retry_errors: true,
         only: None,
         replay: None,
-        sim_behaviour: always_recovers(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -133,27 +133,6 @@ enum Command {
     },
 }
 
-/// `--behaviour-end`: which end of the profile's intervals the sim reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum BehaviourEnd {
-    /// The low end.
-    Low,
-    /// The point estimate.
-    Point,
-    /// The high end.
-    High,
-}
-
-impl From<BehaviourEnd> for harness_core::behaviour::End {
-    fn from(e: BehaviourEnd) -> Self {
-        match e {
-            BehaviourEnd::Low => harness_core::behaviour::End::Low,
-            BehaviourEnd::Point => harness_core::behaviour::End::Point,
-            BehaviourEnd::High => harness_core::behaviour::End::High,
-        }
-    }
-}
-
 #[derive(Debug, clap::Args, Clone)]
 struct CommonRun {
     /// Policy `NAME[:k=v,...]`, repeatable; the help texts, with the default policies and every
@@ -171,8 +150,8 @@ struct CommonRun {
     behaviour: Option<PathBuf>,
     /// Where in the behaviour profile's intervals the sim reads its recovery probability: the
     /// point estimate (default), or the low or high end (to see how the verdict moves).
-    #[arg(long, value_enum, default_value_t = BehaviourEnd::Point)]
-    behaviour_end: BehaviourEnd,
+    #[arg(long, value_enum, default_value_t = crate::behaviour::BehaviourEnd::Point)]
+    behaviour_end: crate::behaviour::BehaviourEnd,
     /// A real agent drives the turns through its own command line: `claude-code`, `codex`,
     /// `mini-swe-agent` or `exec:CMD` (found through `tests/agents.sh`'s variables or the PATH;
     /// docs/agents.md). Its model calls go through a proxy with each cell's policy; the arm
@@ -621,6 +600,9 @@ fn config(
             crate::policy::NATIVE
         )));
     }
+    cell.sim_behaviour = crate::behaviour::profile(common.behaviour.as_deref())?
+        .at(common.behaviour_end.into())
+        .sim();
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),
@@ -655,15 +637,6 @@ fn config(
         retry_errors: !common.no_retry_errors,
         only: None,
         replay: common.replay.clone(),
-        sim_behaviour: {
-            let profile = match &common.behaviour {
-                Some(path) => {
-                    harness_runner::sessions::behaviour::read(path).map_err(Error::refused)?
-                }
-                None => harness_core::behaviour::Profile::shipped().clone(),
-            };
-            profile.at(common.behaviour_end.into()).sim()
-        },
     })
 }
 

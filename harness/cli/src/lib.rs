@@ -21,6 +21,7 @@
 // (`results/<run-id>`), not rustdoc's HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod behaviour;
 mod cli;
 mod compare;
 mod error;

@@ -403,10 +403,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         .into_iter()
         .map(|a| a.policy)
         .collect();
-    let behaviour = match &a.behaviour {
-        Some(path) => sessions::behaviour::read(path).map_err(Error::refused)?,
-        None => harness_core::behaviour::Profile::shipped().clone(),
-    };
+    let behaviour = crate::behaviour::profile(a.behaviour.as_deref())?;
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),

@@ -288,7 +288,7 @@ async fn session(
                     seed: plan.seed,
                     recheck: s.recheck,
                     judge: s.judge,
-                    behaviour: Default::default(),
+                    behaviour: opts.sim_behaviour,
                 },
                 loopback,
                 None,

@@ -155,6 +155,9 @@ pub struct CellOptions {
     /// are not the sim: a sim answers its children itself). A child names no model, or the
     /// cell's, to run on the cell's model.
     pub child_models: HashMap<String, Arc<dyn Model>>,
+    /// What the sim does when it needs a fact it cannot see (a behaviour profile's; the
+    /// shipped one by default): its own loop's sim and the offline upstream of `run --agent`.
+    pub sim_behaviour: harness_core::behaviour::SimBehaviour,
 }
 
 /// The default time limit of one cell: one hour.
@@ -171,6 +174,7 @@ impl Default for CellOptions {
             cell_timeout: DEFAULT_CELL_TIMEOUT,
             agent: None,
             child_models: HashMap::new(),
+            sim_behaviour: Default::default(),
         }
     }
 }

@@ -83,9 +83,6 @@ pub struct RunConfig {
     /// Answer every model from this cassette folder while keeping the models' labels (and so the
     /// cell ids) of the run that recorded it.
     pub replay: Option<PathBuf>,
-    /// What the sim does when it needs a fact it cannot see (a behaviour profile's; the shipped
-    /// one by default).
-    pub sim_behaviour: harness_core::behaviour::SimBehaviour,
 }
 
 /// The matrix a run belongs to, when it is not the plain cross product of [`RunConfig`], and the
@@ -452,7 +449,7 @@ fn model_for(
                     seed: c.seed,
                     recheck: s.recheck,
                     judge: s.judge,
-                    behaviour: cfg.sim_behaviour,
+                    behaviour: cfg.cell.sim_behaviour,
                 },
             );
             let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));

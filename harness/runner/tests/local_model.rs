@@ -177,7 +177,6 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
         retry_errors: true,
         only: None,
         replay: replay.then(|| cassette.clone()),
-        sim_behaviour: Default::default(),
     };
     let t = Instant::now();
     let recorded = run::run(config("live", true, false))
