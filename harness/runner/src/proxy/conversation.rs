@@ -62,12 +62,17 @@ struct Edit {
 mod decode;
 mod grouping;
 mod needs;
+mod rounds;
 mod state;
 mod text;
 
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
+pub use rounds::{Answered, Place, Round, MAX_REJECTED};
 pub use state::Saved;
+
+/// Where a message's units are in the request (item, unit).
+type Units = Vec<(usize, usize)>;
 
 /// Where a message of the live context came from.
 #[derive(Debug, Clone)]
@@ -78,6 +83,12 @@ enum Origin {
     Carded(Vec<(usize, usize)>, String),
     /// An edit's message (index into the edits).
     Edit,
+    /// The agent's answer (its units) with the policy's calls of the same answer beside its own.
+    Beside(Vec<(usize, usize)>, Vec<ToolCall>),
+    /// A message the proxy made (a policy call answered, its result): rendered from its form.
+    Made,
+    /// The model's answer as the upstream wrote it (its parts), asked again after a policy call.
+    Raw(Vec<Box<RawValue>>),
 }
 
 /// What the proxy sends upstream for one agent request.
@@ -168,6 +179,18 @@ pub struct Conversation {
     grouped: Option<Grouped>,
     /// A text call's result a policy rewrote → it in the agent's observation form.
     agent_form: HashMap<u64, Arc<Message>>,
+    /// The policy calls the proxy answered, shown to the model again where they were made.
+    rounds: Vec<Round>,
+    /// An agent's answer (by id) → the same answer with the policy's calls beside its own.
+    besides: HashMap<u64, Arc<Message>>,
+    /// Refused policy calls of a turn (turn, count), and the turn the breaker stopped.
+    rejected: (u32, usize),
+    stopped: Option<u32>,
+    /// The messages the cache held before the request in progress (restored when it fails).
+    prev_ok: Option<Vec<Arc<Message>>>,
+    /// A carded prompt of the request in progress (by id) → the prompt without its card, and
+    /// its units.
+    uncarded: HashMap<u64, (Arc<Message>, Units)>,
 }
 
 impl Conversation {
@@ -203,6 +226,12 @@ impl Conversation {
             watch: None,
             grouped: None,
             agent_form: HashMap::new(),
+            rounds: Vec::new(),
+            besides: HashMap::new(),
+            rejected: (0, 0),
+            stopped: None,
+            prev_ok: None,
+            uncarded: HashMap::new(),
         })
     }
 
@@ -243,6 +272,9 @@ impl Conversation {
         self.turn = 0;
         self.prev = None;
         self.grouped = None;
+        self.rounds.clear();
+        self.besides.clear();
+        self.stopped = None;
         self.branches += 1;
         Ok(())
     }
@@ -279,6 +311,7 @@ impl Conversation {
         self.pinned.clear();
         self.origins.clear();
         self.position.clear();
+        self.uncarded.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
         let mut stable_at: Vec<(usize, Arc<Message>)> = Vec::new();
@@ -340,10 +373,14 @@ impl Conversation {
                 stable_at.push((pos, Arc::clone(&stable)));
             }
             let (msg, origin) = match self.cards.get(&id_key) {
-                Some(c) => (
-                    Arc::clone(c),
-                    Origin::Carded(at, c.card.clone().unwrap_or_default()),
-                ),
+                Some(c) => {
+                    self.uncarded
+                        .insert(c.id, (Arc::clone(&stable), at.clone()));
+                    (
+                        Arc::clone(c),
+                        Origin::Carded(at, c.card.clone().unwrap_or_default()),
+                    )
+                }
                 None => (stable, Origin::Units(at)),
             };
             self.position.insert(msg.id, pos);
@@ -351,6 +388,7 @@ impl Conversation {
             messages.push(msg);
         }
         self.keep_stable(stable_at);
+        self.place_rounds(&mut messages);
         let last_turn = messages.iter().map(|m| m.turn).max().unwrap_or(0);
         let mut splices = Vec::new();
         if last_turn > self.turn {
@@ -486,6 +524,7 @@ impl Conversation {
                         if let Some(p) = self.position.get(&m.id).copied() {
                             self.position.insert(with.id, p);
                         }
+                        self.uncarded.insert(with.id, (Arc::clone(&m), at.clone()));
                         self.origins
                             .insert(with.id, Origin::Carded(at, c.text.clone()));
                         self.transcript.push(Arc::clone(&with));
@@ -556,6 +595,7 @@ impl Conversation {
             let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
             env.write(&refs, &tools)
         };
+        self.prev_ok = self.prev.clone();
         let record = self.record_request(Purpose::Turn, &messages, action);
         self.prev = Some(messages.clone());
         Step::Send(Outgoing {
@@ -612,7 +652,22 @@ impl Conversation {
                         entries.push(Out::Unit(Side::User, std::borrow::Cow::Owned(r)));
                     }
                 }
-                Some(Origin::Edit) | None => {
+                Some(Origin::Beside(at, calls)) => {
+                    let raws: Vec<&RawValue> =
+                        at.iter().map(|&(i, u)| &*req.units[i][u].raw).collect();
+                    for r in render::calls_beside(api, &raws, calls, &self.grouper) {
+                        entries.push(Out::Unit(Side::Assistant, std::borrow::Cow::Owned(r)));
+                    }
+                }
+                Some(Origin::Raw(parts)) => {
+                    for r in parts {
+                        entries.push(Out::Unit(
+                            Side::Assistant,
+                            std::borrow::Cow::Owned(r.clone()),
+                        ));
+                    }
+                }
+                Some(Origin::Edit | Origin::Made) | None => {
                     for (side, r) in render::render_message(api, m, &self.grouper) {
                         entries.push(Out::Unit(side, std::borrow::Cow::Owned(r)));
                     }
@@ -660,6 +715,7 @@ impl Conversation {
     /// The record of a request that the proxy made again for the same agent request (the
     /// model asked again after a policy tool's call), with the messages it held.
     pub fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
+        self.prev_ok = self.prev.clone();
         self.record_request(
             Purpose::Turn,
             messages,
@@ -723,6 +779,44 @@ impl Conversation {
     /// Sets the messages the next request's cache simulation compares with.
     pub fn set_sent(&mut self, messages: Vec<Arc<Message>>) {
         self.prev = Some(messages);
+    }
+
+    /// The messages of the request asked again after the model's answer with policy calls:
+    /// what was sent, the answer as the upstream wrote it (its `parts`: thinking, text and the
+    /// calls, so nothing the API needs back is lost) and the calls' results.
+    pub fn continuation(
+        &mut self,
+        api: Api,
+        sent: &[Arc<Message>],
+        answer: &harness_wire::answer::Answer,
+        results: &[Arc<Message>],
+    ) -> Vec<Arc<Message>> {
+        let m = Message::assistant(self.turn, answer.text.clone(), answer.calls.clone());
+        // Chat's message object carries fields an agent does not send back; it is written
+        // from its form.
+        let raw: Vec<Box<RawValue>> = answer
+            .parts
+            .iter()
+            .filter_map(|p| serde_json::value::to_raw_value(p).ok())
+            .collect();
+        if api != Api::Chat && raw.len() == answer.parts.len() && !raw.is_empty() {
+            self.origins.insert(m.id, Origin::Raw(raw));
+        }
+        let mut messages = sent.to_vec();
+        messages.push(m);
+        messages.extend(results.iter().cloned());
+        messages
+    }
+
+    /// The request `index` got no answer (an error status, a stream cut, an upstream out of
+    /// reach): recorded apart, and the cache's reference goes back to the request before it.
+    pub fn request_failed(&mut self, index: usize, status: Option<u16>, reason: &str) {
+        self.events.push(Event::RequestFailed {
+            index,
+            status,
+            reason: reason.to_string(),
+        });
+        self.prev = self.prev_ok.clone();
     }
 
     /// Renders extra messages (the model's policy-tool call and its result) after the
@@ -805,7 +899,7 @@ impl Conversation {
         let mut superseded: Vec<usize> = Vec::new();
         for m in before.iter().filter(|m| !now.contains(&m.id)) {
             match self.origins.get(&m.id) {
-                Some(Origin::Units(at)) | Some(Origin::Carded(at, _)) => {
+                Some(Origin::Units(at) | Origin::Carded(at, _) | Origin::Beside(at, _)) => {
                     covers.extend(at.iter().map(|&(i, u)| self.key_at(i, u)));
                 }
                 Some(Origin::Edit) => {
@@ -814,7 +908,7 @@ impl Conversation {
                         superseded.push(e);
                     }
                 }
-                None => {}
+                Some(Origin::Made | Origin::Raw(_)) | None => {}
             }
         }
         superseded.sort_unstable();

@@ -105,14 +105,37 @@ pub enum ProxyError {
     /// The agent's method is not one the HTTP client takes.
     #[error("method: {0}")]
     Method(#[source] hyper::http::method::InvalidMethod),
-    /// The upstream cannot be reached.
-    #[error("the upstream {url} could not be reached: {source}")]
+    /// The upstream cannot be reached (no connection, or it was refused).
+    #[error("the upstream {url} could not be reached: {cause}")]
     Unreachable {
         /// The upstream URL.
         url: String,
+        /// The client's error and its causes, in words.
+        cause: String,
         /// The client's error.
         #[source]
         source: reqwest::Error,
+    },
+    /// The upstream was reached and answered with something that is not an HTTP answer
+    /// (a bad byte in a header, two `Content-Length`s, `Transfer-Encoding` beside
+    /// `Content-Length`, headers too large), or closed the connection before its answer.
+    #[error("the upstream {url} answered with a malformed HTTP response: {cause}")]
+    Malformed {
+        /// The upstream URL.
+        url: String,
+        /// What was wrong, in the client's words.
+        cause: String,
+        /// The client's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The upstream did not answer within the answer's time limit.
+    #[error("the upstream {url} did not answer within {} s, the proxy's limit for an answer (--answer-time)", .limit.as_secs())]
+    Slow {
+        /// The upstream URL.
+        url: String,
+        /// The limit.
+        limit: std::time::Duration,
     },
     /// A splice's archive could not be written in the agent's folder.
     #[error("archive {path}: {source}")]
@@ -146,6 +169,59 @@ impl ProxyError {
 /// The largest request body the proxy reads (a long session's history is a few MiB).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
 
+/// The most bytes of one upstream answer the proxy reads by default (32 MiB, as `run` reads of a
+/// provider's answer; a long answer is a few MiB even streamed).
+pub const ANSWER_CAP: usize = 32 << 20;
+
+/// The longest one upstream answer may take by default, head to end (20 minutes: a model's
+/// longest answers take a few).
+pub const ANSWER_TIME: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// How long a client may take to send a request's headers before the proxy closes the
+/// connection (one that trickles its headers would otherwise hold it forever).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The most connections the proxy serves at once; more wait until one closes.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The limits on one upstream answer: a stream is relayed as it comes, and what the proxy
+/// holds of it (the answer it adds up, an event not yet whole) is within the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerLimits {
+    /// The most bytes read of one answer.
+    pub bytes: usize,
+    /// The longest one answer may take, from the request sent to its last byte.
+    pub time: std::time::Duration,
+}
+
+impl Default for AnswerLimits {
+    fn default() -> Self {
+        AnswerLimits {
+            bytes: ANSWER_CAP,
+            time: ANSWER_TIME,
+        }
+    }
+}
+
+/// Why an upstream answer was not read to its end.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// It passed the cap.
+    #[error("the upstream's answer passed {} MiB, the most the proxy reads of one answer (--answer-cap-mib); it was cut there", .0 >> 20)]
+    TooLarge(usize),
+    /// It took longer than the time limit.
+    #[error("the upstream's answer took longer than {} s, the proxy's limit for an answer (--answer-time); it was cut there", .0.as_secs())]
+    TooSlow(std::time::Duration),
+    /// The connection broke in the middle.
+    #[error("the upstream's answer was cut: {0}")]
+    Cut(String),
+}
+
+/// A piece of a streamed answer for the agent; an error ends the connection mid-body (the
+/// agent sees an incomplete answer, never a truncated one that looks whole).
+pub type Piece = Result<Bytes, std::io::Error>;
+
 /// How many times in a row the proxy answers its policy's tool and asks the model again before
 /// it gives the agent the answer as it is.
 pub const MAX_POLICY_ROUNDS: usize = 4;
@@ -176,6 +252,8 @@ pub struct ProxyConfig {
     /// each turn's facts, visible in its first request or brought back by a tool result, as
     /// `needs` events (the `lost` column).
     pub needs: Option<Arc<harness_core::spec::TaskSpec>>,
+    /// The cap and the time limit on every upstream answer.
+    pub limits: AnswerLimits,
 }
 
 impl ProxyConfig {
@@ -192,6 +270,7 @@ impl ProxyConfig {
             window: 200_000,
             task: "proxy".into(),
             needs: None,
+            limits: AnswerLimits::default(),
         }
     }
 }
@@ -429,20 +508,20 @@ pub enum ProxyBody {
     /// All of it.
     Full(Option<Bytes>),
     /// Pieces as they come.
-    Stream(mpsc::Receiver<Bytes>),
+    Stream(mpsc::Receiver<Piece>),
 }
 
 impl hyper::body::Body for ProxyBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         match self.get_mut() {
             ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ProxyBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            ProxyBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
         }
     }
 }
@@ -725,13 +804,78 @@ fn upstream_headers(h: &HeaderMap) -> reqwest::header::HeaderMap {
     out
 }
 
-/// Sends `body` upstream with the agent's method and headers.
+/// A client error and its causes, in words (`error sending request: … : invalid header`).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let w = s.to_string();
+        if !words.contains(&w) {
+            words.push_str(": ");
+            words.push_str(&w);
+        }
+        cur = s.source();
+    }
+    words
+}
+
+/// Whether the client's error is the upstream's answer being malformed (a parse error, a head
+/// too large, a connection closed before the answer) rather than no connection at all.
+fn malformed(e: &reqwest::Error) -> bool {
+    if e.is_connect() {
+        return false;
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = cur {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_parse()
+                || h.is_parse_status()
+                || h.is_parse_too_large()
+                || h.is_incomplete_message();
+        }
+        cur = s.source();
+    }
+    false
+}
+
+/// Reads a whole answer body within the limits.
+pub(crate) async fn read_whole(
+    mut resp: reqwest::Response,
+    limits: AnswerLimits,
+    deadline: tokio::time::Instant,
+) -> Result<Bytes, AnswerError> {
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Err(_) => return Err(AnswerError::TooSlow(limits.time)),
+            Ok(Ok(Some(c))) => {
+                if out.len() + c.len() > limits.bytes {
+                    return Err(AnswerError::TooLarge(limits.bytes));
+                }
+                out.extend_from_slice(&c);
+            }
+            Ok(Ok(None)) => return Ok(Bytes::from(out)),
+            Ok(Err(e)) => return Err(AnswerError::Cut(error_chain(&e))),
+        }
+    }
+}
+
+impl Shared {
+    /// When an answer asked for now must have ended.
+    pub(crate) fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.cfg.limits.time
+    }
+}
+
+/// Sends `body` upstream with the agent's method and headers; its answer's head must come by
+/// `deadline`.
 async fn send_upstream(
     shared: &Shared,
     method: &hyper::Method,
     headers: &HeaderMap,
     path_q: &str,
     body: Vec<u8>,
+    deadline: tokio::time::Instant,
 ) -> Result<reqwest::Response, ProxyError> {
     let url = upstream_url(&shared.cfg.upstream, path_q);
     let method =
@@ -746,14 +890,29 @@ async fn send_upstream(
             h.insert(reqwest::header::CONTENT_TYPE, v);
         }
     }
-    shared
+    let sending = shared
         .client
         .request(method, &url)
         .headers(h)
         .body(body)
-        .send()
-        .await
-        .map_err(|source| ProxyError::Unreachable { url, source })
+        .send();
+    match tokio::time::timeout_at(deadline, sending).await {
+        Err(_) => Err(ProxyError::Slow {
+            url,
+            limit: shared.cfg.limits.time,
+        }),
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(source)) if malformed(&source) => Err(ProxyError::Malformed {
+            url,
+            cause: error_chain(&source),
+            source,
+        }),
+        Ok(Err(source)) => Err(ProxyError::Unreachable {
+            url,
+            cause: error_chain(&source),
+            source,
+        }),
+    }
 }
 
 /// The response head for the agent from the upstream's.
@@ -777,26 +936,57 @@ async fn pass_through(
     kind: &str,
     reason: &str,
 ) -> Response<ProxyBody> {
-    let path = parts.uri.path();
-    let resp =
-        match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
-            Ok(r) => r,
-            Err(e) => {
-                let e = e.to_string();
-                shared.log(Exchange::new(kind, path).status(502).note(&e));
-                return error(StatusCode::BAD_GATEWAY, &e);
-            }
-        };
+    let path = parts.uri.path().to_string();
+    let deadline = shared.deadline();
+    let resp = match send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body.to_vec(),
+        deadline,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let e = e.to_string();
+            shared.log(Exchange::new(kind, &path).status(502).note(&e));
+            return error(StatusCode::BAD_GATEWAY, &e);
+        }
+    };
     let status = resp.status().as_u16();
-    shared.log(Exchange::new(kind, path).status(status).note(reason));
+    shared.log(Exchange::new(kind, &path).status(status).note(reason));
     let head = agent_head(&resp);
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let (tx, rx) = mpsc::channel::<Piece>(16);
+    let limits = shared.cfg.limits;
+    let log = Arc::clone(shared);
+    let kind = kind.to_string();
+    // Relayed as it comes, nothing held; past the cap or the time limit the body ends with an
+    // error (the agent sees an incomplete answer) and the exchange says why.
     tokio::spawn(async move {
         let mut resp = resp;
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            if tx.send(chunk).await.is_err() {
-                break;
+        let mut read = 0usize;
+        let why = loop {
+            match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                Err(_) => break Some(AnswerError::TooSlow(limits.time)),
+                Ok(Ok(Some(chunk))) => {
+                    read += chunk.len();
+                    if read > limits.bytes {
+                        break Some(AnswerError::TooLarge(limits.bytes));
+                    }
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        break None;
+                    }
+                }
+                Ok(Ok(None)) => break None,
+                Ok(Err(e)) => break Some(AnswerError::Cut(error_chain(&e))),
             }
+        };
+        if let Some(why) = why {
+            let msg = why.to_string();
+            log.log(Exchange::new(&kind, &path).status(status).note(&msg));
+            let _ = tx.send(Err(std::io::Error::other(msg))).await;
         }
     });
     head.body(ProxyBody::Stream(rx)).unwrap_or_else(|_| {
