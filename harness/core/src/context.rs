@@ -12,6 +12,10 @@ pub struct Context {
     pub messages: Vec<Arc<Message>>,
     /// The turn in progress (1-based; 0 before the first turn).
     pub turn: u32,
+    /// The names of the tools the agent offers its model, when the host knows them (a proxy
+    /// in front of a real agent): the card names the agent's own tools to read an archive
+    /// with. `None`: foldbench's own loop and its tools.
+    pub tools: Option<Arc<[String]>>,
 }
 
 /// What a turn looks like in the context: the card's and the fold result's raw material.
@@ -139,7 +143,7 @@ impl Context {
             let Some(t) = out.last_mut() else { continue };
             t.tokens += u64::from(m.tokens);
             if m.is_human() && t.user.is_empty() {
-                t.user = m.text.clone();
+                t.user = crate::fold::user_words(&m.text);
             }
             for c in &m.tool_calls {
                 t.tool_calls += 1;

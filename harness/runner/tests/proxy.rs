@@ -888,3 +888,90 @@ async fn a_policy_process_that_fails_gives_the_agent_an_error_and_the_record_say
     let why = records[0].error.clone().unwrap_or_default();
     assert!(why.contains("the policy failed"), "{why}");
 }
+
+/// Claude Code's turn: its reminders before the user's words, its `Bash` calls.
+fn claude_code_turns() -> Value {
+    let reminder = |t: &str| json!({"type": "text", "text": format!("<system-reminder>\n{t}\n</system-reminder>")});
+    let bash = |id: &str| json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("make {id}")}});
+    let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "ok"});
+    let tools: Vec<Value> = ["Agent", "Bash", "Edit", "Read", "Grep", "Write"]
+        .iter()
+        .map(|n| json!({"name": n, "description": "", "input_schema": {"type": "object"}}))
+        .collect();
+    json!({
+        "model": "claude-x", "max_tokens": 1000,
+        "system": [{"type": "text", "text": "You are Claude Code."}],
+        "tools": tools,
+        "messages": [
+            {"role": "user", "content": [
+                reminder(&format!("git status: {}", "M a.py\n".repeat(150))),
+                reminder("commit attribution"),
+                {"type": "text", "text": "fix the build"}]},
+            {"role": "system", "content": "Primary working directory: /nowhere"},
+            {"role": "assistant", "content": [bash("b1"), bash("b2"), bash("b3")]},
+            {"role": "user", "content": [result("b1"), result("b2"), result("b3")]},
+            {"role": "assistant", "content": [{"type": "text", "text": "built"}]},
+            {"role": "user", "content": [reminder("a reminder"), {"type": "text", "text": "now test it"}]},
+        ],
+    })
+}
+
+#[tokio::test]
+async fn the_card_and_the_fold_result_quote_the_users_words_and_name_the_agents_tools() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let p = proxy(
+        "fold:card_after_tool_calls=1",
+        &up,
+        out.path(),
+        Some(work.path()),
+    )
+    .await;
+    up.push(Reply::Answer(
+        "",
+        vec![ToolCall {
+            id: "f1".into(),
+            name: "fold_unit".into(),
+            args: json!({"from": 1, "to": 1}),
+        }],
+    ));
+    up.push(Reply::Answer("tested", vec![]));
+    let sent = claude_code_turns();
+    let (status, _, text) = post(&p, "/v1/messages", &sent).await;
+    assert_eq!(status, 200, "{text}");
+    let card = up.bodies()[0]["messages"].to_string();
+    let card = &card[card.find("<fold-card>").expect("a card")..];
+    assert!(card.contains(r#"user: \"fix the build\""#), "{card}");
+    assert!(
+        !card[..card.find("</fold-card>").unwrap()].contains("system-reminder"),
+        "{card}"
+    );
+    assert!(card.contains("read back with Read, Grep or Bash"), "{card}");
+    let mut next = sent.clone();
+    let m = next["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [{"type": "text", "text": "tested"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third"}]}));
+    assert_eq!(post(&p, "/v1/messages", &next).await.0, 200);
+    let spliced = up.bodies()[2]["messages"].to_string();
+    let result = &spliced[spliced.find("[fold]").expect("the fold result")..];
+    assert!(
+        result.contains("Index: 3 tool calls — Bash ×3; 3 shell commands"),
+        "{result}"
+    );
+    assert!(
+        result.contains(r#"turn 1: \"fix the build\"\n"#),
+        "{result}"
+    );
+    assert!(
+        !result[..result.find("Closing").unwrap()].contains("system-reminder"),
+        "{result}"
+    );
+    p.stop().await.unwrap();
+    let events = std::fs::read_to_string(
+        out.path()
+            .join("cells/proxy_fold_card_after_tool_calls=1_claude-x_1/events.jsonl"),
+    )
+    .unwrap();
+    assert!(events.contains(r#""user":"now test it""#), "{events}");
+}

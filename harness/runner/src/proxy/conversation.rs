@@ -163,6 +163,8 @@ pub struct Conversation {
     pinned: Vec<(usize, Vec<(usize, usize)>)>,
     /// Original position (piece index) of each message id of the request in progress.
     position: HashMap<u64, usize>,
+    /// The names of the agent's own tools (the request's, without the policy's).
+    agent_tools: Arc<[String]>,
     /// A grouper over the request in progress (names the forms of calls when rendering).
     grouper: Grouper,
     /// The new turn's messages, joined to the context by [`Conversation::plan`].
@@ -219,6 +221,7 @@ impl Conversation {
             pinned: Vec::new(),
             position: HashMap::new(),
             grouper: Grouper::new(),
+            agent_tools: Arc::from(Vec::new()),
             pending_rest: Vec::new(),
             current_keys: Vec::new(),
             ended: None,
@@ -288,6 +291,7 @@ impl Conversation {
             .as_ref()
             .is_some_and(|(s, n)| **s == *system && *n == req.env.tools.len());
         if !same_prefix {
+            self.agent_tools = req.env.tools.iter().map(|t| t.name.clone()).collect();
             let mut tools = req.env.tools.clone();
             tools.extend(self.driver.policy().tools());
             self.prefix = tokens::prefix_tokens(&system, &tools);
@@ -401,6 +405,7 @@ impl Conversation {
             *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
+                tools: Some(Arc::clone(&self.agent_tools)),
             };
             if self.turn > 0 {
                 let next_user = rest
@@ -417,6 +422,7 @@ impl Conversation {
             *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
+                tools: Some(Arc::clone(&self.agent_tools)),
             };
             self.pending_rest = Vec::new();
         }
@@ -482,7 +488,7 @@ impl Conversation {
                     self.events.push(Event::TurnStarted {
                         turn: m.turn,
                         user: if m.is_human() {
-                            m.text.clone()
+                            needs::user_words(&m.text)
                         } else {
                             String::new()
                         },
@@ -502,7 +508,7 @@ impl Conversation {
                 user: rest
                     .iter()
                     .find(|m| m.is_human())
-                    .map(|m| m.text.clone())
+                    .map(|m| needs::user_words(&m.text))
                     .unwrap_or_default(),
                 card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
                 card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
