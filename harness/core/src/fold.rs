@@ -588,8 +588,10 @@ mod tests {
 
     #[test]
     fn the_index_counts_the_agents_shell_tool() {
-        let mut c = Context::default();
-        c.turn = 1;
+        let mut c = Context {
+            turn: 1,
+            ..Context::default()
+        };
         let bash = |n: u32| ("Bash", json!({"command": format!("make {n}")}));
         for m in claude_code_turn(
             1,
