@@ -975,3 +975,38 @@ async fn the_card_and_the_fold_result_quote_the_users_words_and_name_the_agents_
     .unwrap();
     assert!(events.contains(r#""user":"now test it""#), "{events}");
 }
+
+#[tokio::test]
+async fn under_trim_claude_codes_system_entry_keeps_its_place() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    let mut sent = claude_code_turns();
+    let m = sent["messages"].as_array_mut().unwrap();
+    // Turn 1's answer says what it does before its calls (its step text).
+    m[2]["content"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"type": "text", "text": "Step one: build."}));
+    // Turn 2 goes on with a call and its result, then turn 3 begins: turn 1's calls are old.
+    m.push(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "testing"},
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}]}),
+    );
+    m.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}));
+    m.push(json!({"role": "assistant", "content": [{"type": "text", "text": "tested"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third"}]}));
+    assert_eq!(post(&p, "/v1/messages", &sent).await.0, 200);
+    let got = up.bodies()[0]["messages"].as_array().unwrap().clone();
+    let roles: Vec<&str> = got.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let at = roles
+        .iter()
+        .position(|r| *r == "system")
+        .expect("the system entry");
+    assert_eq!(
+        at, 1,
+        "right after the first prompt, where Claude Code put it: {roles:?}"
+    );
+    assert!(got[0].to_string().contains("fix the build"), "{}", got[0]);
+    p.stop().await.unwrap();
+}

@@ -163,6 +163,10 @@ pub struct Conversation {
     pinned: Vec<(usize, Vec<(usize, usize)>)>,
     /// Original position (piece index) of each message id of the request in progress.
     position: HashMap<u64, usize>,
+    /// The same, by what the agent's messages say ([`content_key`]): where a message a policy
+    /// rewrote (a trimmed answer, a cleared result) stood, so the pinned entries (Claude Code's
+    /// `system` entry) go out where they stood around it.
+    content_pos: HashMap<(u32, u64), usize>,
     /// The names of the agent's own tools (the request's, without the policy's).
     agent_tools: Arc<[String]>,
     /// A grouper over the request in progress (names the forms of calls when rendering).
@@ -220,6 +224,7 @@ impl Conversation {
             prefix_of: None,
             pinned: Vec::new(),
             position: HashMap::new(),
+            content_pos: HashMap::new(),
             grouper: Grouper::new(),
             agent_tools: Arc::from(Vec::new()),
             pending_rest: Vec::new(),
@@ -315,6 +320,7 @@ impl Conversation {
         self.pinned.clear();
         self.origins.clear();
         self.position.clear();
+        self.content_pos.clear();
         self.uncarded.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
@@ -388,6 +394,12 @@ impl Conversation {
                 None => (stable, Origin::Units(at)),
             };
             self.position.insert(msg.id, pos);
+            self.content_pos.insert(content_key(&msg), pos);
+            if !msg.tool_calls.is_empty() && !msg.text.is_empty() {
+                // Its text alone: the answer a policy took the calls away from.
+                self.content_pos
+                    .insert(text_key(msg.turn, msg.role, &msg.text), pos);
+            }
             self.origins.insert(msg.id, origin);
             messages.push(msg);
         }
@@ -638,7 +650,12 @@ impl Conversation {
         };
         // Pinned entries before the first message stay first.
         for m in messages {
-            let pos = self.position.get(&m.id).copied().unwrap_or(last_pos);
+            let pos = self
+                .position
+                .get(&m.id)
+                .copied()
+                .or_else(|| self.position_by_content(m))
+                .unwrap_or(last_pos);
             last_pos = last_pos.max(pos);
             push_pinned(pos, &mut next_pinned, &mut entries);
             match self.origins.get(&m.id) {
@@ -683,6 +700,12 @@ impl Conversation {
         push_pinned(usize::MAX, &mut next_pinned, &mut entries);
         let n = entries.len();
         (render::assemble(api, entries), n)
+    }
+
+    /// Where a message a policy made from one of the agent's stood in the request: the agent's
+    /// message with the same call, result, or text.
+    fn position_by_content(&self, m: &Message) -> Option<usize> {
+        self.content_pos.get(&content_key(m)).copied()
     }
 
     /// Records a request of `messages` (the cache simulation against the previous one).
@@ -939,6 +962,27 @@ impl Conversation {
             .copied()
             .unwrap_or(ItemKey([0; 32]))
     }
+}
+
+/// What a message says, for finding where a policy's rewrite of it stood: a result by its
+/// call, an answer by its first call, else by its turn, role and text.
+fn content_key(m: &Message) -> (u32, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match (&m.tool_call_id, m.tool_calls.first()) {
+        (Some(id), _) => ("result", id).hash(&mut h),
+        (None, Some(c)) => ("call", &c.id).hash(&mut h),
+        (None, None) => return text_key(m.turn, m.role, &m.text),
+    }
+    (m.turn, h.finish())
+}
+
+/// [`content_key`] of a message without calls.
+fn text_key(turn: u32, role: Role, text: &str) -> (u32, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (role, text).hash(&mut h);
+    (turn, h.finish())
 }
 
 /// A key for a turn number (part of a message's identity).
