@@ -1010,3 +1010,62 @@ async fn under_trim_claude_codes_system_entry_keeps_its_place() {
     assert!(got[0].to_string().contains("fix the build"), "{}", got[0]);
     p.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_archive_folder_is_left_out_of_the_agents_git_status_through_info_exclude() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(work.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", work.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(work.path().join("a.py"), "A = 1\n").unwrap();
+    let p = proxy(
+        "fold:card_after_tool_calls=1",
+        &up,
+        out.path(),
+        Some(work.path()),
+    )
+    .await;
+    up.push(Reply::Answer(
+        "",
+        vec![ToolCall {
+            id: "f1".into(),
+            name: "fold_unit".into(),
+            args: json!({"from": 1, "to": 1}),
+        }],
+    ));
+    up.push(Reply::Answer("turn two done", vec![]));
+    let sent = two_turns(false);
+    assert_eq!(post(&p, "/v1/messages", &sent).await.0, 200);
+    let mut next = sent.clone();
+    let m = next["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [{"type": "text", "text": "turn two done"}]}));
+    m.push(json!({"role": "user", "content": [{"type": "text", "text": "third turn"}]}));
+    assert_eq!(post(&p, "/v1/messages", &next).await.0, 200);
+    p.stop().await.unwrap();
+    assert!(work
+        .path()
+        .join(".foldbench/archive/fold-turns-001-001.txt")
+        .exists());
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(
+        status, "?? a.py\n",
+        "the archive is not in the agent's git status"
+    );
+    let exclude = std::fs::read_to_string(work.path().join(".git/info/exclude")).unwrap();
+    assert!(exclude.lines().any(|l| l == ".foldbench/"), "{exclude}");
+    assert!(
+        !work.path().join(".gitignore").exists(),
+        "the user's .gitignore is never touched"
+    );
+}

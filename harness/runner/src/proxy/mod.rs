@@ -328,6 +328,8 @@ pub(crate) struct Entry {
     pub(crate) written_transcript: usize,
     /// The agent's working folder as its last request named it (where archives go).
     pub(crate) root: Option<PathBuf>,
+    /// Whether the archive folder was left out of the agent's `git status` this run.
+    pub(crate) excluded: bool,
 }
 
 impl Proxy {
@@ -367,6 +369,7 @@ impl Proxy {
                 written_events: written,
                 written_transcript: 0,
                 root: None,
+                excluded: false,
                 keys: saved.keys.clone(),
                 saved: Some(generation),
             })));
@@ -762,6 +765,7 @@ impl Shared {
             written_events: 0,
             written_transcript: 0,
             root: None,
+            excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
         }));

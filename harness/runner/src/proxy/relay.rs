@@ -780,8 +780,47 @@ pub(crate) fn apply_splices(
             if let Ok(mut r) = shared.recorder.lock() {
                 r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
             }
+            if let Some(r) = root.filter(|_| !e.excluded) {
+                e.excluded = true;
+                if let Err(err) = exclude_archives(r) {
+                    shared.log(Exchange::new("archive", "").cell(&e.cell).note(&format!(
+                        "the archive folder could not be left out of the agent's git status \
+                         (.git/info/exclude): {err}"
+                    )));
+                }
+            }
         }
     }
+}
+
+/// The line of `.git/info/exclude` that leaves the archive folder out of the agent's `git
+/// status`.
+const EXCLUDE_LINE: &str = ".foldbench/";
+
+/// Leaves the archive folder out of the agent's `git status`: the line `.foldbench/` in the
+/// repository's own `.git/info/exclude` (never the user's `.gitignore`), when `root` holds a
+/// repository whose `.git` is a real folder. Read and written beneath `root`, never through a
+/// link the agent planted.
+fn exclude_archives(root: &std::path::Path) -> std::io::Result<()> {
+    use crate::execution::beneath;
+    let git = root.join(".git");
+    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    let rel = ".git/info/exclude";
+    let mut text = beneath::read_existing(root, rel, 1 << 20)?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    if text.lines().any(|l| l.trim() == EXCLUDE_LINE) {
+        return Ok(());
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# foldbench's archives (foldbench proxy)\n");
+    text.push_str(EXCLUDE_LINE);
+    text.push('\n');
+    beneath::write_new(root, rel, text.as_bytes())
 }
 
 /// The policy's plan for the request: the request to send, after any compaction it asks for
