@@ -63,10 +63,13 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     );
     crate::serve::wait_for_signal().await;
     let summary = proxy.stop().await.map_err(Error::failed)?;
+    // The first figure is the one `report` counts for the folder.
     eprintln!(
-        "{} request(s), {} conversation(s) recorded in {}",
+        "{} request(s) to the model in {} conversation(s) (as `report` counts them); {} from the agent ({} side or pass-through); recorded in {}",
+        summary.model_requests,
+        summary.conversations,
         summary.requests,
-        summary.cells.len(),
+        summary.side_requests,
         summary.out.display()
     );
     Ok(Code::Ok)

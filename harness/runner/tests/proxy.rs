@@ -1069,3 +1069,43 @@ async fn the_archive_folder_is_left_out_of_the_agents_git_status_through_info_ex
         "the user's .gitignore is never touched"
     );
 }
+
+#[tokio::test]
+async fn failed_requests_are_counted_apart_from_the_tokens_and_the_cache() {
+    // The same request answered at once, as the reference.
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    assert_eq!(post(&p, "/v1/messages", &two_turns(true)).await.0, 200);
+    p.stop().await.unwrap();
+    let once = harness_runner::results::read_records(out.path()).unwrap()[0]
+        .metrics
+        .clone();
+    // A 529, then a stream cut short, then the answer: the agent retried twice.
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let p = proxy("trim", &up, out.path(), None).await;
+    up.push(Reply::Status(
+        529,
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    ));
+    up.push(Reply::Cut("half an answer", 2));
+    assert_eq!(post(&p, "/v1/messages", &two_turns(true)).await.0, 529);
+    let (status, _, text) = post(&p, "/v1/messages", &two_turns(true)).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("event: error"), "{text}");
+    assert_eq!(post(&p, "/v1/messages", &two_turns(true)).await.0, 200);
+    p.stop().await.unwrap();
+    let m = harness_runner::results::read_records(out.path()).unwrap()[0]
+        .metrics
+        .clone();
+    assert_eq!(m.failed_requests, 2, "a column of their own");
+    assert_eq!(m.requests, 1, "only the answered request counts");
+    assert_eq!(m.request_tokens, once.request_tokens, "in no token total");
+    assert_eq!(
+        (m.cached_tokens, m.written_tokens),
+        (once.cached_tokens, once.written_tokens),
+        "nor in the cache accounting"
+    );
+    assert_eq!(m.cost, once.cost);
+}

@@ -292,6 +292,14 @@ pub struct ProxySummary {
     pub cells: Vec<String>,
     /// Requests the proxy answered (main, side and pass-through).
     pub requests: u64,
+    /// Of them, the side and pass-through requests (outside any conversation).
+    pub side_requests: u64,
+    /// Requests the model answered in the folder's conversations, as `report` counts them
+    /// (every record's `requests`: the proxy's own requests after a policy call included,
+    /// compaction calls and failed requests not).
+    pub model_requests: u64,
+    /// The folder's conversations (its records).
+    pub conversations: usize,
 }
 
 struct Shared {
@@ -300,6 +308,7 @@ struct Shared {
     convs: Mutex<Convs>,
     recorder: Arc<Mutex<Recorder>>,
     answered: std::sync::atomic::AtomicU64,
+    side: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -392,6 +401,7 @@ impl Proxy {
             convs: Mutex::new(convs),
             recorder: Arc::new(Mutex::new(recorder)),
             answered: std::sync::atomic::AtomicU64::new(0),
+            side: std::sync::atomic::AtomicU64::new(0),
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
         let serving = Arc::clone(&shared);
@@ -487,13 +497,15 @@ impl Proxy {
             .lock()
             .map_err(|_| ProxyError::Poisoned("recorder"))?;
         r.write_records()?;
+        let (conversations, model_requests) = r.recorded();
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         Ok(ProxySummary {
             out: self.shared.cfg.out.clone(),
             cells,
-            requests: self
-                .shared
-                .answered
-                .load(std::sync::atomic::Ordering::Relaxed),
+            requests: load(&self.shared.answered),
+            side_requests: load(&self.shared.side),
+            model_requests,
+            conversations,
         })
     }
 }
@@ -940,6 +952,9 @@ async fn pass_through(
     kind: &str,
     reason: &str,
 ) -> Response<ProxyBody> {
+    shared
+        .side
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = parts.uri.path().to_string();
     let deadline = shared.deadline();
     let resp = match send_upstream(
