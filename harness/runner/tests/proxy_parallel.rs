@@ -406,3 +406,42 @@ async fn a_model_that_keeps_making_rejected_policy_calls_is_stopped_and_the_reco
         }
     }
 }
+
+/// The model asked again after `fold_unit` is overloaded: the agent gets the upstream's own
+/// error type (`overloaded_error`), so it retries as it would, not a generic `api_error`.
+#[tokio::test]
+async fn an_upstream_error_after_fold_unit_keeps_the_upstreams_error_type() {
+    for dialect in Dialect::ALL {
+        for stream in [true, false] {
+            let overloaded = scripted::api_error(dialect, "overloaded_error", "Overloaded");
+            let up = Upstream::scripted(vec![
+                Reply::Parts(vec![call("b1", "Bash", json!({"command": "ls"}))]),
+                Reply::Parts(vec![text("done")]),
+                Reply::Parts(vec![call("f1", "fold_unit", json!({"from": 1, "to": 1}))]),
+                Reply::Error(529, overloaded),
+            ])
+            .await;
+            let out = tempfile::tempdir().unwrap();
+            let work = tempfile::tempdir().unwrap();
+            let p = proxy("fold:card_after_tool_calls=1", &up, out.path(), work.path()).await;
+            let mut agent = Agent::new(dialect, stream, "turn one");
+            agent.turn(&p.base_url(), 4, &ran).await;
+            agent.prompt("turn two");
+            let got = agent.turn(&p.base_url(), 4, &ran).await;
+            p.stop().await.unwrap();
+            let what = format!("{dialect:?} stream={stream}");
+            let last = got.last().unwrap();
+            let error = last.error.clone().unwrap_or_default();
+            assert!(error.contains("overloaded_error"), "{what}: {}", last.raw);
+            assert!(!error.contains("api_error"), "{what}: {error}");
+            if !stream {
+                assert_eq!(last.status, 529, "{what}: passed on as it came");
+            }
+            let failed = events(out.path())
+                .into_iter()
+                .filter(|e| e["event"] == "request_failed")
+                .count();
+            assert_eq!(failed, 1, "{what}: the request asked again failed");
+        }
+    }
+}
