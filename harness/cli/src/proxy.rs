@@ -32,6 +32,14 @@ pub struct ProxyArgs {
     /// The model's context window the policy assumes.
     #[arg(long, default_value_t = 200_000)]
     window: u64,
+    /// The most of one upstream answer the proxy reads, in MiB (a stream is relayed as it
+    /// comes; past this the agent gets an error that says so).
+    #[arg(long, value_name = "MIB", default_value_t = harness_runner::proxy::ANSWER_CAP >> 20, value_parser = crate::limits::answer_cap_mib)]
+    answer_cap_mib: usize,
+    /// The longest one upstream answer may take, from the request to its last byte, in
+    /// seconds (past it the agent gets an error that says so).
+    #[arg(long, value_name = "SECS", default_value_t = harness_runner::proxy::ANSWER_TIME.as_secs(), value_parser = crate::limits::answer_time)]
+    answer_time: u64,
 }
 
 /// Serves until SIGINT or SIGTERM, then writes the records.
@@ -53,6 +61,10 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let mut cfg = ProxyConfig::new(policy, upstream, a.listen, &a.out);
     cfg.workdir = a.workdir;
     cfg.window = a.window;
+    cfg.limits = harness_runner::proxy::AnswerLimits {
+        bytes: a.answer_cap_mib << 20,
+        time: std::time::Duration::from_secs(a.answer_time),
+    };
     let proxy = Proxy::start(cfg).await.map_err(Error::refused)?;
     println!("{}", proxy.base_url());
     eprintln!(

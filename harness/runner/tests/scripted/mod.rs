@@ -102,6 +102,8 @@ pub enum Reply {
     Endless,
     /// A stream cut after its first `n` events.
     Cut(Vec<Part>, usize),
+    /// An answer whose head and first bytes come, then nothing more, ever.
+    Stall,
 }
 
 /// A request the upstream received.
@@ -289,6 +291,15 @@ async fn serve(
             }
             Reply::Endless => {
                 let _ = write_endless(&mut sock, dialect, stream, &endless).await;
+                return Ok(());
+            }
+            Reply::Stall => {
+                sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await?;
+                chunk(&mut sock, b"{\"id\":").await?;
+                // Held open until the reader leaves.
+                let mut byte = [0u8; 1];
+                let _ = sock.read(&mut byte).await;
                 return Ok(());
             }
         }
