@@ -445,3 +445,78 @@ async fn an_upstream_error_after_fold_unit_keeps_the_upstreams_error_type() {
         }
     }
 }
+
+/// An upstream that was reached but answered with a malformed HTTP head: the agent is told its
+/// answer was malformed, not that it could not be reached (which stays for an upstream that
+/// is not there).
+#[tokio::test]
+async fn a_malformed_upstream_answer_is_reported_as_malformed_not_unreachable() {
+    let body = r#"{"id":"m","type":"message","content":[],"stop_reason":"end_turn"}"#;
+    let heads: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "an ESC in a header value",
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-bad: a\x1bb\r\ncontent-length: {}\r\n\r\n{body}", body.len()).into_bytes(),
+        ),
+        (
+            "two Content-Length headers",
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\ncontent-length: 5\r\n\r\n{body}", body.len()).into_bytes(),
+        ),
+        (
+            "Transfer-Encoding with Content-Length",
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ncontent-length: {}\r\n\r\n{body}", body.len()).into_bytes(),
+        ),
+        ("16 MB of headers", {
+            let mut h = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for i in 0..16_000 {
+                h.extend_from_slice(format!("x-h{i}: {}\r\n", "v".repeat(1000)).as_bytes());
+            }
+            h.extend_from_slice(b"content-length: 0\r\n\r\n");
+            h
+        }),
+    ];
+    for (what, raw) in heads {
+        let up = Upstream::scripted(vec![Reply::Raw(raw)]).await;
+        let out = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let p = proxy("trim", &up, out.path(), work.path()).await;
+        let got = scripted::ask(
+            &p.base_url(),
+            Dialect::Anthropic,
+            &scripted::first_body(Dialect::Anthropic, false, "go"),
+        )
+        .await;
+        p.stop().await.unwrap();
+        assert_eq!(got.status, 502, "{what}: {}", got.raw);
+        assert!(
+            got.raw.contains("answered with a malformed HTTP response"),
+            "{what}: {}",
+            got.raw
+        );
+        assert!(
+            !got.raw.contains("could not be reached"),
+            "{what}: {}",
+            got.raw
+        );
+    }
+    // An upstream that is not there.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = gone.local_addr().unwrap();
+    drop(gone);
+    let out = tempfile::tempdir().unwrap();
+    let mut cfg = ProxyConfig::new(
+        policies::parse_policy("trim").unwrap(),
+        &format!("http://{addr}"),
+        "127.0.0.1:0".parse().unwrap(),
+        out.path(),
+    );
+    cfg.workdir = None;
+    let p = Proxy::start(cfg).await.unwrap();
+    let got = scripted::ask(
+        &p.base_url(),
+        Dialect::Anthropic,
+        &scripted::first_body(Dialect::Anthropic, false, "go"),
+    )
+    .await;
+    p.stop().await.unwrap();
+    assert!(got.raw.contains("could not be reached"), "{}", got.raw);
+}

@@ -216,6 +216,10 @@ pub enum AnswerError {
     /// The connection broke in the middle.
     #[error("the upstream's answer was cut: {0}")]
     Cut(String),
+    /// Its body's framing does not decode (a chunk size that is not one, a length it does not
+    /// have).
+    #[error("the upstream answered with a malformed HTTP response: {0}")]
+    Malformed(String),
 }
 
 /// A piece of a streamed answer for the agent; an error ends the connection mid-body (the
@@ -835,19 +839,32 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     words
 }
 
-/// Whether the client's error is the upstream's answer being malformed (a parse error, a head
-/// too large, a connection closed before the answer) rather than no connection at all.
-fn malformed(e: &reqwest::Error) -> bool {
+/// Whether the client's error is the upstream's answer being malformed (a head that does not
+/// parse or is too large, a body whose framing does not decode, a connection closed before the
+/// answer) rather than no connection at all.
+pub(crate) fn malformed(e: &reqwest::Error) -> bool {
     if e.is_connect() {
         return false;
     }
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = cur {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_parse()
+            if h.is_parse()
                 || h.is_parse_status()
                 || h.is_parse_too_large()
-                || h.is_incomplete_message();
+                || h.is_incomplete_message()
+            {
+                return true;
+            }
+        }
+        // hyper's body decoder says a chunk size line or a length is not one this way.
+        if s.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            )
+        }) {
+            return true;
         }
         cur = s.source();
     }
@@ -871,6 +888,7 @@ pub(crate) async fn read_whole(
                 out.extend_from_slice(&c);
             }
             Ok(Ok(None)) => return Ok(Bytes::from(out)),
+            Ok(Err(e)) if malformed(&e) => return Err(AnswerError::Malformed(error_chain(&e))),
             Ok(Err(e)) => return Err(AnswerError::Cut(error_chain(&e))),
         }
     }
@@ -999,6 +1017,7 @@ async fn pass_through(
                     }
                 }
                 Ok(Ok(None)) => break None,
+                Ok(Err(e)) if malformed(&e) => break Some(AnswerError::Malformed(error_chain(&e))),
                 Ok(Err(e)) => break Some(AnswerError::Cut(error_chain(&e))),
             }
         };

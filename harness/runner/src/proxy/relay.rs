@@ -555,6 +555,9 @@ async fn next_events(
                 "the upstream cut the stream in the middle of an event".to_string()
             }))
         }
+        Ok(Err(err)) if malformed(&err) => {
+            return Err(Some(AnswerError::Malformed(error_chain(&err)).to_string()))
+        }
         Ok(Err(err)) => {
             return Err(Some(format!(
                 "the upstream's stream broke: {}",
