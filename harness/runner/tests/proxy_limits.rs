@@ -123,3 +123,90 @@ async fn an_answer_that_stalls_is_cut_at_the_time_limit_and_the_agent_is_told_wh
         assert!(stop(child).success());
     }
 }
+
+/// A proxy in this process with a header timeout and a connection cap.
+async fn small_proxy(
+    up: &Upstream,
+    out: &std::path::Path,
+    header_timeout: std::time::Duration,
+    max_connections: usize,
+) -> harness_runner::proxy::Proxy {
+    let mut cfg = harness_runner::proxy::ProxyConfig::new(
+        policies::parse_policy("trim").unwrap(),
+        &up.url(),
+        "127.0.0.1:0".parse().unwrap(),
+        out,
+    );
+    cfg.header_timeout = header_timeout;
+    cfg.max_connections = max_connections;
+    harness_runner::proxy::Proxy::start(cfg).await.unwrap()
+}
+
+/// A connection that sends half a request's head and then nothing.
+async fn trickle(addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-ty")
+        .await
+        .unwrap();
+    s
+}
+
+#[tokio::test]
+async fn a_client_that_trickles_its_headers_is_cut_off() {
+    use tokio::io::AsyncReadExt;
+    let up = Upstream::scripted(vec![]).await;
+    let out = tempfile::tempdir().unwrap();
+    let p = small_proxy(&up, out.path(), std::time::Duration::from_secs(1), 16).await;
+    let mut s = trickle(p.addr()).await;
+    let mut buf = Vec::new();
+    // Closed by the proxy (a guard of a minute keeps a proxy that never closes from hanging
+    // the test).
+    let read =
+        tokio::time::timeout(std::time::Duration::from_secs(60), s.read_to_end(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+        "the proxy closed the connection"
+    );
+    p.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_and_are_served_when_one_closes() {
+    let up = Upstream::scripted(vec![Reply::Parts(vec![text("ok")])]).await;
+    let out = tempfile::tempdir().unwrap();
+    let p = small_proxy(&up, out.path(), std::time::Duration::from_secs(600), 4).await;
+    let mut idle = Vec::new();
+    for _ in 0..10 {
+        idle.push(trickle(p.addr()).await);
+    }
+    let settle = || async {
+        for _ in 0..500 {
+            if p.connections() >= 4 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // Room for any further accept to happen, had there been no cap.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        p.connections()
+    };
+    assert_eq!(settle().await, 4, "four served, six waiting");
+    // A real request waits its turn; it is served once the idle connections go.
+    let url = p.base_url();
+    let asked = tokio::spawn(async move {
+        scripted::ask(
+            &url,
+            Dialect::Anthropic,
+            &scripted::first_body(Dialect::Anthropic, false, "go"),
+        )
+        .await
+    });
+    drop(idle);
+    let got = tokio::time::timeout(std::time::Duration::from_secs(60), asked)
+        .await
+        .expect("served once the idle connections closed")
+        .unwrap();
+    assert_eq!(got.text, "ok");
+    p.stop().await.unwrap();
+}

@@ -258,6 +258,11 @@ pub struct ProxyConfig {
     pub needs: Option<Arc<harness_core::spec::TaskSpec>>,
     /// The cap and the time limit on every upstream answer.
     pub limits: AnswerLimits,
+    /// How long a client may take to send a request's headers before its connection is
+    /// closed.
+    pub header_timeout: std::time::Duration,
+    /// The most connections served at once; more wait until one closes.
+    pub max_connections: usize,
 }
 
 impl ProxyConfig {
@@ -275,6 +280,8 @@ impl ProxyConfig {
             task: "proxy".into(),
             needs: None,
             limits: AnswerLimits::default(),
+            header_timeout: HEADER_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -283,6 +290,8 @@ impl ProxyConfig {
 pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// Connections being served.
+    open: Arc<std::sync::atomic::AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -409,30 +418,52 @@ impl Proxy {
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
         let serving = Arc::clone(&shared);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&open);
+        // At most `max_connections` are served: the next is accepted when one closes (until
+        // then it waits in the listener's backlog), and a client gets `header_timeout` to send
+        // its request's headers.
+        let permits = Arc::new(tokio::sync::Semaphore::new(
+            serving.cfg.max_connections.max(1),
+        ));
+        let header_timeout = serving.cfg.header_timeout;
         let task = tokio::spawn(async move {
             loop {
-                tokio::select! {
+                let permit = tokio::select! {
                     _ = &mut stopped => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let _ = stream.set_nodelay(true);
-                        let shared = Arc::clone(&serving);
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |req| {
-                                let shared = Arc::clone(&shared);
-                                async move { Ok::<_, Infallible>(handle(shared, req).await) }
-                            });
-                            let io = hyper_util::rt::TokioIo::new(stream);
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .await;
-                        });
-                    }
-                }
+                    p = Arc::clone(&permits).acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                };
+                let accepted = tokio::select! {
+                    _ = &mut stopped => break,
+                    a = listener.accept() => a,
+                };
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = Arc::clone(&serving);
+                let counted = Arc::clone(&counted);
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let shared = Arc::clone(&shared);
+                        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout)
+                        .serve_connection(io, service)
+                        .await;
+                    counted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    drop(permit);
+                });
             }
         });
         Ok(Proxy {
             addr,
+            open,
             shared,
             stop: Some(stop),
             task: Some(task),
@@ -442,6 +473,11 @@ impl Proxy {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The connections being served now (at most the configuration's `max_connections`).
+    pub fn connections(&self) -> usize {
+        self.open.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The URL an agent is pointed at (`http://127.0.0.1:PORT`, no path).
