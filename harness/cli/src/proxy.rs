@@ -26,9 +26,15 @@ pub struct ProxyArgs {
     #[arg(long)]
     out: PathBuf,
     /// The agent's working folder, where archives go (`.foldbench/archive/`); default: the
-    /// folder the agent's requests name.
+    /// folder the agent's system prompt names (Claude Code's "Primary working directory"),
+    /// when it is under --archives-under.
     #[arg(long)]
     workdir: Option<PathBuf>,
+    /// Without --workdir, archives are written only under this folder (default: the folder
+    /// the proxy starts in); a working folder the agent names elsewhere is refused, and the
+    /// record says so.
+    #[arg(long, value_name = "DIR")]
+    archives_under: Option<PathBuf>,
     /// The model's context window the policy assumes.
     #[arg(long, default_value_t = 200_000)]
     window: u64,
@@ -60,6 +66,7 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     }
     let mut cfg = ProxyConfig::new(policy, upstream, a.listen, &a.out);
     cfg.workdir = a.workdir;
+    cfg.archives_under = a.archives_under;
     cfg.window = a.window;
     cfg.limits = harness_runner::proxy::AnswerLimits {
         bytes: a.answer_cap_mib << 20,

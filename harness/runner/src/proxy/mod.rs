@@ -147,11 +147,53 @@ pub enum ProxyError {
         source: std::io::Error,
     },
     /// A splice's archive has nowhere to go.
-    #[error("archive {path}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)")]
+    #[error("archive {path}: no working folder is known (give the proxy --workdir, or an agent whose system prompt names its folder)")]
     NoWorkdir {
         /// The archive's workspace-relative path.
         path: String,
     },
+    /// The folder the agent's system prompt names is outside the one archives may go under.
+    #[error("archive {path}: the working folder {} that the agent's system prompt names is outside {}, the folder archives may be written under; nothing was written (give the proxy --workdir, or --archives-under a folder that holds it)", named.display(), under.display())]
+    Outside {
+        /// The archive's workspace-relative path.
+        path: String,
+        /// The folder named (as it resolves).
+        named: PathBuf,
+        /// The folder given at start.
+        under: PathBuf,
+    },
+}
+
+/// Where a conversation's archives go, as the proxy last found it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Root {
+    /// No folder known (none given, none named).
+    #[default]
+    Unknown,
+    /// This folder.
+    Known(PathBuf),
+    /// The agent named a folder outside the one archives may go under.
+    Outside {
+        /// The folder named (as it resolves).
+        named: PathBuf,
+        /// The folder given at start.
+        under: PathBuf,
+    },
+}
+
+impl Root {
+    /// The folder, or why there is none, for the archive `path`.
+    pub(crate) fn folder(&self, path: &str) -> Result<&Path, ProxyError> {
+        match self {
+            Root::Known(p) => Ok(p),
+            Root::Unknown => Err(ProxyError::NoWorkdir { path: path.into() }),
+            Root::Outside { named, under } => Err(ProxyError::Outside {
+                path: path.into(),
+                named: named.clone(),
+                under: under.clone(),
+            }),
+        }
+    }
 }
 
 impl ProxyError {
@@ -243,9 +285,14 @@ pub struct ProxyConfig {
     /// The run folder the records go to.
     pub out: PathBuf,
     /// The agent's working folder, where archives go (`.foldbench/archive/`); `None`: the
-    /// folder the agent's request names (Claude Code's "Primary working directory", Codex's
-    /// `<cwd>`), else a splice fails with that reason.
+    /// folder the agent's system prompt names (Claude Code's "Primary working directory", a
+    /// `<cwd>`: the top-level system prompt or a `system`/`developer` entry, never a user's
+    /// text or a tool's result) when it is under `archives_under`, else a splice fails with
+    /// that reason.
     pub workdir: Option<PathBuf>,
+    /// The folder archives may be written under when no `workdir` is given; `None`: the
+    /// folder the proxy starts in.
+    pub archives_under: Option<PathBuf>,
     /// The model's context window the policy assumes (compaction thresholds).
     pub window: u64,
     /// The arm label records carry (the policy as the user wrote it).
@@ -276,6 +323,7 @@ impl ProxyConfig {
             listen,
             out: out.to_path_buf(),
             workdir: None,
+            archives_under: None,
             window: 200_000,
             task: "proxy".into(),
             needs: None,
@@ -317,6 +365,8 @@ pub struct ProxySummary {
 
 struct Shared {
     cfg: ProxyConfig,
+    /// The folder archives may go under (canonical), when no `workdir` is given.
+    archives_under: PathBuf,
     client: reqwest::Client,
     convs: Mutex<Convs>,
     recorder: Arc<Mutex<Recorder>>,
@@ -348,8 +398,8 @@ pub(crate) struct Entry {
     /// The generation of its state last written ([`Conversation::generation`]).
     pub(crate) saved: Option<(u32, usize, usize, u32)>,
     pub(crate) written_transcript: usize,
-    /// The agent's working folder as its last request named it (where archives go).
-    pub(crate) root: Option<PathBuf>,
+    /// Where its archives go, as its last request said.
+    pub(crate) root: Root,
     /// Whether the archive folder was left out of the agent's `git status` this run.
     pub(crate) excluded: bool,
 }
@@ -390,7 +440,7 @@ impl Proxy {
                 conv,
                 written_events: written,
                 written_transcript: 0,
-                root: None,
+                root: Root::Unknown,
                 excluded: false,
                 keys: saved.keys.clone(),
                 saved: Some(generation),
@@ -408,7 +458,14 @@ impl Proxy {
             .tcp_nodelay(true)
             .build()
             .map_err(ProxyError::HttpClient)?;
+        let under = match &cfg.archives_under {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(ProxyError::io("read", Path::new(".")))?,
+        };
+        let archives_under =
+            std::fs::canonicalize(&under).map_err(ProxyError::io("open", &under))?;
         let shared = Arc::new(Shared {
+            archives_under,
             cfg,
             client,
             convs: Mutex::new(convs),
@@ -523,7 +580,7 @@ impl Proxy {
             let splices = e.conv.end_last_turn();
             if !splices.is_empty() {
                 let (turn, root) = (e.conv.turn(), e.root.clone());
-                relay::apply_splices(&self.shared, &mut e, &splices, turn, root.as_deref());
+                relay::apply_splices(&self.shared, &mut e, &splices, turn, &root);
             }
             let rec = Arc::clone(&self.shared.recorder);
             let mut r = rec.lock().map_err(|_| ProxyError::Poisoned("recorder"))?;
@@ -816,7 +873,7 @@ impl Shared {
             conv,
             written_events: 0,
             written_transcript: 0,
-            root: None,
+            root: Root::Unknown,
             excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
@@ -1071,19 +1128,39 @@ async fn pass_through(
     })
 }
 
-/// Where archives go: the configured folder, else the one the agent's request names.
-fn archive_root(cfg: &ProxyConfig, req: &Decoded) -> Option<PathBuf> {
+/// Where archives go: the folder given at start (`--workdir`), else the one the agent's system
+/// prompt names when it is under the folder archives may go under (`under`, canonical).
+fn archive_root(cfg: &ProxyConfig, under: &Path, req: &Decoded) -> Root {
     if let Some(w) = &cfg.workdir {
-        return Some(w.clone());
+        return Root::Known(w.clone());
     }
-    working_folder(&req.env.system, req)
+    let Some(named) = working_folder(&req.env.system, req) else {
+        return Root::Unknown;
+    };
+    // As it resolves: `..` and links (one planted inside pointing out) taken into account.
+    let resolved = std::fs::canonicalize(&named).unwrap_or(named);
+    if resolved.starts_with(under) {
+        Root::Known(resolved)
+    } else {
+        Root::Outside {
+            named: resolved,
+            under: under.to_path_buf(),
+        }
+    }
 }
 
-/// The agent's working folder as its request names it: Claude Code's "Primary working
-/// directory: …" (in the system prompt or a pinned entry), Codex's `<cwd>…</cwd>`.
+/// The agent's working folder as its system prompt names it: Claude Code's "Primary working
+/// directory: …", a `<cwd>…</cwd>`, in the top-level system prompt or a pinned entry (a
+/// `system`/`developer` entry among the messages). Never a user's text, an answer or a tool's
+/// result: a file the agent reads does not decide where the proxy writes.
 fn working_folder(system: &str, req: &Decoded) -> Option<PathBuf> {
-    let raws = req.units.iter().flatten().map(|u| u.raw.get()).take(8);
-    for t in std::iter::once(system).chain(raws) {
+    let pinned = req
+        .units
+        .iter()
+        .flatten()
+        .filter(|u| u.kind == harness_wire::units::UnitKind::Pinned)
+        .map(|u| u.raw.get());
+    for t in std::iter::once(system).chain(pinned) {
         if let Some((_, rest)) = t.split_once("Primary working directory: ") {
             let line = rest.split(['\n', '\\', '"']).next().unwrap_or("").trim();
             if line.starts_with('/') {

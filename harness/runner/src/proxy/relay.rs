@@ -749,11 +749,12 @@ fn write_splices(shared: &Shared, e: &mut Entry, decoded: &Decoded) {
     // Splices first: each archive written and flushed before the policy applies it.
     let splices = e.conv.read(decoded);
     let turn = e.conv.turn();
-    let root = archive_root(&shared.cfg, decoded);
-    if root.is_some() {
+    let root = archive_root(&shared.cfg, &shared.archives_under, decoded);
+    if root != Root::Unknown {
         e.root.clone_from(&root);
     }
-    apply_splices(shared, e, &splices, turn.saturating_sub(1), root.as_deref());
+    let root = e.root.clone();
+    apply_splices(shared, e, &splices, turn.saturating_sub(1), &root);
 }
 
 /// Writes each splice's archive under `root` (flushed), then applies the splice; a splice
@@ -763,27 +764,32 @@ pub(crate) fn apply_splices(
     e: &mut Entry,
     splices: &[conversation::PendingSplice],
     turn: u32,
-    root: Option<&std::path::Path>,
+    root: &Root,
 ) {
     for p in splices {
-        let written = match root {
-            Some(r) => {
-                crate::execution::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
-                    .map_err(|source| ProxyError::Archive {
-                        path: p.archived.archive.path.clone(),
-                        source,
-                    })
-            }
-            None => Err(ProxyError::NoWorkdir {
-                path: p.archived.archive.path.clone(),
-            }),
-        };
+        let path = &p.archived.archive.path;
+        let written = root.folder(path).and_then(|r| {
+            crate::execution::beneath::write_new(r, path, &p.archived.bytes).map_err(|source| {
+                ProxyError::Archive {
+                    path: path.clone(),
+                    source,
+                }
+            })
+        });
+        if let Err(why) = &written {
+            // Said in the exchanges as well as in the events (a splice_failed).
+            shared.log(
+                Exchange::new("archive", "")
+                    .cell(&e.cell)
+                    .note(&format!("refused: {why}")),
+            );
+        }
         let ok = written.is_ok();
         if e.conv.apply_splice(p, turn, written).is_some() && ok {
             if let Ok(mut r) = shared.recorder.lock() {
                 r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
             }
-            if let Some(r) = root.filter(|_| !e.excluded) {
+            if let (false, Root::Known(r)) = (e.excluded, root) {
                 e.excluded = true;
                 if let Err(err) = exclude_archives(r) {
                     shared.log(Exchange::new("archive", "").cell(&e.cell).note(&format!(
