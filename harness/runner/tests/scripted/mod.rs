@@ -419,6 +419,14 @@ async fn write_endless(
     Ok(())
 }
 
+/// An answer's id of its own (`msg_scripted_7`), as the APIs give (an agent may join the blocks
+/// of answers with one id).
+fn answer_id(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}_scripted_{n}")
+}
+
 /// A whole answer of `parts`.
 pub fn whole(dialect: Dialect, parts: &[Part]) -> Value {
     let calls = parts.iter().any(|p| matches!(p, Part::Call { .. }));
@@ -434,7 +442,7 @@ pub fn whole(dialect: Dialect, parts: &[Part]) -> Value {
                     }
                 })
                 .collect();
-            json!({"id": "msg_scripted", "type": "message", "role": "assistant",
+            json!({"id": answer_id("msg"), "type": "message", "role": "assistant",
                 "model": "scripted", "content": content,
                 "stop_reason": if calls { "tool_use" } else { "end_turn" },
                 "stop_sequence": null, "usage": usage_a})
@@ -461,14 +469,14 @@ pub fn whole(dialect: Dialect, parts: &[Part]) -> Value {
                     })
                     .collect();
             }
-            json!({"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0,
+            json!({"id": answer_id("chatcmpl"), "object": "chat.completion", "created": 0,
                 "model": "scripted",
                 "choices": [{"index": 0, "message": message,
                     "finish_reason": if calls { "tool_calls" } else { "stop" }}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}})
         }
         Dialect::Responses => {
-            json!({"id": "resp_scripted", "object": "response", "created_at": 0,
+            json!({"id": answer_id("resp"), "object": "response", "created_at": 0,
                 "status": "completed", "model": "scripted", "output": output_items(parts),
                 "usage": {"input_tokens": 100, "output_tokens": 7, "total_tokens": 107}})
         }
@@ -493,13 +501,18 @@ fn output_items(parts: &[Part]) -> Vec<Value> {
 /// The events of a streamed answer of `parts` (name, data).
 pub fn events(dialect: Dialect, parts: &[Part]) -> Vec<(Option<&'static str>, String)> {
     let calls = parts.iter().any(|p| matches!(p, Part::Call { .. }));
+    let id = answer_id(match dialect {
+        Dialect::Anthropic => "msg",
+        Dialect::Chat => "chatcmpl",
+        Dialect::Responses => "resp",
+    });
     let mut out: Vec<(Option<&'static str>, String)> = Vec::new();
     match dialect {
         Dialect::Anthropic => {
             let mut ev = |name: &'static str, v: Value| out.push((Some(name), v.to_string()));
             ev(
                 "message_start",
-                json!({"type": "message_start", "message": {"id": "msg_scripted",
+                json!({"type": "message_start", "message": {"id": id,
                 "type": "message", "role": "assistant", "content": [], "model": "scripted",
                 "stop_reason": null, "stop_sequence": null,
                 "usage": {"input_tokens": 100, "output_tokens": 1}}}),
@@ -552,7 +565,7 @@ pub fn events(dialect: Dialect, parts: &[Part]) -> Vec<(Option<&'static str>, St
         }
         Dialect::Chat => {
             let chunk = |delta: Value, finish: Value| {
-                json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+                json!({"id": id, "object": "chat.completion.chunk",
                     "created": 0, "model": "scripted",
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
                 .to_string()
@@ -600,7 +613,7 @@ pub fn events(dialect: Dialect, parts: &[Part]) -> Vec<(Option<&'static str>, St
                 seq += 1;
                 out.push((Some(name), v.to_string()));
             };
-            let head = json!({"id": "resp_scripted", "object": "response", "created_at": 0,
+            let head = json!({"id": id, "object": "response", "created_at": 0,
                 "status": "in_progress", "model": "scripted", "output": []});
             ev("response.created", json!({"response": head}));
             ev("response.in_progress", json!({"response": head}));
