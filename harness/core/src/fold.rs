@@ -20,11 +20,11 @@ pub const AGENT_BLOCKS: [&str; 3] = [
     "user_instructions",
 ];
 
-/// The shell tools of the agents foldbench knows (its own `shell`, Claude Code's `Bash`, Codex's
-/// `exec_command`, `shell_command` and `local_shell`, a text-based agent's command blocks): the
-/// fold result's index counts their calls as shell commands.
-pub const SHELL_TOOLS: [&str; 6] = [
-    "shell",
+/// The shell tools of the other agents foldbench knows (Claude Code's `Bash`, Codex's
+/// `exec_command`, `shell_command` and `local_shell`, a text-based agent's command blocks);
+/// with foldbench's own `shell` ([`is_shell`]) the fold result's index counts their calls as
+/// shell commands.
+pub const AGENT_SHELL_TOOLS: [&str; 5] = [
     "Bash",
     crate::text_agent::TEXT_TOOL,
     "exec_command",
@@ -32,9 +32,26 @@ pub const SHELL_TOOLS: [&str; 6] = [
     "local_shell",
 ];
 
-/// The file-reading and searching tools of the agents foldbench knows (its own and Claude
-/// Code's), in the order a card names them.
-const READ_TOOLS: [&str; 6] = ["read_file", "Read", "grep", "Grep", "Glob", "NotebookRead"];
+/// Claude Code's tools that read a file and that search, beside foldbench's own
+/// ([`crate::tools::Tool::ReadFile`], [`crate::tools::Tool::Grep`]).
+const AGENT_READERS: [&str; 2] = ["Read", "NotebookRead"];
+const AGENT_SEARCHERS: [&str; 2] = ["Grep", "Glob"];
+
+/// Whether calls of the tool `name` are shell commands.
+pub fn is_shell(name: &str) -> bool {
+    AGENT_SHELL_TOOLS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Shell)
+}
+
+fn is_reader(name: &str) -> bool {
+    AGENT_READERS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::ReadFile)
+}
+
+fn is_searcher(name: &str) -> bool {
+    AGENT_SEARCHERS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Grep)
+}
 
 /// The user's own words in a user message: every [`AGENT_BLOCKS`] block left out (an unclosed
 /// one to the end), white space trimmed.
@@ -71,13 +88,10 @@ pub fn read_back_with(tools: Option<&[String]>) -> String {
     let Some(tools) = tools else {
         return "read_file or grep".to_string();
     };
-    let has = |n: &str| tools.iter().any(|t| t == n);
-    let mut names: Vec<String> = READ_TOOLS
-        .iter()
-        .filter(|n| has(n))
-        .map(|n| n.to_string())
-        .collect();
-    let shell = SHELL_TOOLS.iter().find(|n| has(n));
+    // The readers first, then the searchers, each in the agent's order.
+    let mut names: Vec<String> = tools.iter().filter(|n| is_reader(n)).cloned().collect();
+    names.extend(tools.iter().filter(|n| is_searcher(n)).cloned());
+    let shell = tools.iter().find(|n| is_shell(n));
     match (names.is_empty(), shell) {
         (true, Some(sh)) => format!("{sh} (cat, grep)"),
         (true, None) if tools.is_empty() => "your shell commands (cat, grep)".to_string(),
@@ -346,7 +360,7 @@ pub fn build_result(
     let names: Vec<String> = by_name.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
     let shells: usize = by_name
         .iter()
-        .filter(|(n, _)| SHELL_TOOLS.contains(n))
+        .filter(|(n, _)| is_shell(n))
         .map(|(_, c)| c)
         .sum();
     let _ = writeln!(

@@ -34,47 +34,11 @@ pub(super) async fn main_request(
     }
     let began = Instant::now();
     let deadline = shared.deadline();
-    let resp = match send_upstream(
-        &shared,
-        &parts.method,
-        &parts.headers,
-        path_q,
-        out.body,
-        deadline,
-    )
-    .await
-    {
+    let resp = match first_answer(&shared, e, parts, path_q, out.body, index, deadline).await {
         Ok(r) => r,
-        Err(err) => {
-            let err = err.to_string();
-            e.conv.request_failed(index, None, &err);
-            shared.log(main_x(&path, e, index).status(502).note(&err));
-            flush(&shared, e);
-            return error(StatusCode::BAD_GATEWAY, &err);
-        }
+        Err(resp) => return resp,
     };
     let status = resp.status();
-    if !status.is_success() {
-        // Passed through as it came: status, headers and body.
-        e.conv.request_failed(
-            index,
-            Some(status.as_u16()),
-            "the upstream's error, passed through",
-        );
-        shared.log(
-            Exchange::new("main", &path)
-                .cell(&e.cell)
-                .status(status.as_u16())
-                .index(index)
-                .note("the upstream's error, passed through"),
-        );
-        flush(&shared, e);
-        let head = agent_head(&resp);
-        return match read_whole(resp, shared.cfg.limits, deadline).await {
-            Ok(bytes) => with_body(head, ProxyBody::Full(Some(bytes))),
-            Err(why) => error(StatusCode::BAD_GATEWAY, &why.to_string()),
-        };
-    }
     let is_stream = decoded.env.stream
         || resp
             .headers()
@@ -157,6 +121,164 @@ pub(super) async fn main_request(
         flush(&shared2, e);
     });
     with_body(head, ProxyBody::Stream(rx))
+}
+
+/// The request sent on, its answer's head: an error (the upstream out of reach, its error status
+/// passed through as it came) is the agent's answer at once, the request recorded as failed.
+async fn first_answer(
+    shared: &Arc<Shared>,
+    e: &mut Entry,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+    index: usize,
+    deadline: tokio::time::Instant,
+) -> Result<reqwest::Response, Response<ProxyBody>> {
+    let path = parts.uri.path();
+    let resp = match send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(err) => {
+            let err = err.to_string();
+            e.conv.request_failed(index, None, &err);
+            shared.log(main_x(path, e, index).status(502).note(&err));
+            flush(shared, e);
+            return Err(error(StatusCode::BAD_GATEWAY, &err));
+        }
+    };
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    // Passed through as it came: status, headers and body.
+    let note = "the upstream's error, passed through";
+    e.conv.request_failed(index, Some(status.as_u16()), note);
+    shared.log(main_x(path, e, index).status(status.as_u16()).note(note));
+    flush(shared, e);
+    let head = agent_head(&resp);
+    Err(match read_whole(resp, shared.cfg.limits, deadline).await {
+        Ok(bytes) => with_body(head, ProxyBody::Full(Some(bytes))),
+        Err(why) => error(StatusCode::BAD_GATEWAY, &why.to_string()),
+    })
+}
+
+/// A request asked again after a policy call that got no answer: the status the upstream
+/// answered with (if any), why, and what the agent gets.
+struct Failed {
+    status: Option<u16>,
+    why: String,
+    answer: Response<ProxyBody>,
+}
+
+/// The model asked again with `body` (a whole answer): its answer and its JSON; the upstream's
+/// error is passed on as it came (its type kept: the agent retries an `overloaded_error` as it
+/// would).
+async fn ask_again_whole(
+    shared: &Shared,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+) -> Result<(harness_wire::answer::Answer, serde_json::Value), Failed> {
+    let deadline = shared.deadline();
+    let failed = |status: Option<u16>, why: String| Failed {
+        status,
+        answer: error(StatusCode::BAD_GATEWAY, &why),
+        why,
+    };
+    let resp = send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    .map_err(|err| failed(None, err.to_string()))?;
+    let status = resp.status().as_u16();
+    if !resp.status().is_success() {
+        let head = agent_head(&resp);
+        let bytes = read_whole(resp, shared.cfg.limits, deadline)
+            .await
+            .unwrap_or_default();
+        return Err(Failed {
+            status: Some(status),
+            why: "the upstream's error after a policy tool call, passed through".into(),
+            answer: with_body(head, ProxyBody::Full(Some(bytes))),
+        });
+    }
+    let b = read_whole(resp, shared.cfg.limits, deadline)
+        .await
+        .map_err(|why| {
+            failed(
+                Some(status),
+                format!("asking the model again after a policy tool call: {why}"),
+            )
+        })?;
+    let a = parse_answer(api, &b).map_err(|err| {
+        failed(
+            Some(status),
+            format!("the upstream's answer after a policy tool call could not be read: {err}"),
+        )
+    })?;
+    let v = serde_json::from_slice::<serde_json::Value>(&b)
+        .map_err(|err| failed(Some(status), err.to_string()))?;
+    Ok((a, v))
+}
+
+/// The model asked again with `body` (a stream): the upstream's answer; else the status it
+/// answered with, why, and the error event the agent gets — of the upstream's own type and
+/// words when it named them, so the agent retries as it would.
+async fn ask_again_stream(
+    shared: &Shared,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+    deadline: tokio::time::Instant,
+) -> Result<reqwest::Response, (Option<u16>, String, SseEvent)> {
+    match send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    {
+        Ok(r) if r.status().is_success() => Ok(r),
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let body = read_whole(r, shared.cfg.limits, deadline)
+                .await
+                .unwrap_or_default();
+            let why = format!(
+                "asking the model again after a policy tool call failed with status {status}"
+            );
+            let ev = match harness_wire::answer::error_of(&body) {
+                Some((kind, message)) => {
+                    harness_wire::stream::error_event_of(api, &kind, &format!("{message} ({why})"))
+                }
+                None => error_event(api, &why),
+            };
+            Err((Some(status), why, ev))
+        }
+        Err(err) => {
+            let why = err.to_string();
+            let ev = error_event(api, &why);
+            Err((None, why, ev))
+        }
+    }
 }
 
 /// The answer head with its body; a head the upstream made invalid is a 502.
@@ -314,62 +436,13 @@ async fn whole_answer(
             .conv
             .continuation_body(api, &decoded.env, decoded, &messages);
         let t = Instant::now();
-        let deadline = shared.deadline();
-        let next = match send_upstream(
-            shared,
-            &parts.method,
-            &parts.headers,
-            path_q,
-            body,
-            deadline,
-        )
-        .await
-        {
-            Ok(resp) if resp.status().is_success() => read_whole(resp, shared.cfg.limits, deadline)
-                .await
-                .map_err(|why| {
-                    (
-                        None,
-                        format!("asking the model again after a policy tool call: {why}"),
-                    )
-                }),
-            Ok(resp) => {
-                // The upstream's error, passed on as it came (its type kept: the agent retries
-                // an `overloaded_error` as it would).
-                let status = resp.status().as_u16();
-                e.conv.request_failed(
-                    record.index,
-                    Some(status),
-                    "the upstream's error after a policy tool call, passed through",
-                );
+        let (a, next_v) = match ask_again_whole(shared, api, parts, path_q, body).await {
+            Ok(next) => next,
+            Err(failed) => {
+                e.conv
+                    .request_failed(record.index, failed.status, &failed.why);
                 keep(e, answered, &[]);
-                let head = agent_head(&resp);
-                let body = read_whole(resp, shared.cfg.limits, deadline)
-                    .await
-                    .unwrap_or_default();
-                return Whole::Answer(with_body(head, ProxyBody::Full(Some(body))));
-            }
-            Err(err) => Err((None, err.to_string())),
-        };
-        let parsed = next.and_then(|b| {
-            let a = parse_answer(api, &b).map_err(|err| {
-                (
-                    Some(200),
-                    format!(
-                        "the upstream's answer after a policy tool call could not be read: {err}"
-                    ),
-                )
-            })?;
-            let v = serde_json::from_slice::<serde_json::Value>(&b)
-                .map_err(|err| (Some(200), err.to_string()))?;
-            Ok((a, v))
-        });
-        let (a, next_v) = match parsed {
-            Ok(p) => p,
-            Err((status, why)) => {
-                e.conv.request_failed(record.index, status, &why);
-                keep(e, answered, &[]);
-                return Whole::Answer(error(StatusCode::BAD_GATEWAY, &why));
+                return Whole::Answer(failed.answer);
             }
         };
         let rr = a.response();
@@ -688,43 +761,13 @@ async fn streamed_answer(
         t = Instant::now();
         at = record.index;
         let deadline = shared.deadline();
-        let resp = match send_upstream(
-            shared,
-            &parts.method,
-            &parts.headers,
-            path_q,
-            body,
-            deadline,
-        )
-        .await
-        {
-            Ok(r) if r.status().is_success() => r,
-            Ok(r) => {
-                let status = r.status().as_u16();
-                let body = read_whole(r, limits, deadline).await.unwrap_or_default();
-                let why = format!(
-                    "asking the model again after a policy tool call failed with status {status}"
-                );
-                e.conv.request_failed(at, Some(status), &why);
+        let resp = match ask_again_stream(shared, api, parts, path_q, body, deadline).await {
+            Ok(r) => r,
+            Err((status, why, ev)) => {
+                e.conv.request_failed(at, status, &why);
                 e.conv.keep_rounds(answered, &[], &decoded.keys);
-                // The upstream's own error type and words, so the agent retries as it would.
-                let ev = match harness_wire::answer::error_of(&body) {
-                    Some((kind, message)) => harness_wire::stream::error_event_of(
-                        api,
-                        &kind,
-                        &format!("{message} ({why})"),
-                    ),
-                    None => error_event(api, &why),
-                };
                 let _ = send_event(tx, &ev).await;
                 return Some(why);
-            }
-            Err(err) => {
-                let err = err.to_string();
-                e.conv.request_failed(at, None, &err);
-                e.conv.keep_rounds(answered, &[], &decoded.keys);
-                let _ = send_event(tx, &error_event(api, &err)).await;
-                return Some(err);
             }
         };
         f = forward(
