@@ -310,6 +310,61 @@ fn first_line(child: &mut std::process::Child) -> String {
     line.trim().to_string()
 }
 
+/// `git ARGS` in `work` (no system or user configuration but `home`'s); its output.
+fn git_in(work: &Path, home: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(work)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// One turn of Claude Code (`claude -p`, the session begun or resumed) in `work` against the
+/// proxy at `url`; the JSON it prints.
+fn claude_turn(
+    claude: &str,
+    work: &Path,
+    home: &Path,
+    url: &str,
+    turn: u32,
+    session: &str,
+) -> serde_json::Value {
+    let o = Command::new("timeout")
+        .arg("120")
+        .arg(claude)
+        .args(["-p", &format!("TURN {turn}: look at the project")])
+        .args(["--output-format", "json"])
+        .args(["--allowedTools", "Bash", "Read", "Edit", "Write"])
+        .args([
+            if turn == 1 {
+                "--session-id"
+            } else {
+                "--resume"
+            },
+            session,
+        ])
+        .current_dir(work)
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_AUTO_COMPACT", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "turn {turn}: {stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
 /// Claude Code from the pinned npm package runs five turns under `fold` through `foldbench
 /// proxy`, against `tests/claude-upstream.py`: a scripted Anthropic Messages API written from
 /// the API's documentation, whose model answers with parallel tool calls (`Bash` and `Read` in
@@ -329,17 +384,7 @@ fn claude_code_runs_five_turns_under_fold_through_the_proxy_with_parallel_calls(
     std::fs::create_dir(&work).unwrap();
     std::fs::write(work.join("README.md"), "# demo\n").unwrap();
     std::fs::write(work.join("a.py"), "x = 1\n").unwrap();
-    let git = |args: &[&str]| {
-        let o = Command::new("git")
-            .args(args)
-            .current_dir(&work)
-            .env("HOME", d.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "git {args:?}: {o:?}");
-        String::from_utf8_lossy(&o.stdout).to_string()
-    };
+    let git = |args: &[&str]| git_in(&work, d.path(), args);
     git(&["init", "-q"]);
     git(&["add", "-A"]);
     git(&[
@@ -381,35 +426,7 @@ fn claude_code_runs_five_turns_under_fold_through_the_proxy_with_parallel_calls(
     std::fs::create_dir(&home).unwrap();
     let session = "0f01dbe5-5a1e-4d2c-9a2c-2a0e9c1f0b37";
     for turn in 1..=5 {
-        let mut c = Command::new("timeout");
-        c.arg("120")
-            .arg(&claude)
-            .args(["-p", &format!("TURN {turn}: look at the project")])
-            .args(["--output-format", "json"])
-            .args(["--allowedTools", "Bash", "Read", "Edit", "Write"])
-            .args([
-                if turn == 1 {
-                    "--session-id"
-                } else {
-                    "--resume"
-                },
-                session,
-            ])
-            .current_dir(&work)
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", &url)
-            .env("ANTHROPIC_API_KEY", "sk-ant-scripted")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_AUTO_COMPACT", "1");
-        let o = c.output().unwrap();
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "turn {turn}: {stdout}{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let result: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        let result = claude_turn(&claude, &work, &home, &url, turn, session);
         assert_eq!(result["is_error"], false, "turn {turn}: {result}");
         assert_eq!(
             result["result"],
