@@ -577,7 +577,13 @@ async fn forward(
             break 'read;
         }
     }
-    let answer = dec.answer();
+    // An answer that ended early is not read (it may be as large as the cap), only said.
+    let answer = if ended.is_some() {
+        harness_wire::answer::Answer::default()
+    } else {
+        dec.answer()
+    };
+    drop(dec);
     let ours_calls: Vec<ToolCall> = answer
         .calls
         .iter()
