@@ -210,3 +210,44 @@ async fn connections_past_the_cap_wait_and_are_served_when_one_closes() {
     assert_eq!(got.text, "ok");
     p.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_endless_answer_to_a_side_request_is_cut_at_the_cap_too() {
+    let up = Upstream::scripted(vec![
+        Reply::Parts(vec![text("ok")]),
+        Reply::Endless,
+        Reply::Parts(vec![text("still here")]),
+    ])
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let (child, url) = proxy(&up, out.path(), &["--answer-cap-mib", "8"]);
+    let main = scripted::first_body(Dialect::Anthropic, true, "go");
+    assert_eq!(
+        scripted::ask(&url, Dialect::Anthropic, &main).await.text,
+        "ok"
+    );
+    // Another model's request: passed through, relayed as it comes, nothing held.
+    let mut side = main.clone();
+    side["model"] = serde_json::json!("a-small-model");
+    let r = reqwest::Client::new()
+        .post(format!("{url}/v1/messages"))
+        .json(&side)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        r.bytes().await.is_err(),
+        "the body ends with an error, never as if it were whole"
+    );
+    let next = scripted::ask(&url, Dialect::Anthropic, &main).await;
+    assert_eq!(next.text, "still here", "the proxy goes on");
+    assert!(peak(&child) < 160 << 20, "{} MiB", peak(&child) >> 20);
+    assert!(stop(child).success());
+    let log = std::fs::read_to_string(out.path().join("exchanges.jsonl")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"kind\":\"side\"") && l.contains("passed 8 MiB")),
+        "{log}"
+    );
+}
