@@ -44,6 +44,7 @@ pub mod hybrid;
 pub mod llm_summarizing;
 pub mod none;
 pub mod observation_masking;
+pub mod openhands;
 pub mod params;
 pub mod pipeline;
 pub mod recent;
@@ -90,6 +91,7 @@ pub fn builtin_entries() -> Vec<Entry> {
         recent::entry(),
         amortized::entry(),
         llm_summarizing::entry(),
+        llm_summarizing::preset_entry(),
         swe_agent::entry(),
         hybrid::entry(),
         pipeline::entry(),
