@@ -13,9 +13,7 @@ use std::sync::Arc;
 
 use harness_core::context::Context;
 use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::policy::{
-    ArchiveRef, CardOffer, Mode, Offload, Plan, Policy, Splice, ToolReply,
-};
+use harness_core::policy::{ArchiveRef, CardOffer, Mode, Offload, Plan, Policy, Splice, ToolReply};
 
 use crate::error::PolicyError;
 use crate::params::split_top;
@@ -151,7 +149,10 @@ impl Policy for Pipeline {
     }
 
     fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
-        self.steps.iter_mut().flat_map(|s| s.offloads(ctx)).collect()
+        self.steps
+            .iter_mut()
+            .flat_map(|s| s.offloads(ctx))
+            .collect()
     }
 
     fn offloaded(&mut self, path: &str, written: bool) {
