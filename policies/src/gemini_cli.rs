@@ -243,47 +243,65 @@ impl GeminiCli {
             .collect()
     }
 
-    /// Gemini's contents, by message: the character size of each as JSON, and whether it is a
-    /// user prompt (a place the history may be split).
-    fn contents(messages: &[Arc<Message>]) -> Vec<(usize, bool)> {
-        messages
-            .iter()
-            .map(|m| {
-                let v = match m.role {
-                    Role::Tool => json!({"role": "user", "parts": [{"functionResponse": {
-                        "id": m.tool_call_id, "name": m.tool_name, "response": {"output": m.text}}}]}),
-                    Role::Assistant => {
-                        let mut parts = Vec::new();
-                        if !m.text.is_empty() {
-                            parts.push(json!({"text": m.text}));
+    /// Gemini's contents of `messages`: each with the character size of its JSON, whether it is
+    /// a user prompt (a place the history may be split) and the index of its first message.
+    /// The results of one batch are one content, as Gemini sends function responses.
+    fn contents(messages: &[Arc<Message>]) -> Vec<(usize, bool, usize)> {
+        let mut out: Vec<(serde_json::Value, bool, usize)> = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            match m.role {
+                Role::Tool => {
+                    let part = json!({"functionResponse": {
+                        "id": m.tool_call_id, "name": m.tool_name, "response": {"output": m.text}}});
+                    let joins = i > 0 && messages[i - 1].role == Role::Tool;
+                    match out.last_mut() {
+                        Some((v, _, _)) if joins => {
+                            if let Some(parts) = v["parts"].as_array_mut() {
+                                parts.push(part);
+                            }
                         }
-                        for c in &m.tool_calls {
-                            parts.push(json!({"functionCall": {"id": c.id, "name": c.name, "args": c.args}}));
-                        }
-                        json!({"role": "model", "parts": parts})
+                        _ => out.push((json!({"role": "user", "parts": [part]}), false, i)),
                     }
-                    Role::User => json!({"role": "user", "parts": [{"text": m.visible_text()}]}),
-                };
-                (v.to_string().chars().count(), m.role == Role::User)
-            })
+                }
+                Role::Assistant => {
+                    let mut parts = Vec::new();
+                    if !m.text.is_empty() {
+                        parts.push(json!({"text": m.text}));
+                    }
+                    for c in &m.tool_calls {
+                        parts.push(
+                            json!({"functionCall": {"id": c.id, "name": c.name, "args": c.args}}),
+                        );
+                    }
+                    out.push((json!({"role": "model", "parts": parts}), false, i));
+                }
+                Role::User => out.push((
+                    json!({"role": "user", "parts": [{"text": m.visible_text()}]}),
+                    true,
+                    i,
+                )),
+            }
+        }
+        out.into_iter()
+            .map(|(v, prompt, i)| (v.to_string().chars().count(), prompt, i))
             .collect()
     }
 
-    /// Where the history is split (Gemini's `findCompressSplitPoint` at `1 - preserve`): the
-    /// first user prompt at or past that share of the characters; the last one before it when
-    /// none is; everything when the history ends with an answer.
+    /// Where the history is split (Gemini's `findCompressSplitPoint` at `1 - preserve`), as a
+    /// message index: the first user prompt at or past that share of the characters; the last
+    /// one before it when none is; everything when the history ends with an answer.
     pub fn split(&self, messages: &[Arc<Message>]) -> usize {
         let contents = GeminiCli::contents(messages);
         let total: usize = contents.iter().map(|c| c.0).sum();
         let target = total as f64 * (1.0 - self.preserve);
         let mut last = 0;
         let mut cumulative = 0usize;
-        for (i, (size, prompt)) in contents.iter().enumerate() {
+        for (size, prompt, at) in &contents {
             if *prompt {
                 if cumulative as f64 >= target {
-                    return i;
+                    return *at;
                 }
-                last = i;
+                last = *at;
             }
             cumulative += size;
         }

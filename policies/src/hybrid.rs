@@ -12,8 +12,9 @@
 //!   at least `n + keep_last_m_turns` unprocessed turns, then keeps the last `keep_last_m_turns`),
 //!   or when the masked request reaches `trigger` tokens (foldbench's addition, so a window
 //!   smaller than the paper's does not overflow first): everything before the last `keep_last`
-//!   steps is replaced by the summary, the turn's user message staying after it when it is among
-//!   the replaced. The summary is asked for as `compact` asks it (the sim writes its mechanical
+//!   steps is replaced by the summary, the task's first message kept before it (the paper's
+//!   processor keeps the system and the first user prompt) and the turn's user message after it
+//!   when it is another and among the replaced. The summary is asked for as `compact` asks it (the sim writes its mechanical
 //!   summary, a real model its own), from the messages it replaces *unmasked* (the summarising
 //!   processor comes first in the paper's list, before masking), the previous summary first.
 
@@ -149,10 +150,19 @@ impl Policy for Hybrid {
         let Some(cut) = self.cut(&ctx.messages) else {
             return ctx.compact(summary);
         };
+        // The paper's processor keeps the system prompt and the task's message (SWE-agent's
+        // instance template) before the summary; the turn's own message, when it is another and
+        // among the replaced, follows the summary.
+        let task = ctx.messages[..cut].iter().position(|m| m.is_human());
         let user = ctx.messages[..cut]
             .iter()
-            .rposition(|m| m.is_human() && m.turn == ctx.turn);
-        let mut out = vec![summary];
+            .rposition(|m| m.is_human() && m.turn == ctx.turn)
+            .filter(|&u| Some(u) != task);
+        let mut out: Vec<Arc<Message>> = task
+            .map(|i| Arc::clone(&ctx.messages[i]))
+            .into_iter()
+            .collect();
+        out.push(summary);
         out.extend(user.map(|i| Arc::clone(&ctx.messages[i])));
         out.extend(ctx.messages[cut..].iter().cloned());
         ctx.messages = out;
@@ -208,12 +218,14 @@ mod tests {
         let input = condense(p.as_mut(), &mut c);
         // The summary is written from the messages before the last two steps, unmasked.
         assert_eq!(shape(&input), "uararrcu");
-        // The summary, the turn's user message (it was among the replaced), the last two steps.
-        assert_eq!(shape(&c.messages), "suarar");
-        assert_eq!(c.messages[1].id, before[7].id, "u2");
-        assert_eq!(c.messages[2].id, before[8].id);
+        // The task's message, the summary, the turn's user message (it was among the replaced),
+        // the last two steps.
+        assert_eq!(shape(&c.messages), "usuarar");
+        assert_eq!(c.messages[0].id, before[0].id, "u1");
+        assert_eq!(c.messages[2].id, before[7].id, "u2");
+        assert_eq!(c.messages[3].id, before[8].id);
         // Two steps since the summary: masking goes on, the next summary is three steps off.
-        assert_eq!(shape(&sent(p.plan(&c, 0))), "suarar");
+        assert_eq!(shape(&sent(p.plan(&c, 0))), "usuarar");
     }
 
     #[test]
