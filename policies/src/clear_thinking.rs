@@ -120,8 +120,10 @@ mod tests {
 
     #[test]
     fn keeps_the_thinking_of_the_last_turns_only() {
-        let mut c = Context::default();
-        c.turn = 1;
+        let mut c = Context {
+            turn: 1,
+            ..Default::default()
+        };
         c.push(Message::user(1, "task", None));
         for i in 0..3 {
             c.push(Message::assistant_thinking(
