@@ -572,6 +572,27 @@ mod tests {
     }
 
     #[test]
+    fn with_a_memory_tool_the_model_is_warned_once_near_the_threshold() {
+        let c = context(vec![User("task"), Calls(vec![("memory", output(200))])]);
+        let tokens = c.tokens();
+        // Between 90% of the threshold and the threshold: the warning, once.
+        let mut p = policy(&format!("inspect-edit:threshold={}", tokens * 21 / 20));
+        let m = sent(p.plan(&c, 0));
+        assert_eq!(m.len(), 4, "the warning appended");
+        assert_eq!(m[3].text, MEMORY_WARNING);
+        assert_eq!(sent(p.plan(&c, 0)).len(), 4, "once");
+        let mut p = policy(&format!(
+            "inspect-edit:threshold={},memory=false",
+            tokens * 21 / 20
+        ));
+        assert_eq!(sent(p.plan(&c, 0)).len(), 3);
+        // Without a memory tool, no warning.
+        let c = context(vec![User("task"), Calls(vec![("read_file", output(200))])]);
+        let mut p = policy(&format!("inspect-edit:threshold={}", c.tokens() * 21 / 20));
+        assert_eq!(sent(p.plan(&c, 0)).len(), 3);
+    }
+
+    #[test]
     fn trim_keeps_the_first_message_and_the_newest_messages() {
         let c = session();
         // 10 messages: the task, then 9; 80% of 9 kept from index int(9 * 0.2) = 1.
