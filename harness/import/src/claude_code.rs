@@ -10,7 +10,9 @@
 //!   always on the branch (bash-mode and local-command records can hang from the root);
 //! - **merges the lines of one API response** (same `message.id` + `requestId`, one content block
 //!   per line) into one assistant message: text blocks joined, `tool_use` blocks as calls;
-//!   thinking blocks are dropped (the provider strips them from later requests). The lines of a
+//!   thinking blocks are kept as the message's thinking on the models that keep them in later
+//!   requests ([`keeps_thinking`]: Claude Opus 4.5 on, Sonnet 4.6 on) and dropped on the
+//!   others (the provider strips them from later requests). The lines of a
 //!   response with parallel calls chain one after another, and each result hangs under its own
 //!   call's line, so a result may sit off the `parentUuid` chain: results whose nearest
 //!   user/assistant ancestor is a line of a response on the branch are read too;
