@@ -28,6 +28,7 @@ mod planted;
 mod policy_docs;
 mod proxy;
 mod runs;
+mod sandbox_view;
 mod snapshots;
 mod subagents;
 mod suite;

@@ -220,29 +220,88 @@ fn bwrap_args(root: &Path, network: bool, python: bool) -> Vec<std::ffi::OsStrin
     bwrap_args_with(root, network, python, &[])
 }
 
-/// [`bwrap_args`] with more folders bound after the workspace, each `(path, writable)`: a real
-/// agent's home, its install folder, the folder of its socket (`agents::isolate`).
+/// [`bwrap_args`] with more folders bound besides the workspace, each `(path, writable)`: a real
+/// agent's home, its install folder, the folder of its socket (`agents::isolate`), the working
+/// folder of a policy process (`exec_policy`). Paths are taken through their links first, so a
+/// folder reached through a symbolic link is compared and bound as the folder it is.
 pub(crate) fn bwrap_args_with(
     root: &Path,
     network: bool,
     python: bool,
     extra: &[(&Path, bool)],
 ) -> Vec<std::ffi::OsString> {
-    let python_dirs = if python { python_binds() } else { Vec::new() };
+    let python_dirs: Vec<PathBuf> = if python {
+        python_binds().iter().map(|d| real(d)).collect()
+    } else {
+        Vec::new()
+    };
+    let extra: Vec<(PathBuf, bool)> = extra.iter().map(|(p, w)| (real(p), *w)).collect();
+    let extra: Vec<(&Path, bool)> = extra.iter().map(|(p, w)| (p.as_path(), *w)).collect();
     bwrap_args_from(
+        &real(root),
         root,
         network,
         &python_dirs,
-        extra,
+        &extra,
         &hidden_folders(),
         private_entries(),
     )
 }
 
-/// [`bwrap_args_with`] given the bare environment's folders, the hidden folders and the host's
-/// private entries.
+/// `path` with its links resolved, or as given when it cannot be (it does not exist).
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Folders the sandbox mounts its own of: no host folder is bound at or below them.
+const OWN: [&str; 1] = ["/proc"];
+
+/// One mount of the sandbox over the read-only root, by the path it is mounted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mount<'a> {
+    /// A host folder bound in at its own path (`true`: writable).
+    Bind(&'a Path, bool),
+    /// A host entry only its owner or group may read ([`PrivateEntry`]), covered.
+    Private(&'a PrivateEntry),
+    /// A hidden folder: an empty private one in its place.
+    Hidden(&'a Path),
+    /// The sandbox's own `/proc`.
+    Proc,
+    /// The sandbox's own `/dev`.
+    Dev,
+}
+
+impl Mount<'_> {
+    fn target(&self) -> &Path {
+        match self {
+            Mount::Bind(p, _) | Mount::Hidden(p) => p,
+            Mount::Private(e) => &e.path,
+            Mount::Proc => Path::new("/proc"),
+            Mount::Dev => Path::new("/dev"),
+        }
+    }
+
+    /// Whether it hides what the host has at its path.
+    fn covers(&self) -> bool {
+        !matches!(self, Mount::Bind(..))
+    }
+}
+
+/// [`bwrap_args_with`] given the workspace's real path and the path its commands start in, the
+/// bare environment's folders, the hidden folders and the host's private entries.
+///
+/// The mounts are made parents first (by the depth of the path they are mounted on), so a mount
+/// below another is made after it and shows through it, and a mount above another never
+/// undoes it: a folder bound in that holds a hidden folder, a private file, `/proc` or `/dev` (a
+/// policy's working folder that is `/`, the home folder or one of its ancestors) leaves each of
+/// them covered. At the same path the cover wins. A folder bound read-only is bound only when a
+/// hidden folder or a private one covers it (everywhere else the read-only root shows it
+/// already, with what it holds still covered); a writable one (the workspace, a real agent's
+/// home: folders foldbench made) is always bound, and shows its private files as they are. No
+/// host folder is bound at or below `/proc`.
 fn bwrap_args_from(
     root: &Path,
+    chdir: &Path,
     network: bool,
     python_dirs: &[PathBuf],
     extra: &[(&Path, bool)],
@@ -268,83 +327,130 @@ fn bwrap_args_from(
         "/".as_ref(),
         "/".as_ref(),
     ]);
-    // The interpreter and the bare environment, bound back when a hidden folder holds them.
-    let rebound: Vec<&Path> = python_dirs
+    let hidden_above = |dir: &Path| {
+        hidden.iter().any(|h| dir.starts_with(h) && dir != h)
+            || private
+                .iter()
+                .any(|p| p.dir && dir.starts_with(&p.path) && dir != p.path)
+    };
+    let own = |dir: &Path| OWN.iter().any(|o| dir.starts_with(o));
+    let mut binds: Vec<(&Path, bool)> = vec![(root, true)];
+    binds.extend(python_dirs.iter().map(|d| (d.as_path(), false)));
+    binds.extend(extra.iter().copied());
+    let mut mounts: Vec<Mount> = Vec::new();
+    for (dir, writable) in binds {
+        let needed = writable || hidden_above(dir);
+        if needed && !own(dir) && !mounts.contains(&Mount::Bind(dir, writable)) {
+            mounts.push(Mount::Bind(dir, writable));
+        }
+    }
+    let writable: Vec<&Path> = mounts
         .iter()
-        .map(PathBuf::as_path)
-        .filter(|dir| {
-            hidden.iter().any(|h| dir.starts_with(h))
-                || private.iter().any(|p| p.dir && dir.starts_with(&p.path))
+        .filter_map(|m| match m {
+            Mount::Bind(p, true) => Some(*p),
+            _ => None,
         })
         .collect();
-    // Everything mounted after the private entries: a private folder above one of them stays
-    // traversable (an empty folder of mode 755), the others get mode 000.
-    let later: Vec<&Path> = [root]
-        .into_iter()
-        .chain(hidden.iter().map(PathBuf::as_path))
-        .chain(rebound.iter().copied())
-        .chain(extra.iter().map(|(p, _)| *p))
-        .collect();
-    for entry in private {
-        // Inside the workspace or a folder bound in, the bound folder shows it as it is.
-        if [root]
-            .into_iter()
-            .chain(extra.iter().map(|(p, _)| *p))
-            .any(|b| entry.path.starts_with(b))
-        {
-            continue;
-        }
-        if entry.dir {
-            if !later.iter().any(|l| l.starts_with(&entry.path)) {
-                push(&["--perms".as_ref(), "0000".as_ref()]);
+    // Inside a folder foldbench made and binds writable, a file shows as it is there.
+    mounts.extend(
+        private
+            .iter()
+            .filter(|e| !writable.iter().any(|w| e.path.starts_with(w)))
+            .map(Mount::Private),
+    );
+    mounts.extend(hidden.iter().map(|h| Mount::Hidden(h.as_path())));
+    mounts.extend([Mount::Proc, Mount::Dev]);
+    // Parents first; at the same path, the bind before the cover.
+    mounts.sort_by_key(|m| (m.target().components().count(), m.covers()));
+    for (k, m) in mounts.iter().enumerate() {
+        match m {
+            Mount::Bind(dir, w) => {
+                let flag: &std::ffi::OsStr = if *w {
+                    "--bind".as_ref()
+                } else {
+                    "--ro-bind".as_ref()
+                };
+                push(&[flag, dir.as_os_str(), dir.as_os_str()]);
             }
-            push(&["--tmpfs".as_ref(), entry.path.as_os_str()]);
-        } else {
-            // A bind of a device on a `nodev` mount: opening it fails with EACCES.
-            push(&[
-                "--ro-bind".as_ref(),
-                "/dev/null".as_ref(),
-                entry.path.as_os_str(),
-            ]);
+            Mount::Private(entry) if entry.dir => {
+                // A private folder with a mount below it stays traversable (an empty folder
+                // of mode 755) for that mount's sake; the others get mode 000.
+                let below = mounts[k + 1..]
+                    .iter()
+                    .any(|l| l.target().starts_with(&entry.path) && l.target() != entry.path);
+                if !below {
+                    push(&["--perms".as_ref(), "0000".as_ref()]);
+                }
+                push(&["--tmpfs".as_ref(), entry.path.as_os_str()]);
+            }
+            Mount::Private(entry) => {
+                // A bind of a device on a `nodev` mount: opening it fails with EACCES.
+                push(&[
+                    "--ro-bind".as_ref(),
+                    "/dev/null".as_ref(),
+                    entry.path.as_os_str(),
+                ]);
+            }
+            Mount::Hidden(dir) => push(&["--tmpfs".as_ref(), dir.as_os_str()]),
+            Mount::Proc => push(&["--proc".as_ref(), "/proc".as_ref()]),
+            Mount::Dev => push(&["--dev".as_ref(), "/dev".as_ref()]),
         }
     }
-    for dir in hidden {
-        push(&["--tmpfs".as_ref(), dir.as_os_str()]);
-    }
-    for dir in &rebound {
-        push(&["--ro-bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
-    }
-    push(&[
-        "--proc".as_ref(),
-        "/proc".as_ref(),
-        "--dev".as_ref(),
-        "/dev".as_ref(),
-        "--bind".as_ref(),
-        root.as_os_str(),
-        root.as_os_str(),
-    ]);
-    for (dir, writable) in extra {
-        let flag: &std::ffi::OsStr = if *writable {
-            "--bind".as_ref()
-        } else {
-            "--ro-bind".as_ref()
-        };
-        push(&[flag, dir.as_os_str(), dir.as_os_str()]);
-    }
-    push(&["--chdir".as_ref(), root.as_os_str()]);
+    push(&["--chdir".as_ref(), chdir.as_os_str()]);
     a
 }
 
+/// Why a host path is not what a process in the sandbox sees there, when it is not: `None`
+/// when the sandbox shows it as the host has it. `binds` are the folders bound in besides the
+/// workspace (a policy's working folder, its `read=` folders), as [`bwrap_args_with`] takes
+/// them. For the message of a policy whose script the sandbox hides (`exec_policy`).
+pub(crate) fn hidden_reason(path: &Path, binds: &[&Path]) -> Option<String> {
+    let path = real(path);
+    let binds: Vec<PathBuf> = binds.iter().map(|b| real(b)).collect();
+    let hidden = hidden_folders();
+    let shown_by_bind = |p: &Path| {
+        binds.iter().any(|b| {
+            p.starts_with(b)
+                && (hidden.iter().any(|h| b.starts_with(h) && b != h)
+                    || private_entries()
+                        .iter()
+                        .any(|e| e.dir && b.starts_with(&e.path) && *b != e.path))
+        })
+    };
+    if let Some(own) = OWN.iter().chain(&["/dev"]).find(|o| path.starts_with(o)) {
+        return Some(format!("the sandbox has its own {own}"));
+    }
+    if let Some(h) = hidden.iter().find(|h| path.starts_with(h)) {
+        if !shown_by_bind(&path) {
+            return Some(format!(
+                "{} is replaced by an empty folder in the sandbox",
+                h.display()
+            ));
+        }
+    }
+    if let Some(e) = private_entries().iter().find(|e| path.starts_with(&e.path)) {
+        if !shown_by_bind(&path) {
+            return Some(format!(
+                "{} is readable only by its owner or group, so the sandbox covers it",
+                e.path.display()
+            ));
+        }
+    }
+    None
+}
+
 /// Folders replaced by empty private ones inside the sandbox: the host's home (keys, tokens
-/// and credentials live there), `/tmp`, `/var/tmp` and `/run`.
+/// and credentials live there), `/tmp`, `/var/tmp` and `/run`, each through its links.
 fn hidden_folders() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = ["/tmp", "/var/tmp", "/run"]
         .iter()
         .map(PathBuf::from)
         .filter(|p| p.is_dir())
+        .map(|p| real(&p))
         .collect();
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        if home.is_absolute() && home != Path::new("/") && home.is_dir() {
+        let home = real(&home);
+        if home.is_absolute() && home != Path::new("/") && home.is_dir() && !out.contains(&home) {
             out.push(home);
         }
     }
@@ -785,14 +891,17 @@ mod tests {
             entry("/srv/keys", true),
             entry("/work/private", true),
             entry("/work/private/ws/secret.key", false),
-            entry("/opt/agent/private", true),
+            entry("/opt/agent/home/private", true),
+            entry("/opt/tool/private", true),
         ];
-        let agent = PathBuf::from("/opt/agent");
+        let (home, tool) = (PathBuf::from("/opt/agent/home"), PathBuf::from("/opt/tool"));
+        let ws = Path::new("/work/private/ws");
         let args = words(&bwrap_args_from(
-            Path::new("/work/private/ws"),
+            ws,
+            ws,
             false,
             &[],
-            &[(agent.as_path(), false)],
+            &[(home.as_path(), true), (tool.as_path(), false)],
             &[PathBuf::from("/tmp")],
             &private,
         ));
@@ -814,11 +923,133 @@ mod tests {
             above < ws,
             "the workspace is bound after the cover: {args:?}"
         );
-        // Inside the workspace or a bound folder: shown as it is there.
+        // Inside the workspace or a folder bound writable: shown as it is there.
         assert!(!args.iter().any(|a| a.contains("secret.key")), "{args:?}");
-        assert!(!args.iter().any(|a| a == "/opt/agent/private"), "{args:?}");
-        // Before the hidden folders, so a hidden folder inside a private one is mounted on top.
-        assert!(at(&["--tmpfs", "/tmp"]).unwrap() > at(&["--tmpfs", "/srv/keys"]).unwrap());
+        assert!(
+            !args.iter().any(|a| a == "/opt/agent/home/private"),
+            "{args:?}"
+        );
+        // A folder bound read-only shows through the read-only root, its private folder covered.
+        assert!(!args.iter().any(|a| a == "/opt/tool"), "{args:?}");
+        assert!(
+            at(&["--perms", "0000", "--tmpfs", "/opt/tool/private"]).is_some(),
+            "{args:?}"
+        );
+    }
+
+    /// The mounts of `args` after the read-only root, as `(flag, path)`.
+    fn mounts(args: &[String]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut k = args.iter().position(|a| a == "--new-session").unwrap() + 4;
+        while k < args.len() {
+            let n = match args[k].as_str() {
+                "--bind" | "--ro-bind" => 3,
+                "--perms" => {
+                    k += 2;
+                    continue;
+                }
+                _ => 2,
+            };
+            out.push((args[k].clone(), args[k + n - 1].clone()));
+            k += n;
+        }
+        out
+    }
+
+    /// Where `(flag, path)` is among the mounts.
+    fn mount_at(m: &[(String, String)], flag: &str, path: &str) -> Option<usize> {
+        m.iter().position(|(f, p)| f == flag && p == path)
+    }
+
+    #[test]
+    fn a_working_folder_bound_in_never_uncovers_what_the_sandbox_hides() {
+        let hidden = [
+            PathBuf::from("/tmp"),
+            PathBuf::from("/run"),
+            PathBuf::from("/home/me"),
+        ];
+        let private = [entry("/etc/shadow", false), entry("/srv/keys", true)];
+        let ws = Path::new("/dev/shm/ws");
+        let of = |cwd: &str| {
+            let cwd = PathBuf::from(cwd);
+            mounts(&words(&bwrap_args_from(
+                ws,
+                ws,
+                false,
+                &[],
+                &[(cwd.as_path(), false)],
+                &hidden,
+                &private,
+            )))
+        };
+        // Whatever the folder, every cover is made, after any bind above it.
+        for cwd in [
+            "/",
+            "/home",
+            "/home/me",
+            "/home/me/project",
+            "/tmp/policies",
+            "/proc/1",
+            "/dev",
+            "/etc",
+            "/srv/keys/x",
+            "/work/checkout",
+        ] {
+            let m = of(cwd);
+            let covers = [
+                ("--tmpfs", "/tmp"),
+                ("--tmpfs", "/run"),
+                ("--tmpfs", "/home/me"),
+                ("--ro-bind", "/etc/shadow"),
+                ("--tmpfs", "/srv/keys"),
+                ("--proc", "/proc"),
+                ("--dev", "/dev"),
+            ];
+            for (flag, path) in covers {
+                let c = mount_at(&m, flag, path).unwrap_or_else(|| panic!("{cwd}: {m:?}"));
+                for (k, (f, p)) in m.iter().enumerate() {
+                    if f.ends_with("bind") && Path::new(path).starts_with(p) && p != path {
+                        assert!(k < c, "{cwd}: {p} bound after {path}: {m:?}");
+                    }
+                }
+            }
+            // The workspace in /dev/shm is bound after the sandbox's /dev.
+            let dev = mount_at(&m, "--dev", "/dev").unwrap();
+            assert!(
+                mount_at(&m, "--bind", "/dev/shm/ws").unwrap() > dev,
+                "{m:?}"
+            );
+            let bound = m.iter().any(|(f, p)| f == "--ro-bind" && p == cwd);
+            // Bound only where a hidden folder or a private one covers it.
+            let want = matches!(cwd, "/home/me/project" | "/tmp/policies" | "/srv/keys/x");
+            assert_eq!(bound, want, "{cwd}: {m:?}");
+            if want {
+                let bind = mount_at(&m, "--ro-bind", cwd).unwrap();
+                let cover = m
+                    .iter()
+                    .position(|(_, p)| Path::new(cwd).starts_with(p) && p != cwd && p != "/")
+                    .unwrap();
+                assert!(cover < bind, "{cwd}: shown through its cover: {m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_folder_reached_through_a_link_is_bound_as_the_folder_it_is() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("real");
+        std::fs::create_dir(&target).unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let args = words(&bwrap_args_with(&link, false, false, &[(&link, false)]));
+        let real = std::fs::canonicalize(&target).unwrap();
+        let real = real.display().to_string();
+        assert!(
+            args.windows(3)
+                .any(|w| w[0] == "--bind" && w[1] == real && w[2] == real),
+            "{args:?}"
+        );
+        assert_eq!(args.last().map(String::as_str), link.to_str(), "{args:?}");
     }
 
     #[test]
