@@ -31,7 +31,7 @@ use policies::registry::{Entry, Registry};
 use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
-use crate::execution::sandbox::Sandbox;
+use crate::execution::sandbox::{Sandbox, Unseen};
 use process::{Fault, Process};
 
 /// The policy's name: `exec:COMMAND`.
@@ -61,9 +61,29 @@ pub enum ExecError {
     /// `max_line=` that is not a number of bytes above 0.
     #[error("policy `exec`: max_line={0} is not a number of bytes above 0")]
     MaxLine(String),
+    /// `read=` without a path.
+    #[error("policy `exec`: read= needs a path: read=FOLDER, e.g. `exec:read=/tmp/policies python3 /tmp/policies/p.py`")]
+    ReadPath,
     /// No command after the options.
     #[error("policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`")]
     NoCommand,
+    /// A `read=` path that is not there.
+    #[error("read={path}: {source}")]
+    ReadMissing {
+        /// The path, as resolved against the working folder.
+        path: PathBuf,
+        /// Why it cannot be looked at.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `read=` path the sandbox cannot show.
+    #[error("read={}: {why}; {}", path.display(), read_advice(why))]
+    ReadHidden {
+        /// The path, as resolved against the working folder.
+        path: PathBuf,
+        /// What hides it.
+        why: Unseen,
+    },
     /// The process's private home folder cannot be made.
     #[error("cannot make its home folder: {0}")]
     Home(#[source] std::io::Error),
@@ -93,16 +113,21 @@ pub struct ExecText {
     pub timeout: Duration,
     /// Longest answer line (`max_line=BYTES`).
     pub max_line: usize,
+    /// Folders (or files) shown read-only in the sandbox (`read=PATH`, repeatable): a policy's
+    /// script in a folder the sandbox hides (below the home folder, `/tmp`). Relative to the
+    /// folder foldbench starts in.
+    pub reads: Vec<PathBuf>,
     /// The command, run with `sh -c`.
     pub command: String,
 }
 
 impl ExecText {
-    /// Parses `[timeout=SECONDS] [max_line=BYTES] COMMAND`.
+    /// Parses `[timeout=SECONDS] [max_line=BYTES] [read=PATH]... COMMAND`.
     pub fn parse(text: &str) -> Result<ExecText, ExecError> {
         let mut out = ExecText {
             timeout: DEFAULT_TIMEOUT,
             max_line: DEFAULT_MAX_LINE,
+            reads: Vec::new(),
             command: String::new(),
         };
         let mut rest = text.trim();
@@ -122,6 +147,11 @@ impl ExecText {
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| ExecError::MaxLine(v.to_string()))?;
+            } else if let Some(v) = value("read") {
+                if v.is_empty() {
+                    return Err(ExecError::ReadPath);
+                }
+                out.reads.push(PathBuf::from(v));
             } else {
                 break;
             }
@@ -142,6 +172,9 @@ impl ExecText {
         }
         if self.max_line != DEFAULT_MAX_LINE {
             s.push_str(&format!("max_line={} ", self.max_line));
+        }
+        for r in &self.reads {
+            s.push_str(&format!("read={} ", r.display()));
         }
         s.push_str(&self.command);
         s
@@ -164,6 +197,37 @@ pub fn entry() -> Entry {
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
     .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
+    .param("read", "", "path", "a folder shown read-only in the sandbox (repeatable; its script below the home folder or /tmp), written before the command")
+}
+
+/// What to do about a `read=` path the sandbox cannot show.
+fn read_advice(why: &Unseen) -> &'static str {
+    match why {
+        Unseen::Own(_) => "no folder of the host is shown there",
+        Unseen::Hidden(_) | Unseen::Private(_) => {
+            "name a folder inside it (read= shows a folder below a hidden one, never a hidden folder whole)"
+        }
+    }
+}
+
+/// The paths a command names that exist on the host: each word (quotes taken off) or the value
+/// of a `KEY=VALUE` word that is an absolute path, or a relative one found in `cwd`.
+fn named_paths(command: &str, cwd: &std::path::Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for word in command.split_whitespace() {
+        let word = word.trim_matches(|c| c == '\'' || c == '"');
+        let value = word.split_once('=').map_or(word, |(_, v)| v);
+        for w in [word, value] {
+            if w.is_empty() || w.starts_with('-') {
+                continue;
+            }
+            let path = cwd.join(w);
+            if std::fs::symlink_metadata(&path).is_ok() && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
 
 /// An `exec:` text's error as the registry takes it: a policy from outside the policies crate
@@ -229,6 +293,9 @@ struct Inner {
     log: Option<std::fs::File>,
     /// Bytes written to the process (for the protocol's cost).
     sent_bytes: u64,
+    /// Under bubblewrap, the folders bound in (the working folder, then the `read=` ones): a
+    /// process that exits is told which of the paths its command names the sandbox hides.
+    unseen_by: Option<Vec<PathBuf>>,
 }
 
 impl ExecPolicy {
@@ -254,6 +321,7 @@ impl ExecPolicy {
             texts: HashMap::new(),
             log,
             sent_bytes: 0,
+            unseen_by: None,
         };
         inner.launch(window);
         ExecPolicy {
@@ -277,10 +345,29 @@ impl Inner {
             Err(e) => return self.fail_plain(ExecError::Home(e)),
         };
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let sandbox = sandbox();
+        let mut binds = vec![cwd.clone()];
+        for r in &self.text.reads {
+            let path = cwd.join(r);
+            if let Err(source) = std::fs::metadata(&path) {
+                return self.fail_plain(ExecError::ReadMissing { path, source });
+            }
+            binds.push(path);
+        }
+        if sandbox.is_isolated() {
+            let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
+            for path in &binds[1..] {
+                if let Some(why) = crate::execution::sandbox::unseen(path, &all) {
+                    let path = path.clone();
+                    return self.fail_plain(ExecError::ReadHidden { path, why });
+                }
+            }
+            self.unseen_by = Some(binds.clone());
+        }
         match Process::start(
-            &sandbox(),
+            &sandbox,
             home.path(),
-            &cwd,
+            &binds,
             &self.text.command,
             self.text.max_line,
         ) {
@@ -376,7 +463,10 @@ impl Inner {
                     .and_then(Process::exit_status)
                     .map(|s| format!(" ({s})"))
                     .unwrap_or_default();
-                format!("exited{status} before answering the `{kind}` request")
+                format!(
+                    "exited{status} before answering the `{kind}` request{}",
+                    self.unseen_hint()
+                )
             }
             Fault::TooLong(_) => format!(
                 "wrote a line longer than {} bytes (max_line) answering the `{kind}` request",
@@ -388,6 +478,50 @@ impl Inner {
             ),
             Fault::Io(e) => format!("could not be read answering the `{kind}` request: {e}"),
         }
+    }
+
+    /// For a process that exited under bubblewrap: the paths its command names (its script, a
+    /// file it reads) and its working folder that the sandbox does not show, each with why and
+    /// the `read=` that shows it; empty when there is none.
+    fn unseen_hint(&self) -> String {
+        let Some(binds) = &self.unseen_by else {
+            return String::new();
+        };
+        let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
+        let cwd = &binds[0];
+        let mut out = String::new();
+        for path in named_paths(&self.text.command, cwd) {
+            let Some(why) = crate::execution::sandbox::unseen(&path, &all) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "; {} is not visible in the sandbox ({why})",
+                path.display()
+            ));
+            let dir = path.parent().unwrap_or(&path);
+            let below_cover =
+                matches!(why, Unseen::Hidden(_) | Unseen::Private(_)) && dir != why.cover();
+            if below_cover {
+                let mut text = self.text.clone();
+                text.reads.push(dir.to_path_buf());
+                out.push_str(&format!("; show it with exec:{}", text.canonical()));
+            } else {
+                out.push_str(&format!(
+                    "; move it into a folder of its own below {} and show that folder with exec:read=FOLDER {}",
+                    why.cover().display(),
+                    self.text.command
+                ));
+            }
+        }
+        if out.is_empty() {
+            if let Some(why) = crate::execution::sandbox::unseen(cwd, &all) {
+                out.push_str(&format!(
+                    "; its working folder {} (the folder foldbench was started in) is not visible in the sandbox ({why}): name the policy's files by paths the sandbox shows, or show their folder with exec:read=FOLDER",
+                    cwd.display()
+                ));
+            }
+        }
+        out
     }
 
     fn log_line(&mut self, dir: &str, line: &str) {

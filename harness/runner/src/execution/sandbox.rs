@@ -400,43 +400,75 @@ fn bwrap_args_from(
     a
 }
 
-/// Why a host path is not what a process in the sandbox sees there, when it is not: `None`
-/// when the sandbox shows it as the host has it. `binds` are the folders bound in besides the
-/// workspace (a policy's working folder, its `read=` folders), as [`bwrap_args_with`] takes
-/// them. For the message of a policy whose script the sandbox hides (`exec_policy`).
-pub(crate) fn hidden_reason(path: &Path, binds: &[&Path]) -> Option<String> {
+/// Why the sandbox does not show a host path as the host has it ([`unseen`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unseen {
+    /// Below a folder the sandbox mounts its own of (`/proc`, `/dev`).
+    Own(&'static str),
+    /// In a hidden folder (the home folder, `/tmp`, …) and in no folder bound in.
+    Hidden(PathBuf),
+    /// In a host entry only its owner or group may read.
+    Private(PathBuf),
+}
+
+impl Unseen {
+    /// The folder (or file) that hides it.
+    pub fn cover(&self) -> &Path {
+        match self {
+            Unseen::Own(p) => Path::new(p),
+            Unseen::Hidden(p) | Unseen::Private(p) => p,
+        }
+    }
+}
+
+impl fmt::Display for Unseen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unseen::Own(p) => write!(f, "the sandbox has its own {p}"),
+            Unseen::Hidden(p) => write!(
+                f,
+                "{} is replaced by an empty folder in the sandbox",
+                p.display()
+            ),
+            Unseen::Private(p) => write!(
+                f,
+                "{} is readable only by its owner or group, so the sandbox covers it",
+                p.display()
+            ),
+        }
+    }
+}
+
+/// Why a process in the sandbox does not see the host's `path` as the host has it, or `None`
+/// when it does. `binds` are the folders bound in besides the workspace (a policy's working
+/// folder and its `read=` folders), as [`bwrap_args_with`] takes them: one inside a hidden or
+/// private folder shows what it holds. For the messages of a policy whose files the sandbox
+/// hides (`exec_policy`).
+pub(crate) fn unseen(path: &Path, binds: &[&Path]) -> Option<Unseen> {
     let path = real(path);
     let binds: Vec<PathBuf> = binds.iter().map(|b| real(b)).collect();
     let hidden = hidden_folders();
-    let shown_by_bind = |p: &Path| {
-        binds.iter().any(|b| {
-            p.starts_with(b)
-                && (hidden.iter().any(|h| b.starts_with(h) && b != h)
-                    || private_entries()
-                        .iter()
-                        .any(|e| e.dir && b.starts_with(&e.path) && *b != e.path))
-        })
-    };
-    if let Some(own) = OWN.iter().chain(&["/dev"]).find(|o| path.starts_with(o)) {
-        return Some(format!("the sandbox has its own {own}"));
+    let private = private_entries();
+    let shown = binds.iter().any(|b| {
+        path.starts_with(b)
+            && (hidden.iter().any(|h| b.starts_with(h) && b != h)
+                || private
+                    .iter()
+                    .any(|e| e.dir && b.starts_with(&e.path) && *b != e.path))
+    });
+    if let Some(own) = ["/proc", "/dev"].into_iter().find(|o| path.starts_with(o)) {
+        return Some(Unseen::Own(own));
+    }
+    if shown {
+        return None;
     }
     if let Some(h) = hidden.iter().find(|h| path.starts_with(h)) {
-        if !shown_by_bind(&path) {
-            return Some(format!(
-                "{} is replaced by an empty folder in the sandbox",
-                h.display()
-            ));
-        }
+        return Some(Unseen::Hidden(h.clone()));
     }
-    if let Some(e) = private_entries().iter().find(|e| path.starts_with(&e.path)) {
-        if !shown_by_bind(&path) {
-            return Some(format!(
-                "{} is readable only by its owner or group, so the sandbox covers it",
-                e.path.display()
-            ));
-        }
-    }
-    None
+    private
+        .iter()
+        .find(|e| path.starts_with(&e.path))
+        .map(|e| Unseen::Private(e.path.clone()))
 }
 
 /// Folders replaced by empty private ones inside the sandbox: the host's home (keys, tokens
