@@ -840,3 +840,114 @@ fn a_policy_that_fails_in_replay_leaves_that_session_out_and_replay_exits_100() 
         "a failed replay is not counted: {out}"
     );
 }
+
+/// `examples/policies/none.py` that exits at its first request of turn 2: it fails on the
+/// sessions with two human turns or more and completes the others.
+fn crashing_at_turn_2() -> String {
+    std::fs::read_to_string(root().join("examples/policies/none.py"))
+        .unwrap()
+        .replace(
+            "    answers = {",
+            "    if req.get(\"turn\", 0) >= 2:\n        sys.stderr.write(\"broken at turn 2\\n\")\n        sys.exit(5)\n    answers = {",
+        )
+}
+
+#[test]
+fn a_policy_that_fails_on_some_sessions_is_compared_on_the_sessions_both_completed() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("broken.py"), crashing_at_turn_2()).unwrap();
+    let sessions = root().join("tests/fixtures/real-sessions");
+    let policy = "exec:python3 broken.py";
+    let run = |format: &str| {
+        foldbench(
+            tmp.path(),
+            &tmp.path().join("log"),
+            &[
+                "replay",
+                sessions.to_str().unwrap(),
+                "--policy",
+                "none",
+                "--policy",
+                policy,
+                "--format",
+                format,
+            ],
+        )
+    };
+    let o = run("json");
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["policies"].as_array().unwrap();
+    let (none, exec) = (&rows[0], &rows[1]);
+    assert_eq!(exec["policy"], policy);
+    // The three sessions with two human turns or more are left out for both: the rest are
+    // the same sessions under both, and this policy sends what none sends.
+    assert_eq!(doc["sessions"], 7, "{}", doc["left_out"]);
+    assert_eq!(exec["sessions"], none["sessions"]);
+    assert_eq!(exec["requests"], none["requests"]);
+    assert_eq!(exec["total_input"], none["total_input"]);
+    assert_eq!(exec["total_ratio"], 1.0);
+    assert_eq!(exec["incl_recovery_ratio"], 1.0);
+    assert_eq!(exec["cost"], none["cost"]);
+    let left = doc["left_out"]["sessions"].as_array().unwrap();
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(
+        left.iter()
+            .all(|s| s["failed"] == serde_json::json!([policy])),
+        "{left:?}"
+    );
+
+    let o = run("table");
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("3 of 10 sessions are left out of the tables, the verdict and the frontier"),
+        "{out}"
+    );
+    assert!(out.contains("(7 sessions; 3 left out"), "{out}");
+    assert!(
+        out.contains(
+            "Replay of 7 sessions (3 more left out: a policy failed on them) from 10 files"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("no saving (tokens Σ× 1.00"), "{out}");
+    assert!(!out.contains("0.41"), "{out}");
+}
+
+#[test]
+fn a_policy_that_fails_on_every_session_is_left_out_and_the_others_compared() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("dead.py"), "import sys\nsys.exit(7)\n").unwrap();
+    let sessions = root().join("tests/fixtures/real-sessions");
+    let o = foldbench(
+        tmp.path(),
+        &tmp.path().join("log"),
+        &[
+            "replay",
+            sessions.to_str().unwrap(),
+            "--policy",
+            "none",
+            "--policy",
+            "trim",
+            "--policy",
+            "exec:python3 dead.py",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["sessions"], 10);
+    let names: Vec<&str> = doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["none", "trim"]);
+    assert_eq!(
+        doc["left_out"]["policies"],
+        serde_json::json!(["exec:python3 dead.py"])
+    );
+}
