@@ -951,3 +951,167 @@ fn a_policy_that_fails_on_every_session_is_left_out_and_the_others_compared() {
         serde_json::json!(["exec:python3 dead.py"])
     );
 }
+
+/// A policy keyed on what a call does, not on its name: every read result of an earlier turn
+/// is cleared, and the request's action says how many.
+const CLEAR_READS_PY: &str = r#"
+import json, sys
+view, store = [], {}
+for line in sys.stdin:
+    req = json.loads(line)
+    ctx = req.get("context")
+    if ctx is not None:
+        del view[ctx["keep"]:]
+        for m in ctx["append"]:
+            m = store[m["ref"]] if "ref" in m else m
+            store[m["id"]] = m
+            view.append(m)
+    t = req["type"]
+    if t == "hello":
+        ans = {"type": "hello", "protocol": 1}
+    elif t == "plan":
+        send, n = [], 0
+        for i, m in enumerate(view):
+            if m["role"] == "tool" and m.get("tool_category") == "read" and m["turn"] < req["turn"]:
+                send.append({"like": i, "text": "[read result cleared]", "cleared": True})
+                n += 1
+            else:
+                send.append(i)
+        ans = {"type": "send", "messages": send}
+        if n:
+            ans["action"] = "cleared %d read results" % n
+    elif t == "card":
+        ans = {"type": "card", "card": None}
+    elif t == "end_turn":
+        ans = {"type": "splices", "splices": []}
+    else:
+        ans = {"type": "ok"}
+    ans["re"] = req["id"]
+    sys.stdout.write(json.dumps(ans) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn a_policy_keyed_on_reads_acts_in_run_and_in_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("clear_reads.py"), CLEAR_READS_PY).unwrap();
+    let policy = "exec:python3 clear_reads.py";
+    let log = tmp.path().join("log");
+    let cleared = |lines: &[Value]| {
+        lines
+            .iter()
+            .filter(|r| {
+                r["policy"] == policy
+                    && r["action"]
+                        .as_str()
+                        .is_some_and(|a| a.starts_with("cleared "))
+            })
+            .count()
+    };
+    // In run, the calls are foldbench's (`read_file`).
+    let out = tmp.path().join("run");
+    let task = root().join("tasks/trim-rerun.yaml");
+    let o = foldbench(
+        tmp.path(),
+        &log,
+        &[
+            "run",
+            "--tasks",
+            task.to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--policy",
+            policy,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let requests: Vec<Value> = json_lines(&out.join("requests.jsonl"))
+        .into_iter()
+        .map(|mut r| {
+            r["policy"] = policy.into();
+            r
+        })
+        .collect();
+    assert!(cleared(&requests) > 0, "run: nothing cleared");
+    let hello = std::fs::read_to_string(&log).unwrap();
+    assert!(hello.contains(r#""mode":"run""#), "{hello}");
+    // In replay, the recorded agent's (Claude Code's `Read{file_path}`).
+    std::fs::remove_file(&log).unwrap();
+    let sessions = root().join("tests/fixtures/real-sessions");
+    let lines = tmp.path().join("requests.jsonl");
+    let o = foldbench(
+        tmp.path(),
+        &log,
+        &[
+            "replay",
+            sessions.to_str().unwrap(),
+            "--policy",
+            "none",
+            "--policy",
+            policy,
+            "--requests-out",
+            lines.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(cleared(&json_lines(&lines)) > 0, "replay: nothing cleared");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ratio = doc["policies"][1]["total_ratio"].as_f64().unwrap();
+    assert!(ratio < 1.0, "replay: Σ× {ratio}");
+    let hello = std::fs::read_to_string(&log).unwrap();
+    assert!(hello.contains(r#""mode":"replay""#), "{hello}");
+}
+
+#[test]
+fn a_sweep_in_an_exec_command_makes_arms_that_match_the_built_in_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = root().join("tests/fixtures/real-sessions");
+    let o = foldbench(
+        &root(),
+        &tmp.path().join("log"),
+        &[
+            "replay",
+            sessions.to_str().unwrap(),
+            "--policy",
+            "trim:keep=[0,3]",
+            "--policy",
+            "exec:python3 examples/policies/trim.py keep=[0,3]",
+            "--policy",
+            "exec:python3 examples/policies/none.py|trim:keep=0",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: BTreeMap<String, u64> = doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["policy"].as_str().unwrap().to_string(),
+                p["total_input"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for keep in [0, 3] {
+        let exec = format!("exec:python3 examples/policies/trim.py keep={keep}");
+        assert_eq!(
+            rows.get(&exec),
+            rows.get(&format!("trim:keep={keep}")),
+            "{rows:?}"
+        );
+    }
+    // A step after the command: none.py's messages, then trim's.
+    assert_eq!(
+        rows.get("exec:python3 examples/policies/none.py|trim:keep=0"),
+        rows.get("trim:keep=0"),
+        "{rows:?}"
+    );
+    assert_ne!(rows.get("trim:keep=0"), rows.get("trim:keep=3"), "{rows:?}");
+}

@@ -223,6 +223,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
             p.display()
         )));
     }
+    harness_runner::exec_policy::set_replay(true);
     let (replayer, prices) = replayer_of(&a)?;
     let labels = load_labels(&a.source)?;
     let loaded = load_sessions(&a.source, "replay")?;

@@ -193,11 +193,112 @@ pub fn entry() -> Entry {
             .map(|_| ())
             .map_err(invalid)
     })
+    .sweep(sweep_command)
     .summary("a policy of your own as a process speaking JSON lines: exec:COMMAND (docs/policy-protocol.md)")
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
     .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
     .param("read", "", "path", "a folder shown read-only in the sandbox (repeatable; its script below the home folder or /tmp), written before the command")
+}
+
+/// The arms of an `exec:` text (after `exec:`): one per value of each sweep in its command,
+/// crossed in the order written. A sweep is a word `KEY=VALUE` outside quotes (`--keep=0..2`,
+/// `keep=[1,3]`, `--mode=[a,b]`) whose value is a range or a list of two or more, written as a
+/// parameter's sweep is (`policies::sweep`); each arm's command has the word with one value in
+/// its place, the other words as written. A quoted word (`'--keep=0..2'`) is the command's own.
+fn sweep_command(text: &str) -> Result<Vec<policies::sweep::Point>, PolicyError> {
+    use policies::sweep::{is_sweep, values, Point, MAX_POINTS};
+    let parsed = ExecText::parse(text).map_err(invalid)?;
+    let command = parsed.command.clone();
+    let mut swept: Vec<(std::ops::Range<usize>, String, Vec<String>)> = Vec::new();
+    for range in unquoted_words(&command) {
+        let word = &command[range.clone()];
+        let Some((key, value)) = word.split_once('=') else {
+            continue;
+        };
+        let name = key.trim_start_matches('-');
+        let is_key = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+        let list = value.starts_with('[');
+        if !is_key || !is_sweep(value) || (list && !value.contains(',')) {
+            continue;
+        }
+        swept.push((range, key.to_string(), values(key, value)?));
+    }
+    if swept.is_empty() {
+        return Ok(vec![Point {
+            text: text.trim().to_string(),
+            values: Vec::new(),
+        }]);
+    }
+    let count = swept.iter().map(|(_, _, v)| v.len()).product::<usize>();
+    if count > MAX_POINTS {
+        return Err(policies::SweepError::TooManyArms {
+            policy: format!("{NAME}:{text}"),
+        }
+        .into());
+    }
+    let mut points = Vec::with_capacity(count);
+    for k in 0..count {
+        let mut rest = k;
+        let mut picked: Vec<(String, String)> = vec![(String::new(), String::new()); swept.len()];
+        for (i, (_, key, vals)) in swept.iter().enumerate().rev() {
+            picked[i] = (key.clone(), vals[rest % vals.len()].clone());
+            rest /= vals.len();
+        }
+        let mut cmd = String::with_capacity(command.len());
+        let mut at = 0;
+        for ((range, _, _), (key, v)) in swept.iter().zip(&picked) {
+            cmd.push_str(&command[at..range.start]);
+            cmd.push_str(&format!("{key}={v}"));
+            at = range.end;
+        }
+        cmd.push_str(&command[at..]);
+        let arm = ExecText {
+            command: cmd,
+            ..parsed.clone()
+        };
+        points.push(Point {
+            text: arm.canonical(),
+            values: picked,
+        });
+    }
+    Ok(points)
+}
+
+/// The byte ranges of the words of a shell command that hold no quote and no backslash (the
+/// words a sweep may be written in).
+fn unquoted_words(command: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut quote: Option<char> = None;
+    let mut plain = true;
+    for (i, c) in command.char_indices().chain([(command.len(), ' ')]) {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c.is_whitespace() => {
+                if let Some(s) = start.take() {
+                    if plain {
+                        out.push(s..i);
+                    }
+                }
+                plain = true;
+            }
+            None => {
+                start.get_or_insert(i);
+                if c == '\'' || c == '"' {
+                    quote = Some(c);
+                    plain = false;
+                } else if c == '\\' {
+                    plain = false;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What to do about a `read=` path the sandbox cannot show.
@@ -243,6 +344,16 @@ pub fn with_exec(mut registry: Registry) -> Registry {
         let _ = registry.register(entry());
     }
     registry
+}
+
+/// Whether the policies started from now on replay recorded sessions ([`set_replay`]).
+static REPLAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says to the `exec:` policies started from now on, in their handshake's `mode`, whether they
+/// replay recorded sessions (`foldbench replay`: the calls they see are the recorded agent's,
+/// and no workspace tool runs) or run sessions (the default).
+pub fn set_replay(replay: bool) {
+    REPLAY.store(replay, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn sandbox_slot() -> &'static RwLock<Option<Sandbox>> {
@@ -375,13 +486,20 @@ impl Inner {
             Err(e) => return self.fail_plain(e),
         }
         self._home = Some(home);
-        let workspace: Vec<String> = crate::tools::tool_specs()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let replay = REPLAY.load(std::sync::atomic::Ordering::Relaxed);
+        // In replay no tool runs: the calls in the view are the recorded agent's.
+        let workspace: Vec<String> = if replay {
+            Vec::new()
+        } else {
+            crate::tools::tool_specs()
+                .into_iter()
+                .map(|t| t.name)
+                .collect()
+        };
+        let mode = if replay { "replay" } else { "run" };
         let hello = self.ask(
             "hello",
-            json!({"protocol": PROTOCOL, "window": window, "workspace_tools": workspace}),
+            json!({"protocol": PROTOCOL, "window": window, "mode": mode, "workspace_tools": workspace}),
             &["hello"],
         );
         if let Some((v, line)) = hello {
@@ -765,6 +883,81 @@ mod tests {
             "checking starts nothing"
         );
         assert!(reg.check("exec:").is_err());
-        assert_eq!(reg.expand("exec:python3 p.py keep=[1,2]").unwrap().len(), 1);
+    }
+
+    /// The texts and swept values of `text`'s arms.
+    fn arms(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+        let reg = with_exec(Registry::builtin());
+        reg.expand(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .into_iter()
+            .map(|p| (p.text, p.values))
+            .collect()
+    }
+
+    #[test]
+    fn a_sweep_in_the_command_makes_one_arm_per_value_and_a_quoted_word_stays_as_written() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            arms("exec:python3 p.py --keep=0..2"),
+            [0, 1, 2]
+                .iter()
+                .map(|n| (
+                    format!("exec:python3 p.py --keep={n}"),
+                    vec![kv("--keep", &n.to_string())]
+                ))
+                .collect::<Vec<_>>()
+        );
+        let crossed = arms("exec:timeout=5 python3 p.py keep=[1,3] --mode=[a,b]");
+        assert_eq!(crossed.len(), 4, "{crossed:?}");
+        assert_eq!(crossed[1].0, "exec:timeout=5 python3 p.py keep=1 --mode=b");
+        assert_eq!(crossed[1].1, vec![kv("keep", "1"), kv("--mode", "b")]);
+        // Quoted, or one value in brackets (a character class): passed on as written.
+        for text in [
+            "exec:python3 p.py '--keep=0..2'",
+            "exec:python3 p.py \"keep=[1,2]\"",
+            "exec:python3 p.py --re=[a-z]",
+            "exec:python3 ../p.py",
+        ] {
+            assert_eq!(arms(text), [(text.to_string(), vec![])], "{text}");
+        }
+        let reg = with_exec(Registry::builtin());
+        let err = reg.expand("exec:python3 p.py --keep=3..1").unwrap_err();
+        assert!(err.to_string().contains("3..1"), "{err}");
+    }
+
+    #[test]
+    fn a_policy_after_the_command_makes_a_pipeline_and_a_shell_pipe_stays_the_command_s() {
+        let reg = with_exec(Registry::builtin());
+        let spec = reg.parse("exec:python3 p.py|trim").unwrap();
+        assert_eq!(spec.name, policies::pipeline::NAME);
+        assert_eq!(spec.label(), "exec:python3 p.py|trim");
+        assert_eq!(reg.parse(&spec.label()).unwrap(), spec);
+        let spec = reg
+            .parse("exec:python3 p.py | tee log|trim:keep=2")
+            .unwrap();
+        assert_eq!(spec.name, policies::pipeline::NAME);
+        assert_eq!(spec.label(), "exec:python3 p.py | tee log|trim:keep=2");
+        let spec = reg.parse("exec:python3 p.py | tee log").unwrap();
+        assert_eq!(spec.name, NAME);
+        assert_eq!(spec.arg.as_deref(), Some("python3 p.py | tee log"));
+        // After a step as before one; sweeps cross.
+        assert_eq!(
+            reg.parse("trim|exec:python3 p.py").unwrap().label(),
+            "trim|exec:python3 p.py"
+        );
+        let texts: Vec<String> = arms("exec:python3 p.py --k=1..2|trim:keep=[0,1]")
+            .into_iter()
+            .map(|a| a.0)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "exec:python3 p.py --k=1|trim:keep=0",
+                "exec:python3 p.py --k=1|trim:keep=1",
+                "exec:python3 p.py --k=2|trim:keep=0",
+                "exec:python3 p.py --k=2|trim:keep=1"
+            ]
+        );
     }
 }
