@@ -1115,3 +1115,58 @@ fn a_sweep_in_an_exec_command_makes_arms_that_match_the_built_in_sweep() {
     );
     assert_ne!(rows.get("trim:keep=0"), rows.get("trim:keep=3"), "{rows:?}");
 }
+
+#[test]
+fn the_topic_example_folds_each_topic_at_the_end_of_the_turn_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, log) = (tmp.path().join("run"), tmp.path().join("log"));
+    let task = root().join("tasks/return-to-login.yaml");
+    let o = foldbench(
+        &root(),
+        &log,
+        &[
+            "run",
+            "--tasks",
+            task.to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--policy",
+            "exec:python3 examples/policies/fold_on_topic_change.py",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // Each end_turn request's turn, with the splices answered to it.
+    let lines: Vec<(bool, Value)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| (l.starts_with("> "), serde_json::from_str(&l[2..]).unwrap()))
+        .collect();
+    let mut folds = Vec::new();
+    for w in lines.windows(2) {
+        if let [(true, req), (false, ans)] = w {
+            if req["type"] == "end_turn" {
+                for s in ans["splices"].as_array().unwrap() {
+                    folds.push((
+                        req["turn"].as_u64().unwrap(),
+                        s["from"].clone(),
+                        s["to"].clone(),
+                    ));
+                }
+            }
+        }
+    }
+    // Turns 1–2 are the lockout, 3–4 the reset mail (turn 5 returns to the lockout with a long
+    // message): each topic is folded whole, at the end of the turn after its last.
+    assert_eq!(
+        folds,
+        [(3, 1.into(), 2.into()), (5, 3.into(), 4.into())],
+        "{folds:?}"
+    );
+    let applied = lines
+        .iter()
+        .filter(|(to, v)| *to && v["type"] == "spliced" && v["applied"] == true)
+        .count();
+    assert_eq!(applied, 2);
+}

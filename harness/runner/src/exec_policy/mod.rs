@@ -198,7 +198,7 @@ pub fn entry() -> Entry {
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
     .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
-    .param("read", "", "path", "a folder shown read-only in the sandbox (repeatable; its script below the home folder or /tmp), written before the command")
+    .param("read", "none", "path", "a folder shown read-only in the sandbox (repeatable; its script below the home folder or /tmp), written before the command")
 }
 
 /// The arms of an `exec:` text (after `exec:`): one per value of each sweep in its command,
