@@ -1,7 +1,8 @@
 //! The sandbox's view does not depend on the folder foldbench starts in: started from `/`, from
-//! the home folder and from a checkout, a shell call of a cell and an `exec:` policy each see
-//! bubblewrap as pid 1 (their own `/proc`), cannot read `/etc/shadow`, and see neither the
-//! host's `/tmp` nor its home folder (issue 37, items 5 and 11).
+//! the home folder and from a checkout, a shell call of a cell, an `exec:` policy and a real
+//! agent's process (`run --agent exec:CMD`) each see bubblewrap as pid 1 (their own `/proc`),
+//! cannot read `/etc/shadow`, and see neither the host's `/tmp` nor its home folder (issue 37,
+//! items 5 and 11).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -183,6 +184,54 @@ fn an_exec_policy_sees_the_same_sandbox_from_root_home_and_a_checkout() {
             "an exec: policy of a replay started in {}: {}",
             start.display(),
             text(&o)
+        );
+    }
+}
+
+#[test]
+fn an_agent_process_sees_the_same_sandbox_from_root_home_and_a_checkout() {
+    if !sandbox_works() {
+        return;
+    }
+    let c = Canaries::new();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("fx")).unwrap();
+    std::fs::write(d.path().join("fx/a.txt"), "A = 1\n").unwrap();
+    // The check passes when the agent's process saw the hidden view.
+    let spec = format!(
+        "name: view\ndescription: what an agent's process sees\nrepo: fx\nturns:\n  - user: \"look\"\n    unit: a\n    script:\n      - say: \"seen\"\nchecks:\n  - file_contains: {{ path: view.txt, text: {} }}\n",
+        serde_json::to_string(HIDDEN).unwrap()
+    );
+    std::fs::write(d.path().join("view.yaml"), spec).unwrap();
+    // The agent: the probe's output written into the workspace, in the command itself (no file
+    // of the host is needed).
+    let script = format!(
+        "import subprocess\nopen('view.txt', 'w').write(subprocess.run(['sh', '-c', {}], capture_output=True, text=True).stdout)\nprint('seen')\n",
+        serde_json::to_string(&c.probe()).unwrap()
+    );
+    let hex: String = script.bytes().map(|b| format!("{b:02x}")).collect();
+    let agent = format!("exec:python3 -c \"exec(bytes.fromhex('{hex}').decode())\"");
+    for (k, start) in starts().iter().enumerate() {
+        let out = d.path().join(format!("run-{k}"));
+        let o = Command::new(binary())
+            .current_dir(start)
+            .args(["run", "--agent", &agent, "--tasks"])
+            .arg(d.path().join("view.yaml"))
+            .args(["--policy", "none", "--seeds", "1", "--sandbox", "bwrap"])
+            .arg("--out")
+            .arg(&out)
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        let cells = std::fs::read_to_string(out.join("cells.jsonl")).unwrap_or_default();
+        let record: serde_json::Value = serde_json::from_str(cells.trim())
+            .unwrap_or_else(|e| panic!("{}: {e}: {}", start.display(), text(&o)));
+        assert_eq!(
+            record["checks"][0]["passed"],
+            true,
+            "an agent's process of a run started in {}: {}",
+            start.display(),
+            record["checks"]
         );
     }
 }
