@@ -16,6 +16,9 @@
 //!   (`/etc/shadow`, `/etc/gshadow`, private keys, …: `PrivateEntry`) covered, since root owns
 //!   most of them. Why not a non-zero `--uid`: bubblewrap started by root maps the sandbox's user
 //!   to root's own, so the kernel still sees the owner of those files;
+//! - the same view wherever foldbench starts: the mounts are made parents first, so a folder
+//!   bound in (a policy's working folder that is `/` or the home folder) never uncovers
+//!   `/proc`, `/dev`, a hidden folder or a private file (`bwrap_args_with`);
 //! - a cleared environment plus the allow-list of [`allowed_env`];
 //! - `--die-with-parent` and a PID namespace: when the call ends, every process it started,
 //!   `setsid` and double-forked ones included, is killed with it.
@@ -400,7 +403,7 @@ fn bwrap_args_from(
     a
 }
 
-/// Why the sandbox does not show a host path as the host has it ([`unseen`]).
+/// Why the sandbox does not show a host path as the host has it (`unseen`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unseen {
     /// Below a folder the sandbox mounts its own of (`/proc`, `/dev`).
