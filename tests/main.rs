@@ -25,6 +25,7 @@ mod output;
 mod outside;
 mod peers;
 mod planted;
+mod policy_authors;
 mod policy_docs;
 mod proxy;
 mod runs;
