@@ -554,6 +554,21 @@ fn write_splices(shared: &Shared, e: &mut Entry, decoded: &Decoded) {
         e.root.clone_from(&root);
     }
     apply_splices(shared, e, &splices, turn.saturating_sub(1), root.as_deref());
+    // The files the policy keeps for the model, written under the agent's folder. (The
+    // messages of this request join the context in the plan: a file for one of them is asked
+    // for at the next request.)
+    let root = e.root.clone();
+    for f in e.conv.offloads() {
+        let written = root
+            .as_deref()
+            .is_some_and(|r| crate::execution::beneath::write_new(r, &f.path, &f.bytes).is_ok());
+        if written {
+            if let Ok(mut r) = shared.recorder.lock() {
+                r.archive(&e.cell, &f.path, &f.bytes);
+            }
+        }
+        e.conv.offloaded(&f.path, written);
+    }
 }
 
 /// Writes each splice's archive under `root` (flushed), then applies the splice; a splice
