@@ -73,7 +73,11 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
         time: std::time::Duration::from_secs(a.answer_time),
     };
     let proxy = Proxy::start(cfg).await.map_err(Error::refused)?;
-    println!("{}", proxy.base_url());
+    if let Err(e) = crate::out::line(&proxy.base_url()) {
+        // Standard output that cannot take the URL ends the proxy: a caller reads it there.
+        let _ = proxy.stop().await;
+        return Err(e);
+    }
     eprintln!(
         "proxy on {} → {upstream} under {}; records in {}; Ctrl-C stops",
         proxy.base_url(),

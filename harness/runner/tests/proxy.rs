@@ -593,3 +593,73 @@ async fn a_policy_process_that_fails_gives_the_agent_an_error_and_the_record_say
     let why = records[0].error.clone().unwrap_or_default();
     assert!(why.contains("the policy failed"), "{why}");
 }
+
+#[tokio::test]
+async fn every_peer_arm_answers_through_the_proxy() {
+    // Each peer's arm, with its defaults, takes a conversation through the proxy: the request
+    // goes upstream and the answer comes back.
+    for name in policies::PEERS {
+        let up = Upstream::start().await;
+        let out = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let p = proxy(name, &up, out.path(), Some(work.path())).await;
+        let (status, _, text) = post(&p, "/v1/messages", &two_turns(false)).await;
+        assert_eq!(status, 200, "{name}: {text}");
+        assert_eq!(up.bodies().len(), 1, "{name}");
+    }
+}
+
+/// A Claude Code conversation with a long Bash output, and `extra` more messages after it.
+fn long_bash(extra: &[Value]) -> Value {
+    let log: String = (0..200).map(|i| format!("build line {i:03}\n")).collect();
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "build it"}]}),
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "make"}}]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": log}]}),
+    ];
+    messages.extend(extra.iter().cloned());
+    json!({
+        "model": "claude-x", "max_tokens": 1000, "stream": false,
+        "system": [{"type": "text", "text": "You are an agent."}],
+        "tools": tools(), "messages": messages,
+    })
+}
+
+#[tokio::test]
+async fn gemini_cli_saves_a_long_shell_output_in_the_agents_folder_and_points_at_it() {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let p = proxy(
+        "gemini-cli:truncate_tool_output_threshold=500",
+        &up,
+        out.path(),
+        Some(work.path()),
+    )
+    .await;
+    let (status, _, text) = post(&p, "/v1/messages", &long_bash(&[])).await;
+    assert_eq!(status, 200, "{text}");
+    // The output joins the context with this request: its file is written before the next.
+    let more = [
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "c2", "name": "Read", "input": {"file_path": "a.py"}}]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c2", "content": "x = 1"}]}),
+    ];
+    let (status, _, text) = post(&p, "/v1/messages", &long_bash(&more)).await;
+    assert_eq!(status, 200, "{text}");
+    let file = work
+        .path()
+        .join(".foldbench/archive/tool-outputs/bash_c1.txt");
+    let saved =
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    assert!(saved.starts_with("build line 000\n") && saved.ends_with("build line 199\n"));
+    let got = up.bodies();
+    let sent = got[1]["messages"][2]["content"][0]["content"].to_string();
+    assert!(
+        sent.contains("Output too large. Showing first 100 and last 400 characters. For full output see: .foldbench/archive/tool-outputs/bash_c1.txt"),
+        "{sent}"
+    );
+}

@@ -441,6 +441,16 @@ impl Conversation {
         splices
     }
 
+    /// The files the policy wants written (a cut tool output, the history before a summary).
+    pub fn offloads(&mut self) -> Vec<harness_core::policy::Offload> {
+        self.driver.offloads()
+    }
+
+    /// The host wrote (`written`) or could not write an offloaded file.
+    pub fn offloaded(&mut self, path: &str, written: bool) {
+        self.driver.offloaded(path, written);
+    }
+
     /// Applies a splice whose archive was written; `None` when its range is gone.
     pub fn apply_splice(
         &mut self,

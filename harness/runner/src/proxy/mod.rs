@@ -27,6 +27,7 @@
 
 pub mod conversation;
 mod error;
+mod forward;
 pub mod record;
 mod relay;
 mod upstream;
