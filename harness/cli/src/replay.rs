@@ -231,6 +231,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
             p.display()
         )));
     }
+    harness_runner::exec_policy::set_replay(true);
     let (replayer, prices) = replayer_of(&a)?;
     let labels = load_labels(&a.source)?;
     let loaded = load_sessions(&a.source, "replay")?;
@@ -238,6 +239,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let (replays, losses) =
         replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
     let failed = policy_errors(&replays);
+    let (replays, labels_order, left_out) =
+        harness_replay::answer::completed(replays, &replayer.labels());
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
     let subagents = crate::replay_subagents::subagents_of(
         &loaded.sessions,
@@ -246,7 +249,6 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         threads(a.source.jobs),
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
-    let labels_order = replayer.labels();
     let models = sessions::history::model_prices(&loaded.sessions, &prices);
     let price_notes = sessions::history::price_notes(&models, &prices.default, &loaded.sessions);
     let (truth, truth_all) = report::truth_table(&truths);
@@ -259,7 +261,16 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let r = Replayed {
         summary,
         caveats,
-        requests: loaded.sessions.iter().map(|s| s.requests.len()).sum(),
+        requests: loaded
+            .sessions
+            .iter()
+            .filter(|s| {
+                replays
+                    .iter()
+                    .any(|r| r.session.id == s.id && r.session.source == s.source)
+            })
+            .map(|s| s.requests.len())
+            .sum(),
         labelled: replays.iter().filter(|s| s.labelled).count(),
         judge: a.source.judge.into(),
         replays,
@@ -273,6 +284,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         subagents,
         losses,
         profile: replayer.config().behaviour.name.clone(),
+        left_out,
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
@@ -377,6 +389,8 @@ struct Replayed {
     losses: Vec<harness_replay::losses::SessionLosses>,
     /// The name of the behaviour profile recovery followed.
     profile: String,
+    /// The sessions and policies left out of the comparison (a policy failed on them).
+    left_out: harness_replay::answer::LeftOut,
 }
 
 /// The policies `replay` takes without `--policy` or a profile: foldbench's own
@@ -427,6 +441,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 requests: r.requests,
                 judge: r.judge.name(),
                 policies: &r.summary,
+                left_out: &r.left_out,
                 models: &r.models,
                 per_session: r.replays.iter().map(session_json).collect(),
                 ground_truth: r.truth_all,
@@ -452,7 +467,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     print_verdict(
         &answers,
-        r.replays.len(),
+        &r.left_out.sessions_label(),
         &r.profile,
         &harness_replay::answer::sensitivity(&r.replays, &answers),
         format,
@@ -471,7 +486,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
     print_heading(
         &format!(
             "Replay of {} from {}: {} × {}; judge {}{fallback}; window {}",
-            count(r.replays.len(), "session"),
+            r.left_out.sessions_phrase(),
             count(r.loaded.files, "file"),
             count(r.requests, "recorded request"),
             if r.labels_order.len() == 1 {
@@ -520,7 +535,8 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
 /// The notes under the policy table: the replay's, the hidden references', what the token
 /// figures count, the ratios' legend and the prices'.
 fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
-    let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
+    let mut notes = r.left_out.notes();
+    notes.extend(report::replay_notes(&r.replays, &r.summary, a.window));
     notes.extend(report::hidden_notes(&r.summary));
     notes.extend(r.caveats.iter().cloned());
     notes.push(report::TOKENS_NOTE.to_string());
@@ -544,7 +560,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
     let (tables, notes) = crate::replay_losses::with_losses(tables, notes, &r.losses);
     let heading = format!(
         "{} from {}, {} recorded requests; judge {}; window {}",
-        count(r.replays.len(), "session"),
+        r.left_out.sessions_phrase(),
         count(r.loaded.files, "file"),
         r.requests,
         r.judge.name(),
@@ -553,7 +569,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     let opening = page_opening(
         &answers,
-        r.replays.len(),
+        &r.left_out.sessions_label(),
         &r.profile,
         &harness_replay::answer::sensitivity(&r.replays, &answers),
     );

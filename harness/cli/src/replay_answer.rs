@@ -14,7 +14,7 @@ use crate::view::ViewArgs;
 /// its place on the frontier), broken to the terminal's width, or a Markdown list.
 pub(crate) fn print_verdict(
     answers: &[Answer],
-    sessions: usize,
+    sessions: &str,
     profile: &str,
     sensitivity: &[String],
     format: OutputFormat,
@@ -24,9 +24,8 @@ pub(crate) fn print_verdict(
     }
     if format == OutputFormat::Md {
         crate::out::line(&format!(
-            "### {} ({} sessions)\n",
+            "### {} ({sessions})\n",
             harness_report::answer::replay_heading(profile),
-            sessions
         ))?;
         for l in harness_report::answer::lines(answers) {
             crate::out::line(&format!("- {l}"))?;
@@ -72,7 +71,7 @@ pub(crate) fn print_heading(text: &str, format: OutputFormat) -> Result<(), Erro
 /// profile's intervals, the frontier's chart and its legend.
 pub(crate) fn page_opening(
     answers: &[Answer],
-    sessions: usize,
+    sessions: &str,
     profile: &str,
     sensitivity: &[String],
 ) -> Vec<Block> {
@@ -81,7 +80,7 @@ pub(crate) fn page_opening(
         return opening;
     }
     opening.push(Block::Heading(format!(
-        "{} ({sessions} sessions)",
+        "{} ({sessions})",
         harness_report::answer::replay_heading(profile)
     )));
     opening.push(Block::Lines(harness_report::answer::lines(answers)));
