@@ -36,3 +36,13 @@ pub fn profile(path: Option<&Path>) -> Result<Profile, Error> {
         None => Ok(Profile::shipped().clone()),
     }
 }
+
+/// How a record names the profile the sim followed: its name, and the end of its intervals
+/// when not the point (`fixtures`, `mine at high`).
+pub fn describe(profile: Profile, end: BehaviourEnd) -> String {
+    match end {
+        BehaviourEnd::Point => profile.name,
+        BehaviourEnd::Low => format!("{} at low", profile.name),
+        BehaviourEnd::High => format!("{} at high", profile.name),
+    }
+}

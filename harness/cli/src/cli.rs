@@ -600,9 +600,9 @@ fn config(
             crate::policy::NATIVE
         )));
     }
-    cell.sim_behaviour = crate::behaviour::profile(common.behaviour.as_deref())?
-        .at(common.behaviour_end.into())
-        .sim();
+    let profile = crate::behaviour::profile(common.behaviour.as_deref())?;
+    cell.sim_behaviour = profile.at(common.behaviour_end.into()).sim();
+    cell.sim_behaviour_name = crate::behaviour::describe(profile, common.behaviour_end);
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),

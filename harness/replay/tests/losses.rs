@@ -391,6 +391,49 @@ fn the_excess_over_the_base_rate_and_the_recovery_probability() {
 }
 
 #[test]
+fn one_loss_gives_an_interval_not_a_point() {
+    // Over one loss every bootstrap resample is that loss; the interval must still say how
+    // little two calls tell.
+    let mut after = before();
+    after
+        .compact("We were fixing the parser.")
+        .bash("cat src/a.py", "def parse_nested(tokens):\n    return PARSE_TABLE[tokens]")
+        .call(
+            "Edit",
+            json!({"file_path": "/w/src/a.py", "old_string": "x", "new_string": "parse_nested(stack_depth_max) + PARSE_TABLE"}),
+            "updated",
+        );
+    let sessions = vec![measured(&after), measured(&no_loss(60))];
+    let all = groups(&sessions);
+    let g = all.iter().find(|g| g.group == "all").unwrap();
+    assert_eq!((g.measured, g.after.calls, g.after.refetches()), (1, 2, 1));
+    // Wilson's 95% interval for 1 of 2: 0.0945 to 0.9055.
+    assert!(
+        g.refetch_rate.lo < 0.1 && g.refetch_rate.hi > 0.9,
+        "{:?}",
+        g.refetch_rate
+    );
+    let (lo, hi) = harness_replay::losses::stats::wilson(1, 2);
+    assert!(
+        (lo - 0.0945).abs() < 1e-3 && (hi - 0.9055).abs() < 1e-3,
+        "{lo} {hi}"
+    );
+    for r in [
+        g.no_source,
+        g.recover,
+        g.refetched_share,
+        g.excess_rate.unwrap(),
+    ] {
+        assert!(r.lo < r.point || r.point < r.hi, "{r:?}");
+        assert!(r.lo <= r.point && r.point <= r.hi, "{r:?}");
+    }
+    // The excess is a difference of two rates (0.5 − 0.075): Newcombe's interval from 1 of 2
+    // and 3 of 40 reaches down to about 0.001, where one resampled loss would say 0.425.
+    let e = g.excess_rate.unwrap();
+    assert!(e.lo < 0.01 && e.hi > 0.8, "{e:?}");
+}
+
+#[test]
 fn measure_all_finds_the_same_losses() {
     let sessions = vec![before().session(), {
         let mut cc = before();

@@ -187,10 +187,28 @@ pub fn lines(answers: &[Answer]) -> Vec<String> {
 /// The cost measure of every verdict, runs and replays alike.
 pub const COST_WORDS: &str = "tokens incl. recovery";
 
-/// The heading of a run's verdict.
-pub fn run_heading(baseline: &str) -> String {
+/// The heading of a run's verdict, naming the behaviour profile(s) the records' sim followed
+/// after a loss (none for real models and agents).
+pub fn run_heading(baseline: &str, records: &[CellRecord]) -> String {
+    let mut profiles: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.behaviour.as_deref())
+        .collect();
+    profiles.sort_unstable();
+    profiles.dedup();
+    let sim = match profiles.as_slice() {
+        [] => String::new(),
+        [one] => format!("; the sim after a loss: behaviour profile `{one}`"),
+        many => format!(
+            "; the sim after a loss: behaviour profiles {} (mixed records: compare with care)",
+            many.iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     format!(
-        "Verdict against {baseline}: {COST_WORDS} Σ× [95% interval over paired cells] (the agent's recovery requests are the cell's); $ with prompt caching; loss: lost facts per cell"
+        "Verdict against {baseline}: {COST_WORDS} Σ× [95% interval over paired cells] (the agent's recovery requests are the cell's); $ with prompt caching; loss: lost facts per cell{sim}"
     )
 }
 
@@ -269,7 +287,7 @@ pub fn run_block(records: &[CellRecord], requested: Option<&str>, width: usize) 
     if answers.is_empty() {
         return Vec::new();
     }
-    let mut out = wrap(&run_heading(&baseline), width, 2);
+    let mut out = wrap(&run_heading(&baseline, records), width, 2);
     for l in lines(&answers) {
         out.extend(wrap(&format!("  {l}"), width, 6));
     }
@@ -310,7 +328,7 @@ pub fn run_markdown(records: &[CellRecord], requested: Option<&str>) -> String {
     if answers.is_empty() {
         return String::new();
     }
-    let mut s = format!("### {}\n\n", run_heading(&baseline));
+    let mut s = format!("### {}\n\n", run_heading(&baseline, records));
     for l in lines(&answers) {
         s.push_str(&format!(
             "- {}\n",

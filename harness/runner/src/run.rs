@@ -323,6 +323,7 @@ fn internal_error(plan: &CellPlan, opts: &CellOptions, reason: &str) -> CellOutp
             wall_ms: 0,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         },
         events: Vec::new(),
         transcript: Vec::new(),

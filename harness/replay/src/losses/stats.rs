@@ -5,6 +5,12 @@
 //! resample whole windows (the calls of one window are not independent): the losses for the
 //! rate after a loss, the base windows for the base rate, both at once for the excess and the
 //! recovery probability.
+//!
+//! A bootstrap over few windows says too little: over one loss every resample is that loss, and
+//! the interval collapses to a point. So every interval is at least as wide as the Wilson score
+//! interval of its own counts (calls, or references), and a difference of two rates at least as
+//! wide as Newcombe's interval built from the two Wilson intervals. With many windows the
+//! bootstrap is the wider and decides; with few, the counts do.
 
 use harness_core::behaviour::{LossKind, Rate};
 use harness_core::rng::Rng;
@@ -102,6 +108,40 @@ fn figures(after: &Counts, base: Option<&Counts>) -> [f64; 5] {
     ]
 }
 
+/// z for a two-sided 95% interval.
+const Z95: f64 = 1.959_964;
+
+/// The Wilson score interval of `k` successes in `n` trials (`(0, 1)` when `n` is 0).
+pub fn wilson(k: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let z2 = Z95 * Z95;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Newcombe's interval for `p1 − p2` from each rate's point and Wilson interval.
+fn newcombe(p1: f64, (l1, u1): (f64, f64), p2: f64, (l2, u2): (f64, f64)) -> (f64, f64) {
+    let d = p1 - p2;
+    (
+        d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt(),
+        d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt(),
+    )
+}
+
+/// `r` widened to hold `(lo, hi)`.
+fn widen(r: Rate, (lo, hi): (f64, f64)) -> Rate {
+    Rate {
+        point: r.point,
+        lo: r.lo.min(lo),
+        hi: r.hi.max(hi),
+    }
+}
+
 fn sum<'a>(it: impl Iterator<Item = &'a Counts>) -> Counts {
     let mut c = Counts::default();
     for x in it {
@@ -155,18 +195,34 @@ pub fn group(name: &str, losses: &[&Loss], base: &[&BaseWindow]) -> GroupStats {
             hi: at(0.975).max(p),
         }
     });
+    // The floor every interval keeps: the Wilson interval of its own counts.
+    let w_rate = wilson(after.refetches(), after.calls);
+    let w_base = wilson(base_sum.refetches(), base_sum.calls);
+    let w_refetched = wilson(after.refs_refetched, after.refs_lost());
+    let ordinary = refetched_share(&base_sum, false);
+    let base_refs = base_sum.refs_held + base_sum.refs_refetched + base_sum.refs_new_output;
+    let w_ordinary = wilson(base_sum.refs_refetched, base_refs);
+    let refetch_rate = widen(rate(0), w_rate);
+    let base_rate = has_base.then(|| widen(rate(1), w_base));
+    let excess_rate = excess.map(|e| widen(e, newcombe(point[0], w_rate, point[1], w_base)));
+    let recover = if has_base {
+        let (lo, hi) = newcombe(point[2], w_refetched, ordinary, w_ordinary);
+        widen(rate(4), (lo.max(0.0), hi.min(1.0)))
+    } else {
+        widen(rate(4), w_refetched)
+    };
     let base_prompts = base_sum.prompts;
     GroupStats {
         group: name.to_string(),
         losses: losses.len(),
         measured: measured.len(),
-        refetch_rate: rate(0),
-        base_rate: has_base.then(|| rate(1)),
-        excess_rate: excess,
-        refetched_share: rate(2),
-        base_refetched_share: has_base.then(|| refetched_share(&base_sum, false)),
-        no_source: rate(3),
-        recover: rate(4),
+        refetch_rate,
+        base_rate,
+        excess_rate,
+        refetched_share: widen(rate(2), w_refetched),
+        base_refetched_share: has_base.then_some(ordinary),
+        no_source: widen(rate(3), wilson(after.refs_no_source, after.refs_lost())),
+        recover,
         tokens_before: median(
             losses
                 .iter()
