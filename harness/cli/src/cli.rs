@@ -310,7 +310,7 @@ pub fn main() -> Result<Code, Error> {
     {
         Ok(rt) => rt,
         Err(e) => {
-            return Err(Error::failed_in("cannot start the runtime: ", e));
+            return Err(Error::failed_in("cannot start the runtime", e));
         }
     };
     let code = rt.block_on(dispatch(cli.command));
@@ -610,7 +610,7 @@ fn config(
             ToolCache::with_disk(dir, harness_runner::execution::tool_cache::DEFAULT_DISK_CAP)
                 .map_err(|e| {
                     Error::refused_in(
-                        format!("--tool-cache {}: cannot use the folder: ", dir.display()),
+                        format!("--tool-cache {}: cannot use the folder", dir.display()),
                         e,
                     )
                 })?,
@@ -659,9 +659,9 @@ fn agent_setup(
     }
     let kind: AgentKind = name
         .parse()
-        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
+        .map_err(|e| Error::refused_in(format!("--agent {name}"), e))?;
     let agent = Agent::resolve(kind.clone())
-        .map_err(|e| Error::refused_in(format!("--agent {name}: "), e))?;
+        .map_err(|e| Error::refused_in(format!("--agent {name}"), e))?;
     let sim = models
         .iter()
         .all(|m| matches!(run::parse_sim(m), Ok(Some(_))));

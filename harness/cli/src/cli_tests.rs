@@ -157,10 +157,10 @@ fn a_policy_a_program_registers_is_in_the_help_and_the_listing_without_a_hand_ed
         crate::policy::listing(&own, Some("test-keep-all")).unwrap(),
         entry
     );
-    assert!(crate::policy::listing(&builtin, Some("test-keep-all"))
-        .unwrap_err()
-        .to_string()
-        .starts_with("error: unknown policy `test-keep-all`"));
+    assert!(crate::error::render(
+        &crate::policy::listing(&builtin, Some("test-keep-all")).unwrap_err()
+    )
+    .starts_with("error: unknown policy `test-keep-all`"));
 }
 
 #[test]

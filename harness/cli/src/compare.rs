@@ -94,7 +94,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
             )));
         }
         let x =
-            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}: "), e))?;
+            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}"), e))?;
         thresholds.insert(m.trim().to_string(), x);
     }
     let mut outputs = Vec::new();

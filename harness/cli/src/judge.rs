@@ -225,7 +225,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
             "judge build --from",
             &harness_runner::progress::say,
         )
-        .map_err(|e| Error::refused_in("--from history: ", e))?;
+        .map_err(|e| Error::refused_in("--from history", e))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {

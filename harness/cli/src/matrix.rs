@@ -113,8 +113,8 @@ impl Plan {
 #[non_exhaustive]
 pub enum ModelLabelError {
     /// A `sim` label with settings the sim does not take (the runner's words).
-    #[error("{0}")]
-    Sim(#[source] crate::error::Cause),
+    #[error(transparent)]
+    Sim(crate::error::Cause),
     /// No backend by that name.
     #[error(
         "unknown model `{label}`{}; known models: {}",

@@ -413,7 +413,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         a.policies.clone()
     };
     let specs = crate::policy::arms(&list)
-        .map_err(|e| Error::policy("--policy: ", e))?
+        .map_err(|e| Error::policy("--policy", e))?
         .into_iter()
         .map(|a| a.policy)
         .collect();

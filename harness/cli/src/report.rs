@@ -40,7 +40,7 @@ pub enum ReportError {
     )]
     Extension(PathBuf),
     /// `requests.jsonl` cannot be opened.
-    #[error("cannot open {}: {source}", path.display())]
+    #[error("cannot open {}", path.display())]
     OpenRequests {
         /// The file.
         path: PathBuf,
@@ -49,7 +49,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// A line of `requests.jsonl` cannot be read.
-    #[error("{}:{line}: cannot read: {source}", path.display())]
+    #[error("{}:{line}: cannot read", path.display())]
     ReadRequests {
         /// The file.
         path: PathBuf,
@@ -60,7 +60,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// A line of `requests.jsonl` that is no request record.
-    #[error("{}:{line}:{}: not a request record: {source}", path.display(), source.column())]
+    #[error("{}:{line}:{}: not a request record", path.display(), source.column())]
     BadRequest {
         /// The file.
         path: PathBuf,
@@ -71,14 +71,14 @@ pub enum ReportError {
         source: serde_json::Error,
     },
     /// The records do not serialize as JSON.
-    #[error("{0}")]
-    Json(#[source] serde_json::Error),
+    #[error(transparent)]
+    Json(serde_json::Error),
     /// The request chart cannot be drawn (`--task`, `--seed`, `--model` name no session).
-    #[error("{0}")]
+    #[error(transparent)]
     Chart(#[from] svg::ChartError),
     /// The HTML page cannot be made from the run folder (the runner's words).
-    #[error("{0}")]
-    Page(#[source] crate::error::Cause),
+    #[error(transparent)]
+    Page(crate::error::Cause),
     /// `run -o` given the records file.
     #[error(
         "-o {}: a run writes its records into its folder (DIR/{}); give the folder (-o results/x), and a report file to write one (-o report.html)",

@@ -117,7 +117,7 @@ pub enum RunError {
         arm: String,
     },
     /// A finished cell's files or record cannot be written.
-    #[error("cannot write the record of {cell}: {source}")]
+    #[error("cannot write the record of {cell}")]
     Record {
         /// The cell's id.
         cell: String,
@@ -126,7 +126,7 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// The records cannot be synced to the disk.
-    #[error("cannot sync the records: {0}")]
+    #[error("cannot sync the records")]
     Sync(#[source] std::io::Error),
     /// The records cannot be read back when the run ends.
     #[error(transparent)]

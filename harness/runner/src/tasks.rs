@@ -13,7 +13,7 @@ use harness_core::spec::TaskSpec;
 #[non_exhaustive]
 pub enum TaskError {
     /// A folder of specs cannot be listed.
-    #[error("cannot read folder {}: {source}", dir.display())]
+    #[error("cannot read folder {}", dir.display())]
     ReadDir {
         /// The folder.
         dir: PathBuf,
@@ -39,7 +39,7 @@ pub enum TaskError {
     #[error(transparent)]
     File(#[from] crate::file_error::FileError),
     /// The unpacked suite's mark of completion cannot be written.
-    #[error("cannot write in {}: {source}", dir.display())]
+    #[error("cannot write in {}", dir.display())]
     Complete {
         /// The folder being unpacked.
         dir: PathBuf,

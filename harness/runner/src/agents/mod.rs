@@ -144,7 +144,7 @@ pub enum AgentError {
         var: &'static str,
     },
     /// The agent's program could not be started.
-    #[error("{agent}: cannot run {}: {source}", program.display())]
+    #[error("{agent}: cannot run {}", program.display())]
     CannotRun {
         /// The agent's name.
         agent: &'static str,

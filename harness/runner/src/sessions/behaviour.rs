@@ -15,12 +15,12 @@ pub enum BehaviourError {
     #[error(transparent)]
     File(#[from] FileError),
     /// The file is not a profile this build reads: `FILE:LINE:COL: what; what to do`.
-    #[error("{}:{source}", path.display())]
+    #[error("{}:{problem}", path.display())]
     Bad {
         /// The file.
         path: PathBuf,
-        /// Where and what.
-        source: ProfileError,
+        /// Where and what (the refusal itself, not a cause: the message is `FILE:` and it).
+        problem: ProfileError,
     },
     /// The file is not UTF-8 text.
     #[error("{}: not UTF-8 text; a behaviour profile is a JSON file (docs/replay.md, \"The behaviour profile\")", path.display())]
@@ -43,9 +43,9 @@ pub fn read(path: &Path) -> Result<Profile, BehaviourError> {
     let text = String::from_utf8(bytes).map_err(|_| BehaviourError::NotText {
         path: path.to_path_buf(),
     })?;
-    Profile::parse(&text).map_err(|source| BehaviourError::Bad {
+    Profile::parse(&text).map_err(|problem| BehaviourError::Bad {
         path: path.to_path_buf(),
-        source,
+        problem,
     })
 }
 

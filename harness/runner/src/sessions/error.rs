@@ -41,14 +41,13 @@ pub enum SessionsError {
         until: String,
     },
     /// The format asked for is none the importers know.
-    #[error("--input-format: {source} or auto")]
+    #[error("--input-format: {refused} or auto")]
     InputFormat {
-        /// The importers' refusal.
-        #[source]
-        source: harness_import::UnknownFormatName,
+        /// The importers' refusal (the message itself, not a cause).
+        refused: harness_import::UnknownFormatName,
     },
     /// The paths given could not be walked.
-    #[error("cannot read {}: {source}", names(.paths))]
+    #[error("cannot read {}", names(.paths))]
     Unreadable {
         /// The paths, as given.
         paths: Vec<PathBuf>,
@@ -76,7 +75,7 @@ pub enum SessionsError {
     #[error("no session matches --since/--until/--project/--session as given")]
     NoMatch,
     /// A `--labels` path that cannot be read.
-    #[error("cannot read labels {}: {source}", path.display())]
+    #[error("cannot read labels {}", path.display())]
     Labels {
         /// The path, as given.
         path: PathBuf,
