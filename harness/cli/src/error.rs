@@ -317,7 +317,10 @@ mod tests {
             (Err(Error::refused("no such task")), EXIT_USAGE),
             (Err(Error::refused_in("--x", "no such task")), EXIT_USAGE),
             (Err(Error::failed("disk full")), EXIT_INTERNAL),
-            (Err(Error::failed_in("cannot start", "disk full")), EXIT_INTERNAL),
+            (
+                Err(Error::failed_in("cannot start", "disk full")),
+                EXIT_INTERNAL,
+            ),
             (
                 Err(Error::Run(RunError::DelegateUnderAgent { arm: "x".into() })),
                 EXIT_USAGE,
@@ -369,7 +372,10 @@ mod tests {
             .collect();
         for (i, a) in words.iter().enumerate() {
             for (j, b) in words.iter().enumerate() {
-                assert!(i == j || !a.contains(b), "line {i} repeats line {j}: {text}");
+                assert!(
+                    i == j || !a.contains(b),
+                    "line {i} repeats line {j}: {text}"
+                );
             }
         }
         assert_eq!(harness_core::one_line(&e), words.join(": "));

@@ -124,7 +124,9 @@ pub enum AgentCellError {
         stderr: String,
     },
     /// What a turn printed does not read.
-    #[error("turn {turn}: what it printed does not read (exit {status}; its stderr ends: {stderr})")]
+    #[error(
+        "turn {turn}: what it printed does not read (exit {status}; its stderr ends: {stderr})"
+    )]
     Unread {
         /// The turn, from 1.
         turn: u32,

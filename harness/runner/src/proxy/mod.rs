@@ -557,7 +557,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
     let decoded = match conversation::decode(api, &body) {
         Ok(d) => d,
         Err(e) => {
-            let msg = format!("malformed {} request: {}", api.name(), harness_core::one_line(&e));
+            let msg = format!(
+                "malformed {} request: {}",
+                api.name(),
+                harness_core::one_line(&e)
+            );
             shared.log(Exchange::new("refused", &path).status(400).note(&msg));
             return error(StatusCode::BAD_REQUEST, &msg);
         }
@@ -579,7 +583,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
             return pass_through(&shared, &parts, &path_q, body, "side", &reason).await
         }
         Ok(Found::Entry(e)) => e,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &harness_core::one_line(&e)),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &harness_core::one_line(&e),
+            )
+        }
     };
     let guard = entry.lock_owned().await;
     relay::main_request(shared, guard, api, &parts, &path_q, decoded).await

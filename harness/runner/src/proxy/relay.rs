@@ -22,7 +22,10 @@ pub(super) async fn main_request(
         e.model = decoded.env.model.clone();
     }
     if let Err(err) = branch_if_new(&shared, e, &decoded, &path) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, &harness_core::one_line(&err));
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &harness_core::one_line(&err),
+        );
     }
     write_splices(&shared, e, &decoded);
     let out = match planned(&shared, e, api, parts, path_q, &decoded, &path).await {
@@ -222,7 +225,10 @@ async fn ask_again_whole(
         .map_err(|why| {
             failed(
                 Some(status),
-                format!("asking the model again after a policy tool call: {}", harness_core::one_line(&why)),
+                format!(
+                    "asking the model again after a policy tool call: {}",
+                    harness_core::one_line(&why)
+                ),
             )
         })?;
     let a = parse_answer(api, &b).map_err(|err| {
@@ -341,7 +347,10 @@ fn branch_if_new(
 fn flush(shared: &Shared, e: &mut Entry) {
     if let Ok(mut r) = shared.recorder.lock() {
         if let Err(err) = r.flush_entry(e) {
-            crate::progress::warn(&format!("warning: proxy records: {}", harness_core::one_line(&err)));
+            crate::progress::warn(&format!(
+                "warning: proxy records: {}",
+                harness_core::one_line(&err)
+            ));
         }
     }
 }
@@ -637,7 +646,8 @@ pub(crate) fn apply_splices(
                 if let Err(err) = exclude_archives(r) {
                     shared.log(Exchange::new("archive", "").cell(&e.cell).note(&format!(
                         "the archive folder could not be left out of the agent's git status \
-                         (.git/info/exclude): {}", harness_core::one_line(&err)
+                         (.git/info/exclude): {}",
+                        harness_core::one_line(&err)
                     )));
                 }
             }

@@ -84,7 +84,10 @@ const NAMED: usize = 5;
 /// first [`NAMED`] of each, then a count of the rest.
 fn say_skipped(report: &ImportReport, say: &dyn Fn(&str)) {
     for (_, e) in report.errors.iter().take(NAMED) {
-        say(&format!("warning: skipped {}", shown(&harness_core::one_line(e))));
+        say(&format!(
+            "warning: skipped {}",
+            shown(&harness_core::one_line(e))
+        ));
     }
     if report.errors.len() > NAMED {
         say(&format!(
