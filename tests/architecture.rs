@@ -331,10 +331,10 @@ fn string_errors_stay_within_their_budget() {
     assert!(over.is_empty(), "{over:#?}");
 }
 
-/// The rooms of the runner that a file's code names (`crate::NAME`, `crate::{A, B}`), in the
-/// file's code outside comments and its `#[cfg(test)] mod tests`; with `wing`, the modules of
-/// that wing it names (`crate::WING::NAME`).
-fn names_in_runner(text: &str, wing: Option<&str>) -> std::collections::BTreeSet<String> {
+/// The top-level modules of the runner that a file's code names (`crate::NAME`,
+/// `crate::{A, B}`), in the file's code outside comments and its `#[cfg(test)] mod tests`; with
+/// `folder`, the modules of that folder module it names (`crate::FOLDER::NAME`).
+fn names_in_runner(text: &str, folder: Option<&str>) -> std::collections::BTreeSet<String> {
     let mut code = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
@@ -347,7 +347,7 @@ fn names_in_runner(text: &str, wing: Option<&str>) -> std::collections::BTreeSet
         code.push_str(line.split("//").next().unwrap_or(""));
         code.push('\n');
     }
-    let prefix = match wing {
+    let prefix = match folder {
         Some(w) => format!("crate::{w}::"),
         None => "crate::".to_string(),
     };
@@ -386,7 +386,7 @@ fn names_in_runner(text: &str, wing: Option<&str>) -> std::collections::BTreeSet
     names
 }
 
-/// The first circle of a graph, as its rooms in order, if it has one.
+/// The first circle of a graph, as its nodes in order, if it has one.
 fn first_circle(
     edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
 ) -> Option<Vec<String>> {
@@ -419,13 +419,13 @@ fn first_circle(
         .find_map(|k| visit(k, edges, &mut Vec::new(), &mut done))
 }
 
-/// Who imports whom among the runner's rooms (`wing: None`: its top-level modules and wings) or
-/// among one wing's modules; test files and test modules left out.
+/// Who imports whom among the runner's top-level modules (`folder: None`, folder modules
+/// included) or among one folder module's modules; test files and test modules left out.
 fn runner_imports(
-    wing: Option<&str>,
+    folder: Option<&str>,
 ) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
     let src = root().join("harness/runner/src");
-    let dir = wing.map_or(src.clone(), |w| src.join(w));
+    let dir = folder.map_or(src.clone(), |w| src.join(w));
     let mut files = Vec::new();
     rust_files(&dir, &mut files);
     let mut edges = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
@@ -439,44 +439,44 @@ fn runner_imports(
         if last == "tests" || last.ends_with("_tests") || parts == ["lib"] || parts == ["mod"] {
             continue;
         }
-        let room = parts[0].clone();
+        let module = parts[0].clone();
         let text = std::fs::read_to_string(&f).unwrap();
-        let names = names_in_runner(&text, wing);
+        let names = names_in_runner(&text, folder);
         edges
-            .entry(room.clone())
+            .entry(module.clone())
             .or_default()
-            .extend(names.into_iter().filter(|n| *n != room));
+            .extend(names.into_iter().filter(|n| *n != module));
     }
     edges
 }
 
 #[test]
 fn the_runner_has_no_import_circle() {
-    let rooms = runner_imports(None);
-    // The scan sees the runner's arrows: a cell runs in the execution wing with the tools.
+    let modules = runner_imports(None);
+    // The scan sees the runner's arrows: a cell runs in the execution modules with the tools.
     for (from, to) in [
         ("cell", "execution"),
         ("cell", "tools"),
         ("tools", "execution"),
     ] {
         assert!(
-            rooms[from].contains(to),
-            "{from} -> {to} not seen: {rooms:?}"
+            modules[from].contains(to),
+            "{from} -> {to} not seen: {modules:?}"
         );
     }
     assert_eq!(
-        first_circle(&rooms),
+        first_circle(&modules),
         None,
-        "a circle of imports among the runner's rooms"
+        "a circle of imports among the runner's modules"
     );
-    // Execution is the ground the tools and the session loop stand on: it names no other room
-    // of the runner but the progress sink.
-    let up: Vec<&String> = rooms["execution"]
+    // Execution is the ground the tools and the session loop stand on: it names no other
+    // module of the runner but the progress sink.
+    let up: Vec<&String> = modules["execution"]
         .iter()
         .filter(|r| *r != "progress")
         .collect();
-    assert!(up.is_empty(), "execution imports rooms above it: {up:?}");
-    for wing in [
+    assert!(up.is_empty(), "execution imports modules above it: {up:?}");
+    for folder in [
         "execution",
         "judge",
         "backends",
@@ -484,11 +484,11 @@ fn the_runner_has_no_import_circle() {
         "html",
         "sessions",
     ] {
-        let modules = runner_imports(Some(wing));
+        let inside = runner_imports(Some(folder));
         assert_eq!(
-            first_circle(&modules),
+            first_circle(&inside),
             None,
-            "a circle of imports inside {wing}/"
+            "a circle of imports inside {folder}/"
         );
     }
     assert!(runner_imports(Some("execution"))["workspace"].contains("template"));

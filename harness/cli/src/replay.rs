@@ -3,7 +3,7 @@
 //! policy or split into what the model read (docs/design.md §11).
 //!
 //! This module parses the flags and prints the tables and writes the per-request records; the
-//! runner's `sessions` wing finds and reads the files and the labels
+//! runner's `sessions` module finds and reads the files and the labels
 //! (`harness_runner::sessions`), and the replay, the analysis and the reports are the pure
 //! `harness-replay` crate.
 //!

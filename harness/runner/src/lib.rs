@@ -11,8 +11,8 @@
 //! println!("{}", harness_runner::tasks::table(&tasks).to_terminal());
 //! ```
 //!
-//! The library is in wings, each a folder by job with an overview in its `mod.rs`, and a few
-//! rooms beside them that drive the wings:
+//! The library is in folder modules, each a job with an overview in its `mod.rs`, and a few
+//! top-level modules beside them that drive them:
 //!
 //! - [`execution`]: where a cell's commands run. A fresh temp git repo per cell
 //!   ([`execution::workspace`], made from a task's prepared template), the

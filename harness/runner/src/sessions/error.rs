@@ -1,8 +1,8 @@
-//! The sessions wing's one error type: why recorded sessions or their labels could not be read,
+//! The sessions module's one error type: why recorded sessions or their labels could not be read,
 //! or no session was left to replay.
 //!
-//! Each error's `Display` is the whole message the command line prints after `error: `; a
-//! `source()` gives the typed cause the message quotes (the IO error, the format name refused).
+//! Each error's `Display` says what failed, printed after `error: `; a `source()` is the typed
+//! cause (the IO error), which the command line prints on a `caused by: ` line of its own.
 
 use std::io;
 use std::path::PathBuf;
