@@ -893,9 +893,8 @@ fn messages_printing_their_source(code: &str) -> Vec<usize> {
         };
         let mut positional = 0;
         let mut prints = false;
-        let mut placeholders = format.split('{').skip(1).peekable();
         let mut doubled = false;
-        while let Some(p) = placeholders.next() {
+        for p in format.split('{').skip(1) {
             if doubled || p.is_empty() {
                 // `{{` is a brace, not a placeholder.
                 doubled = p.is_empty() && !doubled;
