@@ -127,21 +127,7 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         .collect();
     let damaged: Vec<usize> = warnings.iter().map(|w| w.line).collect();
     let tree = Tree::new(&lines, &damaged);
-    // The session's id: the file's own name when a record names it (a resumed session's file
-    // may carry records of the session it resumed), else the first `sessionId`.
-    let stem = file_stem(file);
-    let session_id = if lines
-        .iter()
-        .any(|l| str_field(&l.v, "sessionId") == Some(stem.as_str()))
-    {
-        stem
-    } else {
-        lines
-            .iter()
-            .find_map(|l| str_field(&l.v, "sessionId"))
-            .map(str::to_string)
-            .unwrap_or(stem)
-    };
+    let session_id = session_id(file, &lines);
 
     let mut sessions = Vec::new();
     // The main session.
@@ -230,6 +216,24 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         }
     }
     Ok(sessions)
+}
+
+/// The session's id: the file's own name when a record names it (a resumed session's file may
+/// carry records of the session it resumed), else the first `sessionId`.
+fn session_id(file: &str, lines: &[Line]) -> String {
+    let stem = file_stem(file);
+    if lines
+        .iter()
+        .any(|l| str_field(&l.v, "sessionId") == Some(stem.as_str()))
+    {
+        stem
+    } else {
+        lines
+            .iter()
+            .find_map(|l| str_field(&l.v, "sessionId"))
+            .map(str::to_string)
+            .unwrap_or(stem)
+    }
 }
 
 /// The file name without folders and extension.
