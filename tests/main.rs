@@ -12,6 +12,7 @@ mod delegate;
 mod determinism;
 mod driver;
 mod exec_policy;
+mod exec_sessions;
 mod folds;
 mod hidden;
 mod history;

@@ -2,10 +2,12 @@
 //! on its standard input and output (docs/policy-protocol.md; the schema of every message is
 //! docs/policy-protocol.schema.json).
 //!
-//! [`ExecPolicy`] implements the [`Policy`] trait by asking the process: one process per cell
-//! (per session and policy in replay), started in the sandbox of shell calls (no network, an
-//! allow-listed environment, so it never sees an API key), in the folder foldbench was started
-//! in (read-only) with a private temporary `HOME`. Each request carries only what was appended
+//! [`ExecPolicy`] implements the [`Policy`] trait by asking the process, started in the sandbox
+//! of shell calls (no network, an allow-listed environment, so it never sees an API key), in
+//! the folder foldbench was started in (read-only) with a private temporary `HOME`. An
+//! `ExecPolicy` is one session (a cell; a session and policy in replay). A process that speaks
+//! protocol 2 serves one session after another, each opened and closed in turn, and waits in
+//! [`pool`] between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
 //! to the context since the last one ([`view`]), so the bytes sent grow linearly with the
 //! session. A process that does not start, exits, hangs past the per-answer time limit, writes
 //! a line that is not a message of the protocol or floods its output, or proposes an illegal
@@ -14,6 +16,7 @@
 //! and the process and every process it started are ended.
 
 mod answer;
+pub mod pool;
 mod process;
 pub mod view;
 
@@ -32,13 +35,21 @@ use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
 use crate::execution::sandbox::{Sandbox, Unseen};
+use pool::{Key, Worker};
 use process::{Fault, Process};
+
+pub use pool::{end_idle, idle_count, MAX_IDLE};
 
 /// The policy's name: `exec:COMMAND`.
 pub const NAME: &str = "exec";
 
-/// The protocol's version, named in the handshake.
-pub const PROTOCOL: u64 = 1;
+/// The protocol's newest version, offered in the handshake: 2, a process serving many
+/// sessions, each opened (`open`) and closed (`close`) in turn ([`pool`]).
+pub const PROTOCOL: u64 = 2;
+
+/// The oldest version still spoken: 1, a process serving one session, its handshake the
+/// session's opening and its end the session's.
+pub const PROTOCOL_MIN: u64 = 1;
 
 /// The default time limit of one answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -390,11 +401,9 @@ impl std::fmt::Debug for ExecPolicy {
 
 struct Inner {
     text: ExecText,
-    process: Option<Process>,
-    /// The process's `HOME`, removed when the policy is dropped (after the process ended).
-    _home: Option<tempfile::TempDir>,
+    /// The process serving this session (from [`pool`] or started for it).
+    worker: Option<Worker>,
     failure: Option<String>,
-    next_request: u64,
     tools: Vec<ToolSpec>,
     filters_workspace_tools: bool,
     view: view::View,
@@ -402,15 +411,14 @@ struct Inner {
     /// The result text the process gave each splice it proposed, by range.
     texts: HashMap<(u32, u32), Option<String>>,
     log: Option<std::fs::File>,
-    /// Bytes written to the process (for the protocol's cost).
+    /// Bytes written to the process in this session (for the protocol's cost).
     sent_bytes: u64,
-    /// Under bubblewrap, the folders bound in (the working folder, then the `read=` ones): a
-    /// process that exits is told which of the paths its command names the sandbox hides.
-    unseen_by: Option<Vec<PathBuf>>,
 }
 
 impl ExecPolicy {
-    /// Starts the process of `text` and shakes hands; a failure is kept ([`Policy::failed`]).
+    /// A session of the policy `text`: served by an idle process of the same policy when one
+    /// waits ([`pool`]: a process of protocol 2 whose last session was closed), else by a
+    /// process started for it, which shakes hands; a failure is kept ([`Policy::failed`]).
     pub fn start(text: ExecText, window: u64) -> ExecPolicy {
         let log = std::env::var_os(LOG_ENV).and_then(|p| {
             std::fs::OpenOptions::new()
@@ -421,10 +429,8 @@ impl ExecPolicy {
         });
         let mut inner = Inner {
             text,
-            process: None,
-            _home: None,
+            worker: None,
             failure: None,
-            next_request: 0,
             tools: Vec::new(),
             filters_workspace_tools: false,
             view: view::View::default(),
@@ -432,22 +438,84 @@ impl ExecPolicy {
             texts: HashMap::new(),
             log,
             sent_bytes: 0,
-            unseen_by: None,
         };
-        inner.launch(window);
+        let key = Key {
+            text: inner.text.canonical(),
+            replay: REPLAY.load(std::sync::atomic::Ordering::Relaxed),
+            sandbox: sandbox(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        while let Some(worker) = pool::take(&key) {
+            inner.worker = Some(worker);
+            if inner.open(window) {
+                return ExecPolicy {
+                    inner: RefCell::new(inner),
+                };
+            }
+            // A process that waited and cannot open a session (it exited meanwhile) is ended;
+            // the session goes to another, or to a fresh one.
+            inner.worker = None;
+            inner.failure = None;
+        }
+        inner.launch(key, window);
         ExecPolicy {
             inner: RefCell::new(inner),
         }
     }
 
-    /// Bytes written to the process so far.
+    /// Bytes written to the process in this session so far.
     pub fn sent_bytes(&self) -> u64 {
         self.inner.borrow().sent_bytes
+    }
+
+    /// The id of the process serving this session (bubblewrap's, in the sandbox); `None` when
+    /// none started.
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner.borrow().worker.as_ref().map(|w| w.process.id())
+    }
+
+    /// The protocol the serving process speaks (0 when it did not shake hands).
+    pub fn protocol(&self) -> u64 {
+        self.inner
+            .borrow()
+            .worker
+            .as_ref()
+            .map_or(0, |w| w.protocol)
+    }
+}
+
+impl Drop for ExecPolicy {
+    /// Ends the session: a process of protocol 2 that has not failed is sent `close` and, once
+    /// it answered, kept for the next session ([`pool`]); any other is ended with its session.
+    fn drop(&mut self) {
+        let s = self.inner.get_mut();
+        let serves_more = s.failure.is_none() && s.worker.as_ref().is_some_and(|w| w.protocol >= 2);
+        if serves_more {
+            let session = s.worker.as_ref().map_or(0, |w| w.sessions);
+            let closed = s.ask("close", json!({ "session": session }), &["ok"]);
+            if closed.is_some() && s.failure.is_none() {
+                if let Some(w) = s.worker.take() {
+                    pool::put(w);
+                }
+            }
+        }
+    }
+}
+
+/// The handshake's and a session's `mode` and `workspace_tools`: in replay no tool runs (the
+/// calls in the view are the recorded agent's).
+fn session_fields() -> (&'static str, Vec<String>) {
+    if REPLAY.load(std::sync::atomic::Ordering::Relaxed) {
+        ("replay", Vec::new())
+    } else {
+        let tools = crate::tools::tool_specs().into_iter().map(|t| t.name);
+        ("run", tools.collect())
     }
 }
 
 impl Inner {
-    fn launch(&mut self, window: u64) {
+    /// Starts a process for `key` and shakes hands; with protocol 2, opens this session in it.
+    fn launch(&mut self, key: Key, window: u64) {
         let home = match tempfile::Builder::new()
             .prefix("foldbench-policy-")
             .tempdir()
@@ -455,16 +523,16 @@ impl Inner {
             Ok(h) => h,
             Err(e) => return self.fail_plain(ExecError::Home(e)),
         };
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let sandbox = sandbox();
-        let mut binds = vec![cwd.clone()];
+        let sandbox = key.sandbox.clone();
+        let mut binds = vec![key.cwd.clone()];
         for r in &self.text.reads {
-            let path = cwd.join(r);
+            let path = key.cwd.join(r);
             if let Err(source) = std::fs::metadata(&path) {
                 return self.fail_plain(ExecError::ReadMissing { path, source });
             }
             binds.push(path);
         }
+        let mut unseen_by = None;
         if sandbox.is_isolated() {
             let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
             for path in &binds[1..] {
@@ -473,51 +541,82 @@ impl Inner {
                     return self.fail_plain(ExecError::ReadHidden { path, why });
                 }
             }
-            self.unseen_by = Some(binds.clone());
+            unseen_by = Some(binds.clone());
         }
-        match Process::start(
+        let process = match Process::start(
             &sandbox,
             home.path(),
             &binds,
             &self.text.command,
             self.text.max_line,
         ) {
-            Ok(p) => self.process = Some(p),
+            Ok(p) => p,
             Err(e) => return self.fail_plain(e),
-        }
-        self._home = Some(home);
-        let replay = REPLAY.load(std::sync::atomic::Ordering::Relaxed);
-        // In replay no tool runs: the calls in the view are the recorded agent's.
-        let workspace: Vec<String> = if replay {
-            Vec::new()
-        } else {
-            crate::tools::tool_specs()
-                .into_iter()
-                .map(|t| t.name)
-                .collect()
         };
-        let mode = if replay { "replay" } else { "run" };
+        self.worker = Some(Worker {
+            process,
+            _home: home,
+            key,
+            protocol: 0,
+            next_request: 0,
+            sessions: 0,
+            unseen_by,
+        });
+        let (mode, workspace) = session_fields();
         let hello = self.ask(
             "hello",
             json!({"protocol": PROTOCOL, "window": window, "mode": mode, "workspace_tools": workspace}),
             &["hello"],
         );
-        if let Some((v, line)) = hello {
-            if let Err(e) = self.take_hello(&v) {
+        let Some((v, line)) = hello else { return };
+        let protocol = v.get("protocol").and_then(Value::as_u64);
+        match protocol {
+            Some(p @ PROTOCOL_MIN..=PROTOCOL) => {
+                if let Some(w) = self.worker.as_mut() {
+                    w.protocol = p;
+                }
+            }
+            _ => {
+                let got = v
+                    .get("protocol")
+                    .map_or("(none)".to_string(), Value::to_string);
+                return self.fail(&ProtocolError::Protocol { got }, Some(&line));
+            }
+        }
+        if protocol == Some(1) {
+            // Version 1: the handshake is the session's opening.
+            if let Err(e) = self.take_tools(&v) {
                 self.fail(&e, Some(&line));
+            }
+        } else {
+            self.open(window);
+        }
+    }
+
+    /// Opens a session in a process of protocol 2 (`open`); whether it answered.
+    fn open(&mut self, window: u64) -> bool {
+        let Some(w) = self.worker.as_mut() else {
+            return false;
+        };
+        w.sessions += 1;
+        let session = w.sessions;
+        let (mode, workspace) = session_fields();
+        let fields = json!({"session": session, "window": window, "mode": mode, "workspace_tools": workspace});
+        let Some((v, line)) = self.ask("open", fields, &["open"]) else {
+            return false;
+        };
+        match self.take_tools(&v) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(&e, Some(&line));
+                false
             }
         }
     }
 
-    fn take_hello(&mut self, v: &Value) -> Result<(), ProtocolError> {
-        let protocol = v.get("protocol").and_then(Value::as_u64);
-        if protocol != Some(PROTOCOL) {
-            return Err(ProtocolError::Protocol {
-                got: v
-                    .get("protocol")
-                    .map_or("(none)".to_string(), Value::to_string),
-            });
-        }
+    /// The session's `tools` and `filters_workspace_tools`, from the answer to `hello`
+    /// (protocol 1) or `open` (protocol 2).
+    fn take_tools(&mut self, v: &Value) -> Result<(), ProtocolError> {
         if let Some(tools) = v.get("tools") {
             self.tools = serde_json::from_value(tools.clone()).map_err(ProtocolError::Tools)?;
         }
@@ -534,8 +633,9 @@ impl Inner {
         if self.failure.is_some() {
             return None;
         }
-        let id = self.next_request;
-        self.next_request += 1;
+        let worker = self.worker.as_mut()?;
+        let id = worker.next_request;
+        worker.next_request += 1;
         let mut msg = Map::new();
         msg.insert("type".into(), kind.into());
         msg.insert("id".into(), id.into());
@@ -546,7 +646,7 @@ impl Inner {
         self.log_line("> ", &line);
         self.sent_bytes += line.len() as u64 + 1;
         let timeout = self.text.timeout;
-        let process = self.process.as_mut()?;
+        let process = &mut self.worker.as_mut()?.process;
         process.send(&line);
         let got = process.receive(timeout);
         let bytes = match got {
@@ -576,9 +676,9 @@ impl Inner {
         match fault {
             Fault::Eof => {
                 let status = self
-                    .process
+                    .worker
                     .as_mut()
-                    .and_then(Process::exit_status)
+                    .and_then(|w| w.process.exit_status())
                     .map(|s| format!(" ({s})"))
                     .unwrap_or_default();
                 format!(
@@ -602,7 +702,7 @@ impl Inner {
     /// file it reads) and its working folder that the sandbox does not show, each with why and
     /// the `read=` that shows it; empty when there is none.
     fn unseen_hint(&self) -> String {
-        let Some(binds) = &self.unseen_by else {
+        let Some(binds) = self.worker.as_ref().and_then(|w| w.unseen_by.as_ref()) else {
             return String::new();
         };
         let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
@@ -652,9 +752,9 @@ impl Inner {
     /// error; the process is ended first (so its standard error is complete).
     fn fail(&mut self, what: impl std::fmt::Display, line: Option<&str>) {
         let mut stderr = String::new();
-        if let Some(p) = self.process.as_mut() {
-            p.end(false);
-            stderr = p.stderr_tail();
+        if let Some(w) = self.worker.as_mut() {
+            w.process.end(false);
+            stderr = w.process.stderr_tail();
         }
         let mut reason = format!("policy process `{}` {what}", self.text.command);
         if let Some(l) = line {
@@ -845,6 +945,68 @@ impl Policy for ExecPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `examples/policies/none.py` as an `exec:` text, `pin` replacing the version it answers.
+    fn none_py(dir: &std::path::Path, pin: Option<&str>) -> ExecText {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/policies/none.py"
+        );
+        let mut text = std::fs::read_to_string(script).expect("the example");
+        if let Some(v) = pin {
+            text = text.replace(r#"min(req.get("protocol", 1), 2)"#, v);
+        }
+        let path = dir.join(format!("none-{}.py", pin.unwrap_or("2")));
+        std::fs::write(&path, text).expect("a copy");
+        ExecText::parse(&format!("python3 {}", path.display())).expect("a command")
+    }
+
+    fn gone(pid: u32) -> bool {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn a_process_of_protocol_2_serves_the_next_session_and_ends_with_end_idle() {
+        set_sandbox(Sandbox::unconfined());
+        let dir = tempfile::tempdir().unwrap();
+        let text = none_py(dir.path(), None);
+        let first = ExecPolicy::start(text.clone(), 1_000);
+        assert!(first.failed().is_none(), "{:?}", first.failed());
+        assert_eq!(first.protocol(), 2);
+        let pid = first.process_id().expect("a process");
+        drop(first);
+        assert!(!gone(pid), "kept between sessions");
+        let second = ExecPolicy::start(text.clone(), 1_000);
+        assert!(second.failed().is_none(), "{:?}", second.failed());
+        assert_eq!(second.process_id(), Some(pid), "the kept process serves it");
+        drop(second);
+        end_idle();
+        assert!(gone(pid), "ended and reaped");
+        let third = ExecPolicy::start(text, 1_000);
+        assert_ne!(third.process_id(), Some(pid), "a fresh process");
+        drop(third);
+        end_idle();
+    }
+
+    #[test]
+    fn a_process_of_protocol_1_ends_with_its_session_and_another_version_is_refused() {
+        set_sandbox(Sandbox::unconfined());
+        let dir = tempfile::tempdir().unwrap();
+        let old = ExecPolicy::start(none_py(dir.path(), Some("1")), 1_000);
+        assert!(old.failed().is_none(), "{:?}", old.failed());
+        assert_eq!(old.protocol(), 1);
+        let pid = old.process_id().expect("a process");
+        drop(old);
+        assert!(gone(pid), "a process of protocol 1 is not kept");
+        let odd = ExecPolicy::start(none_py(dir.path(), Some("3")), 1_000);
+        let err = odd.failed().expect("refused");
+        assert!(
+            err.contains(
+                "answered the handshake with protocol 3; foldbench speaks protocols 1 to 2"
+            ),
+            "{err}"
+        );
+    }
 
     #[test]
     fn the_text_is_options_then_the_command() {
