@@ -353,7 +353,9 @@ def main():
     ap.add_argument("--result-bytes", type=int, default=22_500)
     ap.add_argument("--model-ms", type=int, help="the paced upstream's time (default 500)")
     ap.add_argument("--policies", default="none,fold")
-    ap.add_argument("--modes", default="back-to-back,paced")
+    ap.add_argument("--modes", default="back-to-back,paced,alone",
+                    help="back-to-back, paced (every conversation at once) and alone (the first "
+                         "conversation by itself, back to back: a request's own cost, no queue)")
     a = ap.parse_args()
     convs = a.convs or (10 if a.quick else 50)
     requests = a.requests or (10 if a.quick else 20)
@@ -367,17 +369,22 @@ def main():
     procs = [up]
     try:
         ports = [int(p) for p in up.stdout.readline().split()]
-        upstream = {"back-to-back": ports[0], "paced": ports[1]}
+        upstream = {"back-to-back": ports[0], "paced": ports[1], "alone": ports[0]}
         version = subprocess.run(
             [os.path.join(os.path.dirname(a.litellm), "python"), "-c",
              "import importlib.metadata as m; print(m.version('litellm'))"],
             capture_output=True, text=True).stdout.strip() or "?"
         t = time.monotonic()
         print(f"load: {open('/proc/loadavg').read().split()[:3]}; making the bodies…", flush=True)
-        model_of = {"back-to-back": MODEL, "paced": PACED_MODEL}
-        loads = {m: bodies("c", convs, requests, a.result_bytes, model_of[m]) for m in modes}
-        warms = {m: bodies("w", convs, 2, 2_000, model_of[m]) for m in modes}
-        last = max(len(c[-1]) for c in next(iter(loads.values())))
+        model_of = {"back-to-back": MODEL, "paced": PACED_MODEL, "alone": MODEL}
+        made = {}
+        for model in {model_of[m] for m in modes}:
+            made[model] = (bodies("c", convs, requests, a.result_bytes, model),
+                           bodies("w", convs, 2, 2_000, model))
+        take = {"alone": 1}
+        loads = {m: made[model_of[m]][0][:take.get(m, convs)] for m in modes}
+        warms = {m: made[model_of[m]][1][:take.get(m, convs)] for m in modes}
+        last = max(len(c[-1]) for c in made[MODEL if MODEL in made else PACED_MODEL][0])
         print(f"{convs} conversations × {requests} requests, the last body {last} bytes; "
               f"paced: the upstream answers after {model_ms} ms "
               f"({time.monotonic() - t:.1f} s to make the bodies)", flush=True)
