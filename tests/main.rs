@@ -8,6 +8,7 @@ mod architecture;
 mod cache;
 mod caveats;
 mod cli;
+mod conformance;
 mod delegate;
 mod determinism;
 mod driver;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use harness_core::context::Context;
 use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::policy::{ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, ToolReply};
+use harness_core::policy::{ArchiveRef, CardOffer, Mode, Offload, Plan, Policy, Splice, ToolReply};
 
 use crate::error::PolicyError;
 use crate::registry::{Entry, Registry};
@@ -138,6 +138,25 @@ impl Policy for Pipeline {
         match self.steps.get_mut(self.compacting) {
             Some(s) => s.compaction_input(ctx),
             None => ctx.messages.clone(),
+        }
+    }
+
+    fn compaction_instructions(&self) -> Option<String> {
+        self.steps
+            .get(self.compacting)
+            .and_then(|s| s.compaction_instructions())
+    }
+
+    fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
+        self.steps
+            .iter_mut()
+            .flat_map(|s| s.offloads(ctx))
+            .collect()
+    }
+
+    fn offloaded(&mut self, path: &str, written: bool) {
+        for s in &mut self.steps {
+            s.offloaded(path, written);
         }
     }
 
