@@ -863,6 +863,29 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("py")]);
+    // Checked once: the stamp the check left stands for it (a hook that no longer loads is not
+    // seen while it is there); without it, the interpreter is started and the check fails.
+    assert!(cache.path().join("py/checked").is_file());
+    fs::write(site.join("foldbench_unittest_clock.pth"), "\n").unwrap();
+    let again =
+        || crate::execution::sandbox::bare_python_in(cache.path(), "py", &exe, home, version);
+    assert_eq!(again().unwrap(), bin, "the stamp stands for the check");
+    fs::remove_file(cache.path().join("py/checked")).unwrap();
+    assert!(again().is_err(), "without the stamp, the check runs");
+    // A file the check made sure of gone (the compiled hook): checked again.
+    fs::write(
+        site.join("foldbench_unittest_clock.pth"),
+        "import foldbench_unittest_clock\n",
+    )
+    .unwrap();
+    assert!(again().is_ok());
+    fs::remove_dir_all(site.join("__pycache__")).unwrap();
+    assert_eq!(again().unwrap(), bin);
+    assert_eq!(
+        fs::read_dir(site.join("__pycache__")).unwrap().count(),
+        1,
+        "compiled again"
+    );
     assert!(crate::execution::sandbox::bare_python_in(
         Path::new("/proc/foldbench"),
         "py",
