@@ -279,8 +279,8 @@ def stop(proc):
 class Foldbench:
     """`foldbench proxy --policy POLICY` in a process of its own."""
 
-    def __init__(self, binary, policy, upstream, tmp):
-        self.name = f"foldbench proxy --policy {policy}"
+    def __init__(self, binary, policy, upstream, tmp, label=""):
+        self.name = f"foldbench proxy --policy {policy}{label}"
         out = tempfile.mkdtemp(dir=tmp)
         self.proc = subprocess.Popen(
             [binary, "proxy", "--policy", policy, "--listen", "127.0.0.1:0",
@@ -346,6 +346,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--foldbench", required=True, help="the foldbench binary (release)")
     ap.add_argument("--litellm", required=True, help="LiteLLM's `litellm` command")
+    ap.add_argument("--before", help="another foldbench binary (an older build: main's), run "
+                    "beside --foldbench in every mode, its passes named `(before)`: before and "
+                    "after in the same run")
     ap.add_argument("--quick", action="store_true",
                     help="10 conversations × 10 requests, model time 250 ms")
     ap.add_argument("--convs", type=int)
@@ -399,11 +402,13 @@ def main():
             rows = [("direct", direct, None)]
             print(f"\n{mode}: direct median {quantile(direct, .5) * 1e3:.1f} ms, "
                   f"p99 {quantile(direct, .99) * 1e3:.1f} ms", flush=True)
-            for policy in policies + [None]:
+            builds = ([(a.before, " (before)")] if a.before else []) + [(a.foldbench, "")]
+            passes = [(p, b) for p in policies for b in builds] + [(None, None)]
+            for policy, build in passes:
                 if policy is None:
                     proxy = lite
                 else:
-                    proxy = Foldbench(a.foldbench, policy, up_url, tmp)
+                    proxy = Foldbench(build[0], policy, up_url, tmp, build[1])
                 try:
                     run_load(proxy.url, warms[mode])
                     cpu0 = tree_cpu(proxy.proc.pid)
@@ -452,6 +457,16 @@ def report(results, version):
             ratio = ["%.2f×" % (x / y) if y > 0 else "n/a" for x, y in zip(f, lite)]
             print(f"  {mode}, {name}: added median {ratio[0]}, added p99 {ratio[1]}, "
                   f"CPU per request {ratio[2]}")
+    befores = [(m, n) for (m, n) in figures if n.endswith(" (before)")]
+    if befores:
+        print("\nafter / before (below 1: the new build adds less):")
+    for mode, name in befores:
+        b, f = figures[(mode, name)], figures.get((mode, name[:-len(" (before)")]))
+        if f is None:
+            continue
+        ratio = ["%.2f×" % (x / y) if y > 0 else "n/a" for x, y in zip(f, b)]
+        print(f"  {mode}, {name[:-len(' (before)')]}: added median {ratio[0]}, "
+              f"added p99 {ratio[1]}, CPU per request {ratio[2]}")
 
 
 if __name__ == "__main__":
