@@ -382,8 +382,21 @@ pub fn set_sandbox(sandbox: Sandbox) {
 fn sandbox() -> Sandbox {
     static DEFAULT: OnceLock<Sandbox> = OnceLock::new();
     let slot = sandbox_slot().read().unwrap_or_else(|e| e.into_inner());
-    slot.clone()
-        .unwrap_or_else(|| DEFAULT.get_or_init(Sandbox::default).clone())
+    slot.clone().unwrap_or_else(|| {
+        DEFAULT
+            .get_or_init(|| {
+                // The first policy process waits for both the sandbox's probe and the search for
+                // the host's interpreter (its PATH's first folder), each a process or more and
+                // paid once: the search runs beside the probe.
+                let _ = std::thread::Builder::new()
+                    .name("find-python".into())
+                    .spawn(|| {
+                        let _ = crate::execution::sandbox::python_bin();
+                    });
+                Sandbox::default()
+            })
+            .clone()
+    })
 }
 
 /// A policy answered by a process.
