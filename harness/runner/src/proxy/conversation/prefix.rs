@@ -5,8 +5,11 @@
 //! breakpoint to its newest message, so the message before the new ones differs too). What the
 //! last body decoded to is kept ([`Kept`]: its bytes up to the first item, the bytes between the
 //! items, each item with its units and their identities), and the next body is compared with it
-//! byte for byte: each item of the unchanged prefix is taken as it was decoded, and only the rest
-//! of the body — the items after the prefix and the fields after the items — is read.
+//! byte for byte: each item of the unchanged prefix is taken with the identities it was given,
+//! and only the rest of the body — the items after the prefix and the fields after the items —
+//! is read and hashed. A kept item's units are made again from its bytes (as cheap as copying
+//! them, and a third of what keeping them would hold), not its identities: those, each unit
+//! parsed, written again without `cache_control` and hashed, are most of a whole decode.
 //!
 //! An item's units and identities depend on its bytes alone, so the result is what
 //! [`decode`] gives for the whole body; `tests/proxy_prefix.rs` holds the two equal request
@@ -23,7 +26,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
 
 use harness_wire::units::Unit;
-use harness_wire::{Api, Envelope, ItemKey};
+use harness_wire::{decode_item, Api, Envelope, ItemKey};
 use serde_json::value::RawValue;
 
 use super::decode::{decode, decode_units, DecodeError, Decoded};
@@ -35,7 +38,7 @@ use super::decode::{decode, decode_units, DecodeError, Decoded};
 pub const MAX_DEPTH: usize = 100;
 
 /// What a conversation keeps of its last request's body to decode the next one from where it
-/// differs: about one decoded body (its items, their units and identities).
+/// differs: its items (about the body's size) and their identities.
 pub struct Kept {
     api: Api,
     /// The body's bytes up to the items list's `[`, inclusive.
@@ -47,7 +50,7 @@ pub struct Kept {
     /// Where each item's bytes before it end in `gaps`.
     gap_ends: Vec<usize>,
     items: Vec<Box<RawValue>>,
-    units: Vec<Vec<Unit>>,
+    /// Each item's units' identities.
     keys: Vec<Vec<ItemKey>>,
     item_keys: Vec<ItemKey>,
 }
@@ -152,7 +155,6 @@ fn fresh(api: Api, body: &[u8]) -> Option<Result<Decode, DecodeError>> {
                 gaps: Vec::new(),
                 gap_ends: Vec::new(),
                 items: Vec::new(),
-                units: Vec::new(),
                 keys: Vec::new(),
                 item_keys: Vec::new(),
             };
@@ -237,8 +239,8 @@ fn rest<'b>(
     (skip_ws(body, at + 1) == body.len()).then_some(out)
 }
 
-/// The request put together: the first `n` items of `kept` as they were decoded, the new ones
-/// decoded; what to keep for the next request.
+/// The request put together: the first `n` items of `kept` with their identities (their units
+/// made again from their bytes), the new ones decoded; what to keep for the next request.
 fn finish(
     mut kept: Kept,
     n: usize,
@@ -251,7 +253,14 @@ fn finish(
     let mut items: Vec<Box<RawValue>> = kept.items[..n].to_vec();
     items.extend(rest.items.iter().map(|i| (*i).to_owned()));
     let env = Envelope::from_parts(api, fields, items).map_err(DecodeError::Envelope)?;
-    let mut units: Vec<Vec<Unit>> = kept.units[..n].to_vec();
+    let mut units: Vec<Vec<Unit>> = Vec::with_capacity(env.items.len());
+    for (i, item) in env.items.iter().enumerate().take(n) {
+        units.push(decode_item(api, item).map_err(|source| DecodeError::Item {
+            field: api.items_field(),
+            index: i,
+            source,
+        })?);
+    }
     let mut keys: Vec<Vec<ItemKey>> = kept.keys[..n].to_vec();
     let mut item_keys: Vec<ItemKey> = kept.item_keys[..n].to_vec();
     for (i, item) in env.items.iter().enumerate().skip(n) {
@@ -270,8 +279,6 @@ fn finish(
     }
     kept.items.truncate(n);
     kept.items.extend(env.items[n..].iter().cloned());
-    kept.units.truncate(n);
-    kept.units.extend(units[n..].iter().cloned());
     kept.keys.truncate(n);
     kept.keys.extend(keys[n..].iter().cloned());
     kept.item_keys.truncate(n);
