@@ -258,8 +258,7 @@ impl Proxy {
         let prefixes = conversation::Prefixes::default();
         // The conversations of an earlier proxy on this folder continue where they were.
         for (saved, events) in recorder.take_restored() {
-            let policy = cfg.policy.clone();
-            let window = cfg.window;
+            let (policy, window) = (cfg.policy.clone(), cfg.window);
             let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
             if let Some(spec) = &cfg.needs {
                 conv.watch_needs(Arc::clone(spec));
