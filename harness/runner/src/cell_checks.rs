@@ -7,6 +7,7 @@ use std::path::Path;
 use harness_core::record::CheckResult;
 use harness_core::spec::{Check, TaskSpec};
 
+use crate::execution::snapshot::Known;
 use crate::execution::workspace::Workspace;
 use crate::tools::{self, ToolLimits};
 
@@ -17,6 +18,18 @@ pub async fn run_checks(
     closings: &HashMap<u32, String>,
     limits: &ToolLimits,
 ) -> Vec<CheckResult> {
+    run_checks_known(ws, spec, closings, limits, Known::unknown()).await
+}
+
+/// [`run_checks`] in a workspace whose work tree is `known` (read when it is not; see
+/// `snapshot::Known`): each shell check starts from the tree the one before it left.
+pub(crate) async fn run_checks_known(
+    ws: &Workspace,
+    spec: &TaskSpec,
+    closings: &HashMap<u32, String>,
+    limits: &ToolLimits,
+    mut known: Known,
+) -> Vec<CheckResult> {
     let mut out = Vec::new();
     // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
     // if it cannot be moved they see it, and the tool cache keys on it as for any command.
@@ -25,10 +38,21 @@ pub async fn run_checks(
     for c in &spec.checks {
         let (passed, detail) = match c {
             Check::Shell(cmd) => {
-                match crate::execution::shell::run_shell_for(ws.path(), cmd, timeout, limits).await
-                {
-                    Ok((r, _)) if r.success() => (true, String::new()),
-                    Ok((r, _)) if r.timed_out => (
+                let ran = crate::execution::shell::run_shell_known(
+                    ws.path(),
+                    cmd,
+                    timeout,
+                    limits,
+                    std::mem::take(&mut known),
+                )
+                .await
+                .map(|(r, _, after)| {
+                    known = after;
+                    r
+                });
+                match ran {
+                    Ok(r) if r.success() => (true, String::new()),
+                    Ok(r) if r.timed_out => (
                         false,
                         format!(
                         "timed out after {}s, the time limit of a check (--tool-timeout, at least \
@@ -38,7 +62,7 @@ pub async fn run_checks(
                         tail(&r.output, 2000)
                     ),
                     ),
-                    Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
+                    Ok(r) => (false, tail(&r.render(timeout), 2000)),
                     Err(e) => (false, format!("could not run: {e}")),
                 }
             }

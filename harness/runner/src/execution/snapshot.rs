@@ -40,11 +40,15 @@ pub(crate) enum Entry {
     },
 }
 
+/// A work tree (`.git` and `.foldbench` at the root left out) by relative path, as
+/// [`work_tree`] reads it.
+pub(crate) type Tree = BTreeMap<String, Entry>;
+
 /// A workspace as a command can see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     /// The work tree (`.git` and `.foldbench` at the root left out), by relative path.
-    pub tree: BTreeMap<String, Entry>,
+    pub tree: Tree,
     /// The digest of `.git` and the archive folder (see [`meta_of`]).
     pub meta: [u8; 32],
     /// Whether every file was hashed whole: a file over [`HASH_WHOLE_MAX`] is known by its size
@@ -92,7 +96,12 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<([u8; 32], bool)> {
 impl Snapshot {
     /// Takes the snapshot of the workspace at `root`.
     pub fn take(root: &Path) -> io::Result<Snapshot> {
-        let tree = work_tree(root)?;
+        Snapshot::with_tree(root, work_tree(root)?)
+    }
+
+    /// The snapshot of the workspace at `root` whose work tree foldbench knows to be `tree`
+    /// (see [`Known`]): only `.git` and the archive folder are read.
+    pub fn with_tree(root: &Path, tree: Tree) -> io::Result<Snapshot> {
         let (meta, meta_exact) = meta_of(root)?;
         let exact = meta_exact
             && tree
@@ -102,6 +111,7 @@ impl Snapshot {
     }
 
     /// The work tree's fingerprint ([`tree_fingerprint`]), from this snapshot.
+    #[cfg(test)]
     pub fn fingerprint(&self) -> String {
         tree_fingerprint(&self.tree)
     }
@@ -137,10 +147,62 @@ impl Snapshot {
 }
 
 /// The work tree at `root` (`.git` and `.foldbench` left out), by relative path.
-pub(crate) fn work_tree(root: &Path) -> io::Result<BTreeMap<String, Entry>> {
+pub(crate) fn work_tree(root: &Path) -> io::Result<Tree> {
     let mut tree = BTreeMap::new();
     walk_tree(root, "", &mut tree)?;
     Ok(tree)
+}
+
+/// The work tree as foldbench last knew it, carried from one step of a cell to the next so a
+/// step does not read and hash every file again (the tool cache's key, the workspace
+/// fingerprint). It is known, never guessed: a step's own result says what it left —
+///
+/// - a tool that only reads leaves the tree as it was;
+/// - a shell call answered by the tool cache leaves the tree before it with the stored changes
+///   applied ([`applied`]: what [`apply`] wrote, hashed from the bytes written); one that ran
+///   through the cache leaves the tree read after it (its processes had ended);
+/// - a file tool that wrote a file leaves the tree with that file and the folders above it read
+///   again ([`refreshed`]);
+/// - anything else (a shell call outside the cache, a failed write, a delegated child session,
+///   a real agent's turn) leaves it unknown, and the next step reads the workspace.
+///
+/// Builds with debug assertions (every `cargo test`) check each known tree against a fresh
+/// read of the workspace when it is used, so a step that changed the tree behind foldbench's
+/// back fails the tests rather than a cache key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Known(Option<Tree>);
+
+impl Known {
+    /// Nothing known: the next step reads the workspace.
+    pub fn unknown() -> Known {
+        Known(None)
+    }
+
+    /// `tree` is the work tree.
+    pub fn tree(tree: Tree) -> Known {
+        Known(Some(tree))
+    }
+
+    /// The work tree at `root`: the known one (checked against the disk in builds with debug
+    /// assertions), else read.
+    pub fn or_read(self, root: &Path) -> io::Result<Tree> {
+        match self.0 {
+            Some(tree) => {
+                #[cfg(debug_assertions)]
+                {
+                    let read = work_tree(root)?;
+                    assert!(
+                        read == tree,
+                        "the work tree foldbench carried differs from the workspace's at {}: \
+                         carried {tree:?}, read {read:?}",
+                        root.display()
+                    );
+                }
+                Ok(tree)
+            }
+            None => work_tree(root),
+        }
+    }
 }
 
 /// The workspace fingerprint ([`crate::execution::workspace::Workspace::fingerprint`]): hex sha256 over the
@@ -473,6 +535,98 @@ fn read_change(path: &Path, total: &mut u64) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// The work tree `changes` (from [`changes`]) make of `tree` when [`apply`] writes them, worked
+/// out without reading the disk: a written file's hash is that of the bytes written, a new
+/// folder gets the mode its `DirMode` sets.
+pub(crate) fn applied(mut tree: Tree, changes: &[Change]) -> Tree {
+    for c in changes {
+        match c {
+            Change::Remove { path } | Change::RemoveDir { path } => {
+                tree.remove(path);
+            }
+            Change::Dir { path, mode } | Change::DirMode { path, mode } => {
+                tree.insert(path.clone(), Entry::Dir { mode: *mode });
+            }
+            Change::File {
+                path,
+                mode,
+                content,
+            } => {
+                tree.insert(
+                    path.clone(),
+                    Entry::File {
+                        mode: *mode,
+                        sha: Sha256::digest(content.bytes()).into(),
+                        // Stored changes are at most CHANGE_FILE_MAX bytes a file.
+                        whole: true,
+                    },
+                );
+            }
+            Change::Link { path, target } => {
+                tree.insert(
+                    path.clone(),
+                    Entry::Link {
+                        target: target.clone(),
+                    },
+                );
+            }
+        }
+    }
+    tree
+}
+
+/// `tree` with the entry at `rel` (workspace-relative, `/`-separated, no `.` or `..`) and each
+/// folder above it read again from the workspace at `root`: what a file tool that wrote `rel`
+/// (making the folders on the way) changed. `None` when the path is not one such a tool writes
+/// (a folder above it is not a folder any more), so the tree is no longer known.
+pub(crate) fn refreshed(mut tree: Tree, root: &Path, rel: &str) -> io::Result<Option<Tree>> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        return Ok(None);
+    }
+    if NOT_TREE.contains(&parts[0]) {
+        // `.git` and the archive are not in the work tree.
+        return Ok(Some(tree));
+    }
+    for depth in 1..=parts.len() {
+        let here = parts[..depth].join("/");
+        let path = root.join(&here);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let leaf = depth == parts.len();
+        match meta {
+            Some(m) if m.is_dir() && !leaf => {
+                tree.insert(
+                    here,
+                    Entry::Dir {
+                        mode: m.mode() & 0o7777,
+                    },
+                );
+            }
+            Some(m) if leaf && m.is_file() => {
+                let (sha, whole) = hash_file(&path)?;
+                tree.insert(
+                    here,
+                    Entry::File {
+                        mode: m.mode() & 0o7777,
+                        sha,
+                        whole,
+                    },
+                );
+            }
+            // A folder above it that is not one, or a written path that is not a file.
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(tree))
+}
+
 /// Applies `changes` (from [`changes`]) to the work tree at `root`. A file is written aside and
 /// renamed over its path, so a file with other hard links is replaced, never written through.
 pub(crate) fn apply(root: &Path, changes: &[Change]) -> io::Result<()> {
@@ -567,6 +721,50 @@ mod tests {
         }
         assert_eq!(got.tree, want.tree);
         assert_eq!(got.meta, after.meta);
+        // And worked out without reading the disk, the same tree.
+        assert_eq!(applied(before.tree.clone(), &changes), got.tree);
+    }
+
+    #[test]
+    fn a_tree_refreshed_at_a_written_path_is_the_tree_read_again() {
+        let d = tree();
+        let p = d.path();
+        let known = Snapshot::take(p).unwrap().tree;
+        // A new file in new folders (write_file), and a file rewritten in place (edit_file).
+        fs::create_dir_all(p.join("made/deeper")).unwrap();
+        fs::write(p.join("made/deeper/n.txt"), "new\n").unwrap();
+        let t = refreshed(known, p, "made/deeper/n.txt").unwrap().unwrap();
+        assert_eq!(t, work_tree(p).unwrap());
+        fs::write(p.join("src/a.txt"), "edited\n").unwrap();
+        let t = refreshed(t, p, "src/a.txt").unwrap().unwrap();
+        assert_eq!(t, work_tree(p).unwrap());
+        // Not read again elsewhere: a change beside it stays unseen, which is why only the
+        // path a tool wrote is refreshed after it.
+        fs::write(p.join("run.sh"), "changed behind its back\n").unwrap();
+        let t = refreshed(t, p, "src/a.txt").unwrap().unwrap();
+        assert_ne!(t, work_tree(p).unwrap());
+        // Paths a file tool does not write leave the tree unknown; the archive is not in it.
+        assert_eq!(refreshed(t.clone(), p, "src").unwrap(), None);
+        assert_eq!(refreshed(t.clone(), p, "link/x").unwrap(), None);
+        assert_eq!(refreshed(t.clone(), p, "../x").unwrap(), None);
+        assert_eq!(
+            refreshed(t.clone(), p, ".foldbench/archive/x").unwrap(),
+            Some(t)
+        );
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    fn a_known_tree_that_is_not_the_workspaces_is_caught_when_used() {
+        let d = tree();
+        let known = Known::tree(work_tree(d.path()).unwrap());
+        assert_eq!(
+            known.clone().or_read(d.path()).unwrap(),
+            work_tree(d.path()).unwrap()
+        );
+        fs::write(d.path().join("src/a.txt"), "changed\n").unwrap();
+        let caught = std::panic::catch_unwind(|| known.or_read(d.path()));
+        assert!(caught.is_err(), "a stale tree passed as the workspace's");
     }
 
     #[test]
