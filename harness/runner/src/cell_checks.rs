@@ -52,6 +52,9 @@ pub(crate) async fn run_checks_known(
                 });
                 match ran {
                     Ok(r) if r.success() => (true, String::new()),
+                    // The output's end, its workspace paths made relative first: the end of
+                    // the absolute text would start at a point that moves with the length of
+                    // the workspace's path (its process id's digits).
                     Ok(r) if r.timed_out => (
                         false,
                         format!(
@@ -59,10 +62,13 @@ pub(crate) async fn run_checks_known(
                          {}s)\n{}",
                         timeout.as_secs_f64(),
                         tools::MIN_CHECK_TIMEOUT.as_secs(),
-                        tail(&r.output, 2000)
+                        tail(&relative_to(ws.path(), r.output), 2000)
                     ),
                     ),
-                    Ok(r) => (false, tail(&r.render(timeout), 2000)),
+                    Ok(r) => (
+                        false,
+                        tail(&relative_to(ws.path(), r.render(timeout)), 2000),
+                    ),
                     Err(e) => (false, format!("could not run: {e}")),
                 }
             }
@@ -151,6 +157,22 @@ mod tests {
             turns: vec![],
             checks,
         }
+    }
+
+    /// A failed check's detail is the end of its output with the workspace's paths made
+    /// relative, whatever the length of the workspace's own path.
+    #[tokio::test]
+    async fn a_failed_checks_detail_does_not_move_with_the_workspaces_path() {
+        let fx = tempfile::tempdir().expect("tempdir");
+        std::fs::write(fx.path().join("a.py"), "A = 1\n").expect("write");
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let spec = task(vec![Check::Shell(
+            "head -c 1990 /dev/zero | tr '\\0' x; echo; echo \"$PWD/a.py failed\"; exit 1".into(),
+        )]);
+        let got = run_checks(&ws, &spec, &HashMap::new(), &ToolLimits::default()).await;
+        let whole = format!("{}\na.py failed\n\n[exit code: 1]", "x".repeat(1990));
+        assert!(!got[0].passed);
+        assert_eq!(got[0].detail, tail(&whole, 2000));
     }
 
     #[tokio::test]
