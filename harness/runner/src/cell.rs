@@ -683,8 +683,8 @@ impl Loop {
         // read. The fingerprint comes from it, and a shell call answered through the tool cache
         // takes its key from it (with `.git` and the archive read).
         let cached_shell = call.name == "shell" && run.limits.cache.is_some();
-        let tree = std::mem::take(&mut self.known)
-            .or_read(ws.path())
+        let (tree, meta) = std::mem::take(&mut self.known)
+            .tree_or_read(ws.path())
             .map_err(if cached_shell {
                 SessionError::Snapshot
             } else {
@@ -692,10 +692,11 @@ impl Loop {
             })?;
         let fp = snapshot::tree_fingerprint(&tree);
         let (before, kept) = if cached_shell {
-            let snap = Snapshot::with_tree(ws.path(), tree).map_err(SessionError::Snapshot)?;
+            let snap =
+                Snapshot::from_parts(ws.path(), tree, meta).map_err(SessionError::Snapshot)?;
             (Some(snap), None)
         } else {
-            (None, Some(tree))
+            (None, Some((tree, meta)))
         };
         let (out, after) = execute_limited(ws.path(), call, &run.limits, before).await;
         self.known = known_after(ws.path(), call, &out, kept, after);
@@ -755,6 +756,8 @@ impl Loop {
     /// write leaves the context as it was.
     fn splice(&mut self, run: &mut Run<'_>, ws: &Workspace, t: u32, next_user: Option<&str>) {
         for p in self.driver.end_turn(workspace::ARCHIVE_DIR, next_user) {
+            // The archive folder changes (or may have, if the write fails half-way).
+            self.known.forget_meta();
             let rel = p.archived.archive.path.clone();
             if let Err(e) = run
                 .opts
@@ -790,23 +793,23 @@ impl Loop {
     }
 }
 
-/// The work tree a workspace tool call left, when it is known (see [`Known`]): a shell call's
-/// own account (`after`); `before` for a tool that only reads; `before` with the written path
-/// read again for a file tool that wrote; unknown otherwise (an error, which may have stopped
-/// half-way).
+/// The workspace a workspace tool call left, as far as it is known (see [`Known`]): a shell
+/// call's own account (`after`); `before` for a tool that only reads; `before` with the written
+/// path read again for a file tool that wrote; unknown otherwise (an error, which may have
+/// stopped half-way).
 fn known_after(
     root: &Path,
     call: &ToolCall,
     out: &tools::ToolOutput,
-    before: Option<snapshot::Tree>,
+    before: Option<(snapshot::Tree, Option<snapshot::Meta>)>,
     after: Known,
 ) -> Known {
     use harness_core::tools::Tool;
-    let (Some(before), false) = (before, out.is_error) else {
+    let (Some((before, meta)), false) = (before, out.is_error) else {
         return after;
     };
     if harness_core::tools::reads_only(&call.name) {
-        return Known::tree(before);
+        return Known::parts(before, meta);
     }
     let writes = matches!(
         harness_core::tools::find(&call.name).map(|t| t.tool),
@@ -824,8 +827,13 @@ fn known_after(
                 .and_then(|r| r.to_str())
                 .map(str::to_string)
         });
-    match written.map(|rel| snapshot::refreshed(before, root, &rel)) {
-        Some(Ok(Some(tree))) => Known::tree(tree),
+    let Some(rel) = written else {
+        return Known::unknown();
+    };
+    // A file written under the archive folder changes what the cache key reads beside the tree.
+    let meta = meta.filter(|_| !snapshot::beside_tree(&rel));
+    match snapshot::refreshed(before, root, &rel) {
+        Ok(Some(tree)) => Known::parts(tree, meta),
         _ => Known::unknown(),
     }
 }

@@ -34,6 +34,8 @@ pub(crate) async fn run_checks_known(
     // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
     // if it cannot be moved they see it, and the tool cache keys on it as for any command.
     let _aside = ws.set_archive_aside().ok().flatten();
+    // The archive is out of sight (or was not there): the checks' keys read `.git` and it again.
+    known.forget_meta();
     let timeout = limits.check_timeout;
     for c in &spec.checks {
         let (passed, detail) = match c {

@@ -51,8 +51,8 @@ impl Default for ToolLimits {
 
 /// Runs a shell command of a cell (the agent's, a setup command, a check) in `root` with
 /// `limits`' sandbox and output cap: from the run's tool cache when it has one and the command
-/// is not marked `cache: false`, else for real. The workspace's work tree is `known` (read when
-/// it is not); the work tree the call left is returned when that is known too (see [`Known`]).
+/// is not marked `cache: false`, else for real. The workspace is as `known` says (what it does
+/// not say is read); what the call left is returned as far as it is known (see [`Known`]).
 pub(crate) async fn run_shell_known(
     root: &Path,
     command: &str,
@@ -61,7 +61,7 @@ pub(crate) async fn run_shell_known(
     known: Known,
 ) -> io::Result<(ShellRun, Source, Known)> {
     let before = match uses_cache(command, limits) {
-        true => Some(Snapshot::with_tree(root, known.or_read(root)?)?),
+        true => Some(known.snapshot(root)?),
         false => None,
     };
     run_shell_with(root, command, timeout, limits, before).await

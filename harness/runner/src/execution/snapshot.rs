@@ -102,7 +102,19 @@ impl Snapshot {
     /// The snapshot of the workspace at `root` whose work tree foldbench knows to be `tree`
     /// (see [`Known`]): only `.git` and the archive folder are read.
     pub fn with_tree(root: &Path, tree: Tree) -> io::Result<Snapshot> {
-        let (meta, meta_exact) = meta_of(root)?;
+        Snapshot::from_parts(root, tree, None)
+    }
+
+    /// [`Snapshot::with_tree`] with `.git` and the archive known to be `meta` (read when it is
+    /// `None`; checked against a read in builds with debug assertions).
+    pub fn from_parts(root: &Path, tree: Tree, meta: Option<Meta>) -> io::Result<Snapshot> {
+        let (meta, meta_exact) = match meta {
+            Some(m) => {
+                check_carried("digest of .git and the archive", &m, &meta_of(root)?, root);
+                m
+            }
+            None => meta_of(root)?,
+        };
         let exact = meta_exact
             && tree
                 .values()
@@ -153,56 +165,109 @@ pub(crate) fn work_tree(root: &Path) -> io::Result<Tree> {
     Ok(tree)
 }
 
-/// The work tree as foldbench last knew it, carried from one step of a cell to the next so a
+/// What a snapshot holds besides the work tree: the digest of `.git` and the archive folder
+/// ([`meta_of`]) and whether every file under them was hashed whole.
+pub(crate) type Meta = ([u8; 32], bool);
+
+/// The workspace as foldbench last knew it, carried from one step of a cell to the next so a
 /// step does not read and hash every file again (the tool cache's key, the workspace
-/// fingerprint). It is known, never guessed: a step's own result says what it left —
+/// fingerprint): its work tree and, apart, `.git` and the archive ([`Meta`]). Both are known,
+/// never guessed: a step's own result says what it left —
 ///
-/// - a tool that only reads leaves the tree as it was;
+/// - a tool that only reads leaves both as they were;
 /// - a shell call answered by the tool cache leaves the tree before it with the stored changes
-///   applied ([`applied`]: what [`apply`] wrote, hashed from the bytes written); one that ran
-///   through the cache leaves the tree read after it (its processes had ended);
+///   applied ([`applied`]: what [`apply`] wrote, hashed from the bytes written) and `.git` and
+///   the archive as they were (a call that changed them is never stored); one that ran through
+///   the cache leaves the snapshot taken after it (its processes had ended);
 /// - a file tool that wrote a file leaves the tree with that file and the folders above it read
-///   again ([`refreshed`]);
-/// - anything else (a shell call outside the cache, a failed write, a delegated child session,
-///   a real agent's turn) leaves it unknown, and the next step reads the workspace.
+///   again ([`refreshed`]), and `.git` and the archive as they were unless it wrote there;
+/// - archives written at a turn's end, or set aside for the checks, leave the archive unknown;
+/// - anything else (a shell call outside the cache, a failed write, a real agent's turn) leaves
+///   the workspace unknown, and the next step reads it.
 ///
-/// Builds with debug assertions (every `cargo test`) check each known tree against a fresh
-/// read of the workspace when it is used, so a step that changed the tree behind foldbench's
+/// Builds with debug assertions (every `cargo test`) check what is carried against a fresh read
+/// of the workspace when it is used, so a step that changed the workspace behind foldbench's
 /// back fails the tests rather than a cache key.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Known(Option<Tree>);
+pub(crate) struct Known {
+    tree: Option<Tree>,
+    meta: Option<Meta>,
+}
 
 impl Known {
     /// Nothing known: the next step reads the workspace.
     pub fn unknown() -> Known {
-        Known(None)
+        Known::default()
     }
 
-    /// `tree` is the work tree.
+    /// `tree` is the work tree; `.git` and the archive are not known.
     pub fn tree(tree: Tree) -> Known {
-        Known(Some(tree))
-    }
-
-    /// The work tree at `root`: the known one (checked against the disk in builds with debug
-    /// assertions), else read.
-    pub fn or_read(self, root: &Path) -> io::Result<Tree> {
-        match self.0 {
-            Some(tree) => {
-                #[cfg(debug_assertions)]
-                {
-                    let read = work_tree(root)?;
-                    assert!(
-                        read == tree,
-                        "the work tree foldbench carried differs from the workspace's at {}: \
-                         carried {tree:?}, read {read:?}",
-                        root.display()
-                    );
-                }
-                Ok(tree)
-            }
-            None => work_tree(root),
+        Known {
+            tree: Some(tree),
+            meta: None,
         }
     }
+
+    /// The workspace is as `snap` saw it.
+    pub fn of(snap: Snapshot) -> Known {
+        // An inexact snapshot does not say whether its inexact file was under `.git`.
+        let meta = snap.exact.then_some((snap.meta, true));
+        Known {
+            tree: Some(snap.tree),
+            meta,
+        }
+    }
+
+    /// `.git` and the archive are no longer known (archives were written or moved).
+    pub fn forget_meta(&mut self) {
+        self.meta = None;
+    }
+
+    /// The work tree at `root`, the known one or read, and what is known of `.git` and the
+    /// archive (to hand on to [`Known::snapshot`] or to the next step).
+    pub fn tree_or_read(self, root: &Path) -> io::Result<(Tree, Option<Meta>)> {
+        let tree = match self.tree {
+            Some(tree) => {
+                check_carried("work tree", &tree, &work_tree(root)?, root);
+                tree
+            }
+            None => work_tree(root)?,
+        };
+        Ok((tree, self.meta))
+    }
+
+    /// The workspace's snapshot: what is known of it, the rest read.
+    pub fn snapshot(self, root: &Path) -> io::Result<Snapshot> {
+        let (tree, meta) = self.tree_or_read(root)?;
+        Snapshot::from_parts(root, tree, meta)
+    }
+
+    /// The work tree at `root`: the known one, else read.
+    #[cfg(test)]
+    pub fn or_read(self, root: &Path) -> io::Result<Tree> {
+        self.tree_or_read(root).map(|(tree, _)| tree)
+    }
+
+    /// A workspace whose work tree is `tree` and whose `.git` and archive are `meta`.
+    pub fn parts(tree: Tree, meta: Option<Meta>) -> Known {
+        Known {
+            tree: Some(tree),
+            meta,
+        }
+    }
+}
+
+/// In builds with debug assertions, panics when what foldbench carried is not what it reads
+/// (see [`Known`]); nothing otherwise.
+#[cfg_attr(not(debug_assertions), allow(unused_variables))]
+fn check_carried<T: PartialEq + std::fmt::Debug>(what: &str, carried: &T, read: &T, root: &Path) {
+    #[cfg(debug_assertions)]
+    assert!(
+        carried == read,
+        "the {what} foldbench carried differs from the workspace's at {}: carried {carried:?}, \
+         read {read:?}",
+        root.display()
+    );
 }
 
 /// The workspace fingerprint ([`crate::execution::workspace::Workspace::fingerprint`]): hex sha256 over the
@@ -575,6 +640,12 @@ pub(crate) fn applied(mut tree: Tree, changes: &[Change]) -> Tree {
     tree
 }
 
+/// Whether the workspace-relative path `rel` is in `.git` or the archive folder, which the
+/// work tree leaves out (and [`Meta`] covers).
+pub(crate) fn beside_tree(rel: &str) -> bool {
+    NOT_TREE.contains(&rel.split('/').next().unwrap_or(""))
+}
+
 /// `tree` with the entry at `rel` (workspace-relative, `/`-separated, no `.` or `..`) and each
 /// folder above it read again from the workspace at `root`: what a file tool that wrote `rel`
 /// (making the folders on the way) changed. `None` when the path is not one such a tool writes
@@ -587,7 +658,7 @@ pub(crate) fn refreshed(mut tree: Tree, root: &Path, rel: &str) -> io::Result<Op
     {
         return Ok(None);
     }
-    if NOT_TREE.contains(&parts[0]) {
+    if beside_tree(rel) {
         // `.git` and the archive are not in the work tree.
         return Ok(Some(tree));
     }
@@ -765,6 +836,22 @@ mod tests {
         fs::write(d.path().join("src/a.txt"), "changed\n").unwrap();
         let caught = std::panic::catch_unwind(|| known.or_read(d.path()));
         assert!(caught.is_err(), "a stale tree passed as the workspace's");
+        // And `.git` and the archive, carried beside it.
+        let known = Known::of(Snapshot::take(d.path()).unwrap());
+        assert_eq!(
+            known.clone().snapshot(d.path()).unwrap(),
+            Snapshot::take(d.path()).unwrap()
+        );
+        fs::create_dir_all(d.path().join(".foldbench/archive")).unwrap();
+        fs::write(d.path().join(".foldbench/archive/f"), "turns").unwrap();
+        let caught = std::panic::catch_unwind(|| known.clone().snapshot(d.path()));
+        assert!(caught.is_err(), "a stale archive passed as the workspace's");
+        let mut forgot = known;
+        forgot.forget_meta();
+        assert_eq!(
+            forgot.snapshot(d.path()).unwrap(),
+            Snapshot::take(d.path()).unwrap()
+        );
     }
 
     #[test]

@@ -124,8 +124,8 @@ impl ToolCache {
     /// was built from and `snap` takes it again after a miss: the call's changes to the work tree
     /// are stored with its output, and a hit applies them to `root`. A call that changed
     /// anything else (`.git`, the archive) or timed out is not stored. Also returns the work
-    /// tree the call left when it is known without reading the workspace again: after a hit,
-    /// `before`'s with the changes applied; after a run that went through the cache, the
+    /// workspace the call left as far as it is known without reading it again: after a hit,
+    /// `before` with the changes applied; after a run that went through the cache, the
     /// snapshot taken after it (see [`snapshot::Known`]).
     pub(crate) async fn run<F, Fut>(
         &self,
@@ -144,7 +144,7 @@ impl ToolCache {
             Arc::clone(mem.entry(key.to_string()).or_default())
         };
         let root_text = root.display().to_string();
-        let mut ran: Option<(ShellRun, snapshot::Tree)> = None;
+        let mut ran: Option<(ShellRun, Snapshot)> = None;
         let stored = cell
             .get_or_try_init(|| async {
                 if let Some(s) = self.disk.as_ref().and_then(|d| d.get(key)) {
@@ -174,12 +174,12 @@ impl ToolCache {
                     c.misses += 1;
                     c.uncacheable += u64::from(keep.is_none());
                 });
-                ran = Some((r, after.tree));
+                ran = Some((r, after));
                 Ok(keep)
             })
             .await?;
         if let Some((r, after)) = ran {
-            return Ok((r, Source::Ran, snapshot::Known::tree(after)));
+            return Ok((r, Source::Ran, snapshot::Known::of(after)));
         }
         match stored {
             Some(s) => {
@@ -193,7 +193,11 @@ impl ToolCache {
                     c.hits += 1;
                     c.replayed += u64::from(!changes.is_empty());
                 });
-                let after = snapshot::applied(before.tree.clone(), &changes);
+                // A stored call changed neither `.git` nor the archive.
+                let after = snapshot::Known::parts(
+                    snapshot::applied(before.tree.clone(), &changes),
+                    before.exact.then_some((before.meta, true)),
+                );
                 Ok((
                     ShellRun {
                         output: s.output.replace(ROOT_MARK, &root_text),
@@ -201,7 +205,7 @@ impl ToolCache {
                         timed_out: false,
                     },
                     Source::Hit,
-                    snapshot::Known::tree(after),
+                    after,
                 ))
             }
             // The first caller's run could not be stored: this one runs for real.
