@@ -110,7 +110,7 @@ impl Snapshot {
     pub fn from_parts(root: &Path, tree: Tree, meta: Option<Meta>) -> io::Result<Snapshot> {
         let (meta, meta_exact) = match meta {
             Some(m) => {
-                check_carried("digest of .git and the archive", &m, &meta_of(root)?, root);
+                check_carried("digest of .git and the archive", &m, || meta_of(root), root)?;
                 m
             }
             None => meta_of(root)?,
@@ -228,7 +228,7 @@ impl Known {
     pub fn tree_or_read(self, root: &Path) -> io::Result<(Tree, Option<Meta>)> {
         let tree = match self.tree {
             Some(tree) => {
-                check_carried("work tree", &tree, &work_tree(root)?, root);
+                check_carried("work tree", &tree, || work_tree(root), root)?;
                 tree
             }
             None => work_tree(root)?,
@@ -257,17 +257,27 @@ impl Known {
     }
 }
 
-/// In builds with debug assertions, panics when what foldbench carried is not what it reads
-/// (see [`Known`]); nothing otherwise.
+/// In builds with debug assertions, reads the workspace again (`read`) and panics when what
+/// foldbench carried is not what it reads (see [`Known`]); in other builds, nothing: `read` is
+/// not called.
 #[cfg_attr(not(debug_assertions), allow(unused_variables))]
-fn check_carried<T: PartialEq + std::fmt::Debug>(what: &str, carried: &T, read: &T, root: &Path) {
+fn check_carried<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    carried: &T,
+    read: impl FnOnce() -> io::Result<T>,
+    root: &Path,
+) -> io::Result<()> {
     #[cfg(debug_assertions)]
-    assert!(
-        carried == read,
-        "the {what} foldbench carried differs from the workspace's at {}: carried {carried:?}, \
-         read {read:?}",
-        root.display()
-    );
+    {
+        let read = read()?;
+        assert!(
+            *carried == read,
+            "the {what} foldbench carried differs from the workspace's at {}: carried \
+             {carried:?}, read {read:?}",
+            root.display()
+        );
+    }
+    Ok(())
 }
 
 /// The workspace fingerprint ([`crate::execution::workspace::Workspace::fingerprint`]): hex sha256 over the
