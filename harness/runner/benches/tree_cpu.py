@@ -11,6 +11,11 @@ Kernel threads working for the run (a network namespace's teardown) are in neith
 own CPU time (its process, all its threads, no child) is read from /proc/PID/stat once it has
 exited and before it is reaped.
 
+Run it with an interpreter that is not a version manager's shim (`/usr/bin/python3
+harness/runner/benches/tree_cpu.py ...`): a shim (pyenv's) puts its own folders first on the
+PATH, which the command inherits, and a run's shell commands see PATH (it is in the tool cache's
+keys, so a cache written under one PATH does not answer a run under another).
+
 Prints one line on standard error,
     tree_cpu: WALL s wall, CPU s cpu (USER user + SYS sys), own OWN s
 and appends `WALL CPU USER SYS OWN` to the file $TREE_CPU_LOG when it is set. Exits with the
