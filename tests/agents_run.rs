@@ -287,3 +287,197 @@ fn an_exec_agent_of_forty_lines_runs_under_native_trim_and_fold() {
     assert_eq!(fold.status, Status::Success, "{:?}", fold.checks);
     assert_eq!(fold.metrics.folds, 1);
 }
+
+/// A server process the test started, ended when the test ends, whatever way it ends.
+struct Server(Option<std::process::Child>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A child process's first line of standard output (the URL a server prints).
+fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim().to_string()
+}
+
+/// `git ARGS` in `work` (no system or user configuration but `home`'s); its output.
+fn git_in(work: &Path, home: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(work)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// One turn of Claude Code (`claude -p`, the session begun or resumed) in `work` against the
+/// proxy at `url`; the JSON it prints.
+fn claude_turn(
+    claude: &str,
+    work: &Path,
+    home: &Path,
+    url: &str,
+    turn: u32,
+    session: &str,
+) -> serde_json::Value {
+    let o = Command::new("timeout")
+        .arg("120")
+        .arg(claude)
+        .args(["-p", &format!("TURN {turn}: look at the project")])
+        .args(["--output-format", "json"])
+        .args(["--allowedTools", "Bash", "Read", "Edit", "Write"])
+        .args([
+            if turn == 1 {
+                "--session-id"
+            } else {
+                "--resume"
+            },
+            session,
+        ])
+        .current_dir(work)
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-scripted")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_AUTO_COMPACT", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "turn {turn}: {stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// Claude Code from the pinned npm package runs five turns under `fold` through `foldbench
+/// proxy`, against `tests/claude-upstream.py`: a scripted Anthropic Messages API written from
+/// the API's documentation, whose model answers with parallel tool calls (`Bash` and `Read` in
+/// one answer), answers a card with `fold_unit` in the same answer as its tool calls in even
+/// turns and alone in odd ones, and would answer its card again and again if it did not see
+/// its own answered call. The upstream checks every request as the real API does. No request
+/// is refused (no `tool_use` without its `tool_result`), no fold is rejected, and the upstream
+/// gets exactly the requests the script needs: no runaway.
+#[test]
+fn claude_code_runs_five_turns_under_fold_through_the_proxy_with_parallel_calls() {
+    if !installed("FOLDBENCH_CLAUDE_CODE") {
+        return;
+    }
+    let claude = std::env::var("FOLDBENCH_CLAUDE_CODE").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("README.md"), "# demo\n").unwrap();
+    std::fs::write(work.join("a.py"), "x = 1\n").unwrap();
+    let git = |args: &[&str]| git_in(&work, d.path(), args);
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.email=t@t",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-qm",
+        "init",
+    ]);
+    let log = d.path().join("upstream.jsonl");
+    let mut upstream = Server(Some(
+        Command::new("python3")
+            .arg(root().join("tests/claude-upstream.py"))
+            .arg(&work)
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let up = first_line(upstream.0.as_mut().unwrap());
+    let out = d.path().join("proxy");
+    let mut proxy = Server(Some(
+        Command::new(binary())
+            .args(["proxy", "--policy", "fold:card_after_tool_calls=2"])
+            .args(["--listen", "127.0.0.1:0", "--upstream", &up])
+            .arg("--out")
+            .arg(&out)
+            .arg("--workdir")
+            .arg(&work)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let url = first_line(proxy.0.as_mut().unwrap());
+    let home = d.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let session = "0f01dbe5-5a1e-4d2c-9a2c-2a0e9c1f0b37";
+    for turn in 1..=5 {
+        let result = claude_turn(&claude, &work, &home, &url, turn, session);
+        assert_eq!(result["is_error"], false, "turn {turn}: {result}");
+        assert_eq!(
+            result["result"],
+            format!("Turn {turn} done."),
+            "turn {turn} closes with the model's answer: {result}"
+        );
+    }
+    let proxy = proxy.0.take().unwrap();
+    let _ = Command::new("kill")
+        .args(["-INT", &proxy.id().to_string()])
+        .status();
+    let stopped = proxy.wait_with_output().unwrap();
+    drop(upstream);
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stopped.status.success(), "{stderr}");
+    let seen: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let refused: Vec<&serde_json::Value> =
+        seen.iter().filter(|e| !e["problem"].is_null()).collect();
+    assert!(
+        refused.is_empty(),
+        "requests the API would refuse: {refused:#?}"
+    );
+    let main = seen.iter().filter(|e| e["side"] == false).count();
+    // Turns 1, 2, 4: the answer with the tool calls, then the closing one; turns 3 and 5:
+    // fold_unit alone (answered by the proxy, which asks again), then those two.
+    assert_eq!(main, 12, "the upstream's requests: {seen:#?}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 1, "one conversation");
+    let m = &rs[0].metrics;
+    assert_eq!(m.fold_calls_rejected, 0, "no rejected fold");
+    assert_eq!(m.policy_tool_stops, 0);
+    assert_eq!(m.folds, 4, "turns 1 to 4 folded, one at a time");
+    assert_eq!(
+        m.requests, main,
+        "report counts what the upstream got: {stderr}"
+    );
+    assert_eq!(rs[0].status, Status::Unchecked);
+    assert!(
+        stderr.contains(&format!("{main} request(s) to the model")),
+        "{stderr}"
+    );
+    let archives = std::fs::read_dir(work.join(".foldbench/archive"))
+        .unwrap()
+        .count();
+    assert_eq!(archives, 4);
+    assert!(
+        !git(&["status", "--porcelain"]).contains(".foldbench"),
+        "the archives are out of the agent's git status"
+    );
+}

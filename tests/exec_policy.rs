@@ -15,7 +15,7 @@ use crate::helpers::{binary, root};
 const TRIM_PY: &str = "exec:python3 examples/policies/trim.py";
 
 /// A JSON lines file, parsed.
-fn json_lines(p: &Path) -> Vec<Value> {
+pub(crate) fn json_lines(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
         .lines()
@@ -23,7 +23,7 @@ fn json_lines(p: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
@@ -32,7 +32,7 @@ fn text(out: &Output) -> String {
 }
 
 /// `foldbench ARGS` in `dir`, every exchanged line logged to `log`.
-fn foldbench(dir: &Path, log: &Path, args: &[&str]) -> Output {
+pub(crate) fn foldbench(dir: &Path, log: &Path, args: &[&str]) -> Output {
     Command::new(binary())
         .current_dir(dir)
         .args(args)
@@ -550,31 +550,34 @@ def serve(plan=None, end_turn=None):
 /// as `bad.py` beside `base.py` in a temp folder that is the run's working folder. Returns the
 /// exec cell's error; the `none` cell must have run to its end and the run exited 100.
 fn bad_policy(script: &str, command: &str) -> String {
+    bad_policy_with(script, command, &[])
+}
+
+/// [`bad_policy`] with more arguments to `run` (`--sandbox none`).
+fn bad_policy_with(script: &str, command: &str, more: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("base.py"), BASE_PY).unwrap();
     std::fs::write(tmp.path().join("bad.py"), script).unwrap();
     let (out, log) = (tmp.path().join("run"), tmp.path().join("exchange.log"));
     let task = root().join("tasks/snapshot-rollback.yaml");
     let policy = format!("exec:{command}");
-    let o = foldbench(
-        tmp.path(),
-        &log,
-        &[
-            "run",
-            "--tasks",
-            task.to_str().unwrap(),
-            "--seeds",
-            "1",
-            "--policy",
-            "none",
-            "--policy",
-            &policy,
-            "--cell-timeout",
-            "120",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec![
+        "run",
+        "--tasks",
+        task.to_str().unwrap(),
+        "--seeds",
+        "1",
+        "--policy",
+        "none",
+        "--policy",
+        &policy,
+        "--cell-timeout",
+        "120",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(more);
+    let o = foldbench(tmp.path(), &log, &args);
     assert_eq!(o.status.code(), Some(100), "{}", text(&o));
     let records = json_lines(&out.join("cells.jsonl"));
     assert_eq!(records.len(), 2, "the run went on: {records:?}");
@@ -590,8 +593,10 @@ fn bad_policy(script: &str, command: &str) -> String {
         error.starts_with(&format!(
             "policy process `{}` ",
             command
-                .trim_start_matches("timeout=1 ")
-                .trim_start_matches("max_line=100000 ")
+                .split(' ')
+                .skip_while(|w| ["timeout=", "max_line="].iter().any(|o| w.starts_with(o)))
+                .collect::<Vec<_>>()
+                .join(" ")
         )),
         "{error}"
     );
@@ -659,6 +664,28 @@ fn a_policy_that_hangs_times_out_and_its_children_are_ended() {
     let e = bad_policy(&script, "timeout=1 python3 bad.py");
     assert!(
         e.contains("did not answer the `plan` request within 1s"),
+        "{e}"
+    );
+    let left = processes_with(&format!("sleep {marker}"));
+    assert!(left.is_empty(), "the policy's child outlived it: {left:?}");
+}
+
+#[test]
+fn without_a_sandbox_a_policy_that_crashes_with_a_child_holding_its_output_is_reported_as_its_exit()
+{
+    // The child keeps the policy's standard output open after the policy exits: the end of
+    // the pipe never comes, and only the policy's own exit says what happened.
+    let marker = format!("{}", 800_000 + std::process::id() % 90_000);
+    let script = format!(
+        "import subprocess, sys, base\ndef plan(req, view):\n    subprocess.Popen(['sleep', '{marker}'])\n    sys.stderr.write('crashed in plan\\n'); sys.exit(3)\nbase.serve(plan=plan)\n"
+    );
+    let e = bad_policy_with(&script, "timeout=30 python3 bad.py", &["--sandbox", "none"]);
+    assert!(
+        e.contains("exited (exit status: 3) before answering the `plan` request"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("its standard error ends: crashed in plan"),
         "{e}"
     );
     let left = processes_with(&format!("sleep {marker}"));

@@ -68,6 +68,103 @@ fn every_command_that_prints_fails_with_exit_1_when_standard_output_is_full() {
     }
 }
 
+/// Runs the binary in `cwd` with standard output closed (`>&-`), bounded: a command that does
+/// not end by itself within two minutes is killed and reported as hanging.
+fn with_stdout_closed(cwd: &Path, args: &[&str]) -> Output {
+    let child = Command::new("sh")
+        .current_dir(cwd)
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" >&-")
+        .arg(binary())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{args:?} with its standard output closed did not end")
+        }
+    }
+}
+
+#[test]
+fn every_command_that_prints_fails_with_exit_1_when_standard_output_is_closed() {
+    let baseline = root().join("results/baselines/ci").display().to_string();
+    let init = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    let records = d.path().join("proxy-run");
+    let sessions = real_sessions();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["tasks"],
+        vec!["list"],
+        vec!["validate"],
+        vec!["report", &baseline],
+        vec!["compare", &baseline, &baseline],
+        vec!["replay", &sessions, "--policy", "none", "--policy", "fold"],
+        vec!["replay", &sessions, "--policy", "none", "--format", "json"],
+        vec!["analyze", &sessions],
+        vec!["completions", "bash"],
+        vec!["policies"],
+        vec!["--help"],
+        vec!["--version"],
+        vec!["init", init.path().to_str().unwrap()],
+        vec![
+            "run",
+            "--tasks",
+            "tasks/trim-rerun.yaml",
+            "--policy",
+            "none",
+            "--seeds",
+            "1",
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        vec![
+            "serve",
+            "--sim",
+            "--task",
+            "tasks/trim-rerun.yaml",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        vec![
+            "proxy",
+            "--policy",
+            "none",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            records.to_str().unwrap(),
+        ],
+    ];
+    for args in &cases {
+        let out = with_stdout_closed(&root(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let what = args.join(" ");
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(
+            err.contains(
+                "error: cannot write to standard output: it was closed when foldbench started"
+            ),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{what}: {err}");
+    }
+}
+
 #[test]
 fn run_and_fold_fail_with_exit_1_when_standard_output_is_full() {
     let dir = tempfile::tempdir().unwrap();

@@ -409,6 +409,65 @@ fn unreadable_entries_of_a_replay_tree_are_named_and_counted_and_an_unreadable_p
 }
 
 #[test]
+fn fifos_and_devices_named_like_transcripts_are_named_and_counted_as_a_walk_skips_them() {
+    let d = tempfile::tempdir().unwrap();
+    let tree = d.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    let session = root().join("harness/import/fixtures/claude-code/parallel.jsonl");
+    std::fs::copy(&session, tree.join("s.jsonl")).unwrap();
+    let mkfifo = std::process::Command::new("mkfifo")
+        .arg(tree.join("pipe.jsonl"))
+        .status()
+        .unwrap();
+    assert!(mkfifo.success());
+    // A device node needs root; elsewhere the FIFO alone is checked.
+    let device = std::process::Command::new("mknod")
+        .arg(tree.join("dev.jsonl"))
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success());
+    for k in 0..6 {
+        std::process::Command::new("mkfifo")
+            .arg(tree.join(format!("more-{k}.jsonl")))
+            .status()
+            .unwrap();
+    }
+    let t = tree.to_str().unwrap();
+    let (code, err) = foldbench(&["replay", t, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    if device {
+        assert!(
+            err.contains(&format!(
+                "warning: cannot read {t}/dev.jsonl: a device, not a regular file; not replayed"
+            )),
+            "{err}"
+        );
+    }
+    let fifos = 7;
+    let all = fifos + usize::from(device);
+    assert!(
+        err.contains(&format!(
+            "warning: … and {} more entries that cannot be read ({all} in all)",
+            all - 5
+        )),
+        "{err}"
+    );
+    let only = tree.join("fifo-only");
+    std::fs::create_dir_all(&only).unwrap();
+    std::fs::copy(&session, only.join("s.jsonl")).unwrap();
+    std::fs::rename(tree.join("pipe.jsonl"), only.join("pipe.jsonl")).unwrap();
+    let o = only.to_str().unwrap();
+    let (code, err) = foldbench(&["replay", o, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: cannot read {o}/pipe.jsonl: a FIFO, not a regular file; not replayed"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn validate_of_a_folder_without_a_spec_exits_2_saying_no_task_was_found() {
     let d = tempfile::tempdir().unwrap();
     let (code, err) = foldbench(&["validate", d.path().to_str().unwrap()]);

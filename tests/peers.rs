@@ -166,6 +166,7 @@ fn replay_takes_the_peers() {
     let mut want: Vec<&str> = policies::POLICIES.to_vec();
     want.extend(policies::PEERS);
     want.push("swe-agent|compact");
+    want.push("clear-thinking|clear-tool-uses");
     assert_eq!(names, want);
     let o = fb(&["replay", "--profile", "weekly", sessions.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -174,6 +175,38 @@ fn replay_takes_the_peers() {
             .contains("has no profile `weekly`; it defines: default, ci, nightly, peers"),
         "{}",
         text(&o)
+    );
+}
+
+#[test]
+fn replay_shows_clear_thinking_on_a_session_that_records_thinking() {
+    // A Claude Opus 4.5 session (that model keeps earlier turns' thinking in its context):
+    // `clear-thinking` sends less than `none`, by the thinking of all but the last turn, and
+    // with `keep=all` exactly as much.
+    let session = root().join("harness/import/fixtures/claude-code/thinking.jsonl");
+    let o = fb(&[
+        "replay",
+        "--policy",
+        "none",
+        "--policy",
+        "clear-thinking",
+        "--policy",
+        "clear-thinking:keep=all",
+        "--policy",
+        "clear-thinking|clear-tool-uses",
+        "--format",
+        "json",
+        session.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let total = |i: usize| doc["policies"][i]["total_input"].as_u64().unwrap();
+    assert!(total(1) < total(0), "{} < {}", total(1), total(0));
+    assert_eq!(total(2), total(0));
+    assert_eq!(
+        total(3),
+        total(1),
+        "clear-tool-uses under its trigger changes nothing"
     );
 }
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """`foldbench proxy` end to end, as an agent and its model see it (tests/proxy.rs runs it).
 
-    python3 tests/proxy-e2e.py FOLDBENCH OUT POLICY
+    python3 tests/proxy-e2e.py FOLDBENCH OUT POLICY [fold]
 
 Serves an Anthropic-compatible upstream on loopback (standard library only), starts
 `FOLDBENCH proxy --policy POLICY --upstream … --listen 127.0.0.1:0 --out OUT` in front of it,
 sends two requests of one conversation as Claude Code would (the second resends the whole
 history), stops the proxy with SIGINT and prints, as one JSON line, what the upstream received.
+With `fold`, the upstream answers the first card it sees with `fold_unit(1, 1)` (the proxy
+answers it and asks again), and the agent also sends two count-tokens requests (side requests).
 """
 
 import json
@@ -21,18 +23,30 @@ RECEIVED = []
 KEY = "sk-test-KEY-never-written"
 
 
+FOLD = {"answered": False}
+
+
 class Upstream(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         RECEIVED.append({"path": self.path, "body": json.loads(body),
                          "key": self.headers.get("x-api-key")})
-        answer = {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
-            "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 5,
-                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
-        }
+        content = [{"type": "text", "text": "ok"}]
+        stop = "end_turn"
+        if self.path.startswith("/v1/messages/count_tokens"):
+            answer = {"input_tokens": 100}
+        else:
+            if "<fold-card>" in body.decode() and not FOLD["answered"]:
+                FOLD["answered"] = True
+                content = [{"type": "tool_use", "id": "toolu_f1", "name": "fold_unit",
+                            "input": {"from": 1, "to": 1}}]
+                stop = "tool_use"
+            answer = {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+                "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": 100, "output_tokens": 5,
+                          "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+            }
         data = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
@@ -44,9 +58,9 @@ class Upstream(BaseHTTPRequestHandler):
         pass
 
 
-def post(url, body):
+def post(url, body, path="/v1/messages"):
     req = urllib.request.Request(
-        url + "/v1/messages", data=json.dumps(body).encode(), method="POST",
+        url + path, data=json.dumps(body).encode(), method="POST",
         headers={"content-type": "application/json", "x-api-key": KEY,
                  "anthropic-version": "2023-06-01"})
     with urllib.request.urlopen(req, timeout=30) as r:
@@ -55,6 +69,7 @@ def post(url, body):
 
 def main():
     binary, out, policy = sys.argv[1:4]
+    fold = sys.argv[4:5] == ["fold"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
@@ -80,11 +95,15 @@ def main():
                           for n in ("Read", "Bash")],
                 "messages": messages}
         answers = [post(url, body)]
+        if fold:
+            post(url, body, "/v1/messages/count_tokens")
         body["messages"] = messages + [
             {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
             {"role": "user", "content": [{"type": "text", "text": "third"}]},
         ]
         answers.append(post(url, body))
+        if fold:
+            post(url, body, "/v1/messages/count_tokens")
     finally:
         proxy.send_signal(signal.SIGINT)
         code = proxy.wait(timeout=30)

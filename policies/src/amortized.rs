@@ -4,7 +4,14 @@
 //! events and the most recent ones stay, the events between are forgotten for good (later
 //! requests never show them again), with no summary. Then it grows again until the next cut,
 //! so the prompt cache is rebuilt once per cut rather than on every request. Events are counted
-//! with the system prompt as event 0; cuts fall between tool batches.
+//! with the system prompt as event 0.
+//!
+//! With `view=openhands` (the default) the cut is OpenHands' (the first `keep_first` events of
+//! the view and its last `max_size / 2 - keep_first`, wherever they fall) and the request is
+//! what OpenHands sends for the events left ([`crate::openhands::render`]: the session's first
+//! user message put back after the system prompt, responses whose calls or results were
+//! forgotten not sent). With `view=foldbench` cuts fall between tool batches and nothing is put
+//! back.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,10 +21,12 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::observation_masking::VIEWS;
+use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::recent;
 use crate::registry::Entry;
-use crate::view;
+use crate::view::{self, Memo};
 
 /// The policy's name.
 pub const NAME: &str = "amortized";
@@ -28,6 +37,10 @@ pub struct Amortized {
     max_size: usize,
     keep_first: usize,
     forgotten: HashSet<u64>,
+    openhands: bool,
+    /// Events forgotten in OpenHands' view: (message id, call index; 0 but for actions).
+    forgotten_events: HashSet<(u64, usize)>,
+    memo: Memo,
 }
 
 /// The registry entry.
@@ -46,6 +59,12 @@ pub fn entry() -> Entry {
             "1",
             "events",
             "events kept from the start (the system prompt is the first)",
+        )
+        .param(
+            "view",
+            "openhands",
+            "openhands|foldbench",
+            "openhands: OpenHands' cut and the request it makes of it (the first user message put back); foldbench: cuts between tool batches",
         )
 }
 
@@ -67,19 +86,60 @@ impl Amortized {
             max_size,
             keep_first,
             forgotten: HashSet::new(),
+            openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),
+            forgotten_events: HashSet::new(),
+            memo: Memo::default(),
         })
+    }
+}
+
+impl Amortized {
+    /// OpenHands' forgetting and the request it makes of the events left.
+    fn plan_openhands(&mut self, ctx: &Context) -> Plan {
+        let key = |e: Event| match e {
+            Event::Action(i, k) => (ctx.messages[i].id, k),
+            other => (ctx.messages[other.message()].id, 0),
+        };
+        let mut ev: Vec<Event> = openhands::events(&ctx.messages)
+            .into_iter()
+            .filter(|&e| !self.forgotten_events.contains(&key(e)))
+            .collect();
+        let mut action = None;
+        // The view is the system prompt and `ev`.
+        if ev.len() + 1 > self.max_size {
+            let target = self.max_size / 2;
+            let head = self.keep_first.min(ev.len() + 1);
+            let tail = target.saturating_sub(head);
+            let start = head.saturating_sub(1);
+            let end = ev.len().saturating_sub(tail).max(start);
+            let gone: Vec<Event> = ev.drain(start..end).collect();
+            action = Some(format!("forgot {} events", gone.len()));
+            self.forgotten_events.extend(gone.into_iter().map(key));
+        }
+        Plan::Send {
+            messages: openhands::render(&ctx.messages, &ev, &mut self.memo),
+            action,
+        }
     }
 }
 
 impl Policy for Amortized {
     fn name(&self) -> String {
+        let view = if self.openhands {
+            ""
+        } else {
+            ",view=foldbench"
+        };
         format!(
-            "{NAME}:max_size={},keep_first={}",
+            "{NAME}:max_size={},keep_first={}{view}",
             self.max_size, self.keep_first
         )
     }
 
     fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        if self.openhands {
+            return self.plan_openhands(ctx);
+        }
         let mut view: Vec<Arc<Message>> = ctx
             .messages
             .iter()
@@ -120,7 +180,7 @@ mod tests {
             User("u2"),
             Calls(vec![("shell", output(10))]),
         ]);
-        let spec = crate::parse_policy("amortized:max_size=10").unwrap();
+        let spec = crate::parse_policy("amortized:max_size=10,view=foldbench").unwrap();
         let mut p = crate::build(&spec, 200_000).unwrap();
         // Target 5 events: the system prompt and a tail of 4 (events 8-11).
         assert_eq!(shape(&sent(p.plan(&c, 0))), "cuar");

@@ -1,20 +1,22 @@
 //! `codex`: OpenAI Codex CLI's context management (its config's parameter names).
 //!
-//! - **`tool_output_token_limit`**: each tool output over the limit keeps its head and tail
-//!   (Codex estimates 4 bytes per token; foldbench cuts the same bytes) with `…N tokens
-//!   truncated…` between, N counted in o200k. Codex truncates an output once, when it records
-//!   it; foldbench does it on every request, memoised, which sends the same text.
+//! - **`tool_output_token_limit`**: Codex records a tool output under the limit plus 20%
+//!   (rounded up), estimating 4 bytes a token: an output longer than that many bytes keeps the
+//!   characters ending in the first half of the budget and those starting in the last half, with
+//!   `…N tokens truncated…` between (N: the bytes over the budget over 4, rounded up), as
+//!   [`truncate`] does. Codex truncates an output once, when it records it; foldbench does it
+//!   on every request, memoised, which sends the same text.
 //! - **`model_auto_compact_token_limit`**: when the request reaches it (default, and at most,
 //!   90% of `model_context_window`), the model summarises the conversation, and the context
-//!   becomes the user's messages (the newest, within 20,000 tokens) followed by the summary
-//!   under a line telling the model another model wrote it.
+//!   becomes the user's messages (the newest, within 20,000 tokens by Codex's estimate, the
+//!   oldest of them cut in the middle to what is left) followed by the summary under a line
+//!   telling the model another model wrote it.
 
 use std::sync::Arc;
 
 use harness_core::context::Context;
 use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{Plan, Policy};
-use harness_core::tokens;
 
 use crate::compact::compactable;
 use crate::error::ParamError;
@@ -70,36 +72,43 @@ impl Codex {
     }
 }
 
-/// `text` cut to about `limit` tokens (4 bytes each) keeping its head and tail at line ends
-/// where it can, with the middle's o200k count between; `None` when it fits.
-pub fn truncate(text: &str, limit: u64) -> Option<String> {
-    if u64::from(tokens::count(text)) <= limit {
+/// Codex's estimate of a text's tokens: its bytes over 4, rounded up.
+pub fn approx_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// The token budget Codex records a tool output under: the limit with 20% added for
+/// serialisation, rounded up (`TruncationPolicy * 1.2`).
+pub fn recorded_budget(limit: u64) -> u64 {
+    (limit * 6).div_ceil(5)
+}
+
+/// `text` cut in the middle to `budget` tokens of 4 bytes as Codex cuts it, `None` when it
+/// fits (at most `4 × budget` bytes): the head is the whole characters ending within the first
+/// half of the bytes, the tail the characters starting within the last half, and between them
+/// `…N tokens truncated…`, N the bytes over the budget over 4, rounded up. No new line is
+/// added around the marker.
+pub fn truncate(text: &str, budget: u64) -> Option<String> {
+    let bytes = usize::try_from(budget.saturating_mul(4)).unwrap_or(usize::MAX);
+    if text.is_empty() || text.len() <= bytes && budget > 0 {
         return None;
     }
-    let budget = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
-    let left = budget / 2;
-    let right = budget - left;
-    let floor = |mut i: usize| {
-        while !text.is_char_boundary(i) {
-            i -= 1;
+    let left = bytes / 2;
+    let tail_from = text.len().saturating_sub(bytes - left);
+    let mut head_end = 0;
+    let mut tail_start = text.len();
+    for (at, ch) in text.char_indices() {
+        if at + ch.len_utf8() <= left {
+            head_end = at + ch.len_utf8();
+        } else if at >= tail_from {
+            tail_start = at;
+            break;
         }
-        i
-    };
-    let head_end = {
-        let cut = floor(left.min(text.len()));
-        text[..cut].rfind('\n').map_or(cut, |i| i + 1)
-    };
-    let tail_start = {
-        let mut cut = text.len().saturating_sub(right);
-        while !text.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let start = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
-        start.max(head_end)
-    };
-    let removed = tokens::count(&text[head_end..tail_start]);
+    }
+    let tail_start = tail_start.max(head_end);
+    let removed = ((text.len() - bytes) as u64).div_ceil(4);
     Some(format!(
-        "{}…{removed} tokens truncated…\n{}",
+        "{}…{removed} tokens truncated…{}",
         &text[..head_end],
         &text[tail_start..]
     ))
@@ -114,16 +123,17 @@ impl Policy for Codex {
     }
 
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
-        let limit = self.output_limit;
+        let budget = recorded_budget(self.output_limit);
+        let bytes = budget.saturating_mul(4);
         let mut cut = 0;
         let messages: Vec<Arc<Message>> = ctx
             .messages
             .iter()
             .map(|m| {
-                if !view::is_result(m) || u64::from(m.tokens) <= limit {
+                if !view::is_result(m) || (m.text.len() as u64) <= bytes {
                     return Arc::clone(m);
                 }
-                let new = self.memo.get(m, 10, |m| match truncate(&m.text, limit) {
+                let new = self.memo.get(m, 10, |m| match truncate(&m.text, budget) {
                     Some(t) => {
                         let mut c = m.clone();
                         c.text = t;
@@ -155,7 +165,7 @@ impl Policy for Codex {
             if left == 0 {
                 break;
             }
-            let n = u64::from(tokens::count(&m.text));
+            let n = approx_tokens(&m.text);
             if n <= left {
                 kept.push(Arc::clone(m));
                 left -= n;
@@ -207,21 +217,36 @@ mod tests {
     }
 
     #[test]
-    fn long_outputs_keep_their_head_and_tail() {
+    fn long_outputs_keep_their_head_and_tail_as_codex_cuts_them() {
+        // 400 lines of 20 bytes: 8,000 bytes. At tool_output_token_limit=100 Codex records the
+        // output under 120 tokens, 480 bytes: 240 of head (12 lines), 240 of tail (12 lines),
+        // and (8,000 - 480) / 4 = 1,880 tokens said cut.
         let lines: String = (0..400)
             .map(|i| format!("line {i:03} of the log\n"))
             .collect();
-        assert!(tokens::count(&lines) > 1_000);
-        let cut = truncate(&lines, 100).unwrap();
-        // 100 tokens: 200 bytes of head (ten whole lines of 20 bytes) and 200 of tail (the
-        // tail's first line is cut, so nine).
+        assert_eq!(recorded_budget(100), 120);
+        let cut = truncate(&lines, recorded_budget(100)).unwrap();
         assert!(cut.starts_with("line 000 of the log\n"), "{cut}");
-        assert!(cut.contains("line 009 of the log\n…"), "{cut}");
-        assert!(!cut.contains("line 010 "), "{cut}");
-        assert!(!cut.contains("line 390 "), "{cut}");
+        assert!(
+            cut.contains("line 011 of the log\n…1880 tokens truncated…line 388 of the log\n"),
+            "{cut}"
+        );
+        assert!(!cut.contains("line 012 "), "{cut}");
         assert!(cut.ends_with("line 399 of the log\n"), "{cut}");
-        assert!(cut.contains("tokens truncated…\nline 391"), "{cut}");
+        assert_eq!(cut.len(), 507);
+        assert_eq!(
+            cut.lines().count(),
+            24,
+            "12 lines, the marker before the 13th, 11 more"
+        );
         assert_eq!(truncate("short", 100), None);
+        // Codex's own unit tests (utils/string/src/truncate/tests.rs).
+        assert_eq!(truncate("abcdef", 0).unwrap(), "…2 tokens truncated…");
+        let s = "😀😀😀😀😀😀😀😀😀😀\nsecond line with text\n";
+        assert_eq!(
+            truncate(s, 8).unwrap(),
+            "😀😀😀😀…8 tokens truncated… line with text\n"
+        );
         let c = context(vec![
             User("u"),
             Calls(vec![("shell", lines.clone())]),

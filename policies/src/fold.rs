@@ -401,13 +401,13 @@ impl Policy for Fold {
             }
             self.last_card = Some(ctx.turn);
             return Some(CardOffer {
-                text: fold::render_card_quoting(&before, self.quote),
+                text: fold::render_card_for(&before, self.quote, ctx.tools.as_deref()),
                 turns: before.iter().map(|t| t.turn).collect(),
             });
         }
         self.last_card = Some(ctx.turn);
         Some(CardOffer {
-            text: fold::render_card_quoting(&turns, self.quote),
+            text: fold::render_card_for(&turns, self.quote, ctx.tools.as_deref()),
             turns: turns.iter().map(|t| t.turn).collect(),
         })
     }

@@ -7,14 +7,16 @@
 //! - **Masking** on every request: all tool results but the `window` most recent become
 //!   SWE-agent's `Old environment output: (K lines omitted)` (the [`crate::swe_agent`] arm's
 //!   rule; the task's first message counts as the first observation).
-//! - **A summary** when `summarize_every` steps (model responses, SWE-agent's turns) have
-//!   been made since the last one, or when the masked request reaches `trigger` tokens
-//!   (foldbench's addition, so a window smaller than the paper's does not overflow first):
-//!   everything before the last `keep_last` steps is replaced by the summary, the turn's user
-//!   message staying after it when it is among the replaced. The summary is asked for as
-//!   `compact` asks it (the sim writes its mechanical summary, a real model its own), from the
-//!   masked messages it replaces — what the model last saw of them, a prefix of its last
-//!   request.
+//! - **A summary** when `summarize_every + keep_last` steps (model responses, SWE-agent's
+//!   turns) have been made since the last one (the paper's processor summarises when there are
+//!   at least `n + keep_last_m_turns` unprocessed turns, then keeps the last `keep_last_m_turns`),
+//!   or when the masked request reaches `trigger` tokens (foldbench's addition, so a window
+//!   smaller than the paper's does not overflow first): everything before the last `keep_last`
+//!   steps is replaced by the summary, the task's first message kept before it (the paper's
+//!   processor keeps the system and the first user prompt) and the turn's user message after it
+//!   when it is another and among the replaced. The summary is asked for as `compact` asks it (the sim writes its mechanical
+//!   summary, a real model its own), from the messages it replaces *unmasked* (the summarising
+//!   processor comes first in the paper's list, before masking), the previous summary first.
 
 use std::sync::Arc;
 
@@ -49,7 +51,7 @@ pub fn entry() -> Entry {
         .source("\"The Complexity Trap\" (Lindenbauer et al. 2025): SWE-agent `summarize_every_n_turns` then `last_n_observations`")
         .window_param("context_window")
         .param("window", "10", "tool results", "the most recent tool results shown whole; older ones are masked")
-        .param("summarize_every", "43", "steps", "a summary after this many model responses since the last (0: never)")
+        .param("summarize_every", "43", "steps", "the steps a summary replaces: one is made when this many and keep_last more have been made since the last (0: never)")
         .param("keep_last", "10", "steps", "the most recent model responses a summary leaves as they are")
         .param("trigger", "(90% of the window)", "tokens", "a summary also when the masked request reaches it")
         .param("context_window", "(the model's)", "tokens", "the context window")
@@ -65,11 +67,6 @@ impl Hybrid {
                 key: "keep_last".into(),
             }
         })?;
-        if every > 0 && keep_last as u64 >= every {
-            return Err(ParamError::Conflict(format!(
-                "`keep_last` ({keep_last}) must be less than `summarize_every` ({every}), or a summary would be due again at once"
-            )));
-        }
         let context_window = p.take_u64("context_window")?.unwrap_or(window);
         let trigger = p.take_u64("trigger")?.unwrap_or(context_window / 10 * 9);
         Ok(Hybrid {
@@ -132,7 +129,8 @@ impl Policy for Hybrid {
         let (messages, action) = self.masked(ctx);
         let tokens =
             u64::from(prefix_tokens) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        let due = (self.every > 0 && Hybrid::steps_since_summary(&ctx.messages) >= self.every)
+        let due = (self.every > 0
+            && Hybrid::steps_since_summary(&ctx.messages) >= self.every + self.keep_last as u64)
             || tokens >= self.trigger;
         if due && self.cut(&ctx.messages).is_some() {
             return Plan::Compact { emergency: false };
@@ -141,7 +139,7 @@ impl Policy for Hybrid {
     }
 
     fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
-        let (mut messages, _) = self.masked(ctx);
+        let mut messages = ctx.messages.clone();
         if let Some(cut) = self.cut(&ctx.messages) {
             messages.truncate(cut);
         }
@@ -152,10 +150,19 @@ impl Policy for Hybrid {
         let Some(cut) = self.cut(&ctx.messages) else {
             return ctx.compact(summary);
         };
+        // The paper's processor keeps the system prompt and the task's message (SWE-agent's
+        // instance template) before the summary; the turn's own message, when it is another and
+        // among the replaced, follows the summary.
+        let task = ctx.messages[..cut].iter().position(|m| m.is_human());
         let user = ctx.messages[..cut]
             .iter()
-            .rposition(|m| m.is_human() && m.turn == ctx.turn);
-        let mut out = vec![summary];
+            .rposition(|m| m.is_human() && m.turn == ctx.turn)
+            .filter(|&u| Some(u) != task);
+        let mut out: Vec<Arc<Message>> = task
+            .map(|i| Arc::clone(&ctx.messages[i]))
+            .into_iter()
+            .collect();
+        out.push(summary);
         out.extend(user.map(|i| Arc::clone(&ctx.messages[i])));
         out.extend(ctx.messages[cut..].iter().cloned());
         ctx.messages = out;
@@ -202,20 +209,23 @@ mod tests {
     #[test]
     fn masks_then_summarises_when_the_steps_are_due() {
         let mut c = five_steps();
-        // Five steps (four calls and the closing): summarize_every=6 is not due yet.
-        let mut p = policy("hybrid:window=2,summarize_every=6,keep_last=2");
+        // Five steps (four calls and the closing): summarize_every=4 and keep_last=2 is not due
+        // yet (six steps).
+        let mut p = policy("hybrid:window=2,summarize_every=4,keep_last=2");
         assert!(matches!(p.plan(&c, 0), Plan::Send { .. }));
-        let mut p = policy("hybrid:window=2,summarize_every=5,keep_last=2");
+        let mut p = policy("hybrid:window=2,summarize_every=3,keep_last=2");
         let before = c.messages.clone();
         let input = condense(p.as_mut(), &mut c);
-        // The summary is written from the masked messages before the last two steps.
-        assert_eq!(shape(&input), "uaxaxxcu");
-        // The summary, the turn's user message (it was among the replaced), the last two steps.
-        assert_eq!(shape(&c.messages), "suarar");
-        assert_eq!(c.messages[1].id, before[7].id, "u2");
-        assert_eq!(c.messages[2].id, before[8].id);
+        // The summary is written from the messages before the last two steps, unmasked.
+        assert_eq!(shape(&input), "uararrcu");
+        // The task's message, the summary, the turn's user message (it was among the replaced),
+        // the last two steps.
+        assert_eq!(shape(&c.messages), "usuarar");
+        assert_eq!(c.messages[0].id, before[0].id, "u1");
+        assert_eq!(c.messages[2].id, before[7].id, "u2");
+        assert_eq!(c.messages[3].id, before[8].id);
         // Two steps since the summary: masking goes on, the next summary is three steps off.
-        assert_eq!(shape(&sent(p.plan(&c, 0))), "suarar");
+        assert_eq!(shape(&sent(p.plan(&c, 0))), "usuarar");
     }
 
     #[test]

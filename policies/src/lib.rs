@@ -33,17 +33,24 @@
 //! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
 //! [`SweepError`] inside.
 
+pub mod aider;
 pub mod amortized;
+pub mod anthropic_compaction;
 pub mod claude_code;
+pub mod clear_thinking;
 pub mod clear_tool_uses;
 pub mod codex;
 pub mod compact;
+pub mod cursor;
 pub mod error;
 pub mod fold;
+pub mod gemini_cli;
 pub mod hybrid;
+pub mod inspect_ai;
 pub mod llm_summarizing;
 pub mod none;
 pub mod observation_masking;
+pub mod openhands;
 pub mod params;
 pub mod pipeline;
 pub mod recent;
@@ -63,37 +70,54 @@ pub use registry::{Entry, Registry};
 pub const POLICIES: [&str; 5] = ["none", "trim", "compact", "fold", "fold+strategies"];
 
 /// The peer policies (what people run today), in the order `foldbench policies` lists them.
-pub const PEERS: [&str; 9] = [
+pub const PEERS: [&str; 18] = [
     clear_tool_uses::NAME,
+    clear_thinking::NAME,
+    anthropic_compaction::NAME,
     claude_code::NAME,
     codex::NAME,
+    gemini_cli::NAME,
+    cursor::NAME,
     observation_masking::NAME,
     recent::NAME,
     amortized::NAME,
     llm_summarizing::NAME,
+    llm_summarizing::PRESET,
     swe_agent::NAME,
     hybrid::NAME,
+    inspect_ai::EDIT,
+    inspect_ai::TRIM,
+    inspect_ai::SUMMARY,
+    aider::NAME,
 ];
 
 /// The entries of [`Registry::builtin`]: foldbench's policies, the peers', the pipeline.
 pub fn builtin_entries() -> Vec<Entry> {
-    vec![
+    let mut out = vec![
         none::entry(),
         trim::entry(),
         compact::entry(),
         fold::entry(false),
         fold::entry(true),
         clear_tool_uses::entry(),
+        clear_thinking::entry(),
+        anthropic_compaction::entry(),
         claude_code::entry(),
         codex::entry(),
+        gemini_cli::entry(),
+        cursor::entry(),
         observation_masking::entry(),
         recent::entry(),
         amortized::entry(),
         llm_summarizing::entry(),
+        llm_summarizing::preset_entry(),
         swe_agent::entry(),
         hybrid::entry(),
-        pipeline::entry(),
-    ]
+    ];
+    out.extend(inspect_ai::entries());
+    out.push(aider::entry());
+    out.push(pipeline::entry());
+    out
 }
 
 /// Parses a policy text through the current registry: `NAME[:k=v,...]` or `STEP|STEP|...`.

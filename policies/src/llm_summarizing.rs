@@ -11,7 +11,13 @@
 //! forget fewer than `minimum_progress` of the events is not made (OpenHands waits for a later
 //! step, when the tail has moved). With `max_tokens` (the SDK's optional token limit) a request
 //! holding more tokens is condensed too: the messages after the head go, oldest first, until
-//! more than the excess over half the limit is gone.
+//! more than the excess over half the limit is gone. The SDK caps that limit by the agent
+//! model's input limit even when `max_tokens` is not set (`_effective_max_input_tokens`): a
+//! request holding more than `max_input_tokens` (the model's window) is condensed down to half
+//! of it.
+//!
+//! [`preset_entry`] is the SDK's default agent (`default_condenser`: `max_size` 80,
+//! `keep_first` 4) under its own name, `openhands-sdk`.
 //!
 //! The summary is asked for the way `compact` asks it ([`Plan::Compact`]: the sim writes its
 //! mechanical summary, a real model its own), from the context up to the end of the forgotten
@@ -32,6 +38,9 @@ use crate::view;
 /// The policy's name.
 pub const NAME: &str = "llm-summarizing";
 
+/// The name of the SDK's default agent's condenser.
+pub const PRESET: &str = "openhands-sdk";
+
 /// OpenHands' summarising condenser.
 #[derive(Debug)]
 pub struct LlmSummarizing {
@@ -39,26 +48,56 @@ pub struct LlmSummarizing {
     keep_first: usize,
     minimum_progress: f64,
     max_tokens: Option<u64>,
+    max_input_tokens: u64,
+    /// The registry name it was built under.
+    name: &'static str,
     /// The system prompt's and tools' tokens, as the last plan was given them.
     prefix_tokens: u64,
 }
 
 /// The registry entry.
 pub fn entry() -> Entry {
-    Entry::new(NAME, |p, _| Ok(Box::new(LlmSummarizing::from_params(p)?)))
+    params(
+        Entry::new(NAME, |p, b| {
+            Ok(Box::new(LlmSummarizing::from_params(
+                p, b.window, NAME, 240, 2,
+            )?))
+        })
         .summary(
             "OpenHands: past max_size events the older half is replaced by a model-written summary",
         )
-        .source("OpenHands `LLMSummarizingCondenser` (agent SDK defaults)")
+        .source("OpenHands `LLMSummarizingCondenser` (agent SDK class defaults)"),
+        "240",
+        "2",
+    )
+}
+
+/// The registry entry of the SDK's default agent's condenser (`default_condenser`).
+pub fn preset_entry() -> Entry {
+    params(
+        Entry::new(PRESET, |p, b| {
+            Ok(Box::new(LlmSummarizing::from_params(
+                p, b.window, PRESET, 80, 4,
+            )?))
+        })
+        .summary("OpenHands SDK's default agent: llm-summarizing with max_size=80, keep_first=4")
+        .source("OpenHands SDK `default_condenser` (`LLMSummarizingCondenser`, its preset)"),
+        "80",
+        "4",
+    )
+}
+
+fn params(e: Entry, max_size: &str, keep_first: &str) -> Entry {
+    e.window_param("max_input_tokens")
         .param(
             "max_size",
-            "240",
+            max_size,
             "events",
             "the context is condensed when it holds more",
         )
         .param(
             "keep_first",
-            "2",
+            keep_first,
             "events",
             "events never forgotten from the start (the system prompt is the first)",
         )
@@ -74,17 +113,31 @@ pub fn entry() -> Entry {
             "tokens",
             "also condense when the request holds more, down to half of it",
         )
+        .param(
+            "max_input_tokens",
+            "(the model's)",
+            "tokens",
+            "the agent model's input limit: it caps max_tokens (the SDK's effective limit)",
+        )
 }
 
 impl LlmSummarizing {
-    /// From `max_size`, `keep_first` and `minimum_progress`.
-    pub fn from_params(p: &mut Params) -> Result<LlmSummarizing, ParamError> {
-        let max_size = p.take_count("max_size")?.unwrap_or(240);
-        let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(2)).map_err(|_| {
-            ParamError::TooLarge {
-                key: "keep_first".into(),
-            }
-        })?;
+    /// From `max_size`, `keep_first`, `minimum_progress`, `max_tokens` and `max_input_tokens`
+    /// (default `window`), with the defaults of `name`.
+    pub fn from_params(
+        p: &mut Params,
+        window: u64,
+        name: &'static str,
+        max_size: usize,
+        keep_first: u64,
+    ) -> Result<LlmSummarizing, ParamError> {
+        let max_size = p.take_count("max_size")?.unwrap_or(max_size);
+        let keep_first =
+            usize::try_from(p.take_u64("keep_first")?.unwrap_or(keep_first)).map_err(|_| {
+                ParamError::TooLarge {
+                    key: "keep_first".into(),
+                }
+            })?;
         if keep_first + 1 >= max_size / 2 {
             return Err(ParamError::Conflict(format!(
                 "`keep_first` ({keep_first}) must be less than `max_size` / 2 - 1 ({}) to leave room for the summary and a tail; raise `max_size` or lower `keep_first`",
@@ -105,6 +158,8 @@ impl LlmSummarizing {
             keep_first,
             minimum_progress,
             max_tokens: p.take_u64("max_tokens")?,
+            max_input_tokens: p.take_u64("max_input_tokens")?.unwrap_or(window),
+            name,
             prefix_tokens: 0,
         })
     }
@@ -118,7 +173,10 @@ impl LlmSummarizing {
         let start_at = view::message_from_event(messages, self.keep_first);
         let mut tail = (total > self.max_size).then(|| self.max_size / 2 - self.keep_first - 1);
         let tokens = self.prefix_tokens + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        if let Some(limit) = self.max_tokens.filter(|&l| tokens > l) {
+        let limit = self
+            .max_tokens
+            .map_or(self.max_input_tokens, |t| t.min(self.max_input_tokens));
+        if tokens > limit {
             // The shortest run of messages after the head whose tokens exceed the excess over
             // half the limit goes; the events after it stay.
             let excess = tokens - limit / 2;
@@ -149,13 +207,17 @@ impl LlmSummarizing {
 impl Policy for LlmSummarizing {
     fn name(&self) -> String {
         let mut s = format!(
-            "{NAME}:keep_first={},max_size={},minimum_progress={}",
-            self.keep_first, self.max_size, self.minimum_progress
+            "{}:keep_first={},max_size={},minimum_progress={}",
+            self.name, self.keep_first, self.max_size, self.minimum_progress
         );
         if let Some(t) = self.max_tokens {
             s.push_str(&format!(",max_tokens={t}"));
         }
         s
+    }
+
+    fn window(&self) -> Option<u64> {
+        Some(self.max_input_tokens)
     }
 
     fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
@@ -283,8 +345,14 @@ mod tests {
         let mut made = 0;
         for max_size in 6..23 {
             let text = format!("llm-summarizing:max_size={max_size},keep_first=1");
-            let p = LlmSummarizing::from_params(&mut crate::parse_policy(&text).unwrap().params())
-                .unwrap();
+            let p = LlmSummarizing::from_params(
+                &mut crate::parse_policy(&text).unwrap().params(),
+                200_000,
+                NAME,
+                240,
+                2,
+            )
+            .unwrap();
             if let Some((s, e)) = p.forgotten(&ctx.messages) {
                 assert!(cuts[s] && cuts[e], "{text}: {s}..{e}");
                 made += 1;
@@ -364,6 +432,10 @@ mod tests {
             &mut crate::parse_policy("llm-summarizing:max_size=10,minimum_progress=0.7")
                 .unwrap()
                 .params(),
+            200_000,
+            NAME,
+            240,
+            2,
         )
         .unwrap();
         assert_eq!(p.forgotten(&c.messages), None);
@@ -371,6 +443,10 @@ mod tests {
             &mut crate::parse_policy("llm-summarizing:max_size=10,minimum_progress=0.6")
                 .unwrap()
                 .params(),
+            200_000,
+            NAME,
+            240,
+            2,
         )
         .unwrap();
         assert_eq!(p.forgotten(&c.messages), Some((1, 8)));

@@ -1,14 +1,21 @@
 //! `observation-masking`: OpenHands' `ObservationMaskingCondenser`.
 //!
-//! Every observation (tool result) outside the `attention_window` most recent events is
-//! replaced by `<MASKED>`; nothing else changes, and nothing is remembered between requests.
-//! Events are counted as OpenHands counts them (see [`crate::view::events`]), the system prompt
-//! being event 0.
+//! Every observation (a tool result, a summary) outside the `attention_window` most recent
+//! events is replaced by `<MASKED>`, and nothing is remembered between requests. Events are
+//! counted as OpenHands counts them (see [`crate::openhands::events`]), the system prompt being
+//! event 0.
+//!
+//! With `view=openhands` (the default) the request is what OpenHands sends for that view
+//! ([`crate::openhands::render`]): a masked observation answers no call, so it becomes a user
+//! message `<MASKED>`, and the assistant message that made the call is not sent, nor the results
+//! of its other calls (even those inside the window). With `view=foldbench` the masked result
+//! stays a tool result answering its call and everything else is sent as it is.
 
 use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::view::{self, Memo};
@@ -17,12 +24,16 @@ use crate::view::{self, Memo};
 pub const NAME: &str = "observation-masking";
 
 /// What a masked observation says.
-pub const MASK: &str = "<MASKED>";
+pub const MASK: &str = openhands::MASK;
+
+/// The words of the `view` parameter of OpenHands' condensers.
+pub const VIEWS: [&str; 2] = ["openhands", "foldbench"];
 
 /// OpenHands' observation masking.
 #[derive(Debug)]
 pub struct ObservationMasking {
     window: usize,
+    openhands: bool,
     memo: Memo,
 }
 
@@ -39,6 +50,12 @@ pub fn entry() -> Entry {
         "events",
         "the most recent events whose observations stay",
     )
+    .param(
+        "view",
+        "openhands",
+        "openhands|foldbench",
+        "openhands: the request OpenHands makes of the view (a masked observation is a user message, its call's message goes); foldbench: masked results stay tool results",
+    )
 }
 
 impl ObservationMasking {
@@ -46,6 +63,7 @@ impl ObservationMasking {
     pub fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
         Ok(ObservationMasking {
             window: p.take_count("attention_window")?.unwrap_or(100),
+            openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),
             memo: Memo::default(),
         })
     }
@@ -53,10 +71,32 @@ impl ObservationMasking {
 
 impl Policy for ObservationMasking {
     fn name(&self) -> String {
-        format!("{NAME}:attention_window={}", self.window)
+        let view = if self.openhands {
+            ""
+        } else {
+            ",view=foldbench"
+        };
+        format!("{NAME}:attention_window={}{view}", self.window)
     }
 
     fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        if self.openhands {
+            let mut ev = openhands::events(&ctx.messages);
+            // The view is the system prompt and the events: index i of `ev` is view index i + 1.
+            let first_kept = (ev.len() + 1).saturating_sub(self.window);
+            let mut masked = 0;
+            for (i, e) in ev.iter_mut().enumerate() {
+                if i + 1 < first_kept && e.is_observation() {
+                    *e = Event::Masked(e.message());
+                    masked += 1;
+                }
+            }
+            let messages = openhands::render(&ctx.messages, &ev, &mut self.memo);
+            return Plan::Send {
+                messages,
+                action: (masked > 0).then(|| format!("masked {masked} observations")),
+            };
+        }
         let total = 1 + view::total_events(&ctx.messages);
         let first_kept = total.saturating_sub(self.window);
         let mut out = Vec::with_capacity(ctx.messages.len());
@@ -95,12 +135,27 @@ mod tests {
             Calls(vec![("shell", output(20))]),
         ]);
         let cases = [
-            ("observation-masking", "uarrarcuar"),
-            ("observation-masking:attention_window=8", "uarrarcuar"), // events 4-11 stay
-            ("observation-masking:attention_window=7", "uaxrarcuar"), // events 5-11
-            ("observation-masking:attention_window=5", "uaxxarcuar"), // events 7-11
-            ("observation-masking:attention_window=4", "uaxxaxcuar"), // events 8-11
-            ("observation-masking:attention_window=1", "uaxxaxcuar"), // event 11 only
+            ("observation-masking:view=foldbench", "uarrarcuar"),
+            (
+                "observation-masking:view=foldbench,attention_window=8",
+                "uarrarcuar",
+            ), // events 4-11 stay
+            (
+                "observation-masking:view=foldbench,attention_window=7",
+                "uaxrarcuar",
+            ), // events 5-11
+            (
+                "observation-masking:view=foldbench,attention_window=5",
+                "uaxxarcuar",
+            ), // events 7-11
+            (
+                "observation-masking:view=foldbench,attention_window=4",
+                "uaxxaxcuar",
+            ), // events 8-11
+            (
+                "observation-masking:view=foldbench,attention_window=1",
+                "uaxxaxcuar",
+            ), // event 11 only
         ];
         for (spec, want) in cases {
             let mut p = crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap();

@@ -13,10 +13,9 @@ use std::sync::Arc;
 
 use harness_core::context::Context;
 use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::policy::{ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, ToolReply};
+use harness_core::policy::{ArchiveRef, CardOffer, Mode, Offload, Plan, Policy, Splice, ToolReply};
 
 use crate::error::PolicyError;
-use crate::params::split_top;
 use crate::registry::{Entry, Registry};
 
 /// The policy's name.
@@ -27,7 +26,7 @@ pub fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
         let arg = b.spec.arg.as_deref().unwrap_or_default();
         let mut steps = Vec::new();
-        for text in split_top(arg, '|') {
+        for text in b.registry.steps(arg) {
             let spec = b.registry.parse(text)?;
             steps.push(b.registry.build(&spec, b.window)?);
         }
@@ -40,7 +39,7 @@ pub fn entry() -> Entry {
 
 /// Checks a pipeline's steps and writes them canonically (each step's label, `|` between).
 pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
-    let steps = split_top(text, '|');
+    let steps = reg.steps(text);
     let mut out = Vec::new();
     for s in steps {
         let s = s.trim();
@@ -139,6 +138,25 @@ impl Policy for Pipeline {
         match self.steps.get_mut(self.compacting) {
             Some(s) => s.compaction_input(ctx),
             None => ctx.messages.clone(),
+        }
+    }
+
+    fn compaction_instructions(&self) -> Option<String> {
+        self.steps
+            .get(self.compacting)
+            .and_then(|s| s.compaction_instructions())
+    }
+
+    fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
+        self.steps
+            .iter_mut()
+            .flat_map(|s| s.offloads(ctx))
+            .collect()
+    }
+
+    fn offloaded(&mut self, path: &str, written: bool) {
+        for s in &mut self.steps {
+            s.offloaded(path, written);
         }
     }
 

@@ -2,9 +2,14 @@
 //!
 //! Each request shows the first `keep_first` events and the most recent ones, `max_events` in
 //! all; the events between are left out of that request (nothing is remembered: a sliding
-//! window). The system prompt is event 0, so `keep_first=1` keeps only it. Cuts fall between
-//! tool batches: an assistant message's calls and their results stay or go together, so the
-//! head may keep a few events more and the tail a few fewer.
+//! window). The system prompt is event 0, so `keep_first=1` keeps only it.
+//!
+//! With `view=openhands` (the default) the cut falls where OpenHands' slice puts it, and the
+//! request is what OpenHands sends for the events kept ([`crate::openhands::render`]): the
+//! session's first user message is put back after the system prompt, a response whose calls
+//! were cut is sent whole if one of its actions is kept and every result is, and results whose
+//! response is gone are not sent. With `view=foldbench` the cuts snap to tool-batch boundaries
+//! (the head may keep a few events more and the tail a few fewer) and nothing is put back.
 
 use std::sync::Arc;
 
@@ -13,9 +18,11 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::observation_masking::VIEWS;
+use crate::openhands;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view;
+use crate::view::{self, Memo};
 
 /// The policy's name.
 pub const NAME: &str = "recent";
@@ -25,6 +32,8 @@ pub const NAME: &str = "recent";
 pub struct Recent {
     keep_first: usize,
     max_events: usize,
+    openhands: bool,
+    memo: Memo,
 }
 
 /// The registry entry.
@@ -39,6 +48,12 @@ pub fn entry() -> Entry {
             "events kept from the start (the system prompt is the first)",
         )
         .param("max_events", "100", "events", "events per request in all")
+        .param(
+            "view",
+            "openhands",
+            "openhands|foldbench",
+            "openhands: OpenHands' cut and the request it makes of it (the first user message put back); foldbench: cuts between tool batches",
+        )
 }
 
 impl Recent {
@@ -58,6 +73,8 @@ impl Recent {
         Ok(Recent {
             keep_first,
             max_events,
+            openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),
+            memo: Memo::default(),
         })
     }
 }
@@ -84,6 +101,26 @@ pub fn window(
     (tail_start > head_end).then_some((head_end, tail_start))
 }
 
+/// The events OpenHands' recent-events condenser keeps of `ev` (the view being the system
+/// prompt, event 0, and `ev`): the first `keep_first` and the last `max_events - keep_first`.
+/// A view that fits is kept whole (OpenHands' slice then repeats the head: not reproduced).
+pub fn openhands_window(
+    ev: &[openhands::Event],
+    keep_first: usize,
+    max_events: usize,
+) -> Vec<openhands::Event> {
+    let total = ev.len() + 1;
+    if total <= max_events {
+        return ev.to_vec();
+    }
+    let head = keep_first.min(total);
+    let tail_start = total - (max_events - head).min(total);
+    // View index v is `ev[v - 1]`; the system prompt (v = 0) is sent anyway.
+    let mut kept: Vec<openhands::Event> = ev[..head.saturating_sub(1)].to_vec();
+    kept.extend_from_slice(&ev[tail_start.max(head).max(1) - 1..]);
+    kept
+}
+
 /// The first message whose first event is at index `event` or later (0-based over messages).
 fn first_message_at_or_after(messages: &[Arc<Message>], event: usize) -> usize {
     let mut at = 0;
@@ -98,13 +135,28 @@ fn first_message_at_or_after(messages: &[Arc<Message>], event: usize) -> usize {
 
 impl Policy for Recent {
     fn name(&self) -> String {
+        let view = if self.openhands {
+            ""
+        } else {
+            ",view=foldbench"
+        };
         format!(
-            "{NAME}:keep_first={},max_events={}",
+            "{NAME}:keep_first={},max_events={}{view}",
             self.keep_first, self.max_events
         )
     }
 
     fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
+        if self.openhands {
+            let ev = openhands::events(&ctx.messages);
+            let kept = openhands_window(&ev, self.keep_first, self.max_events);
+            let left = ev.len() - kept.len();
+            let messages = openhands::render(&ctx.messages, &kept, &mut self.memo);
+            return Plan::Send {
+                messages,
+                action: (left > 0).then(|| format!("left out {left} events")),
+            };
+        }
         let Some((head_end, tail_start)) = window(&ctx.messages, self.keep_first, self.max_events)
         else {
             return Plan::Send {
@@ -139,20 +191,23 @@ mod tests {
             Calls(vec![("shell", output(10))]),
         ]);
         let cases = [
-            ("recent", "uarrarcuar"), // 12 ≤ 100
-            ("recent:max_events=12", "uarrarcuar"),
-            ("recent:max_events=7", "arcuar"), // the tail: events 6-11
-            ("recent:max_events=6", "cuar"),   // 7-11 starts at a result: 8-11
-            ("recent:max_events=5", "cuar"),   // 8-11
-            ("recent:keep_first=2,max_events=6", "ucuar"), // the user message, then 8-11
-            ("recent:keep_first=3,max_events=8", "uarrcuar"), // the head to its batch's end
+            ("recent:view=foldbench", "uarrarcuar"), // 12 ≤ 100
+            ("recent:view=foldbench,max_events=12", "uarrarcuar"),
+            ("recent:view=foldbench,max_events=7", "arcuar"), // the tail: events 6-11
+            ("recent:view=foldbench,max_events=6", "cuar"),   // 7-11 starts at a result: 8-11
+            ("recent:view=foldbench,max_events=5", "cuar"),   // 8-11
+            ("recent:view=foldbench,keep_first=2,max_events=6", "ucuar"), // the user message, then 8-11
+            (
+                "recent:view=foldbench,keep_first=3,max_events=8",
+                "uarrcuar",
+            ), // the head to its batch's end
         ];
         for (spec, want) in cases {
             let mut p = crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap();
             assert_eq!(shape(&sent(p.plan(&c, 0))), want, "{spec}");
         }
         let e = crate::build(
-            &crate::parse_policy("recent:keep_first=5,max_events=5").unwrap(),
+            &crate::parse_policy("recent:view=foldbench,keep_first=5,max_events=5").unwrap(),
             1,
         )
         .err()

@@ -74,6 +74,10 @@ pub type CanonFn = dyn Fn(&Registry, &str) -> Result<String, PolicyError> + Send
 /// Checks a spec without building it (a policy whose construction is costly: a process).
 pub type CheckFn = dyn Fn(&Registry, &PolicySpec) -> Result<(), PolicyError> + Send + Sync;
 
+/// The arms a whole-text policy's text stands for (the text after its colon in, each arm's
+/// text after its colon out).
+pub type SweepFn = dyn Fn(&str) -> Result<Vec<Point>, PolicyError> + Send + Sync;
+
 /// One policy of a registry.
 #[derive(Clone)]
 pub struct Entry {
@@ -84,6 +88,7 @@ pub struct Entry {
     build: Arc<BuildFn>,
     raw: Option<Arc<CanonFn>>,
     check: Option<Arc<CheckFn>>,
+    sweep: Option<Arc<SweepFn>>,
     window_param: Option<String>,
 }
 
@@ -113,6 +118,7 @@ impl Entry {
             build: Arc::new(build),
             raw: None,
             check: None,
+            sweep: None,
             window_param: None,
         }
     }
@@ -170,6 +176,16 @@ impl Entry {
         canon: impl Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync + 'static,
     ) -> Entry {
         self.raw = Some(Arc::new(canon));
+        self
+    }
+
+    /// For a whole-text policy ([`Entry::raw`]), the arms a text stands for: `sweep` gets the
+    /// text after the colon and gives each arm's (default: the text is one arm).
+    pub fn sweep(
+        mut self,
+        sweep: impl Fn(&str) -> Result<Vec<Point>, PolicyError> + Send + Sync + 'static,
+    ) -> Entry {
+        self.sweep = Some(Arc::new(sweep));
         self
     }
 
@@ -291,11 +307,41 @@ impl Registry {
         text[..end].trim()
     }
 
+    /// The whole-text policy (not `pipeline`) a text starts with, if any.
+    fn raw_head(&self, text: &str) -> Option<&Entry> {
+        self.get(Registry::head(text.trim()))
+            .filter(|e| e.is_raw() && e.name != crate::pipeline::NAME)
+    }
+
+    /// The steps of a pipeline's text: its pieces between the `|` outside brackets, except that
+    /// a piece naming no policy belongs to the step before it when that step is a whole-text
+    /// policy's (`exec:CMD | tee log|trim` is two steps: the command keeps its own pipe).
+    pub fn steps<'t>(&self, text: &'t str) -> Vec<&'t str> {
+        let mut out: Vec<&'t str> = Vec::new();
+        for piece in split_top(text, '|') {
+            let head = Registry::head(piece);
+            let names = self.get(head).is_some() || self.delegating_base(head).is_some();
+            match out.last_mut() {
+                Some(last) if !names && self.raw_head(last).is_some() => {
+                    let start = last.as_ptr() as usize - text.as_ptr() as usize;
+                    let end = piece.as_ptr() as usize - text.as_ptr() as usize + piece.len();
+                    *last = &text[start..end];
+                }
+                _ => out.push(piece),
+            }
+        }
+        out
+    }
+
     /// Parses one policy text (no sweeps): `NAME[:k=v,...]`, a whole-text policy's
     /// `NAME:TEXT`, or a pipeline `STEP|STEP|...`.
     pub fn parse(&self, text: &str) -> Result<PolicySpec, PolicyError> {
         let text = text.trim();
         let head = Registry::head(text);
+        if self.raw_head(text).is_some() && self.steps(text).len() > 1 {
+            // A whole-text policy followed by a step of a policy: a pipeline.
+            return self.parse(&format!("{}:{text}", crate::pipeline::NAME));
+        }
         if let Some(e) = self.get(head) {
             if let Some(canon) = &e.raw {
                 let rest = text[head.len()..].trim_start();
@@ -371,17 +417,28 @@ impl Registry {
 
     fn expand_unchecked(&self, text: &str) -> Result<Vec<Point>, PolicyError> {
         let head = Registry::head(text);
-        if self.get(head).is_some_and(Entry::is_raw) && head != crate::pipeline::NAME {
-            return Ok(vec![Point {
-                text: text.to_string(),
-                values: Vec::new(),
-            }]);
-        }
         let body = text
             .strip_prefix(crate::pipeline::NAME)
             .and_then(|r| r.strip_prefix(':'))
             .unwrap_or(text);
-        let steps = split_top(body, '|');
+        let steps = self.steps(body);
+        if let Some(e) = self.raw_head(text).filter(|_| steps.len() == 1) {
+            let rest = text[head.len()..].trim_start();
+            let rest = rest.strip_prefix(':').unwrap_or(rest);
+            return match &e.sweep {
+                Some(sweep) => Ok(sweep(rest)?
+                    .into_iter()
+                    .map(|p| Point {
+                        text: format!("{}:{}", e.name, p.text),
+                        values: p.values,
+                    })
+                    .collect()),
+                None => Ok(vec![Point {
+                    text: text.to_string(),
+                    values: Vec::new(),
+                }]),
+            };
+        }
         if steps.len() > 1 || head == crate::pipeline::NAME {
             let mut points = vec![Point {
                 text: String::new(),
@@ -438,7 +495,8 @@ impl Registry {
     pub fn with_window(&self, text: &str, w: u64) -> Option<String> {
         let spec = self.parse(text).ok()?;
         if spec.name == crate::pipeline::NAME {
-            let steps: Vec<String> = split_top(spec.arg.as_deref()?, '|')
+            let steps: Vec<String> = self
+                .steps(spec.arg.as_deref()?)
                 .into_iter()
                 .map(|s| self.with_window(s, w).unwrap_or_else(|| s.to_string()))
                 .collect();

@@ -2,7 +2,10 @@
 //!
 //! Every observation but the last `n` is elided to `Old environment output: (K lines omitted)`.
 //! SWE-agent counts the task's first message (its instance template) as the first observation
-//! and never elides it; foldbench counts it the same way and elides tool results only. With
+//! and never elides it; foldbench counts it the same way. Observations are tool results and,
+//! in the text-action format (commands in the assistant's text, each output the next user
+//! message of the turn, as mini-swe-agent's and SWE-agent's text parsers record them), the
+//! user messages of a turn after its first. With
 //! `polling=P` the number elided is updated only every P observations, so the request stays the
 //! same (and cached) for P steps, keeping between `n` and `n + P - 1` observations.
 
@@ -46,6 +49,26 @@ pub fn entry() -> Entry {
         )
 }
 
+/// Which messages are observations (besides the instance template): tool results, and the user
+/// messages of a turn after its first (the text-action format's outputs).
+pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
+    let mut opened: Option<u32> = None;
+    messages
+        .iter()
+        .map(|m| {
+            if view::is_result(m) {
+                return true;
+            }
+            if !m.is_human() {
+                return false;
+            }
+            let text_output = opened == Some(m.turn);
+            opened = Some(m.turn);
+            text_output
+        })
+        .collect()
+}
+
 /// The text an elided observation becomes.
 pub fn elided(text: &str) -> String {
     format!(
@@ -81,13 +104,14 @@ impl Policy for SweAgent {
 
     fn plan(&mut self, ctx: &Context, _prefix_tokens: u32) -> Plan {
         // Observation 0 is the instance template (the first user message), never elided.
-        let observations = 1 + ctx.messages.iter().filter(|m| view::is_result(m)).count();
+        let is_obs = observations(&ctx.messages);
+        let observations = 1 + is_obs.iter().filter(|&&o| o).count();
         let last_removed = (observations / self.polling * self.polling).saturating_sub(self.n);
         let mut out = Vec::with_capacity(ctx.messages.len());
         let mut rank = 0;
         let mut count = 0;
-        for m in &ctx.messages {
-            if view::is_result(m) {
+        for (m, obs) in ctx.messages.iter().zip(is_obs) {
+            if obs {
                 rank += 1;
                 if rank < last_removed {
                     let text = elided(&m.text);

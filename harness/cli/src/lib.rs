@@ -53,6 +53,7 @@ pub fn main() -> std::process::ExitCode {
 /// own) and `exec:COMMAND` (a policy as a process): it becomes the registry every command
 /// builds policies through.
 pub fn main_with(registry: policies::Registry) -> std::process::ExitCode {
+    out::guard();
     restore_sigpipe();
     policies::registry::install(harness_runner::exec_policy::with_exec(registry));
     error::exit_code(cli::main())

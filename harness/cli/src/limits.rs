@@ -231,6 +231,19 @@ pub fn chars(s: &str) -> Result<usize, LimitError> {
     whole(s, 1, MAX_CHARS, "--max-tool-output", "characters (64 MiB)").map(usize_of)
 }
 
+/// The most MiB `proxy --answer-cap-mib` takes (4 GiB).
+pub const MAX_ANSWER_MIB: u64 = 4096;
+
+/// `proxy --answer-cap-mib`: 1 to [`MAX_ANSWER_MIB`] MiB.
+pub fn answer_cap_mib(s: &str) -> Result<usize, LimitError> {
+    whole(s, 1, MAX_ANSWER_MIB, "--answer-cap-mib", "MiB (4 GiB)").map(usize_of)
+}
+
+/// `proxy --answer-time`: 1 to [`MAX_CALL_SECS`] seconds.
+pub fn answer_time(s: &str) -> Result<u64, LimitError> {
+    whole(s, 1, MAX_CALL_SECS, "--answer-time", "seconds (a day)")
+}
+
 /// `replay --min-turns`: 0 to [`MAX_TURNS`] turns.
 pub fn turns(s: &str) -> Result<u32, LimitError> {
     whole(s, 0, MAX_TURNS, "--min-turns", "turns").map(u32_of)

@@ -26,12 +26,26 @@ pub struct ProxyArgs {
     #[arg(long)]
     out: PathBuf,
     /// The agent's working folder, where archives go (`.foldbench/archive/`); default: the
-    /// folder the agent's requests name.
+    /// folder the agent's system prompt names (Claude Code's "Primary working directory"),
+    /// when it is under --archives-under.
     #[arg(long)]
     workdir: Option<PathBuf>,
+    /// Without --workdir, archives are written only under this folder (default: the folder
+    /// the proxy starts in); a working folder the agent names elsewhere is refused, and the
+    /// record says so.
+    #[arg(long, value_name = "DIR")]
+    archives_under: Option<PathBuf>,
     /// The model's context window the policy assumes.
     #[arg(long, default_value_t = 200_000)]
     window: u64,
+    /// The most of one upstream answer the proxy reads, in MiB (a stream is relayed as it
+    /// comes; past this the agent gets an error that says so).
+    #[arg(long, value_name = "MIB", default_value_t = harness_runner::proxy::ANSWER_CAP >> 20, value_parser = crate::limits::answer_cap_mib)]
+    answer_cap_mib: usize,
+    /// The longest one upstream answer may take, from the request to its last byte, in
+    /// seconds (past it the agent gets an error that says so).
+    #[arg(long, value_name = "SECS", default_value_t = harness_runner::proxy::ANSWER_TIME.as_secs(), value_parser = crate::limits::answer_time)]
+    answer_time: u64,
 }
 
 /// Serves until SIGINT or SIGTERM, then writes the records.
@@ -52,9 +66,18 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     }
     let mut cfg = ProxyConfig::new(policy, upstream, a.listen, &a.out);
     cfg.workdir = a.workdir;
+    cfg.archives_under = a.archives_under;
     cfg.window = a.window;
+    cfg.limits = harness_runner::proxy::AnswerLimits {
+        bytes: a.answer_cap_mib << 20,
+        time: std::time::Duration::from_secs(a.answer_time),
+    };
     let proxy = Proxy::start(cfg).await.map_err(Error::refused)?;
-    println!("{}", proxy.base_url());
+    if let Err(e) = crate::out::line(&proxy.base_url()) {
+        // Standard output that cannot take the URL ends the proxy: a caller reads it there.
+        let _ = proxy.stop().await;
+        return Err(e);
+    }
     eprintln!(
         "proxy on {} → {upstream} under {}; records in {}; Ctrl-C stops",
         proxy.base_url(),
@@ -63,10 +86,13 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     );
     crate::serve::wait_for_signal().await;
     let summary = proxy.stop().await.map_err(Error::failed)?;
+    // The first figure is the one `report` counts for the folder.
     eprintln!(
-        "{} request(s), {} conversation(s) recorded in {}",
+        "{} request(s) to the model in {} conversation(s) (as `report` counts them); {} from the agent ({} side or pass-through); recorded in {}",
+        summary.model_requests,
+        summary.conversations,
         summary.requests,
-        summary.cells.len(),
+        summary.side_requests,
         summary.out.display()
     );
     Ok(Code::Ok)

@@ -223,12 +223,15 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
             p.display()
         )));
     }
+    harness_runner::exec_policy::set_replay(true);
     let (replayer, prices) = replayer_of(&a)?;
     let labels = load_labels(&a.source)?;
     let loaded = load_sessions(&a.source, "replay")?;
     let began = Instant::now();
     let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
     let failed = policy_errors(&replays);
+    let (replays, labels_order, left_out) =
+        harness_replay::answer::completed(replays, &replayer.labels());
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
     let subagents = crate::replay_subagents::subagents_of(
         &loaded.sessions,
@@ -237,7 +240,6 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         threads(a.source.jobs),
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
-    let labels_order = replayer.labels();
     let models = sessions::history::model_prices(&loaded.sessions, &prices);
     let price_notes = sessions::history::price_notes(&models, &prices.default, &loaded.sessions);
     let (truth, truth_all) = report::truth_table(&truths);
@@ -250,7 +252,16 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let r = Replayed {
         summary,
         caveats,
-        requests: loaded.sessions.iter().map(|s| s.requests.len()).sum(),
+        requests: loaded
+            .sessions
+            .iter()
+            .filter(|s| {
+                replays
+                    .iter()
+                    .any(|r| r.session.id == s.id && r.session.source == s.source)
+            })
+            .map(|s| s.requests.len())
+            .sum(),
         labelled: replays.iter().filter(|s| s.labelled).count(),
         judge: a.source.judge.into(),
         replays,
@@ -262,6 +273,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         price_notes,
         loaded,
         subagents,
+        left_out,
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
@@ -326,6 +338,8 @@ struct Replayed {
     loaded: Loaded,
     /// Parents with subagents ([`harness_replay::subagents`]).
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
+    /// The sessions and policies left out of the comparison (a policy failed on them).
+    left_out: harness_replay::answer::LeftOut,
 }
 
 /// The policies `replay` takes without `--policy` or a profile: foldbench's own
@@ -373,6 +387,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 requests: r.requests,
                 judge: r.judge.name(),
                 policies: &r.summary,
+                left_out: &r.left_out,
                 models: &r.models,
                 per_session: r.replays.iter().map(session_json).collect(),
                 ground_truth: r.truth_all,
@@ -393,7 +408,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
 fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
     print_verdict(
         &harness_replay::answer::answers(&r.replays, &r.summary),
-        r.replays.len(),
+        &r.left_out.sessions_label(),
         format,
     )?;
     let fallback = if r.judge.needs_labels() {
@@ -410,7 +425,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
     print_heading(
         &format!(
             "Replay of {} from {}: {} × {}; judge {}{fallback}; window {}",
-            count(r.replays.len(), "session"),
+            r.left_out.sessions_phrase(),
             count(r.loaded.files, "file"),
             count(r.requests, "recorded request"),
             if r.labels_order.len() == 1 {
@@ -459,7 +474,8 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
 /// The notes under the policy table: the replay's, the hidden references', what the token
 /// figures count, the ratios' legend and the prices'.
 fn notes_of(a: &ReplayArgs, r: &Replayed) -> Vec<String> {
-    let mut notes = report::replay_notes(&r.replays, &r.summary, a.window);
+    let mut notes = r.left_out.notes();
+    notes.extend(report::replay_notes(&r.replays, &r.summary, a.window));
     notes.extend(report::hidden_notes(&r.summary));
     notes.extend(r.caveats.iter().cloned());
     notes.push(report::TOKENS_NOTE.to_string());
@@ -482,14 +498,14 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         crate::replay_subagents::with_subagents(tables, notes_of(a, r), &r.subagents);
     let heading = format!(
         "{} from {}, {} recorded requests; judge {}; window {}",
-        count(r.replays.len(), "session"),
+        r.left_out.sessions_phrase(),
         count(r.loaded.files, "file"),
         r.requests,
         r.judge.name(),
         a.window
     );
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    let opening = page_opening(&answers, r.replays.len());
+    let opening = page_opening(&answers, &r.left_out.sessions_label());
     let page = harness_replay::page::replay_page(
         &heading,
         opening,

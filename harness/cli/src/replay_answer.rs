@@ -14,7 +14,7 @@ use crate::view::ViewArgs;
 /// its place on the frontier), broken to the terminal's width, or a Markdown list.
 pub(crate) fn print_verdict(
     answers: &[Answer],
-    sessions: usize,
+    sessions: &str,
     format: OutputFormat,
 ) -> Result<(), Error> {
     if answers.is_empty() {
@@ -22,9 +22,8 @@ pub(crate) fn print_verdict(
     }
     if format == OutputFormat::Md {
         crate::out::line(&format!(
-            "### {} ({} sessions)\n",
+            "### {} ({sessions})\n",
             harness_report::answer::REPLAY_HEADING,
-            sessions
         ))?;
         for l in harness_report::answer::lines(answers) {
             crate::out::line(&format!("- {l}"))?;
@@ -66,13 +65,13 @@ pub(crate) fn print_heading(text: &str, format: OutputFormat) -> Result<(), Erro
 }
 
 /// The page's opening: the verdict's heading and lines, the frontier's chart and its legend.
-pub(crate) fn page_opening(answers: &[Answer], sessions: usize) -> Vec<Block> {
+pub(crate) fn page_opening(answers: &[Answer], sessions: &str) -> Vec<Block> {
     let mut opening = Vec::new();
     if answers.is_empty() {
         return opening;
     }
     opening.push(Block::Heading(format!(
-        "{} ({sessions} sessions)",
+        "{} ({sessions})",
         harness_report::answer::REPLAY_HEADING
     )));
     opening.push(Block::Lines(harness_report::answer::lines(answers)));

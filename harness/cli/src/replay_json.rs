@@ -31,6 +31,8 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) requests: usize,
     pub(crate) judge: &'a str,
     pub(crate) policies: &'a [PolicySummary],
+    /// Sessions and policies left out of every figure: a policy failed on them.
+    pub(crate) left_out: &'a harness_replay::answer::LeftOut,
     /// The models the requests name and the price each was costed at.
     pub(crate) models: &'a [harness_runner::sessions::history::ModelPrice],
     pub(crate) per_session: Vec<SessionJson<'a>>,

@@ -65,7 +65,8 @@ pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
     let server = SimServer::start(Arc::clone(&task.spec), cfg, a.listen, a.log.clone())
         .await
         .map_err(Error::refused)?;
-    println!("http://{}", server.addr());
+    // Standard output that cannot take the URL ends the server: a caller reads it there.
+    crate::out::line(&format!("http://{}", server.addr()))?;
     eprintln!(
         "serving task {} as the sim (seed {}) on http://{}: /v1/messages, /v1/chat/completions, /v1/responses; Ctrl-C stops",
         task.spec.name,

@@ -12,6 +12,10 @@ pub struct Context {
     pub messages: Vec<Arc<Message>>,
     /// The turn in progress (1-based; 0 before the first turn).
     pub turn: u32,
+    /// The names of the tools the agent offers its model, when the host knows them (a proxy
+    /// in front of a real agent): the card names the agent's own tools to read an archive
+    /// with. `None`: foldbench's own loop and its tools.
+    pub tools: Option<Arc<[String]>>,
 }
 
 /// What a turn looks like in the context: the card's and the fold result's raw material.
@@ -43,16 +47,19 @@ pub fn call_path(call: &ToolCall) -> Option<String> {
     }
 }
 
-/// Normalises a workspace-relative path for display and comparison (`./a//b` → `a/b`).
+/// Normalises a path for display and comparison (`./a//b` → `a/b`); an absolute path keeps its
+/// leading slash (`/tmp//x` → `/tmp/x`), so a card never names a relative path that is not the
+/// one the agent touched.
 pub fn normalize_path(p: &str) -> String {
     let parts: Vec<&str> = p
         .split('/')
         .filter(|s| !s.is_empty() && *s != ".")
         .collect();
+    let root = if p.starts_with('/') { "/" } else { "" };
     if parts.is_empty() {
-        ".".to_string()
+        if root.is_empty() { "." } else { "/" }.to_string()
     } else {
-        parts.join("/")
+        format!("{root}{}", parts.join("/"))
     }
 }
 
@@ -136,7 +143,7 @@ impl Context {
             let Some(t) = out.last_mut() else { continue };
             t.tokens += u64::from(m.tokens);
             if m.is_human() && t.user.is_empty() {
-                t.user = m.text.clone();
+                t.user = crate::fold::user_words(&m.text);
             }
             for c in &m.tool_calls {
                 t.tool_calls += 1;
@@ -225,6 +232,21 @@ mod tests {
             name: name.into(),
             args: json!({ "path": path }),
         }
+    }
+
+    #[test]
+    fn absolute_paths_keep_their_leading_slash() {
+        assert_eq!(normalize_path("/tmp/run//big.log"), "/tmp/run/big.log");
+        assert_eq!(normalize_path("/"), "/");
+        assert_eq!(normalize_path("./a//b/./c.py"), "a/b/c.py");
+        assert_eq!(normalize_path(""), ".");
+        assert_eq!(normalize_path("./"), ".");
+        let read = ToolCall {
+            id: "r".into(),
+            name: "Read".into(),
+            args: json!({"file_path": "/tmp/run/big.log"}),
+        };
+        assert_eq!(call_path(&read).as_deref(), Some("/tmp/run/big.log"));
     }
 
     fn two_turns() -> Context {

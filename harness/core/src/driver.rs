@@ -26,7 +26,7 @@ use crate::context::{rewritten_tokens, Context};
 use crate::events::Event;
 use crate::message::{Message, ToolCall};
 use crate::policy::{
-    ArchiveRef, CardOffer, Plan, Policy, Splice, SpliceKind, ToolOutcome, ToolReply,
+    ArchiveRef, CardOffer, Offload, Plan, Policy, Splice, SpliceKind, ToolOutcome, ToolReply,
 };
 use crate::session::{archive_splice, Archived, COMPACTION_PROMPT};
 
@@ -255,13 +255,28 @@ impl Driver {
             Plan::Compact { emergency } => {
                 self.compacted = true;
                 let mut messages = self.policy.compaction_input(&self.ctx);
-                messages.push(Message::user(self.ctx.turn, COMPACTION_PROMPT, None));
+                let prompt = match self.policy.compaction_instructions() {
+                    Some(words) => format!("{COMPACTION_PROMPT}\n\n{words}"),
+                    None => COMPACTION_PROMPT.to_string(),
+                };
+                messages.push(Message::user(self.ctx.turn, prompt, None));
                 Next::Summarise(Summary {
                     messages,
                     emergency,
                 })
             }
         }
+    }
+
+    /// The files the policy wants written before the next request (see [`Offload`]): the host
+    /// writes each and reports it with [`Driver::offloaded`], then asks for the request.
+    pub fn offloads(&mut self) -> Vec<Offload> {
+        self.policy.offloads(&self.ctx)
+    }
+
+    /// The host wrote (`written`) or could not write an offloaded file.
+    pub fn offloaded(&mut self, path: &str, written: bool) {
+        self.policy.offloaded(path, written);
     }
 
     /// The summary came back (or a recorded one stands for it): the policy compacts the context

@@ -130,6 +130,26 @@ pub enum Event {
         /// The strategy mode the policy is in after the turn.
         mode: Option<String>,
     },
+    /// A request that got no answer from the model (an error status, a stream cut short, an
+    /// upstream that could not be reached or answered out of form): counted apart, never in the
+    /// request sizes, the cache accounting or the cost.
+    RequestFailed {
+        /// Index of the request.
+        index: usize,
+        /// The status the upstream answered with, when it answered one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// What went wrong, in words.
+        reason: String,
+    },
+    /// The host stopped answering the policy's own tools in a turn: after `rejected` refused
+    /// calls its card was taken off and the model was not asked again for them.
+    PolicyToolStopped {
+        /// Turn.
+        turn: u32,
+        /// Refused calls of the policy's tools in the turn.
+        rejected: usize,
+    },
     /// A check ran.
     Check {
         /// What was checked.

@@ -12,15 +12,121 @@ use crate::message::{Message, MessageKind, Role};
 /// Opening line of a card; the sim and the judge recognise cards by it.
 pub const CARD_HEADER: &str = "<fold-card>";
 
+/// Blocks an agent (not the user) puts into a user message: Claude Code's reminders, Codex's
+/// environment and instructions. The user's words are the message without them.
+pub const AGENT_BLOCKS: [&str; 3] = [
+    "system-reminder",
+    "environment_context",
+    "user_instructions",
+];
+
+/// The shell tools of the other agents foldbench knows (Claude Code's `Bash`, Codex's
+/// `exec_command`, `shell_command` and `local_shell`, a text-based agent's command blocks);
+/// with foldbench's own `shell` ([`is_shell`]) the fold result's index counts their calls as
+/// shell commands.
+pub const AGENT_SHELL_TOOLS: [&str; 5] = [
+    "Bash",
+    crate::text_agent::TEXT_TOOL,
+    "exec_command",
+    "shell_command",
+    "local_shell",
+];
+
+/// Claude Code's tools that read a file and that search, beside foldbench's own
+/// ([`crate::tools::Tool::ReadFile`], [`crate::tools::Tool::Grep`]).
+const AGENT_READERS: [&str; 2] = ["Read", "NotebookRead"];
+const AGENT_SEARCHERS: [&str; 2] = ["Grep", "Glob"];
+
+/// Whether calls of the tool `name` are shell commands.
+pub fn is_shell(name: &str) -> bool {
+    AGENT_SHELL_TOOLS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Shell)
+}
+
+fn is_reader(name: &str) -> bool {
+    AGENT_READERS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::ReadFile)
+}
+
+fn is_searcher(name: &str) -> bool {
+    AGENT_SEARCHERS.contains(&name)
+        || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Grep)
+}
+
+/// The user's own words in a user message: every [`AGENT_BLOCKS`] block left out (an unclosed
+/// one to the end), white space trimmed.
+pub fn user_words(text: &str) -> String {
+    if !text.contains('<') {
+        return text.trim().to_string();
+    }
+    let mut out = String::new();
+    let mut rest = text;
+    loop {
+        let next = AGENT_BLOCKS
+            .iter()
+            .filter_map(|tag| rest.find(&format!("<{tag}>")).map(|at| (at, *tag)))
+            .min();
+        let Some((at, tag)) = next else { break };
+        out.push_str(&rest[..at]);
+        let close = format!("</{tag}>");
+        match rest[at..].find(&close) {
+            Some(end) => rest = &rest[at + end + close.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
+/// The tools a card tells the model to read an archive back with: the agent's own readers and
+/// searchers, then its shell tool, from the names it offers (`None`: foldbench's own loop,
+/// `read_file` and `grep`; no tool at all: a text-based agent's shell commands).
+pub fn read_back_with(tools: Option<&[String]>) -> String {
+    let Some(tools) = tools else {
+        return "read_file or grep".to_string();
+    };
+    // The readers first, then the searchers, each in the agent's order.
+    let mut names: Vec<String> = tools.iter().filter(|n| is_reader(n)).cloned().collect();
+    names.extend(tools.iter().filter(|n| is_searcher(n)).cloned());
+    let shell = tools.iter().find(|n| is_shell(n));
+    match (names.is_empty(), shell) {
+        (true, Some(sh)) => format!("{sh} (cat, grep)"),
+        (true, None) if tools.is_empty() => "your shell commands (cat, grep)".to_string(),
+        (true, None) => "your own tools (its path is below)".to_string(),
+        (false, sh) => {
+            names.extend(sh.map(|s| s.to_string()));
+            match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} or {last}", rest.join(", "))
+                }
+                _ => names.join(""),
+            }
+        }
+    }
+}
+
 /// Renders the card for the turns since the last fold.
 pub fn render_card(turns: &[TurnInfo]) -> String {
-    render_card_quoting(turns, None)
+    render_card_for(turns, None, None)
 }
 
 /// [`render_card`], with each user message longer than `quote` characters cut there and marked
 /// with how much was left out (the whole message is still in its turn above). `None` quotes
 /// every message word for word.
 pub fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
+    render_card_for(turns, quote, None)
+}
+
+/// [`render_card_quoting`] for an agent that offers `tools` (their names; `None`: foldbench's
+/// own loop): the card names the agent's own tools to read an archive back with.
+pub fn render_card_for(
+    turns: &[TurnInfo],
+    quote: Option<usize>,
+    tools: Option<&[String]>,
+) -> String {
     let calls: usize = turns.iter().map(|t| t.tool_calls).sum();
     let mut s = String::new();
     let _ = writeln!(s, "{CARD_HEADER}");
@@ -61,9 +167,10 @@ pub fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
     let _ = writeln!(
         s,
         "Is a unit of work behind you finished? If one is, call fold_unit(from, to) with its first and last turn: \
-         its messages go to an archive you can read back with read_file or grep, and a result with the user's words \
+         its messages go to an archive you can read back with {}, and a result with the user's words \
          and your closing message takes their place. The turn in progress cannot be folded. Ignoring this card is a \
-         valid answer."
+         valid answer.",
+        read_back_with(tools)
     );
     s.push_str("</fold-card>");
     s
@@ -251,7 +358,11 @@ pub fn build_result(
     let mut s =
         format!("[fold] {range} folded by the host. Archive: {archive} (sha256 {sha256})\n");
     let names: Vec<String> = by_name.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
-    let shells = by_name.get("shell").copied().unwrap_or(0);
+    let shells: usize = by_name
+        .iter()
+        .filter(|(n, _)| is_shell(n))
+        .map(|(_, c)| c)
+        .sum();
     let _ = writeln!(
         s,
         "Index: {calls} tool calls{}{}; {shells} shell commands; paths: {}",
@@ -265,7 +376,10 @@ pub fn build_result(
     );
     s.push_str("User messages, word for word:\n");
     for m in messages.iter().filter(|m| m.is_human()) {
-        let _ = writeln!(s, "  turn {}: {:?}", m.turn, m.text);
+        let words = user_words(&m.text);
+        if !words.is_empty() {
+            let _ = writeln!(s, "  turn {}: {:?}", m.turn, words);
+        }
     }
     match messages
         .iter()
@@ -418,6 +532,122 @@ mod tests {
         );
         let one = build_result(3, 3, &c.messages[8..], "a/b.txt", "f");
         assert_eq!(archive_pointer(&one), Some((3, 3, "a/b.txt".to_string())));
+    }
+
+    fn claude_code_turn(t: u32, calls: &[(&str, serde_json::Value)]) -> Vec<Arc<Message>> {
+        let mut out = vec![Message::user(
+            t,
+            format!(
+                "<system-reminder>\nAs you answer the user's questions, you can use the following context: {} characters of git status\n</system-reminder>\n\n<system-reminder>commit attribution</system-reminder>\n\nfix the build {t}",
+                "x".repeat(1100)
+            ),
+            None,
+        )];
+        let calls: Vec<ToolCall> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| ToolCall {
+                id: format!("c{t}{i}"),
+                name: (*name).into(),
+                args: args.clone(),
+            })
+            .collect();
+        out.push(Message::assistant(t, "", calls.clone()));
+        for c in &calls {
+            out.push(Message::tool_result(t, c, "out", false));
+        }
+        // Claude Code's reminder beside the results: in the turn, not the user's words.
+        out.push(Message::user(
+            t,
+            "<system-reminder>The user hasn't heard from you in a while</system-reminder>",
+            None,
+        ));
+        out.push(Message::assistant(t, format!("fixed {t}"), vec![]));
+        out
+    }
+
+    #[test]
+    fn the_users_words_leave_out_the_blocks_an_agent_adds() {
+        let mut c = Context::default();
+        for t in 1..=2 {
+            c.turn = t;
+            for m in claude_code_turn(t, &[("Bash", json!({"command": "make"}))]) {
+                c.push(m);
+            }
+        }
+        c.turn = 3;
+        let turns = c.closed_live_turns();
+        assert_eq!(turns[0].user, "fix the build 1");
+        let card = render_card(&turns);
+        assert!(!card.contains("system-reminder"), "{card}");
+        let (s, e) = c.turn_range(1, 2).unwrap();
+        let r = build_result(1, 2, &c.messages[s..e], "a.txt", "f");
+        assert!(
+            r.contains("User messages, word for word:\n  turn 1: \"fix the build 1\"\n  turn 2: \"fix the build 2\"\nClosing"),
+            "{r}"
+        );
+        assert_eq!(
+            user_words(
+                "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>\n\nnow test it"
+            ),
+            "now test it"
+        );
+        assert_eq!(
+            user_words("a <system-reminder>x</system-reminder> b"),
+            "a  b"
+        );
+        assert_eq!(user_words("<system-reminder>cut short"), "");
+        assert_eq!(user_words("  fix it  "), "fix it");
+    }
+
+    #[test]
+    fn the_index_counts_the_agents_shell_tool() {
+        let mut c = Context {
+            turn: 1,
+            ..Context::default()
+        };
+        let bash = |n: u32| ("Bash", json!({"command": format!("make {n}")}));
+        for m in claude_code_turn(
+            1,
+            &[
+                bash(1),
+                bash(2),
+                ("Read", json!({"file_path": "/w/a.py"})),
+                bash(3),
+            ],
+        ) {
+            c.push(m);
+        }
+        let r = build_result(1, 1, &c.messages, "a.txt", "f");
+        assert!(
+            r.contains("Index: 4 tool calls — Bash ×3, Read ×1; 3 shell commands; paths: /w/a.py"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn the_card_names_the_agents_own_tools_to_read_the_archive_with() {
+        let c = session(2);
+        let turns = c.live_turns();
+        let names = |ns: &[&str]| ns.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let claude = names(&["Agent", "Bash", "Edit", "Read", "Grep", "Write"]);
+        let card = render_card_for(&turns, None, Some(&claude));
+        assert!(card.contains("read back with Read, Grep or Bash"), "{card}");
+        assert!(!card.contains("read_file"), "{card}");
+        let codex = names(&["exec_command", "write_stdin", "apply_patch"]);
+        let card = render_card_for(&turns, None, Some(&codex));
+        assert!(
+            card.contains("read back with exec_command (cat, grep)"),
+            "{card}"
+        );
+        let text_agent: Vec<String> = Vec::new();
+        let card = render_card_for(&turns, None, Some(&text_agent));
+        assert!(
+            card.contains("read back with your shell commands (cat, grep)"),
+            "{card}"
+        );
+        // foldbench's own loop: its own tools, as before.
+        assert!(render_card(&turns).contains("read back with read_file or grep"));
     }
 
     #[test]

@@ -135,6 +135,10 @@ pub struct Message {
     /// For a tool result: whether the tool failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// For an assistant message: the thinking (extended reasoning) blocks it carried, joined,
+    /// when the provider keeps them in later requests; counted with the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
     /// What the message is.
     #[serde(default, flatten)]
     pub kind: MessageKind,
@@ -160,6 +164,7 @@ impl Message {
             tool_call_id: None,
             tool_name: None,
             is_error: false,
+            thinking: None,
             kind: MessageKind::Plain,
             tokens: 0,
         }
@@ -188,6 +193,19 @@ impl Message {
     ) -> Arc<Message> {
         let mut m = Message::build(Role::Assistant, turn, text.into());
         m.tool_calls = tool_calls;
+        m.sealed()
+    }
+
+    /// An assistant message with thinking, text and tool calls.
+    pub fn assistant_thinking(
+        turn: u32,
+        thinking: impl Into<String>,
+        text: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+    ) -> Arc<Message> {
+        let mut m = Message::build(Role::Assistant, turn, text.into());
+        m.tool_calls = tool_calls;
+        m.thinking = Some(thinking.into());
         m.sealed()
     }
 

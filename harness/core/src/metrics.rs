@@ -179,6 +179,13 @@ pub struct CellMetrics {
     /// by way.
     #[serde(default)]
     pub recovered_facts: RecoveredFacts,
+    /// Requests the model never answered (an error status, a stream cut short, an upstream out
+    /// of reach): not in `requests`, the sizes, the cache accounting or the cost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_requests: usize,
+    /// Turns in which the host stopped answering the policy's own tools after refused calls.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub policy_tool_stops: usize,
     /// Requests of delegated child sessions (the `delegate` tool), not in `requests`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub child_requests: usize,
@@ -321,6 +328,13 @@ pub fn compute_priced(
 ) -> CellMetrics {
     let base = price_of(None);
     let mut tally = Tally::default();
+    // A request the model never answered counts apart, whatever came of it before it failed.
+    for e in events {
+        if let Event::RequestFailed { index, .. } = e {
+            tally.failed.insert(*index);
+        }
+    }
+    tally.m.failed_requests = tally.failed.len();
     for e in events {
         tally.add(e, &base, price_of);
     }
@@ -345,6 +359,8 @@ struct Tally<'a> {
     /// Dollars of the requests answered by another model than the cell's (priced at its own).
     named_dollars: f64,
     needs: Vec<&'a FactSeen>,
+    /// Requests the model never answered.
+    failed: std::collections::HashSet<usize>,
 }
 
 impl<'a> Tally<'a> {
@@ -360,6 +376,9 @@ impl<'a> Tally<'a> {
                 m.card_tokens += u64::from(*t);
                 self.card_turns.push(*turn);
             }
+            Event::Request(r) if self.failed.contains(&r.index) => {}
+            Event::Response { index, .. } if self.failed.contains(index) => {}
+            Event::PolicyToolStopped { .. } => m.policy_tool_stops += 1,
             Event::Request(r) => {
                 self.requests.insert(r.index, r);
                 m.cached_tokens += r.cached_tokens;
@@ -500,6 +519,7 @@ impl<'a> Tally<'a> {
             cost_tokens,
             named_dollars,
             needs,
+            failed: _,
         } = self;
         m.requests = sizes.len();
         m.request_tokens = SizeStats::of(&sizes);

@@ -30,6 +30,18 @@ pub enum Plan {
     },
 }
 
+/// A file a policy keeps for the model to read later (a tool output it cut, the history before
+/// a summary): the host writes it under its archive folder and says so
+/// ([`Policy::offloaded`]) before the policy's next plan, so a request never names a file that
+/// was not written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offload {
+    /// Workspace-relative path (under the host's archive folder).
+    pub path: String,
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+}
+
 /// A card attached to a user message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardOffer {
@@ -192,6 +204,22 @@ pub trait Policy: Send {
     fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
         ctx.messages.clone()
     }
+
+    /// Words the policy's summary request adds after the compaction prompt (a peer's own
+    /// summarisation instructions), if any.
+    fn compaction_instructions(&self) -> Option<String> {
+        None
+    }
+
+    /// Files the policy wants written before its next plan (each asked once): a host writes
+    /// each and reports it with [`Policy::offloaded`].
+    fn offloads(&mut self, _ctx: &Context) -> Vec<Offload> {
+        Vec::new()
+    }
+
+    /// The host wrote (`written`) or could not write an offloaded file: a policy points the
+    /// model only at files written.
+    fn offloaded(&mut self, _path: &str, _written: bool) {}
 
     /// Replaces the context by a summary (after [`Plan::Compact`]).
     fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {

@@ -30,6 +30,9 @@ pub enum Status {
     Failure,
     /// The cell could not be run to the end (infrastructure).
     Error,
+    /// The cell ran to its end and nothing was checked (a conversation through `foldbench
+    /// proxy`): neither a success nor a failure.
+    Unchecked,
 }
 
 impl Status {
@@ -39,6 +42,7 @@ impl Status {
             Status::Success => "success",
             Status::Failure => "failure",
             Status::Error => "error",
+            Status::Unchecked => "unchecked",
         }
     }
 }

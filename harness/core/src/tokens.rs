@@ -5,7 +5,7 @@
 //! ([`crate::message::Message::sealed`]); a request's count is then a sum of stored numbers.
 //!
 //! The count of a message is the count of its rendering for counting: the role, the visible text
-//! (with any card), and each tool call's name and canonical arguments, plus a fixed overhead per
+//! (with any card), the thinking an assistant message carries, and each tool call's name and canonical arguments, plus a fixed overhead per
 //! message ([`MESSAGE_OVERHEAD`]) as in OpenAI's chat format.
 //!
 //! Every text is counted once per process: a matrix shows the same texts again and again
@@ -75,6 +75,9 @@ pub fn message_tokens(m: &Message) -> u32 {
     let mut n = MESSAGE_OVERHEAD + count(&m.text);
     if let Some(card) = &m.card {
         n += count(card) + 1;
+    }
+    if let Some(thinking) = &m.thinking {
+        n += count(thinking);
     }
     for call in &m.tool_calls {
         n += count(&call.name) + count(&call.canonical_args()) + MESSAGE_OVERHEAD;

@@ -211,6 +211,18 @@ impl Builder {
         response_id: Option<String>,
         usage: Option<Usage>,
     ) -> usize {
+        self.assistant_thinking(text, None, calls, response_id, usage)
+    }
+
+    /// An assistant message with the thinking it carries into later requests, if any.
+    pub(crate) fn assistant_thinking(
+        &mut self,
+        text: String,
+        thinking: Option<String>,
+        calls: Vec<ToolCall>,
+        response_id: Option<String>,
+        usage: Option<Usage>,
+    ) -> usize {
         for c in &calls {
             // A reused id (some agents repeat them) answers the newest call.
             self.next_order += 1;
@@ -220,7 +232,10 @@ impl Builder {
         }
         let turn = self.turn;
         let usage = self.plausible(usage);
-        let message = self.push(Message::assistant(turn, text, calls));
+        let message = self.push(match thinking {
+            Some(t) => Message::assistant_thinking(turn, t, text, calls),
+            None => Message::assistant(turn, text, calls),
+        });
         self.s.requests.push(RecordedRequest {
             message,
             context: message,

@@ -10,7 +10,9 @@
 //!   always on the branch (bash-mode and local-command records can hang from the root);
 //! - **merges the lines of one API response** (same `message.id` + `requestId`, one content block
 //!   per line) into one assistant message: text blocks joined, `tool_use` blocks as calls;
-//!   thinking blocks are dropped (the provider strips them from later requests). The lines of a
+//!   thinking blocks are kept as the message's thinking on the models that keep them in later
+//!   requests ([`keeps_thinking`]: Claude Opus 4.5 on, Sonnet 4.6 on) and dropped on the
+//!   others (the provider strips them from later requests). The lines of a
 //!   response with parallel calls chain one after another, and each result hangs under its own
 //!   call's line, so a result may sit off the `parentUuid` chain: results whose nearest
 //!   user/assistant ancestor is a line of a response on the branch are read too;
@@ -511,6 +513,7 @@ fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidech
 /// One API response from its lines.
 fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
     let mut text = String::new();
+    let mut thinking = String::new();
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut usage = None;
     let mut response_id = None;
@@ -561,7 +564,11 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
                                 });
                             }
                         }
-                        _ => {} // thinking, redacted_thinking: not read back by later requests
+                        Some("thinking") => push_part(
+                            &mut thinking,
+                            blk.get("thinking").and_then(Value::as_str).unwrap_or(""),
+                        ),
+                        _ => {} // redacted_thinking: no text to count
                     }
                 }
             }
@@ -571,7 +578,33 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
     if synthetic {
         return;
     }
-    b.assistant(text, calls, response_id, usage);
+    // The thinking stays in later requests only on models that keep it there.
+    let kept = (!thinking.is_empty() && b.model().is_some_and(keeps_thinking)).then_some(thinking);
+    b.assistant_thinking(text, kept, calls, response_id, usage);
+}
+
+/// Whether a model keeps the thinking of earlier assistant turns in its context (Anthropic's
+/// extended-thinking docs: by default from Claude Opus 4.5 and Sonnet 4.6 on; earlier models
+/// strip it from later requests).
+pub fn keeps_thinking(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let version = |family: &str| -> Option<(u32, u32)> {
+        let rest = m.split(family).nth(1)?;
+        let mut it = rest.split('-').filter(|x| !x.is_empty());
+        let major = it.next()?.parse().ok()?;
+        let minor = it
+            .next()
+            .and_then(|x| x.parse().ok())
+            .filter(|&x: &u32| x < 100)
+            .unwrap_or(0);
+        Some((major, minor))
+    };
+    match (version("opus-"), version("sonnet-"), version("haiku-")) {
+        (Some(v), _, _) => v >= (4, 5),
+        (_, Some(v), _) => v >= (4, 6),
+        (_, _, Some(v)) => v >= (5, 0),
+        _ => m.contains("mythos"),
+    }
 }
 
 /// One user record: tool results, a prompt, a compaction summary or another user message.

@@ -11,7 +11,8 @@
 //!
 //! Folders are walked following symlinks, with loop detection (a link to an ancestor is skipped
 //! and counted); an entry that cannot be read (a folder without read permission, a dangling
-//! link) is named and counted in [`ImportReport::unreadable`], and a path given that cannot be
+//! link, a FIFO, socket or device under a transcript's name) is named and counted in
+//! [`ImportReport::unreadable`], and a path given that cannot be
 //! read is an error that says why; each session is imported once: a second file holding the same session (same
 //! id, same bytes: a copy, or one file reached through two links) is skipped and counted. Only
 //! regular files are read ([`open_regular`]): a FIFO, a socket or a device is never opened for
@@ -195,9 +196,17 @@ fn walk(path: &Path, out: &mut Vec<PathBuf>, walked: &mut Walked) -> io::Result<
                 continue;
             }
         };
-        let regular = entry.file_type().is_file();
-        if regular && entry.file_name().to_str().is_some_and(is_transcript) {
+        let ft = entry.file_type();
+        if !entry.file_name().to_str().is_some_and(is_transcript) || ft.is_dir() {
+            continue;
+        }
+        if ft.is_file() {
             out.push(entry.into_path());
+        } else {
+            // A FIFO, a socket or a device under a transcript's name: said and counted as an
+            // entry that cannot be read, never opened.
+            let why = format!("{}, not a regular file", file_kind(ft));
+            walked.unreadable.push((entry.into_path(), why));
         }
     }
     Ok(())
@@ -294,7 +303,8 @@ pub struct ImportReport {
     /// Symlinks to one of their own ancestor folders, skipped by the walk.
     pub loops: usize,
     /// Entries under the paths given that could not be read (a folder without read permission,
-    /// a dangling link), with why: not replayed, and said.
+    /// a dangling link, a FIFO, socket or device named like a transcript), with why: not
+    /// replayed, and said.
     pub unreadable: Vec<(PathBuf, String)>,
     /// Files read but not imported: the [`Prefilter`] ruled out every session they could hold.
     pub left_out: usize,

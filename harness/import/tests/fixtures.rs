@@ -37,6 +37,46 @@ const P: &str = "0199a000-0000-7000-8000-00000000000a";
 // ---------------------------------------------------------------- Claude Code
 
 #[test]
+fn claude_code_keeps_thinking_only_on_models_that_keep_it_in_context() {
+    let s = one("claude-code/thinking.jsonl");
+    let with: Vec<&str> = s
+        .messages
+        .iter()
+        .filter_map(|m| m.thinking.as_deref())
+        .collect();
+    assert_eq!(with.len(), 4, "Opus 4.5 keeps earlier turns' thinking");
+    assert!(with[0].starts_with("The loader reads config.toml"));
+    let plain = s
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Assistant)
+        .unwrap();
+    assert!(
+        plain.tokens > harness_core::tokens::count(&plain.tool_calls[0].name),
+        "counted"
+    );
+    // Earlier models strip it from later requests: the same session as Sonnet 4 has none.
+    let (name, text) = fixture("claude-code/thinking.jsonl");
+    let text = text.replace("claude-opus-4-5-20251101", "claude-sonnet-4-20250514");
+    let s = import(&name, &text, None).unwrap().remove(0);
+    assert!(s.messages.iter().all(|m| m.thinking.is_none()));
+    for (model, keeps) in [
+        ("claude-opus-4-5-20251101", true),
+        ("claude-opus-4-7", true),
+        ("claude-sonnet-4-6", true),
+        ("claude-sonnet-4-5-20250929", false),
+        ("claude-opus-4-1-20250805", false),
+        ("claude-haiku-4-5-20251001", false),
+    ] {
+        assert_eq!(
+            harness_import::claude_code::keeps_thinking(model),
+            keeps,
+            "{model}"
+        );
+    }
+}
+
+#[test]
 fn claude_code_follows_the_active_branch_not_the_abandoned_one() {
     let s = one("claude-code/branches.jsonl");
     assert_eq!(s.id, S);

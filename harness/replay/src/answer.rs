@@ -4,17 +4,163 @@
 //! them), what it loses for good (hidden references with nothing to recover them from —
 //! [`crate::hidden::Recovery::gone`] — per 100 responses), and whether it is on the frontier.
 //!
+//! Every figure compares the same sessions under every policy: [`completed`] leaves out, before
+//! the tables, the verdict and the frontier are made, the sessions a policy failed on (an
+//! `exec:` policy's process that broke the protocol) and the policies that completed none, and
+//! [`LeftOut`] says how many.
+//!
 //! The loss counts only what is gone: a reference an archive grep or a re-run brings back is
 //! paid for in the cost (its round trip and the tokens it carries), so counting it as a loss too
 //! would count it twice. The hidden references per 100 responses (recoverable ones included)
 //! stay in the policy table.
 
 use harness_report::answer::Answer;
+use harness_report::fmt::count;
 use harness_report::frontier::{self, Point};
 use harness_report::verdict::{self, Estimate, Pair};
+use serde::Serialize;
 
 use crate::engine::SessionReplay;
 use crate::report::{PolicySummary, NONE};
+
+/// What [`completed`] left out of the comparison.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// Sessions replayed in all, before any was left out.
+    pub of: usize,
+    /// Policies that completed no session: in no table, verdict or frontier.
+    pub policies: Vec<String>,
+    /// Sessions a policy failed on: in no table, verdict or frontier, under any policy.
+    pub sessions: Vec<LeftSession>,
+}
+
+/// A session left out, and the policies that failed on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftSession {
+    /// The session's id.
+    pub id: String,
+    /// Its file.
+    pub source: String,
+    /// The policies that failed on it.
+    pub failed: Vec<String>,
+}
+
+impl LeftOut {
+    /// The sessions compared, for a heading: `10 sessions`, or `7 sessions; 3 left out: a
+    /// policy failed on them`.
+    pub fn sessions_label(&self) -> String {
+        let kept = self.of - self.sessions.len();
+        if self.sessions.is_empty() {
+            count(kept, "session")
+        } else {
+            format!(
+                "{}; {} left out: a policy failed on {}",
+                count(kept, "session"),
+                self.sessions.len(),
+                if self.sessions.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            )
+        }
+    }
+
+    /// The sessions compared, for a sentence: `10 sessions`, or `7 sessions (3 more left out: a
+    /// policy failed on them)`.
+    pub fn sessions_phrase(&self) -> String {
+        let kept = count(self.of - self.sessions.len(), "session");
+        if self.sessions.is_empty() {
+            kept
+        } else {
+            format!(
+                "{kept} ({} more left out: a policy failed on {})",
+                self.sessions.len(),
+                if self.sessions.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            )
+        }
+    }
+
+    /// The notes that say what was left out and why (none when nothing was).
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.policies.is_empty() {
+            out.push(format!(
+                "{} completed no session (the errors above): left out of the tables, the verdict and the frontier",
+                self.policies.join(", ")
+            ));
+        }
+        if !self.sessions.is_empty() {
+            let mut by: Vec<(String, usize)> = Vec::new();
+            for p in self.sessions.iter().flat_map(|s| &s.failed) {
+                match by.iter_mut().find(|(q, _)| q == p) {
+                    Some((_, n)) => *n += 1,
+                    None => by.push((p.clone(), 1)),
+                }
+            }
+            let who: Vec<String> = by.iter().map(|(p, n)| format!("{p} on {n}")).collect();
+            let kept = self.of - self.sessions.len();
+            out.push(format!(
+                "{} of {} are left out of the tables, the verdict and the frontier, under every policy: a policy failed on them ({}; the errors above); every figure compares the {} every policy completed",
+                self.sessions.len(),
+                count(self.of, "session"),
+                who.join(", "),
+                count(kept, "session")
+            ));
+        }
+        out
+    }
+}
+
+/// The replays every figure compares, and what was left out: a policy that completed no
+/// session is taken out of every session (and of `policies`, the order of the tables), then a
+/// session any other policy failed on is left out whole, so each table, the verdict and the
+/// frontier compare the policies on the same sessions (a failed policy's partial replay
+/// against the baseline's whole one would look like a saving).
+pub fn completed(
+    replays: Vec<SessionReplay>,
+    policies: &[String],
+) -> (Vec<SessionReplay>, Vec<String>, LeftOut) {
+    let mut left = LeftOut {
+        of: replays.len(),
+        ..LeftOut::default()
+    };
+    let done = |label: &str| replays.iter().any(|s| s.policy(label).is_some());
+    left.policies = policies
+        .iter()
+        .filter(|p| !replays.is_empty() && !done(p))
+        .cloned()
+        .collect();
+    let order: Vec<String> = policies
+        .iter()
+        .filter(|p| !left.policies.contains(p))
+        .cloned()
+        .collect();
+    let mut kept = Vec::with_capacity(replays.len());
+    for mut s in replays {
+        s.policies.retain(|p| !left.policies.contains(&p.policy));
+        let failed: Vec<String> = s
+            .policies
+            .iter()
+            .filter(|p| p.error.is_some())
+            .map(|p| p.policy.clone())
+            .collect();
+        if failed.is_empty() {
+            kept.push(s);
+        } else {
+            left.sessions.push(LeftSession {
+                id: s.session.id.clone(),
+                source: s.session.source.clone(),
+                failed,
+            });
+        }
+    }
+    (kept, order, left)
+}
 
 /// What a policy's loss line says beside the rate: `13 of 19 hidden; 6 recovered` (gone of all
 /// hidden; recovered by a recovery of their own or shown by one still carried).
@@ -98,16 +244,13 @@ pub fn answers(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<Answ
     out
 }
 
-/// The verdict block for the terminal: the heading and one line per policy, each broken at
-/// `width` columns.
-pub fn block(answers: &[Answer], sessions: usize, width: usize) -> Vec<String> {
+/// The verdict block for the terminal: the heading (with `sessions`, what was compared:
+/// [`LeftOut::sessions_label`]) and one line per policy, each broken at `width` columns.
+pub fn block(answers: &[Answer], sessions: &str, width: usize) -> Vec<String> {
     if answers.is_empty() {
         return Vec::new();
     }
-    let heading = format!(
-        "{} ({sessions} sessions)",
-        harness_report::answer::REPLAY_HEADING
-    );
+    let heading = format!("{} ({sessions})", harness_report::answer::REPLAY_HEADING);
     let mut out = harness_report::answer::wrap(&heading, width, 2);
     for l in harness_report::answer::lines(answers) {
         out.extend(harness_report::answer::wrap(&format!("  {l}"), width, 6));

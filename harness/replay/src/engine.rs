@@ -726,6 +726,10 @@ impl Loop<'_> {
 
     /// A recorded request: the policy's plan, compaction first if it asks, then the request.
     fn request(&mut self, k: usize, answer: &Arc<Message>) {
+        // Files a policy keeps for the model are kept in memory, as archives are: written.
+        for f in self.driver.offloads() {
+            self.driver.offloaded(&f.path, true);
+        }
         let (messages, action) = loop {
             match self.driver.next_request() {
                 Next::Send { messages, action } => break (messages, action),

@@ -219,6 +219,11 @@ pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, 
         });
     }
     for v in verdict::run_verdicts(records, &baseline) {
+        // Cells nothing was checked in have no success to compare.
+        let unchecked = records.iter().any(|r| {
+            (r.arm == v.arm || r.arm == baseline)
+                && r.status == harness_core::record::Status::Unchecked
+        });
         out.push(Answer {
             loss: frontier::lost_per_cell(records, &v.arm),
             frontier: on(&v.arm),
@@ -229,7 +234,7 @@ pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, 
             before_recovery: None,
             loss_unit: "lost facts/cell".into(),
             loss_note: None,
-            success: Some(v.success),
+            success: (!unchecked).then_some(v.success),
             cost: Some(v.cost.point),
         });
     }

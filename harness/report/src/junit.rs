@@ -137,6 +137,9 @@ fn testcase(out: &mut String, r: &CellRecord) {
                 escape(&body)
             ));
         }
+        Status::Unchecked => {
+            out.push_str("      <skipped message=\"nothing was checked\"/>\n");
+        }
         Status::Error => {
             let e = r.error.as_deref().unwrap_or("the cell ended in error");
             out.push_str(&format!(
@@ -179,8 +182,12 @@ pub fn to_junit(records: &[CellRecord], name: &str) -> String {
     for task in tasks {
         let cells: Vec<&CellRecord> = records.iter().filter(|r| r.task == task).collect();
         let (tests, failures, errors, ms) = counts(&cells);
+        let skipped = cells
+            .iter()
+            .filter(|r| r.status == Status::Unchecked)
+            .count();
         out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{}\">\n",
+            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">\n",
             escape_attr(task),
             secs(ms)
         ));

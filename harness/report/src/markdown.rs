@@ -12,11 +12,15 @@ use crate::render;
 pub fn report(records: &[CellRecord], title: &str, cells: bool, verdict: &str) -> String {
     let count = |s: Status| records.iter().filter(|r| r.status == s).count();
     let mut s = format!(
-        "## foldbench: {title}\n\n{} cells: {} success, {} failure, {} error\n\n",
+        "## foldbench: {title}\n\n{} cells: {} success, {} failure, {} error{}\n\n",
         records.len(),
         count(Status::Success),
         count(Status::Failure),
-        count(Status::Error)
+        count(Status::Error),
+        match count(Status::Unchecked) {
+            0 => String::new(),
+            n => format!(", {n} not checked"),
+        }
     );
     if !verdict.is_empty() {
         s.push_str(verdict);
@@ -31,7 +35,7 @@ pub fn report(records: &[CellRecord], title: &str, cells: bool, verdict: &str) -
     s.push_str(&crate::fmt::displayed(&table).to_markdown());
     let bad: Vec<&CellRecord> = records
         .iter()
-        .filter(|r| r.status != Status::Success)
+        .filter(|r| !matches!(r.status, Status::Success | Status::Unchecked))
         .collect();
     if !bad.is_empty() {
         s.push_str("\n### Cells that did not succeed\n\n");

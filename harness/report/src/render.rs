@@ -158,6 +158,12 @@ pub struct ArmSummary {
     pub successes: usize,
     /// Cells that ended in error.
     pub errors: usize,
+    /// Cells nothing was checked in (a conversation through `foldbench proxy`): neither
+    /// successes nor failures.
+    pub unchecked: usize,
+    /// Requests the model never answered, over the arm's cells (a column of their own, out of
+    /// the token and cache figures).
+    pub failed_requests: usize,
     /// Lost facts over the arm's cells.
     pub lost_facts: usize,
     /// Median lost facts per cell.
@@ -246,6 +252,11 @@ pub fn summarize(records: &[CellRecord]) -> Vec<ArmSummary> {
                 cells: cells.len(),
                 successes: cells.iter().filter(|r| r.status == Status::Success).count(),
                 errors: cells.len() - ok.len(),
+                unchecked: cells
+                    .iter()
+                    .filter(|r| r.status == Status::Unchecked)
+                    .count(),
+                failed_requests: sum(&|m| m.failed_requests),
                 lost_facts: sum(&|m| m.lost_facts),
                 median_lost_facts: med(&|m| m.lost_facts as f64),
                 median_request_tokens: med(&|m| m.request_tokens.median),
@@ -298,15 +309,24 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
         headers.push("provider req".into());
         headers.push("provider/o200k".into());
     }
+    let failed = rows.iter().any(|r| r.failed_requests > 0);
+    if failed {
+        headers.push("failed req".into());
+    }
     let rows = rows
         .iter()
         .map(|s| {
+            let checked = s.cells - s.unchecked;
             let mut row = vec![
                 s.arm.clone(),
-                if s.errors > 0 {
-                    format!("{}/{} ({} err)", s.successes, s.cells, s.errors)
-                } else {
-                    format!("{}/{}", s.successes, s.cells)
+                match (checked, s.unchecked, s.errors) {
+                    (0, _, _) => "not checked".to_string(),
+                    (_, 0, 0) => format!("{}/{}", s.successes, checked),
+                    (_, 0, e) => format!("{}/{} ({e} err)", s.successes, checked),
+                    (_, u, 0) => format!("{}/{} ({u} not checked)", s.successes, checked),
+                    (_, u, e) => {
+                        format!("{}/{} ({e} err, {u} not checked)", s.successes, checked)
+                    }
                 },
                 s.lost_facts.to_string(),
                 num(s.median_request_tokens),
@@ -337,6 +357,9 @@ pub fn summary_table(records: &[CellRecord]) -> Table {
                     _ => "–".into(),
                 });
             }
+            if failed {
+                row.push(s.failed_requests.to_string());
+            }
             row
         })
         .collect();
@@ -354,6 +377,7 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
         "successes",
         "failures",
         "errors",
+        "unchecked",
         "success_rate",
         "lost_facts",
         "median_lost_facts",
@@ -378,14 +402,16 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
     let rows: Vec<Vec<String>> = summarize(records)
         .iter()
         .map(|s| {
-            let rate = (s.cells > 0).then(|| s.successes as f64 / s.cells as f64);
+            let checked = s.cells - s.unchecked;
+            let rate = (checked > 0).then(|| s.successes as f64 / checked as f64);
             let f = |x: f64| raw(Some(x));
             vec![
                 s.arm.clone(),
                 s.cells.to_string(),
                 s.successes.to_string(),
-                (s.cells - s.successes - s.errors).to_string(),
+                (checked - s.successes - s.errors).to_string(),
                 s.errors.to_string(),
+                s.unchecked.to_string(),
                 raw(rate),
                 s.lost_facts.to_string(),
                 f(s.median_lost_facts),
@@ -487,6 +513,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
         "id",
         "status",
         "requests",
+        "failed",
         "median req",
         "p90 req",
         "max req",
@@ -524,6 +551,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
                 r.id.clone(),
                 r.status.as_str().to_string(),
                 m.requests.to_string(),
+                m.failed_requests.to_string(),
                 raw(Some(m.request_tokens.median)),
                 m.request_tokens.p90.to_string(),
                 m.request_tokens.max.to_string(),
@@ -591,6 +619,59 @@ mod tests {
         };
         metrics.request_tokens.total = total;
         crate::testing::record("t", arm, seed, metrics)
+    }
+
+    #[test]
+    fn cells_nothing_checked_are_not_counted_as_successes() {
+        let mut proxy = record("proxy", 1, 0, 100, 0);
+        proxy.status = Status::Unchecked;
+        let t = summary_table(&[proxy.clone()]);
+        assert_eq!(t.rows[0][1], "not checked", "{t:?}");
+        let mut checked = record("proxy", 2, 0, 100, 0);
+        checked.arm = "proxy".into();
+        proxy.arm = "proxy".into();
+        let t = summary_table(&[proxy.clone(), checked]);
+        assert_eq!(t.rows[0][1], "1/1 (1 not checked)", "{t:?}");
+        let cells = cells_table(&[proxy.clone()]);
+        assert_eq!(cells.rows[0][1], "unchecked");
+        let csv = summary_csv(&[proxy]);
+        let rows: Vec<&str> = csv.lines().collect();
+        assert!(rows[0].contains("unchecked"), "{csv}");
+        assert!(
+            rows[1].starts_with("proxy,1,0,0,0,1,,"),
+            "no success, no failure, no rate: {csv}"
+        );
+    }
+
+    #[test]
+    fn failed_requests_have_a_column_of_their_own() {
+        let mut m = CellMetrics {
+            requests: 3,
+            failed_requests: 2,
+            ..CellMetrics::default()
+        };
+        m.request_tokens.total = 300;
+        let r = crate::testing::record("proxy", "fold", 1, m);
+        let t = summary_table(std::slice::from_ref(&r));
+        let at = t
+            .headers
+            .iter()
+            .position(|h| h == "failed req")
+            .expect("the column");
+        assert_eq!(t.rows[0][at], "2");
+        let cells = cells_table(std::slice::from_ref(&r));
+        let at = cells
+            .headers
+            .iter()
+            .position(|h| h == "failed")
+            .expect("the column");
+        assert_eq!(cells.rows[0][at], "2");
+        // Without failed requests, the summary has no such column.
+        let plain = crate::testing::record("t", "none", 1, CellMetrics::default());
+        assert!(!summary_table(&[plain])
+            .headers
+            .iter()
+            .any(|h| h == "failed req"));
     }
 
     #[test]

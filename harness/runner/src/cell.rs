@@ -567,6 +567,7 @@ impl Loop {
         t: u32,
         needs: &mut NeedWatch,
     ) -> Result<Option<String>, SessionError> {
+        self.offload(run, ws, t);
         let (messages, action) = self.next_messages(run).await?;
         let req = Request::new(
             Arc::clone(&self.system),
@@ -749,6 +750,32 @@ impl Loop {
             step_limit,
             mode: self.driver.policy().mode().map(|m| m.name),
         });
+    }
+
+    /// The files the policy keeps for the model (a cut tool output, the history before a
+    /// summary): each written and flushed under the archive folder before the policy may name
+    /// it; one that cannot be written is reported and the policy told.
+    fn offload(&mut self, run: &mut Run<'_>, ws: &Workspace, t: u32) {
+        for f in self.driver.offloads() {
+            let written = match run.opts.archive_writer.write(ws.path(), &f.path, &f.bytes) {
+                Ok(()) => true,
+                Err(e) => {
+                    run.emit(Event::SpliceFailed {
+                        turn: t,
+                        reason: format!("offload {}: {e}", f.path),
+                    });
+                    false
+                }
+            };
+            self.driver.offloaded(&f.path, written);
+            if written {
+                run.archives.push(WrittenArchive {
+                    path: f.path,
+                    sha256: harness_core::digest::sha256_hex(&f.bytes),
+                    bytes: f.bytes,
+                });
+            }
+        }
     }
 
     /// The policy's splices at the end of turn `t`: each archived (written and flushed) before

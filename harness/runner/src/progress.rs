@@ -62,6 +62,7 @@ pub fn line(done: usize, total: usize, record: &CellRecord) -> String {
         Status::Success => "ok",
         Status::Failure => "FAIL",
         Status::Error => "ERROR",
+        Status::Unchecked => "done",
     };
     format!(
         "[{done:>width$}/{total}] {} {word} {:.1} s",

@@ -98,6 +98,24 @@ pub fn write_answer(api: Api, a: &Answer) -> Value {
     }
 }
 
+/// The type and message of an error body as the APIs write it (`{"type": "error", "error":
+/// {"type": "overloaded_error", "message": …}}`, `{"error": {"type"|"code": …, "message": …}}`).
+pub fn error_of(body: &[u8]) -> Option<(String, String)> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let e = v.get("error")?;
+    let kind = e
+        .get("type")
+        .or_else(|| e.get("code"))
+        .and_then(Value::as_str)?
+        .to_string();
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Some((kind, message))
+}
+
 /// A non-streamed answer body without the tool calls named in `ids` (a host's own tool, which
 /// the agent must not see); everything else as it came.
 pub fn without_calls(api: Api, body: &Value, ids: &[String]) -> Value {

@@ -582,9 +582,9 @@ pub(crate) fn write_stream(a: &Answer) -> Vec<SseEvent> {
 }
 
 /// The event an agent receives when the answer could not be completed.
-pub(crate) fn error_event(message: &str) -> SseEvent {
+pub(crate) fn error_event(kind: &str, message: &str) -> SseEvent {
     event(
         "error",
-        json!({"type": "error", "error": {"type": "api_error", "message": message}}),
+        json!({"type": "error", "error": {"type": kind, "message": message}}),
     )
 }

@@ -104,7 +104,7 @@ pub fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
     }])
 }
 
-fn calls_json(calls: &[ToolCall]) -> Value {
+pub(crate) fn calls_json(calls: &[ToolCall]) -> Value {
     Value::Array(
         calls
             .iter()
@@ -424,10 +424,9 @@ pub(crate) fn write_stream(a: &Answer) -> Vec<SseEvent> {
 }
 
 /// The chunk an agent receives when the answer could not be completed.
-pub(crate) fn error_event(message: &str) -> SseEvent {
+pub(crate) fn error_event(kind: &str, message: &str) -> SseEvent {
     SseEvent {
         event: None,
-        data: json!({"error": {"message": message, "type": "server_error", "code": null}})
-            .to_string(),
+        data: json!({"error": {"message": message, "type": kind, "code": null}}).to_string(),
     }
 }

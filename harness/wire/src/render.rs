@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use harness_core::message::{Message, Role};
+use harness_core::message::{Message, Role, ToolCall};
 use harness_core::text_agent::as_observation;
 use serde_json::value::RawValue;
 
@@ -61,6 +61,46 @@ pub fn render_message(api: Api, m: &Message, calls: &Grouper) -> Vec<(Side, Box<
         Api::Responses => responses::render(m, calls),
     };
     units.into_iter().map(|u| (side, u)).collect()
+}
+
+/// The units of an agent's answer with `calls` (a host's own tool, which it answered) beside the
+/// agent's calls, as the model made them in one answer: Anthropic's `tool_use` blocks after its
+/// blocks, a Chat message's `tool_calls` extended, Responses' call items after its items.
+pub fn calls_beside(
+    api: Api,
+    units: &[&RawValue],
+    calls: &[ToolCall],
+    grouper: &Grouper,
+) -> Vec<Box<RawValue>> {
+    let mut out: Vec<Box<RawValue>> = units.iter().map(|u| (*u).to_owned()).collect();
+    if calls.is_empty() {
+        return out;
+    }
+    let only_calls = Message::assistant(0, "", calls.to_vec());
+    match api {
+        Api::Anthropic => out.extend(anthropic::render(&only_calls)),
+        Api::Responses => out.extend(responses::render(&only_calls, grouper)),
+        Api::Chat => {
+            let Some(last) = out.pop() else {
+                return chat::render(&only_calls);
+            };
+            let Ok(mut v) = serde_json::from_str::<serde_json::Value>(last.get()) else {
+                out.push(last);
+                return out;
+            };
+            let more = chat::calls_json(calls);
+            match v.get_mut("tool_calls") {
+                Some(serde_json::Value::Array(list)) => {
+                    if let serde_json::Value::Array(more) = more {
+                        list.extend(more);
+                    }
+                }
+                _ => v["tool_calls"] = more,
+            }
+            out.push(crate::raw(&v));
+        }
+    }
+    out
 }
 
 /// The units of an agent's user message with a card appended (a text block, or the text of a

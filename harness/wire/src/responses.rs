@@ -549,12 +549,12 @@ pub(crate) fn write_stream(a: &Answer) -> Vec<SseEvent> {
 }
 
 /// The event an agent receives when the answer could not be completed.
-pub(crate) fn error_event(message: &str) -> SseEvent {
+pub(crate) fn error_event(code: &str, message: &str) -> SseEvent {
     SseEvent {
         event: Some("response.failed".into()),
         data: json!({"type": "response.failed", "response": {"object": "response",
             "status": "failed", "output": [],
-            "error": {"code": "server_error", "message": message}}})
+            "error": {"code": code, "message": message}}})
         .to_string(),
     }
 }

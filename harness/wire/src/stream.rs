@@ -143,8 +143,65 @@ pub fn write_stream(api: Api, a: &Answer) -> Vec<SseEvent> {
 /// stream): Anthropic's `error`, an `error` chunk, Responses' `response.failed`.
 pub fn error_event(api: Api, message: &str) -> SseEvent {
     match api {
-        Api::Anthropic => anthropic::error_event(message),
-        Api::Chat => chat::error_event(message),
-        Api::Responses => responses::error_event(message),
+        Api::Anthropic => anthropic::error_event("api_error", message),
+        Api::Chat => chat::error_event("server_error", message),
+        Api::Responses => responses::error_event("server_error", message),
+    }
+}
+
+/// The error event of a failure whose type the upstream named (`overloaded_error`,
+/// `rate_limit_error`, …): the agent reads the upstream's own type, and retries as it would.
+pub fn error_event_of(api: Api, kind: &str, message: &str) -> SseEvent {
+    match api {
+        Api::Anthropic => anthropic::error_event(kind, message),
+        Api::Chat => chat::error_event(kind, message),
+        Api::Responses => responses::error_event(kind, message),
+    }
+}
+
+/// A closing event with the stop reason of an answer that calls no tool (`end_turn`, `stop`)
+/// in place of the one that does (`tool_use`, `tool_calls`): for a host that left out every
+/// call of the answer (its own tool's). Any other event, and any other stop reason
+/// (`max_tokens`), comes back as it was.
+pub fn without_call_stop(api: Api, ev: &SseEvent) -> SseEvent {
+    let Ok(mut v) = serde_json::from_str::<Value>(&ev.data) else {
+        return ev.clone();
+    };
+    let (path, calling, plain) = match api {
+        Api::Anthropic => ("/delta/stop_reason", "tool_use", "end_turn"),
+        Api::Chat => ("/choices/0/finish_reason", "tool_calls", "stop"),
+        Api::Responses => return ev.clone(),
+    };
+    match v.pointer_mut(path) {
+        Some(r) if r.as_str() == Some(calling) => *r = Value::from(plain),
+        _ => return ev.clone(),
+    }
+    SseEvent {
+        event: ev.event.clone(),
+        data: v.to_string(),
+    }
+}
+
+/// A closing Responses event (`response.completed`) with `items` (the output items a host
+/// already streamed from an earlier answer it joined to this one) before its own output; any
+/// other event, and the other APIs' events, come back as they were.
+pub fn with_earlier_output(api: Api, ev: &SseEvent, items: &[Value]) -> SseEvent {
+    if api != Api::Responses || items.is_empty() {
+        return ev.clone();
+    }
+    let Ok(mut v) = serde_json::from_str::<Value>(&ev.data) else {
+        return ev.clone();
+    };
+    match v.pointer_mut("/response/output") {
+        Some(Value::Array(out)) => {
+            let mut all = items.to_vec();
+            all.append(out);
+            *out = all;
+        }
+        _ => return ev.clone(),
+    }
+    SseEvent {
+        event: ev.event.clone(),
+        data: v.to_string(),
     }
 }

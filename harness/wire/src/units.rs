@@ -5,8 +5,11 @@
 //! turns one message or item into units; the [`Grouper`] turns units into the core's messages:
 //!
 //! - consecutive user-side text units are one user message; it opens a new turn when it follows
-//!   the model's closing answer (an answer without tool calls) or starts the conversation, and
-//!   otherwise belongs to the turn in progress (Claude Code's reminders beside tool results);
+//!   the model's closing answer (an answer without tool calls) or starts the conversation, or
+//!   when it holds the user's own words right after tool results (Claude Code on `--resume`
+//!   sends the next prompt in the message of the last turn's results, that turn's closing text
+//!   moved before its calls), and otherwise belongs to the turn in progress (Claude Code's
+//!   reminders beside tool results);
 //! - each tool result is one tool message, named after the call it answers;
 //! - consecutive model-side units (text, tool calls, thinking or reasoning) are one assistant
 //!   message;
@@ -167,6 +170,8 @@ struct Open {
     text: Vec<String>,
     calls: Vec<ToolCall>,
     units: Vec<UnitRef>,
+    /// Whether it holds the user's own words (not only blocks an agent adds).
+    words: bool,
 }
 
 impl Grouper {
@@ -331,9 +336,13 @@ impl Grouper {
                             text: Vec::new(),
                             calls: Vec::new(),
                             units: Vec::new(),
+                            words: false,
                         });
                         if !t.is_empty() {
                             o.text.push(t.clone());
+                        }
+                        if side == Side::User && !o.words {
+                            o.words = !harness_core::fold::user_words(t).is_empty();
                         }
                         if let UnitKind::Assistant { calls, .. } = &unit.kind {
                             for c in calls {
@@ -400,7 +409,12 @@ impl Grouper {
         let (message, opens_turn) = match o.side {
             Side::User => {
                 self.text_call = None;
-                let opens = matches!(self.last, Last::Nothing | Last::Closing);
+                // After a closing answer; or the user's own words after results: Claude Code
+                // on `--resume` moves a turn's closing text before its calls and sends the
+                // next prompt in the message of their results (a reminder beside results stays
+                // in the turn).
+                let opens = matches!(self.last, Last::Nothing | Last::Closing)
+                    || (self.last == Last::Tool && o.words);
                 if opens {
                     self.turn += 1;
                 }
@@ -476,10 +490,14 @@ mod tests {
                     text: "x = 1".into(),
                     is_error: false,
                 }),
-                unit(UnitKind::UserText("a reminder".into())),
+                unit(UnitKind::UserText(
+                    "<system-reminder>a reminder</system-reminder>".into(),
+                )),
             ],
             // User text in the next item joins the open group of the last one.
-            vec![unit(UnitKind::UserText("and b".into()))],
+            vec![unit(UnitKind::UserText(
+                "<system-reminder>and b</system-reminder>".into(),
+            ))],
             vec![unit(UnitKind::Assistant {
                 text: "done".into(),
                 calls: vec![],
@@ -502,6 +520,48 @@ mod tests {
             assert_eq!(g.turn(), 2);
             assert_eq!(g.call("c1").map(|c| c.0), Some("Read"));
         }
+    }
+
+    /// Claude Code's history on `--resume`: the last turn's closing text is moved before its
+    /// calls, and the next prompt comes in the same user message as the calls' results. The
+    /// user's words after the results open the next turn; a reminder beside results does not.
+    #[test]
+    fn the_users_words_after_results_open_a_turn_reminders_do_not() {
+        let units = [
+            unit(UnitKind::UserText("TURN 1".into())),
+            unit(UnitKind::Assistant {
+                text: "done 1".into(),
+                calls: vec![call("c1")],
+            }),
+            unit(UnitKind::ToolResult {
+                call_id: "c1".into(),
+                text: "x".into(),
+                is_error: false,
+            }),
+            unit(UnitKind::UserText(
+                "<system-reminder>the user has not heard from you</system-reminder>".into(),
+            )),
+            unit(UnitKind::ToolResult {
+                call_id: "c1".into(),
+                text: "again".into(),
+                is_error: false,
+            }),
+            unit(UnitKind::UserText("TURN 2".into())),
+        ];
+        let items: Vec<(usize, &[Unit])> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (i, std::slice::from_ref(u)))
+            .collect();
+        let p = Grouper::new().group(&items);
+        let m = |i: usize| p[i].message.as_ref().unwrap();
+        assert_eq!((m(3).turn, p[3].opens_turn), (1, false), "a reminder stays");
+        assert_eq!(m(5).text, "TURN 2");
+        assert_eq!(
+            (m(5).turn, p[5].opens_turn),
+            (2, true),
+            "the words open turn 2"
+        );
     }
 
     #[test]
@@ -530,7 +590,9 @@ mod tests {
                 text: "x = 1".into(),
                 is_error: false,
             }),
-            unit(UnitKind::UserText("reminder beside the result".into())),
+            unit(UnitKind::UserText(
+                "<system-reminder>reminder beside the result</system-reminder>".into(),
+            )),
         ];
         let p = g.group(&[(2, &second[..1]), (3, &second[1..])]);
         assert_eq!(p.len(), 3);

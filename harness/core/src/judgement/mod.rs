@@ -293,6 +293,7 @@ pub fn build_item(
     let ctx = Context {
         messages: before.to_vec(),
         turn: current,
+        ..Context::default()
     };
     let infos: Vec<TurnInfo> = ctx.closed_live_turns();
     if infos.is_empty() || current < 2 {
@@ -395,6 +396,7 @@ impl Item {
         Context {
             messages: self.request_messages(None),
             turn: self.current,
+            ..Context::default()
         }
     }
 

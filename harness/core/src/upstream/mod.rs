@@ -410,6 +410,7 @@ fn plain(role: Role, turn: u32, text: String) -> Message {
         tool_call_id: None,
         tool_name: None,
         is_error: false,
+        thinking: None,
         kind: MessageKind::Plain,
         tokens: 0,
     }

@@ -31,7 +31,7 @@ use policies::registry::{Entry, Registry};
 use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
-use crate::execution::sandbox::Sandbox;
+use crate::execution::sandbox::{Sandbox, Unseen};
 use process::{Fault, Process};
 
 /// The policy's name: `exec:COMMAND`.
@@ -61,9 +61,29 @@ pub enum ExecError {
     /// `max_line=` that is not a number of bytes above 0.
     #[error("policy `exec`: max_line={0} is not a number of bytes above 0")]
     MaxLine(String),
+    /// `read=` without a path.
+    #[error("policy `exec`: read= needs a path: read=FOLDER, e.g. `exec:read=/tmp/policies python3 /tmp/policies/p.py`")]
+    ReadPath,
     /// No command after the options.
     #[error("policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`")]
     NoCommand,
+    /// A `read=` path that is not there.
+    #[error("read={path}: {source}")]
+    ReadMissing {
+        /// The path, as resolved against the working folder.
+        path: PathBuf,
+        /// Why it cannot be looked at.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `read=` path the sandbox cannot show.
+    #[error("read={}: {why}; {}", path.display(), read_advice(why))]
+    ReadHidden {
+        /// The path, as resolved against the working folder.
+        path: PathBuf,
+        /// What hides it.
+        why: Unseen,
+    },
     /// The process's private home folder cannot be made.
     #[error("cannot make its home folder: {0}")]
     Home(#[source] std::io::Error),
@@ -93,16 +113,21 @@ pub struct ExecText {
     pub timeout: Duration,
     /// Longest answer line (`max_line=BYTES`).
     pub max_line: usize,
+    /// Folders (or files) shown read-only in the sandbox (`read=PATH`, repeatable): a policy's
+    /// script in a folder the sandbox hides (below the home folder, `/tmp`). Relative to the
+    /// folder foldbench starts in.
+    pub reads: Vec<PathBuf>,
     /// The command, run with `sh -c`.
     pub command: String,
 }
 
 impl ExecText {
-    /// Parses `[timeout=SECONDS] [max_line=BYTES] COMMAND`.
+    /// Parses `[timeout=SECONDS] [max_line=BYTES] [read=PATH]... COMMAND`.
     pub fn parse(text: &str) -> Result<ExecText, ExecError> {
         let mut out = ExecText {
             timeout: DEFAULT_TIMEOUT,
             max_line: DEFAULT_MAX_LINE,
+            reads: Vec::new(),
             command: String::new(),
         };
         let mut rest = text.trim();
@@ -122,6 +147,11 @@ impl ExecText {
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| ExecError::MaxLine(v.to_string()))?;
+            } else if let Some(v) = value("read") {
+                if v.is_empty() {
+                    return Err(ExecError::ReadPath);
+                }
+                out.reads.push(PathBuf::from(v));
             } else {
                 break;
             }
@@ -143,6 +173,9 @@ impl ExecText {
         if self.max_line != DEFAULT_MAX_LINE {
             s.push_str(&format!("max_line={} ", self.max_line));
         }
+        for r in &self.reads {
+            s.push_str(&format!("read={} ", r.display()));
+        }
         s.push_str(&self.command);
         s
     }
@@ -160,10 +193,142 @@ pub fn entry() -> Entry {
             .map(|_| ())
             .map_err(invalid)
     })
+    .sweep(sweep_command)
     .summary("a policy of your own as a process speaking JSON lines: exec:COMMAND (docs/policy-protocol.md)")
     .source("your own, in any language")
     .param("timeout", "10", "seconds", "time limit of each answer, written before the command")
     .param("max_line", "16777216", "bytes", "longest answer line, written before the command")
+    .param("read", "none", "path", "a folder shown read-only in the sandbox (repeatable; its script below the home folder or /tmp), written before the command")
+}
+
+/// The arms of an `exec:` text (after `exec:`): one per value of each sweep in its command,
+/// crossed in the order written. A sweep is a word `KEY=VALUE` outside quotes (`--keep=0..2`,
+/// `keep=[1,3]`, `--mode=[a,b]`) whose value is a range or a list of two or more, written as a
+/// parameter's sweep is (`policies::sweep`); each arm's command has the word with one value in
+/// its place, the other words as written. A quoted word (`'--keep=0..2'`) is the command's own.
+fn sweep_command(text: &str) -> Result<Vec<policies::sweep::Point>, PolicyError> {
+    use policies::sweep::{is_sweep, values, Point, MAX_POINTS};
+    let parsed = ExecText::parse(text).map_err(invalid)?;
+    let command = parsed.command.clone();
+    let mut swept: Vec<(std::ops::Range<usize>, String, Vec<String>)> = Vec::new();
+    for range in unquoted_words(&command) {
+        let word = &command[range.clone()];
+        let Some((key, value)) = word.split_once('=') else {
+            continue;
+        };
+        let name = key.trim_start_matches('-');
+        let is_key = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+        let list = value.starts_with('[');
+        if !is_key || !is_sweep(value) || (list && !value.contains(',')) {
+            continue;
+        }
+        swept.push((range, key.to_string(), values(key, value)?));
+    }
+    if swept.is_empty() {
+        return Ok(vec![Point {
+            text: text.trim().to_string(),
+            values: Vec::new(),
+        }]);
+    }
+    let count = swept.iter().map(|(_, _, v)| v.len()).product::<usize>();
+    if count > MAX_POINTS {
+        return Err(policies::SweepError::TooManyArms {
+            policy: format!("{NAME}:{text}"),
+        }
+        .into());
+    }
+    let mut points = Vec::with_capacity(count);
+    for k in 0..count {
+        let mut rest = k;
+        let mut picked: Vec<(String, String)> = vec![(String::new(), String::new()); swept.len()];
+        for (i, (_, key, vals)) in swept.iter().enumerate().rev() {
+            picked[i] = (key.clone(), vals[rest % vals.len()].clone());
+            rest /= vals.len();
+        }
+        let mut cmd = String::with_capacity(command.len());
+        let mut at = 0;
+        for ((range, _, _), (key, v)) in swept.iter().zip(&picked) {
+            cmd.push_str(&command[at..range.start]);
+            cmd.push_str(&format!("{key}={v}"));
+            at = range.end;
+        }
+        cmd.push_str(&command[at..]);
+        let arm = ExecText {
+            command: cmd,
+            ..parsed.clone()
+        };
+        points.push(Point {
+            text: arm.canonical(),
+            values: picked,
+        });
+    }
+    Ok(points)
+}
+
+/// The byte ranges of the words of a shell command that hold no quote and no backslash (the
+/// words a sweep may be written in).
+fn unquoted_words(command: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut quote: Option<char> = None;
+    let mut plain = true;
+    for (i, c) in command.char_indices().chain([(command.len(), ' ')]) {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c.is_whitespace() => {
+                if let Some(s) = start.take() {
+                    if plain {
+                        out.push(s..i);
+                    }
+                }
+                plain = true;
+            }
+            None => {
+                start.get_or_insert(i);
+                if c == '\'' || c == '"' {
+                    quote = Some(c);
+                    plain = false;
+                } else if c == '\\' {
+                    plain = false;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What to do about a `read=` path the sandbox cannot show.
+fn read_advice(why: &Unseen) -> &'static str {
+    match why {
+        Unseen::Own(_) => "no folder of the host is shown there",
+        Unseen::Hidden(_) | Unseen::Private(_) => {
+            "name a folder inside it (read= shows a folder below a hidden one, never a hidden folder whole)"
+        }
+    }
+}
+
+/// The paths a command names that exist on the host: each word (quotes taken off) or the value
+/// of a `KEY=VALUE` word that is an absolute path, or a relative one found in `cwd`.
+fn named_paths(command: &str, cwd: &std::path::Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for word in command.split_whitespace() {
+        let word = word.trim_matches(|c| c == '\'' || c == '"');
+        let value = word.split_once('=').map_or(word, |(_, v)| v);
+        for w in [word, value] {
+            if w.is_empty() || w.starts_with('-') {
+                continue;
+            }
+            let path = cwd.join(w);
+            if std::fs::symlink_metadata(&path).is_ok() && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
 
 /// An `exec:` text's error as the registry takes it: a policy from outside the policies crate
@@ -179,6 +344,16 @@ pub fn with_exec(mut registry: Registry) -> Registry {
         let _ = registry.register(entry());
     }
     registry
+}
+
+/// Whether the policies started from now on replay recorded sessions ([`set_replay`]).
+static REPLAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says to the `exec:` policies started from now on, in their handshake's `mode`, whether they
+/// replay recorded sessions (`foldbench replay`: the calls they see are the recorded agent's,
+/// and no workspace tool runs) or run sessions (the default).
+pub fn set_replay(replay: bool) {
+    REPLAY.store(replay, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn sandbox_slot() -> &'static RwLock<Option<Sandbox>> {
@@ -229,6 +404,9 @@ struct Inner {
     log: Option<std::fs::File>,
     /// Bytes written to the process (for the protocol's cost).
     sent_bytes: u64,
+    /// Under bubblewrap, the folders bound in (the working folder, then the `read=` ones): a
+    /// process that exits is told which of the paths its command names the sandbox hides.
+    unseen_by: Option<Vec<PathBuf>>,
 }
 
 impl ExecPolicy {
@@ -254,6 +432,7 @@ impl ExecPolicy {
             texts: HashMap::new(),
             log,
             sent_bytes: 0,
+            unseen_by: None,
         };
         inner.launch(window);
         ExecPolicy {
@@ -277,10 +456,29 @@ impl Inner {
             Err(e) => return self.fail_plain(ExecError::Home(e)),
         };
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let sandbox = sandbox();
+        let mut binds = vec![cwd.clone()];
+        for r in &self.text.reads {
+            let path = cwd.join(r);
+            if let Err(source) = std::fs::metadata(&path) {
+                return self.fail_plain(ExecError::ReadMissing { path, source });
+            }
+            binds.push(path);
+        }
+        if sandbox.is_isolated() {
+            let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
+            for path in &binds[1..] {
+                if let Some(why) = crate::execution::sandbox::unseen(path, &all) {
+                    let path = path.clone();
+                    return self.fail_plain(ExecError::ReadHidden { path, why });
+                }
+            }
+            self.unseen_by = Some(binds.clone());
+        }
         match Process::start(
-            &sandbox(),
+            &sandbox,
             home.path(),
-            &cwd,
+            &binds,
             &self.text.command,
             self.text.max_line,
         ) {
@@ -288,13 +486,20 @@ impl Inner {
             Err(e) => return self.fail_plain(e),
         }
         self._home = Some(home);
-        let workspace: Vec<String> = crate::tools::tool_specs()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let replay = REPLAY.load(std::sync::atomic::Ordering::Relaxed);
+        // In replay no tool runs: the calls in the view are the recorded agent's.
+        let workspace: Vec<String> = if replay {
+            Vec::new()
+        } else {
+            crate::tools::tool_specs()
+                .into_iter()
+                .map(|t| t.name)
+                .collect()
+        };
+        let mode = if replay { "replay" } else { "run" };
         let hello = self.ask(
             "hello",
-            json!({"protocol": PROTOCOL, "window": window, "workspace_tools": workspace}),
+            json!({"protocol": PROTOCOL, "window": window, "mode": mode, "workspace_tools": workspace}),
             &["hello"],
         );
         if let Some((v, line)) = hello {
@@ -376,7 +581,10 @@ impl Inner {
                     .and_then(Process::exit_status)
                     .map(|s| format!(" ({s})"))
                     .unwrap_or_default();
-                format!("exited{status} before answering the `{kind}` request")
+                format!(
+                    "exited{status} before answering the `{kind}` request{}",
+                    self.unseen_hint()
+                )
             }
             Fault::TooLong(_) => format!(
                 "wrote a line longer than {} bytes (max_line) answering the `{kind}` request",
@@ -388,6 +596,50 @@ impl Inner {
             ),
             Fault::Io(e) => format!("could not be read answering the `{kind}` request: {e}"),
         }
+    }
+
+    /// For a process that exited under bubblewrap: the paths its command names (its script, a
+    /// file it reads) and its working folder that the sandbox does not show, each with why and
+    /// the `read=` that shows it; empty when there is none.
+    fn unseen_hint(&self) -> String {
+        let Some(binds) = &self.unseen_by else {
+            return String::new();
+        };
+        let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
+        let cwd = &binds[0];
+        let mut out = String::new();
+        for path in named_paths(&self.text.command, cwd) {
+            let Some(why) = crate::execution::sandbox::unseen(&path, &all) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "; {} is not visible in the sandbox ({why})",
+                path.display()
+            ));
+            let dir = path.parent().unwrap_or(&path);
+            let below_cover =
+                matches!(why, Unseen::Hidden(_) | Unseen::Private(_)) && dir != why.cover();
+            if below_cover {
+                let mut text = self.text.clone();
+                text.reads.push(dir.to_path_buf());
+                out.push_str(&format!("; show it with exec:{}", text.canonical()));
+            } else {
+                out.push_str(&format!(
+                    "; move it into a folder of its own below {} and show that folder with exec:read=FOLDER {}",
+                    why.cover().display(),
+                    self.text.command
+                ));
+            }
+        }
+        if out.is_empty() {
+            if let Some(why) = crate::execution::sandbox::unseen(cwd, &all) {
+                out.push_str(&format!(
+                    "; its working folder {} (the folder foldbench was started in) is not visible in the sandbox ({why}): name the policy's files by paths the sandbox shows, or show their folder with exec:read=FOLDER",
+                    cwd.display()
+                ));
+            }
+        }
+        out
     }
 
     fn log_line(&mut self, dir: &str, line: &str) {
@@ -631,6 +883,81 @@ mod tests {
             "checking starts nothing"
         );
         assert!(reg.check("exec:").is_err());
-        assert_eq!(reg.expand("exec:python3 p.py keep=[1,2]").unwrap().len(), 1);
+    }
+
+    /// The texts and swept values of `text`'s arms.
+    fn arms(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+        let reg = with_exec(Registry::builtin());
+        reg.expand(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .into_iter()
+            .map(|p| (p.text, p.values))
+            .collect()
+    }
+
+    #[test]
+    fn a_sweep_in_the_command_makes_one_arm_per_value_and_a_quoted_word_stays_as_written() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            arms("exec:python3 p.py --keep=0..2"),
+            [0, 1, 2]
+                .iter()
+                .map(|n| (
+                    format!("exec:python3 p.py --keep={n}"),
+                    vec![kv("--keep", &n.to_string())]
+                ))
+                .collect::<Vec<_>>()
+        );
+        let crossed = arms("exec:timeout=5 python3 p.py keep=[1,3] --mode=[a,b]");
+        assert_eq!(crossed.len(), 4, "{crossed:?}");
+        assert_eq!(crossed[1].0, "exec:timeout=5 python3 p.py keep=1 --mode=b");
+        assert_eq!(crossed[1].1, vec![kv("keep", "1"), kv("--mode", "b")]);
+        // Quoted, or one value in brackets (a character class): passed on as written.
+        for text in [
+            "exec:python3 p.py '--keep=0..2'",
+            "exec:python3 p.py \"keep=[1,2]\"",
+            "exec:python3 p.py --re=[a-z]",
+            "exec:python3 ../p.py",
+        ] {
+            assert_eq!(arms(text), [(text.to_string(), vec![])], "{text}");
+        }
+        let reg = with_exec(Registry::builtin());
+        let err = reg.expand("exec:python3 p.py --keep=3..1").unwrap_err();
+        assert!(err.to_string().contains("3..1"), "{err}");
+    }
+
+    #[test]
+    fn a_policy_after_the_command_makes_a_pipeline_and_a_shell_pipe_stays_the_command_s() {
+        let reg = with_exec(Registry::builtin());
+        let spec = reg.parse("exec:python3 p.py|trim").unwrap();
+        assert_eq!(spec.name, policies::pipeline::NAME);
+        assert_eq!(spec.label(), "exec:python3 p.py|trim");
+        assert_eq!(reg.parse(&spec.label()).unwrap(), spec);
+        let spec = reg
+            .parse("exec:python3 p.py | tee log|trim:keep=2")
+            .unwrap();
+        assert_eq!(spec.name, policies::pipeline::NAME);
+        assert_eq!(spec.label(), "exec:python3 p.py | tee log|trim:keep=2");
+        let spec = reg.parse("exec:python3 p.py | tee log").unwrap();
+        assert_eq!(spec.name, NAME);
+        assert_eq!(spec.arg.as_deref(), Some("python3 p.py | tee log"));
+        // After a step as before one; sweeps cross.
+        assert_eq!(
+            reg.parse("trim|exec:python3 p.py").unwrap().label(),
+            "trim|exec:python3 p.py"
+        );
+        let texts: Vec<String> = arms("exec:python3 p.py --k=1..2|trim:keep=[0,1]")
+            .into_iter()
+            .map(|a| a.0)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "exec:python3 p.py --k=1|trim:keep=0",
+                "exec:python3 p.py --k=1|trim:keep=1",
+                "exec:python3 p.py --k=2|trim:keep=0",
+                "exec:python3 p.py --k=2|trim:keep=1"
+            ]
+        );
     }
 }

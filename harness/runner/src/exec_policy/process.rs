@@ -8,7 +8,7 @@
 //! floods), one keeps the tail of its standard error for the error message.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,12 @@ const STDERR_TAIL: usize = 2000;
 
 /// How long a process whose standard input was closed may take to exit on its own.
 const GRACE: Duration = Duration::from_millis(500);
+
+/// How often a wait for an answer looks whether the process has exited.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+
+/// How long the reader may take to pass on what an exited process wrote before it exited.
+const DRAIN: Duration = Duration::from_millis(200);
 
 /// What reading an answer line ended with, when it did not give a line.
 #[derive(Debug)]
@@ -49,16 +55,19 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// Starts `command` with `sh -c` under `sandbox`: in `cwd` (bound read-only), with `home`
-    /// (a private folder, read-write) as its `HOME` and sandbox root, an allow-listed
-    /// environment, its own process group and the reaper's marker.
+    /// Starts `command` with `sh -c` under `sandbox`: in the first of `binds` (its working
+    /// folder), with every one of them shown read-only (where the sandbox hides it:
+    /// `crate::execution::sandbox`), with `home` (a private folder, read-write) as its `HOME`
+    /// and sandbox root, an allow-listed environment, its own process group and the reaper's
+    /// marker.
     pub(crate) fn start(
         sandbox: &Sandbox,
         home: &Path,
-        cwd: &Path,
+        binds: &[PathBuf],
         command: &str,
         max_line: usize,
     ) -> Result<Process, super::ExecError> {
+        let cwd = binds.first().map_or(Path::new("/"), PathBuf::as_path);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let marker = format!(
             "{}-policy-{}",
@@ -69,7 +78,8 @@ impl Process {
             "cd {} && exec {command}",
             shell_quote(&cwd.display().to_string())
         );
-        let mut cmd = sandbox.std_command(home, &script, &[(cwd, false)]);
+        let extra: Vec<(&Path, bool)> = binds.iter().map(|b| (b.as_path(), false)).collect();
+        let mut cmd = sandbox.std_command(home, &script, &extra);
         use std::os::unix::process::CommandExt;
         cmd.env(crate::execution::reap::CALL_ENV, &marker)
             .stdin(Stdio::piped())
@@ -124,12 +134,30 @@ impl Process {
         }
     }
 
-    /// The next line of the process's output, within `timeout`.
+    /// The next line of the process's output, within `timeout`. The process exiting ends the
+    /// wait as the end of its output does, even while a child it left holds the pipe open
+    /// (without bubblewrap nothing kills the child with it): a line it wrote before it exited
+    /// is still taken, and then the exit is the answer ([`Fault::Eof`]), not a time-out.
     pub(crate) fn receive(&mut self, timeout: Duration) -> Result<Vec<u8>, Fault> {
-        match self.lines.recv_timeout(timeout) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => Err(Fault::Timeout(timeout)),
-            Err(RecvTimeoutError::Disconnected) => Err(Fault::Eof),
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(EXIT_POLL)) {
+                Ok(r) => return r,
+                Err(RecvTimeoutError::Disconnected) => return Err(Fault::Eof),
+                Err(RecvTimeoutError::Timeout) if left <= EXIT_POLL => {
+                    return Err(Fault::Timeout(timeout))
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if matches!(self.child.try_wait(), Ok(Some(_))) {
+                        // What it wrote before exiting is in the pipe: the reader's last lines.
+                        return match self.lines.recv_timeout(DRAIN) {
+                            Ok(r) => r,
+                            Err(_) => Err(Fault::Eof),
+                        };
+                    }
+                }
+            }
         }
     }
 

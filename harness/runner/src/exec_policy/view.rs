@@ -6,13 +6,54 @@
 //! `{"ref": ID}`, a message of its previous view. While the session only appends, `K` is the
 //! view's length and `append` holds the new messages alone: what is sent grows linearly with the
 //! session. A compaction or a splice re-sends the part after the edit as references.
+//!
+//! Tool calls carry the names and arguments their agent gave them: foldbench's own in `run`
+//! (`read_file{path}`), the recorded agent's in `replay` (Claude Code's `Read{file_path}`,
+//! `Bash{command}`, Codex's `shell_command`). So that one policy reads both, every call also
+//! carries its `category` ([`category`]: `read`, `list`, `search`, `edit`, `write`, `shell` or
+//! `other`) and, when it names one, the `path` it touches; a tool result carries its call's as
+//! `tool_category` and `tool_path`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
+use harness_core::context::{call_path, Context};
+use harness_core::message::{Message, ToolCall};
+use harness_core::tools::Tool;
 use serde_json::{json, Value};
+
+/// What a tool call does, whoever named it: foldbench's tools by their descriptor, and the
+/// tools of the agents replay imports (Claude Code, Codex, mini-swe-agent, SWE-agent,
+/// OpenHands) by their names (`str_replace_editor` by its `command`); `other` for the rest
+/// (a web fetch, a to-do list, a subagent, a policy's own tools).
+pub fn category(call: &ToolCall) -> &'static str {
+    if let Some(def) = harness_core::tools::find(&call.name) {
+        return match def.tool {
+            Tool::ReadFile => "read",
+            Tool::ListFiles => "list",
+            Tool::Grep => "search",
+            Tool::EditFile => "edit",
+            Tool::WriteFile => "write",
+            Tool::Shell => "shell",
+        };
+    }
+    match call.name.as_str() {
+        "Read" | "NotebookRead" => "read",
+        "LS" | "Glob" | "list_dir" => "list",
+        "Grep" | "grep_files" => "search",
+        "Edit" | "MultiEdit" | "NotebookEdit" | "apply_patch" => "edit",
+        "Write" => "write",
+        "Bash" | "BashOutput" | "shell_command" | "exec_command" | "local_shell" | "bash"
+        | "execute_bash" => "shell",
+        "str_replace_editor" => match call.str_arg("command") {
+            Some("view") => "read",
+            Some("create") => "write",
+            Some(_) => "edit",
+            None => "other",
+        },
+        _ => "other",
+    }
+}
 
 /// The view the process holds: foldbench's message ids in order, and their protocol ids.
 #[derive(Debug, Default)]
@@ -22,6 +63,8 @@ pub struct View {
     /// Protocol id of each message sent, by [`Message::id`].
     protocol: HashMap<u64, u64>,
     next: u64,
+    /// The category and path of each call sent, by its id: its result's.
+    calls: HashMap<String, (&'static str, Option<String>)>,
 }
 
 impl View {
@@ -43,7 +86,11 @@ impl View {
                 _ => {
                     self.next += 1;
                     self.protocol.insert(m.id, self.next);
-                    append.push(message(m, self.next));
+                    for c in &m.tool_calls {
+                        self.calls.insert(c.id.clone(), (category(c), call_path(c)));
+                    }
+                    let of_call = m.tool_call_id.as_ref().and_then(|id| self.calls.get(id));
+                    append.push(message(m, self.next, of_call));
                 }
             }
             self.ids.push(m.id);
@@ -52,11 +99,34 @@ impl View {
     }
 }
 
-/// A message as the protocol sends it: its fields as foldbench records them, and its `id`.
-pub fn message(m: &Arc<Message>, id: u64) -> Value {
+/// A message as the protocol sends it: its fields as foldbench records them, its `id`, each
+/// call's `category` and `path`, and for a tool result its call's (`of_call`) as
+/// `tool_category` and `tool_path`.
+pub fn message(
+    m: &Arc<Message>,
+    id: u64,
+    of_call: Option<&(&'static str, Option<String>)>,
+) -> Value {
     let mut v = serde_json::to_value(&**m).unwrap_or_else(|_| json!({}));
     if let Value::Object(o) = &mut v {
         o.insert("id".into(), id.into());
+        if let Some(Value::Array(calls)) = o.get_mut("tool_calls") {
+            for (c, call) in calls.iter_mut().zip(&m.tool_calls) {
+                if let Value::Object(c) = c {
+                    c.insert("category".into(), category(call).into());
+                    if let Some(p) = call_path(call) {
+                        c.insert("path".into(), p.into());
+                    }
+                }
+            }
+        }
+        if m.tool_call_id.is_some() {
+            let (cat, path) = of_call.map_or(("other", None), |(c, p)| (*c, p.clone()));
+            o.insert("tool_category".into(), cat.into());
+            if let Some(p) = path {
+                o.insert("tool_path".into(), p.into());
+            }
+        }
     }
     v
 }

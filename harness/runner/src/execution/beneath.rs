@@ -94,6 +94,39 @@ fn open_dir(root: &Path, parts: &[String], create: bool) -> io::Result<OwnedFd> 
     Ok(dir)
 }
 
+/// Reads the file `rel` beneath `root`, at most `max` bytes, never through a symlink (on the way
+/// or at the file): `None` when it does not exist; a link, a folder or a larger file is an
+/// error that says so.
+pub fn read_existing(root: &Path, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut parts = components(rel)?;
+    let Some(name) = parts.pop() else {
+        return Err(refused(rel, "the workspace root, not a file"));
+    };
+    let dir = match open_dir(root, &parts, false) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(&dir, name.as_str(), flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => return Err(refused(rel, "a symlink")),
+        Err(e) => return Err(e.into()),
+    };
+    let file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(refused(rel, "not a file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(refused(rel, "larger than foldbench reads"));
+    }
+    Ok(Some(bytes))
+}
+
 /// Writes `bytes` as the file `rel` beneath `root` and flushes it to disk: the folders on the
 /// way are opened (or made) without following a symlink, and the file is written aside and
 /// renamed over `rel`, so a symlink or a hard link planted at `rel` is replaced, never written
@@ -194,6 +227,34 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "host file");
         let names: Vec<_> = std::fs::read_dir(host.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "nothing was written in the host folder");
+    }
+
+    #[test]
+    fn a_file_is_read_beneath_the_root_and_never_through_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        let secret = host.path().join("secret");
+        std::fs::write(&secret, "host").unwrap();
+        assert_eq!(
+            read_existing(root.path(), ".git/info/exclude", 64).unwrap(),
+            None
+        );
+        write_new(root.path(), ".git/info/exclude", b"*.o\n").unwrap();
+        assert_eq!(
+            read_existing(root.path(), ".git/info/exclude", 64).unwrap(),
+            Some(b"*.o\n".to_vec())
+        );
+        assert!(
+            read_existing(root.path(), ".git/info/exclude", 2).is_err(),
+            "over the cap"
+        );
+        std::fs::remove_file(root.path().join(".git/info/exclude")).unwrap();
+        std::os::unix::fs::symlink(&secret, root.path().join(".git/info/exclude")).unwrap();
+        let e = read_existing(root.path(), ".git/info/exclude", 64).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        std::fs::remove_dir_all(root.path().join(".git")).unwrap();
+        std::os::unix::fs::symlink(host.path(), root.path().join(".git")).unwrap();
+        assert!(read_existing(root.path(), ".git/secret", 64).is_err());
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!   (`/etc/shadow`, `/etc/gshadow`, private keys, …: `PrivateEntry`) covered, since root owns
 //!   most of them. Why not a non-zero `--uid`: bubblewrap started by root maps the sandbox's user
 //!   to root's own, so the kernel still sees the owner of those files;
+//! - the same view wherever foldbench starts: the mounts are made parents first, so a folder
+//!   bound in (a policy's working folder that is `/` or the home folder) never uncovers
+//!   `/proc`, `/dev`, a hidden folder or a private file (`bwrap_args_with`);
 //! - a cleared environment plus the allow-list of [`allowed_env`];
 //! - `--die-with-parent` and a PID namespace: when the call ends, every process it started,
 //!   `setsid` and double-forked ones included, is killed with it.
@@ -220,29 +223,88 @@ fn bwrap_args(root: &Path, network: bool, python: bool) -> Vec<std::ffi::OsStrin
     bwrap_args_with(root, network, python, &[])
 }
 
-/// [`bwrap_args`] with more folders bound after the workspace, each `(path, writable)`: a real
-/// agent's home, its install folder, the folder of its socket (`agents::isolate`).
+/// [`bwrap_args`] with more folders bound besides the workspace, each `(path, writable)`: a real
+/// agent's home, its install folder, the folder of its socket (`agents::isolate`), the working
+/// folder of a policy process (`exec_policy`). Paths are taken through their links first, so a
+/// folder reached through a symbolic link is compared and bound as the folder it is.
 pub(crate) fn bwrap_args_with(
     root: &Path,
     network: bool,
     python: bool,
     extra: &[(&Path, bool)],
 ) -> Vec<std::ffi::OsString> {
-    let python_dirs = if python { python_binds() } else { Vec::new() };
+    let python_dirs: Vec<PathBuf> = if python {
+        python_binds().iter().map(|d| real(d)).collect()
+    } else {
+        Vec::new()
+    };
+    let extra: Vec<(PathBuf, bool)> = extra.iter().map(|(p, w)| (real(p), *w)).collect();
+    let extra: Vec<(&Path, bool)> = extra.iter().map(|(p, w)| (p.as_path(), *w)).collect();
     bwrap_args_from(
+        &real(root),
         root,
         network,
         &python_dirs,
-        extra,
+        &extra,
         &hidden_folders(),
         private_entries(),
     )
 }
 
-/// [`bwrap_args_with`] given the bare environment's folders, the hidden folders and the host's
-/// private entries.
+/// `path` with its links resolved, or as given when it cannot be (it does not exist).
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Folders the sandbox mounts its own of: no host folder is bound at or below them.
+const OWN: [&str; 1] = ["/proc"];
+
+/// One mount of the sandbox over the read-only root, by the path it is mounted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mount<'a> {
+    /// A host folder bound in at its own path (`true`: writable).
+    Bind(&'a Path, bool),
+    /// A host entry only its owner or group may read ([`PrivateEntry`]), covered.
+    Private(&'a PrivateEntry),
+    /// A hidden folder: an empty private one in its place.
+    Hidden(&'a Path),
+    /// The sandbox's own `/proc`.
+    Proc,
+    /// The sandbox's own `/dev`.
+    Dev,
+}
+
+impl Mount<'_> {
+    fn target(&self) -> &Path {
+        match self {
+            Mount::Bind(p, _) | Mount::Hidden(p) => p,
+            Mount::Private(e) => &e.path,
+            Mount::Proc => Path::new("/proc"),
+            Mount::Dev => Path::new("/dev"),
+        }
+    }
+
+    /// Whether it hides what the host has at its path.
+    fn covers(&self) -> bool {
+        !matches!(self, Mount::Bind(..))
+    }
+}
+
+/// [`bwrap_args_with`] given the workspace's real path and the path its commands start in, the
+/// bare environment's folders, the hidden folders and the host's private entries.
+///
+/// The mounts are made parents first (by the depth of the path they are mounted on), so a mount
+/// below another is made after it and shows through it, and a mount above another never
+/// undoes it: a folder bound in that holds a hidden folder, a private file, `/proc` or `/dev` (a
+/// policy's working folder that is `/`, the home folder or one of its ancestors) leaves each of
+/// them covered. At the same path the cover wins. A folder bound read-only is bound only when a
+/// hidden folder or a private one covers it (everywhere else the read-only root shows it
+/// already, with what it holds still covered); a writable one (the workspace, a real agent's
+/// home: folders foldbench made) is always bound, and shows its private files as they are. No
+/// host folder is bound at or below `/proc`.
 fn bwrap_args_from(
     root: &Path,
+    chdir: &Path,
     network: bool,
     python_dirs: &[PathBuf],
     extra: &[(&Path, bool)],
@@ -268,83 +330,162 @@ fn bwrap_args_from(
         "/".as_ref(),
         "/".as_ref(),
     ]);
-    // The interpreter and the bare environment, bound back when a hidden folder holds them.
-    let rebound: Vec<&Path> = python_dirs
+    let hidden_above = |dir: &Path| {
+        hidden.iter().any(|h| dir.starts_with(h) && dir != h)
+            || private
+                .iter()
+                .any(|p| p.dir && dir.starts_with(&p.path) && dir != p.path)
+    };
+    let own = |dir: &Path| OWN.iter().any(|o| dir.starts_with(o));
+    let mut binds: Vec<(&Path, bool)> = vec![(root, true)];
+    binds.extend(python_dirs.iter().map(|d| (d.as_path(), false)));
+    binds.extend(extra.iter().copied());
+    let mut mounts: Vec<Mount> = Vec::new();
+    for (dir, writable) in binds {
+        let needed = writable || hidden_above(dir);
+        if needed && !own(dir) && !mounts.contains(&Mount::Bind(dir, writable)) {
+            mounts.push(Mount::Bind(dir, writable));
+        }
+    }
+    let writable: Vec<&Path> = mounts
         .iter()
-        .map(PathBuf::as_path)
-        .filter(|dir| {
-            hidden.iter().any(|h| dir.starts_with(h))
-                || private.iter().any(|p| p.dir && dir.starts_with(&p.path))
+        .filter_map(|m| match m {
+            Mount::Bind(p, true) => Some(*p),
+            _ => None,
         })
         .collect();
-    // Everything mounted after the private entries: a private folder above one of them stays
-    // traversable (an empty folder of mode 755), the others get mode 000.
-    let later: Vec<&Path> = [root]
-        .into_iter()
-        .chain(hidden.iter().map(PathBuf::as_path))
-        .chain(rebound.iter().copied())
-        .chain(extra.iter().map(|(p, _)| *p))
-        .collect();
-    for entry in private {
-        // Inside the workspace or a folder bound in, the bound folder shows it as it is.
-        if [root]
-            .into_iter()
-            .chain(extra.iter().map(|(p, _)| *p))
-            .any(|b| entry.path.starts_with(b))
-        {
-            continue;
-        }
-        if entry.dir {
-            if !later.iter().any(|l| l.starts_with(&entry.path)) {
-                push(&["--perms".as_ref(), "0000".as_ref()]);
+    // Inside a folder foldbench made and binds writable, a file shows as it is there.
+    mounts.extend(
+        private
+            .iter()
+            .filter(|e| !writable.iter().any(|w| e.path.starts_with(w)))
+            .map(Mount::Private),
+    );
+    mounts.extend(hidden.iter().map(|h| Mount::Hidden(h.as_path())));
+    mounts.extend([Mount::Proc, Mount::Dev]);
+    // Parents first; at the same path, the bind before the cover.
+    mounts.sort_by_key(|m| (m.target().components().count(), m.covers()));
+    for (k, m) in mounts.iter().enumerate() {
+        match m {
+            Mount::Bind(dir, w) => {
+                let flag: &std::ffi::OsStr = if *w {
+                    "--bind".as_ref()
+                } else {
+                    "--ro-bind".as_ref()
+                };
+                push(&[flag, dir.as_os_str(), dir.as_os_str()]);
             }
-            push(&["--tmpfs".as_ref(), entry.path.as_os_str()]);
-        } else {
-            // A bind of a device on a `nodev` mount: opening it fails with EACCES.
-            push(&[
-                "--ro-bind".as_ref(),
-                "/dev/null".as_ref(),
-                entry.path.as_os_str(),
-            ]);
+            Mount::Private(entry) if entry.dir => {
+                // A private folder with a mount below it stays traversable (an empty folder
+                // of mode 755) for that mount's sake; the others get mode 000.
+                let below = mounts[k + 1..]
+                    .iter()
+                    .any(|l| l.target().starts_with(&entry.path) && l.target() != entry.path);
+                if !below {
+                    push(&["--perms".as_ref(), "0000".as_ref()]);
+                }
+                push(&["--tmpfs".as_ref(), entry.path.as_os_str()]);
+            }
+            Mount::Private(entry) => {
+                // A bind of a device on a `nodev` mount: opening it fails with EACCES.
+                push(&[
+                    "--ro-bind".as_ref(),
+                    "/dev/null".as_ref(),
+                    entry.path.as_os_str(),
+                ]);
+            }
+            Mount::Hidden(dir) => push(&["--tmpfs".as_ref(), dir.as_os_str()]),
+            Mount::Proc => push(&["--proc".as_ref(), "/proc".as_ref()]),
+            Mount::Dev => push(&["--dev".as_ref(), "/dev".as_ref()]),
         }
     }
-    for dir in hidden {
-        push(&["--tmpfs".as_ref(), dir.as_os_str()]);
-    }
-    for dir in &rebound {
-        push(&["--ro-bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
-    }
-    push(&[
-        "--proc".as_ref(),
-        "/proc".as_ref(),
-        "--dev".as_ref(),
-        "/dev".as_ref(),
-        "--bind".as_ref(),
-        root.as_os_str(),
-        root.as_os_str(),
-    ]);
-    for (dir, writable) in extra {
-        let flag: &std::ffi::OsStr = if *writable {
-            "--bind".as_ref()
-        } else {
-            "--ro-bind".as_ref()
-        };
-        push(&[flag, dir.as_os_str(), dir.as_os_str()]);
-    }
-    push(&["--chdir".as_ref(), root.as_os_str()]);
+    push(&["--chdir".as_ref(), chdir.as_os_str()]);
     a
 }
 
+/// Why the sandbox does not show a host path as the host has it (`unseen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unseen {
+    /// Below a folder the sandbox mounts its own of (`/proc`, `/dev`).
+    Own(&'static str),
+    /// In a hidden folder (the home folder, `/tmp`, …) and in no folder bound in.
+    Hidden(PathBuf),
+    /// In a host entry only its owner or group may read.
+    Private(PathBuf),
+}
+
+impl Unseen {
+    /// The folder (or file) that hides it.
+    pub fn cover(&self) -> &Path {
+        match self {
+            Unseen::Own(p) => Path::new(p),
+            Unseen::Hidden(p) | Unseen::Private(p) => p,
+        }
+    }
+}
+
+impl fmt::Display for Unseen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unseen::Own(p) => write!(f, "the sandbox has its own {p}"),
+            Unseen::Hidden(p) => write!(
+                f,
+                "{} is replaced by an empty folder in the sandbox",
+                p.display()
+            ),
+            Unseen::Private(p) => write!(
+                f,
+                "{} is readable only by its owner or group, so the sandbox covers it",
+                p.display()
+            ),
+        }
+    }
+}
+
+/// Why a process in the sandbox does not see the host's `path` as the host has it, or `None`
+/// when it does. `binds` are the folders bound in besides the workspace (a policy's working
+/// folder and its `read=` folders), as [`bwrap_args_with`] takes them: one inside a hidden or
+/// private folder shows what it holds. For the messages of a policy whose files the sandbox
+/// hides (`exec_policy`).
+pub(crate) fn unseen(path: &Path, binds: &[&Path]) -> Option<Unseen> {
+    let path = real(path);
+    let binds: Vec<PathBuf> = binds.iter().map(|b| real(b)).collect();
+    let hidden = hidden_folders();
+    let private = private_entries();
+    let shown = binds.iter().any(|b| {
+        path.starts_with(b)
+            && (hidden.iter().any(|h| b.starts_with(h) && b != h)
+                || private
+                    .iter()
+                    .any(|e| e.dir && b.starts_with(&e.path) && *b != e.path))
+    });
+    if let Some(own) = ["/proc", "/dev"].into_iter().find(|o| path.starts_with(o)) {
+        return Some(Unseen::Own(own));
+    }
+    if shown {
+        return None;
+    }
+    if let Some(h) = hidden.iter().find(|h| path.starts_with(h)) {
+        return Some(Unseen::Hidden(h.clone()));
+    }
+    private
+        .iter()
+        .find(|e| path.starts_with(&e.path))
+        .map(|e| Unseen::Private(e.path.clone()))
+}
+
 /// Folders replaced by empty private ones inside the sandbox: the host's home (keys, tokens
-/// and credentials live there), `/tmp`, `/var/tmp` and `/run`.
+/// and credentials live there), `/tmp`, `/var/tmp` and `/run`, each through its links.
 fn hidden_folders() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = ["/tmp", "/var/tmp", "/run"]
         .iter()
         .map(PathBuf::from)
         .filter(|p| p.is_dir())
+        .map(|p| real(&p))
         .collect();
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        if home.is_absolute() && home != Path::new("/") && home.is_dir() {
+        let home = real(&home);
+        if home.is_absolute() && home != Path::new("/") && home.is_dir() && !out.contains(&home) {
             out.push(home);
         }
     }
@@ -722,270 +863,5 @@ pub(crate) fn bare_python_in(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::execution::process::run_shell;
-    use std::time::Duration;
-
-    /// The bubblewrap sandbox, or `None` (with a note) where this machine has none. Under
-    /// `FOLDBENCH_REQUIRE_SANDBOX=1` (set by CI) a missing sandbox fails the test instead.
-    fn bwrap() -> Option<Sandbox> {
-        match Sandbox::detect(SandboxMode::Bwrap) {
-            Ok(s) => Some(s),
-            Err(e) if std::env::var("FOLDBENCH_REQUIRE_SANDBOX").as_deref() == Ok("1") => {
-                panic!("FOLDBENCH_REQUIRE_SANDBOX=1 but {e}")
-            }
-            Err(e) => {
-                // On the process's stderr itself, which the test harness does not capture:
-                // `cargo test` shows that the test did not run.
-                let _ = std::io::Write::write_all(
-                    &mut std::io::stderr(),
-                    format!("skipped: {e}\n").as_bytes(),
-                );
-                None
-            }
-        }
-    }
-
-    async fn sh(sb: &Sandbox, root: &Path, script: &str) -> String {
-        let run = run_shell(root, script, Duration::from_secs(20), 100_000, sb)
-            .await
-            .expect("shell starts");
-        run.output
-    }
-
-    #[test]
-    fn modes_parse_and_print() {
-        for m in ["auto", "bwrap", "none"] {
-            assert_eq!(m.parse::<SandboxMode>().unwrap().to_string(), m);
-        }
-        let err = "docker".parse::<SandboxMode>().unwrap_err().to_string();
-        assert!(err.contains("auto, bwrap or none"), "{err}");
-        assert!(!Sandbox::detect(SandboxMode::None).unwrap().is_isolated());
-    }
-
-    fn entry(path: &str, dir: bool) -> PrivateEntry {
-        PrivateEntry {
-            path: PathBuf::from(path),
-            dir,
-        }
-    }
-
-    /// The argument pairs of `args` (`--tmpfs X`, `--ro-bind A B`, ...) as strings.
-    fn words(args: &[std::ffi::OsString]) -> Vec<String> {
-        args.iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-
-    #[test]
-    fn private_files_are_covered_and_private_folders_above_a_bind_stay_traversable() {
-        let private = [
-            entry("/etc/shadow", false),
-            entry("/srv/keys", true),
-            entry("/work/private", true),
-            entry("/work/private/ws/secret.key", false),
-            entry("/opt/agent/private", true),
-        ];
-        let agent = PathBuf::from("/opt/agent");
-        let args = words(&bwrap_args_from(
-            Path::new("/work/private/ws"),
-            false,
-            &[],
-            &[(agent.as_path(), false)],
-            &[PathBuf::from("/tmp")],
-            &private,
-        ));
-        let at = |w: &[&str]| args.windows(w.len()).position(|x| x == w);
-        assert!(at(&["--cap-drop", "ALL"]).is_some(), "{args:?}");
-        assert!(
-            at(&["--ro-bind", "/dev/null", "/etc/shadow"]).is_some(),
-            "{args:?}"
-        );
-        assert!(
-            at(&["--perms", "0000", "--tmpfs", "/srv/keys"]).is_some(),
-            "{args:?}"
-        );
-        // Above the workspace: an empty folder the workspace's mount point is made in.
-        let above = at(&["--tmpfs", "/work/private"]).expect("the private folder is covered");
-        assert_ne!(args[above - 1], "0000", "{args:?}");
-        let ws = at(&["--bind", "/work/private/ws", "/work/private/ws"]).unwrap();
-        assert!(
-            above < ws,
-            "the workspace is bound after the cover: {args:?}"
-        );
-        // Inside the workspace or a bound folder: shown as it is there.
-        assert!(!args.iter().any(|a| a.contains("secret.key")), "{args:?}");
-        assert!(!args.iter().any(|a| a == "/opt/agent/private"), "{args:?}");
-        // Before the hidden folders, so a hidden folder inside a private one is mounted on top.
-        assert!(at(&["--tmpfs", "/tmp"]).unwrap() > at(&["--tmpfs", "/srv/keys"]).unwrap());
-    }
-
-    #[test]
-    fn the_search_finds_private_entries_without_entering_them_and_hides_crowded_folders_whole() {
-        use std::os::unix::fs::PermissionsExt;
-        let d = tempfile::tempdir().unwrap();
-        let at = |p: &str| d.path().join(p);
-        let mode = |p: &str, m: u32| {
-            std::fs::set_permissions(at(p), std::fs::Permissions::from_mode(m)).unwrap()
-        };
-        for dir in ["open/deeper", "closed", "logs", "unlisted"] {
-            std::fs::create_dir_all(at(dir)).unwrap();
-        }
-        for f in [
-            "a.key",
-            "pub.txt",
-            "open/b.key",
-            "open/deeper/c.key",
-            "closed/d.key",
-        ] {
-            std::fs::write(at(f), "secret").unwrap();
-        }
-        for n in 0..=COLLAPSE_OVER {
-            std::fs::write(at(&format!("logs/{n}.log")), "log").unwrap();
-            mode(&format!("logs/{n}.log"), 0o640);
-        }
-        std::fs::write(at("logs/public.log"), "log").unwrap();
-        std::os::unix::fs::symlink("/etc/shadow", at("link")).unwrap();
-        mode("a.key", 0o600);
-        mode("open/b.key", 0o640);
-        mode("open/deeper/c.key", 0o600);
-        mode("closed", 0o700);
-        mode("unlisted", 0o711);
-        let mut found = Vec::new();
-        let mut budget = SEARCH_LIMIT;
-        find_private(d.path(), 0, &[], &mut found, &mut budget);
-        let rel: Vec<(String, bool)> = found
-            .iter()
-            .map(|e| {
-                let p = e.path.strip_prefix(d.path()).unwrap();
-                (p.display().to_string(), e.dir)
-            })
-            .collect();
-        let want: Vec<(String, bool)> = [
-            ("a.key", false),
-            ("closed", true),
-            ("logs", true),
-            ("open/b.key", false),
-            ("unlisted", true),
-        ]
-        .iter()
-        .map(|(p, dir)| (p.to_string(), *dir))
-        .collect();
-        assert_eq!(rel, want);
-        // The budget stops the search.
-        let mut found = Vec::new();
-        let mut budget = 1;
-        find_private(d.path(), 0, &[], &mut found, &mut budget);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(budget, 0);
-    }
-
-    #[test]
-    fn the_hosts_shadow_file_is_private() {
-        let shadow = Path::new("/etc/shadow");
-        let open_to_all = std::fs::metadata(shadow).map(|m| {
-            use std::os::unix::fs::PermissionsExt;
-            m.permissions().mode() & 0o004 != 0
-        });
-        if let Ok(false) = open_to_all {
-            assert!(
-                private_entries().contains(&entry("/etc/shadow", false)),
-                "{:?}",
-                private_entries()
-            );
-        }
-        assert!(private_entries()
-            .iter()
-            .all(|e| !hidden_folders().iter().any(|h| e.path.starts_with(h))));
-    }
-
-    #[tokio::test]
-    async fn the_agent_cannot_read_foldbenchs_environment_through_proc() {
-        let Some(sb) = bwrap() else { return };
-        std::env::set_var("FOLDBENCH_TEST_LEAK_API_KEY", "sk-proc-leak-canary");
-        let dir = tempfile::tempdir().unwrap();
-        let out = sh(
-            &sb,
-            dir.path(),
-            "tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; \
-             for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done; echo ---; \
-             ls /proc | grep -c '^[0-9]'",
-        )
-        .await;
-        assert!(!out.contains("sk-proc-leak-canary"), "{out}");
-        assert!(out.contains("PATH="), "the read itself worked: {out}");
-        // Only the sandbox's own processes: its init, `sh`, and the pipeline.
-        let count: usize = out.lines().last().unwrap().trim().parse().unwrap();
-        assert!(count <= 6, "{count} processes visible: {out}");
-    }
-
-    #[tokio::test]
-    async fn the_sandbox_hides_home_and_tmp_and_writes_only_the_workspace() {
-        let Some(sb) = bwrap() else { return };
-        let home = std::env::var("HOME").unwrap();
-        let canary = std::path::PathBuf::from(&home).join(".foldbench-sandbox-canary");
-        std::fs::write(&canary, "home-canary").unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let out = sh(
-            &sb,
-            dir.path(),
-            &format!(
-                "cat {} 2>&1; ls /tmp | wc -l; touch /usr/foldbench-x 2>&1; echo ok > made.txt; \
-                 python3 -c 'print(6 * 7)'",
-                canary.display()
-            ),
-        )
-        .await;
-        let _ = std::fs::remove_file(&canary);
-        assert!(!out.contains("home-canary"), "{out}");
-        assert!(out.contains("Read-only file system"), "{out}");
-        assert!(out.contains("42"), "python3 runs in the sandbox: {out}");
-        assert!(!Path::new("/usr/foldbench-x").exists());
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("made.txt")).unwrap(),
-            "ok\n"
-        );
-    }
-
-    #[tokio::test]
-    async fn setsid_children_die_with_the_call() {
-        let Some(sb) = bwrap() else { return };
-        let dir = tempfile::tempdir().unwrap();
-        // `sleep 4242.5` is the marker: a setsid child in a session of its own, which a kill
-        // of the call's process group does not reach.
-        sh(
-            &sb,
-            dir.path(),
-            "setsid -f sleep 4242.5 >/dev/null 2>&1; echo started",
-        )
-        .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let ps = std::process::Command::new("sh")
-            // `[.]` so the search does not find its own command line.
-            .args(["-c", "grep -l '4242[.]5' /proc/[0-9]*/cmdline"])
-            .output()
-            .unwrap();
-        assert!(
-            String::from_utf8_lossy(&ps.stdout).trim().is_empty(),
-            "a setsid child outlived the call: {}",
-            String::from_utf8_lossy(&ps.stdout)
-        );
-    }
-
-    #[tokio::test]
-    async fn the_network_is_off_unless_the_task_asks() {
-        let Some(sb) = bwrap() else { return };
-        let dir = tempfile::tempdir().unwrap();
-        let probe = "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); \
-                     print('net', len([l for l in open('/proc/net/dev')][2:]))\"";
-        let off = sh(&sb, dir.path(), probe).await;
-        let on = sh(&sb.for_task(true, &[]), dir.path(), probe).await;
-        // A new network namespace has the loopback device only.
-        assert!(off.contains("net 1"), "{off}");
-        assert_ne!(
-            off, on,
-            "the task's network flag changes nothing: {off} / {on}"
-        );
-    }
-}
+#[path = "sandbox_tests.rs"]
+mod tests;

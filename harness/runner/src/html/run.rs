@@ -463,13 +463,17 @@ pub fn run_page(
     Ok(Page {
         title: format!("foldbench report: {title}"),
         subtitle: vec![format!(
-            "{} cells over {} tasks and {} arms: {} success, {} failure, {} error",
+            "{} cells over {} tasks and {} arms: {} success, {} failure, {} error{}",
             records.len(),
             tasks.len(),
             arms.len(),
             count(Status::Success),
             count(Status::Failure),
-            count(Status::Error)
+            count(Status::Error),
+            match count(Status::Unchecked) {
+                0 => String::new(),
+                n => format!(", {n} not checked"),
+            }
         )],
         blocks,
     })

@@ -28,8 +28,7 @@ use harness_core::request::Purpose;
 use harness_core::spec::TaskSpec;
 use harness_core::text_agent::TEXT_TOOL;
 use harness_core::tokens;
-use harness_wire::render::{self, Out};
-use harness_wire::units::{Grouper, Side, UnitKind};
+use harness_wire::units::{Grouper, UnitKind};
 use harness_wire::{Api, Envelope, ItemKey};
 use policies::PolicyError;
 use serde_json::value::RawValue;
@@ -62,12 +61,18 @@ struct Edit {
 mod decode;
 mod grouping;
 mod needs;
+mod rendering;
+mod rounds;
 mod state;
 mod text;
 
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
+pub use rounds::{Answered, Place, Round, MAX_REJECTED};
 pub use state::Saved;
+
+/// Where a message's units are in the request (item, unit).
+type Units = Vec<(usize, usize)>;
 
 /// Where a message of the live context came from.
 #[derive(Debug, Clone)]
@@ -78,6 +83,12 @@ enum Origin {
     Carded(Vec<(usize, usize)>, String),
     /// An edit's message (index into the edits).
     Edit,
+    /// The agent's answer (its units) with the policy's calls of the same answer beside its own.
+    Beside(Vec<(usize, usize)>, Vec<ToolCall>),
+    /// A message the proxy made (a policy call answered, its result): rendered from its form.
+    Made,
+    /// The model's answer as the upstream wrote it (its parts), asked again after a policy call.
+    Raw(Vec<Box<RawValue>>),
 }
 
 /// What the proxy sends upstream for one agent request.
@@ -152,6 +163,12 @@ pub struct Conversation {
     pinned: Vec<(usize, Vec<(usize, usize)>)>,
     /// Original position (piece index) of each message id of the request in progress.
     position: HashMap<u64, usize>,
+    /// The same, by what the agent's messages say ([`content_key`]): where a message a policy
+    /// rewrote (a trimmed answer, a cleared result) stood, so the pinned entries (Claude Code's
+    /// `system` entry) go out where they stood around it.
+    content_pos: HashMap<(u32, u64), usize>,
+    /// The names of the agent's own tools (the request's, without the policy's).
+    agent_tools: Arc<[String]>,
     /// A grouper over the request in progress (names the forms of calls when rendering).
     grouper: Grouper,
     /// The new turn's messages, joined to the context by [`Conversation::plan`].
@@ -168,6 +185,18 @@ pub struct Conversation {
     grouped: Option<Grouped>,
     /// A text call's result a policy rewrote → it in the agent's observation form.
     agent_form: HashMap<u64, Arc<Message>>,
+    /// The policy calls the proxy answered, shown to the model again where they were made.
+    rounds: Vec<Round>,
+    /// An agent's answer (by id) → the same answer with the policy's calls beside its own.
+    besides: HashMap<u64, Arc<Message>>,
+    /// Refused policy calls of a turn (turn, count), and the turn the breaker stopped.
+    rejected: (u32, usize),
+    stopped: Option<u32>,
+    /// The messages the cache held before the request in progress (restored when it fails).
+    prev_ok: Option<Vec<Arc<Message>>>,
+    /// A carded prompt of the request in progress (by id) → the prompt without its card, and
+    /// its units.
+    uncarded: HashMap<u64, (Arc<Message>, Units)>,
 }
 
 impl Conversation {
@@ -195,7 +224,9 @@ impl Conversation {
             prefix_of: None,
             pinned: Vec::new(),
             position: HashMap::new(),
+            content_pos: HashMap::new(),
             grouper: Grouper::new(),
+            agent_tools: Arc::from(Vec::new()),
             pending_rest: Vec::new(),
             current_keys: Vec::new(),
             ended: None,
@@ -203,6 +234,12 @@ impl Conversation {
             watch: None,
             grouped: None,
             agent_form: HashMap::new(),
+            rounds: Vec::new(),
+            besides: HashMap::new(),
+            rejected: (0, 0),
+            stopped: None,
+            prev_ok: None,
+            uncarded: HashMap::new(),
         })
     }
 
@@ -243,6 +280,9 @@ impl Conversation {
         self.turn = 0;
         self.prev = None;
         self.grouped = None;
+        self.rounds.clear();
+        self.besides.clear();
+        self.stopped = None;
         self.branches += 1;
         Ok(())
     }
@@ -256,6 +296,7 @@ impl Conversation {
             .as_ref()
             .is_some_and(|(s, n)| **s == *system && *n == req.env.tools.len());
         if !same_prefix {
+            self.agent_tools = req.env.tools.iter().map(|t| t.name.clone()).collect();
             let mut tools = req.env.tools.clone();
             tools.extend(self.driver.policy().tools());
             self.prefix = tokens::prefix_tokens(&system, &tools);
@@ -279,6 +320,8 @@ impl Conversation {
         self.pinned.clear();
         self.origins.clear();
         self.position.clear();
+        self.content_pos.clear();
+        self.uncarded.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
         let mut stable_at: Vec<(usize, Arc<Message>)> = Vec::new();
@@ -340,17 +383,28 @@ impl Conversation {
                 stable_at.push((pos, Arc::clone(&stable)));
             }
             let (msg, origin) = match self.cards.get(&id_key) {
-                Some(c) => (
-                    Arc::clone(c),
-                    Origin::Carded(at, c.card.clone().unwrap_or_default()),
-                ),
+                Some(c) => {
+                    self.uncarded
+                        .insert(c.id, (Arc::clone(&stable), at.clone()));
+                    (
+                        Arc::clone(c),
+                        Origin::Carded(at, c.card.clone().unwrap_or_default()),
+                    )
+                }
                 None => (stable, Origin::Units(at)),
             };
-            self.position.insert(msg.id, pos);
+            self.note_position(&msg, pos);
             self.origins.insert(msg.id, origin);
             messages.push(msg);
         }
         self.keep_stable(stable_at);
+        self.place_rounds(&mut messages);
+        self.take_turn(messages)
+    }
+
+    /// The request's messages become the live context; a new turn ends the previous one (the
+    /// messages before its prompt), whose splices are returned.
+    fn take_turn(&mut self, mut messages: Vec<Arc<Message>>) -> Vec<PendingSplice> {
         let last_turn = messages.iter().map(|m| m.turn).max().unwrap_or(0);
         let mut splices = Vec::new();
         if last_turn > self.turn {
@@ -363,6 +417,7 @@ impl Conversation {
             *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
+                tools: Some(Arc::clone(&self.agent_tools)),
             };
             if self.turn > 0 {
                 let next_user = rest
@@ -379,10 +434,21 @@ impl Conversation {
             *self.driver.context_mut() = Context {
                 messages,
                 turn: self.turn,
+                tools: Some(Arc::clone(&self.agent_tools)),
             };
             self.pending_rest = Vec::new();
         }
         splices
+    }
+
+    /// The files the policy wants written (a cut tool output, the history before a summary).
+    pub fn offloads(&mut self) -> Vec<harness_core::policy::Offload> {
+        self.driver.offloads()
+    }
+
+    /// The host wrote (`written`) or could not write an offloaded file.
+    pub fn offloaded(&mut self, path: &str, written: bool) {
+        self.driver.offloaded(path, written);
     }
 
     /// Applies a splice whose archive was written; `None` when its range is gone.
@@ -444,7 +510,7 @@ impl Conversation {
                     self.events.push(Event::TurnStarted {
                         turn: m.turn,
                         user: if m.is_human() {
-                            m.text.clone()
+                            needs::user_words(&m.text)
                         } else {
                             String::new()
                         },
@@ -464,7 +530,7 @@ impl Conversation {
                 user: rest
                     .iter()
                     .find(|m| m.is_human())
-                    .map(|m| m.text.clone())
+                    .map(|m| needs::user_words(&m.text))
                     .unwrap_or_default(),
                 card_tokens: card.as_ref().map(|c| tokens::count(&c.text) + 1),
                 card_turns: card.as_ref().map(|c| c.turns.clone()).unwrap_or_default(),
@@ -486,6 +552,7 @@ impl Conversation {
                         if let Some(p) = self.position.get(&m.id).copied() {
                             self.position.insert(with.id, p);
                         }
+                        self.uncarded.insert(with.id, (Arc::clone(&m), at.clone()));
                         self.origins
                             .insert(with.id, Origin::Carded(at, c.text.clone()));
                         self.transcript.push(Arc::clone(&with));
@@ -556,6 +623,7 @@ impl Conversation {
             let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
             env.write(&refs, &tools)
         };
+        self.prev_ok = self.prev.clone();
         let record = self.record_request(Purpose::Turn, &messages, action);
         self.prev = Some(messages.clone());
         Step::Send(Outgoing {
@@ -563,65 +631,6 @@ impl Conversation {
             record,
             messages,
         })
-    }
-
-    /// The conversation's messages as items of `api`: the agent's units where a message is
-    /// theirs (a card appended where one is attached), the policy's messages rendered, and the
-    /// pinned entries where they stood (`pinned`: false for a summary request).
-    fn render<'a>(
-        &self,
-        api: Api,
-        req: &'a Decoded,
-        messages: &[Arc<Message>],
-        pinned: bool,
-    ) -> (Vec<std::borrow::Cow<'a, RawValue>>, usize) {
-        let mut entries: Vec<Out<'a>> = Vec::new();
-        let mut next_pinned = 0;
-        let mut last_pos = 0usize;
-        let pinned_list = if pinned { &self.pinned[..] } else { &[] };
-        let push_pinned = |upto: usize, next: &mut usize, entries: &mut Vec<Out<'a>>| {
-            while *next < pinned_list.len() && pinned_list[*next].0 < upto {
-                for &(i, u) in &pinned_list[*next].1 {
-                    entries.push(Out::Unit(
-                        Side::Pinned,
-                        std::borrow::Cow::Borrowed(&*req.units[i][u].raw),
-                    ));
-                }
-                *next += 1;
-            }
-        };
-        // Pinned entries before the first message stay first.
-        for m in messages {
-            let pos = self.position.get(&m.id).copied().unwrap_or(last_pos);
-            last_pos = last_pos.max(pos);
-            push_pinned(pos, &mut next_pinned, &mut entries);
-            match self.origins.get(&m.id) {
-                Some(Origin::Units(at)) => {
-                    for &(i, u) in at {
-                        let unit = &req.units[i][u];
-                        entries.push(Out::Unit(
-                            unit.side(),
-                            std::borrow::Cow::Borrowed(&*unit.raw),
-                        ));
-                    }
-                }
-                Some(Origin::Carded(at, card)) => {
-                    let raws: Vec<&RawValue> =
-                        at.iter().map(|&(i, u)| &*req.units[i][u].raw).collect();
-                    for r in render::attach_card(api, &raws, card) {
-                        entries.push(Out::Unit(Side::User, std::borrow::Cow::Owned(r)));
-                    }
-                }
-                Some(Origin::Edit) | None => {
-                    for (side, r) in render::render_message(api, m, &self.grouper) {
-                        entries.push(Out::Unit(side, std::borrow::Cow::Owned(r)));
-                    }
-                }
-            }
-        }
-        push_pinned(usize::MAX, &mut next_pinned, &mut entries);
-        let n = entries.len();
-        (render::assemble(api, entries), n)
     }
 
     /// Records a request of `messages` (the cache simulation against the previous one).
@@ -660,6 +669,7 @@ impl Conversation {
     /// The record of a request that the proxy made again for the same agent request (the
     /// model asked again after a policy tool's call), with the messages it held.
     pub fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
+        self.prev_ok = self.prev.clone();
         self.record_request(
             Purpose::Turn,
             messages,
@@ -725,18 +735,42 @@ impl Conversation {
         self.prev = Some(messages);
     }
 
-    /// Renders extra messages (the model's policy-tool call and its result) after the
-    /// request's own items, for asking the model again.
-    pub fn continuation_body(
-        &self,
+    /// The messages of the request asked again after the model's answer with policy calls:
+    /// what was sent, the answer as the upstream wrote it (its `parts`: thinking, text and the
+    /// calls, so nothing the API needs back is lost) and the calls' results.
+    pub fn continuation(
+        &mut self,
         api: Api,
-        env: &Envelope,
-        req: &Decoded,
-        messages: &[Arc<Message>],
-    ) -> Vec<u8> {
-        let (items, _) = self.render(api, req, messages, true);
-        let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
-        env.write(&refs, &self.driver.policy().tools())
+        sent: &[Arc<Message>],
+        answer: &harness_wire::answer::Answer,
+        results: &[Arc<Message>],
+    ) -> Vec<Arc<Message>> {
+        let m = Message::assistant(self.turn, answer.text.clone(), answer.calls.clone());
+        // Chat's message object carries fields an agent does not send back; it is written
+        // from its form.
+        let raw: Vec<Box<RawValue>> = answer
+            .parts
+            .iter()
+            .filter_map(|p| serde_json::value::to_raw_value(p).ok())
+            .collect();
+        if api != Api::Chat && raw.len() == answer.parts.len() && !raw.is_empty() {
+            self.origins.insert(m.id, Origin::Raw(raw));
+        }
+        let mut messages = sent.to_vec();
+        messages.push(m);
+        messages.extend(results.iter().cloned());
+        messages
+    }
+
+    /// The request `index` got no answer (an error status, a stream cut, an upstream out of
+    /// reach): recorded apart, and the cache's reference goes back to the request before it.
+    pub fn request_failed(&mut self, index: usize, status: Option<u16>, reason: &str) {
+        self.events.push(Event::RequestFailed {
+            index,
+            status,
+            reason: reason.to_string(),
+        });
+        self.prev = self.prev_ok.clone();
     }
 
     /// Records the agent's tool calls of a message seen for the first time: re-runs are equal
@@ -805,7 +839,7 @@ impl Conversation {
         let mut superseded: Vec<usize> = Vec::new();
         for m in before.iter().filter(|m| !now.contains(&m.id)) {
             match self.origins.get(&m.id) {
-                Some(Origin::Units(at)) | Some(Origin::Carded(at, _)) => {
+                Some(Origin::Units(at) | Origin::Carded(at, _) | Origin::Beside(at, _)) => {
                     covers.extend(at.iter().map(|&(i, u)| self.key_at(i, u)));
                 }
                 Some(Origin::Edit) => {
@@ -814,7 +848,7 @@ impl Conversation {
                         superseded.push(e);
                     }
                 }
-                None => {}
+                Some(Origin::Made | Origin::Raw(_)) | None => {}
             }
         }
         superseded.sort_unstable();

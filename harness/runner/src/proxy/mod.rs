@@ -26,8 +26,17 @@
 //! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
 
 pub mod conversation;
+mod error;
+mod forward;
 pub mod record;
 mod relay;
+mod upstream;
+mod workdir;
+
+pub use error::{AnswerError, ProxyError};
+use upstream::{agent_head, error_chain, malformed, pass_through, read_whole, send_upstream};
+use workdir::archive_root;
+pub(crate) use workdir::Root;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -54,97 +63,46 @@ use tokio::sync::{mpsc, oneshot};
 use conversation::{Conversation, Decoded, Step};
 use record::{Exchange, Recorder};
 
-/// Why the proxy could not start, stop, record or reach its upstream.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProxyError {
-    /// The policy does not build.
-    #[error(transparent)]
-    Policy(#[from] policies::PolicyError),
-    /// The listening address cannot be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// The socket's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The bound socket has no address.
-    #[error(transparent)]
-    Address(std::io::Error),
-    /// The HTTP client to the upstream cannot be built.
-    #[error("cannot build the HTTP client: {0}")]
-    HttpClient(#[source] reqwest::Error),
-    /// A lock of the proxy's state was poisoned by a panic.
-    #[error("the {0} was poisoned")]
-    Poisoned(&'static str),
-    /// A file or folder of the run folder cannot be made, read or written.
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        /// `create`, `open`, `lock`, `write`, `repair`.
-        action: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The file system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Another run or proxy holds the run folder's lock.
-    #[error("{} is in use by another foldbench run or proxy; stop it, or give another --out", root.display())]
-    Busy {
-        /// The run folder.
-        root: PathBuf,
-    },
-    /// A record or event that does not encode as JSON.
-    #[error(transparent)]
-    Encode(#[from] serde_json::Error),
-    /// The run folder's records (an earlier proxy's) do not read.
-    #[error(transparent)]
-    Records(#[from] crate::results::ReadError),
-    /// The agent's method is not one the HTTP client takes.
-    #[error("method: {0}")]
-    Method(#[source] hyper::http::method::InvalidMethod),
-    /// The upstream cannot be reached.
-    #[error("the upstream {url} could not be reached: {source}")]
-    Unreachable {
-        /// The upstream URL.
-        url: String,
-        /// The client's error.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// A splice's archive could not be written in the agent's folder.
-    #[error("archive {path}: {source}")]
-    Archive {
-        /// The archive's workspace-relative path.
-        path: String,
-        /// The write's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A splice's archive has nowhere to go.
-    #[error("archive {path}: no working folder is known (give the proxy --workdir, or an agent whose request names its folder)")]
-    NoWorkdir {
-        /// The archive's workspace-relative path.
-        path: String,
-    },
+/// The largest request body the proxy reads (a long session's history is a few MiB).
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// The most bytes of one upstream answer the proxy reads by default (32 MiB, as `run` reads of a
+/// provider's answer; a long answer is a few MiB even streamed).
+pub const ANSWER_CAP: usize = 32 << 20;
+
+/// The longest one upstream answer may take by default, head to end (20 minutes: a model's
+/// longest answers take a few).
+pub const ANSWER_TIME: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// How long a client may take to send a request's headers before the proxy closes the
+/// connection (one that trickles its headers would otherwise hold it forever).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The most connections the proxy serves at once; more wait until one closes.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The limits on one upstream answer: a stream is relayed as it comes, and what the proxy
+/// holds of it (the answer it adds up, an event not yet whole) is within the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerLimits {
+    /// The most bytes read of one answer.
+    pub bytes: usize,
+    /// The longest one answer may take, from the request sent to its last byte.
+    pub time: std::time::Duration,
 }
 
-impl ProxyError {
-    /// An [`ProxyError::Io`] maker for `action` on `path`.
-    pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
-        let path = path.to_path_buf();
-        move |source| ProxyError::Io {
-            action,
-            path,
-            source,
+impl Default for AnswerLimits {
+    fn default() -> Self {
+        AnswerLimits {
+            bytes: ANSWER_CAP,
+            time: ANSWER_TIME,
         }
     }
 }
 
-/// The largest request body the proxy reads (a long session's history is a few MiB).
-pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// A piece of a streamed answer for the agent; an error ends the connection mid-body (the
+/// agent sees an incomplete answer, never a truncated one that looks whole).
+pub type Piece = Result<Bytes, std::io::Error>;
 
 /// How many times in a row the proxy answers its policy's tool and asks the model again before
 /// it gives the agent the answer as it is.
@@ -163,9 +121,14 @@ pub struct ProxyConfig {
     /// The run folder the records go to.
     pub out: PathBuf,
     /// The agent's working folder, where archives go (`.foldbench/archive/`); `None`: the
-    /// folder the agent's request names (Claude Code's "Primary working directory", Codex's
-    /// `<cwd>`), else a splice fails with that reason.
+    /// folder the agent's system prompt names (Claude Code's "Primary working directory", a
+    /// `<cwd>`: the top-level system prompt or a `system`/`developer` entry, never a user's
+    /// text or a tool's result) when it is under `archives_under`, else a splice fails with
+    /// that reason.
     pub workdir: Option<PathBuf>,
+    /// The folder archives may be written under when no `workdir` is given; `None`: the
+    /// folder the proxy starts in.
+    pub archives_under: Option<PathBuf>,
     /// The model's context window the policy assumes (compaction thresholds).
     pub window: u64,
     /// The arm label records carry (the policy as the user wrote it).
@@ -176,6 +139,13 @@ pub struct ProxyConfig {
     /// each turn's facts, visible in its first request or brought back by a tool result, as
     /// `needs` events (the `lost` column).
     pub needs: Option<Arc<harness_core::spec::TaskSpec>>,
+    /// The cap and the time limit on every upstream answer.
+    pub limits: AnswerLimits,
+    /// How long a client may take to send a request's headers before its connection is
+    /// closed.
+    pub header_timeout: std::time::Duration,
+    /// The most connections served at once; more wait until one closes.
+    pub max_connections: usize,
 }
 
 impl ProxyConfig {
@@ -189,9 +159,13 @@ impl ProxyConfig {
             listen,
             out: out.to_path_buf(),
             workdir: None,
+            archives_under: None,
             window: 200_000,
             task: "proxy".into(),
             needs: None,
+            limits: AnswerLimits::default(),
+            header_timeout: HEADER_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -200,6 +174,8 @@ impl ProxyConfig {
 pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// Connections being served.
+    open: Arc<std::sync::atomic::AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -213,14 +189,25 @@ pub struct ProxySummary {
     pub cells: Vec<String>,
     /// Requests the proxy answered (main, side and pass-through).
     pub requests: u64,
+    /// Of them, the side and pass-through requests (outside any conversation).
+    pub side_requests: u64,
+    /// Requests the model answered in the folder's conversations, as `report` counts them
+    /// (every record's `requests`: the proxy's own requests after a policy call included,
+    /// compaction calls and failed requests not).
+    pub model_requests: u64,
+    /// The folder's conversations (its records).
+    pub conversations: usize,
 }
 
 struct Shared {
     cfg: ProxyConfig,
+    /// The folder archives may go under (canonical), when no `workdir` is given.
+    archives_under: PathBuf,
     client: reqwest::Client,
     convs: Mutex<Convs>,
     recorder: Arc<Mutex<Recorder>>,
     answered: std::sync::atomic::AtomicU64,
+    side: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -247,8 +234,10 @@ pub(crate) struct Entry {
     /// The generation of its state last written ([`Conversation::generation`]).
     pub(crate) saved: Option<(u32, usize, usize, u32)>,
     pub(crate) written_transcript: usize,
-    /// The agent's working folder as its last request named it (where archives go).
-    pub(crate) root: Option<PathBuf>,
+    /// Where its archives go, as its last request said.
+    pub(crate) root: Root,
+    /// Whether the archive folder was left out of the agent's `git status` this run.
+    pub(crate) excluded: bool,
 }
 
 impl Proxy {
@@ -287,7 +276,8 @@ impl Proxy {
                 conv,
                 written_events: written,
                 written_transcript: 0,
-                root: None,
+                root: Root::Unknown,
+                excluded: false,
                 keys: saved.keys.clone(),
                 saved: Some(generation),
             })));
@@ -304,39 +294,69 @@ impl Proxy {
             .tcp_nodelay(true)
             .build()
             .map_err(ProxyError::HttpClient)?;
+        let under = match &cfg.archives_under {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(ProxyError::io("read", Path::new(".")))?,
+        };
+        let archives_under =
+            std::fs::canonicalize(&under).map_err(ProxyError::io("open", &under))?;
         let shared = Arc::new(Shared {
+            archives_under,
             cfg,
             client,
             convs: Mutex::new(convs),
             recorder: Arc::new(Mutex::new(recorder)),
             answered: std::sync::atomic::AtomicU64::new(0),
+            side: std::sync::atomic::AtomicU64::new(0),
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
         let serving = Arc::clone(&shared);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&open);
+        // At most `max_connections` are served: the next is accepted when one closes (until
+        // then it waits in the listener's backlog), and a client gets `header_timeout` to send
+        // its request's headers.
+        let permits = Arc::new(tokio::sync::Semaphore::new(
+            serving.cfg.max_connections.max(1),
+        ));
+        let header_timeout = serving.cfg.header_timeout;
         let task = tokio::spawn(async move {
             loop {
-                tokio::select! {
+                let permit = tokio::select! {
                     _ = &mut stopped => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let _ = stream.set_nodelay(true);
-                        let shared = Arc::clone(&serving);
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |req| {
-                                let shared = Arc::clone(&shared);
-                                async move { Ok::<_, Infallible>(handle(shared, req).await) }
-                            });
-                            let io = hyper_util::rt::TokioIo::new(stream);
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .await;
-                        });
-                    }
-                }
+                    p = Arc::clone(&permits).acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                };
+                let accepted = tokio::select! {
+                    _ = &mut stopped => break,
+                    a = listener.accept() => a,
+                };
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = Arc::clone(&serving);
+                let counted = Arc::clone(&counted);
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let shared = Arc::clone(&shared);
+                        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout)
+                        .serve_connection(io, service)
+                        .await;
+                    counted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    drop(permit);
+                });
             }
         });
         Ok(Proxy {
             addr,
+            open,
             shared,
             stop: Some(stop),
             task: Some(task),
@@ -346,6 +366,11 @@ impl Proxy {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The connections being served now (at most the configuration's `max_connections`).
+    pub fn connections(&self) -> usize {
+        self.open.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The URL an agent is pointed at (`http://127.0.0.1:PORT`, no path).
@@ -391,7 +416,7 @@ impl Proxy {
             let splices = e.conv.end_last_turn();
             if !splices.is_empty() {
                 let (turn, root) = (e.conv.turn(), e.root.clone());
-                relay::apply_splices(&self.shared, &mut e, &splices, turn, root.as_deref());
+                relay::apply_splices(&self.shared, &mut e, &splices, turn, &root);
             }
             let rec = Arc::clone(&self.shared.recorder);
             let mut r = rec.lock().map_err(|_| ProxyError::Poisoned("recorder"))?;
@@ -405,13 +430,15 @@ impl Proxy {
             .lock()
             .map_err(|_| ProxyError::Poisoned("recorder"))?;
         r.write_records()?;
+        let (conversations, model_requests) = r.recorded();
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         Ok(ProxySummary {
             out: self.shared.cfg.out.clone(),
             cells,
-            requests: self
-                .shared
-                .answered
-                .load(std::sync::atomic::Ordering::Relaxed),
+            requests: load(&self.shared.answered),
+            side_requests: load(&self.shared.side),
+            model_requests,
+            conversations,
         })
     }
 }
@@ -429,20 +456,20 @@ pub enum ProxyBody {
     /// All of it.
     Full(Option<Bytes>),
     /// Pieces as they come.
-    Stream(mpsc::Receiver<Bytes>),
+    Stream(mpsc::Receiver<Piece>),
 }
 
 impl hyper::body::Body for ProxyBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         match self.get_mut() {
             ProxyBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ProxyBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            ProxyBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
         }
     }
 }
@@ -468,34 +495,6 @@ fn error(status: StatusCode, message: &str) -> Response<ProxyBody> {
         serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
             .to_string(),
     )
-}
-
-/// Headers not forwarded either way (hop by hop, or set by the proxy's own client).
-fn hop_by_hop(name: &str) -> bool {
-    matches!(
-        name,
-        "host"
-            | "content-length"
-            | "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authorization"
-            | "proxy-authenticate"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "accept-encoding"
-    )
-}
-
-/// The upstream URL of an agent's path and query.
-fn upstream_url(base: &str, path_and_query: &str) -> String {
-    if base.ends_with("/v1") && path_and_query.starts_with("/v1/") {
-        format!("{base}{}", &path_and_query[3..])
-    } else {
-        format!("{base}{path_and_query}")
-    }
 }
 
 /// The session id an agent's headers carry (Claude Code's, Codex's), if any.
@@ -682,7 +681,8 @@ impl Shared {
             conv,
             written_events: 0,
             written_transcript: 0,
-            root: None,
+            root: Root::Unknown,
+            excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
         }));
@@ -702,139 +702,6 @@ impl Shared {
 /// The key a request is routed by its first message (`m:` and the start of its identity).
 pub(crate) fn first_route(req: &Decoded) -> Option<String> {
     req.first_key().map(|k| format!("m:{k:?}"))
-}
-
-/// The agent's headers as the upstream gets them (its key included).
-fn upstream_headers(h: &HeaderMap) -> reqwest::header::HeaderMap {
-    let mut out = reqwest::header::HeaderMap::new();
-    for (k, v) in h {
-        if hop_by_hop(k.as_str()) {
-            continue;
-        }
-        if let (Ok(k), Ok(v)) = (
-            reqwest::header::HeaderName::from_bytes(k.as_str().as_bytes()),
-            reqwest::header::HeaderValue::from_bytes(v.as_bytes()),
-        ) {
-            out.append(k, v);
-        }
-    }
-    out.insert(
-        reqwest::header::ACCEPT_ENCODING,
-        reqwest::header::HeaderValue::from_static("identity"),
-    );
-    out
-}
-
-/// Sends `body` upstream with the agent's method and headers.
-async fn send_upstream(
-    shared: &Shared,
-    method: &hyper::Method,
-    headers: &HeaderMap,
-    path_q: &str,
-    body: Vec<u8>,
-) -> Result<reqwest::Response, ProxyError> {
-    let url = upstream_url(&shared.cfg.upstream, path_q);
-    let method =
-        reqwest::Method::from_bytes(method.as_str().as_bytes()).map_err(ProxyError::Method)?;
-    let mut h = upstream_headers(headers);
-    h.insert(
-        reqwest::header::CONTENT_TYPE,
-        reqwest::header::HeaderValue::from_static("application/json"),
-    );
-    if let Some(ct) = headers.get(hyper::header::CONTENT_TYPE) {
-        if let Ok(v) = reqwest::header::HeaderValue::from_bytes(ct.as_bytes()) {
-            h.insert(reqwest::header::CONTENT_TYPE, v);
-        }
-    }
-    shared
-        .client
-        .request(method, &url)
-        .headers(h)
-        .body(body)
-        .send()
-        .await
-        .map_err(|source| ProxyError::Unreachable { url, source })
-}
-
-/// The response head for the agent from the upstream's.
-fn agent_head(resp: &reqwest::Response) -> hyper::http::response::Builder {
-    let mut b = Response::builder().status(resp.status().as_u16());
-    for (k, v) in resp.headers() {
-        if hop_by_hop(k.as_str()) {
-            continue;
-        }
-        b = b.header(k.as_str(), v.as_bytes());
-    }
-    b
-}
-
-/// Relays a request as it came and its answer as it comes (a stream piece by piece).
-async fn pass_through(
-    shared: &Arc<Shared>,
-    parts: &hyper::http::request::Parts,
-    path_q: &str,
-    body: Bytes,
-    kind: &str,
-    reason: &str,
-) -> Response<ProxyBody> {
-    let path = parts.uri.path();
-    let resp =
-        match send_upstream(shared, &parts.method, &parts.headers, path_q, body.to_vec()).await {
-            Ok(r) => r,
-            Err(e) => {
-                let e = e.to_string();
-                shared.log(Exchange::new(kind, path).status(502).note(&e));
-                return error(StatusCode::BAD_GATEWAY, &e);
-            }
-        };
-    let status = resp.status().as_u16();
-    shared.log(Exchange::new(kind, path).status(status).note(reason));
-    let head = agent_head(&resp);
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
-    tokio::spawn(async move {
-        let mut resp = resp;
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            if tx.send(chunk).await.is_err() {
-                break;
-            }
-        }
-    });
-    head.body(ProxyBody::Stream(rx)).unwrap_or_else(|_| {
-        error(
-            StatusCode::BAD_GATEWAY,
-            "the upstream's answer head is not valid",
-        )
-    })
-}
-
-/// Where archives go: the configured folder, else the one the agent's request names.
-fn archive_root(cfg: &ProxyConfig, req: &Decoded) -> Option<PathBuf> {
-    if let Some(w) = &cfg.workdir {
-        return Some(w.clone());
-    }
-    working_folder(&req.env.system, req)
-}
-
-/// The agent's working folder as its request names it: Claude Code's "Primary working
-/// directory: …" (in the system prompt or a pinned entry), Codex's `<cwd>…</cwd>`.
-fn working_folder(system: &str, req: &Decoded) -> Option<PathBuf> {
-    let raws = req.units.iter().flatten().map(|u| u.raw.get()).take(8);
-    for t in std::iter::once(system).chain(raws) {
-        if let Some((_, rest)) = t.split_once("Primary working directory: ") {
-            let line = rest.split(['\n', '\\', '"']).next().unwrap_or("").trim();
-            if line.starts_with('/') {
-                return Some(PathBuf::from(line));
-            }
-        }
-        if let Some((_, rest)) = t.split_once("<cwd>") {
-            if let Some((d, _)) = rest.split_once("</cwd>") {
-                if d.trim().starts_with('/') {
-                    return Some(PathBuf::from(d.trim()));
-                }
-            }
-        }
-    }
-    None
 }
 
 fn ms_since(t: Instant) -> u64 {

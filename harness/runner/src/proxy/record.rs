@@ -293,7 +293,7 @@ impl Recorder {
         }
     }
 
-    /// The record of a conversation, from its events (no checks: its status is `success`).
+    /// The record of a conversation, from its events (no checks: its status is `unchecked`).
     pub(crate) fn finish_entry(&mut self, cfg: &ProxyConfig, e: &Entry) -> Result<(), ProxyError> {
         let n = e
             .cell
@@ -322,10 +322,12 @@ impl Recorder {
                 e.model.clone()
             },
             seed: n,
+            // Nothing is checked in a conversation through the proxy: neither a success nor a
+            // failure, unless its policy failed.
             status: if e.conv.policy_failed().is_some() {
                 Status::Error
             } else {
-                Status::Success
+                Status::Unchecked
             },
             error: e
                 .conv
@@ -343,6 +345,17 @@ impl Recorder {
         }
         self.records.insert(record.id.clone(), record);
         Ok(())
+    }
+
+    /// The folder's conversations and the requests their model answered, as `report` counts
+    /// them (the records of earlier runs on the folder and this run's).
+    pub fn recorded(&self) -> (usize, u64) {
+        let requests = self
+            .records
+            .values()
+            .map(|r| r.metrics.requests as u64)
+            .sum();
+        (self.records.len(), requests)
     }
 
     /// Writes `cells.jsonl`: the records of earlier runs on the folder and this run's.

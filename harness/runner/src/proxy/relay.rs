@@ -3,6 +3,7 @@
 //! back whole or streamed, the policy's own tool calls in it answered here and the model asked
 //! again.
 
+use super::forward::{forward, release, send_event};
 use super::*;
 
 /// A request of the main conversation: the policy applied, the upstream asked, the answer
@@ -33,30 +34,12 @@ pub(super) async fn main_request(
         return resp;
     }
     let began = Instant::now();
-    let resp = match send_upstream(&shared, &parts.method, &parts.headers, path_q, out.body).await {
+    let deadline = shared.deadline();
+    let resp = match first_answer(&shared, e, parts, path_q, out.body, index, deadline).await {
         Ok(r) => r,
-        Err(err) => {
-            let err = err.to_string();
-            shared.log(main_x(&path, e, index).status(502).note(&err));
-            flush(&shared, e);
-            return error(StatusCode::BAD_GATEWAY, &err);
-        }
+        Err(resp) => return resp,
     };
     let status = resp.status();
-    if !status.is_success() {
-        // Passed through as it came: status, headers and body.
-        shared.log(
-            Exchange::new("main", &path)
-                .cell(&e.cell)
-                .status(status.as_u16())
-                .index(index)
-                .note("the upstream's error, passed through"),
-        );
-        flush(&shared, e);
-        let head = agent_head(&resp);
-        let bytes = resp.bytes().await.unwrap_or_default();
-        return with_body(head, ProxyBody::Full(Some(bytes)));
-    }
     let is_stream = decoded.env.stream
         || resp
             .headers()
@@ -65,16 +48,17 @@ pub(super) async fn main_request(
             .is_some_and(|v| v.starts_with("text/event-stream"));
     if !is_stream {
         let head = agent_head(&resp);
-        let bytes = match resp.bytes().await {
+        let bytes = match read_whole(resp, shared.cfg.limits, deadline).await {
             Ok(b) => b,
-            Err(err) => {
-                let msg = format!("the upstream's answer was cut: {err}");
+            Err(why) => {
+                let msg = why.to_string();
+                e.conv.request_failed(index, Some(status.as_u16()), &msg);
                 shared.log(main_x(&path, e, index).status(502).note(&msg));
                 flush(&shared, e);
                 return error(StatusCode::BAD_GATEWAY, &msg);
             }
         };
-        let body = whole_answer(
+        let whole = whole_answer(
             &shared,
             e,
             api,
@@ -87,12 +71,25 @@ pub(super) async fn main_request(
             bytes,
         )
         .await;
-        shared.log(main_x(&path, e, index).status(200));
+        let resp = match whole {
+            Whole::Body(body) => {
+                shared.log(main_x(&path, e, index).status(200));
+                with_body(head, ProxyBody::Full(Some(body)))
+            }
+            Whole::Answer(resp) => {
+                shared.log(
+                    main_x(&path, e, index)
+                        .status(resp.status().as_u16())
+                        .note("asking the model again after a policy tool call failed"),
+                );
+                resp
+            }
+        };
         flush(&shared, e);
-        return with_body(head, ProxyBody::Full(Some(body)));
+        return resp;
     }
     let head = agent_head(&resp);
-    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let (tx, rx) = mpsc::channel::<Piece>(32);
     let parts = parts.clone();
     let path_q = path_q.to_string();
     let shared2 = Arc::clone(&shared);
@@ -108,6 +105,7 @@ pub(super) async fn main_request(
             out.messages,
             index,
             began,
+            deadline,
             resp,
             &tx,
         )
@@ -124,6 +122,164 @@ pub(super) async fn main_request(
         flush(&shared2, e);
     });
     with_body(head, ProxyBody::Stream(rx))
+}
+
+/// The request sent on, its answer's head: an error (the upstream out of reach, its error status
+/// passed through as it came) is the agent's answer at once, the request recorded as failed.
+async fn first_answer(
+    shared: &Arc<Shared>,
+    e: &mut Entry,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+    index: usize,
+    deadline: tokio::time::Instant,
+) -> Result<reqwest::Response, Response<ProxyBody>> {
+    let path = parts.uri.path();
+    let resp = match send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(err) => {
+            let err = err.to_string();
+            e.conv.request_failed(index, None, &err);
+            shared.log(main_x(path, e, index).status(502).note(&err));
+            flush(shared, e);
+            return Err(error(StatusCode::BAD_GATEWAY, &err));
+        }
+    };
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    // Passed through as it came: status, headers and body.
+    let note = "the upstream's error, passed through";
+    e.conv.request_failed(index, Some(status.as_u16()), note);
+    shared.log(main_x(path, e, index).status(status.as_u16()).note(note));
+    flush(shared, e);
+    let head = agent_head(&resp);
+    Err(match read_whole(resp, shared.cfg.limits, deadline).await {
+        Ok(bytes) => with_body(head, ProxyBody::Full(Some(bytes))),
+        Err(why) => error(StatusCode::BAD_GATEWAY, &why.to_string()),
+    })
+}
+
+/// A request asked again after a policy call that got no answer: the status the upstream
+/// answered with (if any), why, and what the agent gets.
+struct Failed {
+    status: Option<u16>,
+    why: String,
+    answer: Response<ProxyBody>,
+}
+
+/// The model asked again with `body` (a whole answer): its answer and its JSON; the upstream's
+/// error is passed on as it came (its type kept: the agent retries an `overloaded_error` as it
+/// would).
+async fn ask_again_whole(
+    shared: &Shared,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+) -> Result<(harness_wire::answer::Answer, serde_json::Value), Failed> {
+    let deadline = shared.deadline();
+    let failed = |status: Option<u16>, why: String| Failed {
+        status,
+        answer: error(StatusCode::BAD_GATEWAY, &why),
+        why,
+    };
+    let resp = send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    .map_err(|err| failed(None, err.to_string()))?;
+    let status = resp.status().as_u16();
+    if !resp.status().is_success() {
+        let head = agent_head(&resp);
+        let bytes = read_whole(resp, shared.cfg.limits, deadline)
+            .await
+            .unwrap_or_default();
+        return Err(Failed {
+            status: Some(status),
+            why: "the upstream's error after a policy tool call, passed through".into(),
+            answer: with_body(head, ProxyBody::Full(Some(bytes))),
+        });
+    }
+    let b = read_whole(resp, shared.cfg.limits, deadline)
+        .await
+        .map_err(|why| {
+            failed(
+                Some(status),
+                format!("asking the model again after a policy tool call: {why}"),
+            )
+        })?;
+    let a = parse_answer(api, &b).map_err(|err| {
+        failed(
+            Some(status),
+            format!("the upstream's answer after a policy tool call could not be read: {err}"),
+        )
+    })?;
+    let v = serde_json::from_slice::<serde_json::Value>(&b)
+        .map_err(|err| failed(Some(status), err.to_string()))?;
+    Ok((a, v))
+}
+
+/// The model asked again with `body` (a stream): the upstream's answer; else the status it
+/// answered with, why, and the error event the agent gets — of the upstream's own type and
+/// words when it named them, so the agent retries as it would.
+async fn ask_again_stream(
+    shared: &Shared,
+    api: Api,
+    parts: &hyper::http::request::Parts,
+    path_q: &str,
+    body: Vec<u8>,
+    deadline: tokio::time::Instant,
+) -> Result<reqwest::Response, (Option<u16>, String, SseEvent)> {
+    match send_upstream(
+        shared,
+        &parts.method,
+        &parts.headers,
+        path_q,
+        body,
+        deadline,
+    )
+    .await
+    {
+        Ok(r) if r.status().is_success() => Ok(r),
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let body = read_whole(r, shared.cfg.limits, deadline)
+                .await
+                .unwrap_or_default();
+            let why = format!(
+                "asking the model again after a policy tool call failed with status {status}"
+            );
+            let ev = match harness_wire::answer::error_of(&body) {
+                Some((kind, message)) => {
+                    harness_wire::stream::error_event_of(api, &kind, &format!("{message} ({why})"))
+                }
+                None => error_event(api, &why),
+            };
+            Err((Some(status), why, ev))
+        }
+        Err(err) => {
+            let why = err.to_string();
+            let ev = error_event(api, &why);
+            Err((None, why, ev))
+        }
+    }
 }
 
 /// The answer head with its body; a head the upstream made invalid is a 502.
@@ -199,30 +355,28 @@ fn policy_calls(conv: &Conversation, calls: &[ToolCall]) -> Vec<ToolCall> {
         .collect()
 }
 
-/// The messages of the request asked again: what was sent, the model's answer with its policy
-/// calls, and their results.
-fn continued(
-    conv: &mut Conversation,
-    sent: &[std::sync::Arc<Message>],
-    text: &str,
-    calls: &[ToolCall],
-    ours: &[ToolCall],
-    index: usize,
-) -> Vec<std::sync::Arc<Message>> {
-    let turn = conv.turn();
-    let mut messages = sent.to_vec();
-    messages.push(Message::assistant(turn, text, calls.to_vec()));
-    for c in ours {
-        let (result, is_error) = conv.policy_tool(c, index);
-        messages.push(Message::tool_result(turn, c, result, is_error));
-    }
-    // A call of the agent's own tools beside the policy's gets no answer here: the model is
-    // asked again and the agent sees only the answer that follows.
-    messages
+/// The ids of an answer's calls that are not in `ours` (the agent's own).
+fn agent_ids(calls: &[ToolCall], ours: &[ToolCall]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| !ours.iter().any(|o| o.id == c.id))
+        .map(|c| c.id.clone())
+        .collect()
 }
 
-/// A non-streamed answer: relayed as it came, or, when it calls the policy's tool, answered and
-/// asked again, the agent's answer being the parts before the call and the next answer.
+/// What a whole answer comes to for the agent.
+pub(super) enum Whole {
+    /// This body (the upstream's status, 200).
+    Body(Bytes),
+    /// An answer of its own: the upstream's error after a policy call, passed on as it came, or
+    /// the proxy's when the upstream could not answer.
+    Answer(Response<ProxyBody>),
+}
+
+/// A non-streamed answer: relayed as it came; with calls of the policy's tool, those are
+/// answered here — beside the agent's own calls of the same answer the agent gets the answer
+/// without them; alone, the model is asked again and the agent gets the parts before the call
+/// and the next answer. Every call answered is kept to be shown to the model again.
 #[allow(clippy::too_many_arguments)]
 async fn whole_answer(
     shared: &Shared,
@@ -235,221 +389,82 @@ async fn whole_answer(
     index: usize,
     began: Instant,
     bytes: Bytes,
-) -> Bytes {
+) -> Whole {
     let Ok(answer) = parse_answer(api, &bytes) else {
-        return bytes;
+        return Whole::Body(bytes);
     };
     let r = answer.response();
     e.conv
         .record_response(index, answer.usage, r.output_tokens, ms_since(began));
     let mut ours = policy_calls(&e.conv, &answer.calls);
     if ours.is_empty() {
-        return bytes;
+        return Whole::Body(bytes);
     }
-    let Ok(mut first) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return bytes;
+    let Ok(mut acc) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Whole::Body(bytes);
     };
+    let mut answered = conversation::Answered::default();
     let mut messages = sent;
     let mut answer = answer;
-    let mut dropped: Vec<String> = ours.iter().map(|c| c.id.clone()).collect();
-    for _ in 0..MAX_POLICY_ROUNDS {
-        messages = continued(
-            &mut e.conv,
-            &messages,
-            &answer.text,
-            &answer.calls,
-            &ours,
-            index,
-        );
+    let mut at = index;
+    let mut dropped: Vec<String> = Vec::new();
+    let mut rounds = 0;
+    let keep = |e: &mut Entry, answered, delivered: &[String]| {
+        e.conv.keep_rounds(answered, delivered, &decoded.keys);
+    };
+    loop {
+        dropped.extend(ours.iter().map(|c| c.id.clone()));
+        let agents = agent_ids(&answer.calls, &ours);
+        // Asked once more after the breaker stopped the card: what comes is the agent's.
+        let stopped_before = e.conv.policy_tools_stopped();
+        let results = e
+            .conv
+            .answer_policy_calls(&ours, &agents, at, &mut answered);
+        if !agents.is_empty() || rounds >= MAX_POLICY_ROUNDS || stopped_before {
+            keep(e, answered, &agents);
+            let body = harness_wire::answer::without_calls(api, &acc, &dropped);
+            return Whole::Body(Bytes::from(body.to_string()));
+        }
+        if e.conv.policy_tools_stopped() {
+            // The breaker tripped on these calls: the card comes off.
+            messages = e.conv.without_cards(&messages);
+        }
+        rounds += 1;
+        messages = e.conv.continuation(api, &messages, &answer, &results);
         let record = e.conv.record_continuation(&messages);
         e.conv.set_sent(messages.clone());
         let body = e
             .conv
             .continuation_body(api, &decoded.env, decoded, &messages);
         let t = Instant::now();
-        let Ok(resp) = send_upstream(shared, &parts.method, &parts.headers, path_q, body).await
-        else {
-            break;
-        };
-        if !resp.status().is_success() {
-            break;
-        }
-        let Ok(next) = resp.bytes().await else { break };
-        let Ok(a) = parse_answer(api, &next) else {
-            break;
+        let (a, next_v) = match ask_again_whole(shared, api, parts, path_q, body).await {
+            Ok(next) => next,
+            Err(failed) => {
+                e.conv
+                    .request_failed(record.index, failed.status, &failed.why);
+                keep(e, answered, &[]);
+                return Whole::Answer(failed.answer);
+            }
         };
         let rr = a.response();
         e.conv
             .record_response(record.index, a.usage, rr.output_tokens, ms_since(t));
-        let Ok(next_v) = serde_json::from_slice::<serde_json::Value>(&next) else {
-            break;
-        };
-        first = prepend_parts(api, &next_v, &first, &dropped);
+        acc = prepend_parts(api, &next_v, &acc, &[]);
         ours = policy_calls(&e.conv, &a.calls);
+        at = record.index;
         answer = a;
         if ours.is_empty() {
-            return Bytes::from(first.to_string());
-        }
-        dropped.extend(ours.iter().map(|c| c.id.clone()));
-    }
-    Bytes::from(harness_wire::answer::without_calls(api, &first, &dropped).to_string())
-}
-
-/// How a forwarded stream ended.
-struct Forwarded {
-    /// The answer the events added up to.
-    answer: harness_wire::answer::Answer,
-    /// Its policy-tool calls (held back).
-    ours: Vec<ToolCall>,
-    /// Its closing events, held back while the model is asked again.
-    held: Vec<SseEvent>,
-    /// Parts forwarded (the next answer's indexes start after them).
-    parts: usize,
-    /// The last sequence number written (Responses).
-    seq: Option<u64>,
-    /// Why it ended early: the upstream cut it, or the agent left.
-    ended: Option<String>,
-    /// The agent disconnected.
-    gone: bool,
-}
-
-/// Forwards one upstream stream to the agent: parts of policy-tool calls left out (the later
-/// parts' indexes moved down), the closing events held when there were such calls; `offset`
-/// moves every part index (a continuation's), `skip_start` leaves out its head.
-#[allow(clippy::too_many_arguments)]
-async fn forward(
-    owned: &[String],
-    api: Api,
-    mut resp: reqwest::Response,
-    tx: &mpsc::Sender<Bytes>,
-    offset: usize,
-    skip_start: bool,
-    mut seq: Option<u64>,
-) -> Forwarded {
-    let mut parser = SseParser::new();
-    let mut dec = StreamDecoder::new(api);
-    let mut dropped: Vec<usize> = Vec::new();
-    let mut ours: Vec<(usize, String)> = Vec::new();
-    let mut held: Vec<SseEvent> = Vec::new();
-    let mut max_part: Option<usize> = None;
-    let ended: Option<String>;
-    let mut gone = false;
-    'read: loop {
-        let events = match next_events(&mut resp, &mut parser, &dec).await {
-            Ok(events) => events,
-            Err(why) => {
-                ended = why;
-                break;
-            }
-        };
-        let mut text = String::new();
-        for ev in events {
-            let role = match dec.decode(&ev) {
-                Ok(r) => r,
-                Err(_) => EventRole::Ping,
-            };
-            let out = match role {
-                EventRole::Start if skip_start => None,
-                EventRole::Part(n) => {
-                    if dropped.contains(&n) {
-                        None
-                    } else if let Some((id, name)) = dec.call(n) {
-                        if owned.iter().any(|o| o == name) {
-                            dropped.push(n);
-                            ours.push((n, id.to_string()));
-                            None
-                        } else {
-                            Some(ev)
-                        }
-                    } else {
-                        Some(ev)
-                    }
-                }
-                EventRole::Finish if !ours.is_empty() => {
-                    held.push(ev);
-                    None
-                }
-                _ => Some(ev),
-            };
-            let Some(ev) = out else { continue };
-            if let EventRole::Part(n) = role {
-                max_part = Some(max_part.map_or(n, |m| m.max(n)));
-            }
-            let below = |n: usize| dropped.iter().filter(|&&d| d < n).count();
-            let next_seq = seq.map(|s| s + 1);
-            let ev = if offset > 0 || !dropped.is_empty() || next_seq.is_some() {
-                let map = |n: usize| n + offset - below(n);
-                let drop_ids: Vec<String> = ours.iter().map(|(_, id)| id.clone()).collect();
-                rewrite(api, &ev, &map, &drop_ids, next_seq)
-            } else {
-                ev
-            };
-            if api == Api::Responses {
-                if let Some(s) = serde_json::from_str::<serde_json::Value>(&ev.data)
-                    .ok()
-                    .and_then(|v| v.get("sequence_number").and_then(|s| s.as_u64()))
-                {
-                    seq = Some(s);
-                }
-            }
-            text.push_str(&write_event(ev.event.as_deref(), &ev.data));
-        }
-        if !text.is_empty() && tx.send(Bytes::from(text)).await.is_err() {
-            gone = true;
-            ended = Some(
-                "the agent disconnected in the middle of the stream; the upstream call was ended"
-                    .into(),
-            );
-            break 'read;
+            keep(e, answered, &agent_ids(&answer.calls, &[]));
+            let body = harness_wire::answer::without_calls(api, &acc, &dropped);
+            return Whole::Body(Bytes::from(body.to_string()));
         }
     }
-    let answer = dec.answer();
-    let ours_calls: Vec<ToolCall> = answer
-        .calls
-        .iter()
-        .filter(|c| ours.iter().any(|(_, id)| *id == c.id))
-        .cloned()
-        .collect();
-    let parts = max_part.map_or(0, |m| m + 1).saturating_sub(dropped.len()) + offset;
-    Forwarded {
-        answer,
-        ours: ours_calls,
-        held,
-        parts,
-        seq,
-        ended,
-        gone,
-    }
 }
 
-/// The events of the upstream's next chunk; at its end, why it ended early (`None`: it closed
-/// after its closing event).
-async fn next_events(
-    resp: &mut reqwest::Response,
-    parser: &mut SseParser,
-    dec: &StreamDecoder,
-) -> Result<Vec<SseEvent>, Option<String>> {
-    let chunk = match resp.chunk().await {
-        Ok(Some(c)) => c,
-        Ok(None) if dec.done() => return Err(None),
-        Ok(None) => {
-            return Err(Some(if parser.at_boundary() {
-                "the upstream ended the stream before its closing event".to_string()
-            } else {
-                "the upstream cut the stream in the middle of an event".to_string()
-            }))
-        }
-        Err(err) => return Err(Some(format!("the upstream's stream broke: {err}"))),
-    };
-    parser.feed(&chunk).map_err(|err| {
-        Some(format!(
-            "the upstream's stream is not an event stream: {err}"
-        ))
-    })
-}
-
-/// A streamed answer relayed event by event; a policy-tool call in it is answered and the model
-/// asked again, its answer streamed on in the same stream. Returns what the record notes.
+/// A streamed answer relayed event by event. A policy-tool call in it is answered here: beside
+/// the agent's own calls the stream ends as it came (without the policy's call); alone, the
+/// model is asked again and its answer streamed on in the same stream. Every call answered is
+/// kept to be shown to the model again. Returns what the record notes.
 #[allow(clippy::too_many_arguments)]
 async fn streamed_answer(
     shared: &Shared,
@@ -461,86 +476,99 @@ async fn streamed_answer(
     sent: Vec<std::sync::Arc<Message>>,
     index: usize,
     began: Instant,
+    deadline: tokio::time::Instant,
     resp: reqwest::Response,
-    tx: &mpsc::Sender<Bytes>,
+    tx: &mpsc::Sender<Piece>,
 ) -> Option<String> {
     let owned: Vec<String> = e.conv.policy_tools().into_iter().map(|t| t.name).collect();
-    let mut f = forward(&owned, api, resp, tx, 0, false, None).await;
-    let r = f.answer.response();
-    e.conv
-        .record_response(index, f.answer.usage, r.output_tokens, ms_since(began));
+    let limits = shared.cfg.limits;
+    let mut f = forward(limits, deadline, &owned, api, resp, tx, 0, false, None).await;
+    let mut answered = conversation::Answered::default();
     let mut messages = sent;
+    let mut at = index;
+    let mut t = began;
     let mut rounds = 0;
+    let mut earlier: Vec<serde_json::Value> = Vec::new();
     loop {
         if let Some(why) = f.ended.take() {
+            e.conv.request_failed(at, None, &why);
+            e.conv.keep_rounds(answered, &[], &decoded.keys);
             if !f.gone {
                 let ev = error_event(api, &why);
-                let _ = tx
-                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
-                    .await;
+                let _ = send_event(tx, &ev).await;
             }
             return Some(why);
         }
-        if f.ours.is_empty() || rounds >= MAX_POLICY_ROUNDS {
-            for ev in &f.held {
-                if tx
-                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
-                    .await
-                    .is_err()
-                {
-                    return Some("the agent disconnected before the stream's end".into());
+        let r = f.answer.response();
+        e.conv
+            .record_response(at, f.answer.usage, r.output_tokens, ms_since(t));
+        let agents = agent_ids(&f.answer.calls, &f.ours);
+        // Asked once more after the breaker stopped the card: what comes is the agent's.
+        let stopped_before = e.conv.policy_tools_stopped();
+        let done = f.ours.is_empty()
+            || !agents.is_empty()
+            || rounds >= MAX_POLICY_ROUNDS
+            || stopped_before;
+        if !f.ours.is_empty() {
+            let ours = std::mem::take(&mut f.ours);
+            let results = e
+                .conv
+                .answer_policy_calls(&ours, &agents, at, &mut answered);
+            if !done {
+                if e.conv.policy_tools_stopped() {
+                    // The breaker tripped on these calls: the card comes off.
+                    messages = e.conv.without_cards(&messages);
                 }
+                rounds += 1;
+                earlier.extend(
+                    f.answer
+                        .parts
+                        .iter()
+                        .filter(|p| !is_call_of(p, &ours))
+                        .cloned(),
+                );
+                messages = e.conv.continuation(api, &messages, &f.answer, &results);
+            }
+        }
+        if done {
+            e.conv.keep_rounds(answered, &agents, &decoded.keys);
+            if !release(api, tx, &mut f, agents.is_empty(), &earlier).await {
+                return Some("the agent disconnected before the stream's end".into());
             }
             return (rounds > 0)
                 .then(|| format!("{rounds} policy tool round(s) answered by the proxy"));
         }
-        rounds += 1;
-        messages = continued(
-            &mut e.conv,
-            &messages,
-            &f.answer.text,
-            &f.answer.calls,
-            &f.ours,
-            index,
-        );
         let record = e.conv.record_continuation(&messages);
         e.conv.set_sent(messages.clone());
         let body = e
             .conv
             .continuation_body(api, &decoded.env, decoded, &messages);
-        let t = Instant::now();
-        let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body).await {
-            Ok(r) if r.status().is_success() => r,
-            Ok(r) => {
-                let why = format!(
-                    "asking the model again after a policy tool call failed with status {}",
-                    r.status().as_u16()
-                );
-                let ev = error_event(api, &why);
-                let _ = tx
-                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
-                    .await;
+        t = Instant::now();
+        at = record.index;
+        let deadline = shared.deadline();
+        let resp = match ask_again_stream(shared, api, parts, path_q, body, deadline).await {
+            Ok(r) => r,
+            Err((status, why, ev)) => {
+                e.conv.request_failed(at, status, &why);
+                e.conv.keep_rounds(answered, &[], &decoded.keys);
+                let _ = send_event(tx, &ev).await;
                 return Some(why);
             }
-            Err(err) => {
-                let err = err.to_string();
-                let ev = error_event(api, &err);
-                let _ = tx
-                    .send(Bytes::from(write_event(ev.event.as_deref(), &ev.data)))
-                    .await;
-                return Some(err);
-            }
         };
-        let next = forward(&owned, api, resp, tx, f.parts, true, f.seq).await;
-        let rr = next.answer.response();
-        e.conv.record_response(
-            record.index,
-            next.answer.usage,
-            rr.output_tokens,
-            ms_since(t),
-        );
-        f = next;
+        f = forward(
+            limits, deadline, &owned, api, resp, tx, f.parts, true, f.seq,
+        )
+        .await;
     }
+}
+
+/// Whether an answer part (a content block, an output item) is one of `calls`.
+fn is_call_of(part: &serde_json::Value, calls: &[ToolCall]) -> bool {
+    let id = part
+        .get("call_id")
+        .or_else(|| part.get("id"))
+        .and_then(|v| v.as_str());
+    id.is_some_and(|id| calls.iter().any(|c| c.id == id))
 }
 
 /// Reads the request into the conversation and applies the splices due: each archive written
@@ -549,11 +577,27 @@ fn write_splices(shared: &Shared, e: &mut Entry, decoded: &Decoded) {
     // Splices first: each archive written and flushed before the policy applies it.
     let splices = e.conv.read(decoded);
     let turn = e.conv.turn();
-    let root = archive_root(&shared.cfg, decoded);
-    if root.is_some() {
+    let root = archive_root(&shared.cfg, &shared.archives_under, decoded);
+    if root != Root::Unknown {
         e.root.clone_from(&root);
     }
-    apply_splices(shared, e, &splices, turn.saturating_sub(1), root.as_deref());
+    let root = e.root.clone();
+    apply_splices(shared, e, &splices, turn.saturating_sub(1), &root);
+    // The files the policy keeps for the model, written under the agent's folder (only the
+    // folder given at start or named by its system prompt, as archives). (The messages of this
+    // request join the context in the plan: a file for one of them is asked for at the next
+    // request.)
+    for f in e.conv.offloads() {
+        let written = root
+            .folder(&f.path)
+            .is_ok_and(|r| crate::execution::beneath::write_new(r, &f.path, &f.bytes).is_ok());
+        if written {
+            if let Ok(mut r) = shared.recorder.lock() {
+                r.archive(&e.cell, &f.path, &f.bytes);
+            }
+        }
+        e.conv.offloaded(&f.path, written);
+    }
 }
 
 /// Writes each splice's archive under `root` (flushed), then applies the splice; a splice
@@ -563,28 +607,72 @@ pub(crate) fn apply_splices(
     e: &mut Entry,
     splices: &[conversation::PendingSplice],
     turn: u32,
-    root: Option<&std::path::Path>,
+    root: &Root,
 ) {
     for p in splices {
-        let written = match root {
-            Some(r) => {
-                crate::execution::beneath::write_new(r, &p.archived.archive.path, &p.archived.bytes)
-                    .map_err(|source| ProxyError::Archive {
-                        path: p.archived.archive.path.clone(),
-                        source,
-                    })
-            }
-            None => Err(ProxyError::NoWorkdir {
-                path: p.archived.archive.path.clone(),
-            }),
-        };
+        let path = &p.archived.archive.path;
+        let written = root.folder(path).and_then(|r| {
+            crate::execution::beneath::write_new(r, path, &p.archived.bytes).map_err(|source| {
+                ProxyError::Archive {
+                    path: path.clone(),
+                    source,
+                }
+            })
+        });
+        if let Err(why) = &written {
+            // Said in the exchanges as well as in the events (a splice_failed).
+            shared.log(
+                Exchange::new("archive", "")
+                    .cell(&e.cell)
+                    .note(&format!("refused: {why}")),
+            );
+        }
         let ok = written.is_ok();
         if e.conv.apply_splice(p, turn, written).is_some() && ok {
             if let Ok(mut r) = shared.recorder.lock() {
                 r.archive(&e.cell, &p.archived.archive.path, &p.archived.bytes);
             }
+            if let (false, Root::Known(r)) = (e.excluded, root) {
+                e.excluded = true;
+                if let Err(err) = exclude_archives(r) {
+                    shared.log(Exchange::new("archive", "").cell(&e.cell).note(&format!(
+                        "the archive folder could not be left out of the agent's git status \
+                         (.git/info/exclude): {err}"
+                    )));
+                }
+            }
         }
     }
+}
+
+/// The line of `.git/info/exclude` that leaves the archive folder out of the agent's `git
+/// status`.
+const EXCLUDE_LINE: &str = ".foldbench/";
+
+/// Leaves the archive folder out of the agent's `git status`: the line `.foldbench/` in the
+/// repository's own `.git/info/exclude` (never the user's `.gitignore`), when `root` holds a
+/// repository whose `.git` is a real folder. Read and written beneath `root`, never through a
+/// link the agent planted.
+fn exclude_archives(root: &std::path::Path) -> std::io::Result<()> {
+    use crate::execution::beneath;
+    let git = root.join(".git");
+    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    let rel = ".git/info/exclude";
+    let mut text = beneath::read_existing(root, rel, 1 << 20)?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    if text.lines().any(|l| l.trim() == EXCLUDE_LINE) {
+        return Ok(());
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# foldbench's archives (foldbench proxy)\n");
+    text.push_str(EXCLUDE_LINE);
+    text.push('\n');
+    beneath::write_new(root, rel, text.as_bytes())
 }
 
 /// The policy's plan for the request: the request to send, after any compaction it asks for
@@ -605,12 +693,21 @@ async fn planned(
             Step::Send(out) => return Ok(out),
             Step::Compact { body, record, .. } => {
                 let began = Instant::now();
-                let resp = match send_upstream(shared, &parts.method, &parts.headers, path_q, body)
-                    .await
+                let deadline = shared.deadline();
+                let resp = match send_upstream(
+                    shared,
+                    &parts.method,
+                    &parts.headers,
+                    path_q,
+                    body,
+                    deadline,
+                )
+                .await
                 {
                     Ok(r) => r,
                     Err(err) => {
                         let err = err.to_string();
+                        e.conv.request_failed(record.index, None, &err);
                         shared.log(
                             Exchange::new("compaction", path)
                                 .cell(&e.cell)
@@ -621,8 +718,27 @@ async fn planned(
                     }
                 };
                 let status = resp.status();
-                let bytes = resp.bytes().await.unwrap_or_default();
+                let bytes = match read_whole(resp, shared.cfg.limits, deadline).await {
+                    Ok(b) => b,
+                    Err(why) => {
+                        let msg = format!("the summary call: {why}");
+                        e.conv
+                            .request_failed(record.index, Some(status.as_u16()), &msg);
+                        shared.log(
+                            Exchange::new("compaction", path)
+                                .cell(&e.cell)
+                                .status(502)
+                                .note(&msg),
+                        );
+                        return Err(error(StatusCode::BAD_GATEWAY, &msg));
+                    }
+                };
                 if !status.is_success() {
+                    e.conv.request_failed(
+                        record.index,
+                        Some(status.as_u16()),
+                        "the summary call failed",
+                    );
                     shared.log(
                         Exchange::new("compaction", path)
                             .cell(&e.cell)
@@ -639,6 +755,7 @@ async fn planned(
                     Ok(a) => a,
                     Err(err) => {
                         let msg = format!("the upstream's summary could not be read: {err}");
+                        e.conv.request_failed(record.index, Some(200), &msg);
                         shared.log(
                             Exchange::new("compaction", path)
                                 .cell(&e.cell)

@@ -68,26 +68,11 @@ impl Conversation {
     }
 }
 
-/// The user's own words in an agent's user message: Claude Code's `<system-reminder>` blocks
-/// (which it puts before a prompt, `/back` among them, when the words are an unknown slash
-/// command) left out, so a policy reads `/back` as the user typed it.
+/// The user's own words in an agent's user message: the blocks an agent adds (Claude Code's
+/// `<system-reminder>`s, which it puts before a prompt, `/back` among them, when the words are an
+/// unknown slash command) left out, so a policy reads `/back` as the user typed it.
 pub(super) fn user_words(text: &str) -> String {
-    const OPEN: &str = "<system-reminder>";
-    const CLOSE: &str = "</system-reminder>";
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(OPEN) {
-        out.push_str(&rest[..at]);
-        match rest[at..].find(CLOSE) {
-            Some(end) => rest = &rest[at + end + CLOSE.len()..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
-    }
-    out.push_str(rest);
-    out.trim().to_string()
+    harness_core::fold::user_words(text)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use harness_core::events::Event;
 use harness_core::message::{Message, ToolCall};
 use harness_wire::ItemKey;
 
-use super::{changes_files, read_only, Conversation, Edit};
+use super::{changes_files, read_only, Conversation, Edit, Place, Round};
 
 /// What a conversation keeps across a restart of the proxy (`cells/<cell>/state.json`): the
 /// units it has seen, the edits and cards to apply again, the turn. Its events come back from
@@ -31,6 +31,24 @@ pub struct Saved {
     turn: u32,
     /// Branches started.
     branches: u32,
+    /// The policy calls the proxy answered, to show the model again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rounds: Vec<SavedRound>,
+}
+
+/// A [`Round`] as `state.json` keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct SavedRound {
+    turn: u32,
+    calls: Message,
+    results: Vec<Message>,
+    /// The agent's calls it goes beside or before.
+    ids: Vec<String>,
+    /// Whether it goes beside them.
+    beside: bool,
+    /// The unit it goes after, hex (a round before an answer without calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after: Option<String>,
 }
 
 fn key_hex(k: &ItemKey) -> String {
@@ -49,9 +67,15 @@ fn key_of(h: &str) -> Option<ItemKey> {
 }
 
 impl Conversation {
-    /// What changes the saved state: the turn, the edits, the cards, the branches.
+    /// What changes the saved state: the turn, the edits, the cards (and the policy calls
+    /// answered), the branches.
     pub fn generation(&self) -> (u32, usize, usize, u32) {
-        (self.turn, self.edits.len(), self.cards.len(), self.branches)
+        (
+            self.turn,
+            self.edits.len(),
+            self.cards.len() + self.rounds.len(),
+            self.branches,
+        )
     }
 
     /// The state to keep across a restart (the caller fills in cell, model, tools and keys).
@@ -74,6 +98,26 @@ impl Conversation {
                 .collect(),
             turn: self.turn,
             branches: self.branches,
+            rounds: self
+                .rounds
+                .iter()
+                .map(|r| {
+                    let (ids, beside, after) = match &r.place {
+                        Place::Beside { ids } => (ids.clone(), true, None),
+                        Place::Before { ids, after } => {
+                            (ids.clone(), false, after.as_ref().map(key_hex))
+                        }
+                    };
+                    SavedRound {
+                        turn: r.turn,
+                        calls: (*r.calls).clone(),
+                        results: r.results.iter().map(|m| (**m).clone()).collect(),
+                        ids,
+                        beside,
+                        after,
+                    }
+                })
+                .collect(),
             ..Saved::default()
         }
     }
@@ -98,6 +142,23 @@ impl Conversation {
             .collect();
         self.turn = saved.turn;
         self.branches = saved.branches;
+        self.rounds = saved
+            .rounds
+            .iter()
+            .map(|r| Round {
+                turn: r.turn,
+                calls: Arc::new(r.calls.clone()),
+                results: r.results.iter().map(|m| Arc::new(m.clone())).collect(),
+                place: if r.beside {
+                    Place::Beside { ids: r.ids.clone() }
+                } else {
+                    Place::Before {
+                        ids: r.ids.clone(),
+                        after: r.after.as_deref().and_then(key_of),
+                    }
+                },
+            })
+            .collect();
         for e in &events {
             match e {
                 Event::Request(_) => self.index += 1,

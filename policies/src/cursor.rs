@@ -1,0 +1,264 @@
+//! `cursor`: Cursor's "dynamic context discovery" (Cursor's blog, "Dynamic context
+//! discovery", January 2026). Cursor publishes no code and no thresholds; this arm follows
+//! the post's first two practices, with foldbench's numbers:
+//!
+//! - **Long tool responses as files**: the output of a shell (or other third-party) tool
+//!   longer than `output_tokens` is written to a file and the call's result says where, with
+//!   its size, so the agent reads what it needs (`tail`, `grep`, `read_file`); nothing is cut
+//!   away for good. foldbench's own file tools (reads, edits, searches) answer in full, as
+//!   Cursor's first-party tools do.
+//! - **Chat history during summarisation**: when a request reaches `threshold` of the window,
+//!   the conversation is summarised (as `compact` asks it) and written whole to a history file
+//!   the summary names, so the agent can search it for what the summary lost.
+//!
+//! This is fold's archive-and-address idea applied at the water level: a pointer and a file
+//! instead of a card and a fold.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use harness_core::context::Context;
+use harness_core::fold;
+use harness_core::message::{Message, MessageKind};
+use harness_core::policy::{Offload, Plan, Policy};
+use harness_core::session::ARCHIVE_DIR;
+
+use crate::compact::compactable;
+use crate::error::ParamError;
+use crate::gemini_cli::SHELL_TOOLS;
+use crate::params::Params;
+use crate::registry::Entry;
+use crate::view::{self, Memo};
+
+/// The policy's name.
+pub const NAME: &str = "cursor";
+
+/// Cursor-style dynamic context.
+#[derive(Debug)]
+pub struct Cursor {
+    output_tokens: u64,
+    threshold: f64,
+    window: u64,
+    /// Outputs written to files (message id → path).
+    files: HashMap<u64, String>,
+    /// Paths asked for and not yet confirmed.
+    asked: HashMap<String, u64>,
+    written: HashSet<String>,
+    /// The history file of the compaction in progress, once written.
+    history: Option<String>,
+    compactions: u32,
+    /// The prefix's tokens at the last plan.
+    prefix: u32,
+    memo: Memo,
+}
+
+/// The registry entry.
+pub fn entry() -> Entry {
+    Entry::new(NAME, |p, b| Ok(Box::new(Cursor::from_params(p, b.window)?)))
+        .summary("Cursor's dynamic context: long tool outputs to files with a pointer, the history to a file at a summary")
+        .source("Cursor, \"Dynamic context discovery\" (blog post, 2026; no published code: foldbench's thresholds)")
+        .param("output_tokens", "2000", "tokens", "a longer shell output is written to a file, a pointer left in its place")
+        .param("threshold", "0.9", "fraction of the window", "summarise when a request passes it, the history kept as a file")
+        .param("window", "(the model's)", "tokens", "the context window")
+}
+
+impl Cursor {
+    /// From the parameters of [`entry`].
+    pub fn from_params(p: &mut Params, window: u64) -> Result<Cursor, ParamError> {
+        let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
+        if threshold > 1.0 {
+            return Err(ParamError::OutOfRange {
+                key: "threshold".into(),
+                rule: format!("is a fraction of the window (0 to 1), not {threshold}"),
+            });
+        }
+        Ok(Cursor {
+            output_tokens: p.take_u64("output_tokens")?.unwrap_or(2_000),
+            threshold,
+            window: p.take_u64("window")?.unwrap_or(window),
+            files: HashMap::new(),
+            asked: HashMap::new(),
+            written: HashSet::new(),
+            history: None,
+            compactions: 0,
+            prefix: 0,
+            memo: Memo::default(),
+        })
+    }
+
+    /// What stands for an output written to `path`.
+    pub fn pointer(m: &Message, path: &str) -> String {
+        format!(
+            "The output of `{}` is long ({} lines, {} tokens) and was written to {path}. Read the part you need from that file (its end with `tail`, a match with `grep`).",
+            m.tool_name.as_deref().unwrap_or("the tool"),
+            view::lines(&m.text),
+            m.tokens
+        )
+    }
+
+    fn view(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        ctx.messages
+            .iter()
+            .map(|m| match self.files.get(&m.id) {
+                Some(path) => {
+                    let text = Cursor::pointer(m, path);
+                    self.memo.get(m, 60, |m| {
+                        let mut c = m.clone();
+                        c.text = text;
+                        c.sealed()
+                    })
+                }
+                None => Arc::clone(m),
+            })
+            .collect()
+    }
+
+    fn tokens(prefix: u32, messages: &[Arc<Message>]) -> u64 {
+        u64::from(prefix) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>()
+    }
+
+    fn history_path(&self) -> String {
+        format!("{ARCHIVE_DIR}/history-{}.jsonl", self.compactions + 1)
+    }
+}
+
+impl Policy for Cursor {
+    fn name(&self) -> String {
+        format!(
+            "{NAME}:output_tokens={},threshold={},window={}",
+            self.output_tokens, self.threshold, self.window
+        )
+    }
+
+    fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
+        let mut out = Vec::new();
+        for m in &ctx.messages {
+            let shell = m
+                .tool_name
+                .as_deref()
+                .is_some_and(|t| SHELL_TOOLS.contains(&t));
+            if !view::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
+                continue;
+            }
+            if self.files.contains_key(&m.id) || self.asked.values().any(|&id| id == m.id) {
+                continue;
+            }
+            let id: String = m
+                .tool_call_id
+                .as_deref()
+                .unwrap_or("output")
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = format!("{ARCHIVE_DIR}/tool-outputs/{id}.txt");
+            self.asked.insert(path.clone(), m.id);
+            out.push(Offload {
+                path,
+                bytes: m.text.clone().into_bytes(),
+            });
+        }
+        // A summary is due: the history it replaces goes to a file first.
+        let messages = self.view(ctx);
+        let due =
+            Cursor::tokens(self.prefix, &messages) as f64 > self.threshold * self.window as f64;
+        if due && compactable(ctx) {
+            let path = self.history_path();
+            if !self.written.contains(&path) {
+                let text = fold::archive_text(1, ctx.turn.max(1), &ctx.messages);
+                out.push(Offload {
+                    path: path.clone(),
+                    bytes: text.into_bytes(),
+                });
+                self.asked.insert(path, 0);
+            }
+        }
+        out
+    }
+
+    fn offloaded(&mut self, path: &str, written: bool) {
+        if let Some(id) = self.asked.remove(path) {
+            if written {
+                self.written.insert(path.to_string());
+                if id != 0 {
+                    self.files.insert(id, path.to_string());
+                } else {
+                    self.history = Some(path.to_string());
+                }
+            }
+        }
+    }
+
+    fn plan(&mut self, ctx: &Context, prefix_tokens: u32) -> Plan {
+        self.prefix = prefix_tokens;
+        let messages = self.view(ctx);
+        let tokens = Cursor::tokens(prefix_tokens, &messages);
+        if tokens as f64 > self.threshold * self.window as f64 && compactable(ctx) {
+            return Plan::Compact { emergency: false };
+        }
+        let cut = messages
+            .iter()
+            .zip(&ctx.messages)
+            .filter(|(a, b)| a.id != b.id)
+            .count();
+        Plan::Send {
+            messages,
+            action: (cut > 0).then(|| format!("{cut} tool outputs in files")),
+        }
+    }
+
+    fn compaction_input(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        self.view(ctx)
+    }
+
+    fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
+        let text = match self.history.take() {
+            Some(path) => {
+                self.compactions += 1;
+                format!(
+                    "{}\n\nThe whole conversation before this summary is in {path}: search it for anything the summary leaves out.",
+                    summary.text
+                )
+            }
+            None => summary.text.clone(),
+        };
+        let summary = Message::host(summary.turn, text, MessageKind::Summary);
+        ctx.compact(summary);
+    }
+
+    fn window(&self) -> Option<u64> {
+        Some(self.window)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::view::testing::{context, output, policy, sent, shape, Step::*};
+
+    #[test]
+    fn a_long_output_becomes_a_pointer_to_its_file_once_written() {
+        let c = context(vec![
+            User("u"),
+            Calls(vec![("shell", output(5000)), ("read_file", output(5000))]),
+        ]);
+        let mut p = policy("cursor");
+        let files = p.offloads(&c);
+        assert_eq!(files.len(), 1, "the shell output only");
+        assert_eq!(files[0].path, ".foldbench/archive/tool-outputs/c1.txt");
+        p.offloaded(&files[0].path, true);
+        let m = sent(p.plan(&c, 0));
+        assert!(
+            m[2].text
+                .contains("was written to .foldbench/archive/tool-outputs/c1.txt"),
+            "{}",
+            m[2].text
+        );
+        assert_eq!(m[3].text, c.messages[3].text);
+        assert_eq!(shape(&m), "uarr");
+    }
+}
