@@ -201,9 +201,11 @@ fn a_brief_that_leaves_out_a_needed_fact_fails_the_check_under_the_delegate_arm(
         "{}",
         delegated.diff
     );
+    // It never saw the fact: re-exploring, it may read app/settings.py, where the parent wrote
+    // `"port": 6543`, but not the words "port 6543" the step needs.
     assert!(seen
         .iter()
-        .all(|(_, texts)| !texts.iter().any(|x| x.contains("6543"))));
+        .all(|(_, texts)| !texts.iter().any(|x| x.contains("port 6543"))));
     // Inline the same detour sees the user's words and succeeds.
     let (inline, _) = run_one(&t, "none", Judge::Oracle, CellOptions::default());
     assert_eq!(

@@ -72,7 +72,10 @@ pub fn run_matrix(
         seeds: seeds.to_vec(),
         out: out.to_path_buf(),
         jobs: 2,
-        cell: CellOptions::default(),
+        cell: CellOptions {
+            sim_behaviour: always_recovers(),
+            ..CellOptions::default()
+        },
         backend: BackendOptions::default(),
         progress: false,
         retry_errors: true,
@@ -124,7 +127,23 @@ pub fn sim_config(judge: harness_core::judge::Judge) -> harness_core::sim::SimCo
         seed: 1,
         recheck: 0.1,
         judge,
+        behaviour: always_recovers(),
     }
+}
+
+/// The sim the tests of the harness's measurements run: one that always tries to get a missing
+/// fact back, by every means in a fixed order — an archive read, a re-run of a visible call, a
+/// re-read (named paths, then a listing), a search for the cue — so that what a task and the
+/// harness do with a recovery is tested whatever the shipped behaviour profile's draws are
+/// (what the profile changes is tested in `behaviour.rs`, the core's sim tests, and the
+/// default run's table).
+pub fn always_recovers() -> harness_core::behaviour::SimBehaviour {
+    harness_core::behaviour::SimBehaviour::ordered(harness_core::behaviour::Means {
+        archive: 0.4,
+        rerun: 0.3,
+        reread: 0.2,
+        search: 0.1,
+    })
 }
 
 /// Runs one cell with the given sim.

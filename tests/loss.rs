@@ -130,9 +130,12 @@ fn no_cell_succeeds_with_a_lost_fact() {
         );
         assert_ne!(r.status, Status::Error, "{}: {:?}", r.id, r.error);
     }
+    // A sim that always tries to get a fact back still loses the two a re-read cannot bring
+    // back under `trim`: docs-and-code's old limit (the file was edited since) and
+    // snapshot-rollback's id (the tool numbers snapshots).
     let lost = records.iter().filter(|r| r.metrics.lost_facts > 0).count();
     assert!(
-        lost >= 3,
+        lost >= 2,
         "the loss tasks lose facts under some arm: {lost}"
     );
     // Every recovery of every cell was built from what its request showed.

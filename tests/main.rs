@@ -5,6 +5,7 @@ mod helpers;
 
 mod agents_run;
 mod architecture;
+mod behaviour;
 mod cache;
 mod caveats;
 mod cli;

@@ -102,8 +102,12 @@ fn trim_reruns_the_four_turn_one_calls_it_can_see_and_none_does_not() {
                 assert_eq!(r.metrics.reruns_hidden, 4, "{}", r.id);
             }
             "trim" => {
+                // Nothing in view to re-run: the agent re-explores (a listing, then the listed
+                // files whose names the request shares), which reads again docs/pricing.md and
+                // shop/discount.py, two of turn 1's calls; the failing test's output needs a
+                // command nothing in view shows, so that fact is lost and the turn stops.
                 assert_eq!(r.status, Status::Failure, "{}", r.id);
-                assert_eq!(r.metrics.reruns, 0, "{}: nothing in view to re-run", r.id);
+                assert_eq!(r.metrics.reruns, 2, "{}: two reads again", r.id);
                 assert!(r.metrics.lost_facts >= 1, "{}", r.id);
             }
             _ => {

@@ -143,6 +143,15 @@ struct CommonRun {
     /// `anthropic:NAME`, `replay:DIR`. Repeatable.
     #[arg(long = "model")]
     models: Vec<String>,
+    /// The behaviour profile the sim follows when it needs a fact it cannot see (default: the
+    /// one foldbench ships, measured from its fixtures); a file `replay --behaviour-out` or
+    /// `report --behaviour-out` wrote.
+    #[arg(long, value_name = "FILE")]
+    behaviour: Option<PathBuf>,
+    /// Where in the behaviour profile's intervals the sim reads its recovery probability: the
+    /// point estimate (default), or the low or high end (to see how the verdict moves).
+    #[arg(long, value_enum, default_value_t = crate::behaviour::BehaviourEnd::Point)]
+    behaviour_end: crate::behaviour::BehaviourEnd,
     /// A real agent drives the turns through its own command line: `claude-code`, `codex`,
     /// `mini-swe-agent` or `exec:CMD` (found through `tests/agents.sh`'s variables or the PATH;
     /// docs/agents.md). Its model calls go through a proxy with each cell's policy; the arm
@@ -591,6 +600,9 @@ fn config(
             crate::policy::NATIVE
         )));
     }
+    let profile = crate::behaviour::profile(common.behaviour.as_deref())?;
+    cell.sim_behaviour = profile.at(common.behaviour_end.into()).sim();
+    cell.sim_behaviour_name = crate::behaviour::describe(profile, common.behaviour_end);
     cell.tool_limits.cache = match (&common.tool_cache, common.no_tool_cache) {
         (_, true) => None,
         (None, false) => Some(Arc::new(ToolCache::new())),

@@ -33,6 +33,7 @@ fn a_timed_out_check_is_printed_with_what_timed_out_and_the_limit() {
         wall_ms: 0,
         model_ms: 0,
         agent: None,
+        behaviour: None,
     };
     assert_eq!(
         failure_line(&r),
@@ -59,6 +60,7 @@ fn only_an_infrastructure_error_or_fail_on_failure_exits_100() {
         wall_ms: 0,
         model_ms: 0,
         agent: None,
+        behaviour: None,
     };
     let ok = cell("a", Status::Success);
     let failed = cell("b", Status::Failure);

@@ -21,6 +21,7 @@
 // (`results/<run-id>`), not rustdoc's HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod behaviour;
 mod cli;
 mod compare;
 mod error;
@@ -35,6 +36,7 @@ mod proxy;
 mod replay;
 mod replay_answer;
 mod replay_json;
+mod replay_losses;
 mod replay_subagents;
 mod report;
 mod serve;

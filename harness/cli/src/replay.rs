@@ -146,6 +146,14 @@ pub struct ReplayArgs {
     /// Write one self-contained HTML page (tables, a chart per session, drill-downs) to FILE.html.
     #[arg(short = 'o', long = "output", value_name = "FILE.html")]
     output: Option<PathBuf>,
+    /// The behaviour profile recovery follows (default: the one foldbench ships, measured from
+    /// its fixtures); a file `--behaviour-out` wrote (docs/replay.md, "The behaviour profile").
+    #[arg(long, value_name = "FILE")]
+    behaviour: Option<PathBuf>,
+    /// Write the behaviour profile measured from these sessions' recorded losses (the "After
+    /// real compactions" section) to FILE: what your agents do after they lose context.
+    #[arg(long, value_name = "FILE")]
+    behaviour_out: Option<PathBuf>,
 }
 
 /// `foldbench analyze`.
@@ -228,7 +236,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let labels = load_labels(&a.source)?;
     let loaded = load_sessions(&a.source, "replay")?;
     let began = Instant::now();
-    let replays = replayer.replay_all(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let (replays, losses) =
+        replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
     let failed = policy_errors(&replays);
     let (replays, labels_order, left_out) =
         harness_replay::answer::completed(replays, &replayer.labels());
@@ -273,10 +282,15 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         price_notes,
         loaded,
         subagents,
+        losses,
+        profile: replayer.config().behaviour.name.clone(),
         left_out,
     };
     if let Some(path) = &a.source.requests_out {
         write_requests(path, &r.replays)?;
+    }
+    if let Some(path) = &a.behaviour_out {
+        write_behaviour(path, &r.losses)?;
     }
     print_replay(&a, &r)?;
     if let Some(path) = &a.output {
@@ -297,6 +311,39 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         return Ok(Code::Failed);
     }
     Ok(Code::Ok)
+}
+
+/// `--behaviour-out FILE`: the profile measured from the sessions' losses, named after the file,
+/// with the command that measured it; an error (nothing written) when no loss was measured.
+fn write_behaviour(
+    path: &Path,
+    losses: &[harness_replay::losses::SessionLosses],
+) -> Result<(), Error> {
+    let name = path
+        .file_stem()
+        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
+    let command = std::iter::once("foldbench".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let Some(profile) = harness_replay::losses::profile::profile(losses, &name, &command) else {
+        return Err(Error::Usage(format!(
+            "--behaviour-out {}: no recorded loss with anything before it in these sessions, so there is nothing to measure a behaviour profile from; give sessions in which the host compacted (Claude Code's compact_boundary, Codex's compacted items, OpenHands' condensations)",
+            path.display()
+        )));
+    };
+    sessions::behaviour::write(path, &profile).map_err(Error::failed)?;
+    let kinds: Vec<String> = harness_core::behaviour::LossKind::ALL
+        .iter()
+        .filter(|k| profile.measured(**k))
+        .map(|k| format!("{} ({} losses)", k.name(), profile.kind(*k).losses))
+        .collect();
+    eprintln!(
+        "behaviour profile `{name}` in {}: {}",
+        path.display(),
+        kinds.join(", ")
+    );
+    Ok(())
 }
 
 /// Says on standard error which policy failed on which session (its `error`: a
@@ -338,6 +385,10 @@ struct Replayed {
     loaded: Loaded,
     /// Parents with subagents ([`harness_replay::subagents`]).
     subagents: Vec<harness_replay::subagents::SessionSubagents>,
+    /// What the recorded agents did after their losses ([`harness_replay::losses`]).
+    losses: Vec<harness_replay::losses::SessionLosses>,
+    /// The name of the behaviour profile recovery followed.
+    profile: String,
     /// The sessions and policies left out of the comparison (a policy failed on them).
     left_out: harness_replay::answer::LeftOut,
 }
@@ -366,11 +417,13 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         .into_iter()
         .map(|a| a.policy)
         .collect();
+    let behaviour = crate::behaviour::profile(a.behaviour.as_deref())?;
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),
         window: a.window,
         prices: prices.clone(),
+        behaviour: std::sync::Arc::new(behaviour),
     })?;
     Ok((replayer, prices))
 }
@@ -380,6 +433,7 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
     let format = a.source.format;
     match format {
         OutputFormat::Json => {
+            let answers = harness_replay::answer::answers(&r.replays, &r.summary);
             let doc = ReplayJson {
                 version: 1,
                 files: r.loaded.files,
@@ -393,6 +447,10 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
                 ground_truth: r.truth_all,
                 ground_truth_sessions: &r.truths,
                 subagents: crate::replay_subagents::subagents_json(&r.subagents),
+                after_compactions: crate::replay_losses::losses_json(&r.losses),
+                behaviour: &r.profile,
+                verdict: crate::replay_json::verdict_json(&answers),
+                sensitivity: harness_replay::answer::sensitivity(&r.replays, &answers),
             };
             let s = serde_json::to_string_pretty(&doc)?;
             crate::out::line(&s)
@@ -406,9 +464,12 @@ fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
 /// The table and Markdown forms: the verdict, the heading, the policy table and its notes, the
 /// frontier, the essay's figures, the ground truth.
 fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
+    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     print_verdict(
-        &harness_replay::answer::answers(&r.replays, &r.summary),
+        &answers,
         &r.left_out.sessions_label(),
+        &r.profile,
+        &harness_replay::answer::sensitivity(&r.replays, &answers),
         format,
     )?;
     let fallback = if r.judge.needs_labels() {
@@ -444,7 +505,6 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         (Kind::ReplayPolicies, a.view),
     )?;
     print_lines(&notes_of(a, r), format)?;
-    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
     print_frontier(&answers, format, a.view)?;
     if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
         print_heading(
@@ -461,6 +521,7 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
         )?;
     }
     crate::replay_subagents::print_subagents(&r.subagents, format, a.view)?;
+    crate::replay_losses::print_losses(&r.losses, format, a.view)?;
     if r.truth_all.requests > 0 {
         print_heading(
             "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
@@ -496,6 +557,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
     ];
     let (tables, notes) =
         crate::replay_subagents::with_subagents(tables, notes_of(a, r), &r.subagents);
+    let (tables, notes) = crate::replay_losses::with_losses(tables, notes, &r.losses);
     let heading = format!(
         "{} from {}, {} recorded requests; judge {}; window {}",
         r.left_out.sessions_phrase(),
@@ -505,7 +567,12 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         a.window
     );
     let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    let opening = page_opening(&answers, &r.left_out.sessions_label());
+    let opening = page_opening(
+        &answers,
+        &r.left_out.sessions_label(),
+        &r.profile,
+        &harness_replay::answer::sensitivity(&r.replays, &answers),
+    );
     let page = harness_replay::page::replay_page(
         &heading,
         opening,
@@ -539,6 +606,8 @@ struct AnalyzeJson<'a> {
     sessions: &'a [harness_replay::SessionComposition],
     /// Parents with subagents, as `replay` gives them (room and money under none and fold).
     subagents: crate::replay_subagents::SubagentsJson<'a>,
+    /// What the recorded agents did after their losses, as `replay` gives it.
+    after_compactions: crate::replay_losses::LossesJson<'a>,
 }
 
 /// Runs `foldbench analyze`; returns the exit code.
@@ -583,6 +652,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
         labels.as_ref(),
         threads(src.jobs),
     )?;
+    let losses = harness_replay::losses::measure_all(&loaded.sessions, threads(src.jobs));
     let format = src.format;
     match format {
         OutputFormat::Json => {
@@ -593,6 +663,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 corpus,
                 sessions: &sessions,
                 subagents: crate::replay_subagents::subagents_json(&subagents),
+                after_compactions: crate::replay_losses::losses_json(&losses),
             };
             crate::out::line(&serde_json::to_string_pretty(&doc)?)?;
         }
@@ -646,6 +717,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 format,
                 crate::view::ViewArgs::default(),
             )?;
+            crate::replay_losses::print_losses(&losses, format, crate::view::ViewArgs::default())?;
         }
     }
     eprintln!("import and tokenize {:.2}s", loaded.seconds);

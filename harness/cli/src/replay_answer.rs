@@ -15,6 +15,8 @@ use crate::view::ViewArgs;
 pub(crate) fn print_verdict(
     answers: &[Answer],
     sessions: &str,
+    profile: &str,
+    sensitivity: &[String],
     format: OutputFormat,
 ) -> Result<(), Error> {
     if answers.is_empty() {
@@ -23,18 +25,19 @@ pub(crate) fn print_verdict(
     if format == OutputFormat::Md {
         crate::out::line(&format!(
             "### {} ({sessions})\n",
-            harness_report::answer::REPLAY_HEADING,
+            harness_report::answer::replay_heading(profile),
         ))?;
         for l in harness_report::answer::lines(answers) {
             crate::out::line(&format!("- {l}"))?;
         }
-        return crate::out::line("");
+        crate::out::line("")?;
+        return print_lines(sensitivity, format);
     }
     let width = crate::view::width();
-    for l in harness_replay::answer::block(answers, sessions, width) {
+    for l in harness_replay::answer::block(answers, sessions, profile, width) {
         crate::out::line(&l)?;
     }
-    Ok(())
+    print_lines(sensitivity, format)
 }
 
 /// Lines of prose: broken at the terminal's width (continuations indented), or as they are in
@@ -64,17 +67,24 @@ pub(crate) fn print_heading(text: &str, format: OutputFormat) -> Result<(), Erro
     }
 }
 
-/// The page's opening: the verdict's heading and lines, the frontier's chart and its legend.
-pub(crate) fn page_opening(answers: &[Answer], sessions: &str) -> Vec<Block> {
+/// The page's opening: the verdict's heading and lines, what flips over the behaviour
+/// profile's intervals, the frontier's chart and its legend.
+pub(crate) fn page_opening(
+    answers: &[Answer],
+    sessions: &str,
+    profile: &str,
+    sensitivity: &[String],
+) -> Vec<Block> {
     let mut opening = Vec::new();
     if answers.is_empty() {
         return opening;
     }
     opening.push(Block::Heading(format!(
         "{} ({sessions})",
-        harness_report::answer::REPLAY_HEADING
+        harness_report::answer::replay_heading(profile)
     )));
     opening.push(Block::Lines(harness_report::answer::lines(answers)));
+    opening.push(Block::Lines(sensitivity.to_vec()));
     let points = harness_replay::answer::points(answers);
     if points.len() > 1 {
         opening.push(Block::Frontier {

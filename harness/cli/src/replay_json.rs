@@ -40,6 +40,50 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],
     /// Parents with subagents: each child paired with its call, room saved, money.
     pub(crate) subagents: crate::replay_subagents::SubagentsJson<'a>,
+    /// After real compactions: every recorded loss with its window, the base windows, the groups.
+    pub(crate) after_compactions: crate::replay_losses::LossesJson<'a>,
+    /// The behaviour profile recovery followed (its name).
+    pub(crate) behaviour: &'a str,
+    /// The verdict, one entry per policy against none.
+    pub(crate) verdict: Vec<VerdictJson>,
+    /// The frontier at the ends of the profile's intervals and the rankings that flip there.
+    pub(crate) sensitivity: Vec<String>,
+}
+
+/// One policy's verdict against none.
+#[derive(Serialize)]
+pub(crate) struct VerdictJson {
+    pub(crate) policy: String,
+    /// Tokens incl. recovery Σ× none, with its 95% interval over sessions.
+    pub(crate) tokens_ratio: f64,
+    pub(crate) tokens_lo: f64,
+    pub(crate) tokens_hi: f64,
+    /// The same at the low and high ends of the behaviour profile's intervals.
+    pub(crate) tokens_ratio_profile_low: Option<f64>,
+    pub(crate) tokens_ratio_profile_high: Option<f64>,
+    /// Dollars with prompt caching, recovery included, Σ× none.
+    pub(crate) cost_ratio: Option<f64>,
+    /// References gone per 100 responses.
+    pub(crate) loss: f64,
+    pub(crate) frontier: bool,
+}
+
+/// The verdict of `answers` as JSON.
+pub(crate) fn verdict_json(answers: &[harness_report::answer::Answer]) -> Vec<VerdictJson> {
+    answers
+        .iter()
+        .map(|a| VerdictJson {
+            policy: a.arm.clone(),
+            tokens_ratio: a.tokens.point,
+            tokens_lo: a.tokens.lo,
+            tokens_hi: a.tokens.hi,
+            tokens_ratio_profile_low: a.range.map(|r| r.0),
+            tokens_ratio_profile_high: a.range.map(|r| r.1),
+            cost_ratio: a.cost,
+            loss: a.loss,
+            frontier: a.frontier,
+        })
+        .collect()
 }
 
 #[derive(Serialize)]

@@ -142,6 +142,11 @@ pub struct ReportArgs {
     pub baseline: Option<String>,
     #[command(flatten)]
     pub view: crate::view::ViewArgs,
+    /// Write the behaviour profile measured from the run's cells to FILE: what its agent (a
+    /// real agent behind the proxy, or the sim) did after each loss its policies caused, in
+    /// the shape `replay --behaviour-out` writes (docs/replay.md, "The behaviour profile").
+    #[arg(long, value_name = "FILE")]
+    pub behaviour_out: Option<PathBuf>,
 }
 
 /// Reads the chart fields of `requests.jsonl`.
@@ -271,7 +276,65 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
         crate::out::print(&render_format(f, &a, &records)?)?;
     }
     write_files(&a, &records, &outputs)?;
+    if let Some(path) = &a.behaviour_out {
+        write_behaviour(&a.run_dir, &records, path)?;
+    }
     Ok(Code::Ok)
+}
+
+/// `report --behaviour-out FILE`: every cell's losses (from its transcript and events) measured
+/// as a recorded session's are, and the profile of them written; cells whose files do not
+/// pair up are said and left out.
+fn write_behaviour(
+    dir: &Path,
+    records: &[harness_core::record::CellRecord],
+    path: &Path,
+) -> Result<(), Error> {
+    use harness_core::events::Event;
+    use harness_core::message::Message;
+    use harness_runner::results::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
+    let mut sessions = Vec::new();
+    for r in records {
+        let folder = dir.join("cells").join(cell_folder(&r.id));
+        let events: Vec<Event> = read_jsonl(&folder.join(EVENTS_FILE))
+            .map_err(Error::refused)?
+            .unwrap_or_default();
+        let transcript: Vec<Message> = read_jsonl(&folder.join(TRANSCRIPT_FILE))
+            .map_err(Error::refused)?
+            .unwrap_or_default();
+        let transcript = transcript.into_iter().map(Message::sealed).collect();
+        let agent = r.agent.as_ref().map_or("sim", |a| a.name.as_str());
+        match harness_replay::losses::run::measure_cell(&r.id, agent, &r.model, transcript, &events)
+        {
+            Ok(s) => sessions.push(s),
+            Err(e) => eprintln!(
+                "warning: cell {} left out of the behaviour profile: {e}",
+                r.id
+            ),
+        }
+    }
+    let name = path
+        .file_stem()
+        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
+    let command = std::iter::once("foldbench".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let Some(profile) = harness_replay::losses::profile::profile(&sessions, &name, &command) else {
+        return Err(Error::Usage(format!(
+            "--behaviour-out {}: no cell of {} lost a result it had shown (every arm kept its context), so there is nothing to measure; run an arm that trims, folds or compacts",
+            path.display(),
+            dir.display()
+        )));
+    };
+    harness_runner::sessions::behaviour::write(path, &profile).map_err(Error::failed)?;
+    eprintln!(
+        "behaviour profile `{name}` in {}: {} losses in {} cells",
+        path.display(),
+        profile.provenance.losses,
+        sessions.iter().filter(|s| !s.losses.is_empty()).count()
+    );
+    Ok(())
 }
 
 /// What `run -o` and `ab -o` name: the run folder (at most one) and report files, each with the
@@ -336,6 +399,7 @@ pub fn write_run_reports(
         model: None,
         baseline: baseline.map(str::to_string),
         view: crate::view::ViewArgs::default(),
+        behaviour_out: None,
     };
     let records = harness_runner::results::read_records(run_dir).map_err(Error::refused)?;
     write_files(&a, &records, &reports)

@@ -61,6 +61,7 @@ pub async fn cmd(a: ServeArgs) -> Result<Code, Error> {
         seed: a.seed,
         recheck: settings.recheck,
         judge: settings.judge,
+        behaviour: Default::default(),
     };
     let server = SimServer::start(Arc::clone(&task.spec), cfg, a.listen, a.log.clone())
         .await

@@ -29,6 +29,8 @@
 //!   numbers from them; [`record`] is the versioned cell record; [`regression`] says which
 //!   metrics `compare` judges and how much worse each may get.
 //! - [`prices`]: the built-in list prices of common Claude and OpenAI models, with overrides.
+//! - [`behaviour`]: the behaviour profile — what agents do after they lose context, measured on
+//!   real sessions — that the sim and the replay follow.
 //! - [`sim`]: the simulated agent, deterministic for a seed; [`upstream`]: the sim answering a
 //!   real agent's requests in its own tool vocabulary (the offline upstream's pure part).
 //! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
@@ -39,6 +41,7 @@
 //! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal.
 pub mod answer;
+pub mod behaviour;
 pub mod context;
 pub mod digest;
 pub mod driver;

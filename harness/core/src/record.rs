@@ -95,6 +95,10 @@ pub struct CellRecord {
     /// The real agent that ran the cell (`run --agent`); absent for foldbench's own loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentRun>,
+    /// The behaviour profile foldbench's sim followed when it lost a fact (`fixtures`, or
+    /// `mine.json at high`); absent for a real model or agent, which behave as they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<String>,
 }
 
 /// The real agent of a `run --agent` cell, as the record names it.

@@ -2,21 +2,35 @@
 //! facts only from the text it has seen.
 //!
 //! - Before a step or turn that `needs` a fact, it looks for the fact's text in the request (or
-//!   in the output of a recovery call it made in this turn). When the fact is missing it tries
-//!   to recover it as a careful agent would, with calls built from the request's text alone, in
-//!   this order: a `grep` for the need's `cue` of the archive a fold result (or strategy report,
-//!   or a summary quoting one) in the request points to (the folder holding them when several
-//!   do); else a re-run of a call the request shows whose result is gone, or a `read_file` of a
-//!   path named in the request's messages (a user's words, a fold result's index, a closing
-//!   message, a summary), at most [`MAX_RERUNS`] of them, those sharing a name word with the
-//!   paths the step at hand works on first; else a `grep` of the workspace for the
-//!   cue. The cue is used only while it is visible in the request. Each call is judged by what
-//!   comes back, and the next is tried when the fact is not in it: a re-run of a file edited
-//!   since, or of a command whose output changes between runs, recovers nothing, and a grep for a
-//!   cue returns every line that has it (more than the fact when the cue is common).
-//! - A fact still missing is lost: the agent writes the need's `guess` in place of its `value`
-//!   in everything the step writes (tool arguments, report, `say`); a need without a guess
-//!   stops the turn with a closing message that says what is missing.
+//!   in the output of a recovery call it made in this turn). When the fact is missing it acts as
+//!   the behaviour profile ([`crate::behaviour`], measured on real sessions after real
+//!   compactions) says agents do after that kind of loss — a summary, fold result or strategy
+//!   report in view, or nothing: with the profile's recovery probability it tries to get the fact
+//!   back, else it goes on without it. Both draws (whether, and which means first) are seeded by
+//!   the run's seed, the task, the turn and the fact, so the run stays deterministic and every arm
+//!   that misses the same fact draws the same. Its means, drawn by the profile's shares, then the
+//!   others the profile gives any weight, most used first, each with calls built from the
+//!   request's text alone:
+//!   - **re-read** (re-explore from what is visible): a `read_file` of a path named in the
+//!     request's messages (a user's words, a fold result's index, a closing message, a summary);
+//!     a `list_files` of the workspace, and once a listing is in view, reads of the listed files
+//!     whose names share a word with the rest of the request;
+//!   - **re-run**: a call the request shows whose result is gone;
+//!   - **search**: a `grep` of the workspace for the need's `cue`;
+//!   - **archive read**: a `grep` for the cue of the archive a fold result (or strategy report,
+//!     or a summary quoting one) in the request points to (the folder holding them when several
+//!     do).
+//!
+//!   Re-reads and re-runs are at most [`MAX_RERUNS`] per fact and turn, those sharing a name
+//!   word with the paths the step at hand works on first. The cue is used only while it is
+//!   visible in the request. Each call is judged by what comes back, and the next is tried when
+//!   the fact is not in it: a re-run of a file edited since, or of a command whose output
+//!   changes between runs, recovers nothing, and a grep for a cue returns every line that has it
+//!   (more than the fact when the cue is common).
+//! - A fact still missing (the agent went on without it, or nothing it tried brought it back)
+//!   is lost: the agent writes the need's `guess` in place of its `value` in everything the step
+//!   writes (tool arguments, report, `say`); a need without a guess stops the turn with a closing
+//!   message that says what is missing.
 //! - It never reads a turn that has not arrived: a strategy turn yields at its `say` unless its
 //!   own spec says `awaits_back`.
 //! - With probability `recheck` it repeats a visible earlier read before a tool step (noise that
@@ -30,8 +44,9 @@
 //! what it does not see). What it keeps: the random stream and the script position (turn, step,
 //! whether the card was answered, the strategy entered or yielded, whether this step's noise was
 //! drawn, whether it has left the script since), which carry no fact; and, for the turn in
-//! progress only, the recovery calls it made (so none is made twice), those whose results have
-//! not been read yet, and the facts their results held (a result may later be cut from the
+//! progress only, what it decided for each missing fact and the recovery calls it made (so
+//! none is made twice), those whose results have not been read yet, and the facts their results
+//! held (a result may later be cut from the
 //! context by a compaction within the turn, and the agent read it). Everything else a request's
 //! answer uses is that request's text and the script of the current step. The calls it builds
 //! from the request (recoveries, re-checks) are listed in [`Response::from_request`], and the
@@ -45,9 +60,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::behaviour::{LossKind, SimBehaviour};
 use crate::fold::{archive_pointer, card_turns};
 use crate::judge::{self, CardPoint, Judge};
-use crate::message::{canonical_json, MessageKind, Role, ToolCall};
+use crate::message::{MessageKind, Role, ToolCall};
 use crate::metrics::DELEGATE_TOOL;
 use crate::request::{Purpose, Request, Response};
 use crate::rng::Rng;
@@ -58,6 +74,13 @@ use crate::tools;
 mod delegate;
 use delegate::effective_script;
 
+#[path = "sim_recovery.rs"]
+mod recovery;
+#[cfg(test)]
+use recovery::common_folder;
+pub use recovery::paths_in;
+use recovery::{archive_lines, focus_words, recovery_candidates, tried_key, Recovery, MEANS};
+
 /// Settings of the simulated agent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimConfig {
@@ -67,6 +90,9 @@ pub struct SimConfig {
     pub recheck: f64,
     /// How cards are answered.
     pub judge: Judge,
+    /// What it does when it needs a fact it cannot see: the behaviour profile's recovery
+    /// probability and means ([`crate::behaviour`]; the shipped profile's by default).
+    pub behaviour: SimBehaviour,
 }
 
 impl Default for SimConfig {
@@ -75,6 +101,7 @@ impl Default for SimConfig {
             seed: 1,
             recheck: 0.1,
             judge: Judge::Oracle,
+            behaviour: SimBehaviour::default(),
         }
     }
 }
@@ -113,6 +140,9 @@ pub struct Sim {
     deviated: bool,
     /// Recovery calls of this turn per fact: the calls (name and canonical arguments) tried.
     tried: HashMap<String, Vec<String>>,
+    /// What the agent decided, this turn, for each fact it found missing: the means it tries, in
+    /// order (none: it goes on without the fact).
+    decided: HashMap<String, Vec<Recovery>>,
     /// Recovery calls of this turn whose results have not been read yet: (call id, fact).
     inflight: Vec<(String, String)>,
     /// Facts that came back in the output of a recovery call of this turn.
@@ -151,6 +181,7 @@ impl Sim {
             noise_rolled: None,
             deviated: false,
             tried: HashMap::new(),
+            decided: HashMap::new(),
             inflight: Vec::new(),
             recovered: HashSet::new(),
             calls: 0,
@@ -220,6 +251,7 @@ impl Sim {
         self.yielded = false;
         self.noise_rolled = None;
         self.tried.clear();
+        self.decided.clear();
         self.inflight.clear();
         self.recovered.clear();
         let strategy_turn = self
@@ -424,9 +456,77 @@ impl Sim {
         Ok(lost)
     }
 
-    /// The next call a careful agent makes to get a need's fact back, built from the request's
-    /// text (see the module doc for the order); `None` when every one the request allows was
-    /// tried in this turn.
+    /// What the agent does about a fact it cannot see, decided once per fact and turn, as the
+    /// behaviour profile says agents do after this kind of loss ([`LossKind::Summary`] when the
+    /// request shows a host's summary, fold result or strategy report, else [`LossKind::None`]):
+    /// with the profile's recovery probability it tries to get the fact back, first by a means
+    /// drawn with the profile's shares, then by the others the profile gives any weight, most
+    /// used first; else it goes on without the fact. The draws are seeded by the run's seed, the
+    /// task, the turn and the fact, so every arm that misses the same fact draws the same.
+    fn decide(&mut self, req: &Request, fact: &str) -> Vec<Recovery> {
+        if let Some(d) = self.decided.get(fact) {
+            return d.clone();
+        }
+        let summary = req.messages.iter().any(|m| {
+            m.role == Role::User
+                && matches!(
+                    m.kind,
+                    MessageKind::Summary
+                        | MessageKind::FoldResult { .. }
+                        | MessageKind::StrategyReport { .. }
+                )
+        });
+        let kind = if summary {
+            LossKind::Summary
+        } else {
+            LossKind::None
+        };
+        let kb = self.cfg.behaviour.kind(kind);
+        let key = format!("{}\u{0}{}\u{0}{fact}", self.spec.name, self.turn);
+        let mut draw = Rng::for_name(self.cfg.seed, &key);
+        let order = if draw.next_f64() < kb.recover {
+            let shares = kb.means.shares();
+            let mut weighted: Vec<(Recovery, f64)> = MEANS
+                .iter()
+                .zip(shares)
+                .filter(|(_, w)| *w > 0.0)
+                .map(|(m, w)| (*m, w))
+                .collect();
+            let sum: f64 = weighted.iter().map(|(_, w)| w).sum();
+            let mut u = draw.next_f64() * sum;
+            let first = if kb.ordered {
+                weighted
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(b.0.cmp(&a.0)))
+                    .map_or(0, |(i, _)| i)
+            } else {
+                weighted
+                    .iter()
+                    .position(|(_, w)| {
+                        u -= w;
+                        u < 0.0
+                    })
+                    .unwrap_or(weighted.len().saturating_sub(1))
+            };
+            let mut order = Vec::new();
+            if !weighted.is_empty() {
+                order.push(weighted.remove(first).0);
+            }
+            // Stable: equal shares keep the profile's order.
+            weighted.sort_by(|a, b| b.1.total_cmp(&a.1));
+            order.extend(weighted.into_iter().map(|(m, _)| m));
+            order
+        } else {
+            Vec::new()
+        };
+        self.decided.insert(fact.to_string(), order.clone());
+        order
+    }
+
+    /// The next call the agent makes to get a need's fact back, built from the request's text,
+    /// by the means it decided on ([`Sim::decide`]) in their order; `None` when it goes on
+    /// without the fact or every call those means allow was tried in this turn.
     fn recovery_call(
         &mut self,
         req: &Request,
@@ -436,13 +536,22 @@ impl Sim {
         if self.remembered.is_some() {
             return self.remembered_call(req, &need.fact);
         }
+        let order = self.decide(req, &need.fact);
         let tried = self.tried.get(&need.fact).cloned().unwrap_or_default();
-        let reruns = tried.iter().filter(|k| k.starts_with("rerun ")).count();
+        let reruns = tried
+            .iter()
+            .filter(|k| k.starts_with("rerun ") || k.starts_with("reread "))
+            .count();
         let focus = step.map(focus_words).unwrap_or_default();
-        let (kind, name, args) = recovery_candidates(req, need, &focus)
-            .into_iter()
-            .filter(|(kind, ..)| *kind != Recovery::Rerun || reruns < MAX_RERUNS)
-            .find(|(kind, name, args)| !tried.contains(&tried_key(*kind, name, args)))?;
+        let candidates = recovery_candidates(req, need, &focus);
+        let (kind, name, args) = order
+            .iter()
+            .flat_map(|m| candidates.iter().filter(move |(kind, ..)| kind == m))
+            .filter(|(kind, ..)| {
+                !matches!(kind, Recovery::Rerun | Recovery::Reread) || reruns < MAX_RERUNS
+            })
+            .find(|(kind, name, args)| !tried.contains(&tried_key(*kind, name, args)))
+            .cloned()?;
         self.tried
             .entry(need.fact.clone())
             .or_default()
@@ -559,217 +668,6 @@ fn from_request(c: ToolCall) -> Response {
     let mut r = Response::new("", vec![c.clone()], None);
     r.from_request.push(c.id);
     r
-}
-
-/// The kinds of recovery, in the order they are tried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recovery {
-    /// A grep of the visible archives for the cue.
-    Archive,
-    /// A call the request shows again, or a read of a path it names.
-    Rerun,
-    /// A grep of the workspace for the cue.
-    Workspace,
-}
-
-/// How a tried recovery call is remembered within its turn.
-fn tried_key(kind: Recovery, name: &str, args: &serde_json::Value) -> String {
-    let kind = match kind {
-        Recovery::Archive => "archive",
-        Recovery::Rerun => "rerun",
-        Recovery::Workspace => "workspace",
-    };
-    format!("{kind} {name} {}", canonical_json(args))
-}
-
-/// Extensions of the words in a message that are taken for file paths.
-const PATH_EXTENSIONS: [&str; 15] = [
-    "py", "md", "txt", "log", "csv", "ini", "toml", "json", "jsonl", "yaml", "yml", "cfg", "sql",
-    "sh", "rs",
-];
-
-/// Every recovery call the request's text allows for `need`, in the order they are tried: the
-/// archive grep (cue visible, an archive pointed to), the re-runs (calls shown without their
-/// result, then reads of named paths), the workspace grep (cue visible).
-fn recovery_candidates(
-    req: &Request,
-    need: &Need,
-    focus: &[String],
-) -> Vec<(Recovery, String, serde_json::Value)> {
-    let cue = need
-        .cue
-        .as_deref()
-        .filter(|c| !c.is_empty() && req.contains_text(c));
-    let mut out = Vec::new();
-    if let Some(cue) = cue {
-        let mut archives: Vec<String> = Vec::new();
-        for line in archive_lines(req) {
-            if let Some((_, _, path)) = archive_pointer(line) {
-                if !archives.contains(&path) {
-                    archives.push(path);
-                }
-            }
-        }
-        let path = match archives.as_slice() {
-            [] => None,
-            [one] => Some(one.clone()),
-            many => common_folder(many),
-        };
-        if let Some(path) = path {
-            out.push((
-                Recovery::Archive,
-                "grep".to_string(),
-                json!({ "pattern": regex_escape(cue), "path": path }),
-            ));
-        }
-    }
-    // Calls whose output is in the request already would show the same again.
-    let shown: HashSet<String> = req
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool && m.kind == MessageKind::Plain)
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect::<HashSet<&str>>()
-        .into_iter()
-        .flat_map(|id| {
-            req.messages
-                .iter()
-                .flat_map(|m| &m.tool_calls)
-                .filter(move |c| c.id == id)
-                .map(|c| format!("{} {}", c.name, c.canonical_args()))
-        })
-        .collect();
-    let mut reruns: Vec<(String, serde_json::Value)> = Vec::new();
-    let mut add = |name: &str, args: serde_json::Value| {
-        let key = format!("{name} {}", canonical_json(&args));
-        if !shown.contains(&key) && !reruns.iter().any(|(n, a)| n == name && *a == args) {
-            reruns.push((name.to_string(), args));
-        }
-    };
-    for c in req.messages.iter().flat_map(|m| &m.tool_calls) {
-        if tools::find(&c.name).is_some_and(|t| t.sim_reruns) {
-            add(&c.name, c.args.clone());
-        }
-    }
-    for m in &req.messages {
-        if m.role == Role::Tool {
-            continue;
-        }
-        for path in paths_in(&m.text) {
-            add("read_file", json!({ "path": path }));
-        }
-    }
-    // The ones about what the step at hand works on first (a read of `data/stock-levels.csv`
-    // before an edit of `depot/stock.py`), else in the order the request shows them.
-    let overlap = |args: &serde_json::Value| {
-        let mut texts = Vec::new();
-        strings_of(args, &mut texts);
-        let words: HashSet<String> = texts.iter().flat_map(|t| path_words(t)).collect();
-        focus.iter().filter(|w| words.contains(*w)).count()
-    };
-    reruns.sort_by_key(|(_, args)| std::cmp::Reverse(overlap(args)));
-    out.extend(
-        reruns
-            .into_iter()
-            .map(|(name, args)| (Recovery::Rerun, name, args)),
-    );
-    if let Some(cue) = cue {
-        out.push((
-            Recovery::Workspace,
-            "grep".to_string(),
-            json!({ "pattern": regex_escape(cue) }),
-        ));
-    }
-    out
-}
-
-/// The words of the paths a step works on (its `path` argument and the paths its texts name),
-/// which rank the re-runs tried for the facts it needs.
-fn focus_words(step: &Step) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut paths: Vec<String> = Vec::new();
-    if let Action::Tool { args, .. } = &step.action {
-        if let Some(p) = args.get("path").and_then(|p| p.as_str()) {
-            paths.push(p.to_string());
-        }
-    }
-    for t in step.written_texts() {
-        paths.extend(paths_in(&t));
-    }
-    for w in paths.iter().flat_map(|p| path_words(p)) {
-        if !out.contains(&w) {
-            out.push(w);
-        }
-    }
-    out
-}
-
-/// The name words of the paths in `text` (`data/stock-levels.csv`: `data`, `stock`, `levels`),
-/// lower-cased, without extensions and words of one or two letters.
-fn path_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| w.len() > 2 && !PATH_EXTENSIONS.contains(w))
-        .map(str::to_ascii_lowercase)
-        .collect()
-}
-
-/// Every string inside `v`.
-fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::String(s) => out.push(s.clone()),
-        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
-        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
-        _ => {}
-    }
-}
-
-/// The lines of the request's host messages (fold results, strategy reports, summaries quoting
-/// them) from where a fold result or strategy report begins.
-fn archive_lines(req: &Request) -> impl Iterator<Item = &str> {
-    req.messages
-        .iter()
-        .filter(|m| m.role == Role::User && !m.is_human())
-        .flat_map(|m| m.text.lines())
-        .filter_map(|line| {
-            let at = line.find("[fold]").or_else(|| line.find("[strategy"))?;
-            Some(&line[at..])
-        })
-}
-
-/// The folder that holds every one of `paths` (`None` when they share none).
-fn common_folder(paths: &[String]) -> Option<String> {
-    let first: Vec<&str> = paths.first()?.split('/').collect();
-    let mut n = first.len().saturating_sub(1);
-    for p in &paths[1..] {
-        let segs: Vec<&str> = p.split('/').collect();
-        n = n.min(segs.len().saturating_sub(1));
-        n = (0..n).find(|&i| first[i] != segs[i]).unwrap_or(n);
-    }
-    (n > 0).then(|| first[..n].join("/"))
-}
-
-/// The words of `text` that name files: relative paths (no leading `.` or `/`, no `..`) ending
-/// in a known extension, in order of appearance, each once.
-pub fn paths_in(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)));
-    for w in words {
-        let w = w.trim_end_matches(['.', '-', '/']);
-        if w.is_empty() || w.starts_with(['.', '/', '-']) || w.contains("..") || w.contains("//") {
-            continue;
-        }
-        let Some((stem, ext)) = w.rsplit_once('.') else {
-            continue;
-        };
-        let stem_name = stem.rsplit('/').next().unwrap_or(stem);
-        if stem_name.is_empty() || !PATH_EXTENSIONS.contains(&ext) {
-            continue;
-        }
-        if !out.iter().any(|p| p == w) {
-            out.push(w.to_string());
-        }
-    }
-    out
 }
 
 /// `text` with each `(value, guess)` replaced.

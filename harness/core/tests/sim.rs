@@ -3,11 +3,24 @@
 use std::sync::Arc;
 
 use harness_config::spec;
+use harness_core::behaviour::{Means, SimBehaviour};
 use harness_core::judge::Judge;
 use harness_core::message::ToolCall;
 use harness_core::message::{Message, ToolSpec};
 use harness_core::request::{Purpose, Request, Response};
 use harness_core::sim::{summary, Sim, SimConfig};
+
+/// A sim that always tries to get a missing fact back, by every means in a fixed order: an
+/// archive read first, then re-runs, re-reads and the workspace search (the order the sim
+/// followed before the behaviour profile).
+fn test_behaviour() -> SimBehaviour {
+    SimBehaviour::ordered(Means {
+        archive: 0.4,
+        rerun: 0.3,
+        reread: 0.2,
+        search: 0.1,
+    })
+}
 use harness_core::spec::TaskSpec;
 use serde_json::json;
 
@@ -49,6 +62,7 @@ fn sim(recheck: f64) -> Sim {
             seed: 3,
             recheck,
             judge: Judge::Oracle,
+            behaviour: test_behaviour(),
         },
     )
 }
@@ -135,6 +149,7 @@ fn loss_sim(text: &str) -> Sim {
             seed: 3,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: test_behaviour(),
         },
     )
 }
@@ -191,19 +206,109 @@ fn trimmed_turn3_saying(closing: &str, rerun_output: &str) -> Vec<Response> {
 fn a_rerun_that_no_longer_shows_the_fact_leads_to_the_guess() {
     let rs = trimmed_turn3("     1\tLIMIT = 120");
     assert_eq!(rs[0].tool_calls[0].name, "read_file", "recovery first");
-    let write = &rs[1].tool_calls[0];
+    // Not there: it lists the workspace (the listing names nothing more), then the guess.
+    assert_eq!(rs[1].tool_calls[0].name, "list_files");
+    let write = &rs[2].tool_calls[0];
     assert_eq!(write.args["content"], "limit raised to 120");
+    assert_eq!(rs[3].text, "raised to 120");
+}
+
+#[test]
+fn under_trim_with_the_path_nowhere_visible_it_lists_the_workspace_and_then_writes_the_guess() {
+    let rs = trimmed_turn3_saying("found it", "written");
+    // Nothing in view names a.py: no re-run of the call (the old sim re-read it from memory);
+    // it re-explores with a listing, which here names nothing, then writes the guess.
+    assert_eq!(rs[0].tool_calls[0].name, "list_files", "{rs:?}");
+    assert_eq!(rs[0].tool_calls[0].args, json!({}));
+    assert_eq!(rs[0].from_request, vec![rs[0].tool_calls[0].id.clone()]);
+    assert_eq!(rs[1].tool_calls[0].name, "write_file", "{rs:?}");
+    assert_eq!(rs[1].tool_calls[0].args["content"], "limit raised to 120");
     assert_eq!(rs[2].text, "raised to 120");
 }
 
 #[test]
-fn under_trim_with_the_path_nowhere_visible_the_call_cannot_be_rerun_and_the_guess_is_written() {
-    let rs = trimmed_turn3_saying("found it", "written");
-    // Nothing in view names a.py: no re-run (the old sim re-read it from memory), the guess.
+fn a_listing_that_names_a_file_of_the_step_leads_to_a_read_that_brings_the_fact_back() {
+    let mut s = loss_sim(LOSS);
+    s.continue_turn(2);
+    let mut msgs = vec![
+        Message::user(1, "what is the limit?", None),
+        Message::assistant(1, "found it", vec![]),
+        Message::user(3, "changelog, with the old value", None),
+    ];
+    // The listing names a.py and notes.md; the changelog step writes CHANGES, whose words
+    // share nothing with them, but "limit" in the request is a word of `limit.py`.
+    let rs = drive(&mut s, &mut msgs, &[], &|c| match c.name.as_str() {
+        "list_files" => "a.py\nnotes.md\nlimit.py\n".into(),
+        "read_file" if c.args["path"] == "limit.py" => "     1\tLIMIT = 60".into(),
+        _ => String::new(),
+    });
+    let calls: Vec<String> = rs
+        .iter()
+        .flat_map(|r| &r.tool_calls)
+        .map(|c| format!("{} {}", c.name, c.args))
+        .collect();
+    assert_eq!(calls[0], "list_files {}");
+    assert_eq!(calls[1], r#"read_file {"path":"limit.py"}"#, "{calls:?}");
+    assert_eq!(
+        rs[2].tool_calls[0].args["content"],
+        "limit raised from 60 to 120"
+    );
+}
+
+#[test]
+fn with_a_recovery_probability_of_zero_it_goes_on_without_the_fact() {
+    let mut s = Sim::new(
+        Arc::new(spec::load("t.yaml", LOSS).unwrap()),
+        SimConfig {
+            seed: 3,
+            recheck: 0.0,
+            judge: Judge::Oracle,
+            behaviour: SimBehaviour::never(),
+        },
+    );
+    s.continue_turn(2);
+    let mut msgs = vec![
+        Message::user(1, "what is the limit?", None),
+        Message::assistant(1, "found it in a.py", vec![]),
+        Message::user(3, "changelog, with the old value", None),
+    ];
+    let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 60".into());
+    // a.py is named, and a read would bring the fact back, but the agent does not try.
     assert_eq!(rs[0].tool_calls[0].name, "write_file", "{rs:?}");
     assert_eq!(rs[0].tool_calls[0].args["content"], "limit raised to 120");
-    assert_eq!(rs[1].text, "raised to 120");
-    assert!(rs.iter().all(|r| r.from_request.is_empty()));
+}
+
+#[test]
+fn the_decision_is_drawn_once_per_fact_and_turn_from_the_seed() {
+    // Half the time it tries; over seeds both happen, and each seed decides the same twice.
+    let run = |seed: u64| {
+        let mut s = Sim::new(
+            Arc::new(spec::load("t.yaml", LOSS).unwrap()),
+            SimConfig {
+                seed,
+                recheck: 0.0,
+                judge: Judge::Oracle,
+                behaviour: {
+                    let mut b = test_behaviour();
+                    b.none.recover = 0.5;
+                    b.summary.recover = 0.5;
+                    b
+                },
+            },
+        );
+        s.continue_turn(2);
+        let mut msgs = vec![
+            Message::user(1, "what is the limit?", None),
+            Message::assistant(1, "found it in a.py", vec![]),
+            Message::user(3, "changelog, with the old value", None),
+        ];
+        let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 60".into());
+        rs[0].tool_calls[0].name.clone()
+    };
+    let first: Vec<String> = (1..=12).map(run).collect();
+    assert_eq!(first, (1..=12).map(run).collect::<Vec<_>>());
+    assert!(first.iter().any(|n| n == "read_file"), "{first:?}");
+    assert!(first.iter().any(|n| n == "write_file"), "{first:?}");
 }
 
 #[test]
@@ -214,6 +319,7 @@ fn a_sim_with_the_old_private_map_reruns_a_call_it_cannot_see() {
             seed: 3,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: test_behaviour(),
         },
     );
     s.continue_turn(2);
@@ -279,14 +385,19 @@ fn a_lost_fact_without_a_guess_stops_the_turn() {
     s.continue_turn(2);
     let mut msgs = vec![Message::user(3, "changelog, with the old value", None)];
     let rs = drive(&mut s, &mut msgs, &[], &|_| "     1\tLIMIT = 120".into());
-    assert_eq!(rs.len(), 1, "nothing in view to recover it from: {rs:?}");
-    assert!(rs[0].tool_calls.is_empty());
+    assert_eq!(
+        rs.len(),
+        2,
+        "a listing, then nothing to recover it from: {rs:?}"
+    );
+    assert_eq!(rs[0].tool_calls[0].name, "list_files");
+    assert!(rs[1].tool_calls.is_empty());
     assert!(
-        rs[0]
+        rs[1]
             .text
             .starts_with("I stopped before the write_file of CHANGES"),
         "{}",
-        rs[0].text
+        rs[1].text
     );
 }
 
@@ -374,9 +485,10 @@ fn with_no_cue_visible_no_archive_grep_happens() {
             .all(|r| r.tool_calls.iter().all(|c| c.name != "grep")),
         "{rs:?}"
     );
-    // Nothing else to recover it from (no call or path in view): the guess.
+    // Nothing else to recover it from (no call or path in view, an empty listing): the guess.
+    assert_eq!(rs[0].tool_calls[0].name, "list_files");
     assert_eq!(
-        rs[0].tool_calls[0].args["content"],
+        rs[1].tool_calls[0].args["content"],
         "error: the batch size was not a number"
     );
 }
@@ -410,10 +522,11 @@ fn with_no_archive_the_cue_is_searched_for_in_the_workspace_after_the_reruns() {
         calls[0],
         ("read_file", &json!({ "path": "config/importer.ini" }))
     );
-    assert_eq!(calls[1], ("grep", &json!({ "pattern": "ConfigError" })));
-    // Neither brought the line back (the config was fixed): the guess.
+    assert_eq!(calls[1].0, "list_files");
+    assert_eq!(calls[2], ("grep", &json!({ "pattern": "ConfigError" })));
+    // None brought the line back (the config was fixed): the guess.
     assert_eq!(
-        calls[2].1["content"],
+        calls[3].1["content"],
         "error: the batch size was not a number"
     );
 }
@@ -441,7 +554,8 @@ checks:
     s.continue_turn(1);
     let mut msgs = vec![Message::user(2, "note it", None)];
     let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
-    assert_eq!(rs[0].tool_calls[0].args["content"], "legal");
+    assert_eq!(rs[0].tool_calls[0].name, "list_files");
+    assert_eq!(rs[1].tool_calls[0].args["content"], "legal");
     // A fold result covering turn 1 quotes the user's words: written as scripted.
     let mut s = loss_sim(text);
     s.continue_turn(1);
@@ -484,6 +598,7 @@ fn strategy_turn1(spec: TaskSpec) -> Vec<(String, Vec<(String, serde_json::Value
             seed: 3,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: test_behaviour(),
         },
     );
     let mut msgs = vec![Message::user(1, "go find out why CI is flaky", None)];
@@ -565,7 +680,8 @@ checks:
     s.continue_turn(1);
     let mut msgs = vec![Message::user(2, "now use it", None)];
     let rs = drive(&mut s, &mut msgs, &[], &|_| String::new());
-    assert!(rs[0].text.starts_with("I stopped"), "{rs:?}");
+    assert_eq!(rs[0].tool_calls[0].name, "list_files");
+    assert!(rs[1].text.starts_with("I stopped"), "{rs:?}");
     msgs.push(Message::user(3, "run it", None));
     let r = s.respond(&req(msgs, &[]));
     assert_eq!(r.tool_calls[0].name, "shell");

@@ -33,6 +33,17 @@ checks:
 const CLAUDE_SYSTEM: &str =
     "You are Claude Code.\n# Environment\n - Primary working directory: /w/repo\n";
 
+/// A sim that always tries to get a missing fact back: an archive read first, then re-runs,
+/// re-reads and the workspace search (these tests follow the calls, not the profile's draws).
+fn always_recovers() -> harness_core::behaviour::SimBehaviour {
+    harness_core::behaviour::SimBehaviour::ordered(harness_core::behaviour::Means {
+        archive: 0.4,
+        rerun: 0.3,
+        reread: 0.2,
+        search: 0.1,
+    })
+}
+
 fn tools(names: &[&str]) -> Vec<ToolSpec> {
     names
         .iter()
@@ -51,6 +62,7 @@ fn upstream() -> SimUpstream {
             seed: 1,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: always_recovers(),
         },
     )
 }
@@ -198,6 +210,7 @@ checks: []
             seed: 1,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: always_recovers(),
         },
     );
     let mut agent = Agent::claude();

@@ -180,7 +180,15 @@ impl Builder {
             message,
             trigger,
             pre_tokens,
+            opaque_summary_bytes: None,
         });
+    }
+
+    /// Records that the last compaction point's summary is held only encrypted, `bytes` long.
+    pub(crate) fn opaque_summary(&mut self, bytes: u64) {
+        if let Some(e) = self.s.events.last_mut() {
+            e.opaque_summary_bytes = Some(e.opaque_summary_bytes.unwrap_or(0) + bytes);
+        }
     }
 
     /// A compaction summary message. When no compaction point was recorded just before it,
@@ -197,6 +205,7 @@ impl Builder {
                 message: at,
                 trigger: None,
                 pre_tokens: None,
+                opaque_summary_bytes: None,
             });
         }
         let turn = self.turn;

@@ -4,7 +4,8 @@
 //! `parentUuid`. The importer:
 //!
 //! - follows the **active branch**: from the leaf back through `parentUuid` (and
-//!   `logicalParentUuid` across a compaction boundary, whose `parentUuid` is null); records of
+//!   `logicalParentUuid` across a compaction boundary, whose `parentUuid` is null; a boundary
+//!   whose `logicalParentUuid` the file does not hold is joined to the record before it); records of
 //!   abandoned branches (edits, rewinds) are not read. The leaf is the last `user`/`assistant`
 //!   record that descends from the last assistant record: the last record of the file is not
 //!   always on the branch (bash-mode and local-command records can hang from the root);
@@ -37,7 +38,10 @@
 //! - keeps **compaction points**: a `compact_boundary` system record is an event (trigger and
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
-//!   the summary on ([`crate::RecordedRequest::context_start`]);
+//!   the summary on ([`crate::RecordedRequest::context_start`]); a user record that is not
+//!   `isMeta` and begins with [`CONTINUED`] without the flag is a summary too, and, with no
+//!   boundary before it, a compaction point of kind [`crate::EventKind::Continued`] (a session
+//!   that begins where an earlier one ran out of context);
 //! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
 //!   record timestamps on the branch ([`crate::ImportedSession::started_ms`], `ended_ms`), and
 //!   each message's ([`crate::ImportedSession::message_ms`]: a response's last line);
@@ -289,6 +293,10 @@ impl Tree {
                 if damaged.get(i_damaged).is_some_and(|&d| d < to) {
                     p = Some(before);
                     bridged += 1;
+                } else if s(&l.v, "subtype") == Some("compact_boundary") {
+                    // The conversation it compacted is the one before it in the file, whatever
+                    // uuid its `logicalParentUuid` names (a copy of the session may not hold it).
+                    p = Some(before);
                 }
             }
             parent.push(p);
@@ -607,6 +615,9 @@ pub fn keeps_thinking(model: &str) -> bool {
     }
 }
 
+/// How Claude Code's summary of an earlier conversation begins.
+pub const CONTINUED: &str = "This session is being continued from a previous conversation";
+
 /// One user record: tool results, a prompt, a compaction summary or another user message.
 fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     let Some(content) = l.v.get("message").and_then(|m| m.get("content")) else {
@@ -651,6 +662,12 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     }
     if flag(&l.v, "isCompactSummary") {
         b.summary(all, EventKind::CompactSummary);
+        return;
+    }
+    if all.trim_start().starts_with(CONTINUED) && !flag(&l.v, "isMeta") {
+        // A summary of an earlier conversation with no `isCompactSummary` flag: this file
+        // begins after a loss (or, mid-file, a compaction whose boundary was not recorded).
+        b.summary(all, EventKind::Continued);
         return;
     }
     let not_prompt = |t: &String| {

@@ -34,7 +34,10 @@
 //!
 //! `compacted` {message, replacement_history} is a compaction point: the replacement history
 //! (when present) is added as non-turn messages, then the message as the summary; requests after
-//! it read from there on.
+//! it read from there on. A `compaction` item in the replacement history is the summary held
+//! encrypted: its size is kept ([`crate::SessionEvent::opaque_summary_bytes`]), its words cannot
+//! be. An `event_msg` `context_compacted` with no `compacted` item before it (since the last
+//! response item) is a compaction point of its own.
 //!
 //! Forks: `session_meta.forked_from_id` (or `parent_thread_id`, or
 //! `source.subagent.thread_spawn.parent_thread_id`) sets `parent`. A fork's file repeats the
@@ -122,6 +125,9 @@ struct Conv {
     calls: Vec<ToolCall>,
     web_searches: usize,
     last_total: Option<Value>,
+    /// A `compacted` item was read and no response item since: its `context_compacted` event
+    /// is the same compaction.
+    compacted: bool,
 }
 
 impl Conv {
@@ -133,6 +139,7 @@ impl Conv {
             calls: Vec::new(),
             web_searches: 0,
             last_total: None,
+            compacted: false,
         }
     }
 
@@ -155,6 +162,7 @@ impl Conv {
 
     fn item(&mut self, line: usize, p: &Map<String, Value>) {
         let t = s(p, "type").unwrap_or("");
+        self.compacted = false;
         match t {
             "message" => {
                 let role = s(p, "role").unwrap_or("");
@@ -250,10 +258,17 @@ impl Conv {
     /// A `compacted` item.
     fn compacted(&mut self, p: &Map<String, Value>) {
         self.close();
+        self.compacted = true;
         self.b.compaction(EventKind::Compacted, None, None);
         if let Some(Value::Array(items)) = p.get("replacement_history") {
             for it in items {
                 let Some(o) = it.as_object() else { continue };
+                if s(o, "type") == Some("compaction") {
+                    // The summary, encrypted: there is one, its words cannot be read.
+                    let bytes = s(o, "encrypted_content").map_or(0, str::len);
+                    self.b.opaque_summary(bytes as u64);
+                    continue;
+                }
                 if s(o, "type") != Some("message") {
                     continue;
                 }
@@ -576,6 +591,13 @@ fn feed(conv: &mut Conv, l: &Line) {
             }
         }
         "event_msg" if s(p, "type") == Some("token_count") => conv.token_count(p),
+        // The event that goes with a `compacted` item; alone (no item written), the compaction
+        // point itself.
+        "event_msg" if s(p, "type") == Some("context_compacted") && !conv.compacted => {
+            conv.close();
+            conv.compacted = true;
+            conv.b.compaction(EventKind::Compacted, None, None);
+        }
         _ => {} // other events duplicate response items; newer item types carry nothing we read
     }
 }

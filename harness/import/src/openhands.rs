@@ -12,6 +12,8 @@
 //! - observations with `tool_call_metadata` are the results of `tool_call_id` (an `error`
 //!   observation is an error result); observations without it (errors, rejections) are user
 //!   messages of the turn in progress;
+//! - a `condensation` action (the condenser forgot earlier events) is a compaction point of
+//!   kind [`crate::EventKind::Condensation`]; its `summary`, when it has one, the summary message;
 //! - `recall` actions and observations (workspace context the prompt manager renders itself),
 //!   state changes and other bookkeeping events are dropped.
 
@@ -20,7 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::builder::Builder;
 use crate::error::ImportError;
-use crate::session::{Format, ImportedSession, Warning};
+use crate::session::{EventKind, Format, ImportedSession, Warning};
 use crate::swe::openai_calls;
 use crate::util::{self, json_lines, s};
 
@@ -86,6 +88,13 @@ fn run(b: &mut Builder, line: usize, history: &[Value]) {
                     arg_text("content").or_else(|| s(e, "message").map(str::to_string)),
                 ),
                 ("recall", _) => {}
+                ("condensation", _) => {
+                    match arg_text("summary").filter(|t| !t.trim().is_empty()) {
+                        Some(summary) => b.summary(summary, EventKind::Condensation),
+                        None => b.compaction(EventKind::Condensation, None, None),
+                    }
+                    last_response = None;
+                }
                 ("message", None) if source == "user" => {
                     let text = arg_text("content")
                         .or_else(|| s(e, "message").map(str::to_string))

@@ -217,9 +217,22 @@ pub enum EventKind {
     CompactBoundary,
     /// Claude Code's `isCompactSummary` user record: the summary message at `message`.
     CompactSummary,
-    /// Codex's `compacted` item: the history was replaced here; the summary (when the item has
-    /// text) is the message at `message`.
+    /// Codex's `compacted` item (or, with no item, its `context_compacted` event): the history
+    /// was replaced here; the summary (when the item has text) is the message at `message`.
     Compacted,
+    /// A Claude Code session that begins with the summary of an earlier conversation ("This
+    /// session is being continued from a previous conversation …"): the loss happened before
+    /// the file begins, so nothing of what was lost is in it.
+    Continued,
+    /// OpenHands' `condensation` action: earlier events were forgotten here; its summary, when
+    /// it has one, is the message at `message`.
+    Condensation,
+    /// In a foldbench run's cell: a fold, strategy exit or compaction replaced earlier results
+    /// with a host-written result before the next request (read from the cell's events).
+    Folded,
+    /// In a foldbench run's cell: the next request no longer showed earlier results and nothing
+    /// stood in their place (`trim`).
+    Dropped,
 }
 
 /// A compaction point.
@@ -233,6 +246,11 @@ pub struct SessionEvent {
     pub trigger: Option<String>,
     /// The context size before compaction, when recorded (`compactMetadata.preTokens`).
     pub pre_tokens: Option<u64>,
+    /// The size in bytes of a summary the transcript holds only encrypted (the `compaction`
+    /// item of a Codex `compacted` replacement history): there is a summary, but its words
+    /// cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque_summary_bytes: Option<u64>,
 }
 
 /// One human prompt.

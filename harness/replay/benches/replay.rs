@@ -305,11 +305,17 @@ fn hidden_analysis(sessions: &[ImportedSession]) -> usize {
     for (s, ix) in sessions.iter().zip(&indexes) {
         let cands = Candidates::new(s, ix, &common);
         let units = vec![0; s.human_turns.len() + 2];
-        let mut obs = Observer::new(s, ix, &cands, units);
+        let ws = harness_replay::hidden::Workspace::new(s, ix);
+        let profile = harness_core::behaviour::Profile::shipped();
+        let mut obs = Observer::new(s, ix, &cands, units, &ws, profile);
+        let price = harness_core::metrics::Price::default();
         for k in 0..s.requests.len() {
             let ctx = none_context(s, k);
             let tokens = harness_replay::engine::sum_tokens(&ctx);
-            hidden += obs.observe(k, &ctx, tokens, &mut [], &mut []).0.len();
+            hidden += obs
+                .observe(k, &ctx, tokens, &price, &mut [], &mut [])
+                .0
+                .len();
         }
     }
     hidden

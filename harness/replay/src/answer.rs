@@ -14,6 +14,7 @@
 //! would count it twice. The hidden references per 100 responses (recoverable ones included)
 //! stay in the policy table.
 
+use harness_core::behaviour::End;
 use harness_report::answer::Answer;
 use harness_report::fmt::count;
 use harness_report::frontier::{self, Point};
@@ -208,6 +209,7 @@ pub fn answers(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<Answ
         loss_note: loss_note(r),
         success: None,
         cost: None,
+        range: None,
         frontier: false,
     };
     let one = Estimate {
@@ -224,8 +226,8 @@ pub fn answers(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<Answ
                 (p.error.is_none() && !p.sizes().is_empty()).then(|| Pair {
                     base_tokens: b.tokens_incl_recovery() as f64,
                     arm_tokens: p.tokens_incl_recovery() as f64,
-                    base_cost: b.cost(),
-                    arm_cost: p.cost(),
+                    base_cost: b.cost_incl_recovery_at(End::Point),
+                    arm_cost: p.cost_incl_recovery_at(End::Point),
                     base_success: true,
                     arm_success: true,
                 })
@@ -235,7 +237,13 @@ pub fn answers(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<Answ
             continue;
         }
         let v = verdict::verdict(&row.policy, NONE, &pairs);
-        out.push(answer(row, v.tokens, v.tokens_median, false));
+        let mut a = answer(row, v.tokens, v.tokens_median, false);
+        a.cost = Some(v.cost.point);
+        a.range = Some((
+            ratio_at(replays, &row.policy, End::Low),
+            ratio_at(replays, &row.policy, End::High),
+        ));
+        out.push(a);
     }
     let marked = points(&out);
     for (a, p) in out.iter_mut().zip(marked) {
@@ -244,13 +252,161 @@ pub fn answers(replays: &[SessionReplay], summary: &[PolicySummary]) -> Vec<Answ
     out
 }
 
-/// The verdict block for the terminal: the heading (with `sessions`, what was compared:
-/// [`LeftOut::sessions_label`]) and one line per policy, each broken at `width` columns.
-pub fn block(answers: &[Answer], sessions: &str, width: usize) -> Vec<String> {
+/// The sessions `policy` and `none` both replayed, as the verdict pairs them.
+fn paired<'a>(
+    replays: &'a [SessionReplay],
+    policy: &'a str,
+) -> impl Iterator<
+    Item = (
+        &'a crate::engine::PolicyReplay,
+        &'a crate::engine::PolicyReplay,
+    ),
+> + 'a {
+    replays.iter().filter_map(move |s| {
+        let (b, p) = (s.policy(NONE)?, s.policy(policy)?);
+        (p.error.is_none() && !p.sizes().is_empty()).then_some((b, p))
+    })
+}
+
+/// Tokens incl. recovery Σ× none of `policy` with recovery read at `end` of the behaviour
+/// profile's intervals (the pairs of the verdict; 1 with none).
+pub fn ratio_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
+    let (mut a, mut b) = (0u64, 0u64);
+    for (base, arm) in paired(replays, policy) {
+        a += arm.tokens_incl_recovery_at(end);
+        b += base.tokens_incl_recovery_at(end);
+    }
+    if b == 0 {
+        1.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// References gone per 100 responses of `policy` with recovery read at `end`.
+pub fn gone_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
+    let (mut gone, mut responses) = (0usize, 0usize);
+    for s in replays {
+        if let Some(p) = s.policy(policy) {
+            gone += p.recovery_at(end).gone;
+            responses += p.probes.requests;
+        }
+    }
+    if responses == 0 {
+        0.0
+    } else {
+        100.0 * gone as f64 / responses as f64
+    }
+}
+
+/// The frontier's points with recovery read at `end` of the profile's intervals: the same
+/// policies as `answers`, their cost and loss there, frontier marked.
+pub fn points_at(replays: &[SessionReplay], answers: &[Answer], end: End) -> Vec<Point> {
+    let mut points: Vec<Point> = answers
+        .iter()
+        .map(|a| Point {
+            arm: a.arm.clone(),
+            cost: if a.baseline {
+                1.0
+            } else {
+                ratio_at(replays, &a.arm, end)
+            },
+            loss: gone_at(replays, &a.arm, end),
+            frontier: false,
+        })
+        .collect();
+    frontier::mark(&mut points);
+    points
+}
+
+/// The frontier at the low and the high end of the behaviour profile's intervals, then one line
+/// per ranking that flips between them — a policy against `none`, two policies against each
+/// other, a policy's place on the frontier — or one line saying none does.
+pub fn sensitivity(replays: &[SessionReplay], answers: &[Answer]) -> Vec<String> {
+    let lo = points_at(replays, answers, End::Low);
+    let hi = points_at(replays, answers, End::High);
+    let on = |ps: &[Point]| {
+        let v: Vec<&str> = ps
+            .iter()
+            .filter(|p| p.frontier)
+            .map(|p| p.arm.as_str())
+            .collect();
+        v.join(", ")
+    };
+    let mut out = vec![format!(
+        "Frontier at the low end of the behaviour profile's intervals: {}; at the high end: {}",
+        on(&lo),
+        on(&hi)
+    )];
+    let head = out.len();
+    let side = |x: f64, y: f64| {
+        if x < y - 1e-9 {
+            Some("cheaper")
+        } else if x > y + 1e-9 {
+            Some("dearer")
+        } else {
+            None
+        }
+    };
+    for (i, (a, b)) in lo.iter().zip(&hi).enumerate() {
+        if answers[i].baseline {
+            continue;
+        }
+        if let (Some(x), Some(y)) = (side(a.cost, 1.0), side(b.cost, 1.0)) {
+            if x != y {
+                out.push(format!(
+                    "{} against none depends on the recovery rate: {x} at the low end of the profile (Σ× {:.2}), {y} at the high end (Σ× {:.2})",
+                    a.arm, a.cost, b.cost
+                ));
+            }
+        }
+    }
+    for i in 0..lo.len() {
+        for j in (i + 1)..lo.len() {
+            if answers[i].baseline || answers[j].baseline {
+                continue;
+            }
+            let (x, y) = (side(lo[i].cost, lo[j].cost), side(hi[i].cost, hi[j].cost));
+            if let (Some(x), Some(y)) = (x, y) {
+                if x != y {
+                    out.push(format!(
+                        "{} against {} depends on the recovery rate: {x} at the low end of the profile, {y} at the high end",
+                        lo[i].arm, lo[j].arm
+                    ));
+                }
+            }
+        }
+    }
+    for (a, b) in lo.iter().zip(&hi) {
+        if a.frontier != b.frontier {
+            let (on, off) = if a.frontier {
+                ("low", "high")
+            } else {
+                ("high", "low")
+            };
+            out.push(format!(
+                "{} is on the frontier at the {on} end of the profile, not at the {off} end",
+                a.arm
+            ));
+        }
+    }
+    if out.len() == head {
+        out.push("No ranking flips between the low and the high end of the behaviour profile's intervals (verdict and frontier the same at both).".into());
+    }
+    out
+}
+
+/// The verdict block for the terminal: the heading (naming the behaviour `profile`, with
+/// `sessions`, what was compared: [`LeftOut::sessions_label`]) and one line per policy, each
+/// broken at `width` columns.
+pub fn block(answers: &[Answer], sessions: &str, profile: &str, width: usize) -> Vec<String> {
     if answers.is_empty() {
         return Vec::new();
     }
-    let heading = format!("{} ({sessions})", harness_report::answer::REPLAY_HEADING);
+    let heading = format!(
+        "{} ({sessions})",
+        harness_report::answer::replay_heading(profile)
+    );
     let mut out = harness_report::answer::wrap(&heading, width, 2);
     for l in harness_report::answer::lines(answers) {
         out.extend(harness_report::answer::wrap(&format!("  {l}"), width, 6));

@@ -33,6 +33,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use harness_core::behaviour::{End, Profile};
 use harness_core::context::cached_prefix_tokens;
 use harness_core::driver::{Driver, Next, Summary};
 use harness_core::message::{Message, MessageKind, Role, ToolCall};
@@ -45,8 +46,8 @@ use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 
 use crate::hidden::{
-    BySource, Candidates, Common, HiddenRef, Observer, ProbeCounts, Probes, Recovery, SessionIndex,
-    REFS_PER_REQUEST,
+    BySource, Candidates, Common, HiddenRef, Observer, ProbeCounts, Probes, Recovery,
+    RecoveryRange, SessionIndex, Workspace, REFS_PER_REQUEST,
 };
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
@@ -67,6 +68,9 @@ pub struct ReplayConfig {
     pub window: u64,
     /// Prices per model (built-in list prices, overrides, the default for the rest).
     pub prices: PriceTable,
+    /// How agents recover what a policy hid ([`harness_core::behaviour`]; the shipped profile
+    /// by default).
+    pub behaviour: Arc<Profile>,
 }
 
 impl Default for ReplayConfig {
@@ -79,6 +83,7 @@ impl Default for ReplayConfig {
             judge: JudgeKind::Lexical,
             window: DEFAULT_WINDOW,
             prices: PriceTable::default(),
+            behaviour: Arc::new(Profile::shipped().clone()),
         }
     }
 }
@@ -254,9 +259,13 @@ pub struct PolicyReplay {
     /// The probes over the turns' requests.
     #[serde(default)]
     pub probes: ProbeCounts,
-    /// What recovering the hidden references would cost ([`crate::hidden::recovery`]).
+    /// What recovering the hidden references would cost ([`crate::hidden::recovery`]), at the
+    /// profile's point estimates.
     #[serde(default)]
     pub recovery: Recovery,
+    /// The same at the low and high ends of the profile's intervals.
+    #[serde(default)]
+    pub recovery_range: RecoveryRange,
     /// Why the policy could not go on ([`Policy::failed`](harness_core::policy::Policy::failed): a policy process that broke the
     /// protocol); the replay is then empty: nothing of the session is counted for the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,6 +306,26 @@ impl PolicyReplay {
     /// ([`Recovery::tokens`]).
     pub fn tokens_incl_recovery(&self) -> u64 {
         self.total_input() + self.recovery.tokens()
+    }
+
+    /// The recovery at `end` of the profile's intervals.
+    pub fn recovery_at(&self, end: End) -> &Recovery {
+        match end {
+            End::Low => &self.recovery_range.low,
+            End::Point => &self.recovery,
+            End::High => &self.recovery_range.high,
+        }
+    }
+
+    /// [`tokens_incl_recovery`](Self::tokens_incl_recovery) at `end` of the profile's intervals.
+    pub fn tokens_incl_recovery_at(&self, end: End) -> u64 {
+        self.total_input() + self.recovery_at(end).tokens()
+    }
+
+    /// Dollars with recovery: the replayed requests and what recovering cost
+    /// ([`Recovery::cost`]), at `end` of the profile's intervals.
+    pub fn cost_incl_recovery_at(&self, end: End) -> f64 {
+        self.cost() + self.recovery_at(end).cost
     }
 
     /// Folds known to be premature (only labelled sessions can tell).
@@ -459,7 +488,8 @@ impl Replayer {
         cands: &Candidates,
     ) -> SessionReplay {
         let turns = Turns::new(session, self.config.judge, labels);
-        let analysis = Analysis { ix, cands };
+        let ws = Workspace::new(session, ix);
+        let analysis = Analysis { ix, cands, ws: &ws };
         let prefix = estimate_prefix(session);
         let policies = self
             .config
@@ -494,6 +524,17 @@ impl Replayer {
         labels: Option<&Labels>,
         threads: usize,
     ) -> Vec<SessionReplay> {
+        self.replay_all_measured(sessions, labels, threads).0
+    }
+
+    /// [`Replayer::replay_all`], and what each session's recorded losses show
+    /// ([`crate::losses::measure`]) from the same index.
+    pub fn replay_all_measured(
+        &self,
+        sessions: &[ImportedSession],
+        labels: Option<&Labels>,
+        threads: usize,
+    ) -> (Vec<SessionReplay>, Vec<crate::losses::SessionLosses>) {
         let indexes = parallel_map(sessions, threads, SessionIndex::new);
         let common = Common::of(
             sessions
@@ -504,8 +545,11 @@ impl Replayer {
         let pairs: Vec<(&ImportedSession, &SessionIndex)> = sessions.iter().zip(&indexes).collect();
         parallel_map(&pairs, threads, |(s, ix)| {
             let cands = Candidates::new(s, ix, &common);
-            self.replay_indexed(s, labels, ix, &cands)
+            let replay = self.replay_indexed(s, labels, ix, &cands);
+            (replay, crate::losses::measure(s, ix, &common))
         })
+        .into_iter()
+        .unzip()
     }
 }
 
@@ -548,10 +592,11 @@ pub fn parallel_map<T: Sync, R: Send>(
     all.into_iter().map(|(_, r)| r).collect()
 }
 
-/// A session's index and candidates, shared by its policies.
+/// A session's index, candidates and workspace, shared by its policies.
 struct Analysis<'a> {
     ix: &'a SessionIndex,
     cands: &'a Candidates,
+    ws: &'a Workspace,
 }
 
 /// The state of one policy's replay.
@@ -615,7 +660,14 @@ fn replay_policy(
         prev: None,
         out,
         summaries,
-        obs: Observer::new(session, analysis.ix, analysis.cands, turns.unit_ids()),
+        obs: Observer::new(
+            session,
+            analysis.ix,
+            analysis.cands,
+            turns.unit_ids(),
+            analysis.ws,
+            &config.behaviour,
+        ),
         at: 0,
     };
     let prompt_at: HashMap<usize, usize> = session
@@ -654,6 +706,7 @@ fn replay_policy(
     l.out.responses_with_hidden = l.obs.responses;
     l.out.probes = l.obs.probes;
     l.out.recovery = l.obs.recovery();
+    l.out.recovery_range = l.obs.recovery_range();
     l.out
 }
 
@@ -671,6 +724,7 @@ fn empty_replay(spec: &PolicySpec, requests: usize) -> PolicyReplay {
         responses_with_hidden: 0,
         probes: ProbeCounts::default(),
         recovery: Recovery::default(),
+        recovery_range: RecoveryRange::default(),
         error: None,
     }
 }
@@ -738,10 +792,12 @@ impl Loop<'_> {
         };
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
         let tokens = u64::from(self.prefix) + sum_tokens(&messages);
+        let price = self.prices.get(k).copied().unwrap_or(self.price);
         let (hidden, probes) = self.obs.observe(
             k,
             &messages,
             tokens,
+            &price,
             &mut self.out.folds,
             &mut self.out.compactions,
         );

@@ -32,6 +32,9 @@
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
 //!   stated beside them; [`answer`]: the verdict a replay opens with and its cost–loss frontier.
+//! - [`losses`]: after real compactions — what a recorded agent did in the calls after it lost
+//!   its context, against the base rate of windows with no loss — and the behaviour profile
+//!   measured from it.
 //! - [`subagents`]: each subagent paired with the parent's call that started it, what the
 //!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
 //!   same work inline, and how much of it ran in parallel.
@@ -49,6 +52,7 @@ pub mod caveats;
 pub mod engine;
 pub mod hidden;
 pub mod labels;
+pub mod losses;
 pub mod page;
 pub mod points;
 pub mod report;

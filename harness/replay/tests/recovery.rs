@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use harness_core::behaviour::{Means, Profile};
 use harness_core::message::{Message, ToolCall};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
 use harness_replay::{JudgeKind, PolicyReplay, ReplayConfig, Replayer, SessionReplay};
@@ -121,17 +122,35 @@ fn session() -> ImportedSession {
 const FOLD: &str = "fold:card_after_tool_calls=1";
 const PLACEHOLDER: &str = "trim:mode=placeholder";
 
-fn replay() -> SessionReplay {
+/// The replay under a profile in which agents always recover, by `means` alone.
+fn replay_with(recover: f64, means: Means) -> SessionReplay {
     Replayer::new(ReplayConfig {
         policies: ["none", "trim", PLACEHOLDER, FOLD]
             .iter()
             .map(|p| policies::parse_policy(p).unwrap())
             .collect(),
         judge: JudgeKind::Lexical,
+        behaviour: Arc::new(Profile::uniform("test", recover, means)),
         ..ReplayConfig::default()
     })
     .unwrap()
     .replay(&session(), None)
+}
+
+/// Re-reads only (what the placeholder's cleared results need).
+fn rereads() -> Means {
+    Means {
+        reread: 1.0,
+        ..Means::default()
+    }
+}
+
+/// Archive reads only (what a fold's archive allows).
+fn archive_reads() -> Means {
+    Means {
+        archive: 1.0,
+        ..Means::default()
+    }
 }
 
 /// The size of a policy's request for recorded request `k` (C1 = 4, C2 = 5, D1 = 6).
@@ -162,8 +181,8 @@ fn grep(id: &str, pattern: &str, output: &str) -> u64 {
 }
 
 #[test]
-fn none_and_trim_pay_nothing_and_trim_loses_every_reference() {
-    let r = replay();
+fn none_and_trim_pay_nothing_and_trim_loses_every_reference_when_agents_never_recover() {
+    let r = replay_with(0.0, rereads());
     let none = r.policy("none").unwrap();
     assert_eq!(none.recovery, Default::default());
     assert_eq!(none.tokens_incl_recovery(), none.total_input());
@@ -181,8 +200,8 @@ fn none_and_trim_pay_nothing_and_trim_loses_every_reference() {
 }
 
 #[test]
-fn a_rerun_is_carried_while_its_turn_keeps_its_results() {
-    let r = replay();
+fn a_reread_is_carried_while_its_turn_keeps_its_results() {
+    let r = replay_with(1.0, rereads());
     let p = r.policy(PLACEHOLDER).unwrap();
     let rec = p.recovery;
     // C1: MEMBER_RATE is hidden (turn 1's result is cleared, its call kept): re-run c1, whose
@@ -207,7 +226,7 @@ fn a_rerun_is_carried_while_its_turn_keeps_its_results() {
     assert_eq!(
         (
             rec.round_trips,
-            rec.reruns,
+            rec.rereads,
             rec.recovered,
             rec.covered,
             rec.gone
@@ -227,11 +246,19 @@ fn a_rerun_is_carried_while_its_turn_keeps_its_results() {
         p.tokens_incl_recovery(),
         p.total_input() + (129 + 215) + 3 * 49
     );
+    // In dollars at the default price ($3 input, write ×1.25, read ×0.1): the round trips read
+    // their prefixes from the cache; x is written in C1 and read in C2, y written in D1.
+    let dollars = 3e-6 * ((129.0 + 215.0) * 0.1 + 49.0 * 1.25 + 49.0 * 0.1 + 49.0 * 1.25);
+    assert!((rec.cost - dollars).abs() < 1e-12, "{} {dollars}", rec.cost);
+    assert!(
+        (p.cost_incl_recovery_at(harness_core::behaviour::End::Point) - (p.cost() + dollars)).abs()
+            < 1e-12
+    );
 }
 
 #[test]
 fn an_archive_grep_shows_its_lines_and_rides_along_until_its_turn_is_folded() {
-    let r = replay();
+    let r = replay_with(1.0, archive_reads());
     let p = r.policy(FOLD).unwrap();
     let rec = p.recovery;
     let file = ".foldbench/archive/fold-turns-001-001.txt";
@@ -287,7 +314,7 @@ fn an_archive_grep_shows_its_lines_and_rides_along_until_its_turn_is_folded() {
 
 #[test]
 fn the_table_the_verdict_and_the_frontier_count_recovery() {
-    let r = replay();
+    let r = replay_with(1.0, rereads());
     let labels: Vec<String> = ["none", "trim", PLACEHOLDER, FOLD]
         .iter()
         .map(|s| s.to_string())
@@ -301,9 +328,21 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     let row = rows.iter().find(|x| x.policy == PLACEHOLDER).unwrap();
     assert_eq!(row.tokens_incl_recovery, incl);
     assert_eq!(row.incl_recovery_ratio, Some(incl as f64 / none as f64));
-    // trim: 5 references gone over 7 responses; the placeholder's are all recovered.
+    // trim (drop), whose calls are gone, re-explores: C1's MEMBER_RATE by a re-read of
+    // shop/discount.py (its 0.15 then covered), C2's TAX_CODE_77 covered by it (turn 3 keeps its
+    // results), D1's SHIPPING_ZONE_9 by a second re-read (turn 4 dropped turn 3's); only C1's
+    // `shop/discount.py`, which no tool result showed (the call's own argument), is gone: 1 of
+    // 5 over 7 responses. The placeholder's are all recovered.
     let trim = rows.iter().find(|x| x.policy == "trim").unwrap();
-    assert!((trim.gone_per_100_responses - 500.0 / 7.0).abs() < 1e-9);
+    assert_eq!(
+        (
+            trim.recovery.recovered,
+            trim.recovery.covered,
+            trim.recovery.gone
+        ),
+        (2, 2, 1)
+    );
+    assert!((trim.gone_per_100_responses - 100.0 / 7.0).abs() < 1e-9);
     assert_eq!(row.gone_per_100_responses, 0.0);
     // The table shows both figures side by side, each with its Σ× none (input, incl. recovery).
     let t = harness_replay::report::policy_table(&rows, false);
@@ -327,7 +366,7 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
         format!("{:.2}×", incl as f64 / none as f64)
     );
     // The verdict's cost is the same Σ× (one session: no spread), and its frontier is the
-    // arms no other beats: the placeholder loses nothing; trim loses 71.4 per 100 responses.
+    // arms no other beats: the placeholder loses nothing; trim loses 14.3 per 100 responses.
     let answers = harness_replay::answer::answers(std::slice::from_ref(&r), &rows);
     let a = answers.iter().find(|a| a.arm == PLACEHOLDER).unwrap();
     assert_eq!(a.tokens.point, incl as f64 / none as f64);
@@ -349,7 +388,49 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     assert!(lines[0].starts_with("none:"), "{lines:?}");
     assert!(
         lines.iter().any(|l| l.starts_with("trim:")
-            && l.contains("loses 71.4 refs gone/100 resp (5 of 5 hidden)")),
+            && l.contains("loses 14.3 refs gone/100 resp (1 of 5 hidden; 4 recovered)")),
         "{lines:?}"
+    );
+}
+
+#[test]
+fn the_low_and_high_ends_of_the_profile_bracket_the_point_with_the_same_draws() {
+    let mut profile = Profile::uniform("range", 0.5, rereads());
+    for k in [&mut profile.summary, &mut profile.none]
+        .into_iter()
+        .flatten()
+    {
+        k.recover = harness_core::behaviour::Rate {
+            point: 0.5,
+            lo: 0.0,
+            hi: 1.0,
+        };
+    }
+    let r = Replayer::new(ReplayConfig {
+        policies: vec![policies::parse_policy(PLACEHOLDER).unwrap()],
+        judge: JudgeKind::Lexical,
+        behaviour: Arc::new(profile),
+        ..ReplayConfig::default()
+    })
+    .unwrap()
+    .replay(&session(), None);
+    let p = r.policy(PLACEHOLDER).unwrap();
+    let (lo, hi) = (p.recovery_range.low, p.recovery_range.high);
+    // At the low end nobody recovers: every hidden reference is gone, nothing is paid.
+    assert_eq!((lo.recovered, lo.covered, lo.tokens()), (0, 0, 0));
+    assert_eq!(lo.gone, p.hidden.total());
+    // At the high end it is the always-recovering replay above.
+    let always = replay_with(1.0, rereads());
+    assert_eq!(hi, always.policy(PLACEHOLDER).unwrap().recovery);
+    // The point lies between, on each count.
+    let pt = p.recovery;
+    assert!(
+        lo.gone >= pt.gone && pt.gone >= hi.gone,
+        "{lo:?} {pt:?} {hi:?}"
+    );
+    assert!(lo.tokens() <= pt.tokens() && pt.tokens() <= hi.tokens());
+    assert_eq!(
+        p.tokens_incl_recovery_at(harness_core::behaviour::End::High),
+        p.total_input() + hi.tokens()
     );
 }

@@ -2,13 +2,15 @@
 //! loses, whether it is on the cost–loss frontier — before any table, in the terminal, Markdown
 //! and HTML.
 //!
-//! The saving is `1 − Σ×` of the arm's tokens after recovery against the baseline's (the ratio
-//! of summed totals over the pairs, with its 95% bootstrap interval, the same figure as the
-//! tables' `Σ× none` and the frontier's cost), the median of the per-pair ratios (`med×`) beside
-//! it. In runs the tokens are `tokens/task`, which already counts every recovery request the
-//! agent made and every compaction call; in replay they are `tokens incl. recovery` (the recorded
-//! requests under the policy plus the modelled cost of getting back what it hid,
-//! `harness_replay::hidden::recovery`).
+//! Runs and replays share one cost measure and its words, **tokens incl. recovery**: the saving
+//! is `1 − Σ×` of the arm's tokens with recovery against the baseline's (the ratio of summed
+//! totals over the pairs, with its 95% bootstrap interval, the same figure as the frontier's
+//! cost), the median of the per-pair ratios (`med×`) beside it, and the money figure — dollars
+//! with prompt caching, recovery included — as `$ Σ×`. In runs the tokens are every input token
+//! a cell sent (`tokens/task`): the agent's recovery requests are requests of the cell; in
+//! replay they are the recorded requests under the policy plus the recovery the behaviour
+//! profile models (`harness_replay::hidden::recovery`), and `profile Σ× lo–hi` gives the figure
+//! at the low and high ends of the profile's intervals.
 //!
 //! ```
 //! use harness_report::answer::{Answer, lines};
@@ -24,6 +26,7 @@
 //!     loss_note: None,
 //!     success: None,
 //!     cost: Some(0.71),
+//!     range: None,
 //!     frontier: true,
 //! };
 //! assert_eq!(
@@ -58,8 +61,11 @@ pub struct Answer {
     pub loss_note: Option<String>,
     /// Success rate, arm minus baseline, with its interval (runs only).
     pub success: Option<Estimate>,
-    /// Dollars Σ× the baseline's (runs: the cells' cost, recovery included).
+    /// Dollars Σ× the baseline's, with prompt caching and recovery included.
     pub cost: Option<f64>,
+    /// Tokens incl. recovery Σ× at the low and high ends of the behaviour profile's intervals
+    /// (replay: the modelled recovery's sensitivity).
+    pub range: Option<(f64, f64)>,
     /// On the cost–loss frontier.
     pub frontier: bool,
 }
@@ -111,8 +117,14 @@ impl Answer {
         let dollars = self
             .cost
             .map_or_else(String::new, |c| format!("; $ Σ× {c:.2}"));
+        let range = self
+            .range
+            .filter(|(lo, hi)| format!("{lo:.2}") != format!("{hi:.2}"))
+            .map_or_else(String::new, |(lo, hi)| {
+                format!("; profile Σ× {:.2}–{:.2}", lo.min(hi), lo.max(hi))
+            });
         format!(
-            "{head} (tokens {}, med× {:.2}{before}{dollars})",
+            "{head} (tokens {}, med× {:.2}{before}{dollars}{range})",
             t.ratio_text(),
             self.tokens_median
         )
@@ -172,15 +184,40 @@ pub fn lines(answers: &[Answer]) -> Vec<String> {
     answers.iter().map(|a| a.line_padded(w)).collect()
 }
 
-/// The heading of a run's verdict.
-pub fn run_heading(baseline: &str) -> String {
+/// The cost measure of every verdict, runs and replays alike.
+pub const COST_WORDS: &str = "tokens incl. recovery";
+
+/// The heading of a run's verdict, naming the behaviour profile(s) the records' sim followed
+/// after a loss (none for real models and agents).
+pub fn run_heading(baseline: &str, records: &[CellRecord]) -> String {
+    let mut profiles: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.behaviour.as_deref())
+        .collect();
+    profiles.sort_unstable();
+    profiles.dedup();
+    let sim = match profiles.as_slice() {
+        [] => String::new(),
+        [one] => format!("; the sim after a loss: behaviour profile `{one}`"),
+        many => format!(
+            "; the sim after a loss: behaviour profiles {} (mixed records: compare with care)",
+            many.iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     format!(
-        "Verdict against {baseline}: tokens/task (recovery included) Σ× [95% interval over paired cells]; loss: lost facts per cell"
+        "Verdict against {baseline}: {COST_WORDS} Σ× [95% interval over paired cells] (the agent's recovery requests are the cell's); $ with prompt caching; loss: lost facts per cell{sim}"
     )
 }
 
-/// The heading of a replay's verdict.
-pub const REPLAY_HEADING: &str = "Verdict against none: tokens incl. recovery Σ× [95% interval over sessions]; loss: references gone (no source to recover them from) per 100 responses";
+/// The heading of a replay's verdict, naming the behaviour profile its recovery follows.
+pub fn replay_heading(profile: &str) -> String {
+    format!(
+        "Verdict against none: {COST_WORDS} Σ× [95% interval over sessions] (recovery as the behaviour profile `{profile}` says; profile Σ×: at the low and high ends of its intervals); $ with prompt caching; loss: references gone (not fetched back) per 100 responses"
+    )
+}
 
 /// The answers of a run against `baseline` (`requested`, else `none` when the records have it,
 /// else the first arm): the baseline's line first, then each arm in first-seen order, with the
@@ -215,6 +252,7 @@ pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, 
             loss_note: None,
             success: None,
             cost: None,
+            range: None,
             frontier: on(&baseline),
         });
     }
@@ -236,6 +274,7 @@ pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, 
             loss_note: None,
             success: (!unchecked).then_some(v.success),
             cost: Some(v.cost.point),
+            range: None,
         });
     }
     (baseline, out)
@@ -248,7 +287,7 @@ pub fn run_block(records: &[CellRecord], requested: Option<&str>, width: usize) 
     if answers.is_empty() {
         return Vec::new();
     }
-    let mut out = wrap(&run_heading(&baseline), width, 2);
+    let mut out = wrap(&run_heading(&baseline, records), width, 2);
     for l in lines(&answers) {
         out.extend(wrap(&format!("  {l}"), width, 6));
     }
@@ -289,7 +328,7 @@ pub fn run_markdown(records: &[CellRecord], requested: Option<&str>) -> String {
     if answers.is_empty() {
         return String::new();
     }
-    let mut s = format!("### {}\n\n", run_heading(&baseline));
+    let mut s = format!("### {}\n\n", run_heading(&baseline, records));
     for l in lines(&answers) {
         s.push_str(&format!(
             "- {}\n",

@@ -582,6 +582,7 @@ mod tests {
             wall_ms: 1,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The cost–loss frontier: each arm as a point — cost: its tokens after recovery as a ratio of
 //! summed totals to the baseline's (Σ×); loss: lost facts per cell in runs, hidden references
-//! gone (no source to recover them from) per 100 responses in replay — and the arms no other arm
+//! gone (not fetched back) per 100 responses in replay — and the arms no other arm
 //! beats on both marked as the frontier.
 //!
 //! An arm is beaten (dominated) by another that is as cheap or cheaper *and* loses as little or
@@ -32,18 +32,18 @@ pub struct Point {
 /// What the axes measure, as a table's headers and a chart's labels say it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axes {
-    /// The cost axis (`cost: tokens/task Σ× none`).
+    /// The cost axis (`cost: tokens incl. recovery Σ× none`).
     pub cost: String,
     /// The loss axis (`loss: lost facts/cell`).
     pub loss: String,
 }
 
 impl Axes {
-    /// The axes of a run: tokens/task (recovery requests included) Σ× the baseline, lost facts
-    /// per cell.
+    /// The axes of a run: tokens incl. recovery (every input token a cell sent, its recovery
+    /// requests among them) Σ× the baseline, lost facts per cell.
     pub fn run(baseline: &str) -> Axes {
         Axes {
-            cost: format!("cost: tokens/task Σ× {baseline}"),
+            cost: format!("cost: {} Σ× {baseline}", crate::answer::COST_WORDS),
             loss: "loss: lost facts/cell".into(),
         }
     }
@@ -51,7 +51,7 @@ impl Axes {
     /// The axes of a replay: tokens incl. recovery Σ× none, references gone per 100 responses.
     pub fn replay() -> Axes {
         Axes {
-            cost: "cost: tokens incl. recovery Σ× none".into(),
+            cost: format!("cost: {} Σ× none", crate::answer::COST_WORDS),
             loss: "loss: refs gone/100 resp".into(),
         }
     }
@@ -457,7 +457,7 @@ mod tests {
         );
         assert_eq!(t.rows[3], ["bad", "0.60", "1.00", ""]);
         assert_eq!(t.rows[0], ["cheap", "0.20", "1.00", "◆"]);
-        assert_eq!(t.headers[1], "cost: tokens/task Σ× none");
+        assert_eq!(t.headers[1], "cost: tokens incl. recovery Σ× none");
     }
 
     #[test]

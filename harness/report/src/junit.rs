@@ -229,6 +229,7 @@ mod tests {
             wall_ms: 1500,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         };
         let x = to_junit(&[r], "foldbench");
         assert!(
@@ -271,6 +272,7 @@ mod tests {
             wall_ms: 0,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         };
         let x = to_junit(&[r], "foldbench");
         assert!(

@@ -27,5 +27,6 @@ pub(crate) fn record(task: &str, arm: &str, seed: u64, metrics: CellMetrics) -> 
         wall_ms: 0,
         model_ms: 0,
         agent: None,
+        behaviour: None,
     }
 }

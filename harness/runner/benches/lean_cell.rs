@@ -70,6 +70,7 @@ fn one_cell(
             seed: plan.seed,
             recheck: 0.1,
             judge: Judge::Oracle,
+            behaviour: Default::default(),
         },
     );
     let model = SimModel::new(sim);

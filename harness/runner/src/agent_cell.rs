@@ -241,6 +241,11 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
             isolation: setup.isolation.describe().to_string(),
             side_requests: out.side_requests,
         }),
+        behaviour: matches!(
+            crate::backends::model::parse_sim(&plan.model_name),
+            Ok(Some(_))
+        )
+        .then(|| opts.sim_behaviour_name.clone()),
     };
     CellOutput {
         record,
@@ -288,6 +293,7 @@ async fn session(
                     seed: plan.seed,
                     recheck: s.recheck,
                     judge: s.judge,
+                    behaviour: opts.sim_behaviour,
                 },
                 loopback,
                 None,

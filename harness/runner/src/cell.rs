@@ -156,6 +156,11 @@ pub struct CellOptions {
     /// are not the sim: a sim answers its children itself). A child names no model, or the
     /// cell's, to run on the cell's model.
     pub child_models: HashMap<String, Arc<dyn Model>>,
+    /// What the sim does when it needs a fact it cannot see (a behaviour profile's; the
+    /// shipped one by default): its own loop's sim and the offline upstream of `run --agent`.
+    pub sim_behaviour: harness_core::behaviour::SimBehaviour,
+    /// The profile's name as the records give it (`fixtures`, `mine.json at high`).
+    pub sim_behaviour_name: String,
 }
 
 /// The default time limit of one cell: one hour.
@@ -172,6 +177,8 @@ impl Default for CellOptions {
             cell_timeout: DEFAULT_CELL_TIMEOUT,
             agent: None,
             child_models: HashMap::new(),
+            sim_behaviour: Default::default(),
+            sim_behaviour_name: harness_core::behaviour::Profile::shipped().name.clone(),
         }
     }
 }
@@ -370,6 +377,11 @@ pub async fn run_cell(
         wall_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         model_ms: run.model_ms,
         agent: None,
+        behaviour: matches!(
+            crate::backends::model::parse_sim(&plan.model_name),
+            Ok(Some(_))
+        )
+        .then(|| opts.sim_behaviour_name.clone()),
     };
     CellOutput {
         record,

@@ -189,6 +189,7 @@ mod tests {
             wall_ms: 1234,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         };
         assert_eq!(
             line(37, 255, &r),

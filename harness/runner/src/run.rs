@@ -323,6 +323,7 @@ fn internal_error(plan: &CellPlan, opts: &CellOptions, reason: &str) -> CellOutp
             wall_ms: 0,
             model_ms: 0,
             agent: None,
+            behaviour: None,
         },
         events: Vec::new(),
         transcript: Vec::new(),
@@ -449,6 +450,7 @@ fn model_for(
                     seed: c.seed,
                     recheck: s.recheck,
                     judge: s.judge,
+                    behaviour: cfg.cell.sim_behaviour,
                 },
             );
             let m: Arc<dyn Model> = Arc::new(SimModel::new(sim));

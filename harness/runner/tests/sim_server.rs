@@ -38,6 +38,7 @@ async fn server() -> SimServer {
             seed: 1,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: Default::default(),
         },
         "127.0.0.1:0".parse().expect("addr"),
         None,

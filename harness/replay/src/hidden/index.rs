@@ -238,13 +238,13 @@ pub struct Candidates {
 }
 
 /// Tool names that edit or write a file.
-fn is_edit(name: &str) -> bool {
+pub(crate) fn is_edit(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.contains("edit") || n.contains("write") || n == "apply_patch" || n == "create_file"
 }
 
 /// The paths an edit call names: its path argument, or the files of an `apply_patch` text.
-fn edited_paths(call: &harness_core::message::ToolCall, out: &mut Vec<String>) {
+pub(crate) fn edited_paths(call: &harness_core::message::ToolCall, out: &mut Vec<String>) {
     for k in ["file_path", "path", "notebook_path", "filename"] {
         if let Some(p) = call.str_arg(k) {
             out.push(p.to_string());

@@ -29,7 +29,7 @@ use harness_import::ImportedSession;
 use serde::{Deserialize, Serialize};
 
 pub use index::{Candidates, Common, SessionIndex};
-pub use recovery::Recovery;
+pub use recovery::{Recovery, RecoveryRange, Workspace};
 
 use crate::engine::{CompactionEvent, FoldEvent};
 use index::{key, FxMap};
@@ -221,18 +221,27 @@ pub struct Observer<'a> {
     pub responses: usize,
     /// The probes.
     pub probes: ProbeCounts,
-    /// What recovering the hidden references costs ([`recovery`]).
-    recoverer: recovery::Recoverer,
+    /// What recovering the hidden references costs ([`recovery`]), at the low end, the point
+    /// and the high end of the profile's intervals.
+    recoverers: [recovery::Recoverer; 3],
+    /// What the workspace could show again.
+    ws: &'a Workspace,
+    /// The behaviour profile recovery follows.
+    profile: &'a harness_core::behaviour::Profile,
 }
 
 impl<'a> Observer<'a> {
-    /// An observer of one policy over `session`; `units` gives each turn's unit (index = turn).
+    /// An observer of one policy over `session`; `units` gives each turn's unit (index = turn),
+    /// `ws` what the session's workspace could show again, `profile` how agents recover.
     pub fn new(
         session: &'a ImportedSession,
         ix: &'a SessionIndex,
         cands: &'a Candidates,
         units: Vec<usize>,
+        ws: &'a Workspace,
+        profile: &'a harness_core::behaviour::Profile,
     ) -> Observer<'a> {
+        use harness_core::behaviour::End;
         Observer {
             session,
             ix,
@@ -248,19 +257,32 @@ impl<'a> Observer<'a> {
             by_source: BySource::default(),
             responses: 0,
             probes: ProbeCounts::default(),
-            recoverer: recovery::Recoverer::default(),
+            recoverers: [End::Low, End::Point, End::High].map(recovery::Recoverer::new),
+            ws,
+            profile,
         }
     }
 
     /// A compaction replaced the context; `next` is the first recorded message after it.
     pub fn compacted(&mut self, next: usize) {
         self.compacted_at.push(next);
-        self.recoverer.compacted();
+        for r in &mut self.recoverers {
+            r.compacted();
+        }
     }
 
-    /// What recovering the hidden references observed so far costs.
+    /// What recovering the hidden references observed so far costs (the profile's point
+    /// estimates).
     pub fn recovery(&self) -> Recovery {
-        self.recoverer.total
+        self.recoverers[1].total
+    }
+
+    /// The same at the low and high ends of the profile's intervals.
+    pub fn recovery_range(&self) -> RecoveryRange {
+        RecoveryRange {
+            low: self.recoverers[0].total,
+            high: self.recoverers[2].total,
+        }
     }
 
     fn mark(&mut self, messages: &[Arc<Message>]) {
@@ -342,14 +364,16 @@ impl<'a> Observer<'a> {
     }
 
     /// Observes the policy's request for recorded request `k` (`tokens` in all, the prefix
-    /// included): returns its hidden references (all of them) and its probes, marks the folds
+    /// included, at `price`): returns its hidden references (all of them) and its probes, marks the folds
     /// and compactions a reference reaches into as needed (`needed_after`: the turns from the
     /// fold or compaction to this request), and prices their recovery ([`recovery`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &mut self,
         k: usize,
         messages: &[Arc<Message>],
         tokens: u64,
+        price: &harness_core::metrics::Price,
         folds: &mut [FoldEvent],
         compactions: &mut [CompactionEvent],
     ) -> (Vec<HiddenRef>, Probes) {
@@ -361,12 +385,19 @@ impl<'a> Observer<'a> {
         };
         let turn = msgs.get(r.message).map_or(0, |m| m.turn);
         let ix = self.ix;
-        fn at<'b>(
+        let compacted = !self.compacted_at.is_empty();
+        let (ws, profile, context) = (self.ws, self.profile, r.context);
+        #[allow(clippy::too_many_arguments)]
+        fn at_of<'b>(
             msgs: &'b [Arc<Message>],
             ix: &'b SessionIndex,
             context: usize,
             turn: u32,
             folds: &'b [FoldEvent],
+            ws: &'b Workspace,
+            profile: &'b harness_core::behaviour::Profile,
+            request: usize,
+            compacted: bool,
         ) -> recovery::At<'b> {
             recovery::At {
                 msgs,
@@ -374,14 +405,18 @@ impl<'a> Observer<'a> {
                 context,
                 turn,
                 folds,
+                ws,
+                profile,
+                request,
+                compacted,
             }
         }
         {
             let (present, generation) = (&self.present, self.generation);
-            self.recoverer
-                .begin(&at(msgs, ix, r.context, turn, folds), |i| {
-                    present[i] == generation
-                });
+            let a = at_of(msgs, ix, context, turn, folds, ws, profile, k, compacted);
+            for rec in &mut self.recoverers {
+                rec.begin(&a, |i| present[i] == generation);
+            }
         }
         let mut refs = Vec::new();
         for c in cands.per_request.get(k).into_iter().flatten() {
@@ -419,15 +454,19 @@ impl<'a> Observer<'a> {
                 }
             }
             self.by_source.count(source);
-            self.recoverer
-                .hidden(&at(msgs, ix, r.context, turn, folds), c, source);
+            let a = at_of(msgs, ix, context, turn, folds, ws, profile, k, compacted);
+            for rec in &mut self.recoverers {
+                rec.hidden(&a, c, source);
+            }
             refs.push(HiddenRef {
                 text: self.ix.text(c.token).to_string(),
                 source,
                 from_turn: c.sources.iter().map(turn_of).min().unwrap_or(0),
             });
         }
-        self.recoverer.end(tokens);
+        for rec in &mut self.recoverers {
+            rec.end(tokens, price);
+        }
         self.responses += usize::from(!refs.is_empty());
         let probes = Probes {
             decision: self.decision(r.context),

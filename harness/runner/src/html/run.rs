@@ -415,7 +415,9 @@ pub fn run_page(
     let mut blocks = Vec::new();
     let (base, answers) = harness_report::answer::run_answers(records, baseline);
     if !answers.is_empty() {
-        blocks.push(Block::Heading(harness_report::answer::run_heading(&base)));
+        blocks.push(Block::Heading(harness_report::answer::run_heading(
+            &base, records,
+        )));
         blocks.push(Block::Lines(harness_report::answer::lines(&answers)));
         let points = harness_report::frontier::run_points(records, &base);
         if points.len() > 1 {

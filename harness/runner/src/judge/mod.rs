@@ -356,6 +356,7 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
             seed: 1,
             recheck: 0.0,
             judge: Judge::Oracle,
+            behaviour: Default::default(),
         },
     );
     let model = Capture {

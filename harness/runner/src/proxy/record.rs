@@ -339,6 +339,7 @@ impl Recorder {
             wall_ms: 0,
             model_ms,
             agent: None,
+            behaviour: None,
         };
         if !self.records.contains_key(&record.id) {
             self.order.push(record.id.clone());

@@ -6,6 +6,7 @@
 //!   read when a command is given no path — the filters that pick sessions out of them
 //!   (`--since`, `--until`, `--project`, `--session`), and the price each model the sessions
 //!   name is costed at.
+//! - [`behaviour`]: the behaviour profile's file, read (every problem placed) and written.
 //! - [`load`]: the sessions under the paths imported (files that cannot be, and lines skipped,
 //!   said and counted) and filtered; the unit labels files read and parsed.
 //!
@@ -13,6 +14,7 @@
 //! should know on the way through a sink the caller passes (`progress::say` in the binary).
 //! Their one error type is [`SessionsError`].
 
+pub mod behaviour;
 mod error;
 pub mod history;
 pub mod load;

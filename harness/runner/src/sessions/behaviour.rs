@@ -1,0 +1,92 @@
+//! The behaviour profile's file ([`harness_core::behaviour::Profile`]): read with every problem
+//! placed — the file, the line and column, what is wrong, what to do — and written whole or not
+//! at all.
+
+use std::path::{Path, PathBuf};
+
+use harness_core::behaviour::{Profile, ProfileError};
+
+use crate::file_error::FileError;
+
+/// A profile that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum BehaviourError {
+    /// The file cannot be opened, read or written.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// The file is not a profile this build reads: `FILE:LINE:COL: what; what to do`.
+    #[error("{}:{source}", path.display())]
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// Where and what.
+        source: ProfileError,
+    },
+    /// The file is not UTF-8 text.
+    #[error("{}: not UTF-8 text; a behaviour profile is a JSON file (docs/replay.md, \"The behaviour profile\")", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl BehaviourError {
+    /// Whether the user's input is at fault (exit code 2), not the file system.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, BehaviourError::File(e) if e.what == "write")
+    }
+}
+
+/// Reads the profile at `path`.
+pub fn read(path: &Path) -> Result<Profile, BehaviourError> {
+    let bytes = std::fs::read(path).map_err(FileError::on("read", path))?;
+    let text = String::from_utf8(bytes).map_err(|_| BehaviourError::NotText {
+        path: path.to_path_buf(),
+    })?;
+    Profile::parse(&text).map_err(|source| BehaviourError::Bad {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `profile` to `path` (a temporary file renamed into place).
+pub fn write(path: &Path, profile: &Profile) -> Result<(), BehaviourError> {
+    crate::atomic::write(path, profile.to_json().as_bytes())
+        .map_err(FileError::on("write", path))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_file_says_file_line_column_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.json");
+        std::fs::write(
+            &p,
+            "{\n  \"format\": \"foldbench-behaviour\",\n  \"version\": 7,\n",
+        )
+        .unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}:4:", p.display())), "{e}");
+        assert!(e.contains("--behaviour-out FILE"), "{e}");
+        let shipped = Profile::shipped();
+        let mut wrong = shipped.clone();
+        wrong.version = 7;
+        std::fs::write(&p, wrong.to_json()).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains(":3:3: version 7 is not one this build reads"),
+            "{e}"
+        );
+        write(&p, shipped).unwrap();
+        assert_eq!(read(&p).unwrap(), *shipped);
+        let missing = dir.path().join("none.json");
+        let e = read(&missing).unwrap_err();
+        assert!(e.to_string().contains("none.json"), "{e}");
+        std::fs::write(&p, [0xff, 0xfe, 0x00]).unwrap();
+        assert!(read(&p).unwrap_err().to_string().contains("not UTF-8"));
+    }
+}
