@@ -197,6 +197,12 @@ pub struct Conversation {
     /// A carded prompt of the request in progress (by id) → the prompt without its card, and
     /// its units.
     uncarded: HashMap<u64, (Arc<Message>, Units)>,
+    /// After a restore: the last request's messages as fingerprints and tokens (the cache
+    /// simulation compares with them while no request was sent since).
+    prev_prints: Option<Vec<(String, u32)>>,
+    /// After a restore: the units seen before it (a message of them is in the transcript
+    /// already, its calls recorded).
+    seen_before_restore: HashSet<ItemKey>,
 }
 
 impl Conversation {
@@ -240,6 +246,8 @@ impl Conversation {
             stopped: None,
             prev_ok: None,
             uncarded: HashMap::new(),
+            prev_prints: None,
+            seen_before_restore: HashSet::new(),
         })
     }
 
@@ -283,6 +291,8 @@ impl Conversation {
         self.rounds.clear();
         self.besides.clear();
         self.stopped = None;
+        self.prev_prints = None;
+        self.seen_before_restore.clear();
         self.branches += 1;
         Ok(())
     }
@@ -367,6 +377,12 @@ impl Conversation {
             let whole = kept.len() == p.units.len();
             let stable = match self.known.get(&id_key) {
                 Some(s) => Arc::clone(s),
+                // A message read before the conversation was restored: written and its calls
+                // recorded then.
+                None if keys.iter().all(|k| self.seen_before_restore.contains(k)) => {
+                    self.known.insert(id_key.clone(), Arc::clone(&m));
+                    m
+                }
                 None => {
                     self.transcript.push(Arc::clone(&m));
                     self.note_calls(&m);
@@ -466,7 +482,15 @@ impl Conversation {
             return None;
         }
         let before = self.driver.context().messages.clone();
-        let reference = self.prev.as_deref().unwrap_or(&before);
+        let restored = match (&self.prev, &self.prev_prints) {
+            (None, Some(prints)) => Some(state::reference(prints, &before)),
+            _ => None,
+        };
+        let reference = self
+            .prev
+            .as_deref()
+            .or(restored.as_deref())
+            .unwrap_or(&before);
         let mut folded = match self.driver.apply_splice(p, Some(reference)) {
             Ok(folded) => folded,
             Err(reason) => {
@@ -642,7 +666,19 @@ impl Conversation {
     ) -> RequestRecord {
         let tokens =
             u64::from(self.prefix) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages);
+        let cached = match (&self.prev, &self.prev_prints) {
+            // Restored: the last request sent before is known by its messages' fingerprints.
+            (None, Some(prints)) => {
+                u64::from(self.prefix)
+                    + prints
+                        .iter()
+                        .zip(messages)
+                        .take_while(|((p, _), m)| *p == state::fingerprint(m))
+                        .map(|(_, m)| u64::from(m.tokens))
+                        .sum::<u64>()
+            }
+            _ => cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages),
+        };
         if purpose == Purpose::Turn {
             self.watch_request(messages);
         }
