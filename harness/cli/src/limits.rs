@@ -244,6 +244,34 @@ pub fn answer_time(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CALL_SECS, "--answer-time", "seconds (a day)")
 }
 
+/// The most conversations `proxy --max-conversations` holds in memory.
+pub const MAX_HELD_CONVERSATIONS: u64 = 1_000_000;
+
+/// The most MiB `proxy --max-held-mib` holds (1 TiB).
+pub const MAX_HELD_MIB: u64 = 1 << 20;
+
+/// `proxy --idle-secs`: 1 to [`MAX_CELL_SECS`] seconds.
+pub fn idle_secs(s: &str) -> Result<u64, LimitError> {
+    whole(s, 1, MAX_CELL_SECS, "--idle-secs", "seconds (a week)")
+}
+
+/// `proxy --max-conversations`: 1 to [`MAX_HELD_CONVERSATIONS`] conversations.
+pub fn held_conversations(s: &str) -> Result<usize, LimitError> {
+    whole(
+        s,
+        1,
+        MAX_HELD_CONVERSATIONS,
+        "--max-conversations",
+        "conversations",
+    )
+    .map(usize_of)
+}
+
+/// `proxy --max-held-mib`: 1 to [`MAX_HELD_MIB`] MiB.
+pub fn held_mib(s: &str) -> Result<usize, LimitError> {
+    whole(s, 1, MAX_HELD_MIB, "--max-held-mib", "MiB (1 TiB)").map(usize_of)
+}
+
 /// `replay --min-turns`: 0 to [`MAX_TURNS`] turns.
 pub fn turns(s: &str) -> Result<u32, LimitError> {
     whole(s, 0, MAX_TURNS, "--min-turns", "turns").map(u32_of)

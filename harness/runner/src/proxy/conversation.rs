@@ -151,7 +151,8 @@ pub struct Conversation {
     /// The events, in order.
     pub events: Vec<Event>,
     /// Every message the conversation's model read that the agent did not write (cards, fold
-    /// results, summaries) and every message of the agent's, once, in order.
+    /// results, summaries) and every message of the agent's, once, in order: those not yet
+    /// written to `transcript.jsonl` (the proxy empties it as it writes).
     pub transcript: Vec<Arc<Message>>,
     /// Where each message of the live context came from.
     origins: HashMap<u64, Origin>,

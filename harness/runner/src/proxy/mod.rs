@@ -243,7 +243,6 @@ pub(crate) struct Entry {
     pub(crate) keys: Vec<String>,
     /// The generation of its state last written ([`Conversation::generation`]).
     pub(crate) saved: Option<(u32, usize, usize, u32)>,
-    pub(crate) written_transcript: usize,
     /// Where its archives go, as its last request said.
     pub(crate) root: Root,
     /// Whether the archive folder was left out of the agent's `git status` this run.
@@ -680,7 +679,6 @@ impl Shared {
             tools: saved.tools,
             conv,
             written_events: written,
-            written_transcript: 0,
             root: Root::Unknown,
             excluded: false,
             keys: saved.keys.clone(),
@@ -812,7 +810,6 @@ impl Shared {
             tools: !req.env.tools.is_empty(),
             conv,
             written_events: 0,
-            written_transcript: 0,
             root: Root::Unknown,
             excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),

@@ -282,7 +282,7 @@ impl Recorder {
             }
         }
         let mut transcript = String::new();
-        for m in &e.conv.transcript[e.written_transcript.min(e.conv.transcript.len())..] {
+        for m in &e.conv.transcript {
             transcript.push_str(&serde_json::to_string(&**m)?);
             transcript.push('\n');
         }
@@ -292,7 +292,9 @@ impl Recorder {
             .write_all(rows.as_bytes())
             .map_err(ProxyError::io("write", Path::new(REQUESTS_FILE)))?;
         e.written_events = e.conv.events.len();
-        e.written_transcript = e.conv.transcript.len();
+        // Written: the file holds them, memory need not (the messages still in the context
+        // are held there).
+        e.conv.transcript.clear();
         let generation = e.conv.generation();
         if e.saved != Some(generation) {
             let mut saved = e.conv.save();
