@@ -198,6 +198,10 @@ pub struct Conversation {
     /// A carded prompt of the request in progress (by id) → the prompt without its card, and
     /// its units.
     uncarded: HashMap<u64, (Arc<Message>, Units)>,
+    /// The agent's answers with thinking in the request in progress, by what they say without
+    /// it ([`rendering::answer_key`]): a policy that clears an answer's thinking makes another
+    /// message of it, written as the agent's blocks without the thinking ones.
+    thought: HashMap<(u32, u64), Units>,
     /// After a restore: the last request's messages as fingerprints and tokens (the cache
     /// simulation compares with them while no request was sent since).
     prev_prints: Option<Vec<(String, u32)>>,
@@ -249,6 +253,7 @@ impl Conversation {
             uncarded: HashMap::new(),
             prev_prints: None,
             seen_before_restore: HashSet::new(),
+            thought: HashMap::new(),
         })
     }
 
@@ -333,6 +338,7 @@ impl Conversation {
         self.position.clear();
         self.content_pos.clear();
         self.uncarded.clear();
+        self.thought.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
         let mut stable_at: Vec<(usize, Arc<Message>)> = Vec::new();
@@ -411,6 +417,11 @@ impl Conversation {
                 None => (stable, Origin::Units(at)),
             };
             self.note_position(&msg, pos);
+            if msg.thinking.is_some() {
+                if let Origin::Units(at) = &origin {
+                    self.thought.insert(rendering::answer_key(&msg), at.clone());
+                }
+            }
             self.origins.insert(msg.id, origin);
             messages.push(msg);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use harness_core::message::{Message, Role};
 use harness_wire::render::{self, Out};
-use harness_wire::units::Side;
+use harness_wire::units::{Side, UnitKind};
 use harness_wire::{Api, Envelope};
 use serde_json::value::RawValue;
 
@@ -80,6 +80,22 @@ impl Conversation {
                         ));
                     }
                 }
+                // An answer of the agent's whose thinking a policy cleared (or kept, in a
+                // message it made again): the agent's blocks, without the thinking ones when
+                // it has none.
+                None if m.role == Role::Assistant && self.thought.contains_key(&answer_key(m)) => {
+                    let at = &self.thought[&answer_key(m)];
+                    for &(i, u) in at {
+                        let unit = &req.units[i][u];
+                        if m.thinking.is_none() && matches!(unit.kind, UnitKind::Thinking(_)) {
+                            continue;
+                        }
+                        entries.push(Out::Unit(
+                            Side::Assistant,
+                            std::borrow::Cow::Borrowed(&*unit.raw),
+                        ));
+                    }
+                }
                 Some(Origin::Edit | Origin::Made) | None => {
                     for (side, r) in render::render_message(api, m, &self.grouper) {
                         entries.push(Out::Unit(side, std::borrow::Cow::Owned(r)));
@@ -133,6 +149,17 @@ fn content_key(m: &Message) -> (u32, u64) {
         (Some(id), _) => ("result", id).hash(&mut h),
         (None, Some(c)) => ("call", &c.id).hash(&mut h),
         (None, None) => return text_key(m.turn, m.role, &m.text),
+    }
+    (m.turn, h.finish())
+}
+
+/// What an answer says apart from its thinking: its turn, text and calls.
+pub(super) fn answer_key(m: &Message) -> (u32, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.text.hash(&mut h);
+    for c in &m.tool_calls {
+        (&c.id, &c.name, c.canonical_args()).hash(&mut h);
     }
     (m.turn, h.finish())
 }
