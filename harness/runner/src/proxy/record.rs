@@ -8,7 +8,8 @@
 //! exchanges.jsonl                 one line per agent request: what it was (main, side,
 //!                                 passthrough, compaction, branch, refused), the status, and
 //!                                 what happened (an upstream error passed through, a stream
-//!                                 cut, an agent gone)
+//!                                 cut, an agent gone); and when a conversation left
+//!                                 memory (evicted, why) and came back (reloaded)
 //! cells/<cell>/events.jsonl       the conversation's events (requests, answers, the agent's
 //!                                 tool calls, folds, compactions), appended as they happen
 //! cells/<cell>/transcript.jsonl   every message the model read, once, in order
@@ -20,9 +21,10 @@
 //! A proxy started again on the same folder continues it: the records already there are kept,
 //! new conversations are numbered after them, and a conversation begun before the restart goes
 //! on in its own cell — `cells/<cell>/state.json` (written when the turn, the edits, the cards
-//! or the branch change) keeps the units it saw, the edits and cards to apply again and its
-//! turn; its events come back from `events.jsonl`. The policy itself starts again, with the
-//! context the edits give it.
+//! or the branch change, and whenever the conversation leaves memory) keeps the units it saw,
+//! the edits and cards to apply again, its turn, what the policy remembers
+//! (`Policy::saved_state`) and the breaker; its events come back from `events.jsonl`. The same
+//! files bring back a conversation that left memory ([`super::MemoryLimits`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -49,7 +51,8 @@ pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
 /// One line of `exchanges.jsonl`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exchange {
-    /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`.
+    /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`; `evicted` and
+    /// `reloaded` when a conversation leaves memory and comes back.
     pub kind: String,
     /// The request's path (no query).
     pub path: String,
