@@ -273,3 +273,66 @@ async fn fold_sends_the_same_bytes_after_an_eviction_its_archives_and_cards_kept
     let records = harness_runner::results::read_records(out.path()).unwrap();
     assert_eq!(records[0].metrics.folds, 2);
 }
+
+/// Two sessions sent A, B, A (each a few requests), with at most `held` conversations in memory:
+/// what the upstream received and the run folder.
+async fn two_sessions(held: usize) -> (Vec<Bytes>, tempfile::TempDir) {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let memory = MemoryLimits {
+        conversations: held,
+        ..MemoryLimits::default()
+    };
+    let p = proxy_with("trim", &up, out.path(), work.path(), memory).await;
+    let session = |name: &str, turns: usize| {
+        let mut b = two_turns(false);
+        b["metadata"] = json!({"user_id": name});
+        b["messages"][2]["content"][0]["content"] = json!(output(turns));
+        let m = b["messages"].as_array_mut().unwrap();
+        for t in 0..turns {
+            m.push(json!({"role": "assistant", "content": [text("ok")]}));
+            m.push(json!({"role": "user", "content": [text(&format!("turn {t} of {name}"))]}));
+        }
+        b
+    };
+    for (name, turns) in [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2)] {
+        let (status, _, text) = post(&p, "/v1/messages", &session(name, turns)).await;
+        assert_eq!(status, 200, "{text}");
+    }
+    p.stop().await.unwrap();
+    (up.raw_bodies(), out)
+}
+
+#[tokio::test]
+async fn past_the_count_held_the_least_recently_used_leaves_and_comes_back_the_same() {
+    let (kept, kept_out) = two_sessions(10).await;
+    let (evicted, out) = two_sessions(1).await;
+    assert!(exchanges(kept_out.path(), "evicted").is_empty());
+    assert_eq!(kept, evicted, "the same requests upstream");
+    let left = exchanges(out.path(), "evicted");
+    assert_eq!(left.len(), 4, "each request of the other session: {left:?}");
+    assert!(
+        left.iter()
+            .all(|x| x["note"].as_str().unwrap().contains("2 conversations held")),
+        "{left:?}"
+    );
+    assert_eq!(exchanges(out.path(), "reloaded").len(), 3);
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records.len(), 2, "two conversations");
+    // The saved state is in order: the same state is the same file.
+    for (path, bytes) in all_files(&out.path().join("cells")) {
+        if path.ends_with("state.json") {
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            let seen: Vec<&str> = v["seen"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            let mut sorted = seen.clone();
+            sorted.sort_unstable();
+            assert_eq!(seen, sorted, "{path}");
+        }
+    }
+}
