@@ -289,6 +289,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_proxys_memory_limits_are_bounded() {
+        assert_eq!(idle_secs("60").unwrap(), 60);
+        assert_eq!(
+            idle_secs("0").unwrap_err().to_string(),
+            "0 is less than 1, the least --idle-secs takes; give 1 to 604800"
+        );
+        assert_eq!(held_conversations("500").unwrap(), 500);
+        assert!(held_conversations("0")
+            .unwrap_err()
+            .to_string()
+            .contains("--max-conversations"));
+        assert_eq!(held_mib("1024").unwrap(), 1024);
+        assert!(held_mib("2000000")
+            .unwrap_err()
+            .to_string()
+            .contains("give 1 to 1048576"));
+    }
+
+    #[test]
     fn values_past_the_maximum_are_refused_with_the_range() {
         let e = tool_timeout("18446744073709551615")
             .unwrap_err()
