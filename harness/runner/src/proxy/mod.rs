@@ -21,6 +21,9 @@
 //! - Upstream errors are passed through as they came (status and body); a malformed request gets
 //!   a 400 saying what is wrong; an upstream that cuts a stream gives the agent an error event;
 //!   an agent that disconnects ends the upstream call. Each is recorded in `exchanges.jsonl`.
+//! - A conversation idle past a limit, or the least recently used past the conversations or
+//!   bytes held ([`MemoryLimits`]), leaves memory and comes back from its saved state when the
+//!   agent resumes it, the same requests going upstream.
 //!
 //! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
 //! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
@@ -654,7 +657,7 @@ impl Shared {
             .unwrap_or_default()
     }
 
-    /// The conversation of slot `i`, brought back into memory from its files when it left.
+    /// The conversation of a slot, brought back into memory from its files when it left.
     fn bring_back(&self, slot: &mut Slot) -> Result<Arc<tokio::sync::Mutex<Entry>>, ProxyError> {
         if let Some(e) = &slot.live {
             return Ok(Arc::clone(e));
