@@ -132,34 +132,30 @@ async fn conversation(
     m.push(json!({"role": "assistant", "content": closing}));
     m.push(json!({"role": "user", "content": [text("third turn")]}));
     // Turn 3 (turn 1 spliced under fold, its archive written): two calls of the agent's.
-    up.push(Reply::Answer(
-        "reading",
-        vec![call("c2", "Bash", json!({"command": "cat b.py"}))],
-    ));
-    send(body.clone()).await;
-    if fold {
-        assert!(
-            work.path()
-                .join(".foldbench/archive/fold-turns-001-001.txt")
-                .exists(),
-            "turn 1's archive is written before the conversation leaves memory"
-        );
+    for (step, (id, name, args)) in [
+        ("c2", "Bash", json!({"command": "cat b.py"})),
+        ("c3", "Edit", json!({"file_path": "b.py"})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let said = if step == 0 { "reading" } else { "editing" };
+        up.push(Reply::Answer(said, vec![call(id, name, args.clone())]));
+        send(body.clone()).await;
+        if fold && step == 0 {
+            assert!(
+                work.path()
+                    .join(".foldbench/archive/fold-turns-001-001.txt")
+                    .exists(),
+                "turn 1's archive is written before the conversation leaves memory"
+            );
+        }
+        let m = body["messages"].as_array_mut().unwrap();
+        m.push(json!({"role": "assistant", "content": [text(said),
+            {"type": "tool_use", "id": id, "name": name, "input": args}]}));
+        m.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": output(3 + step)}]}));
     }
-    let m = body["messages"].as_array_mut().unwrap();
-    m.push(json!({"role": "assistant", "content": [text("reading"),
-        {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": "cat b.py"}}]}));
-    m.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "c2", "content": output(3)}]}));
-    up.push(Reply::Answer(
-        "editing",
-        vec![call("c3", "Edit", json!({"file_path": "b.py"}))],
-    ));
-    send(body.clone()).await;
-    let m = body["messages"].as_array_mut().unwrap();
-    m.push(json!({"role": "assistant", "content": [text("editing"),
-        {"type": "tool_use", "id": "c3", "name": "Edit", "input": {"file_path": "b.py"}}]}));
-    m.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "c3", "content": output(4)}]}));
     up.push(Reply::Answer("turn three done", vec![]));
     send(body.clone()).await;
     let m = body["messages"].as_array_mut().unwrap();
@@ -191,8 +187,14 @@ async fn conversation(
         evicted(out.path(), sent).await;
     }
     p.stop().await.unwrap();
+    check_evictions(out.path(), evict, sent);
+    (up.raw_bodies(), out, work)
+}
+
+/// Each request after the first brought the conversation back (with `evict`), or none left.
+fn check_evictions(out: &Path, evict: bool, sent: usize) {
     if evict {
-        let reloaded = exchanges(out.path(), "reloaded");
+        let reloaded = exchanges(out, "reloaded");
         assert_eq!(
             reloaded.len(),
             sent - 1,
@@ -203,9 +205,8 @@ async fn conversation(
             "{reloaded:?}"
         );
     } else {
-        assert!(exchanges(out.path(), "evicted").is_empty());
+        assert!(exchanges(out, "evicted").is_empty());
     }
-    (up.raw_bodies(), out, work)
 }
 
 async fn same_with_and_without_eviction(policy: &str) {

@@ -603,7 +603,7 @@ impl Conversation {
             Next::Summarise(summary) => {
                 let (items, _) = self.render(api, req, &summary.messages, false);
                 let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
-                let body = with_stream_off(&env.write(&refs, &[]));
+                let body = rendering::with_stream_off(&env.write(&refs, &[]));
                 let record = self.record_request(
                     Purpose::Compaction,
                     &summary.messages,
@@ -991,18 +991,4 @@ fn read_only(c: &ToolCall) -> bool {
             "cat" | "ls" | "grep" | "rg" | "head" | "tail" | "find" | "wc" | "sed" | "nl" | "pwd"
         )
         && !cmd.contains("sed -i")
-}
-
-/// A body with `"stream"` set to false (a summary request is read whole).
-fn with_stream_off(body: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(mut v) => {
-            if let Some(o) = v.as_object_mut() {
-                o.insert("stream".into(), serde_json::Value::Bool(false));
-                o.remove("stream_options");
-            }
-            v.to_string().into_bytes()
-        }
-        Err(_) => body.to_vec(),
-    }
 }

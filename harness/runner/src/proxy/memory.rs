@@ -15,6 +15,29 @@ use std::time::{Duration, Instant};
 use super::record::Exchange;
 use super::{Entry, Shared};
 
+/// Starts the task that takes idle conversations out of memory, checking every half idle limit
+/// (at least every 30 s); it ends with the proxy.
+pub(crate) fn spawn_sweeper(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
+    let sweeping = Arc::downgrade(shared);
+    let tick =
+        (shared.cfg.memory.idle / 2).clamp(Duration::from_millis(1), Duration::from_secs(30));
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(tick);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Some(shared) = sweeping.upgrade() else {
+                break;
+            };
+            let swept = shared
+                .convs
+                .lock()
+                .map(|mut convs| shared.sweep(&mut convs.list));
+            drop(swept);
+        }
+    })
+}
+
 /// How long a conversation may be idle before it leaves memory by default (15 minutes: an
 /// agent waiting on its user; Anthropic's prompt cache keeps a prefix 5 minutes).
 pub const IDLE: Duration = Duration::from_secs(15 * 60);

@@ -311,26 +311,7 @@ impl Proxy {
             side: std::sync::atomic::AtomicU64::new(0),
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
-        let sweeping = Arc::downgrade(&shared);
-        let tick = (shared.cfg.memory.idle / 2).clamp(
-            std::time::Duration::from_millis(1),
-            std::time::Duration::from_secs(30),
-        );
-        let sweeper = tokio::spawn(async move {
-            let mut every = tokio::time::interval(tick);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                every.tick().await;
-                let Some(shared) = sweeping.upgrade() else {
-                    break;
-                };
-                let swept = shared
-                    .convs
-                    .lock()
-                    .map(|mut convs| shared.sweep(&mut convs.list));
-                drop(swept);
-            }
-        });
+        let sweeper = memory::spawn_sweeper(&shared);
         let serving = Arc::clone(&shared);
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&open);
@@ -769,29 +750,9 @@ impl Shared {
             self.sweep(&mut convs.list);
             return Ok(Found::Entry(e));
         }
-        // Not a conversation seen before: a side request when the proxy already carries a
-        // conversation of another model (a title, a quota probe of a small model), or one with
-        // tools while this request has none. A first request without tools is a conversation:
-        // mini-swe-agent sends none, its commands are text.
-        for slot in &convs.list {
-            let (model, tools) = match &slot.live {
-                Some(e) => {
-                    let Ok(g) = e.try_lock() else { continue };
-                    (g.model.clone(), g.tools)
-                }
-                None => (slot.model.clone(), slot.tools),
-            };
-            if !model.is_empty() && !req.env.model.is_empty() && model != req.env.model {
-                return Ok(Found::Side(format!(
-                    "another model ({}) than the proxy's conversation ({})",
-                    req.env.model, model
-                )));
-            }
-            if tools && req.env.tools.is_empty() {
-                return Ok(Found::Side(
-                    "no tools, beside a conversation that has them (a title, a probe)".into(),
-                ));
-            }
+        // Not a conversation seen before: a side request, or a new conversation.
+        if let Some(why) = side_reason(&convs.list, req) {
+            return Ok(Found::Side(why));
         }
         let n = convs.next;
         convs.next += 1;
@@ -842,4 +803,30 @@ pub(crate) fn first_route(req: &Decoded) -> Option<String> {
 
 fn ms_since(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Why a request of no conversation seen before is a side request: the proxy already carries a
+/// conversation of another model (a title, a quota probe of a small model), or one with tools
+/// while this request has none. A first request without tools is a conversation:
+/// mini-swe-agent sends none, its commands are text.
+fn side_reason(slots: &[Slot], req: &Decoded) -> Option<String> {
+    for slot in slots {
+        let (model, tools) = match &slot.live {
+            Some(e) => {
+                let Ok(g) = e.try_lock() else { continue };
+                (g.model.clone(), g.tools)
+            }
+            None => (slot.model.clone(), slot.tools),
+        };
+        if !model.is_empty() && !req.env.model.is_empty() && model != req.env.model {
+            return Some(format!(
+                "another model ({}) than the proxy's conversation ({})",
+                req.env.model, model
+            ));
+        }
+        if tools && req.env.tools.is_empty() {
+            return Some("no tools, beside a conversation that has them (a title, a probe)".into());
+        }
+    }
+    None
 }

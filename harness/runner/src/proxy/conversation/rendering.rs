@@ -171,3 +171,17 @@ fn text_key(turn: u32, role: Role, text: &str) -> (u32, u64) {
     (role, text).hash(&mut h);
     (turn, h.finish())
 }
+
+/// A body with `"stream"` set to false (a summary request is read whole).
+pub(super) fn with_stream_off(body: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("stream".into(), serde_json::Value::Bool(false));
+                o.remove("stream_options");
+            }
+            v.to_string().into_bytes()
+        }
+        Err(_) => body.to_vec(),
+    }
+}
