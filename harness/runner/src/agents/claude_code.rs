@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_core::upstream::{vocab, ToolVocabulary};
+
 use super::{
     head, last_json_line, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings,
 };
@@ -108,6 +110,10 @@ impl AgentKind for ClaudeCode {
                 .map(str::to_string),
             error: error.then(|| format!("Claude Code reported an error: {}", head(stdout))),
         })
+    }
+
+    fn tools(&self) -> &'static dyn ToolVocabulary {
+        &vocab::ClaudeCodeTools
     }
 }
 

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_core::upstream::{vocab, ToolVocabulary};
+
 use super::{head, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings};
 
 /// Codex's auto-compaction limit that never triggers.
@@ -109,6 +111,10 @@ impl AgentKind for Codex {
             session,
             error: failed.map(|l| format!("Codex reported: {}", head(&l))),
         })
+    }
+
+    fn tools(&self) -> &'static dyn ToolVocabulary {
+        &vocab::CodexTools
     }
 }
 

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_core::upstream::{vocab, ToolVocabulary};
+
 use super::{AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings};
 
 /// `exec:CMD`: the same descriptor as the listed agents, made from its command (so not in
@@ -84,5 +86,11 @@ impl AgentKind for Exec {
             session: None,
             error: None,
         })
+    }
+
+    fn tools(&self) -> &'static dyn ToolVocabulary {
+        // Not asked: the upstream recognises a command's requests by the tools they offer,
+        // among the vocabularies of AGENTS and foldbench's own.
+        &vocab::FOLDBENCH
     }
 }

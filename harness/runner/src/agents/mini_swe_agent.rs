@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_core::upstream::{vocab, ToolVocabulary};
+
 use super::{
     head, last_json_line, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings,
 };
@@ -99,5 +101,9 @@ impl AgentKind for MiniSweAgent {
             session: None,
             error: (status != "Submitted").then(|| format!("mini-swe-agent ended with {status:?}")),
         })
+    }
+
+    fn tools(&self) -> &'static dyn ToolVocabulary {
+        &vocab::MiniText
     }
 }

@@ -24,6 +24,8 @@ mod mini_swe_agent;
 
 use std::path::{Path, PathBuf};
 
+use harness_core::upstream::ToolVocabulary;
+
 pub use claude_code::{session_uuid, ClaudeCode};
 pub use codex::{codex_config, Codex};
 pub use exec::Exec;
@@ -60,6 +62,9 @@ pub trait AgentKind: Send + Sync + std::fmt::Debug {
     fn turn_command(&self, program: &Path, s: &TurnSettings<'_>) -> TurnCommand;
     /// What a finished turn said: its closing message, the session's id, its own failure report.
     fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError>;
+    /// The tool vocabulary the offline upstream answers it in (pure; the sim's calls written as
+    /// the agent's own), recognised from the tools its requests offer.
+    fn tools(&self) -> &'static dyn ToolVocabulary;
 }
 
 /// The agents `--agent` names, in the order its help and errors list them. Adding an agent is
@@ -69,6 +74,12 @@ pub static AGENTS: &[&'static dyn AgentKind] = &[
     &codex::Codex,
     &mini_swe_agent::MiniSweAgent,
 ];
+
+/// The tool vocabularies of [`AGENTS`], in order: the offline upstream asks them in turn which
+/// one a request speaks, then falls back on foldbench's own tools.
+pub fn vocabularies() -> Vec<&'static dyn ToolVocabulary> {
+    AGENTS.iter().map(|a| a.tools()).collect()
+}
 
 /// The names of [`AGENTS`], comma-separated (`claude-code, codex, mini-swe-agent`).
 pub fn listed() -> String {

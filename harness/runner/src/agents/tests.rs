@@ -73,6 +73,8 @@ fn every_listed_agent_is_complete() {
         }
         assert!(kind.default_upstream().starts_with("https://"), "{name}");
         assert!(kind.key_variable().ends_with("_API_KEY"), "{name}");
+        // The offline upstream records the vocabulary it answered in by the agent's name.
+        assert_eq!(kind.tools().name(), name);
     }
 }
 
