@@ -153,7 +153,7 @@ struct CommonRun {
     #[arg(long, value_enum, default_value_t = crate::behaviour::BehaviourEnd::Point)]
     behaviour_end: crate::behaviour::BehaviourEnd,
     /// A real agent drives the turns through its own command line; the help text, which names
-    /// every agent of `agents::AGENTS`, is made by [`with_policy_help`] ([`agent_help`]).
+    /// every agent of `agents::AGENTS`, is made by [`with_policy_help`] (`agents::flag_help`).
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
     /// The upstream of `--agent` for a model that is not the sim (default: Anthropic's API for
@@ -349,7 +349,7 @@ pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> cl
                 a.help(run_policy.clone())
                     .long_help(help(registry, "Policy"))
             })
-            .mut_arg("agent", |a| a.help(agent_help()))
+            .mut_arg("agent", |a| a.help(harness_runner::agents::flag_help()))
         })
         .mut_subcommand("replay", |c| {
             c.mut_arg("policies", |a| {
@@ -377,24 +377,8 @@ pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> cl
             })
             // `ab` takes its policies from --arms; --policy stays parsed only to say so.
             .mut_arg("policies", |a| a.help(run_policy.clone()).hide(true))
-            .mut_arg("agent", |a| a.help(agent_help()))
+            .mut_arg("agent", |a| a.help(harness_runner::agents::flag_help()))
         })
-}
-
-/// `--agent`'s help: the names of `agents::AGENTS` and `exec:CMD`.
-fn agent_help() -> String {
-    let names: Vec<String> = harness_runner::agents::AGENTS
-        .iter()
-        .map(|a| format!("`{}`", a.name()))
-        .collect();
-    format!(
-        "A real agent drives the turns through its own command line: {} or `exec:CMD` (found \
-         through `tests/agents.sh`'s variables or the PATH; docs/agents.md). Its model calls go \
-         through a proxy with each cell's policy; the arm `native` keeps the agent's own \
-         compaction. With a `sim` model the proxy's upstream is the offline sim, else the \
-         agent's real API (`--agent-upstream`)",
-        names.join(", ")
-    )
 }
 
 async fn dispatch(cmd: Command) -> Result<Code, Error> {

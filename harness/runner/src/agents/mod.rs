@@ -90,6 +90,20 @@ pub fn listed() -> String {
         .join(", ")
 }
 
+/// `run --agent`'s help: the names of [`AGENTS`] and `exec:CMD`, where they are found, what the
+/// flag does.
+pub fn flag_help() -> String {
+    let names: Vec<String> = AGENTS.iter().map(|a| format!("`{}`", a.name())).collect();
+    format!(
+        "A real agent drives the turns through its own command line: {} or `exec:CMD` (found \
+         through `tests/agents.sh`'s variables or the PATH; docs/agents.md). Its model calls go \
+         through a proxy with each cell's policy; the arm `native` keeps the agent's own \
+         compaction. With a `sim` model the proxy's upstream is the offline sim, else the \
+         agent's real API (`--agent-upstream`)",
+        names.join(", ")
+    )
+}
+
 /// Where an agent's program is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Locate {
