@@ -709,7 +709,7 @@ impl Document for AnalyzeDoc<'_> {
             version: 1,
             files: self.files,
             judge: self.judge.name(),
-            corpus: self.corpus.clone(),
+            corpus: self.corpus,
             sessions: self.sessions,
             subagents: crate::replay_subagents::subagents_json(self.subagents),
             after_compactions: crate::replay_losses::losses_json(self.losses),
