@@ -350,7 +350,13 @@ fn trim_py_gives_the_records_of_trim_over_the_task_suite() {
     assert_eq!(a.len(), 3 * n, "three files per cell");
     assert_eq!(a, b);
     let seen = validate_log(&log);
-    assert_eq!(seen.get("request:hello"), Some(&n), "{seen:?}");
+    // trim.py speaks protocol 2: a session per cell, in fewer processes than cells.
+    assert_eq!(seen.get("request:open"), Some(&n), "{seen:?}");
+    assert_eq!(seen.get("request:close"), Some(&n), "{seen:?}");
+    assert!(
+        seen.get("request:hello").is_some_and(|h| *h < n),
+        "{seen:?}"
+    );
     assert!(
         seen.get("answer:send").is_some_and(|n| *n > 100),
         "{seen:?}"

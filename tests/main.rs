@@ -14,6 +14,7 @@ mod delegate;
 mod determinism;
 mod driver;
 mod exec_policy;
+mod exec_sessions;
 mod folds;
 mod hidden;
 mod history;

@@ -7,7 +7,8 @@ the one before it whole; standard library only. The protocol is docs/policy-prot
     foldbench replay tests/fixtures/real-sessions --policy 'exec:python3 examples/policies/fold_last_turn.py'
 
 It sends every message of its view (folds change the view itself, so `plan` has nothing to
-drop), and learns from `spliced` whether each fold was made.
+drop), and learns from `spliced` whether each fold was made. It speaks protocol 2: one process
+serves session after session, its state made anew at each `open`.
 """
 import json
 import sys
@@ -28,6 +29,9 @@ def main():
     view, store, folded = [], {}, []
     for line in sys.stdin:
         req = json.loads(line)
+        kind = req["type"]
+        if kind == "open":  # a new session: nothing of the last one is kept
+            view, store, folded = [], {}, []
         ctx = req.get("context")
         if ctx is not None:
             del view[ctx["keep"]:]
@@ -35,9 +39,10 @@ def main():
                 m = store[m["ref"]] if "ref" in m else m
                 store[m["id"]] = m
                 view.append(m)
-        kind = req["type"]
         if kind == "hello":
-            ans = {"type": "hello", "protocol": 1}
+            ans = {"type": "hello", "protocol": min(req.get("protocol", 1), 2)}
+        elif kind == "open":
+            ans = {"type": "open"}
         elif kind == "plan":
             ans = {"type": "send", "messages": [[0, len(view)]]}
         elif kind == "card":

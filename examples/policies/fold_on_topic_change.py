@@ -15,6 +15,9 @@ FROM..T, is proposed at the next `end_turn`, T + 1's. During turn T + 1 the old 
 in the context; that is the one-turn lag, the same one the built-in `fold` has (its card comes
 at T + 1, and its fold is made at the end of T + 1). A policy that cannot wait may fold
 FROM..T-1 at once and T alone a turn later: two archives for one topic.
+
+It speaks protocol 2: one process serves session after session, its state made anew at each
+`open`.
 """
 import json
 import sys
@@ -28,6 +31,9 @@ def main():
     pending = []  # topics that ended, folded at the next end_turn
     for line in sys.stdin:
         req = json.loads(line)
+        kind = req["type"]
+        if kind == "open":  # a new session: nothing of the last one is kept
+            view, store, start, pending = [], {}, 1, []
         ctx = req.get("context")
         if ctx is not None:
             del view[ctx["keep"]:]
@@ -35,9 +41,10 @@ def main():
                 m = store[m["ref"]] if "ref" in m else m
                 store[m["id"]] = m
                 view.append(m)
-        kind = req["type"]
         if kind == "hello":
-            ans = {"type": "hello", "protocol": 1}
+            ans = {"type": "hello", "protocol": min(req.get("protocol", 1), 2)}
+        elif kind == "open":
+            ans = {"type": "open"}
         elif kind == "plan":
             ans = {"type": "send", "messages": [[0, len(view)]]}
         elif kind == "card":

@@ -4,6 +4,9 @@ with mode=placeholder, replaced by `[output cleared]`) on every request, as the 
 does; standard library only. The protocol is docs/policy-protocol.md.
 
     foldbench run --policy 'exec:python3 examples/policies/trim.py keep=1 mode=placeholder'
+
+It speaks protocol 2: one process serves session after session, each opened (`open`) and
+closed (`close`) in turn.
 """
 import json
 import sys
@@ -51,6 +54,9 @@ def main():
     view, store = [], {}
     for line in sys.stdin:
         req = json.loads(line)
+        kind = req["type"]
+        if kind == "open":  # a new session: nothing of the last one is kept
+            view, store = [], {}
         ctx = req.get("context")
         if ctx is not None:
             del view[ctx["keep"]:]
@@ -58,16 +64,17 @@ def main():
                 m = store[m["ref"]] if "ref" in m else m
                 store[m["id"]] = m
                 view.append(m)
-        kind = req["type"]
         if kind == "hello":
-            ans = {"type": "hello", "protocol": 1, "tools": []}
+            ans = {"type": "hello", "protocol": min(req.get("protocol", 1), 2)}
+        elif kind == "open":
+            ans = {"type": "open", "tools": []}
         elif kind == "plan":
             ans = plan(view, req["turn"], req["prefix_tokens"], keep, placeholder, trigger)
         elif kind == "card":
             ans = {"type": "card", "card": None}
         elif kind == "end_turn":
             ans = {"type": "splices", "splices": []}
-        else:  # compacted, spliced: nothing to do
+        else:  # compacted, spliced, close: nothing to do
             ans = {"type": "ok"}
         ans["re"] = req["id"]
         sys.stdout.write(json.dumps(ans) + "\n")

@@ -58,7 +58,10 @@ pub fn main_with(registry: policies::Registry) -> std::process::ExitCode {
     out::guard();
     restore_sigpipe();
     policies::registry::install(harness_runner::exec_policy::with_exec(registry));
-    error::exit_code(cli::main())
+    let code = error::exit_code(cli::main());
+    // Policy processes kept between sessions end with the command, not with the machine.
+    harness_runner::exec_policy::end_idle();
+    code
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`foldbench tasks | head -1`) panics.

@@ -233,9 +233,22 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         )));
     }
     harness_runner::exec_policy::set_replay(true);
-    let (replayer, prices) = replayer_of(&a)?;
-    let labels = load_labels(&a.source)?;
-    let loaded = load_sessions(&a.source, "replay")?;
+    // The sessions load while the policies are built: an `exec:` policy's first process (the
+    // sandbox's probe, the search for the host's interpreter, its start and handshake) takes
+    // as long as the loading or longer.
+    let (built, read) = std::thread::scope(|s| {
+        let read = s.spawn(|| -> Result<_, Error> {
+            let labels = load_labels(&a.source)?;
+            Ok((labels, load_sessions(&a.source, "replay")?))
+        });
+        let built = replayer_of(&a);
+        (built, read.join())
+    });
+    let (replayer, prices) = built?;
+    let (labels, loaded) = match read {
+        Ok(r) => r?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
     let began = Instant::now();
     let (replays, losses) =
         replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));

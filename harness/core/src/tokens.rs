@@ -8,10 +8,12 @@
 //! (with any card), the thinking an assistant message carries, and each tool call's name and canonical arguments, plus a fixed overhead per
 //! message ([`MESSAGE_OVERHEAD`]) as in OpenAI's chat format.
 //!
-//! Texts of [`MEMO_MIN_BYTES`] or more are counted once per process: a matrix shows the same
-//! tool outputs again and again (fifteen cells read the same files, the tool cache answers with
-//! the same text), and hashing a text costs a fraction of encoding it. The memo is keyed by the
-//! text's sha256 and emptied when it holds [`MEMO_CAP`] counts.
+//! Every text is counted once per process: a matrix shows the same texts again and again
+//! (fifteen cells read the same files, the tool cache answers with the same output, the sim
+//! writes the same calls, every cell of an arm has the same tool descriptions), and looking a
+//! count up costs a fraction of encoding the text. Texts of [`MEMO_MIN_BYTES`] or more are
+//! keyed by their sha256, shorter ones by themselves; each memo is emptied when it holds
+//! [`MEMO_CAP`] counts.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -20,7 +22,8 @@ use sha2::{Digest, Sha256};
 
 use crate::message::{Message, ToolSpec};
 
-/// Texts at least this long (in bytes) have their count remembered.
+/// Texts at least this long (in bytes) are remembered by their sha256, shorter ones by
+/// themselves.
 pub const MEMO_MIN_BYTES: usize = 1024;
 
 /// Counts the memo holds before it is emptied.
@@ -35,12 +38,23 @@ pub fn count(text: &str) -> u32 {
         return 0;
     }
     if text.len() < MEMO_MIN_BYTES {
-        return encode_count(text);
+        static SHORT: OnceLock<Mutex<HashMap<Box<str>, u32>>> = OnceLock::new();
+        return remembered(&SHORT, text, Box::from(text), text);
     }
-    static MEMO: OnceLock<Mutex<HashMap<[u8; 32], u32>>> = OnceLock::new();
-    let memo = MEMO.get_or_init(Mutex::default);
+    static LONG: OnceLock<Mutex<HashMap<[u8; 32], u32>>> = OnceLock::new();
     let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-    if let Some(&n) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+    remembered(&LONG, &key, key, text)
+}
+
+/// The count of `text` from `memo` under `key` (`owned` is the key to store), encoded and
+/// stored when it is not there.
+fn remembered<K, Q>(memo: &OnceLock<Mutex<HashMap<K, u32>>>, key: &Q, owned: K, text: &str) -> u32
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    let memo = memo.get_or_init(Mutex::default);
+    if let Some(&n) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
         return n;
     }
     let n = encode_count(text);
@@ -48,7 +62,7 @@ pub fn count(text: &str) -> u32 {
     if m.len() >= MEMO_CAP {
         m.clear();
     }
-    m.insert(key, n);
+    m.insert(owned, n);
     n
 }
 
@@ -92,6 +106,17 @@ mod tests {
         let a = "def parse(row):\n    return row.split(',')\n".repeat(60);
         let b = format!("{a}x");
         assert!(a.len() >= MEMO_MIN_BYTES);
+        for t in [&a, &b, &a, &b] {
+            assert_eq!(count(t), encode_count(t));
+        }
+        assert_ne!(count(&a), count(&b));
+    }
+
+    #[test]
+    fn short_texts_count_the_same_the_second_time_and_as_encoded() {
+        let a = "edited shop/cart.py".to_string();
+        let b = format!("{a}!");
+        assert!(b.len() < MEMO_MIN_BYTES);
         for t in [&a, &b, &a, &b] {
             assert_eq!(count(t), encode_count(t));
         }

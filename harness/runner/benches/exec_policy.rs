@@ -2,8 +2,11 @@
 //! built-in policy it stands for, with `examples/policies/none.py` against `none`:
 //!
 //! - `exec/start_and_end/{bwrap,unconfined}`: a process started in the sandbox (or without
-//!   one), its handshake, and its end (standard input closed, its group and marked processes
-//!   killed, reaped) — once per cell, once per session and policy in replay.
+//!   one), its handshake and a session opened and closed, and its end (standard input closed,
+//!   its group and marked processes killed, reaped) — once per process: per thread in protocol
+//!   2, per cell or session and policy in protocol 1.
+//! - `exec/next_session/{bwrap,unconfined}`: a session served by a kept process (protocol 2):
+//!   `open` and `close`, the process taken from the pool and put back.
 //! - `exec/session/{exec,none}`: a session of 100 requests, each after an assistant message and
 //!   a tool result of about 200 tokens were appended: the context sent as deltas, the answer
 //!   read and resolved. The difference over 100 is the per-request figure.
@@ -20,7 +23,7 @@ use harness_core::context::Context;
 use harness_core::driver::{Driver, Next};
 use harness_core::message::{Message, ToolCall};
 use harness_core::policy::Policy;
-use harness_runner::exec_policy::{set_sandbox, ExecPolicy, ExecText};
+use harness_runner::exec_policy::{end_idle, set_sandbox, ExecPolicy, ExecText};
 use harness_runner::execution::sandbox::Sandbox;
 
 const REQUESTS: usize = 100;
@@ -71,8 +74,17 @@ fn bench_exec(c: &mut Criterion) {
             b.iter(|| {
                 let p = ExecPolicy::start(text.clone(), 200_000);
                 assert!(p.failed().is_none(), "{:?}", p.failed());
+                drop(p);
+                end_idle();
             })
         });
+        g.bench_function(format!("next_session/{label}"), |b| {
+            b.iter(|| {
+                let p = ExecPolicy::start(text.clone(), 200_000);
+                assert!(p.failed().is_none(), "{:?}", p.failed());
+            })
+        });
+        end_idle();
     }
     let call = ToolCall {
         id: "c1".into(),

@@ -515,11 +515,11 @@ fn heap_in_use() -> u64 {
 /// then what the conversations hold, as this process's resident memory after them less before
 /// (the first policy of `PB_POLICIES`, every conversation kept).
 fn micro(shape: &Shape) {
-    use harness_runner::proxy::conversation::{decode, Conversation, Step};
+    use harness_runner::proxy::conversation::{decode, decode_after, Conversation, Step};
     let policy = shape.policies.first().map_or("none", String::as_str);
     let spec = policies::parse_policy(policy).expect("a policy");
     let mut kept = Vec::new();
-    let mut times: Vec<[Duration; 3]> = Vec::new();
+    let mut times: Vec<[Duration; 4]> = Vec::new();
     let tools = tools();
     let rss0 = own_rss_kib();
     let heap0 = heap_in_use();
@@ -527,12 +527,21 @@ fn micro(shape: &Shape) {
         let spec = spec.clone();
         let mut c = Conversation::new(Box::new(move || policies::build(&spec, 200_000)))
             .expect("a conversation");
+        let mut last = None;
         for step in 0..shape.requests {
             let b = body(
                 &format!("m{conv}"),
                 history(conv, step, shape.result_bytes),
                 &tools,
             );
+            // The body decoded from where it differs from the last one (what the proxy does),
+            // then whole (the check, and what the proxy did before).
+            let p0 = Instant::now();
+            let after =
+                decode_after(last.take(), harness_wire::Api::Anthropic, &b).expect("decodes");
+            let prefix = p0.elapsed();
+            last = after.kept;
+            drop(std::hint::black_box(after.decoded));
             let t0 = Instant::now();
             let req = decode(harness_wire::Api::Anthropic, &b).expect("decodes");
             let t1 = Instant::now();
@@ -542,14 +551,15 @@ fn micro(shape: &Shape) {
                 Step::Send(o) => drop(std::hint::black_box(o.body)),
                 Step::Compact { .. } => {}
             }
-            times.push([t1 - t0, t2 - t1, t2.elapsed()]);
+            times.push([t1 - t0, t2 - t1, t2.elapsed(), prefix]);
         }
-        kept.push(c);
+        // What a conversation of the proxy keeps: its state and its last body, decoded.
+        kept.push((c, last));
     }
     let rss1 = own_rss_kib();
     let heap1 = heap_in_use();
     let from = shape.requests - shape.requests.div_ceil(4);
-    let last: Vec<&[Duration; 3]> = times
+    let last: Vec<&[Duration; 4]> = times
         .iter()
         .enumerate()
         .filter(|(i, _)| i % shape.requests >= from)
@@ -557,8 +567,9 @@ fn micro(shape: &Shape) {
         .collect();
     let med = |k: usize| stats(last.iter().map(|t| t[k]).collect()).0;
     println!(
-        "micro {policy}: last quarter, medians: decode {:.3} ms, read {:.3} ms, plan and body {:.3} ms; {} conversations: {:.0} KB of heap in use each, {:.0} KB resident",
+        "micro {policy}: last quarter, medians: decode whole {:.3} ms, from the last body {:.3} ms, read {:.3} ms, plan and body {:.3} ms; {} conversations: {:.0} KB of heap in use each, {:.0} KB resident",
         med(0),
+        med(3),
         med(1),
         med(2),
         shape.convs,

@@ -25,6 +25,7 @@ use harness_core::tokens;
 use policies::PolicySpec;
 
 use crate::backends::model::Model;
+use crate::execution::snapshot::{self, Known, Snapshot};
 use crate::execution::workspace::{self, Workspace};
 use crate::tools::{self, ToolLimits};
 
@@ -324,8 +325,15 @@ pub async fn run_cell(
                     .unwrap_or_else(|_| plan.policy.label());
                 let (status, error, checks) = match outcome {
                     Err(e) => (Status::Error, Some(e.to_string()), Vec::new()),
-                    Ok(_) => {
-                        let checks = run_checks(&ws, &plan.task, &closings, &run.limits).await;
+                    Ok((_, known)) => {
+                        let checks = crate::cell_checks::run_checks_known(
+                            &ws,
+                            &plan.task,
+                            &closings,
+                            &run.limits,
+                            known,
+                        )
+                        .await;
                         for c in &checks {
                             run.emit(Event::Check {
                                 label: c.label.clone(),
@@ -399,15 +407,17 @@ async fn session(
     ws: &Workspace,
     closings: &mut HashMap<u32, String>,
     turns_run: &mut u32,
-) -> Result<(String, ()), SessionError> {
+) -> Result<(String, Known), SessionError> {
     let plan = run.plan;
-    ws.run_setup(&plan.task.setup, &run.limits)
+    let known = ws
+        .run_setup_known(&plan.task.setup, &run.limits, ws.created_tree())
         .await
         .map_err(SessionError::Setup)?;
     let mut lp = Loop::new(
         policies::build(&plan.policy, run.model.window())?,
         plan.policy.delegate,
     );
+    lp.known = known;
     policy_ok(lp.driver.policy())?;
     let spec = Arc::clone(&plan.task);
     for (i, turn) in spec.turns.iter().enumerate() {
@@ -431,7 +441,7 @@ async fn session(
         lp.splice(run, ws, t, next_user);
         policy_ok(lp.driver.policy())?;
     }
-    Ok((lp.driver.policy().name(), ()))
+    Ok((lp.driver.policy().name(), lp.known))
 }
 
 /// The policy's failure ([`Policy::failed`]: a policy process that broke the protocol) as the
@@ -455,10 +465,10 @@ struct Loop {
     prev: Option<Vec<Arc<Message>>>,
     /// The next request's index.
     index: usize,
-    /// The work tree's fingerprint as the last workspace tool call found it, while only
-    /// reading tools ran since (they cannot change a file; a shell call's processes end with
-    /// it): the next call's fingerprint without hashing the workspace again.
-    fingerprint: Option<String>,
+    /// The work tree as the last step left it, when foldbench knows it without reading the
+    /// workspace (see [`Known`]): the next call's fingerprint and tool-cache key without
+    /// hashing every file again.
+    known: Known,
     /// Whether the arm offers the `delegate` tool (`+delegate`) and this loop answers it.
     delegating: bool,
     /// Who makes the requests: `None` for the cell's session, `child-N` for a child's.
@@ -506,7 +516,7 @@ impl Loop {
             prefix,
             prev: None,
             index: 0,
-            fingerprint: None,
+            known: Known::unknown(),
             delegating,
             agent: None,
             purpose: Purpose::Turn,
@@ -682,26 +692,27 @@ impl Loop {
             let record = tool_record(t, this, call, None, None, true, result.tokens);
             return Ok((result, record, Vec::new()));
         }
-        let memo = self.fingerprint.take();
-        // A shell call answered through the tool cache snapshots the workspace for its key; the
-        // fingerprint comes from that snapshot rather than from reading every file again.
-        let before = match (&memo, call.name.as_str(), &run.limits.cache) {
-            (None, "shell", Some(_)) => Some(
-                crate::execution::snapshot::Snapshot::take(ws.path())
-                    .map_err(SessionError::Snapshot)?,
-            ),
-            _ => None,
+        // The work tree before the call: as the last step left it when that is known, else
+        // read. The fingerprint comes from it, and a shell call answered through the tool cache
+        // takes its key from it (with `.git` and the archive read).
+        let cached_shell = call.name == "shell" && run.limits.cache.is_some();
+        let (tree, meta) = std::mem::take(&mut self.known)
+            .tree_or_read(ws.path())
+            .map_err(if cached_shell {
+                SessionError::Snapshot
+            } else {
+                SessionError::Fingerprint
+            })?;
+        let fp = snapshot::tree_fingerprint(&tree);
+        let (before, kept) = if cached_shell {
+            let snap =
+                Snapshot::from_parts(ws.path(), tree, meta).map_err(SessionError::Snapshot)?;
+            (Some(snap), None)
+        } else {
+            (None, Some((tree, meta)))
         };
-        let fp = match (memo, &before) {
-            (Some(fp), _) => fp,
-            (None, Some(snap)) => snap.fingerprint(),
-            (None, None) => ws.fingerprint().map_err(SessionError::Fingerprint)?,
-        };
-        let out = execute_limited(ws.path(), call, &run.limits, before).await;
-        // After a tool that only reads, the work tree is as it was.
-        if harness_core::tools::reads_only(&call.name) && !out.is_error {
-            self.fingerprint = Some(fp.clone());
-        }
+        let (out, after) = execute_limited(ws.path(), call, &run.limits, before).await;
+        self.known = known_after(ws.path(), call, &out, kept, after);
         if let Some((_, want)) = resp.expects.iter().find(|(id, _)| *id == call.id) {
             if !out.text.contains(want.as_str()) {
                 return Err(SessionError::BrokenTask {
@@ -784,6 +795,8 @@ impl Loop {
     /// write leaves the context as it was.
     fn splice(&mut self, run: &mut Run<'_>, ws: &Workspace, t: u32, next_user: Option<&str>) {
         for p in self.driver.end_turn(workspace::ARCHIVE_DIR, next_user) {
+            // The archive folder changes (or may have, if the write fails half-way).
+            self.known.forget_meta();
             let rel = p.archived.archive.path.clone();
             if let Err(e) = run
                 .opts
@@ -819,6 +832,51 @@ impl Loop {
     }
 }
 
+/// The workspace a workspace tool call left, as far as it is known (see [`Known`]): a shell
+/// call's own account (`after`); `before` for a tool that only reads; `before` with the written
+/// path read again for a file tool that wrote; unknown otherwise (an error, which may have
+/// stopped half-way).
+fn known_after(
+    root: &Path,
+    call: &ToolCall,
+    out: &tools::ToolOutput,
+    before: Option<(snapshot::Tree, Option<snapshot::Meta>)>,
+    after: Known,
+) -> Known {
+    use harness_core::tools::Tool;
+    let (Some((before, meta)), false) = (before, out.is_error) else {
+        return after;
+    };
+    if harness_core::tools::reads_only(&call.name) {
+        return Known::parts(before, meta);
+    }
+    let writes = matches!(
+        harness_core::tools::find(&call.name).map(|t| t.tool),
+        Some(Tool::EditFile | Tool::WriteFile)
+    );
+    // The path written, as the tool resolved it (through any link on the way).
+    let written = out
+        .target
+        .as_deref()
+        .filter(|_| writes)
+        .and_then(|t| tools::resolve(root, t).ok())
+        .and_then(|abs| {
+            abs.strip_prefix(root)
+                .ok()
+                .and_then(|r| r.to_str())
+                .map(str::to_string)
+        });
+    let Some(rel) = written else {
+        return Known::unknown();
+    };
+    // A file written under the archive folder changes what the cache key reads beside the tree.
+    let meta = meta.filter(|_| !snapshot::beside_tree(&rel));
+    match snapshot::refreshed(before, root, &rel) {
+        Ok(Some(tree)) => Known::parts(tree, meta),
+        _ => Known::unknown(),
+    }
+}
+
 /// Runs a workspace tool call within the tool time limit (`shell_timeout`, `--tool-timeout`).
 /// A shell call enforces it itself (its process group is killed at the limit); the file tools
 /// run on a blocking thread, and a call that has not returned at the limit is answered with an
@@ -827,8 +885,8 @@ async fn execute_limited(
     root: &Path,
     call: &ToolCall,
     limits: &ToolLimits,
-    before: Option<crate::execution::snapshot::Snapshot>,
-) -> tools::ToolOutput {
+    before: Option<Snapshot>,
+) -> (tools::ToolOutput, Known) {
     if call.name == "shell" {
         return tools::execute_with(root, call, limits, before).await;
     }
@@ -842,7 +900,7 @@ async fn execute_limited(
         target: None,
         cached: false,
     };
-    match tokio::time::timeout(limits.shell_timeout, job).await {
+    let out = match tokio::time::timeout(limits.shell_timeout, job).await {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => error(format!("error: {} failed: {e}", call.name)),
         Err(_) => error(format!(
@@ -850,7 +908,8 @@ async fn execute_limited(
             call.name,
             limits.shell_timeout.as_secs_f64()
         )),
-    }
+    };
+    (out, Known::unknown())
 }
 
 fn tool_record(

@@ -7,6 +7,7 @@ use std::path::Path;
 use harness_core::record::CheckResult;
 use harness_core::spec::{Check, TaskSpec};
 
+use crate::execution::snapshot::Known;
 use crate::execution::workspace::Workspace;
 use crate::tools::{self, ToolLimits};
 
@@ -17,28 +18,59 @@ pub async fn run_checks(
     closings: &HashMap<u32, String>,
     limits: &ToolLimits,
 ) -> Vec<CheckResult> {
+    run_checks_known(ws, spec, closings, limits, Known::unknown()).await
+}
+
+/// [`run_checks`] in a workspace whose work tree is `known` (read when it is not; see
+/// `snapshot::Known`): each shell check starts from the tree the one before it left.
+pub(crate) async fn run_checks_known(
+    ws: &Workspace,
+    spec: &TaskSpec,
+    closings: &HashMap<u32, String>,
+    limits: &ToolLimits,
+    mut known: Known,
+) -> Vec<CheckResult> {
     let mut out = Vec::new();
     // Checks see the work tree and `.git`, not foldbench's archive (see `set_archive_aside`);
     // if it cannot be moved they see it, and the tool cache keys on it as for any command.
     let _aside = ws.set_archive_aside().ok().flatten();
+    // The archive is out of sight (or was not there): the checks' keys read `.git` and it again.
+    known.forget_meta();
     let timeout = limits.check_timeout;
     for c in &spec.checks {
         let (passed, detail) = match c {
             Check::Shell(cmd) => {
-                match crate::execution::shell::run_shell_for(ws.path(), cmd, timeout, limits).await
-                {
-                    Ok((r, _)) if r.success() => (true, String::new()),
-                    Ok((r, _)) if r.timed_out => (
+                let ran = crate::execution::shell::run_shell_known(
+                    ws.path(),
+                    cmd,
+                    timeout,
+                    limits,
+                    std::mem::take(&mut known),
+                )
+                .await
+                .map(|(r, _, after)| {
+                    known = after;
+                    r
+                });
+                match ran {
+                    Ok(r) if r.success() => (true, String::new()),
+                    // The output's end, its workspace paths made relative first: the end of
+                    // the absolute text would start at a point that moves with the length of
+                    // the workspace's path (its process id's digits).
+                    Ok(r) if r.timed_out => (
                         false,
                         format!(
                         "timed out after {}s, the time limit of a check (--tool-timeout, at least \
                          {}s)\n{}",
                         timeout.as_secs_f64(),
                         tools::MIN_CHECK_TIMEOUT.as_secs(),
-                        tail(&r.output, 2000)
+                        tail(&relative_to(ws.path(), r.output), 2000)
                     ),
                     ),
-                    Ok((r, _)) => (false, tail(&r.render(timeout), 2000)),
+                    Ok(r) => (
+                        false,
+                        tail(&relative_to(ws.path(), r.render(timeout)), 2000),
+                    ),
                     Err(e) => (false, format!("could not run: {e}")),
                 }
             }
@@ -127,6 +159,22 @@ mod tests {
             turns: vec![],
             checks,
         }
+    }
+
+    /// A failed check's detail is the end of its output with the workspace's paths made
+    /// relative, whatever the length of the workspace's own path.
+    #[tokio::test]
+    async fn a_failed_checks_detail_does_not_move_with_the_workspaces_path() {
+        let fx = tempfile::tempdir().expect("tempdir");
+        std::fs::write(fx.path().join("a.py"), "A = 1\n").expect("write");
+        let ws = Workspace::create(fx.path(), false).expect("create");
+        let spec = task(vec![Check::Shell(
+            "head -c 1990 /dev/zero | tr '\\0' x; echo; echo \"$PWD/a.py failed\"; exit 1".into(),
+        )]);
+        let got = run_checks(&ws, &spec, &HashMap::new(), &ToolLimits::default()).await;
+        let whole = format!("{}\na.py failed\n\n[exit code: 1]", "x".repeat(1990));
+        assert!(!got[0].passed);
+        assert_eq!(got[0].detail, tail(&whole, 2000));
     }
 
     #[tokio::test]

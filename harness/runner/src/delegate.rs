@@ -138,6 +138,8 @@ async fn child_session(
     child.index = parent.index;
     child.driver.context_mut().turn = 1;
     child.driver.push(Message::user(1, brief, None));
+    // The child starts in the work tree the parent's last step left.
+    child.known = std::mem::take(&mut parent.known);
     // The facts the task's script says this child needs, watched over the child's session.
     let scripted = run
         .plan
@@ -169,8 +171,8 @@ async fn child_session(
         error: Box::new(error),
     })?;
     parent.index = child.index;
-    // The child may have changed the work tree: the parent's fingerprint is stale.
-    parent.fingerprint = None;
+    // The child worked in the same workspace: the work tree is as its last step left it.
+    parent.known = std::mem::take(&mut child.known);
     let facts = needs.into_facts();
     if !facts.is_empty() {
         run.emit(Event::Needs { turn: t, facts });

@@ -198,6 +198,17 @@ impl Envelope {
             Some(split) => split,
             None => split_slow(api, body)?,
         };
+        Envelope::from_parts(api, fields, items)
+    }
+
+    /// A request from a body split elsewhere (the proxy reads a body from where it differs from
+    /// the last one): its top-level fields in order, the items field `null`, and its items. The
+    /// same envelope [`Envelope::parse`] makes of the body they come from.
+    pub fn from_parts(
+        api: Api,
+        fields: Vec<(String, Box<RawValue>)>,
+        items: Vec<Box<RawValue>>,
+    ) -> Result<Envelope, WireError> {
         let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| &**v);
         let text =
             |name: &str| field(name).and_then(|v| serde_json::from_str::<Value>(v.get()).ok());

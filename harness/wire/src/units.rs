@@ -57,7 +57,7 @@ pub enum UnitKind {
 }
 
 /// One unit: its raw JSON and what it is.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Unit {
     /// The JSON as the agent wrote it (a content block, a message or an item).
     pub raw: Box<RawValue>,

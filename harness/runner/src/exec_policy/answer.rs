@@ -136,7 +136,8 @@ pub enum ProtocolError {
     },
     /// The handshake names another protocol.
     #[error(
-        "answered the handshake with protocol {got}; foldbench speaks protocol {}",
+        "answered the handshake with protocol {got}; foldbench speaks protocols {} to {}: answer one of them",
+        super::PROTOCOL_MIN,
         super::PROTOCOL
     )]
     Protocol {

@@ -2,10 +2,12 @@
 //! on its standard input and output (docs/policy-protocol.md; the schema of every message is
 //! docs/policy-protocol.schema.json).
 //!
-//! [`ExecPolicy`] implements the [`Policy`] trait by asking the process: one process per cell
-//! (per session and policy in replay), started in the sandbox of shell calls (no network, an
-//! allow-listed environment, so it never sees an API key), in the folder foldbench was started
-//! in (read-only) with a private temporary `HOME`. Each request carries only what was appended
+//! [`ExecPolicy`] implements the [`Policy`] trait by asking the process, started in the sandbox
+//! of shell calls (no network, an allow-listed environment, so it never sees an API key), in
+//! the folder foldbench was started in (read-only) with a private temporary `HOME`. An
+//! `ExecPolicy` is one session (a cell; a session and policy in replay). A process that speaks
+//! protocol 2 serves one session after another, each opened and closed in turn, and waits in
+//! [`pool`] between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
 //! to the context since the last one ([`view`]), so the bytes sent grow linearly with the
 //! session. A process that does not start, exits, hangs past the per-answer time limit, writes
 //! a line that is not a message of the protocol or floods its output, or proposes an illegal
@@ -14,6 +16,7 @@
 //! and the process and every process it started are ended.
 
 mod answer;
+pub mod pool;
 mod process;
 pub mod view;
 
@@ -32,13 +35,21 @@ use policies::PolicyError;
 use serde_json::{json, Map, Value};
 
 use crate::execution::sandbox::{Sandbox, Unseen};
+use pool::{Key, Worker};
 use process::{Fault, Process};
+
+pub use pool::{end_idle, idle_count, MAX_IDLE};
 
 /// The policy's name: `exec:COMMAND`.
 pub const NAME: &str = "exec";
 
-/// The protocol's version, named in the handshake.
-pub const PROTOCOL: u64 = 1;
+/// The protocol's newest version, offered in the handshake: 2, a process serving many
+/// sessions, each opened (`open`) and closed (`close`) in turn ([`pool`]).
+pub const PROTOCOL: u64 = 2;
+
+/// The oldest version still spoken: 1, a process serving one session, its handshake the
+/// session's opening and its end the session's.
+pub const PROTOCOL_MIN: u64 = 1;
 
 /// The default time limit of one answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -371,8 +382,21 @@ pub fn set_sandbox(sandbox: Sandbox) {
 fn sandbox() -> Sandbox {
     static DEFAULT: OnceLock<Sandbox> = OnceLock::new();
     let slot = sandbox_slot().read().unwrap_or_else(|e| e.into_inner());
-    slot.clone()
-        .unwrap_or_else(|| DEFAULT.get_or_init(Sandbox::default).clone())
+    slot.clone().unwrap_or_else(|| {
+        DEFAULT
+            .get_or_init(|| {
+                // The first policy process waits for both the sandbox's probe and the search for
+                // the host's interpreter (its PATH's first folder), each a process or more and
+                // paid once: the search runs beside the probe.
+                let _ = std::thread::Builder::new()
+                    .name("find-python".into())
+                    .spawn(|| {
+                        let _ = crate::execution::sandbox::python_bin();
+                    });
+                Sandbox::default()
+            })
+            .clone()
+    })
 }
 
 /// A policy answered by a process.
@@ -390,11 +414,9 @@ impl std::fmt::Debug for ExecPolicy {
 
 struct Inner {
     text: ExecText,
-    process: Option<Process>,
-    /// The process's `HOME`, removed when the policy is dropped (after the process ended).
-    _home: Option<tempfile::TempDir>,
+    /// The process serving this session (from [`pool`] or started for it).
+    worker: Option<Worker>,
     failure: Option<String>,
-    next_request: u64,
     tools: Vec<ToolSpec>,
     filters_workspace_tools: bool,
     view: view::View,
@@ -402,15 +424,14 @@ struct Inner {
     /// The result text the process gave each splice it proposed, by range.
     texts: HashMap<(u32, u32), Option<String>>,
     log: Option<std::fs::File>,
-    /// Bytes written to the process (for the protocol's cost).
+    /// Bytes written to the process in this session (for the protocol's cost).
     sent_bytes: u64,
-    /// Under bubblewrap, the folders bound in (the working folder, then the `read=` ones): a
-    /// process that exits is told which of the paths its command names the sandbox hides.
-    unseen_by: Option<Vec<PathBuf>>,
 }
 
 impl ExecPolicy {
-    /// Starts the process of `text` and shakes hands; a failure is kept ([`Policy::failed`]).
+    /// A session of the policy `text`: served by an idle process of the same policy when one
+    /// waits ([`pool`]: a process of protocol 2 whose last session was closed), else by a
+    /// process started for it, which shakes hands; a failure is kept ([`Policy::failed`]).
     pub fn start(text: ExecText, window: u64) -> ExecPolicy {
         let log = std::env::var_os(LOG_ENV).and_then(|p| {
             std::fs::OpenOptions::new()
@@ -421,10 +442,8 @@ impl ExecPolicy {
         });
         let mut inner = Inner {
             text,
-            process: None,
-            _home: None,
+            worker: None,
             failure: None,
-            next_request: 0,
             tools: Vec::new(),
             filters_workspace_tools: false,
             view: view::View::default(),
@@ -432,22 +451,84 @@ impl ExecPolicy {
             texts: HashMap::new(),
             log,
             sent_bytes: 0,
-            unseen_by: None,
         };
-        inner.launch(window);
+        let key = Key {
+            text: inner.text.canonical(),
+            replay: REPLAY.load(std::sync::atomic::Ordering::Relaxed),
+            sandbox: sandbox(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        while let Some(worker) = pool::take(&key) {
+            inner.worker = Some(worker);
+            if inner.open(window) {
+                return ExecPolicy {
+                    inner: RefCell::new(inner),
+                };
+            }
+            // A process that waited and cannot open a session (it exited meanwhile) is ended;
+            // the session goes to another, or to a fresh one.
+            inner.worker = None;
+            inner.failure = None;
+        }
+        inner.launch(key, window);
         ExecPolicy {
             inner: RefCell::new(inner),
         }
     }
 
-    /// Bytes written to the process so far.
+    /// Bytes written to the process in this session so far.
     pub fn sent_bytes(&self) -> u64 {
         self.inner.borrow().sent_bytes
+    }
+
+    /// The id of the process serving this session (bubblewrap's, in the sandbox); `None` when
+    /// none started.
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner.borrow().worker.as_ref().map(|w| w.process.id())
+    }
+
+    /// The protocol the serving process speaks (0 when it did not shake hands).
+    pub fn protocol(&self) -> u64 {
+        self.inner
+            .borrow()
+            .worker
+            .as_ref()
+            .map_or(0, |w| w.protocol)
+    }
+}
+
+impl Drop for ExecPolicy {
+    /// Ends the session: a process of protocol 2 that has not failed is sent `close` and, once
+    /// it answered, kept for the next session ([`pool`]); any other is ended with its session.
+    fn drop(&mut self) {
+        let s = self.inner.get_mut();
+        let serves_more = s.failure.is_none() && s.worker.as_ref().is_some_and(|w| w.protocol >= 2);
+        if serves_more {
+            let session = s.worker.as_ref().map_or(0, |w| w.sessions);
+            let closed = s.ask("close", json!({ "session": session }), &["ok"]);
+            if closed.is_some() && s.failure.is_none() {
+                if let Some(w) = s.worker.take() {
+                    pool::put(w);
+                }
+            }
+        }
+    }
+}
+
+/// The handshake's and a session's `mode` and `workspace_tools`: in replay no tool runs (the
+/// calls in the view are the recorded agent's).
+fn session_fields() -> (&'static str, Vec<String>) {
+    if REPLAY.load(std::sync::atomic::Ordering::Relaxed) {
+        ("replay", Vec::new())
+    } else {
+        let tools = crate::tools::tool_specs().into_iter().map(|t| t.name);
+        ("run", tools.collect())
     }
 }
 
 impl Inner {
-    fn launch(&mut self, window: u64) {
+    /// Starts a process for `key` and shakes hands; with protocol 2, opens this session in it.
+    fn launch(&mut self, key: Key, window: u64) {
         let home = match tempfile::Builder::new()
             .prefix("foldbench-policy-")
             .tempdir()
@@ -455,16 +536,16 @@ impl Inner {
             Ok(h) => h,
             Err(e) => return self.fail_plain(ExecError::Home(e)),
         };
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let sandbox = sandbox();
-        let mut binds = vec![cwd.clone()];
+        let sandbox = key.sandbox.clone();
+        let mut binds = vec![key.cwd.clone()];
         for r in &self.text.reads {
-            let path = cwd.join(r);
+            let path = key.cwd.join(r);
             if let Err(source) = std::fs::metadata(&path) {
                 return self.fail_plain(ExecError::ReadMissing { path, source });
             }
             binds.push(path);
         }
+        let mut unseen_by = None;
         if sandbox.is_isolated() {
             let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
             for path in &binds[1..] {
@@ -473,51 +554,82 @@ impl Inner {
                     return self.fail_plain(ExecError::ReadHidden { path, why });
                 }
             }
-            self.unseen_by = Some(binds.clone());
+            unseen_by = Some(binds.clone());
         }
-        match Process::start(
+        let process = match Process::start(
             &sandbox,
             home.path(),
             &binds,
             &self.text.command,
             self.text.max_line,
         ) {
-            Ok(p) => self.process = Some(p),
+            Ok(p) => p,
             Err(e) => return self.fail_plain(e),
-        }
-        self._home = Some(home);
-        let replay = REPLAY.load(std::sync::atomic::Ordering::Relaxed);
-        // In replay no tool runs: the calls in the view are the recorded agent's.
-        let workspace: Vec<String> = if replay {
-            Vec::new()
-        } else {
-            crate::tools::tool_specs()
-                .into_iter()
-                .map(|t| t.name)
-                .collect()
         };
-        let mode = if replay { "replay" } else { "run" };
+        self.worker = Some(Worker {
+            process,
+            _home: home,
+            key,
+            protocol: 0,
+            next_request: 0,
+            sessions: 0,
+            unseen_by,
+        });
+        let (mode, workspace) = session_fields();
         let hello = self.ask(
             "hello",
             json!({"protocol": PROTOCOL, "window": window, "mode": mode, "workspace_tools": workspace}),
             &["hello"],
         );
-        if let Some((v, line)) = hello {
-            if let Err(e) = self.take_hello(&v) {
+        let Some((v, line)) = hello else { return };
+        let protocol = v.get("protocol").and_then(Value::as_u64);
+        match protocol {
+            Some(p @ PROTOCOL_MIN..=PROTOCOL) => {
+                if let Some(w) = self.worker.as_mut() {
+                    w.protocol = p;
+                }
+            }
+            _ => {
+                let got = v
+                    .get("protocol")
+                    .map_or("(none)".to_string(), Value::to_string);
+                return self.fail(&ProtocolError::Protocol { got }, Some(&line));
+            }
+        }
+        if protocol == Some(1) {
+            // Version 1: the handshake is the session's opening.
+            if let Err(e) = self.take_tools(&v) {
                 self.fail(&e, Some(&line));
+            }
+        } else {
+            self.open(window);
+        }
+    }
+
+    /// Opens a session in a process of protocol 2 (`open`); whether it answered.
+    fn open(&mut self, window: u64) -> bool {
+        let Some(w) = self.worker.as_mut() else {
+            return false;
+        };
+        w.sessions += 1;
+        let session = w.sessions;
+        let (mode, workspace) = session_fields();
+        let fields = json!({"session": session, "window": window, "mode": mode, "workspace_tools": workspace});
+        let Some((v, line)) = self.ask("open", fields, &["open"]) else {
+            return false;
+        };
+        match self.take_tools(&v) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(&e, Some(&line));
+                false
             }
         }
     }
 
-    fn take_hello(&mut self, v: &Value) -> Result<(), ProtocolError> {
-        let protocol = v.get("protocol").and_then(Value::as_u64);
-        if protocol != Some(PROTOCOL) {
-            return Err(ProtocolError::Protocol {
-                got: v
-                    .get("protocol")
-                    .map_or("(none)".to_string(), Value::to_string),
-            });
-        }
+    /// The session's `tools` and `filters_workspace_tools`, from the answer to `hello`
+    /// (protocol 1) or `open` (protocol 2).
+    fn take_tools(&mut self, v: &Value) -> Result<(), ProtocolError> {
         if let Some(tools) = v.get("tools") {
             self.tools = serde_json::from_value(tools.clone()).map_err(ProtocolError::Tools)?;
         }
@@ -534,8 +646,9 @@ impl Inner {
         if self.failure.is_some() {
             return None;
         }
-        let id = self.next_request;
-        self.next_request += 1;
+        let worker = self.worker.as_mut()?;
+        let id = worker.next_request;
+        worker.next_request += 1;
         let mut msg = Map::new();
         msg.insert("type".into(), kind.into());
         msg.insert("id".into(), id.into());
@@ -546,7 +659,7 @@ impl Inner {
         self.log_line("> ", &line);
         self.sent_bytes += line.len() as u64 + 1;
         let timeout = self.text.timeout;
-        let process = self.process.as_mut()?;
+        let process = &mut self.worker.as_mut()?.process;
         process.send(&line);
         let got = process.receive(timeout);
         let bytes = match got {
@@ -576,9 +689,9 @@ impl Inner {
         match fault {
             Fault::Eof => {
                 let status = self
-                    .process
+                    .worker
                     .as_mut()
-                    .and_then(Process::exit_status)
+                    .and_then(|w| w.process.exit_status())
                     .map(|s| format!(" ({s})"))
                     .unwrap_or_default();
                 format!(
@@ -602,7 +715,7 @@ impl Inner {
     /// file it reads) and its working folder that the sandbox does not show, each with why and
     /// the `read=` that shows it; empty when there is none.
     fn unseen_hint(&self) -> String {
-        let Some(binds) = &self.unseen_by else {
+        let Some(binds) = self.worker.as_ref().and_then(|w| w.unseen_by.as_ref()) else {
             return String::new();
         };
         let all: Vec<&std::path::Path> = binds.iter().map(PathBuf::as_path).collect();
@@ -652,9 +765,9 @@ impl Inner {
     /// error; the process is ended first (so its standard error is complete).
     fn fail(&mut self, what: impl std::fmt::Display, line: Option<&str>) {
         let mut stderr = String::new();
-        if let Some(p) = self.process.as_mut() {
-            p.end(false);
-            stderr = p.stderr_tail();
+        if let Some(w) = self.worker.as_mut() {
+            w.process.end(false);
+            stderr = w.process.stderr_tail();
         }
         let mut reason = format!("policy process `{}` {what}", self.text.command);
         if let Some(l) = line {
@@ -843,121 +956,4 @@ impl Policy for ExecPolicy {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_text_is_options_then_the_command() {
-        let t = ExecText::parse("  timeout=2.5 max_line=100 python3 my.py keep=1 ").unwrap();
-        assert_eq!(t.timeout, Duration::from_millis(2500));
-        assert_eq!(t.max_line, 100);
-        assert_eq!(t.command, "python3 my.py keep=1");
-        assert_eq!(
-            t.canonical(),
-            "timeout=2.5 max_line=100 python3 my.py keep=1"
-        );
-        let plain = ExecText::parse("python3 my.py").unwrap();
-        assert_eq!(plain.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(plain.canonical(), "python3 my.py");
-        let err = ExecText::parse("timeout=0 x").unwrap_err();
-        assert!(matches!(err, ExecError::Timeout(_)), "{err}");
-        assert!(err.to_string().contains("above 0"), "{err}");
-        let err = ExecText::parse("timeout=5").unwrap_err();
-        assert!(matches!(err, ExecError::NoCommand), "{err}");
-        assert!(err.to_string().contains("needs a command"), "{err}");
-        assert!(ExecText::parse("")
-            .unwrap_err()
-            .to_string()
-            .contains("exec:python3 my_policy.py"));
-    }
-
-    #[test]
-    fn a_pipe_in_the_command_is_the_command_s_and_exec_is_checked_without_a_process() {
-        let reg = with_exec(Registry::builtin());
-        let spec = reg.parse("exec:python3 p.py | tee log").unwrap();
-        assert_eq!(spec.name, NAME);
-        assert_eq!(spec.arg.as_deref(), Some("python3 p.py | tee log"));
-        assert_eq!(spec.label(), "exec:python3 p.py | tee log");
-        assert!(
-            reg.check("exec:/no/such/program").is_ok(),
-            "checking starts nothing"
-        );
-        assert!(reg.check("exec:").is_err());
-    }
-
-    /// The texts and swept values of `text`'s arms.
-    fn arms(text: &str) -> Vec<(String, Vec<(String, String)>)> {
-        let reg = with_exec(Registry::builtin());
-        reg.expand(text)
-            .unwrap_or_else(|e| panic!("{text}: {e}"))
-            .into_iter()
-            .map(|p| (p.text, p.values))
-            .collect()
-    }
-
-    #[test]
-    fn a_sweep_in_the_command_makes_one_arm_per_value_and_a_quoted_word_stays_as_written() {
-        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
-        assert_eq!(
-            arms("exec:python3 p.py --keep=0..2"),
-            [0, 1, 2]
-                .iter()
-                .map(|n| (
-                    format!("exec:python3 p.py --keep={n}"),
-                    vec![kv("--keep", &n.to_string())]
-                ))
-                .collect::<Vec<_>>()
-        );
-        let crossed = arms("exec:timeout=5 python3 p.py keep=[1,3] --mode=[a,b]");
-        assert_eq!(crossed.len(), 4, "{crossed:?}");
-        assert_eq!(crossed[1].0, "exec:timeout=5 python3 p.py keep=1 --mode=b");
-        assert_eq!(crossed[1].1, vec![kv("keep", "1"), kv("--mode", "b")]);
-        // Quoted, or one value in brackets (a character class): passed on as written.
-        for text in [
-            "exec:python3 p.py '--keep=0..2'",
-            "exec:python3 p.py \"keep=[1,2]\"",
-            "exec:python3 p.py --re=[a-z]",
-            "exec:python3 ../p.py",
-        ] {
-            assert_eq!(arms(text), [(text.to_string(), vec![])], "{text}");
-        }
-        let reg = with_exec(Registry::builtin());
-        let err = reg.expand("exec:python3 p.py --keep=3..1").unwrap_err();
-        assert!(err.to_string().contains("3..1"), "{err}");
-    }
-
-    #[test]
-    fn a_policy_after_the_command_makes_a_pipeline_and_a_shell_pipe_stays_the_command_s() {
-        let reg = with_exec(Registry::builtin());
-        let spec = reg.parse("exec:python3 p.py|trim").unwrap();
-        assert_eq!(spec.name, policies::pipeline::NAME);
-        assert_eq!(spec.label(), "exec:python3 p.py|trim");
-        assert_eq!(reg.parse(&spec.label()).unwrap(), spec);
-        let spec = reg
-            .parse("exec:python3 p.py | tee log|trim:keep=2")
-            .unwrap();
-        assert_eq!(spec.name, policies::pipeline::NAME);
-        assert_eq!(spec.label(), "exec:python3 p.py | tee log|trim:keep=2");
-        let spec = reg.parse("exec:python3 p.py | tee log").unwrap();
-        assert_eq!(spec.name, NAME);
-        assert_eq!(spec.arg.as_deref(), Some("python3 p.py | tee log"));
-        // After a step as before one; sweeps cross.
-        assert_eq!(
-            reg.parse("trim|exec:python3 p.py").unwrap().label(),
-            "trim|exec:python3 p.py"
-        );
-        let texts: Vec<String> = arms("exec:python3 p.py --k=1..2|trim:keep=[0,1]")
-            .into_iter()
-            .map(|a| a.0)
-            .collect();
-        assert_eq!(
-            texts,
-            [
-                "exec:python3 p.py --k=1|trim:keep=0",
-                "exec:python3 p.py --k=1|trim:keep=1",
-                "exec:python3 p.py --k=2|trim:keep=0",
-                "exec:python3 p.py --k=2|trim:keep=1"
-            ]
-        );
-    }
-}
+mod tests;

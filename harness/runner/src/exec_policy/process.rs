@@ -51,6 +51,8 @@ pub(crate) struct Process {
     stderr_done: Receiver<()>,
     marker: String,
     group: Option<u32>,
+    /// Started in bubblewrap: every process it starts lives in its PID namespace.
+    contained: bool,
     ended: bool,
 }
 
@@ -86,7 +88,7 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        let mut child = cmd.spawn().map_err(|source| super::ExecError::Start {
+        let mut child = spawn_kept(cmd).map_err(|source| super::ExecError::Start {
             command: command.to_string(),
             source,
         })?;
@@ -119,8 +121,14 @@ impl Process {
             stderr_done,
             marker,
             group,
+            contained: sandbox.is_isolated(),
             ended: false,
         })
+    }
+
+    /// Its process id (bubblewrap's, in the sandbox).
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends one line (without its newline).
@@ -179,6 +187,11 @@ impl Process {
         }
     }
 
+    /// Closes its standard input: a process that reads to the end of its input exits.
+    pub(crate) fn close_input(&mut self) {
+        self.to_child = None;
+    }
+
     /// Ends the process and every process it started: its standard input closed, a moment to
     /// exit on its own when `gently`, then its group and every process carrying its marker
     /// killed, and the process reaped.
@@ -193,7 +206,14 @@ impl Process {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        crate::execution::reap::end_call(&self.marker, self.group);
+        // Under bubblewrap a process that exited took every process it started with it (the
+        // PID namespace ends with its first process): nothing of it is left to look for, and
+        // the look — every process's environment read for the marker — costs tens of
+        // milliseconds on a busy machine.
+        let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+        if !(exited && self.contained) {
+            crate::execution::reap::end_call(&self.marker, self.group);
+        }
         let _ = self.child.wait();
         // Its standard error read to the end before anyone quotes it: the reader thread may
         // not have run since the process wrote its last words. Every process of the group is
@@ -205,6 +225,43 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.end(true);
+    }
+}
+
+/// Starts `cmd` from one thread that lives as long as foldbench does. bubblewrap's
+/// `--die-with-parent` ends the sandbox when the *thread* that started it exits (the kernel's
+/// parent-death signal follows the thread), and a process kept between sessions
+/// ([`super::pool`]) must outlive the thread of the session that started it (a replay's worker,
+/// a runtime's blocking thread).
+fn spawn_kept(mut cmd: std::process::Command) -> std::io::Result<Child> {
+    type Job = (std::process::Command, SyncSender<std::io::Result<Child>>);
+    static KEEPER: std::sync::OnceLock<Option<Mutex<Sender<Job>>>> = std::sync::OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("policy-starter".into())
+            .spawn(move || {
+                for (mut cmd, answer) in rx {
+                    let _ = answer.send(cmd.spawn());
+                }
+            });
+        thread.ok().map(|_| Mutex::new(tx))
+    });
+    // Without that thread (it could not be made), the process starts here: it then ends with
+    // this thread, and the pool replaces it at its next session.
+    let Some(keeper) = keeper else {
+        return cmd.spawn();
+    };
+    let (answer, result) = mpsc::sync_channel(1);
+    let sent = match keeper.lock() {
+        Ok(tx) => tx.send((cmd, answer)),
+        Err(e) => e.into_inner().send((cmd, answer)),
+    };
+    match sent {
+        Ok(()) => result
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the policy starter thread ended"))),
+        Err(mpsc::SendError((mut cmd, _))) => cmd.spawn(),
     }
 }
 

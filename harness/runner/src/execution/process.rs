@@ -75,8 +75,14 @@ pub(crate) async fn run_shell(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // Ends the call's process group and every descendant that left it (see `crate::execution::reap`).
-    let mut call = crate::execution::reap::begin_call();
+    // Ends the call's process group and every descendant that left it (see `crate::execution::reap`;
+    // in bubblewrap, its own PID namespace, the kernel ends them and only foldbench's
+    // descendants are looked at).
+    let mut call = if sandbox.is_isolated() {
+        crate::execution::reap::begin_isolated_call()
+    } else {
+        crate::execution::reap::begin_call()
+    };
     cmd.env(crate::execution::reap::CALL_ENV, call.marker());
     let mut child = cmd.spawn()?;
     call.set_group(child.id());

@@ -20,6 +20,18 @@
 //! outlive the call some other way. A sandbox with its own PID namespace, killed as a whole,
 //! closes those gaps.
 //!
+//! **Where the nets look.** Without bubblewrap every process in `/proc` is looked at (a marked
+//! process could have been handed to another parent by a daemon). In bubblewrap
+//! ([`begin_isolated_call`]) the kernel kills everything in the call's PID namespace when the
+//! namespace's first process exits, but bubblewrap's outer process can return before those
+//! deaths are complete; ending the call waits for them, and everything it waits for descends
+//! from foldbench (the namespace's first process is re-parented to foldbench, the subreaper). So
+//! an isolated call looks at foldbench's descendants only (`/proc/PID/task/TID/children`): a
+//! handful of processes instead of the whole machine's, which on a busy machine was a fifth of
+//! foldbench's own CPU time over a matrix. A process that list misses (it can skip a child while
+//! a sibling exits) is one the kernel is already killing; without that list (an old kernel) the
+//! whole of `/proc` is read as before.
+//!
 //! Calls in flight are registered ([`begin_call`] returns a guard that ends the call when it is
 //! dropped, so a cancelled cell ends its calls too), and [`end_all_calls`] ends them all when the
 //! run is stopped by a signal.
@@ -53,6 +65,15 @@ struct Live {
     start: u64,
 }
 
+/// Which processes ending a call looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every process in `/proc`.
+    All,
+    /// This process's descendants (a call in its own PID namespace).
+    Descendants,
+}
+
 fn live() -> &'static Mutex<HashMap<String, Live>> {
     static LIVE: OnceLock<Mutex<HashMap<String, Live>>> = OnceLock::new();
     LIVE.get_or_init(|| Mutex::new(HashMap::new()))
@@ -82,12 +103,23 @@ pub struct CallGuard {
     marker: String,
     group: Option<u32>,
     start: u64,
+    scope: Scope,
     ended: bool,
 }
 
 /// Registers a new call and returns its guard (and, the first time, makes this process the
 /// child subreaper of its descendants).
 pub fn begin_call() -> CallGuard {
+    begin_call_in(Scope::All)
+}
+
+/// [`begin_call`] for a call that runs in a PID namespace of its own (bubblewrap): ending it
+/// looks at this process's descendants rather than at every process (see the module's notes).
+pub fn begin_isolated_call() -> CallGuard {
+    begin_call_in(Scope::Descendants)
+}
+
+fn begin_call_in(scope: Scope) -> CallGuard {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     subreaper();
     let marker = format!(
@@ -103,6 +135,7 @@ pub fn begin_call() -> CallGuard {
         marker,
         group: None,
         start,
+        scope,
         ended: false,
     }
 }
@@ -139,7 +172,7 @@ impl CallGuard {
             if let Ok(mut l) = live().lock() {
                 l.remove(&self.marker);
             }
-            end_call_from(&self.marker, self.group, Some(self.start));
+            end_call_from(&self.marker, self.group, Some(self.start), self.scope);
         }
     }
 }
@@ -153,19 +186,19 @@ impl Drop for CallGuard {
 /// Kills the process group `group` (when given) and every process whose environment holds
 /// `CALL_ENV=marker`.
 pub fn end_call(marker: &str, group: Option<u32>) {
-    end_call_from(marker, group, None);
+    end_call_from(marker, group, None, Scope::All);
 }
 
 /// [`end_call`], and with `start` (the call's beginning, in clock ticks) the orphans it left.
-fn end_call_from(marker: &str, group: Option<u32>, start: Option<u64>) {
+fn end_call_from(marker: &str, group: Option<u32>, start: Option<u64>, scope: Scope) {
     if let Some(g) = group {
         kill_process_group(g);
         // Its children are re-parented when the leader has exited.
         wait_dead(&[g]);
     }
     for _ in 0..ROUNDS {
-        let mut doomed = marked_processes(marker);
-        let orphans = start.map(orphans_since).unwrap_or_default();
+        let mut doomed = marked_processes(marker, scope);
+        let orphans = start.map(|s| orphans_since(s, scope)).unwrap_or_default();
         doomed.extend(orphans.iter().copied());
         if doomed.is_empty() {
             break;
@@ -187,7 +220,7 @@ pub fn end_all_calls() {
         Err(_) => return,
     };
     for (marker, call) in calls {
-        end_call_from(&marker, call.group, Some(call.start));
+        end_call_from(&marker, call.group, Some(call.start), Scope::All);
     }
 }
 
@@ -213,6 +246,58 @@ fn stat(pid: u32) -> Option<Stat> {
     })
 }
 
+/// The processes a scan of `scope` looks at: this process's descendants (or, when the kernel
+/// does not list children or this process is not the subreaper, every process), or every
+/// process.
+fn candidates(scope: Scope) -> Vec<u32> {
+    match scope {
+        Scope::Descendants if subreaper() => descendants().unwrap_or_else(pids),
+        _ => pids(),
+    }
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/TID/children`), `None` when the
+/// kernel does not provide the list. The list is read twice and the two joined: a read can skip
+/// a child while one of its siblings exits.
+fn children(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = Vec::new();
+    let mut any = false;
+    for task in tasks.flatten() {
+        let file = task.path().join("children");
+        for _ in 0..2 {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            any = true;
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|n| n.parse::<u32>().ok()),
+            );
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    any.then_some(out)
+}
+
+/// This process's descendants, `None` when the kernel does not list children.
+fn descendants() -> Option<Vec<u32>> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = children(me)?;
+    while let Some(pid) = stack.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        out.push(pid);
+        // A process that has just exited lists nothing: nothing of its own is left to find.
+        stack.extend(children(pid).unwrap_or_default());
+    }
+    Some(out)
+}
+
 /// The pids in `/proc`.
 fn pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -228,7 +313,7 @@ fn pids() -> Vec<u32> {
 /// as the subreaper) in a session other than this process's, started at or after `start`, that
 /// are no call's process group leader and that no call still in flight may own (one that began
 /// at or before them). Those already dead are reaped on the way.
-fn orphans_since(start: u64) -> Vec<u32> {
+fn orphans_since(start: u64, scope: Scope) -> Vec<u32> {
     if !subreaper() {
         return Vec::new();
     }
@@ -245,7 +330,11 @@ fn orphans_since(start: u64) -> Vec<u32> {
     };
     let mut out = Vec::new();
     let mut dead = Vec::new();
-    for pid in pids() {
+    let mine = match scope {
+        Scope::Descendants => children(me).unwrap_or_else(pids),
+        Scope::All => pids(),
+    };
+    for pid in mine {
         let Some(st) = stat(pid) else { continue };
         let ours = st.ppid == me
             && st.session != my_session
@@ -292,11 +381,11 @@ fn wait_dead(pids: &[u32]) {
 
 /// The live processes (zombies excluded) whose environment holds `CALL_ENV=marker`. Processes
 /// of other users are unreadable and skipped.
-fn marked_processes(marker: &str) -> Vec<u32> {
+fn marked_processes(marker: &str, scope: Scope) -> Vec<u32> {
     let needle = format!("{CALL_ENV}={marker}");
     let me = std::process::id();
     let mut out = Vec::new();
-    for pid in pids() {
+    for pid in candidates(scope) {
         if pid == me {
             continue;
         }
@@ -387,6 +476,78 @@ mod tests {
         assert!(!escaped, "setsid child {pid} outlived its call");
     }
 
+    /// A child and its own child are listed as this process's descendants (the list an
+    /// isolated call's end looks at).
+    #[test]
+    fn descendants_are_read_from_the_childrens_lists() {
+        subreaper();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 300 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        let found = descendants().expect("this kernel lists children");
+        signal_kill(grandchild);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(found.contains(&child.id()), "{found:?}");
+        assert!(found.contains(&grandchild), "{found:?}");
+    }
+
+    /// An isolated call (bubblewrap) looks only at foldbench's descendants, and still returns
+    /// only when every process it started is gone: bubblewrap's outer process exits before the
+    /// kernel has finished ending the call's PID namespace.
+    #[tokio::test]
+    async fn an_isolated_calls_processes_are_gone_when_it_returns() {
+        let sb = match crate::execution::sandbox::Sandbox::detect(
+            crate::execution::sandbox::SandboxMode::Bwrap,
+        ) {
+            Ok(s) => s,
+            Err(e) if std::env::var("FOLDBENCH_REQUIRE_SANDBOX").as_deref() == Ok("1") => {
+                panic!("FOLDBENCH_REQUIRE_SANDBOX=1 but {e}")
+            }
+            Err(_) => return,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // `sleep 4343.N` marks them; some leave the process group, some the session; none
+        // holds the output pipe (the call would wait for that pipe to close).
+        let script = "for i in 1 2 3 4 5 6; do sleep 4343.$i >/dev/null 2>&1 & \
+                      setsid sleep 4343.1$i >/dev/null 2>&1 & done; \
+                      (setsid sh -c 'sleep 4343.7 >/dev/null 2>&1 &'); echo started";
+        for round in 0..15 {
+            let run = crate::execution::process::run_shell(
+                dir.path(),
+                script,
+                Duration::from_secs(20),
+                10_000,
+                &sb,
+            )
+            .await
+            .unwrap();
+            assert!(run.output.contains("started"), "{run:?}");
+            // At once: not a moment later.
+            let left: Vec<u32> = pids()
+                .into_iter()
+                .filter(|&p| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("4343."))
+                        && !is_zombie(p)
+                })
+                .collect();
+            for &p in &left {
+                signal_kill(p);
+            }
+            assert!(left.is_empty(), "round {round}: {left:?} outlived the call");
+        }
+    }
+
     /// Only this call's processes (ending every call would end other tests' calls too: they
     /// share this process).
     #[test]
@@ -403,11 +564,11 @@ mod tests {
             .spawn()
             .unwrap();
         g.set_group(None);
-        assert_eq!(marked_processes(g.marker()), vec![child.id()]);
+        assert_eq!(marked_processes(g.marker(), Scope::All), vec![child.id()]);
         g.end();
         let status = child.wait().unwrap();
         assert!(!status.success());
-        assert!(marked_processes(g.marker()).is_empty());
+        assert!(marked_processes(g.marker(), Scope::All).is_empty());
         assert_eq!(other.try_wait().unwrap(), None, "another call's process");
         other.kill().unwrap();
         other.wait().unwrap();

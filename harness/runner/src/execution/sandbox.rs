@@ -736,6 +736,117 @@ fn python_binds() -> Vec<PathBuf> {
 /// which is all a venv without pip is. The folder is keyed by the interpreter's path and
 /// version, built aside and renamed into place, and checked by running it once.
 fn make_bare_python() -> io::Result<BarePython> {
+    let user_cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    let memo = user_cache
+        .as_ref()
+        .zip(interpreter_key())
+        .map(|(c, k)| c.join("foldbench/interpreters").join(&k[..16]));
+    let reported = match memo.as_deref().and_then(read_memo) {
+        Some(r) => r,
+        None => {
+            let r = report_interpreter()?;
+            if let Some(m) = &memo {
+                write_memo(m, &r);
+            }
+            r
+        }
+    };
+    let (exe, version, prefix) = (&reported.0, reported.1.as_str(), &reported.2);
+    let home = exe
+        .parent()
+        .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
+    // The hook's text is in the key: an environment made by an older foldbench is not reused.
+    let key = harness_core::digest::sha256_hex(
+        format!("{}\n{version}\n{UNITTEST_CLOCK}", exe.display()).as_bytes(),
+    );
+    let name = format!("python-{version}-{}", &key[..12]);
+    // The user's cache folder, or the temp folder when that cannot be written.
+    let mut last = io::Error::other("no folder to write the environment in");
+    for parent in user_cache.into_iter().chain([std::env::temp_dir()]) {
+        match bare_python_in(&parent.join("foldbench"), &name, exe, home, version) {
+            Ok(bin) => {
+                return Ok(BarePython {
+                    bin,
+                    prefix: prefix.clone(),
+                })
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// What the host's `python3` says it is: its interpreter (links resolved), its version
+/// (`X.Y.Z`) and its installation prefix.
+type Reported = (PathBuf, String, PathBuf);
+
+/// The key of what the `python3` first on the PATH reports, when that depends on its files
+/// alone: a program (not a script), its path, the file it links to, that file's size and time,
+/// the `pyvenv.cfg` of the environment it may be in and `PYTHONHOME`. `None` for a script (a
+/// pyenv shim chooses its interpreter anew at every start, from files and variables of its
+/// own): that one is asked every time.
+fn interpreter_key() -> Option<String> {
+    interpreter_key_of(&find_on_path("python3")?, std::env::var_os("PYTHONHOME"))
+}
+
+/// [`interpreter_key`] of the `python3` at `found`, with `PYTHONHOME` as given.
+pub(crate) fn interpreter_key_of(
+    found: &Path,
+    python_home: Option<std::ffi::OsString>,
+) -> Option<String> {
+    use std::io::Read as _;
+    let real = std::fs::canonicalize(found).ok()?;
+    let mut head = [0u8; 2];
+    std::fs::File::open(&real)
+        .ok()?
+        .read_exact(&mut head)
+        .ok()?;
+    if &head == b"#!" {
+        return None;
+    }
+    let stamp = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let cfg = found.parent()?.parent()?.join("pyvenv.cfg");
+    let text = format!(
+        "{}\n{}\n{:?}\n{:?}\n{:?}",
+        found.display(),
+        real.display(),
+        stamp(&real)?,
+        stamp(&cfg),
+        python_home
+    );
+    Some(harness_core::digest::sha256_hex(text.as_bytes()))
+}
+
+fn read_memo(path: &Path) -> Option<Reported> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    let (exe, version, prefix) = (lines.next()?, lines.next()?, lines.next()?);
+    let exe = PathBuf::from(exe);
+    exe.is_file()
+        .then(|| (exe, version.to_string(), PathBuf::from(prefix)))
+}
+
+/// Writes what `python3` reported beside the others (built aside and renamed into place); a
+/// memo that cannot be written costs the next process the question again, nothing more.
+fn write_memo(path: &Path, r: &Reported) {
+    let Some(dir) = path.parent() else { return };
+    let text = format!("{}\n{}\n{}\n", r.0.display(), r.1, r.2.display());
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let tmp = tempfile::NamedTempFile::new_in(dir)?;
+        std::fs::write(tmp.path(), text)?;
+        tmp.persist(path).map_err(|e| e.error)
+    });
+    drop(written);
+}
+
+/// Runs the host's `python3` (through any shim) to learn its interpreter, version and prefix.
+fn report_interpreter() -> io::Result<Reported> {
     let out = std::process::Command::new("python3")
         .args([
             "-c",
@@ -755,38 +866,20 @@ fn make_bare_python() -> io::Result<BarePython> {
     ) else {
         return Err(io::Error::other("python3 did not report its interpreter"));
     };
-    let exe = PathBuf::from(exe);
-    let home = exe
-        .parent()
-        .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
-    // The hook's text is in the key: an environment made by an older foldbench is not reused.
-    let key = harness_core::digest::sha256_hex(
-        format!("{}\n{version}\n{UNITTEST_CLOCK}", exe.display()).as_bytes(),
-    );
-    let name = format!("python-{version}-{}", &key[..12]);
-    let user_cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
-    // The user's cache folder, or the temp folder when that cannot be written.
-    let mut last = io::Error::other("no folder to write the environment in");
-    for parent in user_cache.into_iter().chain([std::env::temp_dir()]) {
-        match bare_python_in(&parent.join("foldbench"), &name, &exe, home, version) {
-            Ok(bin) => {
-                return Ok(BarePython {
-                    bin,
-                    prefix: PathBuf::from(prefix),
-                })
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+    Ok((
+        PathBuf::from(exe),
+        version.to_string(),
+        PathBuf::from(prefix),
+    ))
 }
 
 /// The module the bare environment imports at every start (through a `.pth` file of its
 /// `site-packages`): `unittest`'s summary line reads a clock that stands still, so
 /// `python3 -m unittest` prints `Ran 2 tests in 0.000s` on every run (the module says why).
 pub(crate) const UNITTEST_CLOCK: &str = include_str!("python/foldbench_unittest_clock.py");
+
+/// The file a bare environment's check leaves in it when the environment started as it should.
+const CHECKED: &str = "checked";
 
 /// The name of [`UNITTEST_CLOCK`]'s module.
 const UNITTEST_CLOCK_MODULE: &str = "foldbench_unittest_clock";
@@ -838,6 +931,29 @@ pub(crate) fn bare_python_in(
             let _ = tmp.keep();
         }
     }
+    // Checked once: a later process finds the stamp the check left, beside every file the check
+    // made sure of (the interpreter the links name, the hook, its compiled form), and does not
+    // start the interpreter again (~20 ms of CPU, more on a busy machine, per process).
+    let site = dir.join(&site_rel);
+    let stamp = dir.join(CHECKED);
+    let compiled = |site: &Path| {
+        std::fs::read_dir(site.join("__pycache__")).is_ok_and(|mut d| {
+            d.any(|e| {
+                e.is_ok_and(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(UNITTEST_CLOCK_MODULE)
+                })
+            })
+        })
+    };
+    if stamp.is_file()
+        && bin.join("python3").exists()
+        && site.join(format!("{UNITTEST_CLOCK_MODULE}.pth")).is_file()
+        && compiled(&site)
+    {
+        return Ok(bin);
+    }
     // The hook compiled once here (the sandbox binds the environment read-only, and shell
     // commands write no bytecode): compiling its source at every start cost a few ms.
     let check = std::process::Command::new(bin.join("python3"))
@@ -859,6 +975,8 @@ pub(crate) fn bare_python_in(
             "the bare python3 environment does not start with its unittest clock",
         ));
     }
+    // A stamp that cannot be written costs the next process the check again, nothing more.
+    let _ = std::fs::write(&stamp, format!("{}\n", exe.display()));
     Ok(bin)
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::execution::process::{run_shell, ShellRun};
 use crate::execution::sandbox::Sandbox;
-use crate::execution::snapshot::Snapshot;
+use crate::execution::snapshot::{Known, Snapshot};
 use crate::execution::tool_cache::{self, Source, ToolCache};
 
 /// The shortest time limit of a shell check: a task's test suite may take longer than one
@@ -51,14 +51,20 @@ impl Default for ToolLimits {
 
 /// Runs a shell command of a cell (the agent's, a setup command, a check) in `root` with
 /// `limits`' sandbox and output cap: from the run's tool cache when it has one and the command
-/// is not marked `cache: false`, else for real.
-pub(crate) async fn run_shell_for(
+/// is not marked `cache: false`, else for real. The workspace is as `known` says (what it does
+/// not say is read); what the call left is returned as far as it is known (see [`Known`]).
+pub(crate) async fn run_shell_known(
     root: &Path,
     command: &str,
     timeout: Duration,
     limits: &ToolLimits,
-) -> io::Result<(ShellRun, Source)> {
-    run_shell_with(root, command, timeout, limits, None).await
+    known: Known,
+) -> io::Result<(ShellRun, Source, Known)> {
+    let before = match uses_cache(command, limits) {
+        true => Some(known.snapshot(root)?),
+        false => None,
+    };
+    run_shell_with(root, command, timeout, limits, before).await
 }
 
 /// Whether `command` is answered through the tool cache under `limits` (then a call takes a
@@ -67,19 +73,20 @@ fn uses_cache(command: &str, limits: &ToolLimits) -> bool {
     limits.cache.is_some() && !limits.uncached.iter().any(|u| u == command)
 }
 
-/// [`run_shell_for`] with the workspace's snapshot when the caller has just taken it.
+/// [`run_shell_known`] with the workspace's snapshot when the caller has just taken it; also
+/// returns the work tree the call left when that is known (see [`Known`]).
 pub(crate) async fn run_shell_with(
     root: &Path,
     command: &str,
     timeout: Duration,
     limits: &ToolLimits,
     before: Option<Snapshot>,
-) -> io::Result<(ShellRun, Source)> {
+) -> io::Result<(ShellRun, Source, Known)> {
     let (cap, sandbox) = (limits.output_cap, &limits.sandbox);
     let fresh = || run_shell(root, command, timeout, cap, sandbox);
     let cache = match &limits.cache {
         Some(c) if uses_cache(command, limits) => c,
-        _ => return Ok((fresh().await?, Source::Ran)),
+        _ => return Ok((fresh().await?, Source::Ran, Known::unknown())),
     };
     let before = match before {
         Some(b) => b,
@@ -88,7 +95,7 @@ pub(crate) async fn run_shell_with(
     if !before.exact {
         // A file too large to hash whole: the state does not determine the workspace.
         cache.count_unkeyed();
-        return Ok((fresh().await?, Source::Ran));
+        return Ok((fresh().await?, Source::Ran, Known::unknown()));
     }
     let key = tool_cache::key(command, &before.state(), sandbox, timeout, cap);
     cache

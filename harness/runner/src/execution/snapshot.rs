@@ -40,11 +40,15 @@ pub(crate) enum Entry {
     },
 }
 
+/// A work tree (`.git` and `.foldbench` at the root left out) by relative path, as
+/// [`work_tree`] reads it.
+pub(crate) type Tree = BTreeMap<String, Entry>;
+
 /// A workspace as a command can see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     /// The work tree (`.git` and `.foldbench` at the root left out), by relative path.
-    pub tree: BTreeMap<String, Entry>,
+    pub tree: Tree,
     /// The digest of `.git` and the archive folder (see [`meta_of`]).
     pub meta: [u8; 32],
     /// Whether every file was hashed whole: a file over [`HASH_WHOLE_MAX`] is known by its size
@@ -92,8 +96,25 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<([u8; 32], bool)> {
 impl Snapshot {
     /// Takes the snapshot of the workspace at `root`.
     pub fn take(root: &Path) -> io::Result<Snapshot> {
-        let tree = work_tree(root)?;
-        let (meta, meta_exact) = meta_of(root)?;
+        Snapshot::with_tree(root, work_tree(root)?)
+    }
+
+    /// The snapshot of the workspace at `root` whose work tree foldbench knows to be `tree`
+    /// (see [`Known`]): only `.git` and the archive folder are read.
+    pub fn with_tree(root: &Path, tree: Tree) -> io::Result<Snapshot> {
+        Snapshot::from_parts(root, tree, None)
+    }
+
+    /// [`Snapshot::with_tree`] with `.git` and the archive known to be `meta` (read when it is
+    /// `None`; checked against a read in builds with debug assertions).
+    pub fn from_parts(root: &Path, tree: Tree, meta: Option<Meta>) -> io::Result<Snapshot> {
+        let (meta, meta_exact) = match meta {
+            Some(m) => {
+                check_carried("digest of .git and the archive", &m, || meta_of(root), root)?;
+                m
+            }
+            None => meta_of(root)?,
+        };
         let exact = meta_exact
             && tree
                 .values()
@@ -102,6 +123,7 @@ impl Snapshot {
     }
 
     /// The work tree's fingerprint ([`tree_fingerprint`]), from this snapshot.
+    #[cfg(test)]
     pub fn fingerprint(&self) -> String {
         tree_fingerprint(&self.tree)
     }
@@ -137,10 +159,125 @@ impl Snapshot {
 }
 
 /// The work tree at `root` (`.git` and `.foldbench` left out), by relative path.
-pub(crate) fn work_tree(root: &Path) -> io::Result<BTreeMap<String, Entry>> {
+pub(crate) fn work_tree(root: &Path) -> io::Result<Tree> {
     let mut tree = BTreeMap::new();
     walk_tree(root, "", &mut tree)?;
     Ok(tree)
+}
+
+/// What a snapshot holds besides the work tree: the digest of `.git` and the archive folder
+/// ([`meta_of`]) and whether every file under them was hashed whole.
+pub(crate) type Meta = ([u8; 32], bool);
+
+/// The workspace as foldbench last knew it, carried from one step of a cell to the next so a
+/// step does not read and hash every file again (the tool cache's key, the workspace
+/// fingerprint): its work tree and, apart, `.git` and the archive ([`Meta`]). Both are known,
+/// never guessed: a step's own result says what it left —
+///
+/// - a tool that only reads leaves both as they were;
+/// - a shell call answered by the tool cache leaves the tree before it with the stored changes
+///   applied ([`applied`]: what [`apply`] wrote, hashed from the bytes written) and `.git` and
+///   the archive as they were (a call that changed them is never stored); one that ran through
+///   the cache leaves the snapshot taken after it (its processes had ended);
+/// - a file tool that wrote a file leaves the tree with that file and the folders above it read
+///   again ([`refreshed`]), and `.git` and the archive as they were unless it wrote there;
+/// - archives written at a turn's end, or set aside for the checks, leave the archive unknown;
+/// - anything else (a shell call outside the cache, a failed write, a real agent's turn) leaves
+///   the workspace unknown, and the next step reads it.
+///
+/// Builds with debug assertions (every `cargo test`) check what is carried against a fresh read
+/// of the workspace when it is used, so a step that changed the workspace behind foldbench's
+/// back fails the tests rather than a cache key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Known {
+    tree: Option<Tree>,
+    meta: Option<Meta>,
+}
+
+impl Known {
+    /// Nothing known: the next step reads the workspace.
+    pub fn unknown() -> Known {
+        Known::default()
+    }
+
+    /// `tree` is the work tree; `.git` and the archive are not known.
+    pub fn tree(tree: Tree) -> Known {
+        Known {
+            tree: Some(tree),
+            meta: None,
+        }
+    }
+
+    /// The workspace is as `snap` saw it.
+    pub fn of(snap: Snapshot) -> Known {
+        // An inexact snapshot does not say whether its inexact file was under `.git`.
+        let meta = snap.exact.then_some((snap.meta, true));
+        Known {
+            tree: Some(snap.tree),
+            meta,
+        }
+    }
+
+    /// `.git` and the archive are no longer known (archives were written or moved).
+    pub fn forget_meta(&mut self) {
+        self.meta = None;
+    }
+
+    /// The work tree at `root`, the known one or read, and what is known of `.git` and the
+    /// archive (to hand on to [`Known::snapshot`] or to the next step).
+    pub fn tree_or_read(self, root: &Path) -> io::Result<(Tree, Option<Meta>)> {
+        let tree = match self.tree {
+            Some(tree) => {
+                check_carried("work tree", &tree, || work_tree(root), root)?;
+                tree
+            }
+            None => work_tree(root)?,
+        };
+        Ok((tree, self.meta))
+    }
+
+    /// The workspace's snapshot: what is known of it, the rest read.
+    pub fn snapshot(self, root: &Path) -> io::Result<Snapshot> {
+        let (tree, meta) = self.tree_or_read(root)?;
+        Snapshot::from_parts(root, tree, meta)
+    }
+
+    /// The work tree at `root`: the known one, else read.
+    #[cfg(test)]
+    pub fn or_read(self, root: &Path) -> io::Result<Tree> {
+        self.tree_or_read(root).map(|(tree, _)| tree)
+    }
+
+    /// A workspace whose work tree is `tree` and whose `.git` and archive are `meta`.
+    pub fn parts(tree: Tree, meta: Option<Meta>) -> Known {
+        Known {
+            tree: Some(tree),
+            meta,
+        }
+    }
+}
+
+/// In builds with debug assertions, reads the workspace again (`read`) and panics when what
+/// foldbench carried is not what it reads (see [`Known`]); in other builds, nothing: `read` is
+/// not called.
+#[cfg_attr(not(debug_assertions), allow(unused_variables))]
+fn check_carried<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    carried: &T,
+    read: impl FnOnce() -> io::Result<T>,
+    root: &Path,
+) -> io::Result<()> {
+    #[cfg(debug_assertions)]
+    {
+        let read = read()?;
+        assert!(
+            *carried == read,
+            "the {what} foldbench carried differs from the workspace's at {}: carried \
+             {carried:?}, read {read:?}",
+            root.display()
+        );
+    }
+    Ok(())
 }
 
 /// The workspace fingerprint ([`crate::execution::workspace::Workspace::fingerprint`]): hex sha256 over the
@@ -473,6 +610,104 @@ fn read_change(path: &Path, total: &mut u64) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// The work tree `changes` (from [`changes`]) make of `tree` when [`apply`] writes them, worked
+/// out without reading the disk: a written file's hash is that of the bytes written, a new
+/// folder gets the mode its `DirMode` sets.
+pub(crate) fn applied(mut tree: Tree, changes: &[Change]) -> Tree {
+    for c in changes {
+        match c {
+            Change::Remove { path } | Change::RemoveDir { path } => {
+                tree.remove(path);
+            }
+            Change::Dir { path, mode } | Change::DirMode { path, mode } => {
+                tree.insert(path.clone(), Entry::Dir { mode: *mode });
+            }
+            Change::File {
+                path,
+                mode,
+                content,
+            } => {
+                tree.insert(
+                    path.clone(),
+                    Entry::File {
+                        mode: *mode,
+                        sha: Sha256::digest(content.bytes()).into(),
+                        // Stored changes are at most CHANGE_FILE_MAX bytes a file.
+                        whole: true,
+                    },
+                );
+            }
+            Change::Link { path, target } => {
+                tree.insert(
+                    path.clone(),
+                    Entry::Link {
+                        target: target.clone(),
+                    },
+                );
+            }
+        }
+    }
+    tree
+}
+
+/// Whether the workspace-relative path `rel` is in `.git` or the archive folder, which the
+/// work tree leaves out (and [`Meta`] covers).
+pub(crate) fn beside_tree(rel: &str) -> bool {
+    NOT_TREE.contains(&rel.split('/').next().unwrap_or(""))
+}
+
+/// `tree` with the entry at `rel` (workspace-relative, `/`-separated, no `.` or `..`) and each
+/// folder above it read again from the workspace at `root`: what a file tool that wrote `rel`
+/// (making the folders on the way) changed. `None` when the path is not one such a tool writes
+/// (a folder above it is not a folder any more), so the tree is no longer known.
+pub(crate) fn refreshed(mut tree: Tree, root: &Path, rel: &str) -> io::Result<Option<Tree>> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        return Ok(None);
+    }
+    if beside_tree(rel) {
+        // `.git` and the archive are not in the work tree.
+        return Ok(Some(tree));
+    }
+    for depth in 1..=parts.len() {
+        let here = parts[..depth].join("/");
+        let path = root.join(&here);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let leaf = depth == parts.len();
+        match meta {
+            Some(m) if m.is_dir() && !leaf => {
+                tree.insert(
+                    here,
+                    Entry::Dir {
+                        mode: m.mode() & 0o7777,
+                    },
+                );
+            }
+            Some(m) if leaf && m.is_file() => {
+                let (sha, whole) = hash_file(&path)?;
+                tree.insert(
+                    here,
+                    Entry::File {
+                        mode: m.mode() & 0o7777,
+                        sha,
+                        whole,
+                    },
+                );
+            }
+            // A folder above it that is not one, or a written path that is not a file.
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(tree))
+}
+
 /// Applies `changes` (from [`changes`]) to the work tree at `root`. A file is written aside and
 /// renamed over its path, so a file with other hard links is replaced, never written through.
 pub(crate) fn apply(root: &Path, changes: &[Change]) -> io::Result<()> {
@@ -506,207 +741,5 @@ pub(crate) fn apply(root: &Path, changes: &[Change]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tree() -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path();
-        fs::create_dir_all(p.join("src/deep")).unwrap();
-        fs::create_dir_all(p.join("gone/inner")).unwrap();
-        fs::write(p.join("src/a.txt"), "a\n").unwrap();
-        fs::write(p.join("src/deep/b.bin"), [0u8, 159, 146, 150]).unwrap();
-        fs::write(p.join("gone/inner/x"), "x").unwrap();
-        fs::write(p.join("run.sh"), "#!/bin/sh\n").unwrap();
-        std::os::unix::fs::symlink("src/a.txt", p.join("link")).unwrap();
-        fs::create_dir_all(p.join(".git")).unwrap();
-        fs::write(p.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        d
-    }
-
-    /// Runs the same edits on two copies, records the changes on the first and applies them to
-    /// the second: both end with the same snapshot.
-    #[test]
-    fn applying_the_changes_of_a_call_gives_the_state_the_call_left() {
-        let (a, b) = (tree(), tree());
-        let before = Snapshot::take(a.path()).unwrap();
-        assert_eq!(before, Snapshot::take(b.path()).unwrap());
-        let p = a.path();
-        fs::write(p.join("src/a.txt"), format!("root is {}\n", p.display())).unwrap();
-        fs::set_permissions(p.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
-        fs::remove_dir_all(p.join("gone")).unwrap();
-        fs::create_dir_all(p.join("new/sub")).unwrap();
-        fs::write(p.join("new/sub/c.csv"), "x,y\n").unwrap();
-        fs::remove_file(p.join("src/deep/b.bin")).unwrap();
-        fs::create_dir(p.join("src/deep/b.bin")).unwrap();
-        fs::remove_file(p.join("link")).unwrap();
-        std::os::unix::fs::symlink("run.sh", p.join("link")).unwrap();
-        fs::write(p.join("bytes"), [0xffu8, 0, 1]).unwrap();
-        fs::set_permissions(p.join("src/deep"), fs::Permissions::from_mode(0o700)).unwrap();
-        let after = Snapshot::take(p).unwrap();
-        assert_ne!(before.state(), after.state());
-        let root_a = p.display().to_string();
-        let root_b = b.path().display().to_string();
-        let changes: Vec<Change> = changes(&before, &after, p)
-            .unwrap()
-            .unwrap()
-            .iter()
-            .map(|c| c.replaced(&root_a, &root_b))
-            .collect();
-        apply(b.path(), &changes).unwrap();
-        let got = Snapshot::take(b.path()).unwrap();
-        assert_eq!(
-            fs::read_to_string(b.path().join("src/a.txt")).unwrap(),
-            format!("root is {root_b}\n")
-        );
-        // Same tree apart from the one file that names its own root.
-        let mut want = after.clone();
-        let sha: [u8; 32] = Sha256::digest(format!("root is {root_b}\n")).into();
-        if let Some(Entry::File { sha: s, .. }) = want.tree.get_mut("src/a.txt") {
-            *s = sha;
-        }
-        assert_eq!(got.tree, want.tree);
-        assert_eq!(got.meta, after.meta);
-    }
-
-    #[test]
-    fn the_state_sees_modes_folders_links_and_git_but_not_the_index() {
-        let d = tree();
-        let p = d.path();
-        fs::write(p.join(".git/index"), "stat cache").unwrap();
-        let s0 = Snapshot::take(p).unwrap().state();
-        fs::write(p.join(".git/index"), "other stat cache").unwrap();
-        assert_eq!(Snapshot::take(p).unwrap().state(), s0);
-        for edit in [
-            &|p: &Path| fs::create_dir(p.join("empty")).unwrap() as _,
-            &|p: &Path| {
-                fs::set_permissions(p.join("run.sh"), fs::Permissions::from_mode(0o700)).unwrap()
-            },
-            &|p: &Path| {
-                fs::remove_file(p.join("link")).unwrap();
-                std::os::unix::fs::symlink("elsewhere", p.join("link")).unwrap();
-            },
-            &|p: &Path| fs::write(p.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap(),
-            &|p: &Path| {
-                fs::create_dir_all(p.join(".foldbench/archive")).unwrap();
-                fs::write(p.join(".foldbench/archive/f"), "turns").unwrap();
-            },
-        ] as [&dyn Fn(&Path); 5]
-        {
-            let before = Snapshot::take(p).unwrap().state();
-            edit(p);
-            assert_ne!(Snapshot::take(p).unwrap().state(), before);
-        }
-    }
-
-    #[test]
-    fn a_file_over_the_hash_limit_is_known_by_size_and_samples_and_makes_the_snapshot_inexact() {
-        let d = tree();
-        let big = d.path().join("big.bin");
-        let f = fs::File::create(&big).unwrap();
-        f.set_len(HASH_WHOLE_MAX + 1).unwrap();
-        let (sha, whole) = hash_file(&big).unwrap();
-        assert!(!whole);
-        let snap = Snapshot::take(d.path()).unwrap();
-        assert!(!snap.exact);
-        assert_eq!(
-            snap.tree.get("big.bin"),
-            Some(&Entry::File {
-                mode: 0o644 & !umask(),
-                sha,
-                whole: false
-            })
-        );
-        // The samples see a change at either end.
-        std::os::unix::fs::FileExt::write_at(&f, b"x", HASH_WHOLE_MAX).unwrap();
-        assert_ne!(hash_file(&big).unwrap().0, sha);
-        // At the limit, the whole file.
-        f.set_len(HASH_WHOLE_MAX).unwrap();
-        assert!(hash_file(&big).unwrap().1);
-        assert!(Snapshot::take(d.path()).unwrap().exact);
-        // Under `.git` too.
-        fs::rename(&big, d.path().join(".git/bigref")).unwrap();
-        f.set_len(HASH_WHOLE_MAX + 1).unwrap();
-        assert!(!Snapshot::take(d.path()).unwrap().exact);
-    }
-
-    fn umask() -> u32 {
-        let d = tempfile::tempdir().unwrap();
-        fs::write(d.path().join("f"), "").unwrap();
-        !fs::metadata(d.path().join("f")).unwrap().mode() & 0o666
-    }
-
-    #[test]
-    fn changes_too_large_to_store_are_none() {
-        let d = tree();
-        let before = Snapshot::take(d.path()).unwrap();
-        let f = fs::File::create(d.path().join("big.bin")).unwrap();
-        f.set_len(CHANGE_FILE_MAX + 1).unwrap();
-        let after = Snapshot::take(d.path()).unwrap();
-        let too_large = |c: Option<Vec<Change>>| c.is_none();
-        assert!(too_large(changes(&before, &after, d.path()).unwrap()));
-        f.set_len(CHANGE_FILE_MAX).unwrap();
-        let after = Snapshot::take(d.path()).unwrap();
-        assert!(changes(&before, &after, d.path()).unwrap().is_some());
-        // Several files under the per-file limit, together over the per-call one.
-        for i in 0..(CHANGES_MAX / CHANGE_FILE_MAX) {
-            let f = fs::File::create(d.path().join(format!("part{i}"))).unwrap();
-            f.set_len(CHANGE_FILE_MAX).unwrap();
-        }
-        let after = Snapshot::take(d.path()).unwrap();
-        assert!(too_large(changes(&before, &after, d.path()).unwrap()));
-    }
-
-    #[test]
-    fn a_git_folder_linked_elsewhere_is_not_followed() {
-        let d = tree();
-        let host = tempfile::tempdir().unwrap();
-        fs::write(host.path().join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        fs::remove_dir_all(d.path().join(".git")).unwrap();
-        std::os::unix::fs::symlink(host.path(), d.path().join(".git")).unwrap();
-        let s0 = Snapshot::take(d.path()).unwrap().state();
-        // The host folder's content is not what the workspace holds: changing it changes
-        // nothing; pointing the link elsewhere does.
-        fs::write(host.path().join("HEAD"), "ref: refs/heads/other\n").unwrap();
-        fs::write(host.path().join("more"), "x").unwrap();
-        assert_eq!(Snapshot::take(d.path()).unwrap().state(), s0);
-        fs::remove_file(d.path().join(".git")).unwrap();
-        std::os::unix::fs::symlink("/elsewhere", d.path().join(".git")).unwrap();
-        assert_ne!(Snapshot::take(d.path()).unwrap().state(), s0);
-    }
-
-    #[test]
-    fn a_file_with_other_hard_links_is_replaced_not_written_through() {
-        let d = tree();
-        let other = tempfile::tempdir().unwrap();
-        let outside = other.path().join("shared");
-        fs::write(&outside, "fixture").unwrap();
-        fs::hard_link(&outside, d.path().join("linked")).unwrap();
-        apply(
-            d.path(),
-            &[Change::File {
-                path: "linked".into(),
-                mode: 0o644,
-                content: Content::Text("new".into()),
-            }],
-        )
-        .unwrap();
-        assert_eq!(fs::read_to_string(&outside).unwrap(), "fixture");
-        assert_eq!(fs::read_to_string(d.path().join("linked")).unwrap(), "new");
-    }
-
-    #[test]
-    fn content_survives_json_as_text_or_bytes() {
-        for c in [
-            Content::Text("line\n".into()),
-            Content::Bytes(vec![0xff, 0, 7]),
-        ] {
-            let json = serde_json::to_string(&c).unwrap();
-            assert_eq!(serde_json::from_str::<Content>(&json).unwrap(), c);
-        }
-        assert_eq!(
-            replace_bytes(b"a/ROOT/b ROOT", b"ROOT", b"/w"),
-            b"a//w/b /w".to_vec()
-        );
-    }
-}
+#[path = "snapshot_tests.rs"]
+mod tests;

@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::execution::git::BaseObjects;
 use crate::execution::repo::WorkspaceError;
+use crate::execution::snapshot::Tree;
 
 /// One entry of a prepared workspace, relative to its root.
 #[derive(Debug)]
@@ -49,17 +50,20 @@ struct Template {
     base: Oid,
     /// The first commit's objects, for diffs that never open a workspace's `.git`.
     objects: Arc<BaseObjects>,
+    /// The work tree every workspace written from it starts with, read from the first one
+    /// (the folders' modes are this process's umask's).
+    tree: std::sync::OnceLock<Tree>,
 }
 
 static TEMPLATES: Mutex<Option<HashMap<PathBuf, Arc<Template>>>> = Mutex::new(None);
 
 /// Writes the prepared workspace of `fixture` into the empty folder `root` (preparing it first
-/// when this process has not, or when the fixture changed since); returns the first commit's id
-/// and its objects.
+/// when this process has not, or when the fixture changed since); returns the first commit's id,
+/// its objects and the work tree written (what `snapshot::work_tree` reads there).
 pub(crate) fn instantiate(
     fixture: &Path,
     root: &Path,
-) -> Result<(Oid, Arc<BaseObjects>), WorkspaceError> {
+) -> Result<(Oid, Arc<BaseObjects>, Tree), WorkspaceError> {
     let template = template_of(fixture)?;
     for item in &template.items {
         match item {
@@ -78,7 +82,15 @@ pub(crate) fn instantiate(
             }
         }
     }
-    Ok((template.base, Arc::clone(&template.objects)))
+    let tree = match template.tree.get() {
+        Some(t) => t.clone(),
+        None => {
+            let t = crate::execution::snapshot::work_tree(root)
+                .map_err(io_err(format!("cannot read {}", root.display())))?;
+            template.tree.get_or_init(|| t).clone()
+        }
+    };
+    Ok((template.base, Arc::clone(&template.objects), tree))
 }
 
 fn template_of(fixture: &Path) -> Result<Arc<Template>, WorkspaceError> {
@@ -135,6 +147,7 @@ fn prepare(fixture: &Path, signature: [u8; 32]) -> Result<Template, WorkspaceErr
         items,
         base,
         objects: Arc::new(base_objects),
+        tree: std::sync::OnceLock::new(),
     })
 }
 
@@ -228,13 +241,14 @@ mod tests {
         let (want, want_oid) = direct(fx.path());
         for _ in 0..2 {
             let got = tempfile::tempdir().unwrap();
-            let (oid, _) = instantiate(fx.path(), got.path()).unwrap();
+            let (oid, _, tree) = instantiate(fx.path(), got.path()).unwrap();
             assert_eq!(oid, want_oid);
             let (a, b) = (
                 crate::execution::snapshot::Snapshot::take(got.path()).unwrap(),
                 crate::execution::snapshot::Snapshot::take(want.path()).unwrap(),
             );
             assert_eq!(a.tree, b.tree, "same work tree, modes included");
+            assert_eq!(tree, a.tree, "the tree it says it wrote");
             let repo = git2::Repository::open(got.path()).unwrap();
             let head = repo.head().unwrap().peel_to_commit().unwrap();
             assert_eq!(head.id(), want_oid);
@@ -258,10 +272,10 @@ mod tests {
     fn an_edited_fixture_is_prepared_again() {
         let fx = fixture();
         let first = tempfile::tempdir().unwrap();
-        let (a, _) = instantiate(fx.path(), first.path()).unwrap();
+        let (a, _, _) = instantiate(fx.path(), first.path()).unwrap();
         fs::write(fx.path().join("src/pkg/a.py"), "A = 22\n").unwrap();
         let second = tempfile::tempdir().unwrap();
-        let (b, _) = instantiate(fx.path(), second.path()).unwrap();
+        let (b, _, _) = instantiate(fx.path(), second.path()).unwrap();
         assert_ne!(a, b);
         assert_eq!(
             fs::read_to_string(second.path().join("src/pkg/a.py")).unwrap(),

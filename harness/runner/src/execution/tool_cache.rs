@@ -123,7 +123,10 @@ impl ToolCache {
     /// Runs `run` unless a result for `key` is known. `before` is the workspace snapshot the key
     /// was built from and `snap` takes it again after a miss: the call's changes to the work tree
     /// are stored with its output, and a hit applies them to `root`. A call that changed
-    /// anything else (`.git`, the archive) or timed out is not stored.
+    /// anything else (`.git`, the archive) or timed out is not stored. Also returns the work
+    /// workspace the call left as far as it is known without reading it again: after a hit,
+    /// `before` with the changes applied; after a run that went through the cache, the
+    /// snapshot taken after it (see [`snapshot::Known`]).
     pub(crate) async fn run<F, Fut>(
         &self,
         root: &Path,
@@ -131,7 +134,7 @@ impl ToolCache {
         before: &Snapshot,
         snap: impl Fn() -> io::Result<Snapshot>,
         run: F,
-    ) -> io::Result<(ShellRun, Source)>
+    ) -> io::Result<(ShellRun, Source, snapshot::Known)>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = io::Result<ShellRun>>,
@@ -141,7 +144,7 @@ impl ToolCache {
             Arc::clone(mem.entry(key.to_string()).or_default())
         };
         let root_text = root.display().to_string();
-        let mut ran: Option<ShellRun> = None;
+        let mut ran: Option<(ShellRun, Snapshot)> = None;
         let stored = cell
             .get_or_try_init(|| async {
                 if let Some(s) = self.disk.as_ref().and_then(|d| d.get(key)) {
@@ -171,12 +174,12 @@ impl ToolCache {
                     c.misses += 1;
                     c.uncacheable += u64::from(keep.is_none());
                 });
-                ran = Some(r);
+                ran = Some((r, after));
                 Ok(keep)
             })
             .await?;
-        if let Some(r) = ran {
-            return Ok((r, Source::Ran));
+        if let Some((r, after)) = ran {
+            return Ok((r, Source::Ran, snapshot::Known::of(after)));
         }
         match stored {
             Some(s) => {
@@ -190,6 +193,11 @@ impl ToolCache {
                     c.hits += 1;
                     c.replayed += u64::from(!changes.is_empty());
                 });
+                // A stored call changed neither `.git` nor the archive.
+                let after = snapshot::Known::parts(
+                    snapshot::applied(before.tree.clone(), &changes),
+                    before.exact.then_some((before.meta, true)),
+                );
                 Ok((
                     ShellRun {
                         output: s.output.replace(ROOT_MARK, &root_text),
@@ -197,12 +205,13 @@ impl ToolCache {
                         timed_out: false,
                     },
                     Source::Hit,
+                    after,
                 ))
             }
             // The first caller's run could not be stored: this one runs for real.
             None => {
                 self.count(|c| c.misses += 1);
-                Ok((run().await?, Source::Ran))
+                Ok((run().await?, Source::Ran, snapshot::Known::unknown()))
             }
         }
     }
@@ -296,6 +305,7 @@ impl DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::execution::snapshot::Known;
     use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -321,7 +331,7 @@ mod tests {
         let cache = ToolCache::new();
         let runs = AtomicUsize::new(0);
         let a = Path::new("/tmp/ws-a");
-        let (r, src) = cache
+        let (r, src, _) = cache
             .run(
                 a,
                 "k",
@@ -337,7 +347,7 @@ mod tests {
         assert_eq!(src, Source::Ran);
         assert_eq!(r.output, "error in /tmp/ws-a/src/x.py\n");
         let b = Path::new("/tmp/ws-b");
-        let (r, src) = cache
+        let (r, src, _) = cache
             .run(
                 b,
                 "k",
@@ -370,7 +380,7 @@ mod tests {
         let cache = ToolCache::new();
         let root = Path::new("/w");
         for _ in 0..2 {
-            let (_, src) = cache
+            let (_, src, _) = cache
                 .run(
                     root,
                     "commits",
@@ -383,7 +393,7 @@ mod tests {
             assert_eq!(src, Source::Ran);
         }
         for _ in 0..2 {
-            let (_, src) = cache
+            let (_, src, _) = cache
                 .run(
                     root,
                     "slow",
@@ -452,7 +462,7 @@ mod tests {
             .await
             .unwrap();
         let second = ToolCache::with_disk(dir.path(), 10_000).unwrap();
-        let (r, src) = second
+        let (r, src, _) = second
             .run(
                 Path::new("/w"),
                 "k1",
@@ -499,7 +509,7 @@ mod tests {
 
     #[tokio::test]
     async fn shell_calls_hit_unless_marked_uncached_and_a_hit_replays_the_file_changes() {
-        use crate::execution::shell::{run_shell_for, ToolLimits};
+        use crate::execution::shell::{run_shell_known, ToolLimits};
         let (a, b) = twins();
         let mut limits = ToolLimits {
             cache: Some(Arc::new(ToolCache::new())),
@@ -508,7 +518,12 @@ mod tests {
         let t = Duration::from_secs(10);
         let go = |l: ToolLimits, root: &Path, cmd: &'static str| {
             let root = root.to_path_buf();
-            async move { run_shell_for(&root, cmd, t, &l).await.unwrap() }
+            async move {
+                let (run, source, _) = run_shell_known(&root, cmd, t, &l, Known::unknown())
+                    .await
+                    .unwrap();
+                (run, source)
+            }
         };
         // A read: the second call is a hit with the same output.
         let cat = "cat a.txt; echo $RANDOM >/dev/null";

@@ -20,6 +20,7 @@ pub use crate::execution::dirs::{
 use crate::execution::repo::{io_err, FOLDBENCH_DIR};
 pub use crate::execution::repo::{WorkspaceError, FILE_TIME};
 use crate::execution::shell::{self, ToolLimits};
+use crate::execution::snapshot::Known;
 
 /// The archive folder, relative to the workspace root. Policies write folded turns and strategy
 /// branches here; the model may read them back; git ignores them.
@@ -57,6 +58,8 @@ pub struct Workspace {
     base: Oid,
     /// The first commit's objects: the diff reads them, never the workspace's `.git`.
     objects: std::sync::Arc<crate::execution::git::BaseObjects>,
+    /// The work tree as it was written (see `snapshot::Known`).
+    created: crate::execution::snapshot::Tree,
     /// Owns the temp dir (removed on drop); `None` when the workspace is kept.
     _tmp: Option<TempDir>,
 }
@@ -108,7 +111,7 @@ impl Workspace {
             .canonicalize()
             .map_err(io_err("cannot resolve the temp dir"))?;
         // The fixture copied and committed, written from the task's prepared workspace.
-        let (base, objects) = crate::execution::template::instantiate(fixture, &root)?;
+        let (base, objects, created) = crate::execution::template::instantiate(fixture, &root)?;
         let tmp = if keep {
             let _ = tmp.keep();
             None
@@ -119,8 +122,14 @@ impl Workspace {
             root,
             base,
             objects,
+            created,
             _tmp: tmp,
         })
+    }
+
+    /// The work tree as the workspace was made (before any setup command).
+    pub(crate) fn created_tree(&self) -> Known {
+        Known::tree(self.created.clone())
     }
 
     /// The workspace root (absolute, canonical).
@@ -176,11 +185,27 @@ impl Workspace {
         commands: &[String],
         limits: &ToolLimits,
     ) -> Result<(), WorkspaceError> {
+        self.run_setup_known(commands, limits, Known::unknown())
+            .await
+            .map(|_| ())
+    }
+
+    /// [`Workspace::run_setup`] from the work tree `known` (read when it is not), returning the
+    /// work tree the setup left when that is known (see `snapshot::Known`; the file times it
+    /// sets are not part of it).
+    pub(crate) async fn run_setup_known(
+        &self,
+        commands: &[String],
+        limits: &ToolLimits,
+        mut known: Known,
+    ) -> Result<Known, WorkspaceError> {
         let timeout = limits.shell_timeout;
         for command in commands {
-            let (run, _) = shell::run_shell_for(&self.root, command, timeout, limits)
-                .await
-                .map_err(io_err(format!("cannot run setup command `{command}`")))?;
+            let (run, _, after) =
+                shell::run_shell_known(&self.root, command, timeout, limits, known)
+                    .await
+                    .map_err(io_err(format!("cannot run setup command `{command}`")))?;
+            known = after;
             if run.success() {
                 continue;
             }
@@ -201,7 +226,9 @@ impl Workspace {
                 output: run.output,
             });
         }
-        set_file_times(&self.root, true).map_err(io_err("cannot set the workspace's file times"))
+        set_file_times(&self.root, true)
+            .map_err(io_err("cannot set the workspace's file times"))?;
+        Ok(known)
     }
 
     /// Hex sha256 over every regular file below the root except `.git/` and `.foldbench/`: the

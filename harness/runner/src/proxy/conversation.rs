@@ -61,6 +61,7 @@ struct Edit {
 mod decode;
 mod grouping;
 mod needs;
+pub mod prefix;
 mod rendering;
 mod rounds;
 mod state;
@@ -68,6 +69,7 @@ mod text;
 
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
+pub use prefix::{decode_after, Decode, Kept, Prefixes, Slot};
 pub use rounds::{Answered, Place, Round, MAX_REJECTED};
 pub use state::Saved;
 

@@ -205,6 +205,8 @@ struct Shared {
     archives_under: PathBuf,
     client: reqwest::Client,
     convs: Mutex<Convs>,
+    /// Each conversation's last body, decoded, found by the bytes a request shares with it.
+    prefixes: conversation::Prefixes,
     recorder: Arc<Mutex<Recorder>>,
     answered: std::sync::atomic::AtomicU64,
     side: std::sync::atomic::AtomicU64,
@@ -238,6 +240,8 @@ pub(crate) struct Entry {
     pub(crate) root: Root,
     /// Whether the archive folder was left out of the agent's `git status` this run.
     pub(crate) excluded: bool,
+    /// Its last request's body, decoded: the next is read from where it differs.
+    pub(crate) prefix: Arc<conversation::Slot>,
 }
 
 impl Proxy {
@@ -251,10 +255,10 @@ impl Proxy {
             next: recorder.next_number(),
             ..Convs::default()
         };
+        let prefixes = conversation::Prefixes::default();
         // The conversations of an earlier proxy on this folder continue where they were.
         for (saved, events) in recorder.take_restored() {
-            let policy = cfg.policy.clone();
-            let window = cfg.window;
+            let (policy, window) = (cfg.policy.clone(), cfg.window);
             let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
             if let Some(spec) = &cfg.needs {
                 conv.watch_needs(Arc::clone(spec));
@@ -280,6 +284,7 @@ impl Proxy {
                 excluded: false,
                 keys: saved.keys.clone(),
                 saved: Some(generation),
+                prefix: prefixes.slot(),
             })));
         }
         let listener = tokio::net::TcpListener::bind(cfg.listen)
@@ -305,6 +310,7 @@ impl Proxy {
             cfg,
             client,
             convs: Mutex::new(convs),
+            prefixes,
             recorder: Arc::new(Mutex::new(recorder)),
             answered: std::sync::atomic::AtomicU64::new(0),
             side: std::sync::atomic::AtomicU64::new(0),
@@ -554,7 +560,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
         shared.log(Exchange::new("refused", &path).status(415).note(&msg));
         return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, &msg);
     }
-    let decoded = match conversation::decode(api, &body) {
+    // Read from where the body differs from a conversation's last one (the same result as
+    // decoding it whole).
+    let conversation::Decode { decoded, kept, .. } = match shared.prefixes.decode(api, &body) {
         Ok(d) => d,
         Err(e) => {
             let msg = format!("malformed {} request: {e}", api.name());
@@ -582,6 +590,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let guard = entry.lock_owned().await;
+    if let Some(kept) = kept {
+        guard.prefix.keep(kept);
+    }
     relay::main_request(shared, guard, api, &parts, &path_q, decoded).await
 }
 
@@ -685,6 +696,7 @@ impl Shared {
             excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
+            prefix: self.prefixes.slot(),
         }));
         let i = convs.list.len();
         convs.list.push(Arc::clone(&entry));

@@ -104,3 +104,38 @@ fn text_with_a_few_odd_bytes_is_still_text() {
     assert!(!out.is_error, "{out:?}");
     assert!(out.text.starts_with("     1\tcaf\u{fffd} = 1"), "{out:?}");
 }
+
+/// `file_contains` (the checks `file_contains` and `file_lacks`) finds a text wherever it lies:
+/// in a small file read in one piece, at either end, and across the boundary of two pieces of a
+/// file larger than one.
+#[test]
+fn file_contains_finds_a_text_in_small_files_and_across_pieces_of_large_ones() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let small = d.path().join("small.py");
+    std::fs::write(&small, "MEMBER_RATE = 0.20\nend").expect("write");
+    for (text, want) in [
+        ("MEMBER_RATE = 0.20", true),
+        ("end", true),
+        ("0.20\nend", true),
+        ("0.25", false),
+        ("MEMBER_RATE = 0.20\nend!", false),
+    ] {
+        assert_eq!(
+            super::file_contains(&small, text).expect("read"),
+            want,
+            "{text:?}"
+        );
+    }
+    // Three MiB of filler with the needle across the first MiB's end.
+    let large = d.path().join("large.log");
+    let mut bytes = vec![b'.'; 3 << 20];
+    let needle = b"NEEDLE-ACROSS";
+    let at = (1 << 20) - 6;
+    bytes[at..at + needle.len()].copy_from_slice(needle);
+    std::fs::write(&large, &bytes).expect("write");
+    assert!(super::file_contains(&large, "NEEDLE-ACROSS").expect("read"));
+    assert!(!super::file_contains(&large, "NEEDLE-ELSEWHERE").expect("read"));
+    bytes[(3 << 20) - 4..].copy_from_slice(b"LAST");
+    std::fs::write(&large, &bytes).expect("write");
+    assert!(super::file_contains(&large, ".LAST").expect("read"));
+}

@@ -89,7 +89,7 @@ pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, Rea
     }
 }
 
-/// Whether the regular file at `abs` holds `text`, read in pieces of 1 MiB (memory stays
+/// Whether the regular file at `abs` holds `text`, read in pieces of at most 1 MiB (memory stays
 /// bounded whatever the file's size; a FIFO, socket or device is refused before it is opened,
 /// and the open is non-blocking). The checks `file_contains` and `file_lacks` use it.
 pub(crate) fn file_contains(abs: &Path, text: &str) -> io::Result<bool> {
@@ -101,7 +101,11 @@ pub(crate) fn file_contains(abs: &Path, text: &str) -> io::Result<bool> {
     let finder = memchr::memmem::Finder::new(needle);
     let mut file = harness_import::fs::open_regular(abs)?;
     let keep = needle.len() - 1;
-    let mut buf = vec![0u8; (1 << 20) + keep];
+    // A piece the size of the file when it is smaller (most are): a checked file of a few KB
+    // is not read through a zeroed MiB.
+    let size = file.metadata().map_or(1 << 20, |m| m.len());
+    let piece = usize::try_from(size.clamp(4 << 10, 1 << 20)).unwrap_or(1 << 20);
+    let mut buf = vec![0u8; piece + keep];
     // `have` bytes at the start of `buf` are the end of the last piece, kept so a match across
     // two pieces is found.
     let mut have = 0;

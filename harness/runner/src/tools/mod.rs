@@ -78,17 +78,20 @@ pub fn tool_specs() -> Vec<ToolSpec> {
 /// Executes one tool call in the workspace at `ws_root`. Never panics on bad input: unknown
 /// tools, missing or ill-typed arguments, refused paths and IO failures become error results.
 pub async fn execute(ws_root: &Path, call: &ToolCall, limits: &ToolLimits) -> ToolOutput {
-    execute_with(ws_root, call, limits, None).await
+    execute_with(ws_root, call, limits, None).await.0
 }
 
 /// [`execute`], with the workspace's tool-cache snapshot when the caller has just taken it (a
-/// `shell` call then does not take it again).
+/// `shell` call then does not take it again); a `shell` call also returns the work tree it
+/// left when that is known ([`crate::execution::snapshot::Known`]; unknown for the other tools,
+/// whose effect the caller knows).
 pub(crate) async fn execute_with(
     ws_root: &Path,
     call: &ToolCall,
     limits: &ToolLimits,
     before: Option<crate::execution::snapshot::Snapshot>,
-) -> ToolOutput {
+) -> (ToolOutput, crate::execution::snapshot::Known) {
+    let unknown = crate::execution::snapshot::Known::unknown;
     // Some providers hand the arguments over as a JSON string; accept that too.
     let parsed;
     let args = match &call.args {
@@ -106,19 +109,22 @@ pub(crate) async fn execute_with(
         args,
     };
     match tools::find(&call.name).map(|t| t.tool) {
-        Some(Tool::ReadFile) => read_file(ws_root, &a, limits),
-        Some(Tool::ListFiles) => list_files(ws_root, &a, limits),
-        Some(Tool::Grep) => grep(ws_root, &a, limits),
-        Some(Tool::EditFile) => edit_file(ws_root, &a),
-        Some(Tool::WriteFile) => write_file(ws_root, &a),
+        Some(Tool::ReadFile) => (read_file(ws_root, &a, limits), unknown()),
+        Some(Tool::ListFiles) => (list_files(ws_root, &a, limits), unknown()),
+        Some(Tool::Grep) => (grep(ws_root, &a, limits), unknown()),
+        Some(Tool::EditFile) => (edit_file(ws_root, &a), unknown()),
+        Some(Tool::WriteFile) => (write_file(ws_root, &a), unknown()),
         Some(Tool::Shell) => shell(ws_root, &a, limits, before).await,
-        None => ToolOutput::err(
-            format!(
-                "error: unknown tool `{}`; the tools are {}",
-                call.name,
-                tools::names().join(", ")
+        None => (
+            ToolOutput::err(
+                format!(
+                    "error: unknown tool `{}`; the tools are {}",
+                    call.name,
+                    tools::names().join(", ")
+                ),
+                None,
             ),
-            None,
+            unknown(),
         ),
     }
 }

@@ -863,6 +863,29 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("py")]);
+    // Checked once: the stamp the check left stands for it (a hook that no longer loads is not
+    // seen while it is there); without it, the interpreter is started and the check fails.
+    assert!(cache.path().join("py/checked").is_file());
+    fs::write(site.join("foldbench_unittest_clock.pth"), "\n").unwrap();
+    let again =
+        || crate::execution::sandbox::bare_python_in(cache.path(), "py", &exe, home, version);
+    assert_eq!(again().unwrap(), bin, "the stamp stands for the check");
+    fs::remove_file(cache.path().join("py/checked")).unwrap();
+    assert!(again().is_err(), "without the stamp, the check runs");
+    // A file the check made sure of gone (the compiled hook): checked again.
+    fs::write(
+        site.join("foldbench_unittest_clock.pth"),
+        "import foldbench_unittest_clock\n",
+    )
+    .unwrap();
+    assert!(again().is_ok());
+    fs::remove_dir_all(site.join("__pycache__")).unwrap();
+    assert_eq!(again().unwrap(), bin);
+    assert_eq!(
+        fs::read_dir(site.join("__pycache__")).unwrap().count(),
+        1,
+        "compiled again"
+    );
     assert!(crate::execution::sandbox::bare_python_in(
         Path::new("/proc/foldbench"),
         "py",
@@ -871,6 +894,40 @@ fn a_bare_environment_is_made_once_and_an_unwritable_folder_is_an_error() {
         version
     )
     .is_err());
+}
+
+#[test]
+fn what_a_python3_program_reports_is_kept_and_a_script_is_asked_every_time() {
+    use crate::execution::sandbox::interpreter_key_of;
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .expect("python3 runs");
+    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let dir = tempfile::tempdir().unwrap();
+    // A program (a link to the interpreter): a key, the same each time, another with
+    // PYTHONHOME or beside a pyvenv.cfg.
+    let bin = dir.path().join("env/bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&exe, bin.join("python3")).unwrap();
+    let key = interpreter_key_of(&bin.join("python3"), None).expect("a program has a key");
+    assert_eq!(
+        interpreter_key_of(&bin.join("python3"), None),
+        Some(key.clone())
+    );
+    assert_ne!(
+        interpreter_key_of(&bin.join("python3"), Some("/opt/py".into())),
+        Some(key.clone())
+    );
+    fs::write(dir.path().join("env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    assert_ne!(interpreter_key_of(&bin.join("python3"), None), Some(key));
+    // A script (a shim that chooses its interpreter at every start): no key.
+    let shim = dir.path().join("python3");
+    fs::write(&shim, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
+    assert_eq!(interpreter_key_of(&shim, None), None);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use harness_wire::units::{Unit, UnitKind};
 use harness_wire::{canonical_key, decode_item, item_key, Api, Envelope, ItemKey, WireError};
+use serde_json::value::RawValue;
 
 /// Why an agent's request does not decode: what the API would refuse, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,12 +45,8 @@ pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, DecodeError> {
     let mut units = Vec::with_capacity(env.items.len());
     let mut keys = Vec::with_capacity(env.items.len());
     for (i, item) in env.items.iter().enumerate() {
-        let u = decode_item(api, item).map_err(|source| DecodeError::Item {
-            field: api.items_field(),
-            index: i,
-            source,
-        })?;
-        keys.push(u.iter().map(|u| canonical_key(&u.raw)).collect());
+        let (u, k) = decode_units(api, i, item)?;
+        keys.push(k);
         units.push(u);
     }
     let item_keys = env.items.iter().map(|i| item_key(i)).collect();
@@ -59,6 +56,21 @@ pub fn decode(api: Api, body: &[u8]) -> Result<Decoded, DecodeError> {
         keys,
         item_keys,
     })
+}
+
+/// Item `index`'s units and their identities.
+pub(super) fn decode_units(
+    api: Api,
+    index: usize,
+    item: &RawValue,
+) -> Result<(Vec<Unit>, Vec<ItemKey>), DecodeError> {
+    let u = decode_item(api, item).map_err(|source| DecodeError::Item {
+        field: api.items_field(),
+        index,
+        source,
+    })?;
+    let k = u.iter().map(|u| canonical_key(&u.raw)).collect();
+    Ok((u, k))
 }
 
 impl Decoded {
