@@ -102,7 +102,7 @@ pub enum Timing {
     Pressure,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct ActiveMode {
     name: String,
     goal: String,
@@ -342,7 +342,32 @@ pub fn fold_tools(strategies: bool) -> Vec<ToolSpec> {
     t
 }
 
+/// What a fold policy remembers between requests ([`Policy::saved_state`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FoldState {
+    last_card: Option<u32>,
+    pending: Vec<(u32, u32)>,
+    mode: Option<ActiveMode>,
+}
+
 impl Policy for Fold {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(FoldState {
+            last_card: self.last_card,
+            pending: self.pending.clone(),
+            mode: self.mode.clone(),
+        })
+        .ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<FoldState>(state.clone()) {
+            self.last_card = s.last_card;
+            self.pending = s.pending;
+            self.mode = s.mode;
+        }
+    }
+
     fn name(&self) -> String {
         let base = if self.strategies {
             "fold+strategies"

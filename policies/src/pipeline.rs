@@ -95,6 +95,34 @@ impl Pipeline {
 }
 
 impl Policy for Pipeline {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let steps: Vec<serde_json::Value> = self
+            .steps
+            .iter()
+            .map(|s| s.saved_state().unwrap_or(serde_json::Value::Null))
+            .collect();
+        if self.splices.is_empty() && steps.iter().all(serde_json::Value::is_null) {
+            return None;
+        }
+        Some(serde_json::json!({"steps": steps, "splices": self.splices}))
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Some(steps) = state.get("steps").and_then(|s| s.as_array()) {
+            for (step, s) in self.steps.iter_mut().zip(steps) {
+                if !s.is_null() {
+                    step.restore_state(s);
+                }
+            }
+        }
+        if let Some(splices) = state
+            .get("splices")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+        {
+            self.splices = splices;
+        }
+    }
+
     fn name(&self) -> String {
         self.steps
             .iter()

@@ -244,6 +244,34 @@ pub fn answer_time(s: &str) -> Result<u64, LimitError> {
     whole(s, 1, MAX_CALL_SECS, "--answer-time", "seconds (a day)")
 }
 
+/// The most conversations `proxy --max-conversations` holds in memory.
+pub const MAX_HELD_CONVERSATIONS: u64 = 1_000_000;
+
+/// The most MiB `proxy --max-held-mib` holds (1 TiB).
+pub const MAX_HELD_MIB: u64 = 1 << 20;
+
+/// `proxy --idle-secs`: 1 to [`MAX_CELL_SECS`] seconds.
+pub fn idle_secs(s: &str) -> Result<u64, LimitError> {
+    whole(s, 1, MAX_CELL_SECS, "--idle-secs", "seconds (a week)")
+}
+
+/// `proxy --max-conversations`: 1 to [`MAX_HELD_CONVERSATIONS`] conversations.
+pub fn held_conversations(s: &str) -> Result<usize, LimitError> {
+    whole(
+        s,
+        1,
+        MAX_HELD_CONVERSATIONS,
+        "--max-conversations",
+        "conversations",
+    )
+    .map(usize_of)
+}
+
+/// `proxy --max-held-mib`: 1 to [`MAX_HELD_MIB`] MiB.
+pub fn held_mib(s: &str) -> Result<usize, LimitError> {
+    whole(s, 1, MAX_HELD_MIB, "--max-held-mib", "MiB (1 TiB)").map(usize_of)
+}
+
 /// `replay --min-turns`: 0 to [`MAX_TURNS`] turns.
 pub fn turns(s: &str) -> Result<u32, LimitError> {
     whole(s, 0, MAX_TURNS, "--min-turns", "turns").map(u32_of)
@@ -259,6 +287,25 @@ pub fn price(s: &str) -> Result<harness_core::metrics::Price, harness_core::pric
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proxys_memory_limits_are_bounded() {
+        assert_eq!(idle_secs("60").unwrap(), 60);
+        assert_eq!(
+            idle_secs("0").unwrap_err().to_string(),
+            "0 is less than 1, the least --idle-secs takes; give 1 to 604800"
+        );
+        assert_eq!(held_conversations("500").unwrap(), 500);
+        assert!(held_conversations("0")
+            .unwrap_err()
+            .to_string()
+            .contains("--max-conversations"));
+        assert_eq!(held_mib("1024").unwrap(), 1024);
+        assert!(held_mib("2000000")
+            .unwrap_err()
+            .to_string()
+            .contains("give 1 to 1048576"));
+    }
 
     #[test]
     fn values_past_the_maximum_are_refused_with_the_range() {

@@ -46,6 +46,18 @@ pub struct ProxyArgs {
     /// seconds (past it the agent gets an error that says so).
     #[arg(long, value_name = "SECS", default_value_t = harness_runner::proxy::ANSWER_TIME.as_secs(), value_parser = crate::limits::answer_time)]
     answer_time: u64,
+    /// A conversation idle this many seconds leaves memory (its state is in its cell's
+    /// `state.json`; the agent's next request of it brings it back, the same requests going
+    /// upstream).
+    #[arg(long, value_name = "SECS", default_value_t = harness_runner::proxy::IDLE.as_secs(), value_parser = crate::limits::idle_secs)]
+    idle_secs: u64,
+    /// The most conversations held in memory; past it the least recently used leave.
+    #[arg(long, value_name = "N", default_value_t = harness_runner::proxy::MAX_HELD, value_parser = crate::limits::held_conversations)]
+    max_conversations: usize,
+    /// The most MiB of conversations held in memory (each counted as its last request's
+    /// size); past it the least recently used leave.
+    #[arg(long, value_name = "MIB", default_value_t = harness_runner::proxy::MAX_HELD_BYTES >> 20, value_parser = crate::limits::held_mib)]
+    max_held_mib: usize,
 }
 
 /// Serves until SIGINT or SIGTERM, then writes the records.
@@ -71,6 +83,11 @@ pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     cfg.limits = harness_runner::proxy::AnswerLimits {
         bytes: a.answer_cap_mib << 20,
         time: std::time::Duration::from_secs(a.answer_time),
+    };
+    cfg.memory = harness_runner::proxy::MemoryLimits {
+        idle: std::time::Duration::from_secs(a.idle_secs),
+        conversations: a.max_conversations,
+        bytes: a.max_held_mib << 20,
     };
     let proxy = Proxy::start(cfg).await.map_err(Error::refused)?;
     if let Err(e) = crate::out::line(&proxy.base_url()) {

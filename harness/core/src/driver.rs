@@ -200,6 +200,16 @@ impl Driver {
         self.compacted = false;
     }
 
+    /// What the policy remembers that the context does not give back ([`Policy::saved_state`]).
+    pub fn policy_state(&self) -> Option<serde_json::Value> {
+        self.policy.saved_state()
+    }
+
+    /// Gives the policy back what [`Driver::policy_state`] saved.
+    pub fn restore_policy_state(&mut self, state: &serde_json::Value) {
+        self.policy.restore_state(state);
+    }
+
     /// The visible context.
     pub fn context(&self) -> &Context {
         &self.ctx

@@ -267,6 +267,19 @@ pub trait Policy: Send {
         None
     }
 
+    /// What the policy remembers from request to request that the context does not give back
+    /// (the folds it makes when the turn ends, the turn of its last card), for a host that takes
+    /// a conversation out of memory and brings it back later (the proxy): it gives it back with
+    /// [`Policy::restore_state`]. `None`, the default: nothing (a memo rebuilt from the context
+    /// is not state).
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Takes back what [`Policy::saved_state`] gave, in a policy just built; a value it cannot
+    /// read is ignored (the policy starts again).
+    fn restore_state(&mut self, _state: &serde_json::Value) {}
+
     /// Why the policy cannot go on, once it cannot (a policy process that crashed, hung or
     /// answered out of protocol): the session loop checks it after its calls and ends the
     /// session with this reason. A policy that cannot fail keeps the default, `None`.

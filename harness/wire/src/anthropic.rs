@@ -110,7 +110,10 @@ fn block_unit(b: &Value, r: Box<RawValue>, assistant: bool) -> Result<Unit, Wire
                     Some("tool_use"),
                 )
             }
-            // Thinking, redacted thinking, server tools and their results: kept, not read.
+            // Thinking is the answer's thinking (a redacted block counted as its data).
+            "thinking" => unit(UnitKind::Thinking(s("thinking").unwrap_or("").into()), None),
+            "redacted_thinking" => unit(UnitKind::Thinking(s("data").unwrap_or("").into()), None),
+            // Server tools and their results: kept, not read.
             _ => unit(
                 UnitKind::Assistant {
                     text: String::new(),

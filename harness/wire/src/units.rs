@@ -47,13 +47,18 @@ pub enum UnitKind {
         /// Whether the tool failed.
         is_error: bool,
     },
-    /// Model-side: text, tool calls, or neither (thinking, reasoning: kept raw, not read).
+    /// Model-side: text, tool calls, or neither (reasoning, server tools: kept raw, not read).
     Assistant {
         /// The text.
         text: String,
         /// Tool calls.
         calls: Vec<ToolCall>,
     },
+    /// Model-side thinking (Anthropic's `thinking` block, its text; a `redacted_thinking`
+    /// block, its data): the answer's [`Message::thinking`], so a policy that clears thinking
+    /// sees it; its block is written back as it came (signature and all) while the message
+    /// keeps it.
+    Thinking(String),
 }
 
 /// One unit: its raw JSON and what it is.
@@ -74,7 +79,7 @@ impl Unit {
         match self.kind {
             UnitKind::Pinned => Side::Pinned,
             UnitKind::UserText(_) | UnitKind::ToolResult { .. } => Side::User,
-            UnitKind::Assistant { .. } => Side::Assistant,
+            UnitKind::Assistant { .. } | UnitKind::Thinking(_) => Side::Assistant,
         }
     }
 }
@@ -172,6 +177,8 @@ struct Open {
     units: Vec<UnitRef>,
     /// Whether it holds the user's own words (not only blocks an agent adds).
     words: bool,
+    /// An answer's thinking blocks' texts.
+    thinking: Vec<String>,
 }
 
 impl Grouper {
@@ -320,7 +327,9 @@ impl Grouper {
                         });
                         self.last = Last::Tool;
                     }
-                    UnitKind::UserText(t) | UnitKind::Assistant { text: t, .. } => {
+                    UnitKind::UserText(t)
+                    | UnitKind::Assistant { text: t, .. }
+                    | UnitKind::Thinking(t) => {
                         let side = unit.side();
                         if open.as_ref().is_some_and(|o| o.side != side) {
                             self.flush(open, out);
@@ -337,8 +346,11 @@ impl Grouper {
                             calls: Vec::new(),
                             units: Vec::new(),
                             words: false,
+                            thinking: Vec::new(),
                         });
-                        if !t.is_empty() {
+                        if let UnitKind::Thinking(_) = unit.kind {
+                            o.thinking.push(t.clone());
+                        } else if !t.is_empty() {
                             o.text.push(t.clone());
                         }
                         if side == Side::User && !o.words {
@@ -385,9 +397,18 @@ impl Grouper {
     /// The assistant message of an answer's text and calls: an answer with no calls of the
     /// API whose text carries a command is that command's call (counted as the text it is, the
     /// command not counted twice), its observation awaited next.
-    fn answer(&mut self, text: String, calls: Vec<ToolCall>) -> Arc<Message> {
+    fn answer(
+        &mut self,
+        text: String,
+        calls: Vec<ToolCall>,
+        thinking: Option<String>,
+    ) -> Arc<Message> {
         let turn = self.turn.max(1);
         self.text_call = None;
+        let built = |text: String, calls: Vec<ToolCall>| match &thinking {
+            Some(t) => Message::assistant_thinking(turn, t.clone(), text, calls),
+            None => Message::assistant(turn, text, calls),
+        };
         if calls.is_empty() {
             if let Some(call) = text_agent::text_call(&text) {
                 self.calls.insert(
@@ -395,12 +416,12 @@ impl Grouper {
                     (call.name.clone(), Some(TEXT_FORM.to_string())),
                 );
                 self.text_call = Some(call.id.clone());
-                let mut m = (*Message::assistant(turn, text, Vec::new())).clone();
+                let mut m = (*built(text, Vec::new())).clone();
                 m.tool_calls = vec![call];
                 return Arc::new(m);
             }
         }
-        Message::assistant(turn, text, calls)
+        built(text, calls)
     }
 
     fn flush(&mut self, open: &mut Option<Open>, out: &mut Vec<Piece>) {
@@ -422,7 +443,8 @@ impl Grouper {
                 (Message::user(self.turn, text, None), opens)
             }
             _ => {
-                let message = self.answer(text, o.calls);
+                let thinking = (!o.thinking.is_empty()).then(|| o.thinking.join("\n\n"));
+                let message = self.answer(text, o.calls, thinking);
                 self.last = if message.tool_calls.is_empty() {
                     Last::Closing
                 } else {

@@ -153,7 +153,8 @@ pub struct Conversation {
     /// The events, in order.
     pub events: Vec<Event>,
     /// Every message the conversation's model read that the agent did not write (cards, fold
-    /// results, summaries) and every message of the agent's, once, in order.
+    /// results, summaries) and every message of the agent's, once, in order: those not yet
+    /// written to `transcript.jsonl` (the proxy empties it as it writes).
     pub transcript: Vec<Arc<Message>>,
     /// Where each message of the live context came from.
     origins: HashMap<u64, Origin>,
@@ -199,6 +200,16 @@ pub struct Conversation {
     /// A carded prompt of the request in progress (by id) → the prompt without its card, and
     /// its units.
     uncarded: HashMap<u64, (Arc<Message>, Units)>,
+    /// The agent's answers with thinking in the request in progress, by what they say without
+    /// it ([`rendering::answer_key`]): a policy that clears an answer's thinking makes another
+    /// message of it, written as the agent's blocks without the thinking ones.
+    thought: HashMap<(u32, u64), Units>,
+    /// After a restore: the last request's messages as fingerprints and tokens (the cache
+    /// simulation compares with them while no request was sent since).
+    prev_prints: Option<Vec<(String, u32)>>,
+    /// After a restore: the units seen before it (a message of them is in the transcript
+    /// already, its calls recorded).
+    seen_before_restore: HashSet<ItemKey>,
 }
 
 impl Conversation {
@@ -242,6 +253,9 @@ impl Conversation {
             stopped: None,
             prev_ok: None,
             uncarded: HashMap::new(),
+            prev_prints: None,
+            seen_before_restore: HashSet::new(),
+            thought: HashMap::new(),
         })
     }
 
@@ -285,6 +299,8 @@ impl Conversation {
         self.rounds.clear();
         self.besides.clear();
         self.stopped = None;
+        self.prev_prints = None;
+        self.seen_before_restore.clear();
         self.branches += 1;
         Ok(())
     }
@@ -324,6 +340,7 @@ impl Conversation {
         self.position.clear();
         self.content_pos.clear();
         self.uncarded.clear();
+        self.thought.clear();
         let mut messages: Vec<Arc<Message>> = Vec::new();
         let mut placed: HashSet<usize> = HashSet::new();
         let mut stable_at: Vec<(usize, Arc<Message>)> = Vec::new();
@@ -369,6 +386,12 @@ impl Conversation {
             let whole = kept.len() == p.units.len();
             let stable = match self.known.get(&id_key) {
                 Some(s) => Arc::clone(s),
+                // A message read before the conversation was restored: written and its calls
+                // recorded then.
+                None if keys.iter().all(|k| self.seen_before_restore.contains(k)) => {
+                    self.known.insert(id_key.clone(), Arc::clone(&m));
+                    m
+                }
                 None => {
                     self.transcript.push(Arc::clone(&m));
                     self.note_calls(&m);
@@ -396,6 +419,11 @@ impl Conversation {
                 None => (stable, Origin::Units(at)),
             };
             self.note_position(&msg, pos);
+            if msg.thinking.is_some() {
+                if let Origin::Units(at) = &origin {
+                    self.thought.insert(rendering::answer_key(&msg), at.clone());
+                }
+            }
             self.origins.insert(msg.id, origin);
             messages.push(msg);
         }
@@ -468,7 +496,15 @@ impl Conversation {
             return None;
         }
         let before = self.driver.context().messages.clone();
-        let reference = self.prev.as_deref().unwrap_or(&before);
+        let restored = match (&self.prev, &self.prev_prints) {
+            (None, Some(prints)) => Some(state::reference(prints, &before)),
+            _ => None,
+        };
+        let reference = self
+            .prev
+            .as_deref()
+            .or(restored.as_deref())
+            .unwrap_or(&before);
         let mut folded = match self.driver.apply_splice(p, Some(reference)) {
             Ok(folded) => folded,
             Err(reason) => {
@@ -569,7 +605,7 @@ impl Conversation {
             Next::Summarise(summary) => {
                 let (items, _) = self.render(api, req, &summary.messages, false);
                 let refs: Vec<&RawValue> = items.iter().map(|c| &**c).collect();
-                let body = with_stream_off(&env.write(&refs, &[]));
+                let body = rendering::with_stream_off(&env.write(&refs, &[]));
                 let record = self.record_request(
                     Purpose::Compaction,
                     &summary.messages,
@@ -644,7 +680,19 @@ impl Conversation {
     ) -> RequestRecord {
         let tokens =
             u64::from(self.prefix) + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
-        let cached = cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages);
+        let cached = match (&self.prev, &self.prev_prints) {
+            // Restored: the last request sent before is known by its messages' fingerprints.
+            (None, Some(prints)) => {
+                u64::from(self.prefix)
+                    + prints
+                        .iter()
+                        .zip(messages)
+                        .take_while(|((p, _), m)| *p == state::fingerprint(m))
+                        .map(|(_, m)| u64::from(m.tokens))
+                        .sum::<u64>()
+            }
+            _ => cached_prefix_tokens(self.prefix, self.prev.as_deref(), messages),
+        };
         if purpose == Purpose::Turn {
             self.watch_request(messages);
         }
@@ -945,18 +993,4 @@ fn read_only(c: &ToolCall) -> bool {
             "cat" | "ls" | "grep" | "rg" | "head" | "tail" | "find" | "wc" | "sed" | "nl" | "pwd"
         )
         && !cmd.contains("sed -i")
-}
-
-/// A body with `"stream"` set to false (a summary request is read whole).
-fn with_stream_off(body: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(mut v) => {
-            if let Some(o) = v.as_object_mut() {
-                o.insert("stream".into(), serde_json::Value::Bool(false));
-                o.remove("stream_options");
-            }
-            v.to_string().into_bytes()
-        }
-        Err(_) => body.to_vec(),
-    }
 }

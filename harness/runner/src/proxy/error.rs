@@ -26,6 +26,19 @@ pub enum ProxyError {
     /// The HTTP client to the upstream cannot be built.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
+    /// A conversation's saved state does not read (it cannot be brought back into memory).
+    #[error("{}:{line}:{column}: not a conversation's state ({source}); the conversation cannot be brought back into memory; its requests get this error", path.display())]
+    State {
+        /// `cells/<cell>/state.json`.
+        path: std::path::PathBuf,
+        /// Where it stops reading.
+        line: usize,
+        /// The column.
+        column: usize,
+        /// What is wrong.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A lock of the proxy's state was poisoned by a panic.
     #[error("the {0} was poisoned")]
     Poisoned(&'static str),

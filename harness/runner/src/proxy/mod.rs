@@ -21,6 +21,9 @@
 //! - Upstream errors are passed through as they came (status and body); a malformed request gets
 //!   a 400 saying what is wrong; an upstream that cuts a stream gives the agent an error event;
 //!   an agent that disconnects ends the upstream call. Each is recorded in `exchanges.jsonl`.
+//! - A conversation idle past a limit, or the least recently used past the conversations or
+//!   bytes held ([`MemoryLimits`]), leaves memory and comes back from its saved state when the
+//!   agent resumes it, the same requests going upstream.
 //!
 //! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
 //! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
@@ -28,12 +31,15 @@
 pub mod conversation;
 mod error;
 mod forward;
+mod memory;
 pub mod record;
 mod relay;
 mod upstream;
 mod workdir;
 
 pub use error::{AnswerError, ProxyError};
+use memory::Slot;
+pub use memory::{MemoryLimits, IDLE, MAX_HELD, MAX_HELD_BYTES};
 use upstream::{agent_head, error_chain, malformed, pass_through, read_whole, send_upstream};
 use workdir::archive_root;
 pub(crate) use workdir::Root;
@@ -146,6 +152,9 @@ pub struct ProxyConfig {
     pub header_timeout: std::time::Duration,
     /// The most connections served at once; more wait until one closes.
     pub max_connections: usize,
+    /// When conversations leave memory (idle, too many held); they come back from their
+    /// state when the agent resumes them.
+    pub memory: MemoryLimits,
 }
 
 impl ProxyConfig {
@@ -166,6 +175,7 @@ impl ProxyConfig {
             limits: AnswerLimits::default(),
             header_timeout: HEADER_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            memory: MemoryLimits::default(),
         }
     }
 }
@@ -178,6 +188,8 @@ pub struct Proxy {
     open: Arc<std::sync::atomic::AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Takes idle conversations out of memory.
+    sweeper: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// What a stopped proxy leaves: one entry per conversation, as written to the run folder.
@@ -214,7 +226,8 @@ struct Shared {
 
 #[derive(Default)]
 struct Convs {
-    list: Vec<Arc<tokio::sync::Mutex<Entry>>>,
+    /// Every conversation, in memory or not, in the order they began.
+    list: Vec<Slot>,
     /// Hint (session id) or first message → conversation.
     by_key: HashMap<String, usize>,
     /// The conversations a session id names.
@@ -235,7 +248,6 @@ pub(crate) struct Entry {
     pub(crate) keys: Vec<String>,
     /// The generation of its state last written ([`Conversation::generation`]).
     pub(crate) saved: Option<(u32, usize, usize, u32)>,
-    pub(crate) written_transcript: usize,
     /// Where its archives go, as its last request said.
     pub(crate) root: Root,
     /// Whether the archive folder was left out of the agent's `git status` this run.
@@ -256,15 +268,9 @@ impl Proxy {
             ..Convs::default()
         };
         let prefixes = conversation::Prefixes::default();
-        // The conversations of an earlier proxy on this folder continue where they were.
-        for (saved, events) in recorder.take_restored() {
-            let (policy, window) = (cfg.policy.clone(), cfg.window);
-            let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
-            if let Some(spec) = &cfg.needs {
-                conv.watch_needs(Arc::clone(spec));
-            }
-            let written = events.len();
-            conv.restore(&saved, events);
+        // The conversations of an earlier proxy on this folder continue where they were: out
+        // of memory until a request of theirs comes.
+        for saved in recorder.take_restored() {
             let i = convs.list.len();
             for k in &saved.keys {
                 convs.by_key.insert(k.clone(), i);
@@ -272,20 +278,15 @@ impl Proxy {
                     convs.hinted.insert(i);
                 }
             }
-            let generation = conv.generation();
-            convs.list.push(Arc::new(tokio::sync::Mutex::new(Entry {
-                cell: saved.cell.clone(),
-                model: saved.model.clone(),
+            convs.list.push(Slot {
+                cell: saved.cell,
+                model: saved.model,
                 tools: saved.tools,
-                conv,
-                written_events: written,
-                written_transcript: 0,
-                root: Root::Unknown,
-                excluded: false,
-                keys: saved.keys.clone(),
-                saved: Some(generation),
-                prefix: prefixes.slot(),
-            })));
+                live: None,
+                used: Instant::now(),
+                held: 0,
+                left: None,
+            });
         }
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
@@ -316,6 +317,7 @@ impl Proxy {
             side: std::sync::atomic::AtomicU64::new(0),
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
+        let sweeper = memory::spawn_sweeper(&shared);
         let serving = Arc::clone(&shared);
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&open);
@@ -366,6 +368,7 @@ impl Proxy {
             shared,
             stop: Some(stop),
             task: Some(task),
+            sweeper: Some(sweeper),
         })
     }
 
@@ -386,16 +389,26 @@ impl Proxy {
 
     /// The events of every conversation so far (cell id, events), in the order they began.
     pub async fn events(&self) -> Vec<(String, Vec<harness_core::events::Event>)> {
-        let list: Vec<_> = self
-            .shared
-            .convs
-            .lock()
-            .map(|c| c.list.clone())
-            .unwrap_or_default();
+        let list = self.shared.slots();
         let mut out = Vec::new();
-        for e in list {
-            let e = e.lock().await;
-            out.push((e.cell.clone(), e.conv.events.clone()));
+        for (cell, live) in list {
+            match live {
+                Some(e) => {
+                    let e = e.lock().await;
+                    out.push((e.cell.clone(), e.conv.events.clone()));
+                }
+                None => {
+                    let events = self
+                        .shared
+                        .recorder
+                        .lock()
+                        .ok()
+                        .and_then(|r| r.load_cell(&cell).ok())
+                        .map(|(_, events)| events)
+                        .unwrap_or_default();
+                    out.push((cell, events));
+                }
+            }
         }
         out
     }
@@ -409,14 +422,32 @@ impl Proxy {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
-        let list: Vec<_> = self
-            .shared
-            .convs
-            .lock()
-            .map(|c| c.list.clone())
-            .unwrap_or_default();
+        if let Some(t) = self.sweeper.take() {
+            t.abort();
+        }
+        let list = self.shared.slots();
         let mut cells = Vec::new();
-        for e in &list {
+        for (cell, live) in &list {
+            let Some(e) = live else {
+                // Out of memory: its record from its files (its last turn ended when it left).
+                let rec = Arc::clone(&self.shared.recorder);
+                let mut r = rec.lock().map_err(|_| ProxyError::Poisoned("recorder"))?;
+                let (saved, events) = r.load_cell(cell)?;
+                let policy = policies::build(&self.shared.cfg.policy, self.shared.cfg.window)?;
+                r.finish(
+                    &self.shared.cfg,
+                    record::Finished {
+                        cell,
+                        model: &saved.model,
+                        policy: &policy.name(),
+                        failed: None,
+                        turns: saved.turn(),
+                        events: &events,
+                    },
+                )?;
+                cells.push(cell.clone());
+                continue;
+            };
             let mut e = e.lock().await;
             // The agent is done: its last turn ends, with the policy's splices of that end.
             let splices = e.conv.end_last_turn();
@@ -452,6 +483,9 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         if let Some(t) = &self.task {
+            t.abort();
+        }
+        if let Some(t) = &self.sweeper {
             t.abort();
         }
     }
@@ -582,7 +616,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
         .await;
     }
     let hint = header_hint(&parts.headers).or_else(|| decoded.env.hint.clone());
-    let entry = match shared.conversation(hint.as_deref(), &decoded) {
+    let entry = match shared.conversation(hint.as_deref(), &decoded, body.len()) {
         Ok(Found::Side(reason)) => {
             return pass_through(&shared, &parts, &path_q, body, "side", &reason).await
         }
@@ -602,6 +636,62 @@ enum Found {
 }
 
 impl Shared {
+    /// Every conversation's cell and, when it is in memory, the conversation.
+    fn slots(&self) -> Vec<(String, Option<Arc<tokio::sync::Mutex<Entry>>>)> {
+        self.convs
+            .lock()
+            .map(|c| {
+                c.list
+                    .iter()
+                    .map(|s| (s.cell.clone(), s.live.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The conversation of a slot, brought back into memory from its files when it left.
+    fn bring_back(&self, slot: &mut Slot) -> Result<Arc<tokio::sync::Mutex<Entry>>, ProxyError> {
+        if let Some(e) = &slot.live {
+            return Ok(Arc::clone(e));
+        }
+        let (saved, events) = self
+            .recorder
+            .lock()
+            .map_err(|_| ProxyError::Poisoned("recorder"))?
+            .load_cell(&slot.cell)?;
+        let policy = self.cfg.policy.clone();
+        let window = self.cfg.window;
+        let mut conv = Conversation::new(Box::new(move || policies::build(&policy, window)))?;
+        if let Some(spec) = &self.cfg.needs {
+            conv.watch_needs(Arc::clone(spec));
+        }
+        let written = events.len();
+        conv.restore(&saved, events);
+        let generation = conv.generation();
+        let entry = Arc::new(tokio::sync::Mutex::new(Entry {
+            cell: saved.cell.clone(),
+            model: saved.model.clone(),
+            tools: saved.tools,
+            conv,
+            written_events: written,
+            root: Root::Unknown,
+            excluded: false,
+            keys: saved.keys.clone(),
+            saved: Some(generation),
+            prefix: self.prefixes.slot(),
+        }));
+        slot.live = Some(Arc::clone(&entry));
+        let note = match slot.left.take() {
+            Some(t) => format!(
+                "brought back from its state after {} s out of memory",
+                t.elapsed().as_secs()
+            ),
+            None => "brought back from its state (an earlier proxy's conversation)".into(),
+        };
+        self.log(Exchange::new("reloaded", "").cell(&slot.cell).note(&note));
+        Ok(entry)
+    }
+
     fn log(&self, e: Exchange) {
         if let Ok(mut r) = self.recorder.lock() {
             r.exchange(&e);
@@ -611,7 +701,12 @@ impl Shared {
     /// The conversation a request belongs to: by the agent's session id when it sends one, else
     /// by its first message; a new one otherwise. A request of another model than the
     /// conversation's is a side request.
-    fn conversation(&self, hint: Option<&str>, req: &Decoded) -> Result<Found, ProxyError> {
+    fn conversation(
+        &self,
+        hint: Option<&str>,
+        req: &Decoded,
+        size: usize,
+    ) -> Result<Found, ProxyError> {
         let first = first_route(req);
         let hint = hint.map(|h| format!("h:{h}"));
         let mut convs = self
@@ -628,7 +723,20 @@ impl Shared {
             .copied()
             .filter(|i| hint.is_none() || !convs.hinted.contains(i));
         if let Some(i) = by_hint.or(by_first) {
-            let e = Arc::clone(&convs.list[i]);
+            let slot = &convs.list[i];
+            if slot.live.is_none()
+                && !slot.model.is_empty()
+                && !req.env.model.is_empty()
+                && slot.model != req.env.model
+            {
+                return Ok(Found::Side(format!(
+                    "another model ({}) than the conversation's ({})",
+                    req.env.model, slot.model
+                )));
+            }
+            let e = self.bring_back(&mut convs.list[i])?;
+            convs.list[i].used = Instant::now();
+            convs.list[i].held = size;
             // The model is read without waiting: a conversation's own requests come one at a
             // time, and a side model's request would otherwise wait for the main one.
             if let Ok(mut g) = e.try_lock() {
@@ -651,25 +759,12 @@ impl Shared {
             if let Some(f) = first {
                 convs.by_key.insert(f, i);
             }
+            self.sweep(&mut convs.list);
             return Ok(Found::Entry(e));
         }
-        // Not a conversation seen before: a side request when the proxy already carries a
-        // conversation of another model (a title, a quota probe of a small model), or one with
-        // tools while this request has none. A first request without tools is a conversation:
-        // mini-swe-agent sends none, its commands are text.
-        for e in &convs.list {
-            let Ok(g) = e.try_lock() else { continue };
-            if !g.model.is_empty() && !req.env.model.is_empty() && g.model != req.env.model {
-                return Ok(Found::Side(format!(
-                    "another model ({}) than the proxy's conversation ({})",
-                    req.env.model, g.model
-                )));
-            }
-            if g.tools && req.env.tools.is_empty() {
-                return Ok(Found::Side(
-                    "no tools, beside a conversation that has them (a title, a probe)".into(),
-                ));
-            }
+        // Not a conversation seen before: a side request, or a new conversation.
+        if let Some(why) = side_reason(&convs.list, req) {
+            return Ok(Found::Side(why));
         }
         let n = convs.next;
         convs.next += 1;
@@ -686,20 +781,22 @@ impl Shared {
         };
         let cell = harness_core::record::cell_id(&self.cfg.task, &self.cfg.arm, &model, n);
         let entry = Arc::new(tokio::sync::Mutex::new(Entry {
-            cell,
+            cell: cell.clone(),
             model: req.env.model.clone(),
             tools: !req.env.tools.is_empty(),
             conv,
             written_events: 0,
-            written_transcript: 0,
             root: Root::Unknown,
             excluded: false,
             keys: hint.iter().chain(first.iter()).cloned().collect(),
             saved: None,
             prefix: self.prefixes.slot(),
         }));
+        let mut slot = Slot::live(Arc::clone(&entry), &cell, &req.env.model);
+        slot.tools = !req.env.tools.is_empty();
+        slot.held = size;
         let i = convs.list.len();
-        convs.list.push(Arc::clone(&entry));
+        convs.list.push(slot);
         if let Some(h) = hint {
             convs.by_key.insert(h, i);
             convs.hinted.insert(i);
@@ -707,6 +804,7 @@ impl Shared {
         if let Some(f) = first {
             convs.by_key.insert(f, i);
         }
+        self.sweep(&mut convs.list);
         Ok(Found::Entry(entry))
     }
 }
@@ -718,4 +816,30 @@ pub(crate) fn first_route(req: &Decoded) -> Option<String> {
 
 fn ms_since(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Why a request of no conversation seen before is a side request: the proxy already carries a
+/// conversation of another model (a title, a quota probe of a small model), or one with tools
+/// while this request has none. A first request without tools is a conversation:
+/// mini-swe-agent sends none, its commands are text.
+fn side_reason(slots: &[Slot], req: &Decoded) -> Option<String> {
+    for slot in slots {
+        let (model, tools) = match &slot.live {
+            Some(e) => {
+                let Ok(g) = e.try_lock() else { continue };
+                (g.model.clone(), g.tools)
+            }
+            None => (slot.model.clone(), slot.tools),
+        };
+        if !model.is_empty() && !req.env.model.is_empty() && model != req.env.model {
+            return Some(format!(
+                "another model ({}) than the proxy's conversation ({})",
+                req.env.model, model
+            ));
+        }
+        if tools && req.env.tools.is_empty() {
+            return Some("no tools, beside a conversation that has them (a title, a probe)".into());
+        }
+    }
+    None
 }

@@ -8,7 +8,8 @@
 //! exchanges.jsonl                 one line per agent request: what it was (main, side,
 //!                                 passthrough, compaction, branch, refused), the status, and
 //!                                 what happened (an upstream error passed through, a stream
-//!                                 cut, an agent gone)
+//!                                 cut, an agent gone); and when a conversation left
+//!                                 memory (evicted, why) and came back (reloaded)
 //! cells/<cell>/events.jsonl       the conversation's events (requests, answers, the agent's
 //!                                 tool calls, folds, compactions), appended as they happen
 //! cells/<cell>/transcript.jsonl   every message the model read, once, in order
@@ -20,9 +21,10 @@
 //! A proxy started again on the same folder continues it: the records already there are kept,
 //! new conversations are numbered after them, and a conversation begun before the restart goes
 //! on in its own cell — `cells/<cell>/state.json` (written when the turn, the edits, the cards
-//! or the branch change) keeps the units it saw, the edits and cards to apply again and its
-//! turn; its events come back from `events.jsonl`. The policy itself starts again, with the
-//! context the edits give it.
+//! or the branch change, and whenever the conversation leaves memory) keeps the units it saw,
+//! the edits and cards to apply again, its turn, what the policy remembers
+//! (`Policy::saved_state`) and the breaker; its events come back from `events.jsonl`. The same
+//! files bring back a conversation that left memory ([`super::MemoryLimits`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -49,7 +51,8 @@ pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
 /// One line of `exchanges.jsonl`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exchange {
-    /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`.
+    /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`; `evicted` and
+    /// `reloaded` when a conversation leaves memory and comes back.
     pub kind: String,
     /// The request's path (no query).
     pub path: String,
@@ -126,7 +129,19 @@ pub struct Recorder {
     order: Vec<String>,
     first_number: u64,
     /// Conversations of an earlier proxy on the folder, to continue.
-    restored: Vec<(Saved, Vec<Event>)>,
+    restored: Vec<Saved>,
+}
+
+/// What a conversation's record is made of.
+pub(crate) struct Finished<'a> {
+    pub(crate) cell: &'a str,
+    pub(crate) model: &'a str,
+    /// The policy's name with its parameters.
+    pub(crate) policy: &'a str,
+    /// Why the policy failed, if it did.
+    pub(crate) failed: Option<String>,
+    pub(crate) turns: u32,
+    pub(crate) events: &'a [Event],
 }
 
 impl Recorder {
@@ -209,10 +224,26 @@ impl Recorder {
         })
     }
 
-    /// The conversations an earlier proxy left in the folder (their saved state and events),
-    /// to continue; taken once.
-    pub(crate) fn take_restored(&mut self) -> Vec<(Saved, Vec<Event>)> {
+    /// The conversations an earlier proxy left in the folder (their saved state, without its
+    /// messages: a conversation comes back whole when a request of it comes), to continue;
+    /// taken once.
+    pub(crate) fn take_restored(&mut self) -> Vec<Saved> {
         std::mem::take(&mut self.restored)
+    }
+
+    /// A conversation's saved state and events, from its folder (one out of memory, brought
+    /// back).
+    pub(crate) fn load_cell(&self, cell: &str) -> Result<(Saved, Vec<Event>), ProxyError> {
+        let dir = self.cell_dir(cell);
+        let state = dir.join(STATE_FILE);
+        let text = fs::read_to_string(&state).map_err(ProxyError::io("read", &state))?;
+        let saved: Saved = serde_json::from_str(&text).map_err(|e| ProxyError::State {
+            path: state.clone(),
+            line: e.line(),
+            column: e.column(),
+            source: e,
+        })?;
+        Ok((saved, read_events(&dir.join(EVENTS_FILE))))
     }
 
     /// The number the first conversation of this run gets.
@@ -254,7 +285,7 @@ impl Recorder {
             }
         }
         let mut transcript = String::new();
-        for m in &e.conv.transcript[e.written_transcript.min(e.conv.transcript.len())..] {
+        for m in &e.conv.transcript {
             transcript.push_str(&serde_json::to_string(&**m)?);
             transcript.push('\n');
         }
@@ -264,7 +295,9 @@ impl Recorder {
             .write_all(rows.as_bytes())
             .map_err(ProxyError::io("write", Path::new(REQUESTS_FILE)))?;
         e.written_events = e.conv.events.len();
-        e.written_transcript = e.conv.transcript.len();
+        // Written: the file holds them, memory need not (the messages still in the context
+        // are held there).
+        e.conv.transcript.clear();
         let generation = e.conv.generation();
         if e.saved != Some(generation) {
             let mut saved = e.conv.save();
@@ -293,16 +326,30 @@ impl Recorder {
         }
     }
 
-    /// The record of a conversation, from its events (no checks: its status is `unchecked`).
+    /// The record of a conversation in memory.
     pub(crate) fn finish_entry(&mut self, cfg: &ProxyConfig, e: &Entry) -> Result<(), ProxyError> {
-        let n = e
+        self.finish(
+            cfg,
+            Finished {
+                cell: &e.cell,
+                model: &e.model,
+                policy: &e.conv.policy_name(),
+                failed: e.conv.policy_failed(),
+                turns: e.conv.turn(),
+                events: &e.conv.events,
+            },
+        )
+    }
+
+    /// The record of a conversation, from its events (no checks: its status is `unchecked`).
+    pub(crate) fn finish(&mut self, cfg: &ProxyConfig, f: Finished<'_>) -> Result<(), ProxyError> {
+        let n = f
             .cell
             .rsplit('/')
             .next()
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
-        let model_ms = e
-            .conv
+        let model_ms = f
             .events
             .iter()
             .map(|ev| match ev {
@@ -312,30 +359,27 @@ impl Recorder {
             .sum();
         let record = CellRecord {
             version: RECORD_VERSION,
-            id: e.cell.clone(),
+            id: f.cell.to_string(),
             task: cfg.task.clone(),
             arm: cfg.arm.clone(),
-            policy: e.conv.policy_name(),
-            model: if e.model.is_empty() {
+            policy: f.policy.to_string(),
+            model: if f.model.is_empty() {
                 "unknown".into()
             } else {
-                e.model.clone()
+                f.model.to_string()
             },
             seed: n,
             // Nothing is checked in a conversation through the proxy: neither a success nor a
             // failure, unless its policy failed.
-            status: if e.conv.policy_failed().is_some() {
+            status: if f.failed.is_some() {
                 Status::Error
             } else {
                 Status::Unchecked
             },
-            error: e
-                .conv
-                .policy_failed()
-                .map(|r| format!("the policy failed: {r}")),
+            error: f.failed.map(|r| format!("the policy failed: {r}")),
             checks: Vec::new(),
-            turns: e.conv.turn(),
-            metrics: metrics::compute(&e.conv.events, None, &Price::default()),
+            turns: f.turns,
+            metrics: metrics::compute(f.events, None, &Price::default()),
             wall_ms: 0,
             model_ms,
             agent: None,
@@ -373,9 +417,9 @@ impl Recorder {
     }
 }
 
-/// The saved conversations of the folder: each `cells/<cell>/state.json` that reads, with the
-/// events of its `events.jsonl` (a line that does not read is left out with a warning).
-fn restore(root: &Path) -> Vec<(Saved, Vec<Event>)> {
+/// The saved conversations of the folder: each `cells/<cell>/state.json` that reads (a state
+/// that does not is left out with a warning: that conversation starts again as a new one).
+fn restore(root: &Path) -> Vec<Saved> {
     let mut out = Vec::new();
     let Ok(dir) = fs::read_dir(root.join("cells")) else {
         return out;
@@ -387,41 +431,41 @@ fn restore(root: &Path) -> Vec<(Saved, Vec<Event>)> {
         let Ok(text) = fs::read_to_string(&state) else {
             continue;
         };
-        let saved: Saved = match serde_json::from_str(&text) {
-            Ok(s) => s,
-            Err(e) => {
-                crate::progress::warn(&format!(
-                    "warning: {}:{}:{}: not a conversation's state ({e}); it starts again as a new conversation",
-                    state.display(),
-                    e.line(),
-                    e.column()
-                ));
-                continue;
-            }
-        };
-        let path = d.join(EVENTS_FILE);
-        let mut events = Vec::new();
-        for (i, line) in fs::read_to_string(&path)
-            .unwrap_or_default()
-            .lines()
-            .enumerate()
-        {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Event>(line) {
-                Ok(e) => events.push(e),
-                Err(e) => crate::progress::warn(&format!(
-                    "warning: {}:{}:{}: not an event ({e}); left out",
-                    path.display(),
-                    i + 1,
-                    e.column()
-                )),
-            }
+        match serde_json::from_str::<Saved>(&text) {
+            Ok(s) => out.push(s.head()),
+            Err(e) => crate::progress::warn(&format!(
+                "warning: {}:{}:{}: not a conversation's state ({e}); it starts again as a new conversation",
+                state.display(),
+                e.line(),
+                e.column()
+            )),
         }
-        out.push((saved, events));
     }
     out
+}
+
+/// The events of an `events.jsonl` (a line that does not read is left out with a warning).
+fn read_events(path: &Path) -> Vec<Event> {
+    let mut events = Vec::new();
+    for (i, line) in fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .enumerate()
+    {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Event>(line) {
+            Ok(e) => events.push(e),
+            Err(e) => crate::progress::warn(&format!(
+                "warning: {}:{}:{}: not an event ({e}); left out",
+                path.display(),
+                i + 1,
+                e.column()
+            )),
+        }
+    }
+    events
 }
 
 fn append(path: &Path, bytes: &[u8]) -> Result<(), ProxyError> {

@@ -44,6 +44,8 @@ pub struct Got {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body's bytes as they came.
+    pub raw: Bytes,
 }
 
 pub struct Upstream {
@@ -122,6 +124,16 @@ impl Upstream {
         self.replies.lock().unwrap().push_back(r);
     }
 
+    /// Every body received, as the bytes that came.
+    pub fn raw_bodies(&self) -> Vec<Bytes> {
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|g| g.raw.clone())
+            .collect()
+    }
+
     pub fn bodies(&self) -> Vec<Value> {
         self.got
             .lock()
@@ -151,6 +163,7 @@ pub async fn answer(
         path,
         headers,
         body,
+        raw: bytes.clone(),
     });
     let reply = replies
         .lock()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use harness_core::message::{Message, Role};
 use harness_wire::render::{self, Out};
-use harness_wire::units::Side;
+use harness_wire::units::{Side, UnitKind};
 use harness_wire::{Api, Envelope};
 use serde_json::value::RawValue;
 
@@ -80,6 +80,22 @@ impl Conversation {
                         ));
                     }
                 }
+                // An answer of the agent's whose thinking a policy cleared (or kept, in a
+                // message it made again): the agent's blocks, without the thinking ones when
+                // it has none.
+                None if m.role == Role::Assistant && self.thought.contains_key(&answer_key(m)) => {
+                    let at = &self.thought[&answer_key(m)];
+                    for &(i, u) in at {
+                        let unit = &req.units[i][u];
+                        if m.thinking.is_none() && matches!(unit.kind, UnitKind::Thinking(_)) {
+                            continue;
+                        }
+                        entries.push(Out::Unit(
+                            Side::Assistant,
+                            std::borrow::Cow::Borrowed(&*unit.raw),
+                        ));
+                    }
+                }
                 Some(Origin::Edit | Origin::Made) | None => {
                     for (side, r) in render::render_message(api, m, &self.grouper) {
                         entries.push(Out::Unit(side, std::borrow::Cow::Owned(r)));
@@ -137,10 +153,35 @@ fn content_key(m: &Message) -> (u32, u64) {
     (m.turn, h.finish())
 }
 
+/// What an answer says apart from its thinking: its turn, text and calls.
+pub(super) fn answer_key(m: &Message) -> (u32, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.text.hash(&mut h);
+    for c in &m.tool_calls {
+        (&c.id, &c.name, c.canonical_args()).hash(&mut h);
+    }
+    (m.turn, h.finish())
+}
+
 /// [`content_key`] of a message without calls.
 fn text_key(turn: u32, role: Role, text: &str) -> (u32, u64) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (role, text).hash(&mut h);
     (turn, h.finish())
+}
+
+/// A body with `"stream"` set to false (a summary request is read whole).
+pub(super) fn with_stream_off(body: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("stream".into(), serde_json::Value::Bool(false));
+                o.remove("stream_options");
+            }
+            v.to_string().into_bytes()
+        }
+        Err(_) => body.to_vec(),
+    }
 }

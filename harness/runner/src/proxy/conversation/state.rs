@@ -34,6 +34,52 @@ pub struct Saved {
     /// The policy calls the proxy answered, to show the model again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     rounds: Vec<SavedRound>,
+    /// What the policy remembers that the context does not give back ([`Policy::saved_state`]).
+    ///
+    /// [`Policy::saved_state`]: harness_core::policy::Policy::saved_state
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy: Option<serde_json::Value>,
+    /// The breaker: refused policy calls of a turn (turn, count), and the turn it stopped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    rejected: (u32, usize),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stopped: Option<u32>,
+    /// The messages of the last request sent (each one's fingerprint and tokens), so the
+    /// prompt-cache simulation of the next request compares with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sent: Vec<(String, u32)>,
+}
+
+fn is_zero(r: &(u32, usize)) -> bool {
+    *r == (0, 0)
+}
+
+/// The last request sent before a restore, as messages: each of `context` whose fingerprint
+/// it had, in its place, and a message of the same tokens for each other.
+pub(super) fn reference(prints: &[(String, u32)], context: &[Arc<Message>]) -> Vec<Arc<Message>> {
+    let mut by_print: std::collections::HashMap<String, Vec<&Arc<Message>>> =
+        std::collections::HashMap::new();
+    for m in context.iter().rev() {
+        by_print.entry(fingerprint(m)).or_default().push(m);
+    }
+    prints
+        .iter()
+        .map(|(p, tokens)| match by_print.get_mut(p).and_then(Vec::pop) {
+            Some(m) => Arc::clone(m),
+            None => {
+                let mut m =
+                    (*Message::host(0, "", harness_core::message::MessageKind::Summary)).clone();
+                m.tokens = *tokens;
+                Arc::new(m)
+            }
+        })
+        .collect()
+}
+
+/// A message's fingerprint: the sha256 of its JSON (its process-unique id is not in it).
+pub(super) fn fingerprint(m: &Message) -> String {
+    let json = serde_json::to_vec(m).unwrap_or_default();
+    harness_core::digest::sha256_hex(&json)
 }
 
 /// A [`Round`] as `state.json` keeps it.
@@ -66,6 +112,25 @@ fn key_of(h: &str) -> Option<ItemKey> {
     Some(ItemKey(k))
 }
 
+impl Saved {
+    /// The turn in progress.
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// Only what routes requests to the conversation (cell, model, tools, keys): what the
+    /// proxy keeps of a conversation out of memory.
+    pub fn head(self) -> Saved {
+        Saved {
+            cell: self.cell,
+            model: self.model,
+            tools: self.tools,
+            keys: self.keys,
+            ..Saved::default()
+        }
+    }
+}
+
 impl Conversation {
     /// What changes the saved state: the turn, the edits, the cards (and the policy calls
     /// answered), the branches.
@@ -81,21 +146,40 @@ impl Conversation {
     /// The state to keep across a restart (the caller fills in cell, model, tools and keys).
     pub fn save(&self) -> Saved {
         let hexes = |ks: &[ItemKey]| ks.iter().map(key_hex).collect::<Vec<_>>();
+        // Sets in order, so the same state is the same file.
+        let mut seen: Vec<String> = self.seen.iter().map(key_hex).collect();
+        seen.sort_unstable();
+        let mut cards: Vec<(Vec<String>, Message)> = self
+            .cards
+            .iter()
+            .map(|(k, m)| (hexes(k), (**m).clone()))
+            .collect();
+        cards.sort_by(|a, b| a.0.cmp(&b.0));
         Saved {
-            seen: self.seen.iter().map(key_hex).collect(),
+            seen,
             edits: self
                 .edits
                 .iter()
                 .map(|e| {
-                    let covers: Vec<ItemKey> = e.covers.iter().copied().collect();
-                    (hexes(&covers), (*e.with).clone())
+                    let mut covers = hexes(&e.covers.iter().copied().collect::<Vec<_>>());
+                    covers.sort_unstable();
+                    (covers, (*e.with).clone())
                 })
                 .collect(),
-            cards: self
-                .cards
-                .iter()
-                .map(|(k, m)| (hexes(k), (**m).clone()))
-                .collect(),
+            cards,
+            policy: self.driver.policy_state(),
+            rejected: self.rejected,
+            stopped: self.stopped,
+            sent: self
+                .prev
+                .as_deref()
+                .map(|p| {
+                    p.iter()
+                        .map(|m| (fingerprint(m), m.tokens))
+                        .collect::<Vec<_>>()
+                })
+                .or_else(|| self.prev_prints.clone())
+                .unwrap_or_default(),
             turn: self.turn,
             branches: self.branches,
             rounds: self
@@ -142,6 +226,13 @@ impl Conversation {
             .collect();
         self.turn = saved.turn;
         self.branches = saved.branches;
+        if let Some(state) = &saved.policy {
+            self.driver.restore_policy_state(state);
+        }
+        self.rejected = saved.rejected;
+        self.stopped = saved.stopped;
+        self.prev_prints = (!saved.sent.is_empty()).then(|| saved.sent.clone());
+        self.seen_before_restore = self.seen.clone();
         self.rounds = saved
             .rounds
             .iter()
