@@ -991,3 +991,44 @@ fn a_message_does_not_print_its_source() {
         "messages that print their own source (say what failed; the chain says why): {found:#?}"
     );
 }
+
+/// The real agents and the output formats are described once each (`harness_runner::agents`'
+/// `AGENTS`, the CLI's `format::FORMATS`): no other list of their names in library or binary
+/// code — no array or slice of them, no or-pattern over them — so a new agent or format cannot
+/// be left out of a list written by hand. The transcript formats of the import crate (which
+/// agent wrote a session file) are another set, and exempt; format words are looked for where
+/// output is printed (the CLI and the report crate), since elsewhere `md` or `json` is a file
+/// extension.
+#[test]
+fn agent_and_format_names_are_listed_once() {
+    let agents: Vec<&str> = harness_runner::agents::AGENTS
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    let formats = ["table", "md", "csv", "json", "junit", "svg", "html"];
+    let mut found = Vec::new();
+    for f in sources(&["harness", "policies"]) {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let library = rel.contains("/src/") && name != "tests.rs" && !name.ends_with("_tests.rs");
+        if !library || rel.starts_with("harness/import/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let prints = rel.starts_with("harness/cli/") || rel.starts_with("harness/report/");
+        for (what, names) in [("agent", &agents[..]), ("format", &formats[..])] {
+            if what == "format" && !prints {
+                continue;
+            }
+            for line in lists_of_names(code, names) {
+                found.push(format!("{what}: {rel}:{line}"));
+            }
+        }
+    }
+    assert_eq!(agents.len(), 3, "{agents:?}");
+    assert!(
+        found.is_empty(),
+        "a list of agent or format names outside their descriptors' lists: {found:#?}"
+    );
+}

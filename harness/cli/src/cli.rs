@@ -29,7 +29,7 @@ use crate::error::{Code, Error};
 
 use harness_runner::agent_cell::AgentSetup;
 use harness_runner::agents::isolate::Isolation;
-use harness_runner::agents::{Agent, AgentKind};
+use harness_runner::agents::Agent;
 use harness_runner::backends::BackendOptions;
 use harness_runner::cell::CellOptions;
 use harness_runner::execution::tool_cache::ToolCache;
@@ -152,11 +152,8 @@ struct CommonRun {
     /// point estimate (default), or the low or high end (to see how the verdict moves).
     #[arg(long, value_enum, default_value_t = crate::behaviour::BehaviourEnd::Point)]
     behaviour_end: crate::behaviour::BehaviourEnd,
-    /// A real agent drives the turns through its own command line: `claude-code`, `codex`,
-    /// `mini-swe-agent` or `exec:CMD` (found through `tests/agents.sh`'s variables or the PATH;
-    /// docs/agents.md). Its model calls go through a proxy with each cell's policy; the arm
-    /// `native` keeps the agent's own compaction. With a `sim` model the proxy's upstream is the
-    /// offline sim, else the agent's real API (`--agent-upstream`).
+    /// A real agent drives the turns through its own command line; the help text, which names
+    /// every agent of `agents::AGENTS`, is made by [`with_policy_help`] (`agents::flag_help`).
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
     /// The upstream of `--agent` for a model that is not the sim (default: Anthropic's API for
@@ -352,6 +349,7 @@ pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> cl
                 a.help(run_policy.clone())
                     .long_help(help(registry, "Policy"))
             })
+            .mut_arg("agent", |a| a.help(harness_runner::agents::flag_help()))
         })
         .mut_subcommand("replay", |c| {
             c.mut_arg("policies", |a| {
@@ -379,6 +377,7 @@ pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> cl
             })
             // `ab` takes its policies from --arms; --policy stays parsed only to say so.
             .mut_arg("policies", |a| a.help(run_policy.clone()).hide(true))
+            .mut_arg("agent", |a| a.help(harness_runner::agents::flag_help()))
         })
 }
 
@@ -596,8 +595,9 @@ fn config(
     if cell.agent.is_none() && arms.iter().any(|a| a.label == crate::policy::NATIVE) {
         return Err(Error::Usage(format!(
             "the arm `{}` is a real agent's own context handling: it needs --agent \
-             (claude-code, codex, mini-swe-agent or exec:CMD)",
-            crate::policy::NATIVE
+             ({} or exec:CMD)",
+            crate::policy::NATIVE,
+            harness_runner::agents::listed()
         )));
     }
     let profile = crate::behaviour::profile(common.behaviour.as_deref())?;
@@ -657,18 +657,17 @@ fn agent_setup(
                 .to_string(),
         ));
     }
-    let kind: AgentKind = name
-        .parse()
+    let kind = harness_runner::agents::parse(name)
         .map_err(|e| Error::refused_in(format!("--agent {name}"), e))?;
-    let agent = Agent::resolve(kind.clone())
-        .map_err(|e| Error::refused_in(format!("--agent {name}"), e))?;
+    let agent =
+        Agent::resolve(kind).map_err(|e| Error::refused_in(format!("--agent {name}"), e))?;
     let sim = models
         .iter()
         .all(|m| matches!(run::parse_sim(m), Ok(Some(_))));
     let api_key = if sim {
         "offline".to_string()
     } else {
-        let var = AgentSetup::key_variable(&kind);
+        let var = kind.key_variable();
         std::env::var(var)
             .ok()
             .filter(|k| !k.is_empty())
@@ -690,7 +689,7 @@ fn agent_setup(
         upstream: common
             .agent_upstream
             .clone()
-            .unwrap_or_else(|| AgentSetup::default_upstream(&kind).to_string()),
+            .unwrap_or_else(|| kind.default_upstream().to_string()),
         agent,
         isolation,
         api_key,

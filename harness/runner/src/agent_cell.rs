@@ -34,7 +34,7 @@ use harness_core::sim::SimConfig;
 use tokio::io::AsyncReadExt as _;
 
 use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
-use crate::agents::{bridge, session_uuid, AgentKind, TurnSettings};
+use crate::agents::{bridge, TurnSettings};
 use crate::cell::{run_checks, CellOptions, CellOutput, CellPlan, WrittenArchive};
 use crate::execution::workspace::Workspace;
 use crate::proxy::{Proxy, ProxyConfig};
@@ -413,10 +413,7 @@ async fn turns(
             home: home.to_path_buf(),
             source,
         })?;
-    let mut session = match agent.kind {
-        AgentKind::ClaudeCode => Some(session_uuid(&plan.id)),
-        _ => None,
-    };
+    let mut session = agent.kind.first_session(&plan.id);
     for (i, turn) in plan.task.turns.iter().enumerate() {
         let t = i as u32 + 1;
         out.turns = t;

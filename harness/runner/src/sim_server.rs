@@ -120,7 +120,7 @@ impl SimServer {
             None => None,
         };
         let state = Arc::new(State {
-            upstream: Mutex::new(SimUpstream::new(spec, cfg)),
+            upstream: Mutex::new(SimUpstream::new(spec, cfg, crate::agents::vocabularies())),
             log,
             answered: std::sync::atomic::AtomicU64::new(0),
         });
