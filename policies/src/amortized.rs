@@ -29,11 +29,11 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "amortized";
+pub(crate) const NAME: &str = "amortized";
 
 /// OpenHands' amortized forgetting.
 #[derive(Debug)]
-pub struct Amortized {
+pub(crate) struct Amortized {
     max_size: usize,
     keep_first: usize,
     forgotten: HashSet<u64>,
@@ -44,7 +44,7 @@ pub struct Amortized {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(Amortized::from_params(p)?)))
         .summary("OpenHands: past max_size events the older half is forgotten, with no summary")
         .source("OpenHands `AmortizedForgettingCondenser`")
@@ -70,7 +70,7 @@ pub fn entry() -> Entry {
 
 impl Amortized {
     /// From `max_size` and `keep_first`.
-    pub fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(100);
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
             ParamError::TooLarge {

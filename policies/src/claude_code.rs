@@ -25,15 +25,15 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "claude-code";
+pub(crate) const NAME: &str = "claude-code";
 
 /// What a microcompacted result says.
-pub const CLEARED: &str = "[Old tool result content cleared]";
+pub(crate) const CLEARED: &str = "[Old tool result content cleared]";
 
 /// The tools whose results microcompaction clears besides foldbench's workspace tools (which do
 /// the same jobs; [`is_cleared`]): Claude Code's own (Read, Bash, Grep, Glob, WebSearch,
 /// WebFetch, Edit, Write) and the names recorded Codex sessions give them.
-pub const CLEARED_TOOLS: [&str; 11] = [
+pub(crate) const CLEARED_TOOLS: [&str; 11] = [
     "Read",
     "Bash",
     "Grep",
@@ -49,13 +49,13 @@ pub const CLEARED_TOOLS: [&str; 11] = [
 
 /// Whether microcompaction clears the results of the tool `name`: one of [`CLEARED_TOOLS`] or a
 /// workspace tool ([`harness_core::tools::TOOLS`]).
-pub fn is_cleared(name: &str) -> bool {
+pub(crate) fn is_cleared(name: &str) -> bool {
     CLEARED_TOOLS.contains(&name) || harness_core::tools::find(name).is_some()
 }
 
 /// Claude Code's microcompaction and auto-compaction.
 #[derive(Debug)]
-pub struct ClaudeCode {
+pub(crate) struct ClaudeCode {
     window: u64,
     output_reserve: u64,
     buffer: u64,
@@ -67,7 +67,7 @@ pub struct ClaudeCode {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| {
         Ok(Box::new(ClaudeCode::from_params(p, b.window)?))
     })
@@ -110,7 +110,7 @@ pub fn entry() -> Entry {
 
 impl ClaudeCode {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, ParamError> {
         let pct = p.take_f64("autocompact_pct")?;
         if pct.is_some_and(|x| x > 100.0) {
             return Err(ParamError::OutOfRange {
@@ -147,7 +147,7 @@ impl ClaudeCode {
     }
 
     /// The request size at which auto-compaction fires.
-    pub fn threshold(&self) -> u64 {
+    pub(crate) fn threshold(&self) -> u64 {
         let effective = self.window.saturating_sub(self.output_reserve);
         let threshold = effective.saturating_sub(self.buffer);
         match self.pct {

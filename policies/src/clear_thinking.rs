@@ -19,18 +19,18 @@ use crate::registry::Entry;
 use crate::view::Memo;
 
 /// The policy's name.
-pub const NAME: &str = "clear-thinking";
+pub(crate) const NAME: &str = "clear-thinking";
 
 /// Anthropic's thinking clearing.
 #[derive(Debug)]
-pub struct ClearThinking {
+pub(crate) struct ClearThinking {
     /// Thinking turns kept (`None`: all).
     keep: Option<usize>,
     memo: Memo,
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(ClearThinking::from_params(p)?)))
         .summary("Anthropic's context editing: thinking blocks of all but the last turns removed")
         .source("Anthropic context editing, `clear_thinking_20251015`")
@@ -43,7 +43,7 @@ pub fn entry() -> Entry {
 }
 
 /// `m` without its thinking (the same message on every request).
-pub fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
+pub(crate) fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
     memo.get(m, 30, |m| {
         let mut c = m.clone();
         c.thinking = None;
@@ -53,7 +53,7 @@ pub fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
 
 /// The messages with the thinking of all but the last `keep` assistant messages that carry it
 /// removed (`None`: nothing removed); how many lost it.
-pub fn clear(
+pub(crate) fn clear(
     memo: &mut Memo,
     messages: &[Arc<Message>],
     keep: Option<usize>,
@@ -77,7 +77,7 @@ pub fn clear(
 
 impl ClearThinking {
     /// From `keep` (a number of thinking turns, or `all`).
-    pub fn from_params(p: &mut Params) -> Result<ClearThinking, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ClearThinking, ParamError> {
         let keep =
             match p.take_text("keep").as_deref() {
                 None => Some(1),

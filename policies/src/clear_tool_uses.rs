@@ -21,15 +21,15 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "clear-tool-uses";
+pub(crate) const NAME: &str = "clear-tool-uses";
 
 /// The text of a cleared result: Anthropic does not publish the API's own, so this is the
 /// placeholder of LangChain's port of the strategy.
-pub const PLACEHOLDER: &str = "[cleared]";
+pub(crate) const PLACEHOLDER: &str = "[cleared]";
 
 /// Anthropic's tool-result clearing.
 #[derive(Debug)]
-pub struct ClearToolUses {
+pub(crate) struct ClearToolUses {
     trigger: u64,
     keep: usize,
     clear_at_least: u64,
@@ -40,7 +40,7 @@ pub struct ClearToolUses {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(ClearToolUses::from_params(p)?)))
         .summary("Anthropic's context editing: old tool results replaced by a placeholder above an input-token trigger")
         .source("Anthropic context editing, `clear_tool_uses_20250919`")
@@ -54,7 +54,7 @@ pub fn entry() -> Entry {
 
 impl ClearToolUses {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params) -> Result<ClearToolUses, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ClearToolUses, ParamError> {
         Ok(ClearToolUses {
             trigger: p.take_u64("trigger")?.unwrap_or(100_000),
             keep: usize::try_from(p.take_u64("keep")?.unwrap_or(3))

@@ -31,11 +31,11 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "cursor";
+pub(crate) const NAME: &str = "cursor";
 
 /// Cursor-style dynamic context.
 #[derive(Debug)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     output_tokens: u64,
     threshold: f64,
     window: u64,
@@ -53,7 +53,7 @@ pub struct Cursor {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Cursor::from_params(p, b.window)?)))
         .summary("Cursor's dynamic context: long tool outputs to files with a pointer, the history to a file at a summary")
         .source("Cursor, \"Dynamic context discovery\" (blog post, 2026; no published code: foldbench's thresholds)")
@@ -64,7 +64,7 @@ pub fn entry() -> Entry {
 
 impl Cursor {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Cursor, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Cursor, ParamError> {
         let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
         if threshold > 1.0 {
             return Err(ParamError::OutOfRange {
@@ -87,7 +87,7 @@ impl Cursor {
     }
 
     /// What stands for an output written to `path`.
-    pub fn pointer(m: &Message, path: &str) -> String {
+    pub(crate) fn pointer(m: &Message, path: &str) -> String {
         format!(
             "The output of `{}` is long ({} lines, {} tokens) and was written to {path}. Read the part you need from that file (its end with `tail`, a match with `grep`).",
             m.tool_name.as_deref().unwrap_or("the tool"),

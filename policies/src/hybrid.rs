@@ -31,11 +31,11 @@ use crate::swe_agent::SweAgent;
 use crate::view;
 
 /// The policy's name.
-pub const NAME: &str = "hybrid";
+pub(crate) const NAME: &str = "hybrid";
 
 /// Masking, and a summary when the window fills.
 #[derive(Debug)]
-pub struct Hybrid {
+pub(crate) struct Hybrid {
     window: usize,
     every: u64,
     keep_last: usize,
@@ -45,7 +45,7 @@ pub struct Hybrid {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Hybrid::from_params(p, b.window)?)))
         .summary("The Complexity Trap's hybrid: old tool results masked, a summary when the window fills")
         .source("\"The Complexity Trap\" (Lindenbauer et al. 2025): SWE-agent `summarize_every_n_turns` then `last_n_observations`")
@@ -59,7 +59,7 @@ pub fn entry() -> Entry {
 
 impl Hybrid {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
         let mask = p.take_count("window")?.unwrap_or(10);
         let every = p.take_u64("summarize_every")?.unwrap_or(43);
         let keep_last = usize::try_from(p.take_u64("keep_last")?.unwrap_or(10)).map_err(|_| {
@@ -89,7 +89,7 @@ impl Hybrid {
 
     /// Where a summary ends: the first of the last `keep_last` steps, or `None` when there
     /// are no more steps than that.
-    pub fn cut(&self, messages: &[Arc<Message>]) -> Option<usize> {
+    pub(crate) fn cut(&self, messages: &[Arc<Message>]) -> Option<usize> {
         let steps: Vec<usize> = messages
             .iter()
             .enumerate()

@@ -33,32 +33,32 @@
 //! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
 //! [`SweepError`] inside.
 
-pub mod aider;
-pub mod amortized;
-pub mod anthropic_compaction;
-pub mod claude_code;
-pub mod clear_thinking;
-pub mod clear_tool_uses;
-pub mod codex;
-pub mod compact;
-pub mod cursor;
-pub mod error;
+pub(crate) mod aider;
+pub(crate) mod amortized;
+pub(crate) mod anthropic_compaction;
+pub(crate) mod claude_code;
+pub(crate) mod clear_thinking;
+pub(crate) mod clear_tool_uses;
+pub(crate) mod codex;
+pub(crate) mod compact;
+pub(crate) mod cursor;
+pub(crate) mod error;
 pub mod fold;
-pub mod gemini_cli;
-pub mod hybrid;
-pub mod inspect_ai;
-pub mod llm_summarizing;
+pub(crate) mod gemini_cli;
+pub(crate) mod hybrid;
+pub(crate) mod inspect_ai;
+pub(crate) mod llm_summarizing;
 pub mod none;
-pub mod observation_masking;
-pub mod openhands;
-pub mod params;
+pub(crate) mod observation_masking;
+pub(crate) mod openhands;
+pub(crate) mod params;
 pub mod pipeline;
-pub mod recent;
+pub(crate) mod recent;
 pub mod registry;
-pub mod swe_agent;
+pub(crate) mod swe_agent;
 pub mod sweep;
-pub mod trim;
-pub mod view;
+pub(crate) mod trim;
+pub(crate) mod view;
 
 use harness_core::policy::Policy;
 
@@ -92,7 +92,7 @@ pub const PEERS: [&str; 18] = [
 ];
 
 /// The entries of [`Registry::builtin`]: foldbench's policies, the peers', the pipeline.
-pub fn builtin_entries() -> Vec<Entry> {
+pub(crate) fn builtin_entries() -> Vec<Entry> {
     let mut out = vec![
         none::entry(),
         trim::entry(),

@@ -36,14 +36,14 @@ use crate::registry::Entry;
 use crate::view;
 
 /// The policy's name.
-pub const NAME: &str = "llm-summarizing";
+pub(crate) const NAME: &str = "llm-summarizing";
 
 /// The name of the SDK's default agent's condenser.
-pub const PRESET: &str = "openhands-sdk";
+pub(crate) const PRESET: &str = "openhands-sdk";
 
 /// OpenHands' summarising condenser.
 #[derive(Debug)]
-pub struct LlmSummarizing {
+pub(crate) struct LlmSummarizing {
     max_size: usize,
     keep_first: usize,
     minimum_progress: f64,
@@ -56,7 +56,7 @@ pub struct LlmSummarizing {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     params(
         Entry::new(NAME, |p, b| {
             Ok(Box::new(LlmSummarizing::from_params(
@@ -73,7 +73,7 @@ pub fn entry() -> Entry {
 }
 
 /// The registry entry of the SDK's default agent's condenser (`default_condenser`).
-pub fn preset_entry() -> Entry {
+pub(crate) fn preset_entry() -> Entry {
     params(
         Entry::new(PRESET, |p, b| {
             Ok(Box::new(LlmSummarizing::from_params(
@@ -124,7 +124,7 @@ fn params(e: Entry, max_size: &str, keep_first: &str) -> Entry {
 impl LlmSummarizing {
     /// From `max_size`, `keep_first`, `minimum_progress`, `max_tokens` and `max_input_tokens`
     /// (default `window`), with the defaults of `name`.
-    pub fn from_params(
+    pub(crate) fn from_params(
         p: &mut Params,
         window: u64,
         name: &'static str,
@@ -168,7 +168,7 @@ impl LlmSummarizing {
     /// holds `max_size` events or fewer (and `max_tokens` tokens or fewer, with the prefix), or
     /// no condensation would make enough progress. When both limits are passed the stricter
     /// tail is kept, as OpenHands keeps it.
-    pub fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
+    pub(crate) fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
         let total = 1 + view::total_events(messages);
         let start_at = view::message_from_event(messages, self.keep_first);
         let mut tail = (total > self.max_size).then(|| self.max_size / 2 - self.keep_first - 1);

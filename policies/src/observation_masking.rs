@@ -21,24 +21,24 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "observation-masking";
+pub(crate) const NAME: &str = "observation-masking";
 
 /// What a masked observation says.
-pub const MASK: &str = openhands::MASK;
+pub(crate) const MASK: &str = openhands::MASK;
 
 /// The words of the `view` parameter of OpenHands' condensers.
-pub const VIEWS: [&str; 2] = ["openhands", "foldbench"];
+pub(crate) const VIEWS: [&str; 2] = ["openhands", "foldbench"];
 
 /// OpenHands' observation masking.
 #[derive(Debug)]
-pub struct ObservationMasking {
+pub(crate) struct ObservationMasking {
     window: usize,
     openhands: bool,
     memo: Memo,
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| {
         Ok(Box::new(ObservationMasking::from_params(p)?))
     })
@@ -60,7 +60,7 @@ pub fn entry() -> Entry {
 
 impl ObservationMasking {
     /// From `attention_window`.
-    pub fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
         Ok(ObservationMasking {
             window: p.take_count("attention_window")?.unwrap_or(100),
             openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),

@@ -22,7 +22,7 @@ use crate::registry::{Entry, Registry};
 pub const NAME: &str = "pipeline";
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
         let arg = b.spec.arg.as_deref().unwrap_or_default();
         let mut steps = Vec::new();
@@ -38,7 +38,7 @@ pub fn entry() -> Entry {
 }
 
 /// Checks a pipeline's steps and writes them canonically (each step's label, `|` between).
-pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
+pub(crate) fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
     let steps = reg.steps(text);
     let mut out = Vec::new();
     for s in steps {
@@ -60,7 +60,7 @@ pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
 }
 
 /// Steps applied in order.
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     steps: Vec<Box<dyn Policy>>,
     compacting: usize,
     splices: Vec<(u32, u32, usize)>,
@@ -76,7 +76,7 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// A pipeline of built steps; refused when two steps add tools of the same name.
-    pub fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, PolicyError> {
+    pub(crate) fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, PolicyError> {
         let mut names: Vec<String> = Vec::new();
         for s in &steps {
             for t in s.tools() {

@@ -25,11 +25,11 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "recent";
+pub(crate) const NAME: &str = "recent";
 
 /// OpenHands' recent-events window.
 #[derive(Debug)]
-pub struct Recent {
+pub(crate) struct Recent {
     keep_first: usize,
     max_events: usize,
     openhands: bool,
@@ -37,7 +37,7 @@ pub struct Recent {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(Recent::from_params(p)?)))
         .summary("OpenHands: only the first and the most recent events are sent")
         .source("OpenHands `RecentEventsCondenser`")
@@ -58,7 +58,7 @@ pub fn entry() -> Entry {
 
 impl Recent {
     /// From `keep_first` and `max_events`.
-    pub fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
             ParamError::TooLarge {
                 key: "keep_first".into(),
@@ -81,7 +81,7 @@ impl Recent {
 
 /// The messages of `keep_first` head events and a tail of `max_events - keep_first` events,
 /// with both cuts between tool batches; `None` when everything fits.
-pub fn window(
+pub(crate) fn window(
     messages: &[Arc<Message>],
     keep_first: usize,
     max_events: usize,
@@ -104,7 +104,7 @@ pub fn window(
 /// The events OpenHands' recent-events condenser keeps of `ev` (the view being the system
 /// prompt, event 0, and `ev`): the first `keep_first` and the last `max_events - keep_first`.
 /// A view that fits is kept whole (OpenHands' slice then repeats the head: not reproduced).
-pub fn openhands_window(
+pub(crate) fn openhands_window(
     ev: &[openhands::Event],
     keep_first: usize,
     max_events: usize,

@@ -20,18 +20,18 @@ use crate::registry::Entry;
 use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "swe-agent";
+pub(crate) const NAME: &str = "swe-agent";
 
 /// SWE-agent's elision of old observations.
 #[derive(Debug)]
-pub struct SweAgent {
+pub(crate) struct SweAgent {
     n: usize,
     polling: usize,
     memo: Memo,
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(SweAgent::from_params(p)?)))
         .summary("SWE-agent: all but the last n observations elided to a line count")
         .source("SWE-agent `last_n_observations`")
@@ -51,7 +51,7 @@ pub fn entry() -> Entry {
 
 /// Which messages are observations (besides the instance template): tool results, and the user
 /// messages of a turn after its first (the text-action format's outputs).
-pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
+pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
     let mut opened: Option<u32> = None;
     messages
         .iter()
@@ -70,7 +70,7 @@ pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<boo
 }
 
 /// The text an elided observation becomes.
-pub fn elided(text: &str) -> String {
+pub(crate) fn elided(text: &str) -> String {
     format!(
         "Old environment output: ({} lines omitted)",
         view::lines(text)
@@ -79,7 +79,7 @@ pub fn elided(text: &str) -> String {
 
 impl SweAgent {
     /// All but the last `n` observations elided, the count updated every `polling`.
-    pub fn new(n: usize, polling: usize) -> SweAgent {
+    pub(crate) fn new(n: usize, polling: usize) -> SweAgent {
         SweAgent {
             n: n.max(1),
             polling: polling.max(1),
@@ -88,7 +88,7 @@ impl SweAgent {
     }
 
     /// From `n` and `polling`.
-    pub fn from_params(p: &mut Params) -> Result<SweAgent, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<SweAgent, ParamError> {
         Ok(SweAgent {
             n: p.take_count("n")?.unwrap_or(5),
             polling: p.take_count("polling")?.unwrap_or(1),

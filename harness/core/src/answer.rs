@@ -70,7 +70,7 @@ impl AnswerMode {
 }
 
 /// The opening words of the card's closing paragraph (the question), in both modes.
-pub const QUESTION: &str = "Is a unit of work behind you finished?";
+pub(crate) const QUESTION: &str = "Is a unit of work behind you finished?";
 
 /// The closing paragraph of the card in text mode.
 pub const TEXT_INSTRUCTION: &str = "Is a unit of work behind you finished? Answer with one line \
@@ -88,7 +88,7 @@ turn ::= [1-9] [0-9]? [0-9]? [0-9]?
 
 /// The card of text mode: `card` (the fold policy's card) with its closing paragraph replaced by
 /// [`TEXT_INSTRUCTION`]. `None` when the card has no such paragraph.
-pub fn text_card(card: &str) -> Option<String> {
+pub(crate) fn text_card(card: &str) -> Option<String> {
     let at = card.rfind(QUESTION)?;
     let end = card[at..].find("</fold-card>").map(|e| at + e)?;
     Some(format!(
@@ -100,7 +100,7 @@ pub fn text_card(card: &str) -> Option<String> {
 
 /// A parsed text answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TextAnswer {
+pub(crate) enum TextAnswer {
     /// `ignore`.
     Ignore,
     /// `fold A-B and C-D …`, in order.
@@ -121,7 +121,7 @@ const EXPECTED: &str = "expected exactly `ignore` or `fold FROM-TO` (`fold 2-4 a
 /// Why a text answer is unparsable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum TextAnswerError {
+pub(crate) enum TextAnswerError {
     /// More than one line.
     #[error("more than one line; {EXPECTED}")]
     Lines,
@@ -134,7 +134,7 @@ pub enum TextAnswerError {
 }
 
 /// Reads a text answer strictly (see the module docs); `Err` says why it is unparsable.
-pub fn parse_text_answer(text: &str) -> Result<TextAnswer, TextAnswerError> {
+pub(crate) fn parse_text_answer(text: &str) -> Result<TextAnswer, TextAnswerError> {
     let t = text.trim();
     if t == "ignore" {
         return Ok(TextAnswer::Ignore);
@@ -183,7 +183,7 @@ pub fn judge_text(item: &Item, ctx: &Context, text: &str) -> (Judged, Option<Str
 /// `[tool result: NAME]` (`[tool error: NAME]` when it failed); a user message keeps its visible
 /// text (card included). Neighbours of the same role are joined with a blank line, so roles
 /// alternate. Each message keeps the turn of its first part.
-pub fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
+pub(crate) fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
     let mut parts: Vec<(Role, u32, String)> = Vec::new();
     for m in messages {
         let (role, text) = match m.role {
@@ -273,7 +273,7 @@ impl JudgedRecord {
 
 /// How a model's records say it answered, for the table: `tool`, `text`, `text+grammar`, `–`
 /// for a baseline, `mixed` when its records disagree.
-pub fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
+pub(crate) fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
     if BASELINES.iter().any(|b| b.name() == model) {
         return "–".into();
     }

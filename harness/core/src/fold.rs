@@ -14,7 +14,7 @@ pub const CARD_HEADER: &str = "<fold-card>";
 
 /// Blocks an agent (not the user) puts into a user message: Claude Code's reminders, Codex's
 /// environment and instructions. The user's words are the message without them.
-pub const AGENT_BLOCKS: [&str; 3] = [
+pub(crate) const AGENT_BLOCKS: [&str; 3] = [
     "system-reminder",
     "environment_context",
     "user_instructions",
@@ -24,7 +24,7 @@ pub const AGENT_BLOCKS: [&str; 3] = [
 /// `exec_command`, `shell_command` and `local_shell`, a text-based agent's command blocks);
 /// with foldbench's own `shell` ([`is_shell`]) the fold result's index counts their calls as
 /// shell commands.
-pub const AGENT_SHELL_TOOLS: [&str; 5] = [
+pub(crate) const AGENT_SHELL_TOOLS: [&str; 5] = [
     "Bash",
     crate::text_agent::TEXT_TOOL,
     "exec_command",
@@ -38,7 +38,7 @@ const AGENT_READERS: [&str; 2] = ["Read", "NotebookRead"];
 const AGENT_SEARCHERS: [&str; 2] = ["Grep", "Glob"];
 
 /// Whether calls of the tool `name` are shell commands.
-pub fn is_shell(name: &str) -> bool {
+pub(crate) fn is_shell(name: &str) -> bool {
     AGENT_SHELL_TOOLS.contains(&name)
         || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Shell)
 }
@@ -84,7 +84,7 @@ pub fn user_words(text: &str) -> String {
 /// The tools a card tells the model to read an archive back with: the agent's own readers and
 /// searchers, then its shell tool, from the names it offers (`None`: foldbench's own loop,
 /// `read_file` and `grep`; no tool at all: a text-based agent's shell commands).
-pub fn read_back_with(tools: Option<&[String]>) -> String {
+pub(crate) fn read_back_with(tools: Option<&[String]>) -> String {
     let Some(tools) = tools else {
         return "read_file or grep".to_string();
     };
@@ -116,7 +116,7 @@ pub fn render_card(turns: &[TurnInfo]) -> String {
 /// [`render_card`], with each user message longer than `quote` characters cut there and marked
 /// with how much was left out (the whole message is still in its turn above). `None` quotes
 /// every message word for word.
-pub fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
+pub(crate) fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
     render_card_for(turns, quote, None)
 }
 
@@ -396,7 +396,7 @@ pub fn build_result(
 
 /// Reads the range and archive a fold result or strategy report points to, from its first line
 /// (`[fold] turns 1–3 folded by the host. Archive: PATH (sha256 …)`).
-pub fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
+pub(crate) fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
     let first = text.lines().next()?;
     if !(first.starts_with("[fold]") || first.starts_with("[strategy")) {
         return None;

@@ -34,13 +34,13 @@ use serde::Serialize;
 use crate::metrics::Price;
 
 /// The highest price a flag takes, in dollars per million tokens.
-pub const MAX_PRICE: f64 = 10_000.0;
+pub(crate) const MAX_PRICE: f64 = 10_000.0;
 
 /// Where a row's figures were read: a page and the date it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Source {
     /// The page.
-    pub url: &'static str,
+    pub(crate) url: &'static str,
     /// When it was read (`YYYY-MM-DD`, or `YYYY-MM` where only the month is known).
     pub read: &'static str,
     /// Whose figures they are: the provider's own page, or a secondary source (and what it
@@ -50,14 +50,14 @@ pub struct Source {
 
 /// Anthropic's pricing page, for the current Claude models (Opus 4.5–4.8 and 5, Sonnet 4–4.6,
 /// Haiku 4.5).
-pub const ANTHROPIC: Source = Source {
+pub(crate) const ANTHROPIC: Source = Source {
     url: "https://platform.claude.com/docs/en/about-claude/pricing",
     read: "2026-12",
     note: "Anthropic's pricing page",
 };
 
 /// Anthropic's pricing page as it listed the older Claude models.
-pub const ANTHROPIC_2025: Source = Source {
+pub(crate) const ANTHROPIC_2025: Source = Source {
     url: "https://docs.anthropic.com/en/docs/about-claude/pricing",
     read: "2025-11-24",
     note: "Anthropic's pricing page",
@@ -65,7 +65,7 @@ pub const ANTHROPIC_2025: Source = Source {
 
 /// OpenAI's pricing page as it listed the GPT-5.1, GPT-5, GPT-4.1, GPT-4o, o-series and
 /// codex-mini models.
-pub const OPENAI_2025: Source = Source {
+pub(crate) const OPENAI_2025: Source = Source {
     url: "https://platform.openai.com/docs/pricing",
     read: "2025-11-24",
     note: "OpenAI's pricing page",
@@ -73,21 +73,21 @@ pub const OPENAI_2025: Source = Source {
 
 /// A secondary source for GPT-5.4, GPT-5.3-Codex and GPT-5.2: the `codex-ops` crate's copy of
 /// OpenAI's Codex rate card (credits per million tokens, 25 credits = $1), checked 2026-05-13.
-pub const OPENAI_CODEX_RATE_CARD: Source = Source {
+pub(crate) const OPENAI_CODEX_RATE_CARD: Source = Source {
     url: "https://docs.rs/crate/codex-ops/0.1.3/source/data/codex-rate-card.json",
     read: "2026-12-03",
     note: "secondary source: a copy of OpenAI's Codex rate card (checked 2026-05-13 by its author), credits at 25 per dollar",
 };
 
 /// A secondary source for GPT-5.2-Codex (input and output; its cached input is GPT-5.2's).
-pub const OPENAI_GPT_5_2_CODEX: Source = Source {
+pub(crate) const OPENAI_GPT_5_2_CODEX: Source = Source {
     url: "https://aicoach.pw/marketplace/llm/gpt-5-2-codex",
     read: "2026-12-03",
     note: "secondary source: a model catalogue listing input and output; cached input as GPT-5.2's",
 };
 
 /// Every source the table cites.
-pub const SOURCES: &[&Source] = &[
+pub(crate) const SOURCES: &[&Source] = &[
     &ANTHROPIC,
     &ANTHROPIC_2025,
     &OPENAI_2025,
@@ -118,7 +118,7 @@ impl Scheme {
     }
 
     /// The scheme a name gives (`anthropic`, `openai`).
-    pub fn from_name(name: &str) -> Option<Scheme> {
+    pub(crate) fn from_name(name: &str) -> Option<Scheme> {
         match name.trim().to_ascii_lowercase().as_str() {
             "anthropic" => Some(Scheme::Anthropic),
             "openai" => Some(Scheme::OpenAi),
@@ -128,7 +128,7 @@ impl Scheme {
 
     /// The scheme of a model: its built-in row's, else by its name (`claude…` Anthropic;
     /// `gpt…`, `o1…`, `o3…`, `o4…`, `codex…` OpenAI); `None` for a name that tells neither.
-    pub fn of_model(model: &str) -> Option<Scheme> {
+    pub(crate) fn of_model(model: &str) -> Option<Scheme> {
         if let Some(b) = builtin(model) {
             return Some(b.scheme);
         }
@@ -146,7 +146,7 @@ impl Scheme {
     }
 
     /// The cache-write multiplier (of the input price).
-    pub fn cache_write(self) -> f64 {
+    pub(crate) fn cache_write(self) -> f64 {
         match self {
             Scheme::Anthropic => 1.25,
             Scheme::OpenAi => 1.0,
@@ -154,12 +154,12 @@ impl Scheme {
     }
 
     /// The cache-read multiplier a price that gives none takes.
-    pub fn cache_read(self) -> f64 {
+    pub(crate) fn cache_read(self) -> f64 {
         0.1
     }
 
     /// The output multiplier a price that gives none takes.
-    pub fn output(self) -> f64 {
+    pub(crate) fn output(self) -> f64 {
         match self {
             Scheme::Anthropic => 5.0,
             Scheme::OpenAi => 8.0,
@@ -167,7 +167,7 @@ impl Scheme {
     }
 
     /// The price of `input` dollars per million input tokens under this scheme.
-    pub fn price(self, input: f64) -> Price {
+    pub(crate) fn price(self, input: f64) -> Price {
         Price {
             input,
             cache_write: self.cache_write(),
@@ -301,7 +301,7 @@ pub struct Builtin {
     /// The provider's scheme.
     pub scheme: Scheme,
     /// The price.
-    pub price: Price,
+    pub(crate) price: Price,
     /// Where the figures were read.
     pub source: &'static Source,
 }
@@ -320,7 +320,7 @@ pub enum PriceSource {
 
 /// A price from dollars per million tokens of each kind (the core's [`Price`] holds the input
 /// price and multipliers of it).
-pub fn per_million(input: f64, cache_write: f64, cache_read: f64, output: f64) -> Price {
+pub(crate) fn per_million(input: f64, cache_write: f64, cache_read: f64, output: f64) -> Price {
     let of = |x: f64| if input > 0.0 { x / input } else { 0.0 };
     Price {
         input,
@@ -373,7 +373,7 @@ pub fn builtin(model: &str) -> Option<Builtin> {
 }
 
 /// The built-in table, row by row.
-pub fn builtin_table() -> impl Iterator<Item = Builtin> {
+pub(crate) fn builtin_table() -> impl Iterator<Item = Builtin> {
     BUILTIN.iter().map(Row::builtin)
 }
 
@@ -381,14 +381,14 @@ pub fn builtin_table() -> impl Iterator<Item = Builtin> {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PriceTable {
     /// Prices given for models by name (matched like the built-in names).
-    pub overrides: BTreeMap<String, Price>,
+    pub(crate) overrides: BTreeMap<String, Price>,
     /// The price of a model none of the others names (and of requests that name no model).
     pub default: Price,
 }
 
 impl PriceTable {
     /// Sets the price of `model`; `default` sets the default.
-    pub fn set(&mut self, model: &str, price: Price) {
+    pub(crate) fn set(&mut self, model: &str, price: Price) {
         if model == "default" {
             self.default = price;
         } else {
@@ -472,7 +472,7 @@ const FORMS: &str = "give 3 (input $/M), 3/15 (input/output $/M), openai:1.75 (t
 
 /// One price flag, `[MODEL=][SCHEME:]PRICE`: the model it prices (`default` without one) and
 /// the price. See the module's docs for the grammar.
-pub fn parse_flag(flag: &str) -> Result<(String, Price), PriceError> {
+pub(crate) fn parse_flag(flag: &str) -> Result<(String, Price), PriceError> {
     let keys = ["input", "cache_write", "cache_read", "output"];
     // `input=3`, `openai:input=3`: a PRICE alone, not MODEL=PRICE.
     let is_key = |m: &str| {

@@ -78,7 +78,7 @@ use delegate::effective_script;
 mod recovery;
 #[cfg(test)]
 use recovery::common_folder;
-pub use recovery::paths_in;
+pub(crate) use recovery::paths_in;
 use recovery::{archive_lines, focus_words, recovery_candidates, tried_key, Recovery, MEANS};
 
 /// Settings of the simulated agent.
@@ -108,7 +108,7 @@ impl Default for SimConfig {
 
 /// The most re-runs (calls the request shows, reads of paths it names) tried for one fact in a
 /// turn: an agent re-reads the few things it can see, it does not read every file named.
-pub const MAX_RERUNS: usize = 4;
+pub(crate) const MAX_RERUNS: usize = 4;
 
 /// Where a needed fact was first seen: the private map of the sim before issue 31, kept only
 /// for [`Sim::remembering_sources`].
@@ -704,7 +704,7 @@ fn describe(step: &Step) -> String {
 }
 
 /// Escapes regex metacharacters.
-pub fn regex_escape(s: &str) -> String {
+pub(crate) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {
@@ -719,7 +719,7 @@ pub fn regex_escape(s: &str) -> String {
 /// keeps its head and says how much was left out: a summary that quoted it whole would be as
 /// large as what it summarises, never fit the window, and be summarised again, quoted in full,
 /// at every later request (time quadratic in the message).
-pub const SUMMARY_QUOTE_BYTES: usize = 2000;
+pub(crate) const SUMMARY_QUOTE_BYTES: usize = 2000;
 
 /// `text` cut to [`SUMMARY_QUOTE_BYTES`] (on a character boundary) with a note of what was cut.
 fn clip(text: &str) -> std::borrow::Cow<'_, str> {

@@ -24,10 +24,10 @@ use crate::message::{Message, ToolSpec};
 
 /// Texts at least this long (in bytes) are remembered by their sha256, shorter ones by
 /// themselves.
-pub const MEMO_MIN_BYTES: usize = 1024;
+pub(crate) const MEMO_MIN_BYTES: usize = 1024;
 
 /// Counts the memo holds before it is emptied.
-pub const MEMO_CAP: usize = 1 << 16;
+pub(crate) const MEMO_CAP: usize = 1 << 16;
 
 /// Tokens added per message for the chat format's framing.
 pub const MESSAGE_OVERHEAD: u32 = 4;

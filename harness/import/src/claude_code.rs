@@ -629,7 +629,7 @@ pub fn keeps_thinking(model: &str) -> bool {
 }
 
 /// How Claude Code's summary of an earlier conversation begins.
-pub const CONTINUED: &str = "This session is being continued from a previous conversation";
+pub(crate) const CONTINUED: &str = "This session is being continued from a previous conversation";
 
 /// One user record: tool results, a prompt, a compaction summary or another user message.
 fn user(b: &mut Builder, l: &Line, sidechain: bool) {

@@ -45,9 +45,9 @@ mod error;
 mod forks;
 pub mod fs;
 mod json;
-pub mod openhands;
+pub(crate) mod openhands;
 mod session;
-pub mod swe;
+pub(crate) mod swe;
 
 pub use json::MAX_LINE_BYTES;
 

@@ -46,15 +46,15 @@
 //! Tokens are counted once: every imported message carries its count, and the replays of all
 //! policies share the same `Arc<Message>`s.
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod answer;
 pub mod caveats;
 pub mod engine;
 pub mod hidden;
-pub mod labels;
+pub(crate) mod labels;
 pub mod losses;
 pub mod page;
-pub mod points;
+pub(crate) mod points;
 pub mod report;
 pub mod subagents;
 pub mod transcript;

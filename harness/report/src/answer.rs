@@ -131,7 +131,7 @@ impl Answer {
     }
 
     /// The line, its arm name padded to `width` characters.
-    pub fn line_padded(&self, width: usize) -> String {
+    pub(crate) fn line_padded(&self, width: usize) -> String {
         let mut s = format!(
             "{:<w$} {}",
             format!("{}:", self.arm),
@@ -185,7 +185,7 @@ pub fn lines(answers: &[Answer]) -> Vec<String> {
 }
 
 /// The cost measure of every verdict, runs and replays alike.
-pub const COST_WORDS: &str = "tokens incl. recovery";
+pub(crate) const COST_WORDS: &str = "tokens incl. recovery";
 
 /// The heading of a run's verdict, naming the behaviour profile(s) the records' sim followed
 /// after a loss (none for real models and agents).

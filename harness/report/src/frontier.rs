@@ -33,9 +33,9 @@ pub struct Point {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axes {
     /// The cost axis (`cost: tokens incl. recovery Σ× none`).
-    pub cost: String,
+    pub(crate) cost: String,
     /// The loss axis (`loss: lost facts/cell`).
-    pub loss: String,
+    pub(crate) loss: String,
 }
 
 impl Axes {
@@ -62,7 +62,7 @@ pub const LEGEND: &str = "◆ on the frontier: no other arm is as cheap and lose
 (better on one, no worse on the other); arms at the same point do not beat each other";
 
 /// Whether `a` (cost, loss) beats `b`: no worse on both, better on one.
-pub fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
+pub(crate) fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 <= b.0 && a.1 <= b.1 && (a.0 < b.0 || a.1 < b.1)
 }
 
@@ -78,13 +78,13 @@ pub fn mark(points: &mut [Point]) {
 }
 
 /// The policy an arm's label names: the text before its first `:` (`trim:keep=2` → `trim`).
-pub fn family(arm: &str) -> &str {
+pub(crate) fn family(arm: &str) -> &str {
     arm.split(':').next().unwrap_or(arm)
 }
 
 /// The sweeps among `points`: for each policy with two or more arms (see [`family`]), the
 /// indexes of its points in the order given. Policies with one arm are left out.
-pub fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
+pub(crate) fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, p) in points.iter().enumerate() {
         let f = family(&p.arm);
@@ -137,7 +137,7 @@ pub fn run_points(records: &[CellRecord], baseline: &str) -> Vec<Point> {
 }
 
 /// Lost facts per cell of `arm` (cells that ended in error left out; 0 with none).
-pub fn lost_per_cell(records: &[CellRecord], arm: &str) -> f64 {
+pub(crate) fn lost_per_cell(records: &[CellRecord], arm: &str) -> f64 {
     let ok: Vec<&CellRecord> = records
         .iter()
         .filter(|r| r.arm == arm && r.status != Status::Error)
@@ -183,7 +183,7 @@ const FRAME: Frame = Frame::new(640.0, 320.0, [60.0, 150.0, 14.0, 44.0]);
 /// colour of the request charts, with its label and a tooltip), a `polyline.sweep` joining each
 /// sweep's points in order, and a `polyline.frontier-line` through the frontier, cheapest first.
 /// The same points give the same bytes.
-pub fn svg(points: &[Point], axes: &Axes) -> String {
+pub(crate) fn svg(points: &[Point], axes: &Axes) -> String {
     let xmax_data = points.iter().map(|p| p.cost).fold(1.0f64, f64::max);
     let ymax_data = points.iter().map(|p| p.loss).fold(0.0f64, f64::max);
     let xt = ticks(0.0, xmax_data, 5);

@@ -74,9 +74,9 @@ impl Estimate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// The arm.
-    pub arm: String,
+    pub(crate) arm: String,
     /// The baseline arm.
-    pub baseline: String,
+    pub(crate) baseline: String,
     /// Pairs compared.
     pub pairs: usize,
     /// Tokens, the arm's summed over the pairs over the baseline's (Σ×).
@@ -87,7 +87,7 @@ pub struct Verdict {
     /// Cost, arm over baseline.
     pub cost: Estimate,
     /// Success rate, arm minus baseline.
-    pub success: Estimate,
+    pub(crate) success: Estimate,
 }
 
 impl Verdict {
@@ -145,7 +145,7 @@ pub fn verdict(arm: &str, baseline: &str, pairs: &[Pair]) -> Verdict {
 /// The verdicts of every arm of `records` against `baseline`, pairing cells by (task, model,
 /// seed); arms in their first-seen order. Cells that ended in an infrastructure error are left
 /// out with their pair.
-pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
+pub(crate) fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
     let key = |r: &CellRecord| (r.task.clone(), r.model.clone(), r.seed);
     let base: BTreeMap<_, &CellRecord> = records
         .iter()
@@ -183,7 +183,7 @@ pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
 
 /// The median of the first over the second, over the pairs whose second is not 0 (1 when none
 /// is).
-pub fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
+pub(crate) fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
     let rs: Vec<f64> = it.filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b).collect();
     if rs.is_empty() {
         1.0

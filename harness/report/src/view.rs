@@ -29,10 +29,10 @@ pub enum View {
 
 impl View {
     /// The views' names, as `--view` takes them.
-    pub const NAMES: [&'static str; 5] = ["default", "loss", "cache", "essay", "all"];
+    pub(crate) const NAMES: [&'static str; 5] = ["default", "loss", "cache", "essay", "all"];
 
     /// The view named `name`; the error lists the views.
-    pub fn parse(name: &str) -> Result<View, UnknownView> {
+    pub(crate) fn parse(name: &str) -> Result<View, UnknownView> {
         Ok(match name {
             "default" => View::Default,
             "loss" => View::Loss,
@@ -47,7 +47,7 @@ impl View {
 /// A name that is no view (the name as given); the message lists the views.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown view `{name}`: the views are {views}", name = .0, views = View::NAMES.join(", "))]
-pub struct UnknownView(pub String);
+pub(crate) struct UnknownView(pub(crate) String);
 
 /// Which table a view selects from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub enum Kind {
 /// The columns (rows for [`Kind::Ab`]) of `view` in `kind`, in the order shown: header names;
 /// `*SUFFIX` stands for every header ending in SUFFIX; a header listed twice takes its second
 /// occurrence too. `None`: every column.
-pub fn spec(kind: Kind, view: View) -> Option<&'static [&'static str]> {
+pub(crate) fn spec(kind: Kind, view: View) -> Option<&'static [&'static str]> {
     if view == View::All {
         return None;
     }
@@ -325,7 +325,7 @@ fn replay_truth_spec(view: View) -> Option<&'static [&'static str]> {
 }
 
 /// The columns of `t` that `spec` names, in `spec`'s order (see [`spec`]).
-pub fn select_columns(t: &Table, spec: &[&str]) -> Table {
+pub(crate) fn select_columns(t: &Table, spec: &[&str]) -> Table {
     let mut taken = vec![false; t.headers.len()];
     let mut order = Vec::new();
     for s in spec {
@@ -360,7 +360,7 @@ pub fn select_columns(t: &Table, spec: &[&str]) -> Table {
 }
 
 /// The rows of `t` whose first cell `spec` names, in `spec`'s order.
-pub fn select_rows(t: &Table, spec: &[&str]) -> Table {
+pub(crate) fn select_rows(t: &Table, spec: &[&str]) -> Table {
     Table {
         headers: t.headers.clone(),
         rows: spec
@@ -372,7 +372,7 @@ pub fn select_rows(t: &Table, spec: &[&str]) -> Table {
 }
 
 /// The widest line of `text`, in characters.
-pub fn text_width(text: &str) -> usize {
+pub(crate) fn text_width(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
@@ -432,7 +432,7 @@ fn drop_order(t: &Table, kind: Kind) -> Vec<usize> {
 /// `t` rendered for a terminal at most `width` characters wide where it can be: headers wrapped
 /// first (those that save the most first, until it fits), then columns left out in `drop_order` (the first column and one more always stay).
 /// Returns the text and the headers left out.
-pub fn fit(t: &Table, kind: Kind, width: usize) -> (String, Vec<String>) {
+pub(crate) fn fit(t: &Table, kind: Kind, width: usize) -> (String, Vec<String>) {
     let text = t.to_terminal();
     if text_width(&text) <= width {
         return (text, Vec::new());

@@ -53,7 +53,7 @@ const OUTPUT_CAP: usize = 8 << 20;
 /// the reason the record gives.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum AgentCellError {
+pub(crate) enum AgentCellError {
     /// The cell's time limit ended.
     #[error("the cell timed out after {secs}s (--cell-timeout)")]
     TimedOut {
@@ -143,7 +143,7 @@ pub enum AgentCellError {
 /// Why a turn's process did not run to its end.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TurnError {
+pub(crate) enum TurnError {
     /// It did not start.
     #[error("cannot start it")]
     Start(#[source] std::io::Error),
@@ -157,7 +157,11 @@ pub enum TurnError {
 
 /// Runs one cell with a real agent. Infrastructure failures end as a record with status
 /// `error` and the reason (the agent's own report, the tail of what it printed).
-pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSetup) -> CellOutput {
+pub(crate) async fn run_agent_cell(
+    plan: &CellPlan,
+    opts: &CellOptions,
+    setup: &AgentSetup,
+) -> CellOutput {
     let started = Instant::now();
     let mut limits = opts.tool_limits.clone();
     limits.sandbox = limits.sandbox.for_task(plan.task.network, &plan.task.env);

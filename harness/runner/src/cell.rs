@@ -39,13 +39,13 @@ pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
 #[path = "delegate.rs"]
 mod delegate;
-pub use harness_core::session::COMPACTION_PROMPT;
+pub(crate) use harness_core::session::COMPACTION_PROMPT;
 
 /// Why a cell's session ended before its checks: the record's `error`, whose display is the
 /// reason the record gives.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// The workspace could not be made.
     #[error("workspace")]
     Workspace(#[source] workspace::WorkspaceError),
@@ -107,7 +107,7 @@ pub trait ArchiveWriter: Send + Sync {
 /// folder is refused (the splice then fails with the reason as an event) and a link at the
 /// file itself is replaced.
 #[derive(Debug, Default)]
-pub struct FsArchive;
+pub(crate) struct FsArchive;
 
 impl ArchiveWriter for FsArchive {
     fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -164,7 +164,7 @@ pub struct CellOptions {
 }
 
 /// The default time limit of one cell: one hour.
-pub const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for CellOptions {
     fn default() -> Self {
@@ -185,7 +185,7 @@ impl Default for CellOptions {
 
 impl CellOptions {
     /// The price of a model.
-    pub fn price(&self, model: &str) -> Price {
+    pub(crate) fn price(&self, model: &str) -> Price {
         self.prices
             .get(model)
             .or_else(|| self.prices.get("default"))
@@ -218,7 +218,7 @@ pub struct CellOutput {
     /// Archives written.
     pub archives: Vec<WrittenArchive>,
     /// The workspace folder, when kept.
-    pub kept_workspace: Option<PathBuf>,
+    pub(crate) kept_workspace: Option<PathBuf>,
 }
 
 struct Run<'a> {

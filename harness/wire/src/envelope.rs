@@ -54,7 +54,7 @@ fn strip_cache_control(v: &mut Value) {
 #[derive(Debug)]
 pub struct Envelope {
     /// The API.
-    pub api: Api,
+    pub(crate) api: Api,
     /// Every top-level field, in order; the items field holds `null` (the items are apart).
     fields: Vec<(String, Box<RawValue>)>,
     /// The conversation: `messages` (Anthropic, Chat) or `input` (Responses; a string input is
@@ -272,7 +272,7 @@ impl Envelope {
     }
 
     /// The raw value of a top-level field.
-    pub fn field(&self, name: &str) -> Option<&RawValue> {
+    pub(crate) fn field(&self, name: &str) -> Option<&RawValue> {
         self.fields
             .iter()
             .find(|(k, _)| k == name)
@@ -383,7 +383,7 @@ fn tool_spec(api: Api, t: &Value) -> ToolSpec {
 }
 
 /// A tool schema in the API's form.
-pub fn tool_json(api: Api, t: &ToolSpec) -> Value {
+pub(crate) fn tool_json(api: Api, t: &ToolSpec) -> Value {
     match api {
         Api::Anthropic => serde_json::json!({
             "name": t.name, "description": t.description, "input_schema": t.parameters,

@@ -31,11 +31,11 @@
 //! ```
 
 pub mod answer;
-pub mod anthropic;
-pub mod chat;
+pub(crate) mod anthropic;
+pub(crate) mod chat;
 mod envelope;
 pub mod render;
-pub mod responses;
+pub(crate) mod responses;
 pub mod sse;
 pub mod stream;
 pub mod units;

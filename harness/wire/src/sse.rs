@@ -42,7 +42,7 @@ pub struct SseParser {
 
 /// Bytes an unfinished line may hold before the stream is refused (a line of 16 MiB is no
 /// model answer's).
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
 impl SseParser {
     /// A parser at the start of a stream.

@@ -70,7 +70,7 @@ pub struct Unit {
     pub kind: UnitKind,
     /// For a tool call or result: the API's form (`function_call`, `custom_tool_call`,
     /// `tool_use`, …), so a result a policy rewrites is written back in the form of the original.
-    pub form: Option<String>,
+    pub(crate) form: Option<String>,
 }
 
 impl Unit {
@@ -112,7 +112,7 @@ pub struct Piece {
     /// Its units, in order.
     pub units: Vec<UnitRef>,
     /// Whether the message opens a new turn (the user's prompt).
-    pub opens_turn: bool,
+    pub(crate) opens_turn: bool,
 }
 
 /// What came last, for the turn rule.
@@ -188,17 +188,17 @@ impl Grouper {
     }
 
     /// The turn in progress (0 before the first prompt).
-    pub fn turn(&self) -> u32 {
+    pub(crate) fn turn(&self) -> u32 {
         self.turn
     }
 
     /// The name and form of a call seen so far.
-    pub fn call(&self, id: &str) -> Option<(&str, Option<&str>)> {
+    pub(crate) fn call(&self, id: &str) -> Option<(&str, Option<&str>)> {
         self.calls.get(id).map(|(n, f)| (n.as_str(), f.as_deref()))
     }
 
     /// The form the agent wrote a call's result in, when one was seen.
-    pub fn result_form(&self, call_id: &str) -> Option<&str> {
+    pub(crate) fn result_form(&self, call_id: &str) -> Option<&str> {
         self.results.get(call_id).map(String::as_str)
     }
 
@@ -214,7 +214,7 @@ impl Grouper {
     }
 
     /// Notes a call the host itself answered (a policy's tool), so its result is named.
-    pub fn note_call(&mut self, call: &ToolCall, form: Option<&str>) {
+    pub(crate) fn note_call(&mut self, call: &ToolCall, form: Option<&str>) {
         self.calls.insert(
             call.id.clone(),
             (call.name.clone(), form.map(str::to_string)),

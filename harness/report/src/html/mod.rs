@@ -146,7 +146,7 @@ pub enum MarkKind {
 
 impl MarkKind {
     /// The CSS class and legend word.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MarkKind::Fold => "fold",
             MarkKind::Strategy => "strategy exit",
@@ -155,7 +155,7 @@ impl MarkKind {
     }
 
     /// The legend's symbol, the same shape as on the chart.
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             MarkKind::Fold => "▼",
             MarkKind::Strategy => "◆",
@@ -166,7 +166,7 @@ impl MarkKind {
 
 /// The weight that orders a page's groups: the largest series' total tokens, so the first chart
 /// is the largest session or cell, not the first by name.
-pub fn group_weight(g: &Group) -> u64 {
+pub(crate) fn group_weight(g: &Group) -> u64 {
     g.chart.as_ref().map_or(0, |c| {
         c.series
             .iter()

@@ -17,7 +17,10 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 /// Copies connections from the unix socket at `socket` to `target` until the returned task is
 /// aborted (or dropped with its runtime). The socket file is made here; the caller removes its
 /// folder.
-pub fn outside(socket: &Path, target: SocketAddr) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub(crate) fn outside(
+    socket: &Path,
+    target: SocketAddr,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = UnixListener::bind(socket)?;
     Ok(tokio::spawn(async move {
         loop {

@@ -35,16 +35,16 @@ use crate::backends::model::{Model, ModelFuture};
 use harness_core::message::ToolCall;
 
 /// The default base URL.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The API version header sent with every request.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` of every request.
-pub const MAX_TOKENS: u32 = 4096;
+pub(crate) const MAX_TOKENS: u32 = 4096;
 
 /// The text sent in place of an empty message.
-pub const EMPTY_TEXT: &str = "(empty)";
+pub(crate) const EMPTY_TEXT: &str = "(empty)";
 
 /// A Claude model over the Messages API.
 pub struct AnthropicModel {
@@ -93,7 +93,10 @@ impl AnthropicModel {
 
     /// A model named `model` with the key from `ANTHROPIC_API_KEY` (required) and the base URL
     /// from `ANTHROPIC_BASE_URL`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, BackendError> {
+    pub(crate) fn from_env(
+        model: &str,
+        opts: &BackendOptions,
+    ) -> Result<AnthropicModel, BackendError> {
         let key = env_value("ANTHROPIC_API_KEY").ok_or_else(|| BackendError::MissingKey {
             spec: format!("anthropic:{model}"),
             var: "ANTHROPIC_API_KEY",
@@ -247,7 +250,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<(Value, bool)>) {
 }
 
 /// Reads a Messages API answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
+pub(crate) fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
         return Err(AnswerError::NotObject);
     };

@@ -37,7 +37,7 @@ use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVA
 use crate::backends::model::{Model, ModelFuture};
 
 /// The default base URL, as the official SDKs use it.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// An OpenAI-compatible chat-completions model.
 pub struct OpenAiModel {
@@ -85,14 +85,17 @@ impl OpenAiModel {
     /// server extensions the chat-completions API does not name, such as llama.cpp's `grammar`
     /// (a GBNF string that constrains the answer). Sent only to the server; cassette keys do not
     /// include them (record a constrained model into its own folder).
-    pub fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
+    pub(crate) fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
         self.extra.extend(extra);
         self
     }
 
     /// A model named `model` with the base URL and key from `OPENAI_BASE_URL` and
     /// `OPENAI_API_KEY`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<OpenAiModel, BackendError> {
+    pub(crate) fn from_env(
+        model: &str,
+        opts: &BackendOptions,
+    ) -> Result<OpenAiModel, BackendError> {
         let base = env_value("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         OpenAiModel::new(model, &base, env_value("OPENAI_API_KEY"), opts)
     }
@@ -166,7 +169,7 @@ fn message(m: &Message) -> Value {
 }
 
 /// Reads a chat-completions answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
+pub(crate) fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
         return Err(AnswerError::NotObject);
     };

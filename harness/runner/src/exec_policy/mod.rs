@@ -16,9 +16,9 @@
 //! and the process and every process it started are ended.
 
 mod answer;
-pub mod pool;
+pub(crate) mod pool;
 mod process;
-pub mod view;
+pub(crate) mod view;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -41,26 +41,26 @@ use process::{Fault, Process};
 pub use pool::{end_idle, idle_count, MAX_IDLE};
 
 /// The policy's name: `exec:COMMAND`.
-pub const NAME: &str = "exec";
+pub(crate) const NAME: &str = "exec";
 
 /// The protocol's newest version, offered in the handshake: 2, a process serving many
 /// sessions, each opened (`open`) and closed (`close`) in turn ([`pool`]).
-pub const PROTOCOL: u64 = 2;
+pub(crate) const PROTOCOL: u64 = 2;
 
 /// The oldest version still spoken: 1, a process serving one session, its handshake the
 /// session's opening and its end the session's.
-pub const PROTOCOL_MIN: u64 = 1;
+pub(crate) const PROTOCOL_MIN: u64 = 1;
 
 /// The default time limit of one answer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default limit of one answer line, in bytes.
-pub const DEFAULT_MAX_LINE: usize = 16 << 20;
+pub(crate) const DEFAULT_MAX_LINE: usize = 16 << 20;
 
 /// The environment variable naming a file every exchanged line is appended to (`> ` before a
 /// line foldbench sent, `< ` before one it read): for debugging a policy, and for the test that
 /// validates the messages against the schema.
-pub const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
+pub(crate) const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
 
 /// Why an `exec:` policy's text does not read, or its process could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -115,21 +115,21 @@ pub enum ExecError {
     },
 }
 
-pub use answer::ProtocolError;
+pub(crate) use answer::ProtocolError;
 
 /// The text after `exec:`: options, then the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecText {
     /// Time limit of each answer (`timeout=SECONDS`).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Longest answer line (`max_line=BYTES`).
-    pub max_line: usize,
+    pub(crate) max_line: usize,
     /// Folders (or files) shown read-only in the sandbox (`read=PATH`, repeatable): a policy's
     /// script in a folder the sandbox hides (below the home folder, `/tmp`). Relative to the
     /// folder foldbench starts in.
-    pub reads: Vec<PathBuf>,
+    pub(crate) reads: Vec<PathBuf>,
     /// The command, run with `sh -c`.
-    pub command: String,
+    pub(crate) command: String,
 }
 
 impl ExecText {
@@ -176,7 +176,7 @@ impl ExecText {
     }
 
     /// The canonical text: the options that differ from the defaults, then the command.
-    pub fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         let mut s = String::new();
         if self.timeout != DEFAULT_TIMEOUT {
             s.push_str(&format!("timeout={} ", self.timeout.as_secs_f64()));
@@ -193,7 +193,7 @@ impl ExecText {
 }
 
 /// The registry entry of `exec:COMMAND`.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
         let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default()).map_err(invalid)?;
         Ok(Box::new(ExecPolicy::start(text, b.window)) as Box<dyn Policy>)
@@ -477,18 +477,18 @@ impl ExecPolicy {
     }
 
     /// Bytes written to the process in this session so far.
-    pub fn sent_bytes(&self) -> u64 {
+    pub(crate) fn sent_bytes(&self) -> u64 {
         self.inner.borrow().sent_bytes
     }
 
     /// The id of the process serving this session (bubblewrap's, in the sandbox); `None` when
     /// none started.
-    pub fn process_id(&self) -> Option<u32> {
+    pub(crate) fn process_id(&self) -> Option<u32> {
         self.inner.borrow().worker.as_ref().map(|w| w.process.id())
     }
 
     /// The protocol the serving process speaks (0 when it did not shake hands).
-    pub fn protocol(&self) -> u64 {
+    pub(crate) fn protocol(&self) -> u64 {
         self.inner
             .borrow()
             .worker

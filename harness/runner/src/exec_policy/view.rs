@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 /// tools of the agents replay imports (Claude Code, Codex, mini-swe-agent, SWE-agent,
 /// OpenHands) by their names (`str_replace_editor` by its `command`); `other` for the rest
 /// (a web fetch, a to-do list, a subagent, a policy's own tools).
-pub fn category(call: &ToolCall) -> &'static str {
+pub(crate) fn category(call: &ToolCall) -> &'static str {
     if let Some(def) = harness_core::tools::find(&call.name) {
         return match def.tool {
             Tool::ReadFile => "read",
@@ -57,7 +57,7 @@ pub fn category(call: &ToolCall) -> &'static str {
 
 /// The view the process holds: foldbench's message ids in order, and their protocol ids.
 #[derive(Debug, Default)]
-pub struct View {
+pub(crate) struct View {
     /// [`Message::id`]s of the process's view, in order.
     ids: Vec<u64>,
     /// Protocol id of each message sent, by [`Message::id`].
@@ -69,7 +69,7 @@ pub struct View {
 
 impl View {
     /// The delta that brings the view to `ctx`, which becomes the view.
-    pub fn delta(&mut self, ctx: &Context) -> Value {
+    pub(crate) fn delta(&mut self, ctx: &Context) -> Value {
         let keep = self
             .ids
             .iter()
@@ -102,7 +102,7 @@ impl View {
 /// A message as the protocol sends it: its fields as foldbench records them, its `id`, each
 /// call's `category` and `path`, and for a tool result its call's (`of_call`) as
 /// `tool_category` and `tool_path`.
-pub fn message(
+pub(crate) fn message(
     m: &Arc<Message>,
     id: u64,
     of_call: Option<&(&'static str, Option<String>)>,

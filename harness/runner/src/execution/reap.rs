@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions};
 
 /// The environment variable that marks a call's processes.
-pub const CALL_ENV: &str = "FOLDBENCH_CALL";
+pub(crate) const CALL_ENV: &str = "FOLDBENCH_CALL";
 
 /// How many times the process table is scanned for a call's processes (a process may fork while
 /// it is being killed; each round kills what the previous one missed).
@@ -99,7 +99,7 @@ fn now_ticks() -> u64 {
 /// A tool call in flight: its marker and, once spawned, its process group. Dropping it ends the
 /// call ([`CallGuard::end`]).
 #[derive(Debug)]
-pub struct CallGuard {
+pub(crate) struct CallGuard {
     marker: String,
     group: Option<u32>,
     start: u64,
@@ -109,13 +109,13 @@ pub struct CallGuard {
 
 /// Registers a new call and returns its guard (and, the first time, makes this process the
 /// child subreaper of its descendants).
-pub fn begin_call() -> CallGuard {
+pub(crate) fn begin_call() -> CallGuard {
     begin_call_in(Scope::All)
 }
 
 /// [`begin_call`] for a call that runs in a PID namespace of its own (bubblewrap): ending it
 /// looks at this process's descendants rather than at every process (see the module's notes).
-pub fn begin_isolated_call() -> CallGuard {
+pub(crate) fn begin_isolated_call() -> CallGuard {
     begin_call_in(Scope::Descendants)
 }
 
@@ -142,13 +142,13 @@ fn begin_call_in(scope: Scope) -> CallGuard {
 
 impl CallGuard {
     /// The value of [`CALL_ENV`] for this call's processes.
-    pub fn marker(&self) -> &str {
+    pub(crate) fn marker(&self) -> &str {
         &self.marker
     }
 
     /// Records the call's process group (the pid of its leader). After [`end_all_calls`] the
     /// call is ended at once.
-    pub fn set_group(&mut self, pgid: Option<u32>) {
+    pub(crate) fn set_group(&mut self, pgid: Option<u32>) {
         self.group = pgid;
         if let Ok(mut l) = live().lock() {
             l.insert(
@@ -166,7 +166,7 @@ impl CallGuard {
 
     /// Ends the call now: kills its process group, every process carrying its marker and the
     /// orphans it left (see the module's notes).
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         if !self.ended {
             self.ended = true;
             if let Ok(mut l) = live().lock() {
@@ -185,7 +185,7 @@ impl Drop for CallGuard {
 
 /// Kills the process group `group` (when given) and every process whose environment holds
 /// `CALL_ENV=marker`.
-pub fn end_call(marker: &str, group: Option<u32>) {
+pub(crate) fn end_call(marker: &str, group: Option<u32>) {
     end_call_from(marker, group, None, Scope::All);
 }
 

@@ -18,7 +18,7 @@ pub use crate::execution::dirs::{
     close_and_sweep_own, owned_prefix, sweep_stale, workspaces_dir, KEPT_PREFIX, SHM_MIN,
 };
 use crate::execution::repo::{io_err, FOLDBENCH_DIR};
-pub use crate::execution::repo::{WorkspaceError, FILE_TIME};
+pub(crate) use crate::execution::repo::{WorkspaceError, FILE_TIME};
 use crate::execution::shell::{self, ToolLimits};
 use crate::execution::snapshot::Known;
 
@@ -28,15 +28,15 @@ pub use harness_core::session::ARCHIVE_DIR;
 
 /// A changed file larger than this (in bytes, before or after) is named in the diff with its
 /// size instead of its content.
-pub const DIFF_FILE_CAP: u64 = 1 << 20;
+pub(crate) const DIFF_FILE_CAP: u64 = 1 << 20;
 
 /// The most bytes of diff text kept (`diff.patch`); the rest is left out with a note saying how
 /// much.
-pub const DIFF_CAP: usize = 4 << 20;
+pub(crate) const DIFF_CAP: usize = 4 << 20;
 
 /// `.foldbench/` set aside by [`Workspace::set_archive_aside`]; dropping it puts the folder back.
 #[derive(Debug)]
-pub struct ArchiveAside {
+pub(crate) struct ArchiveAside {
     from: PathBuf,
     aside: PathBuf,
     _tmp: TempDir,
@@ -66,7 +66,7 @@ pub struct Workspace {
 
 impl Workspace {
     /// Same as the module's [`ARCHIVE_DIR`].
-    pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
+    pub(crate) const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
     /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
     /// `foldbench-p<PID>-n<NS>-…` after the process that owns it ([`owned_prefix`]), so
@@ -133,12 +133,12 @@ impl Workspace {
     }
 
     /// The workspace root (absolute, canonical).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
     /// The archive folder's absolute path (it need not exist yet).
-    pub fn archive_dir(&self) -> PathBuf {
+    pub(crate) fn archive_dir(&self) -> PathBuf {
         self.root.join(ARCHIVE_DIR)
     }
 
@@ -147,7 +147,7 @@ impl Workspace {
     /// folder under every arm (an archive holds old versions of the code a `grep -r` would find),
     /// and their tool-cache keys do not change with the archive. `None` when there is none. The
     /// folder waits in a sibling temp folder of this process (swept like a workspace).
-    pub fn set_archive_aside(&self) -> io::Result<Option<ArchiveAside>> {
+    pub(crate) fn set_archive_aside(&self) -> io::Result<Option<ArchiveAside>> {
         let from = self.root.join(".foldbench");
         if !from.exists() {
             return Ok(None);
@@ -166,12 +166,12 @@ impl Workspace {
     }
 
     /// The id of the first commit (the fixture as it was copied).
-    pub fn base_commit(&self) -> String {
+    pub(crate) fn base_commit(&self) -> String {
         self.base.to_string()
     }
 
     /// Same as the module's [`is_archive_path`].
-    pub fn is_archive_path(rel: &str) -> bool {
+    pub(crate) fn is_archive_path(rel: &str) -> bool {
         is_archive_path(rel)
     }
 
@@ -344,7 +344,7 @@ impl Cut {
 /// result shows the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PathError {
+pub(crate) enum PathError {
     /// Absolute, or its `..` leave the root.
     #[error(
         "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
@@ -363,7 +363,7 @@ pub enum PathError {
 
 /// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
 /// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
-pub fn normalize(rel: &str) -> Result<String, PathError> {
+pub(crate) fn normalize(rel: &str) -> Result<String, PathError> {
     let outside = || PathError::Outside {
         rel: rel.to_string(),
     };
@@ -397,7 +397,7 @@ pub fn normalize(rel: &str) -> Result<String, PathError> {
 /// Whether a workspace-relative path is inside the archive folder (`.foldbench/archive` or
 /// below). The path is normalised lexically first (`./`, `a/../`); paths that cannot be
 /// normalised (absolute, escaping) are not archive paths.
-pub fn is_archive_path(rel: &str) -> bool {
+pub(crate) fn is_archive_path(rel: &str) -> bool {
     match normalize(rel) {
         Ok(norm) => {
             norm == ARCHIVE_DIR

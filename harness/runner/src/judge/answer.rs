@@ -29,7 +29,7 @@ use crate::judge::request::{request_for, JudgeOptions};
 use crate::judge::JudgeError;
 
 /// The file in a cassette folder that says how its answers were asked.
-pub const MARKER: &str = "answer.json";
+pub(crate) const MARKER: &str = "answer.json";
 
 /// The answer settings of `judge run` (`--answer tool|text`, `--grammar`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,9 +48,9 @@ pub struct AnswerArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Answering {
     /// Tool calls or text.
-    pub mode: AnswerMode,
+    pub(crate) mode: AnswerMode,
     /// Whether a grammar constrains the text.
-    pub constrained: bool,
+    pub(crate) constrained: bool,
 }
 
 impl Answering {
@@ -162,7 +162,7 @@ pub fn build_models(
 
 /// The request an item sends in a mode: tool mode is [`crate::judge::request_for`]; text mode
 /// has the same system prompt, no tools, and [`answer::text_request_messages`].
-pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
+pub(crate) fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
     match mode {
         AnswerMode::Tool => request_for(item, cap),
         AnswerMode::Text => {
@@ -180,7 +180,7 @@ pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request 
 }
 
 /// Asks one model about one item and judges its answer.
-pub async fn ask(
+pub(crate) async fn ask(
     item: &Item,
     model: &SharedModel,
     how: Answering,

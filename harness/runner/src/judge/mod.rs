@@ -27,7 +27,7 @@
 //! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
 
 pub mod answer;
-pub mod fit;
+pub(crate) mod fit;
 mod request;
 
 pub use request::{request_for, request_prefix, JudgeOptions};
@@ -248,7 +248,7 @@ fn is_labels_file(p: &Path) -> bool {
 /// The folders of a data folder that hold labels files, `<folder>/<format>/*.yaml`: `labels/`
 /// and `labels-by-turn/` (files keyed by turn number, where the corpus kept them before the
 /// reader took both kinds).
-pub const LABEL_FOLDERS: [&str; 2] = ["labels", "labels-by-turn"];
+pub(crate) const LABEL_FOLDERS: [&str; 2] = ["labels", "labels-by-turn"];
 
 /// Whether a data folder holds labels files.
 pub fn has_labels(dir: &Path) -> bool {
@@ -348,7 +348,10 @@ impl Model for Capture {
 }
 
 /// The items of one task: it runs under `fold` with the oracle sim; every turn ≥ 2 is an item.
-pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<Item>, JudgeError> {
+pub(crate) async fn task_items(
+    t: &LoadedTask,
+    max_tool_output: usize,
+) -> Result<Vec<Item>, JudgeError> {
     let name = &t.spec.name;
     let sim = Sim::new(
         Arc::clone(&t.spec),
@@ -429,7 +432,7 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
 }
 
 /// The items of one labelled recorded session, and warnings about labels that did not match.
-pub fn labelled_items(
+pub(crate) fn labelled_items(
     labels_file: &Path,
     data_root: &Path,
     max_tool_output: usize,

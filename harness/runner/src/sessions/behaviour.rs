@@ -32,7 +32,7 @@ pub enum BehaviourError {
 
 impl BehaviourError {
     /// Whether the user's input is at fault (exit code 2), not the file system.
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         !matches!(self, BehaviourError::File(e) if e.what == "write")
     }
 }
