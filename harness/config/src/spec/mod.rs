@@ -32,7 +32,7 @@ const CHECKS: [&str; 4] = ["shell", "file_contains", "file_lacks", "answer_conta
 
 /// The `repo` field of a spec and where it is written, read even from a spec with other
 /// problems, so the runner can check the fixture folder and report that problem alongside.
-pub(crate) fn repo_field(file: &str, text: &str) -> Option<(String, (usize, usize))> {
+pub fn repo_field(file: &str, text: &str) -> Option<(String, (usize, usize))> {
     let doc = yaml::parse(file, text).ok()?;
     repo_of(&doc, &yaml::Locator::new(text))
 }
