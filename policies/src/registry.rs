@@ -488,11 +488,6 @@ impl Registry {
         )?)
     }
 
-    /// Whether the policy of `text` takes a `window` parameter.
-    pub(crate) fn takes_window(&self, text: &str) -> bool {
-        self.with_window(text, CHECK_WINDOW).is_some()
-    }
-
     /// `text` with its window (`window`, or the entry's [`Entry::window_param`]) set to `w`,
     /// when its policy takes a window and the text does not set one (a pipeline: every step
     /// that does).

@@ -50,23 +50,6 @@ pub(crate) enum Seg {
 /// A path into a YAML document, e.g. `turns[2].needs[0]`.
 pub(crate) type Path = Vec<Seg>;
 
-/// Renders a path for messages: `turns[2].needs[0]`.
-pub(crate) fn path_string(path: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
-        }
-    }
-    s
-}
-
 /// The deepest nesting [`parse`] accepts (`serde_yaml`'s own limit).
 pub(crate) const MAX_DEPTH: usize = 128;
 
@@ -560,11 +543,6 @@ impl<'a> Reader<'a> {
     /// The locator of the text.
     pub(crate) fn locator(&self) -> &Locator {
         &self.locator
-    }
-
-    /// The file name.
-    pub(crate) fn file(&self) -> &str {
-        self.file
     }
 
     /// Checks that `v` is a mapping with only `allowed` keys; reports each unknown key.

@@ -114,14 +114,9 @@ pub fn render_card(turns: &[TurnInfo]) -> String {
 }
 
 /// [`render_card`], with each user message longer than `quote` characters cut there and marked
-/// with how much was left out (the whole message is still in its turn above). `None` quotes
-/// every message word for word.
-pub(crate) fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
-    render_card_for(turns, quote, None)
-}
-
-/// [`render_card_quoting`] for an agent that offers `tools` (their names; `None`: foldbench's
-/// own loop): the card names the agent's own tools to read an archive back with.
+/// with how much was left out (the whole message is still in its turn above; `None` quotes
+/// every message word for word), for an agent that offers `tools` (their names; `None`:
+/// foldbench's own loop): the card names the agent's own tools to read an archive back with.
 pub fn render_card_for(
     turns: &[TurnInfo],
     quote: Option<usize>,
@@ -670,13 +665,13 @@ mod tests {
             tool_calls: 1,
         };
         let turns = [turn(1, "héllo wörld"), turn(2, "ok")];
-        let card = render_card_quoting(&turns, Some(4));
+        let card = render_card_for(&turns, Some(4), None);
         assert!(
             card.contains("user: \"héll\" … [7 more characters, in turn 1]"),
             "{card}"
         );
         assert!(card.contains("user: \"ok\"\n"), "{card}");
-        assert_eq!(render_card_quoting(&turns, None), render_card(&turns));
+        assert_eq!(render_card_for(&turns, None, None), render_card(&turns));
         assert!(render_card(&turns).contains("user: \"héllo wörld\"\n"));
     }
 }

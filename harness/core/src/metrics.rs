@@ -218,13 +218,6 @@ pub struct RecoveredFacts {
     pub archive: usize,
 }
 
-impl RecoveredFacts {
-    /// Both ways.
-    pub(crate) fn total(&self) -> usize {
-        self.rerun + self.archive
-    }
-}
-
 impl CellMetrics {
     /// Total rewritten tokens of folds.
     pub(crate) fn rewritten_fold_total(&self) -> u64 {

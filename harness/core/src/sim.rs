@@ -76,10 +76,9 @@ use delegate::effective_script;
 
 #[path = "sim_recovery.rs"]
 mod recovery;
-#[cfg(test)]
-use recovery::common_folder;
-pub(crate) use recovery::paths_in;
 use recovery::{archive_lines, focus_words, recovery_candidates, tried_key, Recovery, MEANS};
+#[cfg(test)]
+use recovery::{common_folder, paths_in};
 
 /// Settings of the simulated agent.
 #[derive(Debug, Clone, Copy, PartialEq)]

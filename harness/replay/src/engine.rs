@@ -52,7 +52,7 @@ use crate::hidden::{
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 
-pub(crate) use harness_core::session::{ARCHIVE_DIR, COMPACTION_PROMPT};
+use harness_core::session::ARCHIVE_DIR;
 
 /// The default context window (Claude's 200k): `compact` fires at 0.9 of it.
 pub const DEFAULT_WINDOW: u64 = 200_000;

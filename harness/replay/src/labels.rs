@@ -52,11 +52,6 @@ impl Labels {
         self.by_uuid.len() + self.by_turn.iter().map(|(_, l)| l.prompts()).sum::<usize>()
     }
 
-    /// The files read.
-    pub(crate) fn files(&self) -> &[String] {
-        &self.files
-    }
-
     /// Reads one labels file (`name` names it in problems). Returns how many prompts it labels.
     /// Every problem is reported, with its line and column; nothing is added when there is one.
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {

@@ -31,15 +31,6 @@ pub enum JudgeKind {
 }
 
 impl JudgeKind {
-    /// Every judge, in the order the command line lists them.
-    pub(crate) const ALL: [JudgeKind; 3] =
-        [JudgeKind::Lexical, JudgeKind::Labels, JudgeKind::Oracle];
-
-    /// Parses `lexical`, `labels`, `oracle`.
-    pub(crate) fn parse(s: &str) -> Option<JudgeKind> {
-        JudgeKind::ALL.into_iter().find(|j| j.name() == s)
-    }
-
     /// The name.
     pub fn name(self) -> &'static str {
         match self {
@@ -176,28 +167,6 @@ impl Turns {
         }
     }
 
-    /// Whether the work of turn `t` is finished when turn `current` is in progress (for
-    /// `analyze`). Lexical: `t` lies before the unit `current` belongs to. With labels: no turn
-    /// from `current` on has `t`'s unit. Turn 0 and the current turn are never finished.
-    pub(crate) fn finished(&self, t: u32, current: u32) -> bool {
-        if t == 0 || t >= current {
-            return false;
-        }
-        match self.judge {
-            JudgeKind::Lexical => {
-                let mut start = current;
-                while start > 1 && !self.starts_lexically(start) {
-                    start -= 1;
-                }
-                t < start
-            }
-            JudgeKind::Labels | JudgeKind::Oracle => match self.unit(t) {
-                None => false,
-                Some(u) => !(current..=self.last()).any(|y| self.unit(y) == Some(u)),
-            },
-        }
-    }
-
     /// Whether a fold of `from..=to` decided during turn `current` is premature: a turn in the
     /// range belongs to a unit that a turn from `current` on continues. `None` without labels.
     pub(crate) fn premature(&self, from: u32, to: u32, current: u32) -> Option<bool> {
@@ -241,7 +210,10 @@ impl Turns {
         ids
     }
 
-    /// [`Turns::finished`] for every turn `0..=current`, indexed by turn (in one pass).
+    /// Whether the work of each turn `0..=current` is finished when turn `current` is in
+    /// progress, indexed by turn (in one pass; for `analyze`). Lexical: the turn lies before the
+    /// unit `current` belongs to. With labels: no turn from `current` on has its unit. Turn 0
+    /// and the current turn are never finished.
     pub(crate) fn finished_at(&self, current: u32) -> Vec<bool> {
         let mut out = vec![false; current as usize + 1];
         match self.judge {
@@ -277,6 +249,29 @@ mod tests {
             prompts: prompts.iter().map(|s| s.to_string()).collect(),
             units: units.map(|u| u.iter().map(|s| Some(s.to_string())).collect()),
             judge,
+        }
+    }
+
+    impl Turns {
+        /// Whether the work of turn `t` is finished when turn `current` is in progress, one turn
+        /// at a time: the reference [`Turns::finished_at`] must agree with.
+        fn finished(&self, t: u32, current: u32) -> bool {
+            if t == 0 || t >= current {
+                return false;
+            }
+            match self.judge {
+                JudgeKind::Lexical => {
+                    let mut start = current;
+                    while start > 1 && !self.starts_lexically(start) {
+                        start -= 1;
+                    }
+                    t < start
+                }
+                JudgeKind::Labels | JudgeKind::Oracle => match self.unit(t) {
+                    None => false,
+                    Some(u) => !(current..=self.last()).any(|y| self.unit(y) == Some(u)),
+                },
+            }
         }
     }
 

@@ -72,11 +72,6 @@ pub(crate) fn ratio(x: f64) -> String {
     }
 }
 
-/// A token count, thousands grouped: `12,345`.
-pub(crate) fn tokens(n: u64) -> String {
-    group_thousands(n)
-}
-
 /// Dollars: two decimals from 10 cents (`$0.79`, `$12.35`), four below (`$0.0123`); `–` when
 /// not finite.
 pub fn money(x: f64) -> String {
@@ -191,7 +186,6 @@ mod tests {
     fn each_kind_has_one_shape() {
         assert_eq!(ratio(0.8717454194792671), "0.87×");
         assert_eq!(ratio(f64::NAN), "–");
-        assert_eq!(tokens(1_234_567), "1,234,567");
         assert_eq!(money(0.012345), "$0.0123");
         assert_eq!(money(1234.567), "$1,234.57");
         assert_eq!(money(-0.5), "-$0.50");

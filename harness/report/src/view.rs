@@ -27,28 +27,6 @@ pub enum View {
     All,
 }
 
-impl View {
-    /// The views' names, as `--view` takes them.
-    pub(crate) const NAMES: [&'static str; 5] = ["default", "loss", "cache", "essay", "all"];
-
-    /// The view named `name`; the error lists the views.
-    pub(crate) fn parse(name: &str) -> Result<View, UnknownView> {
-        Ok(match name {
-            "default" => View::Default,
-            "loss" => View::Loss,
-            "cache" => View::Cache,
-            "essay" => View::Essay,
-            "all" => View::All,
-            _ => return Err(UnknownView(name.to_string())),
-        })
-    }
-}
-
-/// A name that is no view (the name as given); the message lists the views.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown view `{name}`: the views are {views}", name = .0, views = View::NAMES.join(", "))]
-pub(crate) struct UnknownView(pub(crate) String);
-
 /// Which table a view selects from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -598,15 +576,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn an_unknown_view_lists_the_views() {
-        let e = View::parse("wide").unwrap_err();
-        assert!(
-            e.to_string().contains("default, loss, cache, essay, all"),
-            "{e}"
-        );
-        assert_eq!(View::parse("essay"), Ok(View::Essay));
     }
 }

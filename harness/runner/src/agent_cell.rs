@@ -170,7 +170,6 @@ pub(crate) async fn run_agent_cell(
     let mut out = Outcome::default();
     let mut checks = Vec::new();
     let mut diff = String::new();
-    let mut kept = None;
     let error = match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces)
     {
         Err(e) => Some(format!("workspace: {}", harness_core::one_line(&e))),
@@ -201,9 +200,6 @@ pub(crate) async fn run_agent_cell(
             diff = ws
                 .diff()
                 .unwrap_or_else(|e| format!("(diff unavailable: {})", harness_core::one_line(&e)));
-            if opts.keep_workspaces {
-                kept = Some(ws.path().to_path_buf());
-            }
             error
         }
     };
@@ -259,7 +255,6 @@ pub(crate) async fn run_agent_cell(
         transcript: out.transcript,
         diff,
         archives: out.archives,
-        kept_workspace: kept,
     }
 }
 

@@ -39,7 +39,6 @@ pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
 #[path = "delegate.rs"]
 mod delegate;
-pub(crate) use harness_core::session::COMPACTION_PROMPT;
 
 /// Why a cell's session ended before its checks: the record's `error`, whose display is the
 /// reason the record gives.
@@ -217,8 +216,6 @@ pub struct CellOutput {
     pub diff: String,
     /// Archives written.
     pub archives: Vec<WrittenArchive>,
-    /// The workspace folder, when kept.
-    pub(crate) kept_workspace: Option<PathBuf>,
 }
 
 struct Run<'a> {
@@ -300,7 +297,6 @@ pub async fn run_cell(
         deadline: started.checked_add(opts.cell_timeout),
     };
     let mut diff = String::new();
-    let mut kept = None;
     let mut closings: HashMap<u32, String> = HashMap::new();
     let mut turns_run = 0;
     let (status, error, checks, policy_name) =
@@ -353,9 +349,6 @@ pub async fn run_cell(
                     Ok(d) => diff = d,
                     Err(e) => diff = format!("(diff unavailable: {})", harness_core::one_line(&e)),
                 }
-                if opts.keep_workspaces {
-                    kept = Some(ws.path().to_path_buf());
-                }
                 (status, error, checks, policy_name)
             }
         };
@@ -389,7 +382,6 @@ pub async fn run_cell(
         transcript: run.transcript,
         diff,
         archives: run.archives,
-        kept_workspace: kept,
     }
 }
 

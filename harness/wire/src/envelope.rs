@@ -271,14 +271,6 @@ impl Envelope {
         self.items.iter().map(|i| &**i).collect()
     }
 
-    /// The raw value of a top-level field.
-    pub(crate) fn field(&self, name: &str) -> Option<&RawValue> {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| &**v)
-    }
-
     /// The body with `items` in place of the conversation and `extra_tools` appended to the
     /// tool list (which is created when the agent sent none); every other field as it came.
     pub fn write(&self, items: &[&RawValue], extra_tools: &[ToolSpec]) -> Vec<u8> {

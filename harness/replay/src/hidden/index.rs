@@ -107,16 +107,6 @@ impl Common {
     pub(crate) fn contains(&self, t: &str) -> bool {
         self.set.contains(t)
     }
-
-    /// How many tokens are common.
-    pub(crate) fn len(&self) -> usize {
-        self.set.len()
-    }
-
-    /// Whether nothing is common.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.set.is_empty()
-    }
 }
 
 /// Every message's distinctive tokens, interned, and where each occurs.
@@ -200,11 +190,6 @@ impl SessionIndex {
     /// Distinct tokens.
     pub(crate) fn len(&self) -> usize {
         self.strings.len()
-    }
-
-    /// Whether the session has no distinctive token.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.strings.is_empty()
     }
 
     /// The ids of the tokens of `text` the session holds, sorted, without repeats.
@@ -355,11 +340,6 @@ impl Candidates {
             out.edits.push(ids);
         }
         out
-    }
-
-    /// Candidates over all responses.
-    pub(crate) fn total(&self) -> usize {
-        self.per_request.iter().map(Vec::len).sum()
     }
 }
 

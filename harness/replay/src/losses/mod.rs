@@ -96,11 +96,6 @@ impl Counts {
         self.reread_unchanged + self.reruns + self.searches + self.archive_reads
     }
 
-    /// Tokens of the re-fetched outputs.
-    pub(crate) fn refetch_tokens(&self) -> u64 {
-        self.refetch_sizes.iter().sum()
-    }
-
     /// What recovery cost in tokens: the extra requests and the carried outputs.
     pub(crate) fn recovery_tokens(&self) -> u64 {
         self.extra_request_tokens + self.carried_tokens

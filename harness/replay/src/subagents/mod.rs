@@ -109,11 +109,6 @@ impl Child {
             _ => 0,
         }
     }
-
-    /// Whether another child of the same parent ran at the same time.
-    pub(crate) fn overlapped(&self) -> bool {
-        self.overlap_ms > 0
-    }
 }
 
 /// A call that may start a subagent.
@@ -406,15 +401,6 @@ impl SessionSubagents {
     /// are not).
     pub fn delegated(&self) -> bool {
         !self.children.is_empty() || !self.unpaired.is_empty()
-    }
-
-    /// The share of the children's time that another child's overlapped (0 with no time).
-    pub(crate) fn overlap_share(&self) -> f64 {
-        if self.span_ms > 0 {
-            self.overlap_ms as f64 / self.span_ms as f64
-        } else {
-            0.0
-        }
     }
 }
 

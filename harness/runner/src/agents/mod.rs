@@ -26,10 +26,7 @@ use std::path::{Path, PathBuf};
 
 use harness_core::upstream::ToolVocabulary;
 
-pub(crate) use claude_code::{session_uuid, ClaudeCode};
-pub(crate) use codex::{codex_config, Codex};
 pub use exec::Exec;
-pub(crate) use mini_swe_agent::{MiniSweAgent, MINI_DRIVER};
 
 /// Everything foldbench needs to drive one coding agent: its name, where it is found, its
 /// version probe, its API, how a session goes on from turn to turn, how its own compaction is

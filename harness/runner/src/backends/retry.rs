@@ -228,11 +228,6 @@ impl Engine {
         &self.model
     }
 
-    /// The retry policy.
-    pub(crate) fn policy(&self) -> RetryPolicy {
-        self.policy
-    }
-
     /// POSTs `body` to `url` with `headers`, retrying as the module docs say, and returns the
     /// parsed JSON answer.
     pub async fn post_json(

@@ -424,8 +424,6 @@ struct Inner {
     /// The result text the process gave each splice it proposed, by range.
     texts: HashMap<(u32, u32), Option<String>>,
     log: Option<std::fs::File>,
-    /// Bytes written to the process in this session (for the protocol's cost).
-    sent_bytes: u64,
 }
 
 impl ExecPolicy {
@@ -450,7 +448,6 @@ impl ExecPolicy {
             memo: answer::Memo::default(),
             texts: HashMap::new(),
             log,
-            sent_bytes: 0,
         };
         let key = Key {
             text: inner.text.canonical(),
@@ -476,19 +473,16 @@ impl ExecPolicy {
         }
     }
 
-    /// Bytes written to the process in this session so far.
-    pub(crate) fn sent_bytes(&self) -> u64 {
-        self.inner.borrow().sent_bytes
-    }
-
     /// The id of the process serving this session (bubblewrap's, in the sandbox); `None` when
-    /// none started.
-    pub(crate) fn process_id(&self) -> Option<u32> {
+    /// none started. For the tests of process reuse.
+    #[cfg(test)]
+    fn process_id(&self) -> Option<u32> {
         self.inner.borrow().worker.as_ref().map(|w| w.process.id())
     }
 
-    /// The protocol the serving process speaks (0 when it did not shake hands).
-    pub(crate) fn protocol(&self) -> u64 {
+    /// The protocol the serving process speaks (0 when it did not shake hands). For the tests.
+    #[cfg(test)]
+    fn protocol(&self) -> u64 {
         self.inner
             .borrow()
             .worker
@@ -657,7 +651,6 @@ impl Inner {
         }
         let line = Value::Object(msg).to_string();
         self.log_line("> ", &line);
-        self.sent_bytes += line.len() as u64 + 1;
         let timeout = self.text.timeout;
         let process = &mut self.worker.as_mut()?.process;
         process.send(&line);

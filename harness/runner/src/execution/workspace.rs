@@ -137,7 +137,8 @@ impl Workspace {
         &self.root
     }
 
-    /// The archive folder's absolute path (it need not exist yet).
+    /// The archive folder's absolute path (it need not exist yet). For the tests.
+    #[cfg(test)]
     pub(crate) fn archive_dir(&self) -> PathBuf {
         self.root.join(ARCHIVE_DIR)
     }
@@ -165,14 +166,10 @@ impl Workspace {
         }))
     }
 
-    /// The id of the first commit (the fixture as it was copied).
-    pub(crate) fn base_commit(&self) -> String {
+    /// The id of the first commit (the fixture as it was copied). For the tests.
+    #[cfg(test)]
+    fn base_commit(&self) -> String {
         self.base.to_string()
-    }
-
-    /// Same as the module's [`is_archive_path`].
-    pub(crate) fn is_archive_path(rel: &str) -> bool {
-        is_archive_path(rel)
     }
 
     /// Runs the task's setup commands in order, with the shell tool's runner (same directory,

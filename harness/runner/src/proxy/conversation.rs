@@ -70,7 +70,7 @@ mod text;
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
 pub use prefix::{decode_after, Decode, Kept, Prefixes, Slot};
-pub(crate) use rounds::{Answered, Place, Round, MAX_REJECTED};
+pub(crate) use rounds::{Answered, Place, Round};
 pub(crate) use state::Saved;
 
 /// Where a message's units are in the request (item, unit).
@@ -775,11 +775,6 @@ impl Conversation {
         (reply.text, reply.is_error)
     }
 
-    /// The messages of the last request sent.
-    pub(crate) fn last_sent(&self) -> Vec<Arc<Message>> {
-        self.prev.clone().unwrap_or_default()
-    }
-
     /// Sets the messages the next request's cache simulation compares with.
     pub(crate) fn set_sent(&mut self, messages: Vec<Arc<Message>>) {
         self.prev = Some(messages);
@@ -856,11 +851,6 @@ impl Conversation {
                 self.writes += 1;
             }
         }
-    }
-
-    /// Every policy-made message's text (cards, fold results, summaries) for tests.
-    pub(crate) fn edits_len(&self) -> usize {
-        self.edits.len()
     }
 
     /// Notes what an edit of the context (a splice, a compaction) replaced: the messages that

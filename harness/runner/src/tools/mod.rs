@@ -226,11 +226,9 @@ pub(crate) use crate::execution::output::cap_output;
 use crate::execution::output::*;
 pub use crate::execution::shell::{ToolLimits, MIN_CHECK_TIMEOUT};
 pub(crate) use files::file_contains;
-pub(crate) use files::ReadError;
-pub(crate) use files::MAX_READ_BYTES;
 use files::*;
+pub(crate) use paths::resolve;
 use paths::*;
-pub(crate) use paths::{normalize, resolve, PathError, ResolveError};
 use shell::*;
 
 #[cfg(test)]

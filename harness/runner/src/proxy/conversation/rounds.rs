@@ -78,13 +78,6 @@ pub(crate) struct Answered {
     rounds: Vec<Made>,
 }
 
-impl Answered {
-    /// Whether any call was answered.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.rounds.is_empty()
-    }
-}
-
 impl Conversation {
     /// Answers the policy's calls of one answer to request `index`; `agent_ids` are the
     /// agent's own calls of the same answer. The results, also kept in `answered` to be shown
