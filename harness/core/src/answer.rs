@@ -33,9 +33,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
-use crate::judgement::{
-    fold_calls, judge_calls, Item, JsonlError, Judged, JudgedRecord, BASELINES, RECORD_VERSION,
-};
+use crate::judgement::{fold_calls, judge_calls, Item, Judged, JudgedRecord, BASELINES};
 use crate::message::{Message, Role};
 use crate::request::Response;
 
@@ -288,33 +286,6 @@ pub(crate) fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
         Some(first) if labels.all(|l| l == first) => first.into(),
         Some(_) => "mixed".into(),
     }
-}
-
-/// Reads judged records (`judge run -o`); `name` names the file in errors (`name:line: ...`).
-/// Versions 1 and 2 are read (a version 1 record is a tool answer, unconstrained).
-pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, JsonlError> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v = crate::judgement::versioned_line(
-            name,
-            i + 1,
-            line,
-            &[1, RECORD_VERSION],
-            &format!("record version {{}} is not supported; this foldbench reads versions 1 and {RECORD_VERSION}"),
-            "not a judged record (no `version`); write them with `foldbench judge run -o`",
-        )?;
-        let r: JudgedRecord = serde_json::from_value(v).map_err(|source| JsonlError::NotA {
-            file: name.to_string(),
-            line: i + 1,
-            what: "judged record",
-            source,
-        })?;
-        out.push(r);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

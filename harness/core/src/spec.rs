@@ -222,11 +222,6 @@ impl Step {
         };
         std::iter::once(self).chain(nested.iter())
     }
-
-    /// Whether this step changes the workspace.
-    pub fn is_edit(&self) -> bool {
-        matches!(&self.action, Action::Tool { name, .. } if name == "edit_file" || name == "write_file")
-    }
 }
 
 fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {

@@ -48,8 +48,7 @@ use crate::tokens;
 pub(crate) const DATASET_VERSION: u32 = 1;
 
 /// The version of a judged record (`judge run -o records.jsonl`). Version 2 added
-/// `answer_mode`, `constrained` and `score.unparsable`; version 1 records read as tool answers
-/// ([`crate::answer::parse_records`]).
+/// `answer_mode`, `constrained` and `score.unparsable`.
 pub(crate) const RECORD_VERSION: u32 = 2;
 
 /// Characters a tool output keeps in a dataset item by default (head and tail, the middle cut).

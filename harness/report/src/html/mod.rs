@@ -13,7 +13,7 @@ mod chart;
 #[cfg(test)]
 mod tests;
 
-pub use chart::{chart_svg, colour, same_as};
+pub use chart::chart_svg;
 
 use crate::fmt::{display_cell, Kind};
 use crate::render::Table;
