@@ -33,6 +33,9 @@
 //! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
 //! [`SweepError`] inside.
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub(crate) mod aider;
 pub(crate) mod amortized;
 pub(crate) mod anthropic_compaction;
@@ -63,7 +66,7 @@ pub(crate) mod view;
 use harness_core::policy::Policy;
 
 pub use error::{ParamError, PolicyError, SweepError};
-pub use params::PolicySpec;
+pub use params::{Params, PolicySpec};
 pub use registry::{Entry, Registry};
 
 /// foldbench's own policies: the default arms, in the order reports show them.

@@ -42,6 +42,10 @@
 //!   ([`one_line`], for where an error's text is data).
 //! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal.
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod answer;
 pub mod behaviour;
 pub mod context;

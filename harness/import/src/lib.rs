@@ -37,6 +37,9 @@
 //! slash-command wrappers, injected context, observations) are kept, with their turn, because
 //! they count in the context.
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 mod builder;
 pub mod claude_code;
 pub mod codex;

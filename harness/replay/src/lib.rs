@@ -46,6 +46,9 @@
 //! Tokens are counted once: every imported message carries its count, and the replays of all
 //! policies share the same `Arc<Message>`s.
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub(crate) mod analyze;
 pub mod answer;
 pub mod caveats;

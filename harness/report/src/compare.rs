@@ -23,9 +23,8 @@ use harness_core::rng::Rng;
 
 use crate::render::{num, Table};
 
-pub use harness_core::regression::{
-    compared_metrics, default_thresholds, metric_names, MetricDef, Threshold, COMPARED, SUCCESS,
-};
+pub(crate) use harness_core::regression::{compared_metrics, MetricDef, SUCCESS};
+pub use harness_core::regression::{default_thresholds, metric_names, Threshold};
 
 /// One metric over one group of paired cells.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -18,6 +18,10 @@
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
 //! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
 //!   tables and their fit to a width.
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod answer;
 pub mod compare;
 pub mod fmt;

@@ -34,7 +34,8 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git reposit
 test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
 message that says what you found and what you changed, without calling a tool.";
 
-pub use crate::cell_checks::{relative_to, run_checks};
+pub(crate) use crate::cell_checks::relative_to;
+pub use crate::cell_checks::run_checks;
 pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
 #[path = "delegate.rs"]

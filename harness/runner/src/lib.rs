@@ -38,6 +38,10 @@
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod agent_cell;
 pub mod agents;
 pub mod atomic;

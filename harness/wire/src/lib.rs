@@ -30,6 +30,9 @@
 //! assert_eq!(again, serde_json::from_slice::<serde_json::Value>(body).unwrap());
 //! ```
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod answer;
 pub(crate) mod anthropic;
 pub(crate) mod chat;

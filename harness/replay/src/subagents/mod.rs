@@ -26,8 +26,9 @@ mod measure;
 mod table;
 
 pub(crate) use inline::{inline_session, Splice};
-pub use measure::{corpus, measure, Measured, Money, Saving, SAVING_POLICIES};
-pub use table::{duration, subagent_notes, subagent_table};
+pub use measure::{corpus, measure, Measured, Money, Saving};
+pub(crate) use table::duration;
+pub use table::{subagent_notes, subagent_table};
 
 use std::sync::Arc;
 

@@ -38,7 +38,7 @@ use crate::execution::sandbox::{Sandbox, Unseen};
 use pool::{Key, Worker};
 use process::{Fault, Process};
 
-pub use pool::{end_idle, idle_count, MAX_IDLE};
+pub use pool::end_idle;
 
 /// The policy's name: `exec:COMMAND`.
 pub(crate) const NAME: &str = "exec";

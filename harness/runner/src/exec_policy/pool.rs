@@ -89,11 +89,6 @@ pub(crate) fn put(worker: Worker) {
     end_all(evicted);
 }
 
-/// How many processes wait between sessions.
-pub fn idle_count() -> usize {
-    idle().lock().map(|i| i.len()).unwrap_or(0)
-}
-
 /// Ends every idle policy process (their standard input closed, so each can exit on its own;
 /// then their groups and marked processes killed and each reaped). `foldbench` calls it before
 /// it exits; a session started afterwards starts a fresh process.

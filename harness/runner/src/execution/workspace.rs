@@ -14,11 +14,11 @@ use std::path::{Component, Path, PathBuf};
 use git2::{DiffFormat, DiffOptions, Oid};
 use tempfile::TempDir;
 
-pub use crate::execution::dirs::{
-    close_and_sweep_own, owned_prefix, sweep_stale, workspaces_dir, KEPT_PREFIX, SHM_MIN,
-};
+pub use crate::execution::dirs::{close_and_sweep_own, workspaces_dir};
+pub(crate) use crate::execution::dirs::{owned_prefix, sweep_stale, KEPT_PREFIX};
+pub use crate::execution::repo::WorkspaceError;
+pub(crate) use crate::execution::repo::FILE_TIME;
 use crate::execution::repo::{io_err, FOLDBENCH_DIR};
-pub(crate) use crate::execution::repo::{WorkspaceError, FILE_TIME};
 use crate::execution::shell::{self, ToolLimits};
 use crate::execution::snapshot::Known;
 

@@ -30,7 +30,8 @@ pub mod answer;
 pub(crate) mod fit;
 mod request;
 
-pub use request::{request_for, request_prefix, JudgeOptions};
+pub(crate) use request::request_for;
+pub use request::JudgeOptions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

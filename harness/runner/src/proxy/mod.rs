@@ -37,7 +37,8 @@ mod relay;
 mod upstream;
 mod workdir;
 
-pub(crate) use error::{AnswerError, ProxyError};
+pub(crate) use error::AnswerError;
+pub use error::ProxyError;
 use memory::Slot;
 pub use memory::{MemoryLimits, IDLE, MAX_HELD, MAX_HELD_BYTES};
 use upstream::{agent_head, error_chain, malformed, pass_through, read_whole, send_upstream};
