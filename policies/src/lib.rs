@@ -16,21 +16,21 @@
 //! foldbench's own:
 //!
 //! - [`None`](none::NonePolicy): every message, as appended.
-//! - [`Trim`](trim::Trim): old tool results dropped (or replaced by a placeholder).
-//! - [`Compact`](compact::Compact): a model-written summary when the window fills.
-//! - [`Fold`](fold::Fold): cards, `fold_unit`, archives and mechanical results; with
+//! - `Trim`: old tool results dropped (or replaced by a placeholder).
+//! - `Compact`: a model-written summary when the window fills.
+//! - `Fold`: cards, `fold_unit`, archives and mechanical results; with
 //!   `strategies`, the strategy modes as stack frames (`fold+strategies`).
 //!
 //! The peers', with their sources' parameter names, units and defaults (docs/policies.md says
-//! what each reproduces and what it approximates): [`clear_tool_uses`] (Anthropic's context
-//! editing), [`claude_code`], [`codex`], OpenHands' condensers ([`observation_masking`],
-//! [`recent`], [`amortized`], [`llm_summarizing`]), [`swe_agent`], The Complexity Trap's
-//! [`hybrid`], and any sequence of them in a [`pipeline`].
+//! what each reproduces and what it approximates): `clear_tool_uses` (Anthropic's context
+//! editing), `claude_code`, `codex`, OpenHands' condensers (`observation_masking`,
+//! `recent`, `amortized`, `llm_summarizing`), `swe_agent`, The Complexity Trap's
+//! `hybrid`, and any sequence of them in a [`pipeline`].
 //!
 //! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
 //! [current](registry::current) one, so a program that installs its own registry runs every
 //! command with its policies too. [`sweep`] expands a text with lists or ranges into arms. Errors
-//! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
+//! are typed (`error`): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
 //! [`SweepError`] inside.
 
 // A type that a public item hands out can be named from outside: the surface is chosen.

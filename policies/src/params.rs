@@ -23,7 +23,7 @@ pub struct PolicySpec {
     /// canonical form; `None` for `k=v` policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
-    /// Written with the [`DELEGATE`] modifier (`none+delegate`, `fold+delegate:timing=eager`):
+    /// Written with the `DELEGATE` modifier (`none+delegate`, `fold+delegate:timing=eager`):
     /// the runner offers the `delegate` tool, which starts a child session (docs/policies.md).
     /// The policy itself is the one named without it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -158,7 +158,7 @@ pub(crate) fn parse_params_spec(s: &str) -> Result<PolicySpec, PolicyError> {
     Ok(PolicySpec::new(name, params))
 }
 
-/// Parameters not yet taken; [`Params::finish`] reports the ones no policy knows.
+/// Parameters not yet taken; `Params::finish` reports the ones no policy knows.
 #[derive(Debug)]
 pub struct Params {
     left: BTreeMap<String, String>,

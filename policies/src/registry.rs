@@ -2,7 +2,7 @@
 //! comes from and its parameters.
 //!
 //! The binary's commands reach policies only through a registry — `run`, `ab` and `replay`
-//! build arms with [`Registry::build`], the matrix file's arms are checked and their sweeps
+//! build arms with `Registry::build`, the matrix file's arms are checked and their sweeps
 //! expanded with [`Registry::check`] and [`Registry::expand`], `--help` and `foldbench
 //! policies` list [`Registry::entries`], and docs/policies.md's parameter table is
 //! [`Registry::markdown`]. The [`current`] registry is [`Registry::builtin`] until a program
@@ -488,7 +488,7 @@ impl Registry {
         )?)
     }
 
-    /// `text` with its window (`window`, or the entry's [`Entry::window_param`]) set to `w`,
+    /// `text` with its window (`window`, or the entry's `Entry::window_param`) set to `w`,
     /// when its policy takes a window and the text does not set one (a pipeline: every step
     /// that does).
     pub fn with_window(&self, text: &str, w: u64) -> Option<String> {

@@ -404,7 +404,7 @@ pub struct Partition {
 impl std::str::FromStr for Partition {
     type Err = MatrixError;
 
-    /// `hash:K/N` or `slice:K/N`, as [`Partition::parse`]: so a flag is parsed once, at the edge.
+    /// `hash:K/N` or `slice:K/N`, as `Partition::parse`: so a flag is parsed once, at the edge.
     fn from_str(s: &str) -> Result<Partition, MatrixError> {
         Partition::parse(s)
     }

@@ -4,7 +4,7 @@
 //! `serde_yaml` stops at the first error and its values carry no positions, so specs and matrix
 //! files are parsed in two steps: [`parse`] turns the text into a [`serde_yaml::Value`] (a syntax
 //! error comes back with its position), then a typed reader walks the value, collects *every*
-//! problem with its path, and [`Locator::locate`] turns each path into `line:col` by scanning the
+//! problem with its path, and `Locator::locate` turns each path into `line:col` by scanning the
 //! source text (block mappings, block sequences and one-line flow mappings, which is what specs
 //! are written in).
 

@@ -4,11 +4,11 @@
 //! # The text answer
 //!
 //! In [`AnswerMode::Text`] the card is the fold policy's card with its last paragraph replaced by
-//! [`TEXT_INSTRUCTION`] ([`text_card`]), the model is sent **no tools**, and the context is sent
-//! as a plain conversation ([`plain_conversation`]): tool calls are written into the assistant's
+//! [`TEXT_INSTRUCTION`] (`text_card`), the model is sent **no tools**, and the context is sent
+//! as a plain conversation (`plain_conversation`): tool calls are written into the assistant's
 //! text and tool results become user text, so a chat template that knows only `user` and
 //! `assistant` (and a provider that refuses tool history without tools) sees the same work. The
-//! answer must be exactly one of ([`parse_text_answer`]):
+//! answer must be exactly one of (`parse_text_answer`):
 //!
 //! ```text
 //! ignore
@@ -77,7 +77,7 @@ and nothing else: `fold FROM-TO` with the first and last turn of the finished un
 an archive you can read back, and a result with the user's words and your closing message takes \
 their place. The turn in progress cannot be folded.";
 
-/// The text answer's language as a llama.cpp GBNF grammar: what [`parse_text_answer`] accepts,
+/// The text answer's language as a llama.cpp GBNF grammar: what `parse_text_answer` accepts,
 /// with turn numbers of at most four digits and no surrounding white space.
 pub const GRAMMAR: &str = r#"root ::= "ignore" | "fold " range (" and " range)*
 range ::= turn "-" turn
@@ -228,7 +228,7 @@ pub(crate) fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>>
 }
 
 /// The messages of a text-mode request: the item's context (tool outputs cut to `cap` when
-/// given) then the current user message with the text card, as a [`plain_conversation`].
+/// given) then the current user message with the text card, as a `plain_conversation`.
 pub fn text_request_messages(item: &Item, cap: Option<usize>) -> Vec<Arc<Message>> {
     let mut msgs = item.context_messages(cap);
     msgs.push(Message::user(

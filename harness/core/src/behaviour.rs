@@ -294,7 +294,7 @@ pub struct ProfileError {
 pub(crate) const HINT: &str = "write a profile with `foldbench replay SESSIONS --behaviour-out FILE` (the format: docs/replay.md, \"The behaviour profile\")";
 
 impl Profile {
-    /// The profile the repository ships ([`SHIPPED`]).
+    /// The profile the repository ships (`SHIPPED`).
     pub fn shipped() -> &'static Profile {
         static P: OnceLock<Profile> = OnceLock::new();
         P.get_or_init(|| Profile::parse(SHIPPED).expect("the shipped profile is valid"))

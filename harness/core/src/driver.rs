@@ -14,7 +14,7 @@
 //! - [`Driver::tool`]: the reply to a call of one of the policy's own tools, with the strategy it
 //!   entered, if any.
 //! - [`Driver::end_turn`]: the splices of the turn, each archived in memory
-//!   ([`crate::session::archive_splice`]); the host writes the archive and then applies the splice
+//!   (`crate::session::archive_splice`); the host writes the archive and then applies the splice
 //!   with [`Driver::apply_splice`], which gives the [`Folded`] result (or why the range is gone).
 //!
 //! No host matches on [`crate::policy::Plan`] or [`crate::policy::SpliceKind`]; a new kind of

@@ -53,7 +53,7 @@ fn is_searcher(name: &str) -> bool {
         || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Grep)
 }
 
-/// The user's own words in a user message: every [`AGENT_BLOCKS`] block left out (an unclosed
+/// The user's own words in a user message: every `AGENT_BLOCKS` block left out (an unclosed
 /// one to the end), white space trimmed.
 pub fn user_words(text: &str) -> String {
     if !text.contains('<') {

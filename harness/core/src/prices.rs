@@ -17,15 +17,15 @@
 //! date (`claude-sonnet-4-20250514`, `gpt-5-2025-08-07`, `claude-sonnet-4@20250514`); a
 //! provider prefix (`anthropic/`, `openai/`, `us.anthropic.`) is dropped first. The longest
 //! matching name wins. A model matching no name is priced at the table's default and reported
-//! as unknown ([`PriceSource::Default`]). Overrides ([`PriceTable::set`]) match the same way
+//! as unknown ([`PriceSource::Default`]). Overrides (`PriceTable::set`) match the same way
 //! and win over the built-in prices.
 //!
-//! A price flag is `[MODEL=][SCHEME:]PRICE` ([`parse_flag`]), PRICE one of
+//! A price flag is `[MODEL=][SCHEME:]PRICE` (`parse_flag`), PRICE one of
 //! `INPUT` (dollars per million input tokens; the rest from the scheme's ratios),
 //! `INPUT/OUTPUT` (both in dollars; the cache from the scheme) or
 //! `input=…,cache_write=…,cache_read=…,output=…` (input in dollars, the other three
 //! multipliers of it; any left out from the scheme). SCHEME is `anthropic` or `openai`; left
-//! out, it is the model's ([`Scheme::of_model`]), else Anthropic's (the default price's).
+//! out, it is the model's (`Scheme::of_model`), else Anthropic's (the default price's).
 
 use std::collections::BTreeMap;
 
@@ -382,7 +382,7 @@ impl PriceTable {
         }
     }
 
-    /// The table of the price flags ([`parse_flag`], in order: a later flag for the same
+    /// The table of the price flags (`parse_flag`, in order: a later flag for the same
     /// model wins).
     pub fn from_flags(flags: &[String]) -> Result<PriceTable, PriceError> {
         let mut table = PriceTable::default();
@@ -439,7 +439,7 @@ pub enum PriceError {
     /// A key other than the four prices.
     #[error("unknown price `{0}`; expected input, cache_write, cache_read or output")]
     UnknownKey(String),
-    /// A number outside 0 to [`MAX_PRICE`].
+    /// A number outside 0 to `MAX_PRICE`.
     #[error("{0} is outside 0 to {MAX_PRICE}; give dollars per million tokens, such as 3")]
     OutOfRange(String),
     /// No number.

@@ -21,7 +21,7 @@
 //!     or a summary quoting one) in the request points to (the folder holding them when several
 //!     do).
 //!
-//!   Re-reads and re-runs are at most [`MAX_RERUNS`] per fact and turn, those sharing a name
+//!   Re-reads and re-runs are at most `MAX_RERUNS` per fact and turn, those sharing a name
 //!   word with the paths the step at hand works on first. The cue is used only while it is
 //!   visible in the request. Each call is judged by what comes back, and the next is tried when
 //!   the fact is not in it: a re-run of a file edited since, or of a command whose output
@@ -737,7 +737,7 @@ fn clip(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The sim's compaction summary: every user message and closing message in the request (each
-/// quoted up to [`SUMMARY_QUOTE_BYTES`]), host results (fold results, reports, earlier
+/// quoted up to `SUMMARY_QUOTE_BYTES`), host results (fold results, reports, earlier
 /// summaries) as they are, no tool output. An entry already written is not written again (a
 /// prompt kept after a compaction is quoted once however often its turn compacts).
 pub fn summary(req: &Request) -> String {

@@ -7,7 +7,7 @@
 //!
 //! - an answer whose first block holds a command ([`text_call`]) is a tool call of the tool
 //!   [`TEXT_TOOL`], with an id made from the answer's text (the same answer, the same id, from
-//!   request to request); the command that submits ([`SUBMIT_MARKER`]) is no call: it closes
+//!   request to request); the command that submits (`SUBMIT_MARKER`) is no call: it closes
 //!   the turn;
 //! - the user message right after such an answer is that call's result when it is an
 //!   observation ([`is_observation`]); any other user message is the user's.
@@ -91,7 +91,7 @@ pub fn observation_head(text: &str) -> &str {
 }
 
 /// A result's text in the agent's observation form: as it is when it is one already, else
-/// inside `<output>` after `head` (the head of the observation it replaces, [`DEFAULT_HEAD`]
+/// inside `<output>` after `head` (the head of the observation it replaces, `DEFAULT_HEAD`
 /// when that is unknown).
 pub fn as_observation(head: &str, text: &str) -> String {
     if is_observation(text) {

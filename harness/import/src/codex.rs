@@ -44,7 +44,7 @@
 //! parent's rollout after its own `session_meta`, starting with the parent's `session_meta`.
 //! Codex writes that replay in one burst when the fork is created, so the importer drops the
 //! lines from the second `session_meta` while their timestamps stay within
-//! [`REPLAY_WINDOW_MS`] of it, and records their message count in
+//! `REPLAY_WINDOW_MS` of it, and records their message count in
 //! [`crate::ImportedSession::dropped_prefix`]. When the parent's file is imported too,
 //! [`crate::link_forks`] drops a replayed prefix exactly (by comparing messages).
 

@@ -28,8 +28,8 @@
 //!   another shape). A bad line inside a readable file is a warning, never an error; no input
 //!   panics.
 //!
-//! What each format maps to is documented in its module: [`claude_code`], [`codex`], [`swe`]
-//! (mini-swe-agent and SWE-agent) and [`openhands`].
+//! What each format maps to is documented in its module: [`claude_code`], [`codex`], `swe`
+//! (mini-swe-agent and SWE-agent) and `openhands`.
 //!
 //! Turns: a human prompt opens the next turn (1, 2, ...); every other message carries the turn
 //! in progress, 0 before the first prompt. Only [`ImportedSession::human_turns`] says which user

@@ -9,7 +9,7 @@
 //! - at each human prompt: the previous turn ends ([`Policy::end_turn`](harness_core::policy::Policy::end_turn): its splices are applied
 //!   with [`Policy::apply_splice`](harness_core::policy::Policy::apply_splice) and an in-memory archive reference — the sha256 of
 //!   [`harness_core::fold::archive_text`]; no file is written), then [`Policy::card`](harness_core::policy::Policy::card); a card is attached to
-//!   the prompt ([`Message::with_card`]) and the judge's ranges ([`crate::points`]) are handed to
+//!   the prompt ([`Message::with_card`]) and the judge's ranges (`crate::points`) are handed to
 //!   [`Policy::handle_tool`](harness_core::policy::Policy::handle_tool) as `fold_unit` calls. (Their call and result messages, about 40
 //!   tokens a fold, are not added: the recorded responses are kept as they were.)
 //! - at each recorded request: [`Policy::plan`](harness_core::policy::Policy::plan) gives the messages; a compaction it asks for
@@ -18,7 +18,7 @@
 //!   compaction call counts as a request of its own.
 //! - every request gets the prompt-cache simulation of the live loop:
 //!   [`cached_prefix_tokens`] against the previous request, the rest written; folds and
-//!   compactions record their [`rewritten_tokens`](harness_core::context::rewritten_tokens); cost from [`Price`]: each request at the
+//!   compactions record their `rewritten_tokens`; cost from [`Price`]: each request at the
 //!   price of the model its recorded request names ([`PriceTable`]), a compaction call at the
 //!   price of the request before it.
 //!
@@ -165,7 +165,7 @@ pub struct ReplayedRequest {
     /// Hidden references of the recorded response under this request (turn requests only).
     #[serde(default)]
     pub(crate) hidden_references: usize,
-    /// All of them (serialized: the first [`REFS_PER_REQUEST`]).
+    /// All of them (serialized: the first `REFS_PER_REQUEST`).
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
@@ -259,7 +259,7 @@ pub struct PolicyReplay {
     /// The probes over the turns' requests.
     #[serde(default)]
     pub probes: ProbeCounts,
-    /// What recovering the hidden references would cost ([`crate::hidden::recovery`]), at the
+    /// What recovering the hidden references would cost (`crate::hidden::recovery`), at the
     /// profile's point estimates.
     #[serde(default)]
     pub recovery: Recovery,

@@ -23,11 +23,11 @@
 //! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
 //!   the policy would have sent it, its o200k size, the simulated prompt cache (cached, written
 //!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.
-//!   Fold points come from a judge ([`points`]: `lexical`, `labels`, `oracle`; labels from
-//!   [`labels`]).
+//!   Fold points come from a judge (`points`: `lexical`, `labels`, `oracle`; labels from
+//!   `labels`).
 //! - [`hidden`]: hidden references (what a response used that a policy's request no longer
 //!   shows, and where it could come back from) and the four mechanical probes.
-//! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
+//! - `analyze`: splits what each request read into work in progress, conclusions of finished
 //!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,

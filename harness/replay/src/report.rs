@@ -641,7 +641,7 @@ pub(crate) use harness_import::short_id;
 
 /// The ground-truth table: one row per format with usage, and all of them. `scale` is the
 /// median over sessions of the recorded tokens per reconstructed token of growth
-/// ([`SessionTruth::scale`]); the `scaled` errors are what is left after it.
+/// (`SessionTruth::scale`); the `scaled` errors are what is left after it.
 pub fn truth_table(truths: &[SessionTruth]) -> (Table, ErrorStats) {
     let mut formats: Vec<harness_import::Format> = Vec::new();
     for t in truths {

@@ -14,7 +14,7 @@
 //! the transcript does not hold (thinking blocks a model keeps in context, attachments). Both
 //! scale a session's growth by a roughly constant factor, so each session also gets a **scale**:
 //! the least-squares factor between its reconstructed and its recorded growth since the
-//! calibrating request ([`SessionTruth::scale`]), and the error left after it. A small residual
+//! calibrating request (`SessionTruth::scale`), and the error left after it. A small residual
 //! says the reconstruction has the shape of what the provider counted, up to one factor per
 //! session — which ratios between policies of the same session do not depend on.
 

@@ -221,7 +221,7 @@ pub fn replay_heading(profile: &str) -> String {
 
 /// The answers of a run against `baseline` (`requested`, else `none` when the records have it,
 /// else the first arm): the baseline's line first, then each arm in first-seen order, with the
-/// verdict's Σ× ([`verdict::run_verdicts`]) and the frontier's marks
+/// verdict's Σ× (`verdict::run_verdicts`) and the frontier's marks
 /// ([`frontier::run_points`]). Returns the baseline with them.
 pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, Vec<Answer>) {
     let has = |arm: &str| records.iter().any(|r| r.arm == arm);

@@ -151,8 +151,8 @@ pub(crate) fn display_cell(kind: Kind, cell: &str) -> String {
     }
 }
 
-/// The table as a reader sees it: every cell through [`display_cell`] by its column's
-/// [`Kind`] (a per-cell table's raw `0.8717454194792671` becomes `0.87×`); cells already
+/// The table as a reader sees it: every cell through `display_cell` by its column's
+/// `Kind` (a per-cell table's raw `0.8717454194792671` becomes `0.87×`); cells already
 /// formatted are kept.
 pub fn displayed(t: &crate::render::Table) -> crate::render::Table {
     let kinds: Vec<Kind> = t.headers.iter().map(|h| Kind::of_header(h)).collect();

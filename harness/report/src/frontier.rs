@@ -7,8 +7,8 @@
 //! less, better on at least one. Ties: two arms at the same point do not beat each other, so both
 //! are on the frontier when nothing else beats them; an arm as cheap as another but losing more
 //! is off it. Arms of one policy with different parameters (a sweep: `trim:keep=1`,
-//! `trim:keep=2`, … — the name before `:` is the same) form a [`sweeps`] group, joined by a line
-//! in the chart ([`svg`]).
+//! `trim:keep=2`, … — the name before `:` is the same) form a `sweeps` group, joined by a line
+//! in the chart (`svg`).
 
 use harness_core::record::{CellRecord, Status};
 
@@ -66,7 +66,7 @@ pub(crate) fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 <= b.0 && a.1 <= b.1 && (a.0 < b.0 || a.1 < b.1)
 }
 
-/// Marks the points no other point beats ([`beats`]).
+/// Marks the points no other point beats (`beats`).
 pub fn mark(points: &mut [Point]) {
     let snapshot: Vec<(f64, f64)> = points.iter().map(|p| (p.cost, p.loss)).collect();
     for (i, p) in points.iter_mut().enumerate() {
@@ -101,7 +101,7 @@ pub(crate) fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
 }
 
 /// The arms of a run as points against `baseline`, frontier marked: cost is the verdict's
-/// tokens Σ× ([`crate::verdict::run_verdicts`]: `tokens/task`, recovery requests and compaction
+/// tokens Σ× (`crate::verdict::run_verdicts`: `tokens/task`, recovery requests and compaction
 /// calls included, summed over cells paired by task, model and seed), the baseline at 1; loss the
 /// lost facts per cell (cells that ended in error left out). Arms with no cell paired with the
 /// baseline are left out (no cost to place them at).

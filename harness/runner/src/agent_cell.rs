@@ -10,7 +10,7 @@
 //!    ([`AgentSetup::upstream`]);
 //! 3. a [`Proxy`] in front of it with the cell's policy (`native`: `none`, and the agent keeps
 //!    its own compaction), its archives in the workspace, its run folder a temp folder;
-//! 4. one agent process per user turn ([`crate::agents::Agent::turn_command`] in [`isolate::command`]),
+//! 4. one agent process per user turn (`crate::agents::Agent::turn_command` in [`isolate::command`]),
 //!    continuing the session of the turn before, with the cell's time limit;
 //! 5. the proxy stopped, its main conversation's events (requests, answers, the agent's tool
 //!    calls, folds, archive reads) become the cell's, its transcript and archives the cell's

@@ -148,7 +148,7 @@ pub struct CellOptions {
     /// Where archives are written.
     pub archive_writer: Arc<dyn ArchiveWriter>,
     /// Time limit of the whole session (setup, turns; not the checks): a cell that exceeds it
-    /// ends with status `error` (default [`DEFAULT_CELL_TIMEOUT`]).
+    /// ends with status `error` (default `DEFAULT_CELL_TIMEOUT`).
     pub cell_timeout: Duration,
     /// The real agent that drives the cells (`run --agent`); `None`: foldbench's own loop.
     pub agent: Option<Arc<crate::agents::AgentSetup>>,

@@ -17,12 +17,12 @@
 //! - [`execution`]: where a cell's commands run. A fresh temp git repo per cell
 //!   ([`execution::workspace`], made from a task's prepared template), the
 //!   [`execution::sandbox`] every shell command runs in, [`execution::reap`] for the processes a
-//!   call leaves, and the run's [`execution::tool_cache`] keyed by [`execution::snapshot`]s.
+//!   call leaves, and the run's [`execution::tool_cache`] keyed by `execution::snapshot`s.
 //! - [`tools`]: the six workspace tools an agent calls, on top of `execution`.
 //! - [`backends`]: the [`backends::model::Model`] trait and the `sim` backend; OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`judge`]: gathering boundary-judgement items and asking models ([`judge::answer`]: how a
-//!   model answers a card, `--answer tool|text`, `--grammar`; [`judge::fit`]: `--max-context`).
+//!   model answers a card, `--answer tool|text`, `--grammar`; `judge::fit`: `--max-context`).
 //! - [`html`]: the pages, what the HTML pages need from a run's files.
 //! - [`sessions`]: recorded sessions from disk, the replay's IO side: the default places of your
 //!   own history (`~/.claude/projects`, `~/.codex/sessions`, ...), the session filters, the

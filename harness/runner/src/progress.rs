@@ -1,7 +1,7 @@
 //! A run's progress on standard error, as cargo-nextest shows it.
 //!
 //! - On a terminal (and `CI` unset): one bar with the count of finished cells, the ETA, the
-//!   requests sent and the cells in flight; warnings ([`warn`]) are printed above the bar, not
+//!   requests sent and the cells in flight; warnings (`warn`) are printed above the bar, not
 //!   through it.
 //! - Off a terminal (CI, a pipe, a file): one line per finished cell, in the order they finish:
 //!   `[ 37/255] long-session/fold/sim/2 ok 1.2 s`, the status word `ok`, `FAIL` or `ERROR`.

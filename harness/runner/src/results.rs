@@ -60,7 +60,7 @@ pub struct RunDir {
     _lock: File,
 }
 
-/// Why a run folder cannot be opened or written; [`RunDirError::is_usage`] tells the user's
+/// Why a run folder cannot be opened or written; `RunDirError::is_usage` tells the user's
 /// problem (exit 2) from a failed read or write (exit 1).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseError {
-    /// A line longer than [`MAX_LINE_BYTES`].
+    /// A line longer than `MAX_LINE_BYTES`.
     #[error("an event-stream line is longer than {MAX_LINE_BYTES} bytes")]
     LineTooLong,
     /// A line that is not UTF-8.
@@ -51,7 +51,7 @@ impl SseParser {
     }
 
     /// Feeds the next bytes; returns the events they completed, in order. An error when a line
-    /// grows past [`MAX_LINE_BYTES`] or is not UTF-8.
+    /// grows past `MAX_LINE_BYTES` or is not UTF-8.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
         let mut start = 0;

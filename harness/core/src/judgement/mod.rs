@@ -18,7 +18,7 @@
 //!   (`card_after_tool_calls` 20 or `card_after_tokens` 100,000 since the last fold) showed a card
 //!   here; `since_fold`: what it counted;
 //! - `labels`: the unit of every turn of the session (`null` for an unlabelled turn);
-//! - `gold`: from the labels ([`gold`]): the closed ranges, the closed units, the open turns.
+//! - `gold`: from the labels (`gold`): the closed ranges, the closed units, the open turns.
 //!
 //! # Gold and scores
 //!

@@ -2,7 +2,7 @@
 //! (and `Grep` where it is offered), Codex's `exec_command` and `apply_patch`, mini-swe-agent's
 //! one bash block in text, or foldbench's own six tools as they are.
 //!
-//! Which vocabulary a request speaks is read from the tools it offers ([`of`]), asking the
+//! Which vocabulary a request speaks is read from the tools it offers (`of`), asking the
 //! vocabularies of the real agents' list in order, so the upstream needs no flag per agent and
 //! follows an agent that changes its tool list.
 
@@ -13,18 +13,18 @@ use crate::message::{ToolCall, ToolSpec};
 /// One tool vocabulary a real agent's requests speak: how the upstream tells it from the tools
 /// a request offers, and how it writes the sim's calls in it. A real agent's descriptor
 /// (`harness_runner::agents::AgentKind::tools`) names its own, and the upstream asks the
-/// agents' vocabularies in their list's order ([`of`]), then falls back on foldbench's own
+/// agents' vocabularies in their list's order (`of`), then falls back on foldbench's own
 /// ([`FOLDBENCH`]). No method has a default.
 pub trait ToolVocabulary: Sync + std::fmt::Debug {
     /// The word the upstream's record uses (the agent's name: `claude-code`).
     fn name(&self) -> &'static str;
     /// Whether a request offering `tools`, with `system` its system text, speaks it.
     fn recognises(&self, tools: &[ToolSpec], system: &str) -> bool;
-    /// The sim's `call` as the agent writes it (host tools never reach here: [`write_call`]).
+    /// The sim's `call` as the agent writes it (host tools never reach here: `write_call`).
     fn write(&self, call: &ToolCall, at: &Surroundings<'_>) -> Written;
     /// Whether the agent's calls travel as a command in the answer's text (mini-swe-agent's
     /// fenced block) rather than as tool calls: the upstream then writes its answer as one
-    /// step with the command ([`mini_answer`]) and reads the observation back as the result.
+    /// step with the command (`mini_answer`) and reads the observation back as the result.
     fn in_text(&self) -> bool;
 }
 
@@ -53,7 +53,7 @@ pub(crate) use crate::text_agent::{mini_command, MINI_FENCE, MINI_SUBMIT};
 #[derive(Debug)]
 pub struct Foldbench;
 
-/// [`Foldbench`], the fallback of [`of`].
+/// [`Foldbench`], the fallback of `of`.
 pub static FOLDBENCH: Foldbench = Foldbench;
 
 impl ToolVocabulary for Foldbench {

@@ -2,7 +2,7 @@
 //! the recorded response used.
 //!
 //! A recorded response (assistant text and tool-call arguments) shows what the agent took from
-//! its context. Its **candidates** ([`Candidates`]) are its distinctive tokens ([`tokens`]) that
+//! its context. Its **candidates** ([`Candidates`]) are its distinctive tokens (`tokens`) that
 //! occur in its `none` request in a tool result or an assistant message of an earlier turn, and
 //! not in its own turn before it; tokens of the system prompt, of the human messages so far and
 //! tokens common in the corpus ([`Common`]) are left out. A **hidden reference** under a policy
@@ -366,7 +366,7 @@ impl<'a> Observer<'a> {
     /// Observes the policy's request for recorded request `k` (`tokens` in all, the prefix
     /// included, at `price`): returns its hidden references (all of them) and its probes, marks the folds
     /// and compactions a reference reaches into as needed (`needed_after`: the turns from the
-    /// fold or compaction to this request), and prices their recovery ([`recovery`]).
+    /// fold or compaction to this request), and prices their recovery (`recovery`).
     #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &mut self,

@@ -7,7 +7,7 @@
 //! module measures the first [`WINDOW_CALLS`] tool calls after it (cut at the next loss):
 //!
 //! - **size**: the recorded request size before and after, and the summary's size;
-//! - **re-fetches**, calls that bring back content seen before the loss ([`calls`] tells what a
+//! - **re-fetches**, calls that bring back content seen before the loss (`calls` tells what a
 //!   call did): a re-read of a file read before (a file edited since, which is not recovery, is
 //!   counted apart), an identical command run again, a search whose output lines were shown
 //!   before (at least half of them), and a read of the transcript or archive the summary names;

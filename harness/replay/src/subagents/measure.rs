@@ -124,7 +124,7 @@ fn recorded_tokens(p: Option<&PolicyReplay>, n: usize) -> u64 {
 
 /// Fills in [`SessionSubagents::measured`] of each parent in `subs` (parents and children are
 /// found in `sessions`), on up to `threads` threads. `config` gives the judge, the window and
-/// the prices; its policies are not used ([`SAVING_POLICIES`] are).
+/// the prices; its policies are not used (`SAVING_POLICIES` are).
 pub fn measure(
     sessions: &[ImportedSession],
     subs: &mut [SessionSubagents],

@@ -3,7 +3,7 @@
 //! A subagent (Claude Code's `Task` / `Agent` tool) is a session of its own whose `parent` is
 //! the session that called it ([`ImportedSession::parent`]). This module:
 //!
-//! - **pairs** each child with the parent's call that started it ([`pair`]): the unused call
+//! - **pairs** each child with the parent's call that started it (`pair`): the unused call
 //!   whose `prompt` input is the child's first prompt, word for word; failing that, the latest
 //!   unused call made before the child's first record (a minute of slack: the lines of one
 //!   response are written as its blocks end) ([`Match::Time`]); a child neither finds is left
@@ -14,7 +14,7 @@
 //!   own model's price from [`harness_core::prices`]), its wall-clock span (first to last
 //!   record) and how much of it another child of the same parent overlapped.
 //! - measures the **room saved** and the **money** of each parent's delegations with the
-//!   replay engine ([`measure()`], [`inline_session`]): the parent replayed as recorded, and with every
+//!   replay engine ([`measure()`], `inline_session`): the parent replayed as recorded, and with every
 //!   child's work spliced in at its call, under `none` and `fold`.
 //! - says how much of the children's time ran beside another child's, and how long the parent
 //!   sat idle while they ran: the gaps between consecutive parent records, the later of which
@@ -391,7 +391,7 @@ pub struct SessionSubagents {
     pub(crate) span_ms: i64,
     /// Of them, the milliseconds during which another child ran too.
     pub(crate) overlap_ms: i64,
-    /// The parent's idle time while its children ran ([`parent_idle_ms`]).
+    /// The parent's idle time while its children ran (`parent_idle_ms`).
     pub parent_idle_ms: i64,
     /// Context saved and money, from the replays ([`measure`]); `None` when nothing was paired.
     pub measured: Option<Measured>,

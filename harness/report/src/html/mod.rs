@@ -53,7 +53,7 @@ pub enum Block {
         /// The text, shown as is (escaped).
         text: String,
     },
-    /// The cost–loss frontier as a chart ([`crate::frontier::svg`]): one point per arm, a
+    /// The cost–loss frontier as a chart (`crate::frontier::svg`): one point per arm, a
     /// sweep's points joined, the frontier line.
     Frontier {
         /// The arms, frontier marked.

@@ -7,10 +7,10 @@
 //!   `--agent` words, help and refusals are made from the list ([`parse`], [`listed`]).
 //! - [`Agent::resolve`]: a kind found on this machine (the `FOLDBENCH_*` variables
 //!   `tests/agents.sh` prints, else the PATH) with the version it reports.
-//! - [`Agent::turn_command`]: the one process of a turn — the prompt, the model URL pointed at
+//! - `Agent::turn_command`: the one process of a turn — the prompt, the model URL pointed at
 //!   the cell's proxy, the session continued from the previous turn's, the agent's own
-//!   compaction switched off on every arm but `native` ([`Agent::compaction`] says how).
-//! - [`Agent::read_turn`]: the closing message and the session's id from what the process
+//!   compaction switched off on every arm but `native` (`Agent::compaction` says how).
+//! - `Agent::read_turn`: the closing message and the session's id from what the process
 //!   printed or wrote.
 //! - [`isolate`]: the process's sandbox; [`bridge`]: its only way out, one port forwarded to the
 //!   proxy's unix socket.
@@ -55,7 +55,7 @@ pub trait AgentKind: Send + Sync + std::fmt::Debug {
     fn prepare_home(&self, home: &Path, base_url: &str, model: Option<&str>)
         -> std::io::Result<()>;
     /// The one process of a turn; `program` is the one [`Agent::resolve`] found. The `HOME`
-    /// variable is added and the variables sorted by [`Agent::turn_command`].
+    /// variable is added and the variables sorted by `Agent::turn_command`.
     fn turn_command(&self, program: &Path, s: &TurnSettings<'_>) -> TurnCommand;
     /// What a finished turn said: its closing message, the session's id, its own failure report.
     fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError>;

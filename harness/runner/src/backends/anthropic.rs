@@ -2,7 +2,7 @@
 //!
 //! `POST {base}/v1/messages` with `x-api-key` and `anthropic-version: 2023-06-01`; key from
 //! `ANTHROPIC_API_KEY`, base URL from `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`).
-//! `max_tokens` is [`MAX_TOKENS`] (a value every current model accepts) unless the run caps
+//! `max_tokens` is `MAX_TOKENS` (a value every current model accepts) unless the run caps
 //! answers (`--max-output-tokens`); `temperature` is sent only when the run sets one
 //! (`--temperature`; the API takes 0 to 1).
 //!
@@ -12,7 +12,7 @@
 //! tool failed). Consecutive messages of the same API role are merged into one message (tool
 //! results and the host notes that follow them share one `user` message), and in a `user` message
 //! the `tool_result` blocks come first, as the API requires. Empty text is sent as
-//! [`EMPTY_TEXT`] (the API rejects empty text blocks).
+//! `EMPTY_TEXT` (the API rejects empty text blocks).
 //!
 //! Cache breakpoints (`cache_control: {type: ephemeral}`, at most four):
 //! 1. the last tool (tools and system are the stable prefix of every request),

@@ -3,9 +3,9 @@
 //! - [`model`]: the [`model::Model`] trait every backend implements, and the `sim` backend;
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
-//! - [`cassette`]: `--record DIR` (a decorator around any model) and `replay:DIR`;
+//! - `cassette`: `--record DIR` (a decorator around any model) and `replay:DIR`;
 //! - [`retry`]: the HTTP engine both providers share: in-flight cap, retries, redaction;
-//! - [`slots`]: how many requests a server takes at once (one for a server on this machine).
+//! - `slots`: how many requests a server takes at once (one for a server on this machine).
 //!
 //! [`parse_model`] turns a `--model` spec into a model; `sim` is built by the caller, which can
 //! wrap it for recording with [`with_recording`].
@@ -37,7 +37,7 @@ pub(crate) use retry::RetryPolicy;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BackendError {
-    /// `--temperature` outside 0 to [`MAX_TEMPERATURE`].
+    /// `--temperature` outside 0 to `MAX_TEMPERATURE`.
     #[error("{value} is outside 0 to {MAX_TEMPERATURE}: give 0 for the most likely answer, or up to {MAX_TEMPERATURE} (Anthropic's API takes up to 1)")]
     TemperatureRange {
         /// The value given.
@@ -236,7 +236,7 @@ pub struct BackendOptions {
     pub resume_recording: bool,
     /// `--max-output-tokens N`: the most tokens a model may write per answer, sent as
     /// `max_tokens` (OpenAI-compatible servers; Anthropic's default is
-    /// [`anthropic::MAX_TOKENS`]). `None`: the provider's default.
+    /// `anthropic::MAX_TOKENS`). `None`: the provider's default.
     pub max_output_tokens: Option<u32>,
     /// `--temperature T`: the sampling temperature, sent as `temperature` to both providers
     /// (0 asks for the most likely answer, so a model answers a request the same way each
@@ -292,7 +292,7 @@ impl BackendOptions {
 /// the model is built).
 pub(crate) const MAX_TEMPERATURE: f64 = 2.0;
 
-/// Reads a `--temperature` value: a number from 0 to [`MAX_TEMPERATURE`].
+/// Reads a `--temperature` value: a number from 0 to `MAX_TEMPERATURE`.
 pub fn parse_temperature(s: &str) -> Result<f64, BackendError> {
     match s.trim().parse::<f64>() {
         Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),

@@ -16,14 +16,14 @@
 //! out, and answers HTTP 500 to `"required"`). `temperature` is sent only when the run sets one
 //! (`--temperature`), and `max_tokens` only when the run caps answers (`--max-output-tokens`):
 //! servers and models differ on which they accept. Extra body fields (llama.cpp's `grammar`) are sent
-//! only when the model was built with them ([`OpenAiModel::with_extra_body`]).
+//! only when the model was built with them (`OpenAiModel::with_extra_body`).
 //!
-//! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
+//! Answers (`parse_response`): `choices[0].message.content` (a string, `null`, or a list of text
 //! parts) and `tool_calls`. A call's `arguments` arrive as a JSON string; when that string is not
 //! a JSON object, the call keeps the raw text as `{"__invalid_arguments": "<raw>"}` so that the
 //! runner answers with an error the model sees, instead of the cell crashing; an empty tool name
 //! is kept for the same reason, and repeated call ids are made unique
-//! ([`super::unique_call_ids`]). An
+//! (`super::unique_call_ids`). An
 //! empty string means no arguments (`{}`). Usage: `prompt_tokens`, `completion_tokens` and
 //! `prompt_tokens_details.cached_tokens` become [`Usage`] with `input_tokens = prompt - cached`.
 

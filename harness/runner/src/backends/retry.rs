@@ -15,7 +15,7 @@
 //!
 //! Secrets: error messages never include request headers or the request URL (the base URL comes
 //! from the host environment); bodies of error responses are included with every known secret
-//! replaced by `[redacted]` and cut to [`ERROR_BODY_LIMIT`] characters.
+//! replaced by `[redacted]` and cut to `ERROR_BODY_LIMIT` characters.
 //!
 //! Terminals: what a server sent reaches a message only through
 //! [`harness_core::printable`]: control characters shown as escapes (`\x1b`), never sent, the
@@ -59,7 +59,7 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct RetryPolicy {
     /// Retries after the first attempt (so at most `max_retries + 1` attempts).
     pub max_retries: u32,
-    /// The first backoff; each further one doubles, up to [`MAX_BACKOFF`], with jitter.
+    /// The first backoff; each further one doubles, up to `MAX_BACKOFF`, with jitter.
     pub base_delay: Duration,
     /// Time-out of one attempt, from sending the request to the end of the response body.
     pub timeout: Duration,

@@ -7,8 +7,8 @@
 //! the folder foldbench was started in (read-only) with a private temporary `HOME`. An
 //! `ExecPolicy` is one session (a cell; a session and policy in replay). A process that speaks
 //! protocol 2 serves one session after another, each opened and closed in turn, and waits in
-//! [`pool`] between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
-//! to the context since the last one ([`view`]), so the bytes sent grow linearly with the
+//! `pool` between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
+//! to the context since the last one (`view`), so the bytes sent grow linearly with the
 //! session. A process that does not start, exits, hangs past the per-answer time limit, writes
 //! a line that is not a message of the protocol or floods its output, or proposes an illegal
 //! splice, fails the policy: [`Policy::failed`] then gives the reason (the offending line and
@@ -428,7 +428,7 @@ struct Inner {
 
 impl ExecPolicy {
     /// A session of the policy `text`: served by an idle process of the same policy when one
-    /// waits ([`pool`]: a process of protocol 2 whose last session was closed), else by a
+    /// waits (`pool`: a process of protocol 2 whose last session was closed), else by a
     /// process started for it, which shakes hands; a failure is kept ([`Policy::failed`]).
     pub fn start(text: ExecText, window: u64) -> ExecPolicy {
         let log = std::env::var_os(LOG_ENV).and_then(|p| {
@@ -493,7 +493,7 @@ impl ExecPolicy {
 
 impl Drop for ExecPolicy {
     /// Ends the session: a process of protocol 2 that has not failed is sent `close` and, once
-    /// it answered, kept for the next session ([`pool`]); any other is ended with its session.
+    /// it answered, kept for the next session (`pool`); any other is ended with its session.
     fn drop(&mut self) {
         let s = self.inner.get_mut();
         let serves_more = s.failure.is_none() && s.worker.as_ref().is_some_and(|w| w.protocol >= 2);

@@ -13,8 +13,8 @@
 //!   shell command of a cell; [`reap`]: ending a call's processes, `setsid` descendants
 //!   included, where there is no PID namespace to end.
 //! - [`tool_cache`]: the run's cache of shell results with their file changes, keyed by
-//!   [`snapshot`]s of the workspace.
-//! - [`beneath`]: files foldbench itself writes into a workspace, never through a link the
+//!   `snapshot`s of the workspace.
+//! - `beneath`: files foldbench itself writes into a workspace, never through a link the
 //!   agent planted.
 pub(crate) mod beneath;
 mod dirs;

@@ -4,7 +4,7 @@
 //! left the group (`setsid`, `setpgid`) escapes that kill and would outlive the call, the cell and
 //! the run. Two more nets catch it:
 //!
-//! - **The marker.** Every call carries a marker in its environment ([`CALL_ENV`]`=<pid>-<n>`,
+//! - **The marker.** Every call carries a marker in its environment (`CALL_ENV``=<pid>-<n>`,
 //!   inherited by every descendant), and ending the call kills every process whose environment
 //!   holds it.
 //! - **The subreaper.** foldbench makes itself the child subreaper of its descendants
@@ -22,7 +22,7 @@
 //!
 //! **Where the nets look.** Without bubblewrap every process in `/proc` is looked at (a marked
 //! process could have been handed to another parent by a daemon). In bubblewrap
-//! ([`begin_isolated_call`]) the kernel kills everything in the call's PID namespace when the
+//! (`begin_isolated_call`) the kernel kills everything in the call's PID namespace when the
 //! namespace's first process exits, but bubblewrap's outer process can return before those
 //! deaths are complete; ending the call waits for them, and everything it waits for descends
 //! from foldbench (the namespace's first process is re-parented to foldbench, the subreaper). So
@@ -32,7 +32,7 @@
 //! a sibling exits) is one the kernel is already killing; without that list (an old kernel) the
 //! whole of `/proc` is read as before.
 //!
-//! Calls in flight are registered ([`begin_call`] returns a guard that ends the call when it is
+//! Calls in flight are registered (`begin_call` returns a guard that ends the call when it is
 //! dropped, so a cancelled cell ends its calls too), and [`end_all_calls`] ends them all when the
 //! run is stopped by a signal.
 

@@ -19,7 +19,7 @@
 //! - the same view wherever foldbench starts: the mounts are made parents first, so a folder
 //!   bound in (a policy's working folder that is `/` or the home folder) never uncovers
 //!   `/proc`, `/dev`, a hidden folder or a private file (`bwrap_args_with`);
-//! - a cleared environment plus the allow-list of [`allowed_env`];
+//! - a cleared environment plus the allow-list of `allowed_env`;
 //! - `--die-with-parent` and a PID namespace: when the call ends, every process it started,
 //!   `setsid` and double-forked ones included, is killed with it.
 //!
@@ -181,7 +181,7 @@ impl Sandbox {
     }
 
     /// The command that runs `script` with `sh -c` in `root` under this sandbox, with a cleared
-    /// environment plus [`Sandbox::env`] and `stdin` from `/dev/null`. The caller sets the pipes
+    /// environment plus `Sandbox::env` and `stdin` from `/dev/null`. The caller sets the pipes
     /// and the process group.
     pub fn command(&self, root: &Path, script: &str) -> tokio::process::Command {
         tokio::process::Command::from(self.std_command(root, script, &[]))

@@ -88,9 +88,9 @@ pub struct Stats {
     /// Commands that ran.
     pub misses: u64,
     /// Commands that ran and were not stored: they changed `.git` or the archive folder, timed
-    /// out, wrote more than the cache keeps ([`snapshot::CHANGE_FILE_MAX`],
-    /// [`snapshot::CHANGES_MAX`]), or ran where a file is too large to hash whole
-    /// ([`snapshot::HASH_WHOLE_MAX`]).
+    /// out, wrote more than the cache keeps (`snapshot::CHANGE_FILE_MAX`,
+    /// `snapshot::CHANGES_MAX`), or ran where a file is too large to hash whole
+    /// (`snapshot::HASH_WHOLE_MAX`).
     pub uncacheable: u64,
     /// Hits that applied file changes to the workspace.
     pub(crate) replayed: u64,

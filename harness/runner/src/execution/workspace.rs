@@ -69,8 +69,8 @@ impl Workspace {
     pub(crate) const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
     /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
-    /// `foldbench-p<PID>-n<NS>-…` after the process that owns it ([`owned_prefix`]), so
-    /// [`sweep_stale`] can tell a dead
+    /// `foldbench-p<PID>-n<NS>-…` after the process that owns it (`owned_prefix`), so
+    /// `sweep_stale` can tell a dead
     /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
     /// in the fixture is an error), `git init`, everything staged and committed as the first
@@ -175,7 +175,7 @@ impl Workspace {
     /// Runs the task's setup commands in order, with the shell tool's runner (same directory,
     /// sandbox, environment and process-group handling; `limits`' shell timeout per command),
     /// then gives every file, folder and link of the work tree (the root and `.git` itself, not
-    /// what `.git` holds) the time [`FILE_TIME`]. The first command that exits non-zero or times
+    /// what `.git` holds) the time `FILE_TIME`. The first command that exits non-zero or times
     /// out is an error naming it, with its output.
     pub async fn run_setup(
         &self,
@@ -232,7 +232,7 @@ impl Workspace {
     /// files in order of their relative paths, each contributing its path bytes, a 0 byte, the
     /// sha256 of its content and a 0 byte. Symlinks are not followed. Equal files give equal
     /// fingerprints, and a tool-cache snapshot of the workspace gives the same one
-    /// ([`crate::execution::snapshot`]) without reading the files again.
+    /// (`crate::execution::snapshot`) without reading the files again.
     pub fn fingerprint(&self) -> io::Result<String> {
         Ok(crate::execution::snapshot::tree_fingerprint(
             &crate::execution::snapshot::work_tree(&self.root)?,
@@ -241,7 +241,7 @@ impl Workspace {
 
     /// The state a shell command's output can depend on, for the tool cache: every folder, file
     /// and symlink of the work tree with its mode and content, plus what identifies the
-    /// repository's commits and refs and the archives (see [`crate::execution::snapshot`]). Two workspaces
+    /// repository's commits and refs and the archives (see `crate::execution::snapshot`). Two workspaces
     /// made from the same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
         Ok(crate::execution::snapshot::Snapshot::take(&self.root)?.state())
@@ -250,8 +250,8 @@ impl Workspace {
     /// The changes since the first commit as a unified diff (git patch text): the first
     /// commit's tree against the working tree (through the index), untracked files included
     /// with their content, the archive folder excluded. Empty when nothing changed. Bounded: a
-    /// file larger than [`DIFF_FILE_CAP`] is named with its size, not its content, and the text
-    /// stops at [`DIFF_CAP`] bytes with a note of what was left out.
+    /// file larger than `DIFF_FILE_CAP` is named with its size, not its content, and the text
+    /// stops at `DIFF_CAP` bytes with a note of what was left out.
     ///
     /// The workspace's `.git` is not read (its configuration, index, objects and links are the
     /// agent's to change): the first commit comes from foldbench's own copy of its objects and

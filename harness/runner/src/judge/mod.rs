@@ -2,7 +2,7 @@
 //! the models of `foldbench judge run`. The dataset, the gold and the scores are pure and live in
 //! [`harness_core::judgement`], the tables in `harness_report::judgement`; the commands are the
 //! binary's. [`answer`]: how a model answers a card (`--answer tool|text`, `--grammar`);
-//! [`fit`]: fitting a request into `--max-context`.
+//! `fit`: fitting a request into `--max-context`.
 //!
 //! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
 //! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner

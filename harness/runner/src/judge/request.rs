@@ -44,6 +44,6 @@ pub struct JudgeOptions {
     pub price: Price,
     /// Print a line per answered item to stderr.
     pub progress: bool,
-    /// Fit every request into this many o200k tokens ([`crate::judge::fit`]).
+    /// Fit every request into this many o200k tokens (`crate::judge::fit`).
     pub max_context: Option<u64>,
 }

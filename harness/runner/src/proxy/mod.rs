@@ -26,7 +26,7 @@
 //!   agent resumes it, the same requests going upstream.
 //!
 //! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
-//! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
+//! uses to put one proxy in front of each cell; `record` says what the run folder holds.
 
 pub mod conversation;
 mod error;

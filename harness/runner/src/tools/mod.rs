@@ -1,15 +1,15 @@
 //! The execution of the workspace tools the agent calls (docs/design.md §6; each described once
 //! in [`harness_core::tools`]: name, schema, arguments) and the sandbox they run in.
 //!
-//! Every tool resolves its paths through [`resolve`]: absolute paths, paths whose normalisation
+//! Every tool resolves its paths through `resolve`: absolute paths, paths whose normalisation
 //! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused
 //! with an error result, never executed; so are paths into `.git`, and writes to a file with more
 //! than one hard link (its other names may be outside the workspace). The shell runs `sh -c` in
 //! the workspace root inside the [`crate::execution::sandbox::Sandbox`] (bubblewrap when the machine has it), in its own
 //! process group (killed as a whole on timeout), with an allow-listed environment
-//! ([`crate::execution::sandbox::allowed_env`]).
+//! (`crate::execution::sandbox::allowed_env`).
 //!
-//! Tool errors are results the model reads ([`ToolOutput::is_error`]), never panics or `Err`s.
+//! Tool errors are results the model reads (`ToolOutput::is_error`), never panics or `Err`s.
 //!
 //! Output formats (task specs' `expect` strings rely on them):
 //!
