@@ -27,41 +27,43 @@
 //! `recent`, `amortized`, `llm_summarizing`), `swe_agent`, The Complexity Trap's
 //! `hybrid`, and any sequence of them in a [`pipeline`].
 //!
-//! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
-//! [current](registry::current) one, so a program that installs its own registry runs every
-//! command with its policies too. [`sweep`] expands a text with lists or ranges into arms. Errors
+//! Every policy is reached through the [`registry`] (a [`Registry`] of one [`Entry`] per
+//! policy): [`parse_policy`] (a text into a [`PolicySpec`], whose [`Params`] an entry's
+//! constructor reads) and [`build`] use the [current](registry::current) one, so a program that
+//! installs its own registry runs every command with its policies too. [`POLICIES`] and
+//! [`PEERS`] name foldbench's own and the peers' in the order they are shown. [`sweep`] expands a text with lists or ranges into arms. Errors
 //! are typed (`error`): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
 //! [`SweepError`] inside.
 
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub(crate) mod aider;
-pub(crate) mod amortized;
-pub(crate) mod anthropic_compaction;
-pub(crate) mod claude_code;
-pub(crate) mod clear_thinking;
-pub(crate) mod clear_tool_uses;
-pub(crate) mod codex;
-pub(crate) mod compact;
-pub(crate) mod cursor;
-pub(crate) mod error;
+mod aider;
+mod amortized;
+mod anthropic_compaction;
+mod claude_code;
+mod clear_thinking;
+mod clear_tool_uses;
+mod codex;
+mod compact;
+mod cursor;
+mod error;
 pub mod fold;
-pub(crate) mod gemini_cli;
-pub(crate) mod hybrid;
-pub(crate) mod inspect_ai;
-pub(crate) mod llm_summarizing;
+mod gemini_cli;
+mod hybrid;
+mod inspect_ai;
+mod llm_summarizing;
 pub mod none;
-pub(crate) mod observation_masking;
-pub(crate) mod openhands;
-pub(crate) mod params;
+mod observation_masking;
+mod openhands;
+mod params;
 pub mod pipeline;
-pub(crate) mod recent;
+mod recent;
 pub mod registry;
-pub(crate) mod swe_agent;
+mod swe_agent;
 pub mod sweep;
-pub(crate) mod trim;
-pub(crate) mod view;
+mod trim;
+mod view;
 
 use harness_core::policy::Policy;
 

@@ -39,6 +39,13 @@
 //!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
 //!   same work inline, and how much of it ran in parallel.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
+//! - [`page`]: the page of `foldbench replay`.
+//!
+//! At the crate root: [`Replayer`] with its [`ReplayConfig`] and [`ReplayError`]; what it gives
+//! back, a [`SessionReplay`] ([`SessionHeader`], a [`PolicyReplay`] per policy of
+//! [`ReplayedRequest`]s); the fold points' judge [`JudgeKind`] and the unit [`Labels`] it reads;
+//! [`analyze_session`] ([`SessionComposition`] of [`Composition`]s); [`session_truth`]
+//! ([`SessionTruth`], [`ErrorStats`]).
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
 //! `analyze` commands read the files). [`Replayer::replay_all`] may use threads.
@@ -49,15 +56,15 @@
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub(crate) mod analyze;
+mod analyze;
 pub mod answer;
 pub mod caveats;
 pub mod engine;
 pub mod hidden;
-pub(crate) mod labels;
+mod labels;
 pub mod losses;
 pub mod page;
-pub(crate) mod points;
+mod points;
 pub mod report;
 pub mod subagents;
 pub mod transcript;

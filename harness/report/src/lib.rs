@@ -15,6 +15,8 @@
 //! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
+//! - [`answer`]: the answer a report opens with, one line per arm; [`frontier`]: the cost–loss
+//!   frontier it marks.
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
 //! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
 //!   tables and their fit to a width.

@@ -34,7 +34,8 @@
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
 //! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary).
+//! embedded in the binary); [`sim_server`]: the offline upstream (`serve --sim`);
+//! [`file_error`]: the one error of a file or folder the runner could not use.
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
