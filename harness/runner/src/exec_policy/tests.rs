@@ -410,3 +410,53 @@ fn a_save_answered_out_of_protocol_fails_the_policy_naming_it() {
     );
     end_idle();
 }
+
+#[test]
+fn the_topic_example_keeps_the_topics_it_will_fold_across_a_reload() {
+    // examples/policies/fold_on_topic_change.py learns at the end of turn 1 that its topic
+    // ended, and folds it at the end of turn 2: taken out between, it is given it back.
+    set_sandbox(Sandbox::unconfined());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/policies/fold_on_topic_change.py"
+    );
+    let text = ExecText::parse(&format!("python3 {script}")).unwrap();
+    let turn = |t: u32| {
+        vec![
+            Message::user(t, format!("the question of turn {t}"), None),
+            Message::assistant(t, format!("the answer of turn {t}"), vec![]),
+        ]
+    };
+    let next = "a new topic, in a message longer than sixty characters: the user moved on";
+    let folds = |restore: bool| {
+        let mut p = ExecPolicy::start(text.clone(), 100_000);
+        let mut ctx = Context {
+            turn: 1,
+            messages: turn(1),
+            ..Context::default()
+        };
+        assert!(
+            p.end_turn(&ctx, Some(next)).is_empty(),
+            "turn 1 is in progress"
+        );
+        let state = p.saved_state().expect("its state");
+        assert_eq!(state, json!({"start": 2, "pending": [[1, 1]]}));
+        drop(p);
+        let mut p = ExecPolicy::start(text.clone(), 100_000);
+        if restore {
+            p.restore_state(&state);
+        }
+        ctx.turn = 2;
+        ctx.messages.extend(turn(2));
+        let splices = p.end_turn(&ctx, Some("ok"));
+        assert!(p.failed().is_none(), "{:?}", p.failed());
+        splices.iter().map(|s| (s.from, s.to)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        folds(true),
+        [(1, 1)],
+        "the topic of turn 1, folded at the end of turn 2"
+    );
+    assert_eq!(folds(false), [], "started again, it forgot it");
+    end_idle();
+}
