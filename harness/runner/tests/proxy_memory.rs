@@ -517,3 +517,176 @@ async fn hybrid_needs_no_state_across_evictions() {
     assert!(n >= 2, "{policy}: outputs masked at {n} requests");
     assert!(summaries(out.path()) >= 2, "{policy}: two summaries");
 }
+
+/// `tests/policies/stateful.py ARGS` as a policy (counts its plans, clears the tool results but
+/// the last at every third, keeps what it cleared by fingerprint), the registry given `exec:`.
+fn stateful(args: &str) -> String {
+    policies::registry::install(harness_runner::exec_policy::with_exec(
+        policies::registry::Registry::builtin(),
+    ));
+    format!("exec:python3 tests/policies/stateful.py {args}")
+        .trim_end()
+        .to_string()
+}
+
+/// What stateful.py writes in place of a result it cleared.
+const CLEARED_BY_PROCESS: &str = "[cleared by stateful.py]";
+
+#[tokio::test]
+async fn an_exec_policy_that_saves_its_state_sends_the_same_bytes_after_evictions() {
+    for args in ["", "--protocol=1"] {
+        let policy = stateful(args);
+        let (bodies, out, _) = works_the_same_after_evictions(&policy, 3, 3, 60).await;
+        let n = more_of(&bodies, CLEARED_BY_PROCESS);
+        assert!(n >= 2, "{policy}: results cleared at {n} requests");
+        // Its state is in the conversation's state.json, as the process gave it.
+        let (_, state) = all_files(&out.path().join("cells"))
+            .into_iter()
+            .find(|(p, _)| p.ends_with("state.json"))
+            .expect("a state");
+        let state: Value = serde_json::from_slice(&state).unwrap();
+        assert!(
+            state["policy"]["plans"].as_u64() > Some(3),
+            "{policy}: {state}"
+        );
+        assert!(state.get("failed").is_none(), "{policy}: {state}");
+    }
+}
+
+#[tokio::test]
+async fn an_exec_policy_that_does_not_save_its_state_works_after_evictions_and_starts_again() {
+    // A process that does not declare `saves_state` is never sent `save` or `restore` (it
+    // would fail on either): it starts again at each reload, so after an eviction it clears
+    // other results than it would have. So does one that declares it and ignores what it is
+    // given back: the check above sees a state that was not restored.
+    for args in ["--no-save", "--forget"] {
+        let policy = stateful(args);
+        let kept = working(&policy, false, 3, 3, 60).await;
+        let evicted = working(&policy, true, 3, 3, 60).await;
+        for (run, label) in [(&kept, "kept"), (&evicted, "evicted")] {
+            let records = harness_runner::results::read_records(run.1.path()).unwrap();
+            assert_eq!(records.len(), 1, "{policy} {label}");
+            assert!(
+                records[0].error.is_none(),
+                "{policy} {label}: {:?}",
+                records[0].error
+            );
+        }
+        assert_eq!(kept.0.len(), evicted.0.len(), "{policy}");
+        assert_ne!(
+            kept.0, evicted.0,
+            "{policy}: started again at each reload, it sends other requests"
+        );
+        assert!(more_of(&evicted.0, CLEARED_BY_PROCESS) < more_of(&kept.0, CLEARED_BY_PROCESS));
+    }
+}
+
+#[tokio::test]
+async fn an_exec_policy_that_answers_save_out_of_protocol_fails_its_conversation_across_an_eviction(
+) {
+    let policy = stateful("--bad-save");
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let memory = MemoryLimits {
+        idle: Duration::from_millis(1),
+        ..MemoryLimits::default()
+    };
+    let p = proxy_with(&policy, &up, out.path(), work.path(), memory).await;
+    let mut body = two_turns(false);
+    up.push(Reply::Answer("done", vec![]));
+    let (status, _, said) = post(&p, "/v1/messages", &body).await;
+    assert_eq!(status, 200, "{said}");
+    // Its state asked as it left memory (or as the request's state was written): out of
+    // protocol, the policy failed, and it stays failed when the conversation comes back.
+    evicted(out.path(), 1).await;
+    let m = body["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": [text("done")]}));
+    m.push(json!({"role": "user", "content": [text("next turn please")]}));
+    let (status, _, said) = post(&p, "/v1/messages", &body).await;
+    assert_eq!(status, 500, "{said}");
+    assert!(said.contains("the policy failed: policy process"), "{said}");
+    assert!(said.contains("answering the `save` request"), "{said}");
+    assert_eq!(
+        up.bodies().len(),
+        1,
+        "nothing the policy did not decide went upstream"
+    );
+    // Left memory again, failed: its record says why.
+    evicted(out.path(), 2).await;
+    p.stop().await.unwrap();
+    let records = harness_runner::results::read_records(out.path()).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].status, harness_core::record::Status::Error);
+    let error = records[0].error.clone().unwrap_or_default();
+    assert!(
+        error.contains("answering the `save` request, which is answered with \"state\""),
+        "{error}"
+    );
+}
+
+/// A conversation of one turn working (seven requests, a shell call and its output between
+/// each) sent to a proxy under `policy`, started again on its folder before each request with
+/// `restart`: what the upstream received.
+async fn restarted(policy: &str, restart: bool) -> Vec<Bytes> {
+    let up = Upstream::start().await;
+    let out = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let start = || {
+        proxy_with(
+            policy,
+            &up,
+            out.path(),
+            work.path(),
+            MemoryLimits::default(),
+        )
+    };
+    let mut p = start().await;
+    let mut body = two_turns(false);
+    body["messages"][2]["content"][0]["content"] = json!(shell_output(0, 60));
+    for step in 1..=7 {
+        if restart && step > 1 {
+            p.stop().await.unwrap();
+            p = start().await;
+        }
+        let (status, _, said) = post(&p, "/v1/messages", &body).await;
+        assert_eq!(status, 200, "{said}");
+        let id = format!("s{step}");
+        let args = json!({"command": format!("cargo test --step {step}")});
+        let m = body["messages"].as_array_mut().unwrap();
+        m.push(
+            json!({"role": "assistant", "content": [text(&format!("step {step}")),
+            {"type": "tool_use", "id": id, "name": "Bash", "input": args}]}),
+        );
+        m.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": shell_output(step, 60)}]}));
+    }
+    p.stop().await.unwrap();
+    up.raw_bodies()
+}
+
+#[tokio::test]
+async fn an_exec_policy_that_saves_its_state_sends_the_same_bytes_after_restarts() {
+    // Within a turn the turn, edits and cards do not change: the state the proxy writes as it
+    // stops is what carries the process's count across the restart.
+    let policy = stateful("");
+    let kept = restarted(&policy, false).await;
+    let again = restarted(&policy, true).await;
+    assert!(
+        more_of(&kept, CLEARED_BY_PROCESS) >= 2,
+        "{policy}: cleared twice"
+    );
+    assert_eq!(kept.len(), again.len(), "{policy}");
+    for (i, (a, b)) in kept.iter().zip(&again).enumerate() {
+        assert!(
+            a == b,
+            "{policy}: request {i} upstream differs after the restart"
+        );
+    }
+    let policy = stateful("--no-save");
+    assert_ne!(
+        restarted(&policy, false).await,
+        restarted(&policy, true).await,
+        "{policy}: started again at each restart"
+    );
+}

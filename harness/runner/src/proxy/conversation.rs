@@ -210,6 +210,10 @@ pub struct Conversation {
     /// After a restore: the units seen before it (a message of them is in the transcript
     /// already, its calls recorded).
     seen_before_restore: HashSet<ItemKey>,
+    /// Why the policy failed before the conversation left memory (or the proxy stopped): a
+    /// conversation brought back stays failed, as it was in memory, until a new branch starts
+    /// the policy again.
+    failed_before: Option<String>,
 }
 
 impl Conversation {
@@ -256,6 +260,7 @@ impl Conversation {
             prev_prints: None,
             seen_before_restore: HashSet::new(),
             thought: HashMap::new(),
+            failed_before: None,
         })
     }
 
@@ -265,9 +270,9 @@ impl Conversation {
     }
 
     /// Why the policy cannot go on, once it cannot (an `exec:` process that crashed, hung or
-    /// answered out of protocol).
+    /// answered out of protocol), in memory or before the conversation left it.
     pub fn policy_failed(&self) -> Option<String> {
-        self.driver.failed()
+        self.driver.failed().or_else(|| self.failed_before.clone())
     }
 
     /// Whether the policy owns a tool (its calls are answered by the proxy).
@@ -301,6 +306,7 @@ impl Conversation {
         self.stopped = None;
         self.prev_prints = None;
         self.seen_before_restore.clear();
+        self.failed_before = None;
         self.branches += 1;
         Ok(())
     }
