@@ -40,6 +40,7 @@
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
 pub mod agent_cell;
 pub mod agents;
+pub mod arms;
 pub mod atomic;
 pub mod backends;
 pub mod cell;
@@ -50,11 +51,13 @@ pub mod file_error;
 pub mod html;
 pub mod judge;
 pub mod merge;
+pub mod plan;
 pub mod progress;
 pub mod proxy;
 pub mod results;
 pub mod run;
 pub mod sessions;
+pub mod settings;
 pub mod sim_server;
 pub mod tasks;
 pub mod tools;
