@@ -393,7 +393,10 @@ pub fn layered(layer: &Layer, ov: &Overrides) -> Result<Layered, PlanError> {
     };
     let seeds = match &ov.seeds {
         Some(s) => matrix::parse_seeds(s)?,
-        None => layer.seeds.clone().unwrap_or_else(|| DEFAULT_SEEDS.to_vec()),
+        None => layer
+            .seeds
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SEEDS.to_vec()),
     };
     let arms = apply_windows(
         &arms,
@@ -532,11 +535,23 @@ mod tests {
         let over = layered(&layer, &models_only).unwrap();
         assert!(over.arms.iter().all(|a| a.models.is_none()));
         assert!(matches!(
-            layered(&layer, &Overrides { models: texts(&["gpt"]), ..Overrides::default() }),
+            layered(
+                &layer,
+                &Overrides {
+                    models: texts(&["gpt"]),
+                    ..Overrides::default()
+                }
+            ),
             Err(PlanError::Model(ModelLabelError::Unknown { .. }))
         ));
         assert!(matches!(
-            layered(&layer, &Overrides { seeds: Some("3-1".into()), ..Overrides::default() }),
+            layered(
+                &layer,
+                &Overrides {
+                    seeds: Some("3-1".into()),
+                    ..Overrides::default()
+                }
+            ),
             Err(PlanError::Matrix(_))
         ));
     }
@@ -617,18 +632,32 @@ mod tests {
             none_here.layer().unwrap_err().to_string(),
             "--profile ci needs a matrix file: there is no foldbench.yaml here; give --config FILE"
         );
-        assert!(MatrixSource::default().profile_policies().unwrap().is_none());
+        assert!(MatrixSource::default()
+            .profile_policies()
+            .unwrap()
+            .is_none());
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("m.yaml");
-        std::fs::write(&file, "version: 1\nprofiles:\n  default:\n    tasks: [nothing/*.yaml]\n    arms: [nosuch]\n").unwrap();
+        std::fs::write(
+            &file,
+            "version: 1\nprofiles:\n  default:\n    tasks: [nothing/*.yaml]\n    arms: [nosuch]\n",
+        )
+        .unwrap();
         match read_file(&file) {
             Err(PlanError::Problems { what, problems }) => {
                 assert_eq!(what, file.display().to_string());
-                assert!(problems.iter().any(|p| p.message.contains("nosuch")), "{problems:?}");
+                assert!(
+                    problems.iter().any(|p| p.message.contains("nosuch")),
+                    "{problems:?}"
+                );
             }
             other => panic!("{:?}", other.map(|_| ())),
         }
-        std::fs::write(&file, "version: 1\nprofiles:\n  default:\n    tasks: [nothing/*.yaml]\n").unwrap();
+        std::fs::write(
+            &file,
+            "version: 1\nprofiles:\n  default:\n    tasks: [nothing/*.yaml]\n",
+        )
+        .unwrap();
         let source = MatrixSource {
             file: Some(file),
             profile: None,
@@ -637,7 +666,9 @@ mod tests {
             Err(PlanError::Problems { what, problems }) => {
                 assert_eq!(what, "the matrix file");
                 assert_eq!(problems.len(), 1);
-                assert!(problems[0].message.starts_with("no task spec matches `nothing/*.yaml`"));
+                assert!(problems[0]
+                    .message
+                    .starts_with("no task spec matches `nothing/*.yaml`"));
             }
             other => panic!("{:?}", other.map(|_| ())),
         }

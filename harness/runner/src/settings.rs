@@ -203,9 +203,7 @@ impl RunSettings {
             ..CellOptions::default()
         };
         cell.tool_limits.shell_timeout = self.tool_timeout;
-        cell.tool_limits.check_timeout = self
-            .tool_timeout
-            .max(crate::tools::MIN_CHECK_TIMEOUT);
+        cell.tool_limits.check_timeout = self.tool_timeout.max(crate::tools::MIN_CHECK_TIMEOUT);
         cell.cell_timeout = self.cell_timeout;
         // A real model's shell commands are its own (the sim's are the task's), and so are a
         // real agent's whatever its model: without bubblewrap, `auto` refuses them instead of
@@ -365,7 +363,9 @@ mod tests {
 
     #[test]
     fn the_settings_make_the_runs_config_with_its_defaults() {
-        let cfg = plain().config(Vec::new(), Vec::new(), vec![1], &no_env).unwrap();
+        let cfg = plain()
+            .config(Vec::new(), Vec::new(), vec![1], &no_env)
+            .unwrap();
         assert_eq!(cfg.models, ["sim"]);
         assert_eq!(cfg.out, PathBuf::from("results/x"));
         assert_eq!(cfg.jobs, 3);
@@ -390,7 +390,9 @@ mod tests {
         other.replay = Some(PathBuf::from("cassettes/c"));
         other.tool_cache = ToolCacheSetting::Memory;
         other.behaviour_end = End::High;
-        let cfg = other.config(Vec::new(), Vec::new(), vec![1], &no_env).unwrap();
+        let cfg = other
+            .config(Vec::new(), Vec::new(), vec![1], &no_env)
+            .unwrap();
         assert_eq!(cfg.models, ["replay:cassettes/c"]);
         assert_eq!(cfg.replay, Some(PathBuf::from("cassettes/c")));
         assert!(cfg.out.starts_with("results"));

@@ -438,7 +438,9 @@ impl TaskPathError {
 /// when none is given; see [`resolve`].
 pub fn given_or_default(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, TaskPathError> {
     if paths.is_empty() {
-        Ok(vec![default_dir(Path::new("")).map_err(TaskPathError::Folder)?])
+        Ok(vec![
+            default_dir(Path::new("")).map_err(TaskPathError::Folder)?
+        ])
     } else {
         resolve(paths)
     }
@@ -594,7 +596,9 @@ mod tests {
         for name in ["trim-rerun", "x.json"] {
             assert_eq!(bare_name(Path::new(name)), Some(name));
         }
-        for path in ["tasks/x", "x.yaml", "x.yml", "*.yaml", "t?", "[ab]", ".", "..", ""] {
+        for path in [
+            "tasks/x", "x.yaml", "x.yml", "*.yaml", "t?", "[ab]", ".", "..", "",
+        ] {
             assert_eq!(bare_name(Path::new(path)), None, "{path}");
         }
     }

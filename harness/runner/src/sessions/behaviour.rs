@@ -84,7 +84,10 @@ mod tests {
         assert_eq!(shipped.name, Profile::shipped().name);
         let name = shipped.name.clone();
         assert_eq!(describe(shipped.clone(), End::Point), name);
-        assert_eq!(describe(shipped.clone(), End::Low), format!("{name} at low"));
+        assert_eq!(
+            describe(shipped.clone(), End::Low),
+            format!("{name} at low")
+        );
         assert_eq!(describe(shipped, End::High), format!("{name} at high"));
     }
 
