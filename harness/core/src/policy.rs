@@ -268,10 +268,11 @@ pub trait Policy: Send {
     }
 
     /// What the policy remembers from request to request that the context does not give back
-    /// (the folds it makes when the turn ends, the turn of its last card), for a host that takes
-    /// a conversation out of memory and brings it back later (the proxy): it gives it back with
-    /// [`Policy::restore_state`]. `None`, the default: nothing (a memo rebuilt from the context
-    /// is not state).
+    /// (the folds it makes when the turn ends, the turn of its last card, the results it
+    /// cleared for good), for a host that takes a conversation out of memory and brings it back
+    /// later (the proxy): it gives it back with [`Policy::restore_state`]. Message ids do not
+    /// outlive the process: name a message by its [`Message::fingerprint`]. `None`, the
+    /// default: nothing (a memo rebuilt from the context is not state).
     fn saved_state(&self) -> Option<serde_json::Value> {
         None
     }

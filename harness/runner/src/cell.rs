@@ -37,7 +37,6 @@ message that says what you found and what you changed, without calling a tool.";
 pub use crate::cell_checks::{relative_to, run_checks};
 pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
-#[path = "delegate.rs"]
 mod delegate;
 pub use harness_core::session::COMPACTION_PROMPT;
 

@@ -342,5 +342,4 @@ pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFil
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

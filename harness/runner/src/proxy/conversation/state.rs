@@ -78,8 +78,7 @@ pub(super) fn reference(prints: &[(String, u32)], context: &[Arc<Message>]) -> V
 
 /// A message's fingerprint: the sha256 of its JSON (its process-unique id is not in it).
 pub(super) fn fingerprint(m: &Message) -> String {
-    let json = serde_json::to_vec(m).unwrap_or_default();
-    harness_core::digest::sha256_hex(&json)
+    m.fingerprint()
 }
 
 /// A [`Round`] as `state.json` keeps it.
