@@ -846,3 +846,45 @@ fn agent_and_format_names_are_listed_once() {
         "a list of agent or format names outside their descriptors' lists: {found:#?}"
     );
 }
+
+/// The lines of `code` (library code of the CLI file `rel`) that read an environment variable,
+/// from 1; the terminal's width (`COLUMNS`, read in `view.rs`) is presentation and allowed.
+fn environment_reads(rel: &str, code: &str) -> Vec<usize> {
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.split("//").next().unwrap_or("");
+            l.contains("env::var") && !(rel.ends_with("/view.rs") && l.contains("\"COLUMNS\""))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn an_environment_read_in_the_cli_is_found() {
+    let code = "fn a() {\n    let k = std::env::var(\"OPENAI_API_KEY\");\n    // env::var in a comment\n    let h = env::var_os(\"HOME\");\n    let c = std::env::var(\"COLUMNS\");\n}";
+    assert_eq!(environment_reads("harness/cli/src/run.rs", code), [2, 4, 5]);
+    assert_eq!(environment_reads("harness/cli/src/view.rs", code), [2, 4]);
+}
+
+/// The command line reads no environment variable itself (but the terminal's width): an API key
+/// or a setting is read by the library, through the lookup the command passes it
+/// (`harness_runner::settings::process_env`), where a test gives a map instead.
+#[test]
+fn the_cli_reads_the_environment_through_the_library() {
+    let mut found = Vec::new();
+    let files = sources(&["harness/cli/src"]);
+    assert!(files.len() > 20, "{} files of the CLI", files.len());
+    for f in files {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for line in environment_reads(&rel, code) {
+            found.push(format!("{rel}:{line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "environment variables read in the CLI (read them in the library, through a lookup the command passes): {found:#?}"
+    );
+}

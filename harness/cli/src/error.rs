@@ -70,14 +70,11 @@ pub enum Error {
         context: String,
         /// The refusal.
         #[source]
-        source: crate::policy::ArmError,
+        source: harness_runner::arms::ArmError,
     },
     /// A policy text or an arm list refused, in the refusal's own words (exit code 2).
     #[error(transparent)]
-    PolicyText(crate::policy::ArmError),
-    /// A profile, seeds or a partition the matrix reader refused (exit code 2).
-    #[error(transparent)]
-    Matrix(#[from] harness_config::error::MatrixError),
+    PolicyText(harness_runner::arms::ArmError),
     /// Recorded sessions, their filters or their labels refused (exit code 2).
     #[error(transparent)]
     Sessions(#[from] harness_runner::sessions::SessionsError),
@@ -177,7 +174,10 @@ impl Error {
     }
 
     /// An [`Error::Policy`] given in `context` ([`Error::PolicyText`] when `context` is empty).
-    pub fn policy(context: impl Into<String>, source: impl Into<crate::policy::ArmError>) -> Error {
+    pub fn policy(
+        context: impl Into<String>,
+        source: impl Into<harness_runner::arms::ArmError>,
+    ) -> Error {
         let context = context.into();
         if context.is_empty() {
             Error::PolicyText(source.into())
@@ -193,6 +193,36 @@ impl Error {
 impl From<RunError> for Error {
     fn from(e: RunError) -> Error {
         Error::Run(e)
+    }
+}
+
+impl From<harness_runner::plan::PlanError> for Error {
+    /// A matrix that cannot be planned: its problems each on a line as [`problems`] prints
+    /// them, any other refusal as the runner words it (exit code 2 either way).
+    fn from(e: harness_runner::plan::PlanError) -> Error {
+        match e {
+            harness_runner::plan::PlanError::Problems { what, problems: p } => problems(&p, &what),
+            e => Error::refused(e),
+        }
+    }
+}
+
+impl From<harness_runner::settings::SettingsError> for Error {
+    /// Run settings that make no run (exit code 2).
+    fn from(e: harness_runner::settings::SettingsError) -> Error {
+        Error::refused(e)
+    }
+}
+
+impl From<harness_runner::tasks::TaskPathError> for Error {
+    /// Task arguments that name no spec (exit code 2), or a task folder foldbench cannot find
+    /// or unpack (exit code 1).
+    fn from(e: harness_runner::tasks::TaskPathError) -> Error {
+        if e.is_usage() {
+            Error::refused(e)
+        } else {
+            Error::failed(e)
+        }
     }
 }
 
@@ -242,7 +272,6 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
             | Error::Problems(_)
             | Error::Policy { .. }
             | Error::PolicyText(_)
-            | Error::Matrix(_)
             | Error::Sessions(_)
             | Error::Replay(_)
             | Error::Price(_)
