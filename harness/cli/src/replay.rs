@@ -788,5 +788,4 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
 }
 
 #[cfg(test)]
-#[path = "replay_tests.rs"]
 mod tests;
