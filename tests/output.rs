@@ -25,7 +25,7 @@ fn assert_write_error(out: &Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{what}: {err}");
     assert!(
-        err.contains("error: cannot write to standard output: No space left on device"),
+        err.contains("error: cannot write to standard output\ncaused by: No space left on device"),
         "{what}: {err}"
     );
     assert!(!err.contains("panicked"), "{what}: {err}");
@@ -157,7 +157,7 @@ fn every_command_that_prints_fails_with_exit_1_when_standard_output_is_closed() 
         assert_eq!(out.status.code(), Some(1), "{what}: {err}");
         assert!(
             err.contains(
-                "error: cannot write to standard output: it was closed when foldbench started"
+                "error: cannot write to standard output\ncaused by: it was closed when foldbench started"
             ),
             "{what}: {err}"
         );
@@ -278,7 +278,7 @@ fn requests_out_to_a_full_device_is_an_error_not_a_success() {
         assert_eq!(out.status.code(), Some(1), "{command}: {err}");
         assert!(
             err.contains(&format!(
-                "error: cannot write {full}: No space left on device"
+                "error: cannot write {full}\ncaused by: No space left on device"
             )),
             "{command}: {err}"
         );
@@ -351,7 +351,9 @@ fn an_output_file_that_cannot_be_written_whole_is_not_written_at_all() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{file}: {err}");
         assert!(
-            err.contains(&format!("error: cannot write {file}: File too large")),
+            err.contains(&format!(
+                "error: cannot write {file}\ncaused by: File too large"
+            )),
             "{file}: {err}"
         );
     }
@@ -386,7 +388,7 @@ fn a_run_whose_disk_fills_leaves_no_temporary_matrix() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("cannot write") && err.contains("matrix.json: File too large"),
+        err.contains("cannot write") && err.contains("matrix.json\ncaused by: File too large"),
         "{err}"
     );
     let left = names(&run);

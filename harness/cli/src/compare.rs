@@ -7,15 +7,16 @@
 //!
 //! Thresholds come from the matrix file's `regression:` section (profile layered as for `run`),
 //! then `--threshold metric=value` flags; without either, `harness_report::compare::
-//! default_thresholds` (no success flip, re-runs +0.5, median request +5%). The logic is
-//! `harness_report::compare`; this module reads records and writes reports.
+//! default_thresholds` (no success flip, re-runs +0.5, median request +5%); the layering is
+//! `harness_core::regression::thresholds`. The logic is `harness_report::compare`; this module
+//! reads records and writes reports.
 
 use std::path::PathBuf;
 
-use harness_report::compare::{self, Threshold};
+use harness_report::compare;
 
 use crate::error::{Code, Error};
-use crate::format::{self, OutputFormat};
+use crate::format::{self, Document, Form, Format, Outputs};
 use crate::matrix::ConfigArgs;
 
 /// `foldbench compare`.
@@ -38,8 +39,8 @@ pub struct CompareArgs {
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_parser = format::parser(format::COMPARE))]
-    pub format: Option<OutputFormat>,
+    #[arg(long, value_parser = format::parser(&OUTPUTS))]
+    pub format: Option<Format>,
     /// Write to FILE; the extension picks the format (.md, .json, .txt). Repeatable.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Vec<PathBuf>,
@@ -48,65 +49,78 @@ pub struct CompareArgs {
     pub config: ConfigArgs,
 }
 
-fn render(
-    f: OutputFormat,
-    c: &compare::Comparison,
-    a: &CompareArgs,
-) -> Result<String, serde_json::Error> {
-    Ok(match f {
-        OutputFormat::Md => compare::markdown(
-            c,
-            &a.base.display().to_string(),
-            &a.new.display().to_string(),
-        ),
-        OutputFormat::Json => format!("{}\n", serde_json::to_string_pretty(c)?),
-        // The table (`--format` and `-o` take no other).
-        _ => {
-            let mut s = format!("{}\n", compare::table(c).to_terminal());
-            for n in compare::notes(c) {
-                s.push_str(&n);
-                s.push('\n');
-            }
-            s
+/// What `compare` prints, with the line `--format`'s help shows for each.
+pub static OUTPUTS: Outputs = Outputs {
+    terminal: Some("A terminal table and notes"),
+    markdown: Some("Markdown (a CI job summary)"),
+    csv: None,
+    json: Some("JSON"),
+    junit: None,
+    chart: None,
+    page: None,
+};
+
+/// A comparison of two runs, in no format yet.
+struct CompareDoc<'a> {
+    c: &'a compare::Comparison,
+    a: &'a CompareArgs,
+}
+
+impl Document for CompareDoc<'_> {
+    fn terminal(&self) -> Form {
+        let mut s = format!("{}\n", compare::table(self.c).to_terminal());
+        for n in compare::notes(self.c) {
+            s.push_str(&n);
+            s.push('\n');
         }
-    })
+        Some(Ok(s))
+    }
+
+    fn markdown(&self) -> Form {
+        Some(Ok(compare::markdown(
+            self.c,
+            &self.a.base.display().to_string(),
+            &self.a.new.display().to_string(),
+        )))
+    }
+
+    fn csv(&self) -> Form {
+        None
+    }
+
+    fn json(&self) -> Form {
+        Some(
+            serde_json::to_string_pretty(self.c)
+                .map(|j| format!("{j}\n"))
+                .map_err(Error::from),
+        )
+    }
+
+    fn junit(&self) -> Form {
+        None
+    }
+
+    fn chart(&self) -> Form {
+        None
+    }
+
+    fn page(&self) -> Form {
+        None
+    }
 }
 
 /// Runs `foldbench compare`.
 pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
-    let (_, _, layer) = crate::matrix::profile(&a.config)?;
-    let mut thresholds = if layer.regression.is_empty() {
-        compare::default_thresholds()
-    } else {
-        layer.regression
-    };
-    let names = compare::metric_names();
-    for t in &a.thresholds {
-        let Some((m, v)) = t.split_once('=') else {
-            return Err(Error::Usage(format!(
-                "--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"
-            )));
-        };
-        if !names.contains(&m.trim()) {
-            return Err(Error::Usage(format!(
-                "--threshold {t}: unknown metric `{m}`; expected one of: {}",
-                names.join(", ")
-            )));
-        }
-        let x =
-            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}: "), e))?;
-        thresholds.insert(m.trim().to_string(), x);
-    }
+    let (_, _, layer) = a.config.source().layer()?;
+    let thresholds = harness_core::regression::thresholds(layer.regression, &a.thresholds)
+        .map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
-        // The report's reading of an extension, among the formats compare writes.
-        let f = crate::report::format_of_path(p)
-            .ok()
-            .filter(|f| format::COMPARE.iter().any(|(c, _)| c == f));
-        let Some(f) = f else {
+        let Some(f) = format::for_path(p, &OUTPUTS) else {
             return Err(Error::Usage(format!(
-                "cannot tell the format of {} from its extension; use .md, .json or .txt",
-                p.display()
+                "cannot tell the format of {} from its extension; use {}",
+                p.display(),
+                format::extension_hints(&OUTPUTS)
             )));
         };
         outputs.push((p.clone(), f));
@@ -119,14 +133,14 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
     let c = compare::compare(&base, &new, &thresholds);
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(OutputFormat::Table),
+        (None, true) => Some(format::default()),
         (None, false) => None,
     };
     if let Some(f) = stdout {
-        crate::out::print(&render(f, &c, &a)?)?;
+        crate::out::print(&f.render(&CompareDoc { c: &c, a: &a })?)?;
     }
     for (path, f) in outputs {
-        let s = render(f, &c, &a)?;
+        let s = f.render(&CompareDoc { c: &c, a: &a })?;
         harness_runner::atomic::write(&path, s.as_bytes())
             .map_err(|source| Error::Write { path, source })?;
     }

@@ -11,9 +11,15 @@
 //! | 100 | a cell ended in an infrastructure error, a cell failed under `--fail-on-failure`, a regression or missing cells under `compare --fail-on-regression`, cells in no shard (`merge`) ([`Code::Failed`]) |
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
 //!
-//! An error that a library gave carries it, typed, as its [`std::error::Error::source`]. Its
-//! `Display` is the whole text printed (`error: ` and the message, the cause's words quoted in
-//! it as they always were), so printing an error is printing it, never walking its chain.
+//! An error that a library gave carries it, typed, as its [`std::error::Error::source`]. A
+//! message says what failed and never repeats its cause's words; [`print`] walks the chain once,
+//! as nextest does:
+//!
+//! ```text
+//! error: --sandbox bwrap: bubblewrap does not work here; install bubblewrap (Debian: apt install bubblewrap) or pass --sandbox auto
+//! caused by: cannot run /usr/bin/bwrap
+//! caused by: Permission denied (os error 13)
+//! ```
 
 use std::fmt;
 use std::io;
@@ -43,45 +49,46 @@ pub enum Code {
     Exit(u8),
 }
 
-/// Why a command stopped.
+/// Why a command stopped. Each message says what failed and keeps its cause as the
+/// [`std::error::Error::source`]; [`print`] writes `error: ` and the message, then one
+/// `caused by: ` line per cause.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Bad usage or bad input the command line found itself; the message says what and where
     /// (exit code 2).
-    #[error("error: {0}")]
+    #[error("{0}")]
     Usage(String),
     /// Several problems, each already a whole line (`file:line:col: what`), after a header
     /// line; printed as they are (exit code 2).
     #[error("{}", .0.join("\n"))]
     Problems(Vec<String>),
-    /// A policy text or an arm list refused (exit code 2); `context` says where it was given
-    /// (`--policy: `), empty when the message says it.
-    #[error("error: {context}{source}")]
+    /// A policy text or an arm list refused (exit code 2), given in `context` (`--policy`).
+    #[error("{context}")]
     Policy {
-        /// What comes before the refusal (a flag, its value).
+        /// Where it was given (a flag, its value).
         context: String,
         /// The refusal.
         #[source]
-        source: crate::policy::ArmError,
+        source: harness_runner::arms::ArmError,
     },
-    /// A profile, seeds or a partition the matrix reader refused (exit code 2).
-    #[error("error: {0}")]
-    Matrix(#[from] harness_config::error::MatrixError),
+    /// A policy text or an arm list refused, in the refusal's own words (exit code 2).
+    #[error(transparent)]
+    PolicyText(harness_runner::arms::ArmError),
     /// Recorded sessions, their filters or their labels refused (exit code 2).
-    #[error("error: {0}")]
+    #[error(transparent)]
     Sessions(#[from] harness_runner::sessions::SessionsError),
     /// Policies a replay cannot start with (exit code 2).
-    #[error("error: {0}")]
+    #[error(transparent)]
     Replay(#[from] harness_replay::engine::ReplayError),
     /// A `--price` flag refused (exit code 2).
-    #[error("error: --price {0}")]
+    #[error("--price")]
     Price(#[source] harness_core::prices::PriceError),
     /// A report's output or input refused (exit code 2).
-    #[error("error: {0}")]
+    #[error(transparent)]
     Report(#[from] crate::report::ReportError),
     /// A file or folder the user named that cannot be read (exit code 2).
-    #[error("error: cannot read {what}: {source}")]
+    #[error("cannot read {what}")]
     Read {
         /// What it is (`the matrix file foldbench.yaml`, a path).
         what: String,
@@ -90,7 +97,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A file foldbench could not write (exit code 1).
-    #[error("error: cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
@@ -99,49 +106,53 @@ pub enum Error {
         source: io::Error,
     },
     /// Standard output could not be written (exit code 1).
-    #[error("error: cannot write to standard output: {0}")]
+    #[error("cannot write to standard output")]
     Stdout(#[source] io::Error),
     /// A document that did not serialize (exit code 1).
-    #[error("error: {0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// A run the runner refused (exit code 2) or could not record (exit code 1).
-    #[error("error: {0}")]
-    Run(#[source] RunError),
+    #[error(transparent)]
+    Run(RunError),
     /// Shards that do not fit together (exit code 2), or a merge that could not be written
     /// (exit code 1).
-    #[error("error: {0}")]
+    #[error(transparent)]
     Merge(#[from] MergeError),
-    /// The user's input, refused by a library (exit code 2): `context` (a flag, a path), then
-    /// the library's error.
-    #[error("error: {context}{source}")]
+    /// The user's input, refused by a library (exit code 2): `context` (a flag, a path) says
+    /// where, the library's error is the cause.
+    #[error("{context}")]
     Refused {
-        /// What comes before the library's message (`--agent codex: `), often nothing.
+        /// Where the input was given (`--agent codex`).
         context: String,
         /// The library's error.
         #[source]
         source: Cause,
     },
-    /// A library failed at what it was asked (exit code 1): `context`, then its error.
-    #[error("error: {context}{source}")]
+    /// The user's input, refused by a library in its own words alone (exit code 2).
+    #[error(transparent)]
+    RefusedBy(Cause),
+    /// A library failed at what it was asked (exit code 1): `context` says what, its error is
+    /// the cause.
+    #[error("{context}")]
     Failed {
-        /// What comes before the library's message (`cannot start the runtime: `).
+        /// What failed (`cannot start the runtime`).
         context: String,
         /// The library's error.
         #[source]
         source: Cause,
     },
+    /// A library failed at what it was asked, in its own words alone (exit code 1).
+    #[error(transparent)]
+    FailedBy(Cause),
 }
 
 impl Error {
-    /// An [`Error::Refused`] without context: the library's message is the whole message.
+    /// An [`Error::RefusedBy`]: the library's message is the whole message.
     pub fn refused(source: impl Into<Cause>) -> Error {
-        Error::Refused {
-            context: String::new(),
-            source: source.into(),
-        }
+        Error::RefusedBy(source.into())
     }
 
-    /// An [`Error::Refused`] whose message follows `context`.
+    /// An [`Error::Refused`]: `context` says where the input was given.
     pub fn refused_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
         Error::Refused {
             context: context.into(),
@@ -149,15 +160,12 @@ impl Error {
         }
     }
 
-    /// An [`Error::Failed`] without context.
+    /// An [`Error::FailedBy`]: the library's message is the whole message.
     pub fn failed(source: impl Into<Cause>) -> Error {
-        Error::Failed {
-            context: String::new(),
-            source: source.into(),
-        }
+        Error::FailedBy(source.into())
     }
 
-    /// An [`Error::Failed`] whose message follows `context`.
+    /// An [`Error::Failed`]: `context` says what failed.
     pub fn failed_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
         Error::Failed {
             context: context.into(),
@@ -165,11 +173,19 @@ impl Error {
         }
     }
 
-    /// An [`Error::Policy`] whose refusal follows `context`.
-    pub fn policy(context: impl Into<String>, source: impl Into<crate::policy::ArmError>) -> Error {
-        Error::Policy {
-            context: context.into(),
-            source: source.into(),
+    /// An [`Error::Policy`] given in `context` ([`Error::PolicyText`] when `context` is empty).
+    pub fn policy(
+        context: impl Into<String>,
+        source: impl Into<harness_runner::arms::ArmError>,
+    ) -> Error {
+        let context = context.into();
+        if context.is_empty() {
+            Error::PolicyText(source.into())
+        } else {
+            Error::Policy {
+                context,
+                source: source.into(),
+            }
         }
     }
 }
@@ -177,6 +193,36 @@ impl Error {
 impl From<RunError> for Error {
     fn from(e: RunError) -> Error {
         Error::Run(e)
+    }
+}
+
+impl From<harness_runner::plan::PlanError> for Error {
+    /// A matrix that cannot be planned: its problems each on a line as [`problems`] prints
+    /// them, any other refusal as the runner words it (exit code 2 either way).
+    fn from(e: harness_runner::plan::PlanError) -> Error {
+        match e {
+            harness_runner::plan::PlanError::Problems { what, problems: p } => problems(&p, &what),
+            e => Error::refused(e),
+        }
+    }
+}
+
+impl From<harness_runner::settings::SettingsError> for Error {
+    /// Run settings that make no run (exit code 2).
+    fn from(e: harness_runner::settings::SettingsError) -> Error {
+        Error::refused(e)
+    }
+}
+
+impl From<harness_runner::tasks::TaskPathError> for Error {
+    /// Task arguments that name no spec (exit code 2), or a task folder foldbench cannot find
+    /// or unpack (exit code 1).
+    fn from(e: harness_runner::tasks::TaskPathError) -> Error {
+        if e.is_usage() {
+            Error::refused(e)
+        } else {
+            Error::failed(e)
+        }
     }
 }
 
@@ -211,9 +257,13 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
         Ok(Code::NoCells) => EXIT_NO_CELLS,
         Ok(Code::Failed) => EXIT_FAILED,
         Ok(Code::Exit(c)) => *c,
-        Err(Error::Write { .. } | Error::Stdout(_) | Error::Json(_) | Error::Failed { .. }) => {
-            EXIT_INTERNAL
-        }
+        Err(
+            Error::Write { .. }
+            | Error::Stdout(_)
+            | Error::Json(_)
+            | Error::Failed { .. }
+            | Error::FailedBy(_),
+        ) => EXIT_INTERNAL,
         Err(Error::Run(e)) if e.is_usage() => EXIT_USAGE,
         Err(Error::Merge(e)) if e.is_usage() => EXIT_USAGE,
         Err(Error::Run(_) | Error::Merge(_)) => EXIT_INTERNAL,
@@ -221,24 +271,49 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
             Error::Usage(_)
             | Error::Problems(_)
             | Error::Policy { .. }
-            | Error::Matrix(_)
+            | Error::PolicyText(_)
             | Error::Sessions(_)
             | Error::Replay(_)
             | Error::Price(_)
             | Error::Report(_)
             | Error::Read { .. }
-            | Error::Refused { .. },
+            | Error::Refused { .. }
+            | Error::RefusedBy(_),
         ) => EXIT_USAGE,
     }
 }
 
-/// The process exit code of a command's result, after printing its error to stderr (clap's
-/// own usage errors come as an empty [`Error::Problems`]: clap has printed them).
+/// The text [`print`] writes for an error: `error: ` and its message, then `caused by: ` and
+/// each cause down the chain, one to a line. [`Error::Problems`] is its lines as they are (each
+/// says its own `file:line:col`; the last is the `error: N problems` line).
+pub fn render(error: &Error) -> String {
+    if let Error::Problems(lines) = error {
+        return lines.join("\n");
+    }
+    let mut text = String::new();
+    for (i, e) in harness_core::error_chain::chain(error).enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(if i == 0 { "error: " } else { "caused by: " });
+        text.push_str(&e.to_string());
+    }
+    text
+}
+
+/// Prints an error on stderr as [`render`] writes it (clap's own usage errors come as an empty
+/// [`Error::Problems`]: clap has printed them).
+pub fn print(error: &Error) {
+    match error {
+        Error::Problems(lines) if lines.is_empty() => {}
+        e => eprintln!("{}", render(e)),
+    }
+}
+
+/// The process exit code of a command's result, after printing its error to stderr.
 pub fn exit_code(result: Result<Code, Error>) -> ExitCode {
-    match &result {
-        Err(Error::Problems(lines)) if lines.is_empty() => {}
-        Err(e) => eprintln!("{e}"),
-        Ok(_) => {}
+    if let Err(e) = &result {
+        print(e);
     }
     ExitCode::from(code_of(&result))
 }
@@ -246,19 +321,21 @@ pub fn exit_code(result: Result<Code, Error>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
+    use std::sync::Arc;
 
+    use harness_runner::execution::sandbox::{ProbeError, SandboxError};
     use harness_runner::file_error::FileError;
 
     use super::*;
 
     #[test]
     fn errors_print_as_before_and_map_to_their_codes() {
+        assert_eq!(render(&Error::Usage("bad flag".into())), "error: bad flag");
         assert_eq!(
-            Error::Usage("bad flag".into()).to_string(),
-            "error: bad flag"
-        );
-        assert_eq!(
-            Error::Problems(vec!["2 problems:".into(), "a.yaml:1:1: x".into()]).to_string(),
+            render(&Error::Problems(vec![
+                "2 problems:".into(),
+                "a.yaml:1:1: x".into()
+            ])),
             "2 problems:\na.yaml:1:1: x"
         );
         let cases: Vec<(Result<Code, Error>, u8)> = vec![
@@ -267,7 +344,12 @@ mod tests {
             (Ok(Code::Failed), EXIT_FAILED),
             (Err(Error::Usage("flag".into())), EXIT_USAGE),
             (Err(Error::refused("no such task")), EXIT_USAGE),
+            (Err(Error::refused_in("--x", "no such task")), EXIT_USAGE),
             (Err(Error::failed("disk full")), EXIT_INTERNAL),
+            (
+                Err(Error::failed_in("cannot start", "disk full")),
+                EXIT_INTERNAL,
+            ),
             (
                 Err(Error::Run(RunError::DelegateUnderAgent { arm: "x".into() })),
                 EXIT_USAGE,
@@ -296,15 +378,49 @@ mod tests {
     }
 
     #[test]
-    fn a_librarys_error_is_the_source_and_its_words_the_message() {
+    fn a_three_level_chain_prints_once() {
+        let e = Error::refused(SandboxError::Bwrap(ProbeError::Run {
+            path: PathBuf::from("/usr/bin/bwrap"),
+            source: Arc::new(io::Error::from(io::ErrorKind::PermissionDenied)),
+        }));
+        let text = render(&e);
+        assert_eq!(
+            text,
+            "error: --sandbox bwrap: bubblewrap does not work here; install bubblewrap \
+             (Debian: apt install bubblewrap) or pass --sandbox auto\n\
+             caused by: cannot run /usr/bin/bwrap\n\
+             caused by: permission denied"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let words: Vec<&str> = lines
+            .iter()
+            .map(|l| {
+                l.trim_start_matches("error: ")
+                    .trim_start_matches("caused by: ")
+            })
+            .collect();
+        for (i, a) in words.iter().enumerate() {
+            for (j, b) in words.iter().enumerate() {
+                assert!(
+                    i == j || !a.contains(b),
+                    "line {i} repeats line {j}: {text}"
+                );
+            }
+        }
+        assert_eq!(harness_core::one_line(&e), words.join(": "));
+        assert_eq!(code_of(&Err(e)), EXIT_USAGE);
+    }
+
+    #[test]
+    fn a_librarys_error_is_the_source_and_the_message_says_what_failed() {
         let io = io::Error::new(io::ErrorKind::NotFound, "No such file or directory");
         let e = Error::Write {
             path: PathBuf::from("out/x.json"),
             source: io,
         };
         assert_eq!(
-            e.to_string(),
-            "error: cannot write out/x.json: No such file or directory"
+            render(&e),
+            "error: cannot write out/x.json\ncaused by: No such file or directory"
         );
         let source = e.source().expect("the IO error is kept");
         assert_eq!(
@@ -314,15 +430,19 @@ mod tests {
         assert_eq!(code_of(&Err(e)), EXIT_INTERNAL);
 
         let policy = policies::parse_policy("nosuch").unwrap_err();
-        let e = Error::policy("--policy: ", policy.clone());
-        assert_eq!(e.to_string(), format!("error: --policy: {policy}"));
+        let e = Error::policy("--policy", policy.clone());
+        assert_eq!(render(&e), format!("error: --policy\ncaused by: {policy}"));
         assert!(e
             .source()
             .is_some_and(|s| s.to_string() == policy.to_string()));
         assert_eq!(code_of(&Err(e)), EXIT_USAGE);
+        let e = Error::policy("", policy.clone());
+        assert_eq!(render(&e), format!("error: {policy}"));
 
-        let e = Error::refused_in("--agent x: ", "not found");
-        assert_eq!(e.to_string(), "error: --agent x: not found");
+        let e = Error::refused_in("--agent x", "not found");
+        assert_eq!(render(&e), "error: --agent x\ncaused by: not found");
+        let e = Error::refused("not found");
+        assert_eq!(render(&e), "error: not found");
     }
 
     #[test]
@@ -334,8 +454,8 @@ mod tests {
             source: io::Error::new(io::ErrorKind::PermissionDenied, "Permission denied"),
         })));
         assert_eq!(
-            e.to_string(),
-            "error: cannot lock out/run.lock: Permission denied"
+            render(&e),
+            "error: cannot lock out/run.lock\ncaused by: Permission denied"
         );
         let mut chain = Vec::new();
         let mut at: Option<&dyn std::error::Error> = e.source();
@@ -356,7 +476,7 @@ mod tests {
             holder: Some("42".into()),
         }));
         assert_eq!(
-            busy.to_string(),
+            render(&busy),
             "error: out is in use by another foldbench run (pid 42), which holds out/run.lock; \
              wait for it to end, or give another --out"
         );

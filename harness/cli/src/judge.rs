@@ -40,7 +40,7 @@ use harness_runner::judge::answer::Answering;
 use harness_runner::judge::*;
 
 use crate::error::{Code, Error};
-use crate::format::{self, OutputFormat};
+use crate::format::{self, Document, Form, Format, Outputs, Text};
 use harness_runner::results::write_lines;
 
 /// `foldbench judge ...`.
@@ -72,8 +72,8 @@ pub struct BuildArgs {
     #[arg(long, value_parser = crate::limits::jobs)]
     pub jobs: Option<usize>,
     /// Output format of the summary tables.
-    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    #[arg(long, value_parser = format::parser(&OUTPUTS), default_value = "table")]
+    pub format: Format,
 }
 
 /// `judge run`.
@@ -143,8 +143,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "out")]
     pub out: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_parser = format::parser(format::JUDGE), default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    #[arg(long, value_parser = format::parser(&OUTPUTS), default_value = "table")]
+    pub format: Format,
     /// Only items of this source (`task`, `claude-code`, ...).
     #[arg(long)]
     pub source: Option<String>,
@@ -193,19 +193,62 @@ pub async fn main(cmd: JudgeCommand) -> Result<Code, Error> {
     }
 }
 
-fn print_tables(
-    tables: &[(&str, harness_report::render::Table)],
-    format: OutputFormat,
-) -> Result<(), Error> {
-    for (title, t) in tables {
-        match format {
-            OutputFormat::Table => crate::out::line(&format!("{title}\n{}\n", t.to_terminal()))?,
-            OutputFormat::Md => crate::out::line(&format!("### {title}\n\n{}", t.to_markdown()))?,
-            // CSV and JSON print no titled tables (the caller prints them whole).
-            _ => {}
+/// What `judge build` and `judge run` print, with the line `--format`'s help shows for each.
+pub static OUTPUTS: Outputs = Outputs {
+    terminal: Some("Terminal tables"),
+    markdown: Some("GitHub Markdown"),
+    csv: Some("CSV (the scores table only, for `run`; the filter table for `build`)"),
+    json: Some("JSON"),
+    junit: None,
+    chart: None,
+    page: None,
+};
+
+/// What `judge build` or `judge run` prints, in no format yet: titled tables, the one CSV
+/// prints, and the JSON document.
+struct JudgeDoc {
+    tables: Vec<(&'static str, harness_report::render::Table)>,
+    csv: harness_report::render::Table,
+    json: String,
+}
+
+impl JudgeDoc {
+    fn text(&self, mut out: Box<dyn Text>) -> Form {
+        for (title, t) in &self.tables {
+            out.titled_table(title, t);
         }
+        Some(Ok(out.finish()))
     }
-    Ok(())
+}
+
+impl Document for JudgeDoc {
+    fn terminal(&self) -> Form {
+        self.text(format::TerminalText::new())
+    }
+
+    fn markdown(&self) -> Form {
+        self.text(format::MarkdownText::new())
+    }
+
+    fn csv(&self) -> Form {
+        Some(Ok(self.csv.to_csv()))
+    }
+
+    fn json(&self) -> Form {
+        Some(Ok(format!("{}\n", self.json)))
+    }
+
+    fn junit(&self) -> Form {
+        None
+    }
+
+    fn chart(&self) -> Form {
+        None
+    }
+
+    fn page(&self) -> Form {
+        None
+    }
 }
 
 /// The `--from` word that stands for your own history: the default places `replay` reads.
@@ -225,7 +268,7 @@ fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
             "judge build --from",
             &harness_runner::progress::say,
         )
-        .map_err(|e| Error::refused_in("--from history: ", e))?;
+        .map_err(|e| Error::refused_in("--from history", e))?;
         let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
             places.into_iter().partition(|d| has_labels(d));
         if labelled.is_empty() {
@@ -266,25 +309,21 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
         source,
     })?;
     let stats = judgement::dataset_stats(&items);
-    match a.format {
-        OutputFormat::Json => crate::out::line(&serde_json::to_string_pretty(&stats)?)?,
-        OutputFormat::Csv => {
-            crate::out::print(&harness_report::judgement::filter_table(&stats).to_csv())?
-        }
-        f => print_tables(
-            &[
-                (
-                    "The host's filter",
-                    harness_report::judgement::filter_table(&stats),
-                ),
-                (
-                    "The lexical rule at labelled turn boundaries",
-                    harness_report::judgement::lexical_table(&stats),
-                ),
-            ],
-            f,
-        )?,
-    }
+    let doc = JudgeDoc {
+        tables: vec![
+            (
+                "The host's filter",
+                harness_report::judgement::filter_table(&stats),
+            ),
+            (
+                "The lexical rule at labelled turn boundaries",
+                harness_report::judgement::lexical_table(&stats),
+            ),
+        ],
+        csv: harness_report::judgement::filter_table(&stats),
+        json: serde_json::to_string_pretty(&stats)?,
+    };
+    crate::out::print(&a.format.render(&doc)?)?;
     eprintln!(
         "{} items ({} with a card at the threshold) from {} task source(s) and {} labelled session(s) in {:.1}s → {}",
         items.len(),
@@ -364,32 +403,27 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         .collect();
     let stats = judgement::dataset_stats(&items);
     write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
-    match a.format {
-        OutputFormat::Json => {
-            let v = serde_json::json!({ "scores": aggs, "sources": stats });
-            crate::out::line(&serde_json::to_string_pretty(&v)?)?;
-        }
-        OutputFormat::Csv => {
-            crate::out::print(&harness_report::judgement::scores_table(&aggs).to_csv())?
-        }
-        f => print_tables(
-            &[
-                (
-                    "Boundary judgement",
-                    harness_report::judgement::scores_table(&aggs),
-                ),
-                (
-                    "The host's filter",
-                    harness_report::judgement::filter_table(&stats),
-                ),
-                (
-                    "The lexical rule at labelled turn boundaries",
-                    harness_report::judgement::lexical_table(&stats),
-                ),
-            ],
-            f,
+    let doc = JudgeDoc {
+        tables: vec![
+            (
+                "Boundary judgement",
+                harness_report::judgement::scores_table(&aggs),
+            ),
+            (
+                "The host's filter",
+                harness_report::judgement::filter_table(&stats),
+            ),
+            (
+                "The lexical rule at labelled turn boundaries",
+                harness_report::judgement::lexical_table(&stats),
+            ),
+        ],
+        csv: harness_report::judgement::scores_table(&aggs),
+        json: serde_json::to_string_pretty(
+            &serde_json::json!({ "scores": aggs, "sources": stats }),
         )?,
-    }
+    };
+    crate::out::print(&a.format.render(&doc)?)?;
     let errors: usize = aggs.iter().map(|x| x.errors).sum();
     eprintln!(
         "{} items × {} models{}",

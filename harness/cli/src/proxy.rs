@@ -63,7 +63,7 @@ pub struct ProxyArgs {
 /// Serves until SIGINT or SIGTERM, then writes the records.
 pub async fn cmd(a: ProxyArgs) -> Result<Code, Error> {
     let policy = policies::parse_policy(&a.policy)
-        .map_err(|e| Error::policy(format!("--policy {}: ", a.policy), e))?;
+        .map_err(|e| Error::policy(format!("--policy {}", a.policy), e))?;
     if policy.delegate {
         return Err(Error::Usage(format!(
             "--policy {}: `+delegate` is foldbench's own loop's tool; an agent behind the proxy delegates with its own (give the policy without it)",

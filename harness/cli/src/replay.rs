@@ -3,7 +3,7 @@
 //! policy or split into what the model read (docs/design.md §11).
 //!
 //! This module parses the flags and prints the tables and writes the per-request records; the
-//! runner's `sessions` wing finds and reads the files and the labels
+//! runner's `sessions` module finds and reads the files and the labels
 //! (`harness_runner::sessions`), and the replay, the analysis and the reports are the pure
 //! `harness-replay` crate.
 //!
@@ -32,19 +32,18 @@ use harness_report::fmt::count;
 use harness_report::render::Table;
 use harness_report::view::Kind;
 use harness_runner::sessions::{self, history::Filter, load::Loaded};
+use harness_runner::settings::jobs_or_cores;
 use serde::Serialize;
 
 use crate::error::{Code, Error};
-use crate::format::{self, OutputFormat};
+use crate::format::{self, Document, Form, Format, Outputs, Text};
 use crate::view::{ViewArgs, ViewName};
 
 /// `analyze`'s tables: every column, as before views.
 const ALL: ViewArgs = ViewArgs {
     view: ViewName::All,
 };
-use crate::replay_answer::{
-    page_opening, print_frontier, print_heading, print_lines, print_verdict,
-};
+use crate::replay_answer::{page_opening, write_frontier, write_verdict};
 use crate::replay_json::{session_json, write_requests, ReplayJson};
 
 /// Which judge gives the fold points (the command line's spelling of [`JudgeKind`]).
@@ -103,8 +102,8 @@ pub struct SourceArgs {
     #[arg(long)]
     pub labels: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_parser = format::parser(format::REPLAY), default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    #[arg(long, value_parser = format::parser(&OUTPUTS), default_value = "table")]
+    pub format: Format,
     /// Write one JSON record per request to this file (JSON lines, for plots).
     #[arg(long)]
     pub requests_out: Option<PathBuf>,
@@ -122,7 +121,7 @@ pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else
-    /// [`default_policies`]); the help texts are made by `cli::with_policy_help`.
+    /// [`harness_replay::arms::default_policies`]); the help texts are made by `cli::with_policy_help`.
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -161,15 +160,6 @@ pub struct ReplayArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     source: SourceArgs,
-}
-
-fn threads(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-    })
-    .max(1)
 }
 
 /// Reads the sessions of `--since`, `--until`, `--project`, `--session`, `--input-format` and
@@ -211,13 +201,16 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
     Ok(Some(labels))
 }
 
-fn print_table(t: &Table, format: OutputFormat, kind: (Kind, ViewArgs)) -> Result<(), Error> {
-    match format {
-        OutputFormat::Md => crate::out::line(&t.to_markdown()),
-        OutputFormat::Csv => crate::out::print(&t.to_csv()),
-        _ => crate::out::line(&kind.1.render(t, kind.0)),
-    }
-}
+/// What `replay` and `analyze` print, with the line `--format`'s help shows for each.
+pub static OUTPUTS: Outputs = Outputs {
+    terminal: Some("Terminal tables"),
+    markdown: Some("Markdown (for a CI job summary)"),
+    csv: Some("CSV: the main table only"),
+    json: Some("Everything as one JSON document"),
+    junit: None,
+    chart: None,
+    page: None,
+};
 
 /// Runs `foldbench replay`; returns the exit code.
 pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
@@ -249,8 +242,11 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         Err(panic) => std::panic::resume_unwind(panic),
     };
     let began = Instant::now();
-    let (replays, losses) =
-        replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let (replays, losses) = replayer.replay_all_measured(
+        &loaded.sessions,
+        labels.as_ref(),
+        jobs_or_cores(a.source.jobs),
+    );
     let failed = policy_errors(&replays);
     let (replays, labels_order, left_out) =
         harness_replay::answer::completed(replays, &replayer.labels());
@@ -259,7 +255,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         &loaded.sessions,
         &replayer,
         labels.as_ref(),
-        threads(a.source.jobs),
+        jobs_or_cores(a.source.jobs),
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
     let models = sessions::history::model_prices(&loaded.sessions, &prices);
@@ -305,7 +301,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     if let Some(path) = &a.behaviour_out {
         write_behaviour(path, &r.losses)?;
     }
-    print_replay(&a, &r)?;
+    crate::out::print(&a.source.format.render(&ReplayDoc { a: &a, r: &r })?)?;
     if let Some(path) = &a.output {
         write_replay_page(&a, &r, path)?;
     }
@@ -314,7 +310,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         r.loaded.seconds,
         replay_seconds,
         count(r.replays.len(), "session"),
-        count(threads(a.source.jobs), "thread")
+        count(jobs_or_cores(a.source.jobs), "thread")
     );
     if failed > 0 {
         eprintln!(
@@ -406,31 +402,18 @@ struct Replayed {
     left_out: harness_replay::answer::LeftOut,
 }
 
-/// The policies `replay` takes without `--policy` or a profile: foldbench's own
-/// ([`policies::POLICIES`]) but fold+strategies — a recorded session holds no strategy, so it
-/// would fold as fold does (`harness_replay::caveats` says so when it is named).
-pub fn default_policies() -> Vec<&'static str> {
-    policies::POLICIES
-        .into_iter()
-        .filter(|p| *p != "fold+strategies")
-        .collect()
-}
-
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
     let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
-    let list: Vec<String> = if a.policies.is_empty() {
-        crate::matrix::profile_policies(&a.config)?
-            .unwrap_or_else(|| default_policies().into_iter().map(str::to_string).collect())
-    } else {
-        a.policies.clone()
-    };
-    let specs = crate::policy::arms(&list)
-        .map_err(|e| Error::policy("--policy: ", e))?
+    let list =
+        harness_replay::arms::policy_texts(&a.policies, || a.config.source().profile_policies())?;
+    let specs = harness_runner::arms::arms(&list)
+        .map_err(|e| Error::policy("--policy", e))?
         .into_iter()
         .map(|a| a.policy)
         .collect();
-    let behaviour = crate::behaviour::profile(a.behaviour.as_deref())?;
+    let behaviour = harness_runner::sessions::behaviour::read_or_shipped(a.behaviour.as_deref())
+        .map_err(Error::refused)?;
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),
@@ -441,63 +424,91 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
     Ok((replayer, prices))
 }
 
-/// The replay on standard output, in `--format`.
-fn print_replay(a: &ReplayArgs, r: &Replayed) -> Result<(), Error> {
-    let format = a.source.format;
-    match format {
-        OutputFormat::Json => {
-            let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-            let doc = ReplayJson {
-                version: 1,
-                files: r.loaded.files,
-                sessions: r.replays.len(),
-                requests: r.requests,
-                judge: r.judge.name(),
-                policies: &r.summary,
-                left_out: &r.left_out,
-                models: &r.models,
-                per_session: r.replays.iter().map(session_json).collect(),
-                ground_truth: r.truth_all,
-                ground_truth_sessions: &r.truths,
-                subagents: crate::replay_subagents::subagents_json(&r.subagents),
-                after_compactions: crate::replay_losses::losses_json(&r.losses),
-                behaviour: &r.profile,
-                verdict: crate::replay_json::verdict_json(&answers),
-                sensitivity: harness_replay::answer::sensitivity(&r.replays, &answers),
-            };
-            let s = serde_json::to_string_pretty(&doc)?;
-            crate::out::line(&s)
-        }
-        OutputFormat::Csv => crate::out::print(&report::policy_csv(&r.summary)),
-        // Tables or Markdown (`--format` takes no other).
-        _ => print_replay_tables(a, r, format),
+/// A replay, in no format yet.
+struct ReplayDoc<'a> {
+    a: &'a ReplayArgs,
+    r: &'a Replayed,
+}
+
+impl Document for ReplayDoc<'_> {
+    fn terminal(&self) -> Form {
+        Some(Ok(self.text(format::TerminalText::new())))
+    }
+
+    fn markdown(&self) -> Form {
+        Some(Ok(self.text(format::MarkdownText::new())))
+    }
+
+    fn csv(&self) -> Form {
+        Some(Ok(report::policy_csv(&self.r.summary)))
+    }
+
+    fn json(&self) -> Form {
+        let r = self.r;
+        let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+        let doc = ReplayJson {
+            version: 1,
+            files: r.loaded.files,
+            sessions: r.replays.len(),
+            requests: r.requests,
+            judge: r.judge.name(),
+            policies: &r.summary,
+            left_out: &r.left_out,
+            models: &r.models,
+            per_session: r.replays.iter().map(session_json).collect(),
+            ground_truth: r.truth_all,
+            ground_truth_sessions: &r.truths,
+            subagents: crate::replay_subagents::subagents_json(&r.subagents),
+            after_compactions: crate::replay_losses::losses_json(&r.losses),
+            behaviour: &r.profile,
+            verdict: crate::replay_json::verdict_json(&answers),
+            sensitivity: harness_replay::answer::sensitivity(&r.replays, &answers),
+        };
+        Some(
+            serde_json::to_string_pretty(&doc)
+                .map(|s| format!("{s}\n"))
+                .map_err(Error::from),
+        )
+    }
+
+    fn junit(&self) -> Form {
+        None
+    }
+
+    fn chart(&self) -> Form {
+        None
+    }
+
+    fn page(&self) -> Form {
+        None
     }
 }
 
-/// The table and Markdown forms: the verdict, the heading, the policy table and its notes, the
-/// frontier, the essay's figures, the ground truth.
-fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Result<(), Error> {
-    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
-    print_verdict(
-        &answers,
-        &r.left_out.sessions_label(),
-        &r.profile,
-        &harness_replay::answer::sensitivity(&r.replays, &answers),
-        format,
-    )?;
-    let fallback = if r.judge.needs_labels() {
-        format!(
-            " ({} labelled; {} judged lexically)",
-            r.labelled,
-            r.replays.len() - r.labelled
-        )
-    } else if r.labelled > 0 {
-        format!(" ({} labelled: premature folds counted)", r.labelled)
-    } else {
-        String::new()
-    };
-    print_heading(
-        &format!(
+impl ReplayDoc<'_> {
+    /// The table and Markdown forms: the verdict, the heading, the policy table and its notes,
+    /// the frontier, the essay's figures, the ground truth.
+    fn text(&self, mut out: Box<dyn Text>) -> String {
+        let (a, r) = (self.a, self.r);
+        let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+        write_verdict(
+            out.as_mut(),
+            &answers,
+            &r.left_out.sessions_label(),
+            &r.profile,
+            &harness_replay::answer::sensitivity(&r.replays, &answers),
+        );
+        let fallback = if r.judge.needs_labels() {
+            format!(
+                " ({} labelled; {} judged lexically)",
+                r.labelled,
+                r.replays.len() - r.labelled
+            )
+        } else if r.labelled > 0 {
+            format!(" ({} labelled: premature folds counted)", r.labelled)
+        } else {
+            String::new()
+        };
+        out.heading(&format!(
             "Replay of {} from {}: {} × {}; judge {}{fallback}; window {}",
             r.left_out.sessions_phrase(),
             count(r.loaded.files, "file"),
@@ -509,40 +520,35 @@ fn print_replay_tables(a: &ReplayArgs, r: &Replayed, format: OutputFormat) -> Re
             },
             r.judge.name(),
             a.window
-        ),
-        format,
-    )?;
-    print_table(
-        &report::policy_table(&r.summary, r.labelled > 0),
-        format,
-        (Kind::ReplayPolicies, a.view),
-    )?;
-    print_lines(&notes_of(a, r), format)?;
-    print_frontier(&answers, format, a.view)?;
-    if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
-        print_heading(
-            &format!(
+        ));
+        out.table(
+            &report::policy_table(&r.summary, r.labelled > 0),
+            Kind::ReplayPolicies,
+            a.view,
+        );
+        out.lines(&notes_of(a, r));
+        write_frontier(out.as_mut(), &answers, a.view);
+        if r.labels_order.iter().any(|p| p == report::NONE) && r.labels_order.len() > 1 {
+            out.heading(&format!(
                 "The essay's figures: median and last request as a fraction of none's, per session with {}+ human turns",
                 a.source.min_turns
-            ),
-            format,
-        )?;
-        print_table(
-            &report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
-            format,
-            (Kind::ReplaySessions, a.view),
-        )?;
+            ));
+            out.table(
+                &report::session_table(&r.replays, &r.labels_order, a.source.min_turns),
+                Kind::ReplaySessions,
+                a.view,
+            );
+        }
+        crate::replay_subagents::write_subagents(out.as_mut(), &r.subagents, a.view);
+        crate::replay_losses::write_losses(out.as_mut(), &r.losses, a.view);
+        if r.truth_all.requests > 0 {
+            out.heading(
+                "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
+            );
+            out.table(&r.truth, Kind::ReplayTruth, a.view);
+        }
+        out.finish()
     }
-    crate::replay_subagents::print_subagents(&r.subagents, format, a.view)?;
-    crate::replay_losses::print_losses(&r.losses, format, a.view)?;
-    if r.truth_all.requests > 0 {
-        print_heading(
-            "Ground truth: reconstructed request size (prefix calibrated on each session's first request) against the recorded input + cache_read + cache_creation",
-            format,
-        )?;
-        print_table(&r.truth, format, (Kind::ReplayTruth, a.view))?;
-    }
-    Ok(())
 }
 
 /// The notes under the policy table: the replay's, the hidden references', what the token
@@ -623,15 +629,116 @@ struct AnalyzeJson<'a> {
     after_compactions: crate::replay_losses::LossesJson<'a>,
 }
 
+/// An analysis of recorded sessions, in no format yet.
+struct AnalyzeDoc<'a> {
+    files: usize,
+    judge: JudgeKind,
+    min_turns: u32,
+    corpus: harness_replay::Composition,
+    sessions: &'a [harness_replay::SessionComposition],
+    subagents: &'a [harness_replay::subagents::SessionSubagents],
+    losses: &'a [harness_replay::losses::SessionLosses],
+}
+
+impl AnalyzeDoc<'_> {
+    /// The table and Markdown forms: the heading, the composition table, the corpus's shares,
+    /// the subagents and the losses.
+    fn text(&self, mut out: Box<dyn Text>) -> String {
+        let (sessions, judge, corpus) = (self.sessions, self.judge, &self.corpus);
+        let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
+        let labelled = sessions
+            .iter()
+            .filter(|s| s.judge != JudgeKind::Lexical)
+            .count();
+        let fallback = if judge.needs_labels() {
+            format!(
+                " ({labelled} labelled; {} judged lexically)",
+                sessions.len() - labelled
+            )
+        } else {
+            String::new()
+        };
+        out.heading(&format!(
+            "What the model read: {} of {}, split by the {} judge{fallback} (sessions with {}+ human turns listed)",
+            count(requests, "request"),
+            count(sessions.len(), "session"),
+            judge.name(),
+            self.min_turns
+        ));
+        out.table(
+            &report::composition_table(sessions, self.min_turns),
+            Kind::Plain,
+            ALL,
+        );
+        out.gap();
+        out.line(&format!(
+            "Over all {} requests: {:.1}% work in progress, {:.1}% conclusions of finished work, {:.1}% steps of finished work (token-weighted over the messages; the essay's sessions: about two thirds steps, 1% conclusions).",
+            harness_core::fold::group_thousands(requests as u64),
+            corpus.share(corpus.in_progress) * 100.0,
+            corpus.share(corpus.conclusions) * 100.0,
+            corpus.share(corpus.steps) * 100.0
+        ));
+        crate::replay_subagents::write_subagents(out.as_mut(), self.subagents, ViewArgs::default());
+        crate::replay_losses::write_losses(out.as_mut(), self.losses, ViewArgs::default());
+        out.finish()
+    }
+}
+
+impl Document for AnalyzeDoc<'_> {
+    fn terminal(&self) -> Form {
+        Some(Ok(self.text(format::TerminalText::new())))
+    }
+
+    fn markdown(&self) -> Form {
+        Some(Ok(self.text(format::MarkdownText::new())))
+    }
+
+    fn csv(&self) -> Form {
+        Some(Ok(
+            report::composition_table(self.sessions, self.min_turns).to_csv()
+        ))
+    }
+
+    fn json(&self) -> Form {
+        let doc = AnalyzeJson {
+            version: 1,
+            files: self.files,
+            judge: self.judge.name(),
+            corpus: self.corpus,
+            sessions: self.sessions,
+            subagents: crate::replay_subagents::subagents_json(self.subagents),
+            after_compactions: crate::replay_losses::losses_json(self.losses),
+        };
+        Some(
+            serde_json::to_string_pretty(&doc)
+                .map(|s| format!("{s}\n"))
+                .map_err(Error::from),
+        )
+    }
+
+    fn junit(&self) -> Form {
+        None
+    }
+
+    fn chart(&self) -> Form {
+        None
+    }
+
+    fn page(&self) -> Form {
+        None
+    }
+}
+
 /// Runs `foldbench analyze`; returns the exit code.
 pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
     let src = &a.source;
     let judge: JudgeKind = src.judge.into();
     let labels = load_labels(src)?;
     let loaded = load_sessions(src, "analyze")?;
-    let sessions = harness_replay::engine::parallel_map(&loaded.sessions, threads(src.jobs), |s| {
-        analyze_session(s, judge, labels.as_ref())
-    });
+    let sessions =
+        harness_replay::engine::parallel_map(&loaded.sessions, jobs_or_cores(src.jobs), |s| {
+            analyze_session(s, judge, labels.as_ref())
+        });
     if let Some(path) = &src.requests_out {
         let lines = sessions.iter().zip(&loaded.sessions).flat_map(|(c, s)| {
             c.requests
@@ -663,80 +770,22 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
         &loaded.sessions,
         judge,
         labels.as_ref(),
-        threads(src.jobs),
+        jobs_or_cores(src.jobs),
     )?;
-    let losses = harness_replay::losses::measure_all(&loaded.sessions, threads(src.jobs));
-    let format = src.format;
-    match format {
-        OutputFormat::Json => {
-            let doc = AnalyzeJson {
-                version: 1,
-                files: loaded.files,
-                judge: judge.name(),
-                corpus,
-                sessions: &sessions,
-                subagents: crate::replay_subagents::subagents_json(&subagents),
-                after_compactions: crate::replay_losses::losses_json(&losses),
-            };
-            crate::out::line(&serde_json::to_string_pretty(&doc)?)?;
-        }
-        OutputFormat::Csv => print_table(
-            &report::composition_table(&sessions, src.min_turns),
-            format,
-            (Kind::Plain, ALL),
-        )?,
-        // Tables or Markdown (`--format` takes no other).
-        _ => {
-            let requests: usize = sessions.iter().map(|s| s.requests.len()).sum();
-            let labelled = sessions
-                .iter()
-                .filter(|s| s.judge != JudgeKind::Lexical)
-                .count();
-            let fallback = if judge.needs_labels() {
-                format!(
-                    " ({labelled} labelled; {} judged lexically)",
-                    sessions.len() - labelled
-                )
-            } else {
-                String::new()
-            };
-            print_heading(
-                &format!(
-                    "What the model read: {} of {}, split by the {} judge{fallback} (sessions with {}+ human turns listed)",
-                    count(requests, "request"),
-                    count(sessions.len(), "session"),
-                    judge.name(),
-                    src.min_turns
-                ),
-                format,
-            )?;
-            print_table(
-                &report::composition_table(&sessions, src.min_turns),
-                format,
-                (Kind::Plain, ALL),
-            )?;
-            if format == OutputFormat::Md {
-                crate::out::line("")?;
-            }
-            crate::out::line(&format!(
-                "Over all {} requests: {:.1}% work in progress, {:.1}% conclusions of finished work, {:.1}% steps of finished work (token-weighted over the messages; the essay's sessions: about two thirds steps, 1% conclusions).",
-                harness_core::fold::group_thousands(requests as u64),
-                corpus.share(corpus.in_progress) * 100.0,
-                corpus.share(corpus.conclusions) * 100.0,
-                corpus.share(corpus.steps) * 100.0
-            ))?;
-            crate::replay_subagents::print_subagents(
-                &subagents,
-                format,
-                crate::view::ViewArgs::default(),
-            )?;
-            crate::replay_losses::print_losses(&losses, format, crate::view::ViewArgs::default())?;
-        }
-    }
+    let losses = harness_replay::losses::measure_all(&loaded.sessions, jobs_or_cores(src.jobs));
+    let doc = AnalyzeDoc {
+        files: loaded.files,
+        judge,
+        min_turns: src.min_turns,
+        corpus,
+        sessions: &sessions,
+        subagents: &subagents,
+        losses: &losses,
+    };
+    crate::out::print(&src.format.render(&doc)?)?;
     eprintln!("import and tokenize {:.2}s", loaded.seconds);
     Ok(Code::Ok)
 }
 
 #[cfg(test)]
-#[path = "replay_tests.rs"]
 mod tests;

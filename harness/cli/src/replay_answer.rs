@@ -6,65 +6,24 @@ use harness_report::answer::Answer;
 use harness_report::html::Block;
 use harness_report::view::Kind;
 
-use crate::error::Error;
-use crate::format::OutputFormat;
+use crate::format::Text;
 use crate::view::ViewArgs;
 
 /// The verdict a replay opens with: one line per policy (its saving after recovery, its loss,
-/// its place on the frontier), broken to the terminal's width, or a Markdown list.
-pub(crate) fn print_verdict(
+/// its place on the frontier), broken to the terminal's width, or a Markdown list; then what
+/// flips over the behaviour profile's intervals.
+pub(crate) fn write_verdict(
+    out: &mut dyn Text,
     answers: &[Answer],
     sessions: &str,
     profile: &str,
     sensitivity: &[String],
-    format: OutputFormat,
-) -> Result<(), Error> {
+) {
     if answers.is_empty() {
-        return Ok(());
+        return;
     }
-    if format == OutputFormat::Md {
-        crate::out::line(&format!(
-            "### {} ({sessions})\n",
-            harness_report::answer::replay_heading(profile),
-        ))?;
-        for l in harness_report::answer::lines(answers) {
-            crate::out::line(&format!("- {l}"))?;
-        }
-        crate::out::line("")?;
-        return print_lines(sensitivity, format);
-    }
-    let width = crate::view::width();
-    for l in harness_replay::answer::block(answers, sessions, profile, width) {
-        crate::out::line(&l)?;
-    }
-    print_lines(sensitivity, format)
-}
-
-/// Lines of prose: broken at the terminal's width (continuations indented), or as they are in
-/// Markdown (a blank line after them).
-pub(crate) fn print_lines(lines: &[String], format: OutputFormat) -> Result<(), Error> {
-    if format == OutputFormat::Md {
-        for l in lines {
-            crate::out::line(l)?;
-            crate::out::line("")?;
-        }
-        return Ok(());
-    }
-    let width = crate::view::width();
-    for l in lines {
-        for w in harness_report::answer::wrap(l, width, 2) {
-            crate::out::line(&w)?;
-        }
-    }
-    Ok(())
-}
-
-/// A heading: `### ` in Markdown, broken to the width in a terminal.
-pub(crate) fn print_heading(text: &str, format: OutputFormat) -> Result<(), Error> {
-    match format {
-        OutputFormat::Md => crate::out::line(&format!("### {text}\n")),
-        _ => print_lines(&[text.to_string()], format),
-    }
+    out.verdict(answers, sessions, profile);
+    out.lines(sensitivity);
 }
 
 /// The page's opening: the verdict's heading and lines, what flips over the behaviour
@@ -97,23 +56,13 @@ pub(crate) fn page_opening(
 }
 
 /// The frontier table under the policy table's notes, with its legend.
-pub(crate) fn print_frontier(
-    answers: &[Answer],
-    format: OutputFormat,
-    view: ViewArgs,
-) -> Result<(), Error> {
+pub(crate) fn write_frontier(out: &mut dyn Text, answers: &[Answer], view: ViewArgs) {
     let axes = harness_report::frontier::Axes::replay();
     let Some(t) = harness_report::frontier::table(&harness_replay::answer::points(answers), &axes)
     else {
-        return Ok(());
+        return;
     };
-    print_heading(
-        "The cost–loss frontier (cheapest first; ◆ on the frontier)",
-        format,
-    )?;
-    match format {
-        OutputFormat::Md => crate::out::line(&t.to_markdown())?,
-        _ => crate::out::line(&view.render(&t, Kind::Plain))?,
-    }
-    print_lines(&[harness_report::frontier::LEGEND.to_string()], format)
+    out.heading("The cost–loss frontier (cheapest first; ◆ on the frontier)");
+    out.table(&t, Kind::Plain, view);
+    out.lines(&[harness_report::frontier::LEGEND.to_string()]);
 }

@@ -8,38 +8,26 @@ use harness_report::render::Table;
 use harness_report::view::Kind;
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::format::OutputFormat;
-use crate::replay_answer::{print_heading, print_lines};
+use crate::format::Text;
 use crate::view::ViewArgs;
 
 /// The section in the terminal or Markdown: its heading, the two group tables, one row per loss,
 /// and the notes; one line when no session recorded a loss.
-pub(crate) fn print_losses(
-    sessions: &[SessionLosses],
-    format: OutputFormat,
-    view: ViewArgs,
-) -> Result<(), Error> {
+pub(crate) fn write_losses(out: &mut dyn Text, sessions: &[SessionLosses], view: ViewArgs) {
     let losses: usize = sessions.iter().map(|s| s.losses.len()).sum();
     if losses == 0 {
-        return print_lines(
-            &["After real compactions: no recorded loss (compaction, condensation, continued session) in these sessions".to_string()],
-            format,
-        );
+        return out.lines(&["After real compactions: no recorded loss (compaction, condensation, continued session) in these sessions".to_string()]);
     }
-    print_heading(&table::heading(sessions), format)?;
+    out.heading(&table::heading(sessions));
     let gs = groups(sessions);
     for t in [
         table::rates_table(&gs),
         table::references_table(&gs),
         table::losses_table(sessions),
     ] {
-        match format {
-            OutputFormat::Md => crate::out::line(&t.to_markdown())?,
-            _ => crate::out::line(&view.render(&t, Kind::Plain))?,
-        }
+        out.table(&t, Kind::Plain, view);
     }
-    print_lines(&table::notes(sessions), format)
+    out.lines(&table::notes(sessions));
 }
 
 /// The section's tables for the HTML page, inserted before the ground truth (the last), and its

@@ -9,8 +9,7 @@ use harness_report::view::Kind;
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::format::OutputFormat;
-use crate::replay_answer::{print_heading, print_lines};
+use crate::format::Text;
 use crate::view::ViewArgs;
 
 /// The subagents of `sessions` paired, timed and measured with the replayer's judge, window and
@@ -43,29 +42,18 @@ pub(crate) fn subagents_by_default(
 }
 
 /// The section in the terminal or Markdown: nothing when no session has subagents.
-pub(crate) fn print_subagents(
-    subs: &[SessionSubagents],
-    format: OutputFormat,
-    view: ViewArgs,
-) -> Result<(), Error> {
+pub(crate) fn write_subagents(out: &mut dyn Text, subs: &[SessionSubagents], view: ViewArgs) {
     let parents = subs.iter().filter(|s| s.delegated()).count();
     if parents == 0 {
-        return Ok(());
+        return;
     }
     let children: usize = subs.iter().map(|s| s.children.len()).sum();
-    print_heading(
-        &format!(
-            "Subagents: {children} delegated from {parents} parent session{} — the room they saved in the parent's context and their cost against the same work inline",
-            if parents == 1 { "" } else { "s" }
-        ),
-        format,
-    )?;
-    let t = subagents::subagent_table(subs);
-    match format {
-        OutputFormat::Md => crate::out::line(&t.to_markdown())?,
-        _ => crate::out::line(&view.render(&t, Kind::Plain))?,
-    }
-    print_lines(&subagents::subagent_notes(subs), format)
+    out.heading(&format!(
+        "Subagents: {children} delegated from {parents} parent session{} — the room they saved in the parent's context and their cost against the same work inline",
+        if parents == 1 { "" } else { "s" }
+    ));
+    out.table(&subagents::subagent_table(subs), Kind::Plain, view);
+    out.lines(&subagents::subagent_notes(subs));
 }
 
 /// The page's tables with the subagents table before the ground truth (the last), and its

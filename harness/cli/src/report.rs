@@ -17,16 +17,26 @@ use harness_report::view::Kind;
 use harness_report::{junit, render};
 
 use crate::error::{Code, Error};
-use crate::format::{self, OutputFormat};
+use crate::format::{self, Document, Form, Format, Outputs};
+
+/// What `report` prints, with the line `--format`'s help shows for each.
+pub static OUTPUTS: Outputs = Outputs {
+    terminal: Some("A terminal table"),
+    markdown: Some("Markdown (a CI job summary)"),
+    csv: Some("CSV"),
+    json: Some("JSON"),
+    junit: Some("JUnit XML, one test case per cell"),
+    chart: Some("An SVG chart (see `--chart`)"),
+    page: Some("One self-contained HTML page: the tables, a chart per task, model and seed with every arm, drill-downs to turns, folds and results (`harness_report::html`)"),
+};
 
 /// The format a report file's extension asks for (`report -o FILE`, `run -o FILE`), in any
 /// case.
-pub fn format_of_path(p: &Path) -> Result<OutputFormat, ReportError> {
-    p.extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .and_then(|e| OutputFormat::of_extension(&e))
-        .ok_or_else(|| ReportError::Extension(p.to_path_buf()))
+pub fn format_of_path(p: &Path) -> Result<Format, ReportError> {
+    format::for_path(p, &OUTPUTS).ok_or_else(|| ReportError::Extension {
+        path: p.to_path_buf(),
+        known: format::extension_hints(&OUTPUTS),
+    })
 }
 
 /// Why a report cannot be written: an output or an input it refuses.
@@ -35,12 +45,17 @@ pub fn format_of_path(p: &Path) -> Result<OutputFormat, ReportError> {
 pub enum ReportError {
     /// `-o FILE` with an extension that names no format.
     #[error(
-        "cannot tell the format of {} from its extension; use .md, .csv, .json, .xml (JUnit), .svg, .html or .txt",
-        .0.display()
+        "cannot tell the format of {} from its extension; use {known}",
+        path.display()
     )]
-    Extension(PathBuf),
+    Extension {
+        /// The file.
+        path: PathBuf,
+        /// The extensions `report` takes ([`format::extension_hints`]).
+        known: String,
+    },
     /// `requests.jsonl` cannot be opened.
-    #[error("cannot open {}: {source}", path.display())]
+    #[error("cannot open {}", path.display())]
     OpenRequests {
         /// The file.
         path: PathBuf,
@@ -49,7 +64,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// A line of `requests.jsonl` cannot be read.
-    #[error("{}:{line}: cannot read: {source}", path.display())]
+    #[error("{}:{line}: cannot read", path.display())]
     ReadRequests {
         /// The file.
         path: PathBuf,
@@ -60,7 +75,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// A line of `requests.jsonl` that is no request record.
-    #[error("{}:{line}:{}: not a request record: {source}", path.display(), source.column())]
+    #[error("{}:{line}:{}: not a request record", path.display(), source.column())]
     BadRequest {
         /// The file.
         path: PathBuf,
@@ -71,14 +86,14 @@ pub enum ReportError {
         source: serde_json::Error,
     },
     /// The records do not serialize as JSON.
-    #[error("{0}")]
-    Json(#[source] serde_json::Error),
+    #[error(transparent)]
+    Json(serde_json::Error),
     /// The request chart cannot be drawn (`--task`, `--seed`, `--model` name no session).
-    #[error("{0}")]
+    #[error(transparent)]
     Chart(#[from] svg::ChartError),
     /// The HTML page cannot be made from the run folder (the runner's words).
-    #[error("{0}")]
-    Page(#[source] crate::error::Cause),
+    #[error(transparent)]
+    Page(crate::error::Cause),
     /// `run -o` given the records file.
     #[error(
         "-o {}: a run writes its records into its folder (DIR/{}); give the folder (-o results/x), and a report file to write one (-o report.html)",
@@ -115,8 +130,8 @@ pub struct ReportArgs {
     /// The run directory.
     pub run_dir: PathBuf,
     /// Format on standard output (default table; with -o, only when given).
-    #[arg(long, value_parser = format::parser(format::REPORT))]
-    pub format: Option<OutputFormat>,
+    #[arg(long, value_parser = format::parser(&OUTPUTS))]
+    pub format: Option<Format>,
     /// One row per cell instead of one per arm.
     #[arg(long)]
     pub cells: bool,
@@ -179,69 +194,38 @@ pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, ReportError> {
 
 /// Renders one format. `dir` is the run directory (for `requests.jsonl`).
 pub fn render_format(
-    format: OutputFormat,
+    format: Format,
     a: &ReportArgs,
     records: &[CellRecord],
-) -> Result<String, ReportError> {
-    let table = || {
-        if a.cells {
-            render::cells_table(records)
-        } else {
-            render::summary_table(records)
-        }
-    };
+) -> Result<String, Error> {
     let title = a
         .run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| a.run_dir.display().to_string());
-    Ok(match format {
-        OutputFormat::Table => {
-            let kind = if a.cells { Kind::Cells } else { Kind::Summary };
-            let baseline = a.baseline.as_deref();
-            let width = crate::view::width();
-            let mut out = String::new();
-            for line in harness_report::answer::run_block(records, baseline, width) {
-                out.push_str(&line);
-                out.push('\n');
-            }
-            let shown = harness_report::fmt::displayed(&table());
-            out.push_str(&format!("{}\n", a.view.render(&shown, kind)));
-            for line in harness_report::answer::run_tail(records, baseline, width) {
-                out.push_str(&line);
-                out.push('\n');
-            }
-            out
+    format.render(&ReportDoc { a, records, title })
+}
+
+/// A report of a run's records, in no format yet.
+struct ReportDoc<'a> {
+    a: &'a ReportArgs,
+    records: &'a [CellRecord],
+    /// The run folder's name.
+    title: String,
+}
+
+impl ReportDoc<'_> {
+    fn table(&self) -> render::Table {
+        if self.a.cells {
+            render::cells_table(self.records)
+        } else {
+            render::summary_table(self.records)
         }
-        OutputFormat::Md => {
-            let baseline = a.baseline.as_deref();
-            let mut md = harness_report::markdown::report(
-                records,
-                &title,
-                a.cells,
-                &harness_report::answer::run_markdown(records, baseline),
-            );
-            md.push_str(&harness_report::answer::run_markdown_tail(
-                records, baseline,
-            ));
-            md
-        }
-        OutputFormat::Csv if a.cells => render::cells_table(records).to_csv(),
-        OutputFormat::Csv => render::summary_csv(records),
-        OutputFormat::Json => {
-            let v = if a.cells {
-                serde_json::to_string_pretty(records)
-            } else {
-                serde_json::to_string_pretty(&render::summarize(records))
-            };
-            format!("{}\n", v.map_err(ReportError::Json)?)
-        }
-        OutputFormat::Junit => junit::to_junit(records, &format!("foldbench {title}")),
-        OutputFormat::Html => harness_report::html::render(
-            &harness_runner::html::run_page(&a.run_dir, records, a.baseline.as_deref(), &title)
-                .map_err(|e| ReportError::Page(e.into()))?,
-        ),
-        OutputFormat::Svg => match a.chart {
+    }
+
+    fn svg(&self) -> Result<String, ReportError> {
+        let (a, records) = (self.a, self.records);
+        Ok(match a.chart {
             Chart::Reruns => svg::bar_chart(&svg::reruns_chart(records)),
             Chart::Requests => {
                 let requests = read_requests(&a.run_dir)?;
@@ -256,8 +240,88 @@ pub fn render_format(
                 )?;
                 svg::line_chart(&chart)
             }
-        },
-    })
+        })
+    }
+}
+
+impl Document for ReportDoc<'_> {
+    fn terminal(&self) -> Form {
+        let (a, records) = (self.a, self.records);
+        let kind = if a.cells { Kind::Cells } else { Kind::Summary };
+        let baseline = a.baseline.as_deref();
+        let width = crate::view::width();
+        let mut out = String::new();
+        for line in harness_report::answer::run_block(records, baseline, width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        let shown = harness_report::fmt::displayed(&self.table());
+        out.push_str(&format!("{}\n", a.view.render(&shown, kind)));
+        for line in harness_report::answer::run_tail(records, baseline, width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        Some(Ok(out))
+    }
+
+    fn markdown(&self) -> Form {
+        let baseline = self.a.baseline.as_deref();
+        let mut md = harness_report::markdown::report(
+            self.records,
+            &self.title,
+            self.a.cells,
+            &harness_report::answer::run_markdown(self.records, baseline),
+        );
+        md.push_str(&harness_report::answer::run_markdown_tail(
+            self.records,
+            baseline,
+        ));
+        Some(Ok(md))
+    }
+
+    fn csv(&self) -> Form {
+        Some(Ok(if self.a.cells {
+            render::cells_table(self.records).to_csv()
+        } else {
+            render::summary_csv(self.records)
+        }))
+    }
+
+    fn json(&self) -> Form {
+        let v = if self.a.cells {
+            serde_json::to_string_pretty(self.records)
+        } else {
+            serde_json::to_string_pretty(&render::summarize(self.records))
+        };
+        Some(
+            v.map(|v| format!("{v}\n"))
+                .map_err(|e| ReportError::Json(e).into()),
+        )
+    }
+
+    fn junit(&self) -> Form {
+        Some(Ok(junit::to_junit(
+            self.records,
+            &format!("foldbench {}", self.title),
+        )))
+    }
+
+    fn chart(&self) -> Form {
+        Some(self.svg().map_err(Error::from))
+    }
+
+    fn page(&self) -> Form {
+        Some(
+            harness_runner::html::run_page(
+                &self.a.run_dir,
+                self.records,
+                self.a.baseline.as_deref(),
+                &self.title,
+            )
+            .map(|page| harness_report::html::render(&page))
+            .map_err(|e| ReportError::Page(e.into()).into()),
+        )
+    }
 }
 
 /// Runs `foldbench report`.
@@ -269,7 +333,7 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
     }
     let stdout = match (a.format, outputs.is_empty()) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(OutputFormat::Table),
+        (None, true) => Some(format::default()),
         (None, false) => None,
     };
     if let Some(f) = stdout {
@@ -339,12 +403,12 @@ fn write_behaviour(
 
 /// What `run -o` and `ab -o` name: the run folder (at most one) and report files, each with the
 /// format its extension picks, written from the folder when the run ends.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct RunOutputs {
     /// The run folder, when one is given.
     pub folder: Option<PathBuf>,
     /// The reports to write, in the order given.
-    pub reports: Vec<(PathBuf, OutputFormat)>,
+    pub reports: Vec<(PathBuf, Format)>,
 }
 
 /// Sorts the `-o` paths of `run`/`ab`: an existing folder, or a path whose extension is no
@@ -409,7 +473,7 @@ pub fn write_run_reports(
 fn write_files(
     a: &ReportArgs,
     records: &[CellRecord],
-    outputs: &[(PathBuf, OutputFormat)],
+    outputs: &[(PathBuf, Format)],
 ) -> Result<(), Error> {
     for (path, f) in outputs {
         let text = render_format(*f, a, records)?;
@@ -420,26 +484,4 @@ fn write_files(
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_extension_picks_the_format() {
-        for (file, f) in [
-            ("a/report.md", OutputFormat::Md),
-            ("x.CSV", OutputFormat::Csv),
-            ("s.json", OutputFormat::Json),
-            ("junit.xml", OutputFormat::Junit),
-            ("chart.svg", OutputFormat::Svg),
-            ("report.HTML", OutputFormat::Html),
-            ("t.txt", OutputFormat::Table),
-        ] {
-            assert_eq!(format_of_path(Path::new(file)).unwrap(), f, "{file}");
-        }
-        assert!(format_of_path(Path::new("report.pdf")).is_err());
-        assert!(format_of_path(Path::new("report")).is_err());
-    }
 }

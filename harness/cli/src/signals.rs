@@ -36,8 +36,8 @@ static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 #[derive(Debug, Clone, thiserror::Error)]
 enum WatchError {
     /// The thread, its runtime or a handler could not be made.
-    #[error("{0}")]
-    Io(#[source] Arc<std::io::Error>),
+    #[error(transparent)]
+    Io(Arc<std::io::Error>),
     /// The thread ended before it said whether its handlers are installed.
     #[error("the thread did not start")]
     NotStarted,

@@ -38,6 +38,8 @@
 //!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
 //! - [`text_agent`]: a text-based agent's command blocks and observations read as tool calls and
 //!   results (one rule for the offline upstream and the proxy).
+//! - [`error_chain`]: an error and its causes, one to a line or joined on one line
+//!   ([`one_line`], for where an error's text is data).
 //! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal.
 pub mod answer;
@@ -45,6 +47,7 @@ pub mod behaviour;
 pub mod context;
 pub mod digest;
 pub mod driver;
+pub mod error_chain;
 pub mod events;
 pub mod fold;
 pub mod judge;
@@ -66,3 +69,5 @@ pub mod text_agent;
 pub mod tokens;
 pub mod tools;
 pub mod upstream;
+
+pub use error_chain::one_line;

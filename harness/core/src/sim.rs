@@ -70,11 +70,9 @@ use crate::rng::Rng;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
 use crate::tools;
 
-#[path = "sim_delegate.rs"]
 mod delegate;
 use delegate::effective_script;
 
-#[path = "sim_recovery.rs"]
 mod recovery;
 #[cfg(test)]
 use recovery::common_folder;

@@ -8,6 +8,7 @@ use harness_config::spec;
 use harness_core::judge::Judge;
 use harness_core::message::{Message, Role, ToolCall, ToolSpec};
 use harness_core::sim::SimConfig;
+use harness_core::upstream::vocab::{ClaudeCodeTools, CodexTools, MiniText};
 use harness_core::upstream::{AgentRequest, Answer, AnswerKind, SimUpstream};
 use serde_json::json;
 
@@ -64,6 +65,7 @@ fn upstream() -> SimUpstream {
             judge: Judge::Oracle,
             behaviour: always_recovers(),
         },
+        vec![&ClaudeCodeTools, &CodexTools, &MiniText],
     )
 }
 
@@ -212,6 +214,7 @@ checks: []
             judge: Judge::Oracle,
             behaviour: always_recovers(),
         },
+        vec![&ClaudeCodeTools, &CodexTools, &MiniText],
     );
     let mut agent = Agent::claude();
     agent.tools.extend(tools(&["fold_unit"]));

@@ -73,7 +73,7 @@ impl Builder {
     /// A record's timestamp (RFC 3339): widens the session's start and end. Timestamps that do
     /// not parse are passed over.
     pub(crate) fn stamp(&mut self, timestamp: &str) {
-        let Some(t) = crate::util::timestamp_ms(timestamp) else {
+        let Some(t) = crate::json::timestamp_ms(timestamp) else {
             return;
         };
         self.last_ms = Some(t);

@@ -58,8 +58,8 @@ use serde_json::{Map, Value};
 
 use crate::builder::Builder;
 use crate::error::ImportError;
+use crate::json::{self, bool_field, json_lines, push_part, str_field, Line};
 use crate::session::{EventKind, Format, ImportedSession};
-use crate::util::{self, flag, json_lines, push_part, s, Line};
 
 /// Record types Claude Code writes that carry no conversation content.
 const KNOWN_TYPES: &[&str] = &[
@@ -102,7 +102,7 @@ const CONTEXT_BLOCKS: &[&str] = &[
 
 /// Whether a parsed JSON-lines file looks like Claude Code (for detection).
 pub(crate) fn looks_like(v: &Map<String, Value>) -> bool {
-    let t = s(v, "type").unwrap_or("");
+    let t = str_field(v, "type").unwrap_or("");
     ((v.contains_key("sessionId") || v.contains_key("parentUuid")) && KNOWN_TYPES.contains(&t))
         || (t == "file-history-snapshot" && v.contains_key("snapshot"))
         || (t == "summary" && v.contains_key("leafUuid"))
@@ -122,26 +122,12 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     // conversation content it can read and are passed over; a record without a type is counted.
     let skipped: Vec<usize> = lines
         .iter()
-        .filter(|l| s(&l.v, "type").is_none())
+        .filter(|l| str_field(&l.v, "type").is_none())
         .map(|l| l.no)
         .collect();
     let damaged: Vec<usize> = warnings.iter().map(|w| w.line).collect();
     let tree = Tree::new(&lines, &damaged);
-    // The session's id: the file's own name when a record names it (a resumed session's file
-    // may carry records of the session it resumed), else the first `sessionId`.
-    let stem = file_stem(file);
-    let session_id = if lines
-        .iter()
-        .any(|l| s(&l.v, "sessionId") == Some(stem.as_str()))
-    {
-        stem
-    } else {
-        lines
-            .iter()
-            .find_map(|l| s(&l.v, "sessionId"))
-            .map(str::to_string)
-            .unwrap_or(stem)
-    };
+    let session_id = session_id(file, &lines);
 
     let mut sessions = Vec::new();
     // The main session.
@@ -170,7 +156,9 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         if !members.iter().any(|&i| tree.is_turn_record(i)) {
             continue;
         }
-        let agent = members.iter().find_map(|&i| s(&lines[i].v, "agentId"));
+        let agent = members
+            .iter()
+            .find_map(|&i| str_field(&lines[i].v, "agentId"));
         let base = match agent {
             Some(a) => format!("agent-{a}"),
             None => {
@@ -183,7 +171,7 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
         let id = if *n == 1 { base } else { format!("{base}-{n}") };
         let parent = members
             .iter()
-            .find_map(|&i| s(&lines[i].v, "sessionId"))
+            .find_map(|&i| str_field(&lines[i].v, "sessionId"))
             .map(str::to_string);
         let mut b = Builder::new(id, Format::ClaudeCode, file);
         b.set_parent(parent.or_else(|| Some(session_id.clone())));
@@ -230,6 +218,24 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     Ok(sessions)
 }
 
+/// The session's id: the file's own name when a record names it (a resumed session's file may
+/// carry records of the session it resumed), else the first `sessionId`.
+fn session_id(file: &str, lines: &[Line]) -> String {
+    let stem = file_stem(file);
+    if lines
+        .iter()
+        .any(|l| str_field(&l.v, "sessionId") == Some(stem.as_str()))
+    {
+        stem
+    } else {
+        lines
+            .iter()
+            .find_map(|l| str_field(&l.v, "sessionId"))
+            .map(str::to_string)
+            .unwrap_or(stem)
+    }
+}
+
 /// The file name without folders and extension.
 pub(crate) fn file_stem(file: &str) -> String {
     let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
@@ -264,7 +270,7 @@ impl Tree {
         let mut index = HashMap::new();
         let mut uuid = Vec::with_capacity(lines.len());
         for (i, l) in lines.iter().enumerate() {
-            let u = s(&l.v, "uuid").map(str::to_string);
+            let u = str_field(&l.v, "uuid").map(str::to_string);
             if let Some(u) = &u {
                 index.entry(u.clone()).or_insert(i);
             }
@@ -276,13 +282,17 @@ impl Tree {
                 *u = None;
             }
         }
-        let sidechain: Vec<bool> = lines.iter().map(|l| flag(&l.v, "isSidechain")).collect();
+        let sidechain: Vec<bool> = lines
+            .iter()
+            .map(|l| bool_field(&l.v, "isSidechain"))
+            .collect();
         // The last node seen, per chain (main, sidechain).
         let mut last: [Option<usize>; 2] = [None, None];
         let mut bridged = 0;
         let mut parent = Vec::with_capacity(lines.len());
         for (i, l) in lines.iter().enumerate() {
-            let named = s(&l.v, "parentUuid").or_else(|| s(&l.v, "logicalParentUuid"));
+            let named =
+                str_field(&l.v, "parentUuid").or_else(|| str_field(&l.v, "logicalParentUuid"));
             let mut p = named
                 .and_then(|p| index.get(p).copied())
                 .filter(|&p| p != i);
@@ -293,7 +303,7 @@ impl Tree {
                 if damaged.get(i_damaged).is_some_and(|&d| d < to) {
                     p = Some(before);
                     bridged += 1;
-                } else if s(&l.v, "subtype") == Some("compact_boundary") {
+                } else if str_field(&l.v, "subtype") == Some("compact_boundary") {
                     // The conversation it compacted is the one before it in the file, whatever
                     // uuid its `logicalParentUuid` names (a copy of the session may not hold it).
                     p = Some(before);
@@ -306,19 +316,22 @@ impl Tree {
         }
         let kind = lines
             .iter()
-            .map(|l| s(&l.v, "type").unwrap_or("").to_string())
+            .map(|l| str_field(&l.v, "type").unwrap_or("").to_string())
             .collect();
         let key = lines
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                if s(&l.v, "type") != Some("assistant") {
+                if str_field(&l.v, "type") != Some("assistant") {
                     return None;
                 }
                 let msg = l.v.get("message");
                 let id = msg.and_then(|m| m.get("id")).and_then(Value::as_str);
                 match id {
-                    Some(id) => Some(format!("{id}\u{1f}{}", s(&l.v, "requestId").unwrap_or(""))),
+                    Some(id) => Some(format!(
+                        "{id}\u{1f}{}",
+                        str_field(&l.v, "requestId").unwrap_or("")
+                    )),
                     None => Some(format!("\u{1f}line{i}")),
                 }
             })
@@ -484,10 +497,10 @@ fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidech
     let mut done: HashSet<&str> = HashSet::new();
     for &i in &branch {
         let l = &lines[i];
-        if let Some(t) = s(&l.v, "timestamp") {
+        if let Some(t) = str_field(&l.v, "timestamp") {
             b.stamp(t);
         }
-        if let Some(cwd) = s(&l.v, "cwd") {
+        if let Some(cwd) = str_field(&l.v, "cwd") {
             b.set_cwd(cwd);
         }
         match tree.kind[i].as_str() {
@@ -502,7 +515,7 @@ fn build(b: &mut Builder, lines: &[Line], tree: &Tree, members: &[usize], sidech
                 assistant(b, lines, parts);
             }
             "user" => user(b, l, sidechain),
-            "system" if s(&l.v, "subtype") == Some("compact_boundary") => {
+            "system" if str_field(&l.v, "subtype") == Some("compact_boundary") => {
                 let meta = l.v.get("compactMetadata");
                 let trigger = meta
                     .and_then(|m| m.get("trigger"))
@@ -528,7 +541,7 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
     let mut synthetic = false;
     for &i in parts {
         let l = &lines[i];
-        if let Some(t) = s(&l.v, "timestamp") {
+        if let Some(t) = str_field(&l.v, "timestamp") {
             // The message's time is its response's last line.
             b.stamp(t);
         }
@@ -536,14 +549,14 @@ fn assistant(b: &mut Builder, lines: &[Line], parts: &[usize]) {
             b.warn(l.no, "skipped: an assistant record without `message`");
             continue;
         };
-        match s(msg, "model") {
+        match str_field(msg, "model") {
             Some("<synthetic>") => synthetic = true,
             model => b.set_model(model),
         }
         if response_id.is_none() {
-            response_id = s(msg, "id").map(str::to_string);
+            response_id = str_field(msg, "id").map(str::to_string);
         }
-        usage = util::max_usage(usage, msg.get("usage").and_then(util::usage));
+        usage = json::max_usage(usage, msg.get("usage").and_then(json::usage));
         match msg.get("content") {
             Some(Value::String(t)) => push_part(&mut text, t),
             Some(Value::Array(blocks)) => {
@@ -631,14 +644,14 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
             for blk in blocks {
                 if blk.get("type").and_then(Value::as_str) == Some("tool_result") {
                     let id = blk.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-                    let out = util::content_text(blk.get("content").unwrap_or(&Value::Null));
+                    let out = json::content_text(blk.get("content").unwrap_or(&Value::Null));
                     let is_error = blk
                         .get("is_error")
                         .and_then(Value::as_bool)
                         .unwrap_or(false);
                     b.tool_result(l.no, id, out, is_error);
                 } else {
-                    let t = util::block_text(blk);
+                    let t = json::block_text(blk);
                     if !t.is_empty() {
                         texts.push(t);
                     }
@@ -660,11 +673,11 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     for t in &texts {
         push_part(&mut all, t);
     }
-    if flag(&l.v, "isCompactSummary") {
+    if bool_field(&l.v, "isCompactSummary") {
         b.summary(all, EventKind::CompactSummary);
         return;
     }
-    if all.trim_start().starts_with(CONTINUED) && !flag(&l.v, "isMeta") {
+    if all.trim_start().starts_with(CONTINUED) && !bool_field(&l.v, "isMeta") {
         // A summary of an earlier conversation with no `isCompactSummary` flag: this file
         // begins after a loss (or, mid-file, a compaction whose boundary was not recorded).
         b.summary(all, EventKind::Continued);
@@ -674,8 +687,8 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
         let t = t.trim_start();
         NOT_PROMPTS.iter().any(|p| t.starts_with(p))
     };
-    let is_prompt = !flag(&l.v, "isMeta")
-        && (sidechain || !flag(&l.v, "isSidechain"))
+    let is_prompt = !bool_field(&l.v, "isMeta")
+        && (sidechain || !bool_field(&l.v, "isSidechain"))
         && !texts.iter().all(not_prompt)
         && !texts.iter().all(|t| t.trim().is_empty());
     if !is_prompt {
@@ -685,12 +698,12 @@ fn user(b: &mut Builder, l: &Line, sidechain: bool) {
     let mut words = String::new();
     for t in &texts {
         let tt = t.trim_start();
-        if t != util::IMAGE && !CONTEXT_BLOCKS.iter().any(|p| tt.starts_with(p)) {
+        if t != json::IMAGE && !CONTEXT_BLOCKS.iter().any(|p| tt.starts_with(p)) {
             push_part(&mut words, t);
         }
     }
     if words.is_empty() {
         words = all.clone();
     }
-    b.human(all, words, s(&l.v, "uuid").map(str::to_string));
+    b.human(all, words, str_field(&l.v, "uuid").map(str::to_string));
 }

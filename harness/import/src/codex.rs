@@ -54,8 +54,8 @@ use serde_json::{Map, Value};
 
 use crate::builder::Builder;
 use crate::error::ImportError;
+use crate::json::{self, json_lines, push_part, str_field, Line};
 use crate::session::{EventKind, Format, ImportedSession, Warning};
-use crate::util::{self, json_lines, push_part, s, Line};
 
 /// How long after a replayed parent `session_meta` lines still count as the fork's replay.
 pub const REPLAY_WINDOW_MS: i64 = 1000;
@@ -94,7 +94,7 @@ const CONTEXTUAL: &[&str] = &[
 
 /// Whether a line looks like a current rollout line.
 pub(crate) fn looks_like(v: &Map<String, Value>) -> bool {
-    s(v, "type").is_some_and(|t| ROLLOUT_TYPES.contains(&t)) && v.contains_key("payload")
+    str_field(v, "type").is_some_and(|t| ROLLOUT_TYPES.contains(&t)) && v.contains_key("payload")
 }
 
 /// Whether a line looks like a legacy rollout line (its meta line, a state marker or a bare
@@ -106,14 +106,18 @@ pub(crate) fn looks_like_legacy(v: &Map<String, Value>) -> bool {
     if v.contains_key("record_type") {
         return true;
     }
-    match s(v, "type") {
+    match str_field(v, "type") {
         Some(t) => {
             ITEM_TYPES.contains(&t)
                 && (v.contains_key("role")
                     || v.contains_key("call_id")
                     || v.contains_key("summary"))
         }
-        None => s(v, "id").is_some() && s(v, "timestamp").is_some() && !v.contains_key("sessionId"),
+        None => {
+            str_field(v, "id").is_some()
+                && str_field(v, "timestamp").is_some()
+                && !v.contains_key("sessionId")
+        }
     }
 }
 
@@ -161,12 +165,12 @@ impl Conv {
     }
 
     fn item(&mut self, line: usize, p: &Map<String, Value>) {
-        let t = s(p, "type").unwrap_or("");
+        let t = str_field(p, "type").unwrap_or("");
         self.compacted = false;
         match t {
             "message" => {
-                let role = s(p, "role").unwrap_or("");
-                let text = util::content_text(p.get("content").unwrap_or(&Value::Null));
+                let role = str_field(p, "role").unwrap_or("");
+                let text = json::content_text(p.get("content").unwrap_or(&Value::Null));
                 match role {
                     "assistant" => {
                         self.open = true;
@@ -178,7 +182,7 @@ impl Conv {
                         if CONTEXTUAL.iter().any(|c| trimmed.starts_with(c)) || trimmed.is_empty() {
                             self.b.user(text);
                         } else {
-                            let id = s(p, "id").map(str::to_string);
+                            let id = str_field(p, "id").map(str::to_string);
                             self.b.human(text.clone(), text, id);
                         }
                     }
@@ -190,7 +194,7 @@ impl Conv {
             }
             "reasoning" => self.open = true,
             "function_call" => {
-                let args = match s(p, "arguments") {
+                let args = match str_field(p, "arguments") {
                     Some(a) => {
                         serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.to_string()))
                     }
@@ -211,15 +215,15 @@ impl Conv {
             }
             "local_shell_call" => {
                 let args = p.get("action").cloned().unwrap_or(Value::Null);
-                let id = s(p, "call_id")
-                    .or_else(|| s(p, "id"))
+                let id = str_field(p, "call_id")
+                    .or_else(|| str_field(p, "id"))
                     .unwrap_or("")
                     .to_string();
                 self.push_call(line, id, "local_shell".into(), args);
             }
             "web_search_call" => {
                 self.web_searches += 1;
-                let id = s(p, "id")
+                let id = str_field(p, "id")
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("web_search-{}", self.web_searches));
                 let args = p.get("action").cloned().unwrap_or(Value::Null);
@@ -227,7 +231,7 @@ impl Conv {
             }
             "function_call_output" | "custom_tool_call_output" => {
                 self.close();
-                let call_id = s(p, "call_id").unwrap_or("");
+                let call_id = str_field(p, "call_id").unwrap_or("");
                 let (text, is_error) = output_text(p.get("output").unwrap_or(&Value::Null));
                 self.b.tool_result(line, call_id, text, is_error);
             }
@@ -236,11 +240,11 @@ impl Conv {
     }
 
     fn call(&mut self, line: usize, p: &Map<String, Value>, args: Value) {
-        let id = s(p, "call_id")
-            .or_else(|| s(p, "id"))
+        let id = str_field(p, "call_id")
+            .or_else(|| str_field(p, "id"))
             .unwrap_or("")
             .to_string();
-        let name = s(p, "name").unwrap_or("").to_string();
+        let name = str_field(p, "name").unwrap_or("").to_string();
         self.push_call(line, id, name, args);
     }
 
@@ -263,24 +267,24 @@ impl Conv {
         if let Some(Value::Array(items)) = p.get("replacement_history") {
             for it in items {
                 let Some(o) = it.as_object() else { continue };
-                if s(o, "type") == Some("compaction") {
+                if str_field(o, "type") == Some("compaction") {
                     // The summary, encrypted: there is one, its words cannot be read.
-                    let bytes = s(o, "encrypted_content").map_or(0, str::len);
+                    let bytes = str_field(o, "encrypted_content").map_or(0, str::len);
                     self.b.opaque_summary(bytes as u64);
                     continue;
                 }
-                if s(o, "type") != Some("message") {
+                if str_field(o, "type") != Some("message") {
                     continue;
                 }
-                let text = util::content_text(o.get("content").unwrap_or(&Value::Null));
-                if s(o, "role") == Some("assistant") {
+                let text = json::content_text(o.get("content").unwrap_or(&Value::Null));
+                if str_field(o, "role") == Some("assistant") {
                     self.b.assistant_without_request(text);
                 } else {
                     self.b.user(text);
                 }
             }
         }
-        let message = s(p, "message").unwrap_or("");
+        let message = str_field(p, "message").unwrap_or("");
         if !message.is_empty() {
             self.b.summary_message(message.to_string());
         }
@@ -313,19 +317,19 @@ impl Conv {
 
 /// Codex `TokenUsage` → core usage.
 fn codex_usage(v: &Value) -> Usage {
-    let input = util::n(v, "input_tokens");
-    let cached = util::n(v, "cached_input_tokens");
+    let input = json::u64_field(v, "input_tokens");
+    let cached = json::u64_field(v, "cached_input_tokens");
     Usage {
         input_tokens: input.saturating_sub(cached),
         cache_read_tokens: cached,
         cache_write_tokens: 0,
-        output_tokens: util::n(v, "output_tokens"),
+        output_tokens: json::u64_field(v, "output_tokens"),
     }
 }
 
 /// The usage between two cumulative rows.
 fn diff_usage(total: &Value, prev: &Value) -> Usage {
-    let d = |k: &str| util::n(total, k).saturating_sub(util::n(prev, k));
+    let d = |k: &str| json::u64_field(total, k).saturating_sub(json::u64_field(prev, k));
     let input = d("input_tokens");
     let cached = d("cached_input_tokens");
     Usage {
@@ -343,12 +347,12 @@ fn output_text(v: &Value) -> (String, bool) {
         Value::Object(o) => {
             let ok = o.get("success").and_then(Value::as_bool).unwrap_or(true);
             let text = match o.get("content") {
-                Some(c) => util::content_text(c),
-                None => util::content_text(o.get("output").unwrap_or(&Value::Null)),
+                Some(c) => json::content_text(c),
+                None => json::content_text(o.get("output").unwrap_or(&Value::Null)),
             };
             (text, !ok)
         }
-        Value::Array(_) => (util::content_text(v), false),
+        Value::Array(_) => (json::content_text(v), false),
         Value::Null => (String::new(), false),
         other => (other.to_string(), false),
     }
@@ -403,7 +407,7 @@ pub fn rollout_head(bytes: &[u8]) -> RolloutHead {
         let Some(meta) = v.get("payload").and_then(Value::as_object) else {
             continue;
         };
-        let id = s(meta, "id").map(str::to_string);
+        let id = str_field(meta, "id").map(str::to_string);
         match (&head.id, id) {
             (None, Some(id)) => {
                 head.parents.extend(parent_of(meta));
@@ -436,7 +440,7 @@ fn string_at(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 fn leading_time(line: &[u8]) -> Option<(i64, &[u8])> {
     let rest = after(after(after(line, b"{")?, b"\"timestamp\"")?, b":")?;
     let (t, rest) = string_at(rest)?;
-    Some((util::timestamp_ms(std::str::from_utf8(t).ok()?)?, rest))
+    Some((json::timestamp_ms(std::str::from_utf8(t).ok()?)?, rest))
 }
 
 /// The `"type": "…"` that follows the timestamp, when it does.
@@ -451,14 +455,14 @@ pub fn legacy_id(bytes: &[u8]) -> Option<String> {
         .split(|&b| b == b'\n')
         .find(|l| !l.trim_ascii().is_empty())?;
     let v: Value = serde_json::from_slice(first).ok()?;
-    s(v.as_object()?, "id").map(str::to_string)
+    str_field(v.as_object()?, "id").map(str::to_string)
 }
 
 /// The parent session named by a `session_meta` payload.
 fn parent_of(meta: &Map<String, Value>) -> Option<String> {
-    if let Some(p) = s(meta, "forked_from_id")
-        .or_else(|| s(meta, "forked_from"))
-        .or_else(|| s(meta, "parent_thread_id"))
+    if let Some(p) = str_field(meta, "forked_from_id")
+        .or_else(|| str_field(meta, "forked_from"))
+        .or_else(|| str_field(meta, "parent_thread_id"))
     {
         return Some(p.to_string());
     }
@@ -473,9 +477,9 @@ fn parent_of(meta: &Map<String, Value>) -> Option<String> {
 /// The instructions a `session_meta` payload records.
 fn instructions_of(meta: &Map<String, Value>) -> Option<String> {
     match meta.get("base_instructions") {
-        Some(Value::Object(o)) => s(o, "text").map(str::to_string),
+        Some(Value::Object(o)) => str_field(o, "text").map(str::to_string),
         Some(Value::String(t)) => Some(t.clone()),
-        _ => s(meta, "instructions").map(str::to_string),
+        _ => str_field(meta, "instructions").map(str::to_string),
     }
 }
 
@@ -491,11 +495,11 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     }
     let meta_line = lines
         .iter()
-        .find(|l| s(&l.v, "type") == Some("session_meta"));
+        .find(|l| str_field(&l.v, "type") == Some("session_meta"));
     let meta = meta_line
         .and_then(|l| l.v.get("payload"))
         .and_then(Value::as_object);
-    let own_id = meta.and_then(|m| s(m, "id")).map(str::to_string);
+    let own_id = meta.and_then(|m| str_field(m, "id")).map(str::to_string);
     let id = own_id
         .clone()
         .unwrap_or_else(|| crate::claude_code::file_stem(file));
@@ -510,19 +514,19 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
     let mut dropped = 0;
     let mut seen_meta = false;
     if let Some(m) = meta {
-        if let Some(cwd) = s(m, "cwd") {
+        if let Some(cwd) = str_field(m, "cwd") {
             conv.b.set_cwd(cwd);
         }
     }
     for l in &lines {
-        let ts = s(&l.v, "timestamp").and_then(util::timestamp_ms);
+        let ts = str_field(&l.v, "timestamp").and_then(json::timestamp_ms);
         if let Some((start, r)) = replay.as_mut() {
             let inside = match (*start, ts) {
                 (Some(a), Some(t)) => t - a <= REPLAY_WINDOW_MS,
                 _ => true,
             };
             if inside {
-                if s(&l.v, "type") != Some("session_meta") {
+                if str_field(&l.v, "type") != Some("session_meta") {
                     feed(r, l);
                 }
                 continue;
@@ -535,10 +539,10 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
                 dropped += r.finish().messages.len();
             }
         }
-        if let Some(t) = s(&l.v, "timestamp") {
+        if let Some(t) = str_field(&l.v, "timestamp") {
             conv.b.stamp(t);
         }
-        if s(&l.v, "type") == Some("session_meta") {
+        if str_field(&l.v, "type") == Some("session_meta") {
             let id =
                 l.v.get("payload")
                     .and_then(|p| p.get("id"))
@@ -564,7 +568,7 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
 
 /// One rollout line other than `session_meta`.
 fn feed(conv: &mut Conv, l: &Line) {
-    let Some(t) = s(&l.v, "type") else {
+    let Some(t) = str_field(&l.v, "type") else {
         conv.b.warn(l.no, "skipped: a line without `type`");
         return;
     };
@@ -585,15 +589,15 @@ fn feed(conv: &mut Conv, l: &Line) {
         "compacted" => conv.compacted(p),
         "turn_context" => {
             conv.close();
-            conv.b.set_model(s(p, "model"));
-            if let Some(cwd) = s(p, "cwd") {
+            conv.b.set_model(str_field(p, "model"));
+            if let Some(cwd) = str_field(p, "cwd") {
                 conv.b.set_cwd(cwd);
             }
         }
-        "event_msg" if s(p, "type") == Some("token_count") => conv.token_count(p),
+        "event_msg" if str_field(p, "type") == Some("token_count") => conv.token_count(p),
         // The event that goes with a `compacted` item; alone (no item written), the compaction
         // point itself.
-        "event_msg" if s(p, "type") == Some("context_compacted") && !conv.compacted => {
+        "event_msg" if str_field(p, "type") == Some("context_compacted") && !conv.compacted => {
             conv.close();
             conv.compacted = true;
             conv.b.compaction(EventKind::Compacted, None, None);
@@ -614,15 +618,15 @@ pub(crate) fn import_legacy(file: &str, text: &str) -> Result<Vec<ImportedSessio
     }
     let meta = lines
         .iter()
-        .find(|l| s(&l.v, "type").is_none() && !l.v.contains_key("record_type"));
+        .find(|l| str_field(&l.v, "type").is_none() && !l.v.contains_key("record_type"));
     let id = meta
-        .and_then(|m| s(&m.v, "id"))
+        .and_then(|m| str_field(&m.v, "id"))
         .map(str::to_string)
         .unwrap_or_else(|| crate::claude_code::file_stem(file));
     let mut b = Builder::new(id, Format::CodexLegacy, file);
     b.add_warnings(warnings);
     b.set_system(meta.and_then(|m| instructions_of(&m.v)));
-    if let Some(t) = meta.and_then(|m| s(&m.v, "timestamp")) {
+    if let Some(t) = meta.and_then(|m| str_field(&m.v, "timestamp")) {
         b.stamp(t);
     }
     let mut conv = Conv::new(b);
@@ -631,7 +635,7 @@ pub(crate) fn import_legacy(file: &str, text: &str) -> Result<Vec<ImportedSessio
         if l.v.contains_key("record_type") || meta.is_some_and(|m| m.no == l.no) {
             continue;
         }
-        match s(&l.v, "type") {
+        match str_field(&l.v, "type") {
             Some(_) => conv.item(l.no, &l.v),
             None => extra.push(Warning {
                 file: file.to_string(),

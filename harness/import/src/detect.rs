@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::ImportError;
+use crate::json::{kind_of, short_json_error, str_field};
 use crate::session::Format;
-use crate::util::{kind_of, s, short_json_error};
 use crate::{claude_code, codex, openhands, swe};
 
 /// How many lines detection reads at most.
@@ -60,7 +60,7 @@ fn document_format(o: &Map<String, Value>) -> Option<Format> {
 fn describe(o: &Map<String, Value>) -> String {
     let keys: Vec<&str> = o.keys().take(6).map(String::as_str).collect();
     let more = if o.len() > 6 { ", ..." } else { "" };
-    match s(o, "type") {
+    match str_field(o, "type") {
         Some(t) => format!(
             "a json object of type `{t}` with keys {}{more}",
             keys.join(", ")
@@ -74,7 +74,7 @@ pub fn detect(name: &str, text: &str) -> Result<Format, ImportError> {
     check_text(name, text)?;
     // A line over the limit of one record is never parsed, here or by the importers; a file of
     // nothing else has no record.
-    let long = |l: &&str| l.len() > crate::util::MAX_LINE_BYTES;
+    let long = |l: &&str| l.len() > crate::json::MAX_LINE_BYTES;
     let non_empty: Vec<&str> = text
         .split('\n')
         .map(str::trim)
@@ -97,7 +97,7 @@ pub fn detect(name: &str, text: &str) -> Result<Format, ImportError> {
                 first: format!(
                     "skipped: a line of {} bytes, longer than {} bytes, the most one record may be; not parsed",
                     l.trim().len(),
-                    crate::util::MAX_LINE_BYTES
+                    crate::json::MAX_LINE_BYTES
                 ),
             });
         }

@@ -314,7 +314,7 @@ pub struct ImportReport {
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
     /// It could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,

@@ -44,12 +44,12 @@ mod detect;
 mod error;
 mod forks;
 pub mod fs;
+mod json;
 pub mod openhands;
 mod session;
 pub mod swe;
-mod util;
 
-pub use util::MAX_LINE_BYTES;
+pub use json::MAX_LINE_BYTES;
 
 pub use detect::detect;
 pub use error::{ImportError, EXPECTED};

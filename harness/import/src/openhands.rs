@@ -22,9 +22,9 @@ use serde_json::{Map, Value};
 
 use crate::builder::Builder;
 use crate::error::ImportError;
+use crate::json::{self, json_lines, str_field};
 use crate::session::{EventKind, Format, ImportedSession, Warning};
 use crate::swe::openai_calls;
-use crate::util::{self, json_lines, s};
 
 /// Whether a line looks like an OpenHands run.
 pub(crate) fn looks_like(o: &Map<String, Value>) -> bool {
@@ -50,7 +50,7 @@ pub(crate) fn import(file: &str, text: &str) -> Result<Vec<ImportedSession>, Imp
             });
             continue;
         };
-        let id = s(&l.v, "instance_id")
+        let id = str_field(&l.v, "instance_id")
             .map(str::to_string)
             .unwrap_or_else(|| format!("{file}#{}", l.no));
         let mut b = Builder::new(id, Format::OpenHands, file);
@@ -78,14 +78,14 @@ fn run(b: &mut Builder, line: usize, history: &[Value]) {
             b.warn(line, format!("history[{i}]: skipped: not an object"));
             continue;
         };
-        let source = s(e, "source").unwrap_or("");
+        let source = str_field(e, "source").unwrap_or("");
         let tcm = e.get("tool_call_metadata").and_then(Value::as_object);
         let args = e.get("args").and_then(Value::as_object);
-        if let Some(action) = s(e, "action") {
-            let arg_text = |k: &str| args.and_then(|a| s(a, k)).map(str::to_string);
+        if let Some(action) = str_field(e, "action") {
+            let arg_text = |k: &str| args.and_then(|a| str_field(a, k)).map(str::to_string);
             match (action, tcm) {
                 ("system", _) => b.set_system(
-                    arg_text("content").or_else(|| s(e, "message").map(str::to_string)),
+                    arg_text("content").or_else(|| str_field(e, "message").map(str::to_string)),
                 ),
                 ("recall", _) => {}
                 ("condensation", _) => {
@@ -97,7 +97,7 @@ fn run(b: &mut Builder, line: usize, history: &[Value]) {
                 }
                 ("message", None) if source == "user" => {
                     let text = arg_text("content")
-                        .or_else(|| s(e, "message").map(str::to_string))
+                        .or_else(|| str_field(e, "message").map(str::to_string))
                         .unwrap_or_default();
                     let id = e
                         .get("id")
@@ -121,14 +121,14 @@ fn run(b: &mut Builder, line: usize, history: &[Value]) {
                         .and_then(|c| c.get("message"));
                     let text = msg
                         .and_then(|m| m.get("content"))
-                        .map(util::content_text)
+                        .map(json::content_text)
                         .unwrap_or_default();
                     let mut calls = openai_calls(msg.and_then(|m| m.get("tool_calls")));
                     if calls.is_empty() {
-                        if let Some(id) = s(tcm, "tool_call_id") {
+                        if let Some(id) = str_field(tcm, "tool_call_id") {
                             calls.push(ToolCall {
                                 id: id.to_string(),
-                                name: s(tcm, "function_name").unwrap_or("").to_string(),
+                                name: str_field(tcm, "function_name").unwrap_or("").to_string(),
                                 args: args
                                     .cloned()
                                     .map(Value::Object)
@@ -136,25 +136,25 @@ fn run(b: &mut Builder, line: usize, history: &[Value]) {
                             });
                         }
                     }
-                    let usage = response.and_then(|r| r.get("usage")).and_then(util::usage);
+                    let usage = response.and_then(|r| r.get("usage")).and_then(json::usage);
                     b.assistant(text, calls, rid, usage);
                 }
                 (_, None) if source == "agent" => {
                     let text = arg_text("content")
                         .or_else(|| arg_text("thought"))
-                        .or_else(|| s(e, "message").map(str::to_string))
+                        .or_else(|| str_field(e, "message").map(str::to_string))
                         .unwrap_or_default();
                     b.assistant(text, Vec::new(), None, None);
                     last_response = None;
                 }
                 _ => {}
             }
-        } else if let Some(obs) = s(e, "observation") {
-            let content = util::content_text(e.get("content").unwrap_or(&Value::Null));
+        } else if let Some(obs) = str_field(e, "observation") {
+            let content = json::content_text(e.get("content").unwrap_or(&Value::Null));
             match (obs, tcm) {
                 ("recall" | "agent_state_changed" | "null" | "agent_condensation", _) => {}
                 (_, Some(tcm)) => {
-                    let id = s(tcm, "tool_call_id").unwrap_or("").to_string();
+                    let id = str_field(tcm, "tool_call_id").unwrap_or("").to_string();
                     b.tool_result(line, &id, content, obs == "error");
                 }
                 (_, None) => {

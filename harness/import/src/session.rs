@@ -293,9 +293,9 @@ impl fmt::Display for Warning {
 pub fn timestamp_ms(text: &str) -> Option<i64> {
     let t = text.trim();
     if t.len() == 10 {
-        return crate::util::timestamp_ms(&format!("{t}T00:00:00Z"));
+        return crate::json::timestamp_ms(&format!("{t}T00:00:00Z"));
     }
-    crate::util::timestamp_ms(t)
+    crate::json::timestamp_ms(t)
 }
 
 /// The UTC date (`YYYY-MM-DD`) of milliseconds since the Unix epoch.

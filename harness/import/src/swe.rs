@@ -21,12 +21,12 @@ use serde_json::{Map, Value};
 
 use crate::builder::Builder;
 use crate::error::ImportError;
+use crate::json::{self, str_field};
 use crate::session::{Format, ImportedSession};
-use crate::util::{self, s};
 
 /// Whether a document looks like a mini-swe-agent trajectory.
 pub(crate) fn looks_like_mini(o: &Map<String, Value>) -> bool {
-    if s(o, "trajectory_format").is_some_and(|f| f.starts_with("mini-swe-agent")) {
+    if str_field(o, "trajectory_format").is_some_and(|f| f.starts_with("mini-swe-agent")) {
         return true;
     }
     o.get("messages")
@@ -91,7 +91,7 @@ pub(crate) fn openai_calls(v: Option<&Value>) -> Vec<ToolCall> {
 
 /// Imports a mini-swe-agent trajectory.
 pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>, ImportError> {
-    let doc = util::json_document(file, text)?;
+    let doc = json::json_document(file, text)?;
     let wrong = |detail: &str| ImportError::WrongShape {
         file: file.to_string(),
         format: Format::MiniSweAgent,
@@ -104,7 +104,7 @@ pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| wrong("no `messages` list"))?;
-    let id = s(o, "instance_id")
+    let id = str_field(o, "instance_id")
         .map(str::to_string)
         .unwrap_or_else(|| stem(file));
     let mut b = Builder::new(id, Format::MiniSweAgent, file);
@@ -113,8 +113,8 @@ pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>
             b.warn(0, format!("messages[{i}]: skipped: not an object"));
             continue;
         };
-        let content = util::content_text(m.get("content").unwrap_or(&Value::Null));
-        match s(m, "role").unwrap_or("") {
+        let content = json::content_text(m.get("content").unwrap_or(&Value::Null));
+        match str_field(m, "role").unwrap_or("") {
             "system" if b.is_empty() => b.set_system(Some(content)),
             "system" => b.user(content),
             "user" if b.turns() == 0 => b.human(content.clone(), content, None),
@@ -122,7 +122,7 @@ pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>
             "assistant" => {
                 let calls = openai_calls(m.get("tool_calls"));
                 let response = m.get("extra").and_then(|e| e.get("response"));
-                let usage = response.and_then(|r| r.get("usage")).and_then(util::usage);
+                let usage = response.and_then(|r| r.get("usage")).and_then(json::usage);
                 let rid = response
                     .and_then(|r| r.get("id"))
                     .and_then(Value::as_str)
@@ -130,7 +130,7 @@ pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>
                 b.assistant(content, calls, rid, usage);
             }
             "tool" => {
-                let call = s(m, "tool_call_id").unwrap_or("").to_string();
+                let call = str_field(m, "tool_call_id").unwrap_or("").to_string();
                 b.tool_result(0, &call, content, false);
             }
             "exit" => {}
@@ -142,7 +142,7 @@ pub(crate) fn import_mini(file: &str, text: &str) -> Result<Vec<ImportedSession>
 
 /// Imports a SWE-agent trajectory.
 pub(crate) fn import_swe(file: &str, text: &str) -> Result<Vec<ImportedSession>, ImportError> {
-    let doc = util::json_document(file, text)?;
+    let doc = json::json_document(file, text)?;
     let wrong = |detail: &str| ImportError::WrongShape {
         file: file.to_string(),
         format: Format::SweAgent,
@@ -158,11 +158,11 @@ pub(crate) fn import_swe(file: &str, text: &str) -> Result<Vec<ImportedSession>,
                 b.warn(0, format!("history[{i}]: skipped: not an object"));
                 continue;
             };
-            let content = util::content_text(m.get("content").unwrap_or(&Value::Null));
-            match s(m, "role").unwrap_or("") {
+            let content = json::content_text(m.get("content").unwrap_or(&Value::Null));
+            match str_field(m, "role").unwrap_or("") {
                 "system" if b.is_empty() => b.set_system(Some(content)),
                 "system" => b.user(content),
-                "user" if util::flag(m, "is_demo") || b.turns() > 0 => b.user(content),
+                "user" if json::bool_field(m, "is_demo") || b.turns() > 0 => b.user(content),
                 "user" => b.human(content.clone(), content, None),
                 "assistant" => {
                     let calls = openai_calls(m.get("tool_calls"));
@@ -173,7 +173,7 @@ pub(crate) fn import_swe(file: &str, text: &str) -> Result<Vec<ImportedSession>,
                     let id = ids
                         .and_then(|a| a.first())
                         .and_then(Value::as_str)
-                        .or_else(|| s(m, "tool_call_id"))
+                        .or_else(|| str_field(m, "tool_call_id"))
                         .unwrap_or("")
                         .to_string();
                     b.tool_result(0, &id, content, false);
@@ -191,13 +191,13 @@ pub(crate) fn import_swe(file: &str, text: &str) -> Result<Vec<ImportedSession>,
                 b.warn(0, format!("trajectory[{i}]: skipped: not an object"));
                 continue;
             };
-            let response = s(st, "response")
-                .or_else(|| s(st, "thought"))
+            let response = str_field(st, "response")
+                .or_else(|| str_field(st, "thought"))
                 .unwrap_or("")
                 .to_string();
             b.assistant(response, Vec::new(), None, None);
             if let Some(obs) = st.get("observation") {
-                b.user(util::content_text(obs));
+                b.user(json::content_text(obs));
             }
         }
     } else {

@@ -478,7 +478,11 @@ fn huge_files_are_refused_by_their_size_or_first_bytes_and_huge_lines_skipped() 
         .and_then(|f| f.set_len(900 << 20))
         .expect("sparse");
     let report = within(move || import_paths(&[huge, binary], None).expect("import"));
-    let errors: Vec<String> = report.errors.iter().map(|(_, e)| e.to_string()).collect();
+    let errors: Vec<String> = report
+        .errors
+        .iter()
+        .map(|(_, e)| harness_core::one_line(e))
+        .collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(
         errors[0].contains("binary.jsonl is a binary file (a NUL byte in its first 8192 bytes)"),
@@ -517,7 +521,11 @@ fn huge_files_are_refused_by_their_size_or_first_bytes_and_huge_lines_skipped() 
             .any(|w| w.line == 1 && w.message.contains("longer than 67108864 bytes")),
         "{w:?}"
     );
-    let errors: Vec<String> = report.errors.iter().map(|(_, e)| e.to_string()).collect();
+    let errors: Vec<String> = report
+        .errors
+        .iter()
+        .map(|(_, e)| harness_core::one_line(e))
+        .collect();
     assert!(
         errors.len() == 1 && errors[0].contains("longer than 67108864 bytes"),
         "{errors:?}"

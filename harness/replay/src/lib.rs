@@ -39,6 +39,7 @@
 //!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
 //!   same work inline, and how much of it ran in parallel.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
+//! - [`arms`]: the policies a replay runs, named or by default.
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
 //! `analyze` commands read the files). [`Replayer::replay_all`] may use threads.
@@ -48,6 +49,7 @@
 
 pub mod analyze;
 pub mod answer;
+pub mod arms;
 pub mod caveats;
 pub mod engine;
 pub mod hidden;

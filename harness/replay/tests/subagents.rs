@@ -239,7 +239,7 @@ fn a_constructed_parent_and_child_give_hand_computed_room_and_money() {
     // the stub instead of the brief: saved = 2 × (work − tokens(input) + tokens("{}")).
     let stub = tok(&pm[1]) - u64::from(tokens::count(&args)) + u64::from(tokens::count("{}"));
     let per_request = c.work_tokens as i64 + stub as i64 - tok(&pm[1]) as i64;
-    let none = m.room("none").unwrap();
+    let none = m.saving("none").unwrap();
     assert_eq!(none.saved(), 2 * per_request);
     // As recorded, a1 read u1, a2 u1 a1 r, a3 u1 a1 r a2 u2 (no prefix: no usage recorded).
     let (u1, a1, r, a2, u2, a3) = (
@@ -254,7 +254,7 @@ fn a_constructed_parent_and_child_give_hand_computed_room_and_money() {
         none.delegated_tokens,
         u1 + (u1 + a1 + r) + (u1 + a1 + r + a2 + u2)
     );
-    assert!(m.room("fold").is_some());
+    assert!(m.saving("fold").is_some());
     assert_eq!(m.inline_requests, 2);
 
     // Money under none. Opus 4.5: $5 input, ×1.25 write, ×0.1 read, ×5 output.

@@ -34,7 +34,7 @@ use harness_core::sim::SimConfig;
 use tokio::io::AsyncReadExt as _;
 
 use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
-use crate::agents::{bridge, session_uuid, AgentKind, TurnSettings};
+use crate::agents::{bridge, TurnSettings};
 use crate::cell::{run_checks, CellOptions, CellOutput, CellPlan, WrittenArchive};
 use crate::execution::workspace::Workspace;
 use crate::proxy::{Proxy, ProxyConfig};
@@ -61,7 +61,7 @@ pub enum AgentCellError {
         secs: f64,
     },
     /// The task's setup commands failed.
-    #[error("setup: {0}")]
+    #[error("setup")]
     Setup(#[source] crate::execution::workspace::WorkspaceError),
     /// The sim label does not read.
     #[error(transparent)]
@@ -70,7 +70,7 @@ pub enum AgentCellError {
     #[error(transparent)]
     Upstream(#[from] crate::sim_server::SimServerError),
     /// The cell's temp folder cannot be made.
-    #[error("cannot create the agent's temp folder: {0}")]
+    #[error("cannot create the agent's temp folder")]
     Scratch(#[source] std::io::Error),
     /// The arm's policy does not build.
     #[error(transparent)]
@@ -79,16 +79,16 @@ pub enum AgentCellError {
     #[error(transparent)]
     Proxy(#[from] crate::proxy::ProxyError),
     /// The bridge's socket folder cannot be made.
-    #[error("agent socket folder: {0}")]
+    #[error("agent socket folder")]
     Socket(#[source] std::io::Error),
     /// The bridge to the proxy cannot listen.
-    #[error("agent bridge: {0}")]
+    #[error("agent bridge")]
     Bridge(#[source] std::io::Error),
     /// What the proxy recorded does not read.
     #[error(transparent)]
     Records(#[from] crate::results::ReadError),
     /// The agent's home cannot be prepared.
-    #[error("agent home {}: {source}", home.display())]
+    #[error("agent home {}", home.display())]
     Home {
         /// The agent's home.
         home: PathBuf,
@@ -97,7 +97,7 @@ pub enum AgentCellError {
         source: std::io::Error,
     },
     /// A turn's process did not run to its end.
-    #[error("turn {turn}: {agent} ({}): {source}", program.display())]
+    #[error("turn {turn}: {agent} ({})", program.display())]
     Turn {
         /// The turn, from 1.
         turn: u32,
@@ -124,7 +124,9 @@ pub enum AgentCellError {
         stderr: String,
     },
     /// What a turn printed does not read.
-    #[error("turn {turn}: {source}; exit {status}; its stderr ends: {stderr}")]
+    #[error(
+        "turn {turn}: what it printed does not read (exit {status}; its stderr ends: {stderr})"
+    )]
     Unread {
         /// The turn, from 1.
         turn: u32,
@@ -143,7 +145,7 @@ pub enum AgentCellError {
 #[non_exhaustive]
 pub enum TurnError {
     /// It did not start.
-    #[error("cannot start it: {0}")]
+    #[error("cannot start it")]
     Start(#[source] std::io::Error),
     /// The cell's time limit ended while it ran.
     #[error("the cell's time limit ended during the turn (--cell-timeout)")]
@@ -167,7 +169,7 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
     let mut kept = None;
     let error = match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces)
     {
-        Err(e) => Some(format!("workspace: {e}")),
+        Err(e) => Some(format!("workspace: {}", harness_core::one_line(&e))),
         Ok(ws) => {
             let limit = opts.cell_timeout;
             let deadline = started.checked_add(limit);
@@ -181,7 +183,7 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
                     secs: limit.as_secs_f64(),
                 })
             });
-            let error = r.err().map(|e| e.to_string());
+            let error = r.err().map(|e| harness_core::one_line(&e));
             if error.is_none() {
                 checks = run_checks(&ws, &plan.task, &out.closings, &limits).await;
                 for c in &checks {
@@ -194,7 +196,7 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
             }
             diff = ws
                 .diff()
-                .unwrap_or_else(|e| format!("(diff unavailable: {e})"));
+                .unwrap_or_else(|e| format!("(diff unavailable: {})", harness_core::one_line(&e)));
             if opts.keep_workspaces {
                 kept = Some(ws.path().to_path_buf());
             }
@@ -411,10 +413,7 @@ async fn turns(
             home: home.to_path_buf(),
             source,
         })?;
-    let mut session = match agent.kind {
-        AgentKind::ClaudeCode => Some(session_uuid(&plan.id)),
-        _ => None,
-    };
+    let mut session = agent.kind.first_session(&plan.id);
     for (i, turn) in plan.task.turns.iter().enumerate() {
         let t = i as u32 + 1;
         out.turns = t;

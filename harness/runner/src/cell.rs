@@ -37,7 +37,6 @@ message that says what you found and what you changed, without calling a tool.";
 pub use crate::cell_checks::{relative_to, run_checks};
 pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
-#[path = "delegate.rs"]
 mod delegate;
 pub use harness_core::session::COMPACTION_PROMPT;
 
@@ -47,7 +46,7 @@ pub use harness_core::session::COMPACTION_PROMPT;
 #[non_exhaustive]
 pub enum SessionError {
     /// The workspace could not be made.
-    #[error("workspace: {0}")]
+    #[error("workspace")]
     Workspace(#[source] workspace::WorkspaceError),
     /// The cell ran past `--cell-timeout`.
     #[error("the cell timed out after {secs}s (--cell-timeout)")]
@@ -56,7 +55,7 @@ pub enum SessionError {
         secs: f64,
     },
     /// The task's setup commands failed.
-    #[error("setup: {0}")]
+    #[error("setup")]
     Setup(#[source] workspace::WorkspaceError),
     /// The arm's policy does not build.
     #[error(transparent)]
@@ -75,10 +74,10 @@ pub enum SessionError {
     #[error(transparent)]
     Child(#[from] delegate::ChildError),
     /// The workspace could not be snapshotted for the tool cache.
-    #[error("workspace snapshot: {0}")]
+    #[error("workspace snapshot")]
     Snapshot(#[source] std::io::Error),
     /// The workspace's fingerprint could not be taken.
-    #[error("workspace fingerprint: {0}")]
+    #[error("workspace fingerprint")]
     Fingerprint(#[source] std::io::Error),
     /// A scripted call's output lacks what the task's script expects: the task is broken.
     #[error("task is broken: turn {turn}, {tool} {args}: the output does not contain the expected {want:?}; output begins {begins:?}")]
@@ -324,7 +323,7 @@ pub async fn run_cell(
                     .map(|(n, _)| n.clone())
                     .unwrap_or_else(|_| plan.policy.label());
                 let (status, error, checks) = match outcome {
-                    Err(e) => (Status::Error, Some(e.to_string()), Vec::new()),
+                    Err(e) => (Status::Error, Some(harness_core::one_line(&e)), Vec::new()),
                     Ok((_, known)) => {
                         let checks = crate::cell_checks::run_checks_known(
                             &ws,
@@ -351,7 +350,7 @@ pub async fn run_cell(
                 };
                 match ws.diff() {
                     Ok(d) => diff = d,
-                    Err(e) => diff = format!("(diff unavailable: {e})"),
+                    Err(e) => diff = format!("(diff unavailable: {})", harness_core::one_line(&e)),
                 }
                 if opts.keep_workspaces {
                     kept = Some(ws.path().to_path_buf());

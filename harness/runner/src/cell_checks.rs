@@ -79,7 +79,7 @@ pub(crate) async fn run_checks_known(
                 // As the file tools open files: a regular file only, opened non-blocking (a
                 // FIFO planted at the path is refused, never waited on), read in pieces.
                 let found = tools::resolve(ws.path(), path)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| harness_core::one_line(&e))
                     .and_then(|p| {
                         tools::file_contains(&p, text)
                             .map_err(|e| format!("cannot read {path}: {e}"))

@@ -11,8 +11,8 @@
 //! println!("{}", harness_runner::tasks::table(&tasks).to_terminal());
 //! ```
 //!
-//! The library is in wings, each a folder by job with an overview in its `mod.rs`, and a few
-//! rooms beside them that drive the wings:
+//! The library is in folder modules, each a job with an overview in its `mod.rs`, and a few
+//! top-level modules beside them that drive them:
 //!
 //! - [`execution`]: where a cell's commands run. A fresh temp git repo per cell
 //!   ([`execution::workspace`], made from a task's prepared template), the
@@ -34,12 +34,18 @@
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
 //! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary).
+//! embedded in the binary), a task named by its name.
+//!
+//! What a command builds its run from, as plain values: [`plan`], the matrix (the matrix file,
+//! its profile layered, the command line over it, the cells); [`settings`], a run's settings
+//! into its [`run::RunConfig`] (the defaults, the sandbox, the agent and its key read through a
+//! lookup the caller passes); [`arms`], policy texts into arms.
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
 pub mod agent_cell;
 pub mod agents;
+pub mod arms;
 pub mod atomic;
 pub mod backends;
 pub mod cell;
@@ -50,11 +56,13 @@ pub mod file_error;
 pub mod html;
 pub mod judge;
 pub mod merge;
+pub mod plan;
 pub mod progress;
 pub mod proxy;
 pub mod results;
 pub mod run;
 pub mod sessions;
+pub mod settings;
 pub mod sim_server;
 pub mod tasks;
 pub mod tools;

@@ -34,7 +34,7 @@ pub enum MergeError {
         out: PathBuf,
     },
     /// A shard's `matrix.json` cannot be read.
-    #[error("cannot read {}: {source}; is {} a run directory?", path.display(), dir.display())]
+    #[error("cannot read {} (is {} a run directory?)", path.display(), dir.display())]
     NotARun {
         /// The shard's folder.
         dir: PathBuf,
@@ -45,7 +45,7 @@ pub enum MergeError {
         source: std::io::Error,
     },
     /// A shard's `matrix.json` is not JSON, or its `cells` not a list of cells.
-    #[error("{}{}: {what}: {source}", path.display(), position(source))]
+    #[error("{}{}: {what}", path.display(), position(source))]
     BadMatrix {
         /// The file.
         path: PathBuf,

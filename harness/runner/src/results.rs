@@ -90,7 +90,7 @@ pub enum RunDirError {
         root: PathBuf,
     },
     /// The folder's `matrix.json` is not JSON.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     BadMatrix {
         /// The file.
         path: PathBuf,
@@ -293,7 +293,7 @@ pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
 #[non_exhaustive]
 pub enum ReadError {
     /// `cells.jsonl` cannot be opened.
-    #[error("cannot open {}: {source}; is this a run directory?", path.display())]
+    #[error("cannot open {} (is this a run directory?)", path.display())]
     NoRecords {
         /// The file.
         path: PathBuf,
@@ -305,7 +305,7 @@ pub enum ReadError {
     #[error(transparent)]
     File(crate::file_error::FileError),
     /// A line cannot be read.
-    #[error("{}:{line}: cannot read: {source}", path.display())]
+    #[error("{}:{line}: cannot read", path.display())]
     Line {
         /// The file.
         path: PathBuf,
@@ -328,7 +328,7 @@ pub enum ReadError {
         first: usize,
     },
     /// A line of `cells.jsonl` that is not a cell record.
-    #[error("{}:{line}:{}: not a cell record: {source}", path.display(), source.column())]
+    #[error("{}:{line}:{}: not a cell record", path.display(), source.column())]
     NotRecord {
         /// The file.
         path: PathBuf,
@@ -339,7 +339,7 @@ pub enum ReadError {
         source: serde_json::Error,
     },
     /// A line that does not read as the type asked.
-    #[error("{}:{line}:{}: {source}", path.display(), source.column())]
+    #[error("{}:{line}:{}", path.display(), source.column())]
     Json {
         /// The file.
         path: PathBuf,

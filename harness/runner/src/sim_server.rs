@@ -37,7 +37,7 @@ pub const MAX_BODY_BYTES: usize = 64 << 20;
 #[non_exhaustive]
 pub enum SimServerError {
     /// The listening address cannot be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Listen {
         /// The address.
         addr: SocketAddr,
@@ -49,7 +49,7 @@ pub enum SimServerError {
     #[error(transparent)]
     Address(std::io::Error),
     /// The exchange log cannot be opened.
-    #[error("cannot open the log {}: {source}", path.display())]
+    #[error("cannot open the log {}", path.display())]
     Log {
         /// The log file.
         path: PathBuf,
@@ -61,7 +61,7 @@ pub enum SimServerError {
     #[error(transparent)]
     Request(WireError),
     /// An item of the request's conversation is not what the API accepts.
-    #[error("{field} item {index}: {source}")]
+    #[error("{field} item {index}")]
     Item {
         /// The API's field of items (`messages`, `input`).
         field: &'static str,
@@ -120,7 +120,7 @@ impl SimServer {
             None => None,
         };
         let state = Arc::new(State {
-            upstream: Mutex::new(SimUpstream::new(spec, cfg)),
+            upstream: Mutex::new(SimUpstream::new(spec, cfg, crate::agents::vocabularies())),
             log,
             answered: std::sync::atomic::AtomicU64::new(0),
         });
@@ -226,7 +226,7 @@ async fn handle(state: &State, req: Request<hyper::body::Incoming>) -> Response<
     };
     let answer = match answer(state, api, &body) {
         Ok(a) => a,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => return error(StatusCode::BAD_REQUEST, &harness_core::one_line(&e)),
     };
     let (answer, stream) = answer;
     if stream {

@@ -250,7 +250,7 @@ async fn files_only_their_owner_or_group_may_read_are_unreadable() {
 #[tokio::test]
 async fn a_real_agents_process_gets_the_same_sandbox() {
     use harness_runner::agents::isolate::{command, Isolation, Launch};
-    use harness_runner::agents::{Agent, AgentKind, TurnCommand};
+    use harness_runner::agents::{Agent, Exec, TurnCommand};
     let Some(sb) = bwrap() else { return };
     let (ws, home, sock) = (
         tempfile::tempdir().unwrap(),
@@ -258,7 +258,7 @@ async fn a_real_agents_process_gets_the_same_sandbox() {
         tempfile::tempdir().unwrap(),
     );
     let agent = Agent {
-        kind: AgentKind::Exec("sh".into()),
+        kind: Exec::leak("sh"),
         program: PathBuf::from("/bin/sh"),
         version: "unknown".into(),
     };

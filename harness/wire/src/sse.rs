@@ -15,7 +15,7 @@ pub enum SseError {
     #[error("an event-stream line is longer than {MAX_LINE_BYTES} bytes")]
     LineTooLong,
     /// A line that is not UTF-8.
-    #[error("an event-stream line is not UTF-8: {0}")]
+    #[error("an event-stream line is not UTF-8")]
     NotUtf8(#[source] std::str::Utf8Error),
 }
 

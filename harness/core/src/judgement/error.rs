@@ -49,7 +49,7 @@ pub enum ItemError {
 #[non_exhaustive]
 pub enum JsonlError {
     /// The line is no JSON.
-    #[error("{file}:{line}: not a JSON line: {source}")]
+    #[error("{file}:{line}: not a JSON line")]
     NotJson {
         /// The file, as named in messages.
         file: String,
@@ -71,7 +71,7 @@ pub enum JsonlError {
         message: String,
     },
     /// JSON, but not of the file's kind (`what`: `judgement item`, `judged record`).
-    #[error("{file}:{line}: not a {what}: {source}")]
+    #[error("{file}:{line}: not a {what}")]
     NotA {
         /// The file, as named in messages.
         file: String,

@@ -45,7 +45,7 @@ use crate::sim::{Sim, SimConfig};
 use crate::spec::TaskSpec;
 use crate::text_agent::is_observation;
 
-pub use vocab::Vocabulary;
+pub use vocab::ToolVocabulary;
 use vocab::{Surroundings, Written};
 
 /// What an agent's compaction request says, per agent (Claude Code's, Codex's), beside
@@ -128,12 +128,20 @@ pub struct SimUpstream {
     /// The last request's fingerprint and its answer.
     last: Option<(String, Answer)>,
     exchanges: Vec<Exchange>,
+    /// The real agents' vocabularies, in their list's order ([`vocab::of`]).
+    vocabularies: Vec<&'static dyn ToolVocabulary>,
 }
 
 impl SimUpstream {
-    /// An upstream playing `spec` with the sim settings `cfg`.
-    pub fn new(spec: Arc<TaskSpec>, cfg: SimConfig) -> SimUpstream {
+    /// An upstream playing `spec` with the sim settings `cfg`, answering each request in the
+    /// first of `vocabularies` that recognises it, else in foldbench's own tools.
+    pub fn new(
+        spec: Arc<TaskSpec>,
+        cfg: SimConfig,
+        vocabularies: Vec<&'static dyn ToolVocabulary>,
+    ) -> SimUpstream {
         SimUpstream {
+            vocabularies,
             sim: Sim::new(Arc::clone(&spec), cfg),
             spec,
             issued: HashMap::new(),
@@ -150,7 +158,7 @@ impl SimUpstream {
 
     /// Answers one request of the agent.
     pub fn answer(&mut self, req: &AgentRequest<'_>) -> Answer {
-        let vocab = Vocabulary::of(req.tools, req.system);
+        let vocab = vocab::of(&self.vocabularies, req.tools, req.system);
         let read = self.read(vocab, req);
         let print = fingerprint(req);
         let index = self.exchanges.len();
@@ -185,7 +193,7 @@ impl SimUpstream {
             },
         };
         let mut calls: Vec<String> = answer.calls.iter().map(|c| c.name.clone()).collect();
-        if vocab == Vocabulary::MiniText
+        if vocab.in_text()
             && vocab::mini_command(&answer.text).is_some_and(|c| c != vocab::MINI_SUBMIT)
         {
             calls.push("bash".to_string());
@@ -204,7 +212,12 @@ impl SimUpstream {
     }
 
     /// The sim's answer to a step of a task turn, written in `vocab`.
-    fn turn_answer(&mut self, vocab: Vocabulary, req: &AgentRequest<'_>, read: &Read) -> Answer {
+    fn turn_answer(
+        &mut self,
+        vocab: &dyn ToolVocabulary,
+        req: &AgentRequest<'_>,
+        read: &Read,
+    ) -> Answer {
         let resp = self.sim.respond(&read.request);
         self.expects.extend(resp.expects.iter().cloned());
         let shown = |path: &str| shown_text(&read.request, path);
@@ -227,14 +240,12 @@ impl SimUpstream {
                 }
             }
         }
-        let text = match (vocab, commands.first()) {
-            (Vocabulary::MiniText, Some((id, cmd))) => {
+        let text = match (vocab.in_text(), commands.first()) {
+            (true, Some((id, cmd))) => {
                 vocab::mini_answer(&format!("Step {id}: I run this command."), cmd)
             }
-            (Vocabulary::MiniText, None) if calls.is_empty() => {
-                vocab::mini_answer(&resp.text, vocab::MINI_SUBMIT)
-            }
-            _ => resp.text.clone(),
+            (true, None) if calls.is_empty() => vocab::mini_answer(&resp.text, vocab::MINI_SUBMIT),
+            (true, None) | (false, _) => resp.text.clone(),
         };
         Answer {
             text,
@@ -263,7 +274,7 @@ impl SimUpstream {
     }
 
     /// Reads the agent's conversation back into the sim's request.
-    fn read(&self, vocab: Vocabulary, req: &AgentRequest<'_>) -> Read {
+    fn read(&self, vocab: &dyn ToolVocabulary, req: &AgentRequest<'_>) -> Read {
         read_request(&self.spec, &self.issued, vocab, req)
     }
 }
@@ -284,7 +295,7 @@ struct Read {
 fn read_request(
     spec: &TaskSpec,
     issued: &HashMap<String, ToolCall>,
-    vocab: Vocabulary,
+    vocab: &dyn ToolVocabulary,
     req: &AgentRequest<'_>,
 ) -> Read {
     let mut out: Vec<Arc<Message>> = Vec::new();
@@ -336,7 +347,7 @@ fn read_request(
                     .iter()
                     .map(|c| issued.get(&c.id).cloned().unwrap_or_else(|| c.clone()))
                     .collect();
-                if vocab == Vocabulary::MiniText {
+                if vocab.in_text() {
                     if let Some(call) = mini_step(&m.text).and_then(|id| issued.get(id)) {
                         a.text = String::new();
                         a.tool_calls = vec![call.clone()];

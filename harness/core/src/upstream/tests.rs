@@ -3,6 +3,9 @@ use serde_json::json;
 use super::vocab::*;
 use super::*;
 
+/// The real agents' vocabularies, in the order of the runner's list of agents.
+pub(super) const AGENTS: &[&dyn ToolVocabulary] = &[&ClaudeCodeTools, &CodexTools, &MiniText];
+
 fn tools(names: &[&str]) -> Vec<ToolSpec> {
     names
         .iter()
@@ -24,27 +27,21 @@ fn call(name: &str, args: serde_json::Value) -> ToolCall {
 
 #[test]
 fn the_vocabulary_comes_from_the_tools_offered() {
-    let of = |names: &[&str], system: &str| Vocabulary::of(&tools(names), system);
+    let of = |names: &[&str], system: &str| super::vocab::of(AGENTS, &tools(names), system).name();
     assert_eq!(
         of(&["Agent", "Bash", "Edit", "Read", "Write"], ""),
-        Vocabulary::ClaudeCode
+        "claude-code"
     );
     assert_eq!(
         of(&["exec_command", "apply_patch", "write_stdin"], ""),
-        Vocabulary::Codex
+        "codex"
     );
     assert_eq!(
         of(&["read_file", "grep", "shell", "fold_unit"], ""),
-        Vocabulary::Foldbench
+        "foldbench"
     );
-    assert_eq!(
-        of(&[], "one ```mswea_bash_command block"),
-        Vocabulary::MiniText
-    );
-    assert_eq!(
-        of(&["fold_unit"], "no tools of its own"),
-        Vocabulary::MiniText
-    );
+    assert_eq!(of(&[], "one ```mswea_bash_command block"), "mini-swe-agent");
+    assert_eq!(of(&["fold_unit"], "no tools of its own"), "mini-swe-agent");
 }
 
 #[test]
@@ -56,7 +53,7 @@ fn claude_code_gets_absolute_paths_and_bash_for_what_it_lacks() {
         tools: &t,
         shown: &shown,
     };
-    let w = |c: ToolCall| match write_call(Vocabulary::ClaudeCode, &c, &at) {
+    let w = |c: ToolCall| match write_call(&ClaudeCodeTools, &c, &at) {
         Written::Call(c) => (c.name, c.args),
         Written::Command(c) => panic!("a command: {c}"),
     };
@@ -86,7 +83,7 @@ fn claude_code_gets_absolute_paths_and_bash_for_what_it_lacks() {
     // The host's tools go out as the sim wrote them.
     let fold = call("fold_unit", json!({"from": 1, "to": 2}));
     assert_eq!(
-        write_call(Vocabulary::ClaudeCode, &fold, &at),
+        write_call(&ClaudeCodeTools, &fold, &at),
         Written::Call(fold.clone())
     );
     // With a Grep tool offered, Grep.
@@ -97,7 +94,7 @@ fn claude_code_gets_absolute_paths_and_bash_for_what_it_lacks() {
         shown: &shown,
     };
     match write_call(
-        Vocabulary::ClaudeCode,
+        &ClaudeCodeTools,
         &call("grep", json!({"pattern": "x"})),
         &at,
     ) {
@@ -121,7 +118,7 @@ fn codex_patches_whole_lines_it_has_seen_and_edits_by_shell_otherwise() {
             json!({"path": path, "old": "A = 1  #", "new": "A = 7  #"}),
         )
     };
-    match write_call(Vocabulary::Codex, &edit("cfg.py"), &at) {
+    match write_call(&CodexTools, &edit("cfg.py"), &at) {
         Written::Call(c) => {
             assert_eq!(c.name, "apply_patch");
             assert_eq!(
@@ -131,7 +128,7 @@ fn codex_patches_whole_lines_it_has_seen_and_edits_by_shell_otherwise() {
         }
         other => panic!("{other:?}"),
     }
-    match write_call(Vocabulary::Codex, &edit("other.py"), &at) {
+    match write_call(&CodexTools, &edit("other.py"), &at) {
         Written::Call(c) => {
             assert_eq!(c.name, "exec_command");
             let cmd = c.args["cmd"].as_str().unwrap();

@@ -2,125 +2,92 @@
 //! (and `Grep` where it is offered), Codex's `exec_command` and `apply_patch`, mini-swe-agent's
 //! one bash block in text, or foldbench's own six tools as they are.
 //!
-//! Which vocabulary a request speaks is read from the tools it offers ([`Vocabulary::of`]), so
-//! the upstream needs no flag per agent and follows an agent that changes its tool list.
+//! Which vocabulary a request speaks is read from the tools it offers ([`of`]), asking the
+//! vocabularies of the real agents' list in order, so the upstream needs no flag per agent and
+//! follows an agent that changes its tool list.
 
 use serde_json::{json, Value};
 
 use crate::message::{ToolCall, ToolSpec};
 
-/// The tool vocabulary an agent's request speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vocabulary {
-    /// foldbench's own tools (`read_file`, `edit_file`, `shell`, …): calls go out as the sim
-    /// wrote them.
-    Foldbench,
-    /// Claude Code: `Read`, `Edit`, `Write`, `Bash`, and `Grep` when it is offered.
-    ClaudeCode,
-    /// Codex: `exec_command` (or the older `shell`) and `apply_patch`.
-    Codex,
-    /// mini-swe-agent's text-based mode: one fenced `mswea_bash_command` block per answer.
-    MiniText,
+/// One tool vocabulary a real agent's requests speak: how the upstream tells it from the tools
+/// a request offers, and how it writes the sim's calls in it. A real agent's descriptor
+/// (`harness_runner::agents::AgentKind::tools`) names its own, and the upstream asks the
+/// agents' vocabularies in their list's order ([`of`]), then falls back on foldbench's own
+/// ([`FOLDBENCH`]). No method has a default.
+pub trait ToolVocabulary: Sync + std::fmt::Debug {
+    /// The word the upstream's record uses (the agent's name: `claude-code`).
+    fn name(&self) -> &'static str;
+    /// Whether a request offering `tools`, with `system` its system text, speaks it.
+    fn recognises(&self, tools: &[ToolSpec], system: &str) -> bool;
+    /// The sim's `call` as the agent writes it (host tools never reach here: [`write_call`]).
+    fn write(&self, call: &ToolCall, at: &Surroundings<'_>) -> Written;
+    /// Whether the agent's calls travel as a command in the answer's text (mini-swe-agent's
+    /// fenced block) rather than as tool calls: the upstream then writes its answer as one
+    /// step with the command ([`mini_answer`]) and reads the observation back as the result.
+    fn in_text(&self) -> bool;
+}
+
+/// The vocabulary of a request offering `tools`, with `system` its system text: the first of
+/// `known` that recognises it, else foldbench's own.
+pub fn of(
+    known: &[&'static dyn ToolVocabulary],
+    tools: &[ToolSpec],
+    system: &str,
+) -> &'static dyn ToolVocabulary {
+    known
+        .iter()
+        .copied()
+        .find(|v| v.recognises(tools, system))
+        .unwrap_or(&FOLDBENCH)
+}
+
+fn offers(tools: &[ToolSpec], name: &str) -> bool {
+    tools.iter().any(|t| t.name == name)
 }
 
 pub use crate::text_agent::{mini_command, MINI_FENCE, MINI_SUBMIT};
 
-impl Vocabulary {
-    /// The vocabulary of a request offering `tools`, with `system` its system text.
-    pub fn of(tools: &[ToolSpec], system: &str) -> Vocabulary {
-        let has = |n: &str| tools.iter().any(|t| t.name == n);
-        if has("Bash") || has("Read") {
-            Vocabulary::ClaudeCode
-        } else if has("exec_command") || (has("shell") && has("apply_patch")) {
-            Vocabulary::Codex
-        } else if has("read_file") && has("shell") {
-            Vocabulary::Foldbench
-        } else if system.contains(MINI_FENCE) || system.contains("mswea_bash_command") {
-            Vocabulary::MiniText
-        } else if tools.iter().all(|t| is_host_tool(&t.name)) {
-            // No tools of the agent's own: a text-based agent.
-            Vocabulary::MiniText
-        } else {
-            Vocabulary::Foldbench
-        }
-    }
+/// foldbench's own tools (`read_file`, `edit_file`, `shell`, …): calls go out as the sim wrote
+/// them.
+#[derive(Debug)]
+pub struct Foldbench;
 
-    /// The word the upstream's record uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Vocabulary::Foldbench => "foldbench",
-            Vocabulary::ClaudeCode => "claude-code",
-            Vocabulary::Codex => "codex",
-            Vocabulary::MiniText => "mini-swe-agent",
-        }
+/// [`Foldbench`], the fallback of [`of`].
+pub static FOLDBENCH: Foldbench = Foldbench;
+
+impl ToolVocabulary for Foldbench {
+    fn name(&self) -> &'static str {
+        "foldbench"
+    }
+    fn recognises(&self, tools: &[ToolSpec], _: &str) -> bool {
+        offers(tools, "read_file") && offers(tools, "shell")
+    }
+    fn write(&self, call: &ToolCall, _: &Surroundings<'_>) -> Written {
+        Written::Call(call.clone())
+    }
+    fn in_text(&self) -> bool {
+        false
     }
 }
 
-/// Tools a host (foldbench's proxy) adds beside the agent's own: they are answered by the host,
-/// so they go out as the sim wrote them in every vocabulary.
-pub fn is_host_tool(name: &str) -> bool {
-    name == "fold_unit" || name.starts_with("strategy_")
-}
+/// Claude Code: `Read`, `Edit`, `Write`, `Bash`, and `Grep` when it is offered.
+#[derive(Debug)]
+pub struct ClaudeCodeTools;
 
-/// What the upstream knows of the agent's surroundings, read from the request: its working
-/// folder (for absolute paths), the tools it offers, and the file texts earlier reads showed.
-pub struct Surroundings<'a> {
-    /// The agent's working folder, when the request names it.
-    pub cwd: Option<&'a str>,
-    /// The tools the request offers.
-    pub tools: &'a [ToolSpec],
-    /// The text a file showed when it was last read whole with nothing written to it since
-    /// (for a patch of whole lines), by workspace-relative path.
-    pub shown: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl Surroundings<'_> {
-    fn offers(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name == name)
+impl ToolVocabulary for ClaudeCodeTools {
+    fn name(&self) -> &'static str {
+        "claude-code"
     }
-
-    fn abs(&self, path: &str) -> String {
-        match self.cwd {
-            Some(cwd) if !path.starts_with('/') => {
-                let rel = path.trim_start_matches("./");
-                if rel.is_empty() || rel == "." {
-                    cwd.to_string()
-                } else {
-                    format!("{}/{rel}", cwd.trim_end_matches('/'))
-                }
-            }
-            _ => path.to_string(),
-        }
+    fn recognises(&self, tools: &[ToolSpec], _: &str) -> bool {
+        offers(tools, "Bash") || offers(tools, "Read")
     }
-}
-
-/// One sim call as the agent writes it: a native tool call, or (mini-swe-agent) a command in
-/// the answer's text.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Written {
-    /// A tool call in the agent's vocabulary (its id is the sim's).
-    Call(ToolCall),
-    /// A shell command the answer's text carries.
-    Command(String),
-}
-
-/// Writes the sim's `call` in `vocab`.
-pub fn write_call(vocab: Vocabulary, call: &ToolCall, at: &Surroundings<'_>) -> Written {
-    if vocab == Vocabulary::Foldbench || is_host_tool(&call.name) {
-        return Written::Call(call.clone());
-    }
-    let arg = |k: &str| call.args.get(k).and_then(Value::as_str).unwrap_or("");
-    let uint = |k: &str| call.args.get(k).and_then(Value::as_u64);
-    let native = |name: &str, args: Value| {
-        Written::Call(ToolCall {
-            id: call.id.clone(),
-            name: name.to_string(),
-            args,
-        })
-    };
-    let path = arg("path");
-    match vocab {
-        Vocabulary::ClaudeCode => match call.name.as_str() {
+    fn write(&self, call: &ToolCall, at: &Surroundings<'_>) -> Written {
+        let arg = |k: &str| call.args.get(k).and_then(Value::as_str).unwrap_or("");
+        let uint = |k: &str| call.args.get(k).and_then(Value::as_u64);
+        let native = |name: &str, args: Value| native(call, name, args);
+        let path = arg("path");
+        match call.name.as_str() {
             "read_file" => {
                 let mut args = json!({ "file_path": at.abs(path) });
                 if let Some(o) = uint("offset") {
@@ -151,25 +118,136 @@ pub fn write_call(vocab: Vocabulary, call: &ToolCall, at: &Surroundings<'_>) -> 
                 "Bash",
                 json!({ "command": shell_command(call), "description": describe(call) }),
             ),
-        },
-        Vocabulary::Codex => {
-            if call.name == "edit_file" && at.offers("apply_patch") {
-                if let Some(patch) = (at.shown)(path)
-                    .and_then(|text| update_patch(path, &text, arg("old"), arg("new")))
-                {
-                    return native("apply_patch", json!({ "input": patch }));
-                }
-            }
-            let cmd = shell_command(call);
-            if at.offers("exec_command") || !at.offers("shell") {
-                native("exec_command", json!({ "cmd": cmd }))
-            } else {
-                native("shell", json!({ "command": ["bash", "-lc", cmd] }))
+        }
+    }
+    fn in_text(&self) -> bool {
+        false
+    }
+}
+
+/// Codex: `exec_command` (or the older `shell`) and `apply_patch`.
+#[derive(Debug)]
+pub struct CodexTools;
+
+impl ToolVocabulary for CodexTools {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn recognises(&self, tools: &[ToolSpec], _: &str) -> bool {
+        offers(tools, "exec_command") || (offers(tools, "shell") && offers(tools, "apply_patch"))
+    }
+    fn write(&self, call: &ToolCall, at: &Surroundings<'_>) -> Written {
+        let path = call.str_arg("path").unwrap_or("");
+        if call.name == "edit_file" && at.offers("apply_patch") {
+            let arg = |k: &str| call.str_arg(k).unwrap_or("");
+            if let Some(patch) =
+                (at.shown)(path).and_then(|text| update_patch(path, &text, arg("old"), arg("new")))
+            {
+                return native(call, "apply_patch", json!({ "input": patch }));
             }
         }
-        Vocabulary::MiniText => Written::Command(shell_command(call)),
-        Vocabulary::Foldbench => Written::Call(call.clone()),
+        let cmd = shell_command(call);
+        if at.offers("exec_command") || !at.offers("shell") {
+            native(call, "exec_command", json!({ "cmd": cmd }))
+        } else {
+            native(call, "shell", json!({ "command": ["bash", "-lc", cmd] }))
+        }
     }
+    fn in_text(&self) -> bool {
+        false
+    }
+}
+
+/// mini-swe-agent's text-based mode: one fenced `mswea_bash_command` block per answer.
+#[derive(Debug)]
+pub struct MiniText;
+
+impl ToolVocabulary for MiniText {
+    fn name(&self) -> &'static str {
+        "mini-swe-agent"
+    }
+    fn recognises(&self, tools: &[ToolSpec], system: &str) -> bool {
+        // foldbench's own tools win over the fence in a system text that quotes it.
+        !FOLDBENCH.recognises(tools, system)
+            && (system.contains(MINI_FENCE)
+                || system.contains("mswea_bash_command")
+                // No tools of the agent's own: a text-based agent.
+                || tools.iter().all(|t| is_host_tool(&t.name)))
+    }
+    fn write(&self, call: &ToolCall, _: &Surroundings<'_>) -> Written {
+        Written::Command(shell_command(call))
+    }
+    fn in_text(&self) -> bool {
+        true
+    }
+}
+
+/// A tool call named `name` with the sim call's id.
+fn native(call: &ToolCall, name: &str, args: Value) -> Written {
+    Written::Call(ToolCall {
+        id: call.id.clone(),
+        name: name.to_string(),
+        args,
+    })
+}
+
+/// Tools a host (foldbench's proxy) adds beside the agent's own: they are answered by the host,
+/// so they go out as the sim wrote them in every vocabulary.
+pub fn is_host_tool(name: &str) -> bool {
+    name == "fold_unit" || name.starts_with("strategy_")
+}
+
+/// What the upstream knows of the agent's surroundings, read from the request: its working
+/// folder (for absolute paths), the tools it offers, and the file texts earlier reads showed.
+pub struct Surroundings<'a> {
+    /// The agent's working folder, when the request names it.
+    pub cwd: Option<&'a str>,
+    /// The tools the request offers.
+    pub tools: &'a [ToolSpec],
+    /// The text a file showed when it was last read whole with nothing written to it since
+    /// (for a patch of whole lines), by workspace-relative path.
+    pub shown: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Surroundings<'_> {
+    /// Whether the request offers the tool `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        offers(self.tools, name)
+    }
+
+    /// `path` made absolute under the agent's working folder, when the request names it.
+    pub fn abs(&self, path: &str) -> String {
+        match self.cwd {
+            Some(cwd) if !path.starts_with('/') => {
+                let rel = path.trim_start_matches("./");
+                if rel.is_empty() || rel == "." {
+                    cwd.to_string()
+                } else {
+                    format!("{}/{rel}", cwd.trim_end_matches('/'))
+                }
+            }
+            _ => path.to_string(),
+        }
+    }
+}
+
+/// One sim call as the agent writes it: a native tool call, or (mini-swe-agent) a command in
+/// the answer's text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Written {
+    /// A tool call in the agent's vocabulary (its id is the sim's).
+    Call(ToolCall),
+    /// A shell command the answer's text carries.
+    Command(String),
+}
+
+/// Writes the sim's `call` in `vocab`; a host tool's call goes out as the sim wrote it in every
+/// vocabulary.
+pub fn write_call(vocab: &dyn ToolVocabulary, call: &ToolCall, at: &Surroundings<'_>) -> Written {
+    if is_host_tool(&call.name) {
+        return Written::Call(call.clone());
+    }
+    vocab.write(call, at)
 }
 
 /// A few words on what a call does (Claude Code's `Bash` asks for a description).

@@ -1,4 +1,4 @@
-//! Room and money of a parent's delegations, measured by replaying it.
+//! Context saved and money of a parent's delegations, measured by replaying it.
 //!
 //! Three replays of the parent, by the engine ([`crate::Replayer`]), with its simulated prompt
 //! cache (each request's prefix that matches the previous request's is read at the cache-read
@@ -10,8 +10,8 @@
 //!   child's requests are the parent's, at the parent's model's price;
 //! - **base**: neither brief nor work nor receipt ([`Splice::Base`]), under `none` only.
 //!
-//! **Room saved** under a policy: the input tokens of the parent's recorded requests in the
-//! inline replay minus the delegated one's (requests before the first call count the same, so
+//! **Context saved** (the table's "room saved") under a policy: the input tokens of the
+//! parent's recorded requests in the inline replay minus the delegated one's (requests before the first call count the same, so
 //! this is what the later requests would have carried: the work, against the brief and the
 //! receipt they carried). Under `fold` the inline work is itself folded at the turn ends.
 //!
@@ -30,12 +30,13 @@ use super::{inline_session, Child, SessionSubagents, Splice};
 use crate::engine::{parallel_map, PolicyReplay, ReplayConfig, ReplayError, Replayer};
 use crate::labels::Labels;
 
-/// The policies the room saved is given under.
-pub const ROOM_POLICIES: [&str; 2] = ["none", "fold"];
+/// The policies the context saved is given under.
+pub const SAVING_POLICIES: [&str; 2] = ["none", "fold"];
 
-/// The room a parent's delegations saved under one policy.
+/// The context a parent's delegations saved under one policy: the input tokens they kept
+/// out of its requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Room {
+pub struct Saving {
     /// The policy.
     pub policy: String,
     /// Input tokens of the parent's recorded requests, the work inline.
@@ -44,7 +45,7 @@ pub struct Room {
     pub delegated_tokens: u64,
 }
 
-impl Room {
+impl Saving {
     /// Inline minus delegated: the tokens delegating kept out of the parent's requests
     /// (negative when the briefs and receipts outweighed the work).
     pub fn saved(&self) -> i64 {
@@ -94,8 +95,9 @@ impl Money {
 /// The replayed figures of one parent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Measured {
-    /// Room saved, under each of [`ROOM_POLICIES`].
-    pub room: Vec<Room>,
+    /// Context saved, under each of [`SAVING_POLICIES`] (`room` in the JSON).
+    #[serde(rename = "room")]
+    pub saving: Vec<Saving>,
     /// Money, under `none`.
     pub money: Money,
     /// The requests the inline replay added (the children's, as the parent's).
@@ -103,9 +105,9 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The room under `policy`.
-    pub fn room(&self, policy: &str) -> Option<&Room> {
-        self.room.iter().find(|r| r.policy == policy)
+    /// The context saved under `policy`.
+    pub fn saving(&self, policy: &str) -> Option<&Saving> {
+        self.saving.iter().find(|r| r.policy == policy)
     }
 }
 
@@ -122,7 +124,7 @@ fn recorded_tokens(p: Option<&PolicyReplay>, n: usize) -> u64 {
 
 /// Fills in [`SessionSubagents::measured`] of each parent in `subs` (parents and children are
 /// found in `sessions`), on up to `threads` threads. `config` gives the judge, the window and
-/// the prices; its policies are not used ([`ROOM_POLICIES`] are).
+/// the prices; its policies are not used ([`SAVING_POLICIES`] are).
 pub fn measure(
     sessions: &[ImportedSession],
     subs: &mut [SessionSubagents],
@@ -145,7 +147,7 @@ pub fn measure(
             ..config.clone()
         })
     };
-    let both = of(&ROOM_POLICIES)?;
+    let both = of(&SAVING_POLICIES)?;
     let none = of(&["none"])?;
     let measured = parallel_map(subs, threads, |sub| {
         let parent = sessions
@@ -186,9 +188,9 @@ fn measure_one(
     let d = both.replay(parent, labels);
     let i = both.replay(&inline, labels);
     let b = none.replay(&base, labels);
-    let room = ROOM_POLICIES
+    let saving = SAVING_POLICIES
         .iter()
-        .map(|p| Room {
+        .map(|p| Saving {
             policy: p.to_string(),
             inline_tokens: recorded_tokens(i.policy(p), n),
             delegated_tokens: recorded_tokens(d.policy(p), n),
@@ -211,7 +213,7 @@ fn measure_one(
         inline_tokens: input(i.policy("none")) - input(b.policy("none")),
     };
     Measured {
-        room,
+        saving,
         money,
         inline_requests: inline.requests.len() - n,
     }

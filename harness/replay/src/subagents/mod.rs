@@ -26,7 +26,7 @@ mod measure;
 mod table;
 
 pub use inline::{inline_session, Splice};
-pub use measure::{corpus, measure, Measured, Money, Room, ROOM_POLICIES};
+pub use measure::{corpus, measure, Measured, Money, Saving, SAVING_POLICIES};
 pub use table::{duration, subagent_notes, subagent_table};
 
 use std::sync::Arc;
@@ -397,7 +397,7 @@ pub struct SessionSubagents {
     pub overlap_ms: i64,
     /// The parent's idle time while its children ran ([`parent_idle_ms`]).
     pub parent_idle_ms: i64,
-    /// Room and money, from the replays ([`measure`]); `None` when nothing was paired.
+    /// Context saved and money, from the replays ([`measure`]); `None` when nothing was paired.
     pub measured: Option<Measured>,
 }
 

@@ -72,8 +72,8 @@ impl Sums {
             self.work += c.work_tokens;
         }
         if let Some(m) = &s.measured {
-            self.saved_none += m.room("none").map_or(0, |r| r.saved());
-            self.saved_fold += m.room("fold").map_or(0, |r| r.saved());
+            self.saved_none += m.saving("none").map_or(0, |r| r.saved());
+            self.saved_fold += m.saving("fold").map_or(0, |r| r.saved());
             self.delegated += m.money.delegated_cost();
             self.inline += m.money.inline_cost;
         }

@@ -1,8 +1,12 @@
 //! Real coding agents driven through their own command lines (`run --agent`, docs/agents.md).
 //!
-//! - [`AgentKind`]: `claude-code`, `codex`, `mini-swe-agent` or `exec:CMD`, and where each is
-//!   found ([`Agent::resolve`]: the `FOLDBENCH_*` variables `tests/agents.sh` prints, else the
-//!   PATH) with the version it reports.
+//! - [`AgentKind`]: one descriptor per agent — its name, where it is found, its version probe,
+//!   its real API and key, how its session goes on, how its own compaction is switched off, its
+//!   home, its turn's process and how that process's output is read. [`AGENTS`] lists them
+//!   (one module each: `claude_code`, `codex`, `mini_swe_agent`); `exec:CMD` is [`Exec`]. The
+//!   `--agent` words, help and refusals are made from the list ([`parse`], [`listed`]).
+//! - [`Agent::resolve`]: a kind found on this machine (the `FOLDBENCH_*` variables
+//!   `tests/agents.sh` prints, else the PATH) with the version it reports.
 //! - [`Agent::turn_command`]: the one process of a turn — the prompt, the model URL pointed at
 //!   the cell's proxy, the session continued from the previous turn's, the agent's own
 //!   compaction switched off on every arm but `native` ([`Agent::compaction`] says how).
@@ -12,28 +16,113 @@
 //!   proxy's unix socket.
 
 pub mod bridge;
+mod claude_code;
+mod codex;
+mod exec;
 pub mod isolate;
+mod mini_swe_agent;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use harness_core::upstream::ToolVocabulary;
 
-/// The mini-swe-agent driver: one turn per process, continuing the trajectory file (written into
-/// the cell's agent home and run with mini-swe-agent's own Python).
-pub const MINI_DRIVER: &str = include_str!("mini_turn.py");
+pub use claude_code::{session_uuid, ClaudeCode};
+pub use codex::{codex_config, Codex};
+pub use exec::Exec;
+pub use mini_swe_agent::{MiniSweAgent, MINI_DRIVER};
 
-/// Which agent a run drives.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentKind {
-    /// Claude Code (`claude -p`).
-    ClaudeCode,
-    /// Codex (`codex exec`, `codex exec resume`).
-    Codex,
-    /// mini-swe-agent, text-based, through foldbench's driver.
-    MiniSweAgent,
-    /// Any command, run with `sh -c` once per turn (the protocol in docs/agents.md).
-    Exec(String),
+/// Everything foldbench needs to drive one coding agent: its name, where it is found, its
+/// version probe, its API, how a session goes on from turn to turn, how its own compaction is
+/// switched off, the files its home needs, the process of a turn and how what it printed is
+/// read. One value per agent, listed in [`AGENTS`] (`exec:CMD` is [`Exec`], built from its
+/// command). No method has a default, so an agent that leaves one out does not compile.
+pub trait AgentKind: Send + Sync + std::fmt::Debug {
+    /// The `--agent` word, the record's `agent.name` and the cell id's part (`claude-code`;
+    /// `exec` for a command).
+    fn name(&self) -> &'static str;
+    /// Where its program is found on this machine.
+    fn locate(&self) -> Locate;
+    /// The arguments that make its program print its version (`--version`).
+    fn version_args(&self) -> &'static [&'static str];
+    /// Its real API for a model that is not the sim (`--agent-upstream`'s default).
+    fn default_upstream(&self) -> &'static str;
+    /// The variable its key is read from for a real API.
+    fn key_variable(&self) -> &'static str;
+    /// The session id of turn 1, chosen before it runs (Claude Code's `--session-id` made from
+    /// the cell id); `None` when the agent names its session itself (read from turn 1's output)
+    /// or keeps it in a file of its home.
+    fn first_session(&self, cell: &str) -> Option<String>;
+    /// What the record says of its own compaction on an arm that is not `native`.
+    fn compaction_off(&self) -> String;
+    /// Files its home needs before turn 1 (the home exists already).
+    fn prepare_home(&self, home: &Path, base_url: &str, model: Option<&str>)
+        -> std::io::Result<()>;
+    /// The one process of a turn; `program` is the one [`Agent::resolve`] found. The `HOME`
+    /// variable is added and the variables sorted by [`Agent::turn_command`].
+    fn turn_command(&self, program: &Path, s: &TurnSettings<'_>) -> TurnCommand;
+    /// What a finished turn said: its closing message, the session's id, its own failure report.
+    fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError>;
+    /// The tool vocabulary the offline upstream answers it in (pure; the sim's calls written as
+    /// the agent's own), recognised from the tools its requests offer.
+    fn tools(&self) -> &'static dyn ToolVocabulary;
+}
+
+/// The agents `--agent` names, in the order its help and errors list them. Adding an agent is
+/// one module beside this one and one line here.
+pub static AGENTS: &[&'static dyn AgentKind] = &[
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+    &mini_swe_agent::MiniSweAgent,
+];
+
+/// The tool vocabularies of [`AGENTS`], in order: the offline upstream asks them in turn which
+/// one a request speaks, then falls back on foldbench's own tools.
+pub fn vocabularies() -> Vec<&'static dyn ToolVocabulary> {
+    AGENTS.iter().map(|a| a.tools()).collect()
+}
+
+/// The names of [`AGENTS`], comma-separated (`claude-code, codex, mini-swe-agent`).
+pub fn listed() -> String {
+    AGENTS
+        .iter()
+        .map(|a| a.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `run --agent`'s help: the names of [`AGENTS`] and `exec:CMD`, where they are found, what the
+/// flag does.
+pub fn flag_help() -> String {
+    let names: Vec<String> = AGENTS.iter().map(|a| format!("`{}`", a.name())).collect();
+    format!(
+        "A real agent drives the turns through its own command line: {} or `exec:CMD` (found \
+         through `tests/agents.sh`'s variables or the PATH; docs/agents.md). Its model calls go \
+         through a proxy with each cell's policy; the arm `native` keeps the agent's own \
+         compaction. With a `sim` model the proxy's upstream is the offline sim, else the \
+         agent's real API (`--agent-upstream`)",
+        names.join(", ")
+    )
+}
+
+/// Where an agent's program is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locate {
+    /// The variable (as `tests/agents.sh` prints it), else `program` on the PATH.
+    VarOrPath {
+        /// The `FOLDBENCH_*` variable.
+        var: &'static str,
+        /// The program looked up on the PATH.
+        program: &'static str,
+    },
+    /// The variable only: `what` says what it names (no program on the PATH to fall back on).
+    Var {
+        /// The `FOLDBENCH_*` variable.
+        var: &'static str,
+        /// What it names (`the Python of mini-swe-agent's venv`).
+        what: &'static str,
+    },
+    /// `sh`, with no version to ask (`exec:CMD`).
+    Shell,
 }
 
 /// Why an `--agent` name is refused.
@@ -44,55 +133,36 @@ pub enum AgentKindError {
     #[error("--agent exec: needs a command after the colon, e.g. `exec:./my-agent.sh`")]
     EmptyExec,
     /// No agent by that name.
-    #[error("unknown agent `{0}`; use claude-code, codex, mini-swe-agent or exec:CMD")]
-    Unknown(String),
+    #[error("unknown agent `{name}`; use {known} or exec:CMD")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The names of [`AGENTS`] ([`listed`]).
+        known: String,
+    },
 }
 
-impl std::str::FromStr for AgentKind {
-    type Err = AgentKindError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "claude-code" => Ok(AgentKind::ClaudeCode),
-            "codex" => Ok(AgentKind::Codex),
-            "mini-swe-agent" => Ok(AgentKind::MiniSweAgent),
-            other => match other.strip_prefix("exec:") {
-                Some(cmd) if !cmd.trim().is_empty() => Ok(AgentKind::Exec(cmd.to_string())),
-                Some(_) => Err(AgentKindError::EmptyExec),
-                None => Err(AgentKindError::Unknown(other.to_string())),
-            },
-        }
+/// The agent `--agent` names: one of [`AGENTS`], or `exec:CMD` (an [`Exec`] made once for the
+/// run and kept for the process's life, as the listed ones are).
+pub fn parse(s: &str) -> Result<&'static dyn AgentKind, AgentKindError> {
+    if let Some(kind) = AGENTS.iter().find(|a| a.name() == s) {
+        return Ok(*kind);
     }
-}
-
-impl AgentKind {
-    /// The agent's name in records and cell ids (`exec` for a command).
-    pub fn name(&self) -> &'static str {
-        match self {
-            AgentKind::ClaudeCode => "claude-code",
-            AgentKind::Codex => "codex",
-            AgentKind::MiniSweAgent => "mini-swe-agent",
-            AgentKind::Exec(_) => "exec",
-        }
-    }
-
-    /// The variable `tests/agents.sh` prints for this agent, and the program looked up on the
-    /// PATH without it.
-    fn locator(&self) -> Option<(&'static str, &'static str)> {
-        match self {
-            AgentKind::ClaudeCode => Some(("FOLDBENCH_CLAUDE_CODE", "claude")),
-            AgentKind::Codex => Some(("FOLDBENCH_CODEX", "codex")),
-            AgentKind::MiniSweAgent => Some(("FOLDBENCH_MINI_SWE_AGENT", "python3")),
-            AgentKind::Exec(_) => None,
-        }
+    match s.strip_prefix("exec:") {
+        Some(cmd) if !cmd.trim().is_empty() => Ok(Exec::leak(cmd)),
+        Some(_) => Err(AgentKindError::EmptyExec),
+        None => Err(AgentKindError::Unknown {
+            name: s.to_string(),
+            known: listed(),
+        }),
     }
 }
 
 /// An agent found on this machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Agent {
-    /// Which.
-    pub kind: AgentKind,
+    /// Which: one of [`AGENTS`] or an [`Exec`].
+    pub kind: &'static dyn AgentKind,
     /// Its program (for mini-swe-agent: the Python of its venv).
     pub program: PathBuf,
     /// The version it reports (`2.1.332`), or `unknown` for `exec:`.
@@ -116,12 +186,14 @@ pub struct TurnCommand {
 #[non_exhaustive]
 pub enum AgentError {
     /// mini-swe-agent's variable is not set (it has no program on the PATH to fall back on).
-    #[error("{agent} is not installed: {var} is not set (it names the Python of mini-swe-agent's venv); run `export $(tests/agents.sh)`")]
+    #[error("{agent} is not installed: {var} is not set (it names {what}); run `export $(tests/agents.sh)`")]
     NotSet {
         /// The agent's name.
         agent: &'static str,
         /// Its `FOLDBENCH_*` variable.
         var: &'static str,
+        /// What the variable names ([`Locate::Var`]).
+        what: &'static str,
     },
     /// Neither the variable nor the PATH names the agent.
     #[error("{agent} is not installed: {var} is not set and `{program}` is not on the PATH; run `export $(tests/agents.sh)`")]
@@ -144,7 +216,7 @@ pub enum AgentError {
         var: &'static str,
     },
     /// The agent's program could not be started.
-    #[error("{agent}: cannot run {}: {source}", program.display())]
+    #[error("{agent}: cannot run {}", program.display())]
     CannotRun {
         /// The agent's name.
         agent: &'static str,
@@ -210,42 +282,39 @@ pub struct TurnSettings<'a> {
     pub max_steps: usize,
 }
 
-/// Codex's auto-compaction limit that never triggers.
-const CODEX_NEVER: &str = "9223372036854775807";
-
 impl Agent {
-    /// Finds `kind` on this machine: its `FOLDBENCH_*` variable (as `tests/agents.sh` prints
-    /// it), else the PATH; the version is what the agent reports.
-    pub fn resolve(kind: AgentKind) -> Result<Agent, AgentError> {
-        let Some((var, fallback)) = kind.locator() else {
-            return Ok(Agent {
-                kind,
-                program: PathBuf::from("sh"),
-                version: "unknown".to_string(),
-            });
-        };
-        let program = match std::env::var_os(var).filter(|v| !v.is_empty()) {
-            Some(p) => PathBuf::from(p),
-            None if kind == AgentKind::MiniSweAgent => {
-                return Err(AgentError::NotSet {
-                    agent: kind.name(),
-                    var,
+    /// Finds `kind` on this machine ([`AgentKind::locate`]: its `FOLDBENCH_*` variable as
+    /// `tests/agents.sh` prints it, else the PATH); the version is what the agent reports.
+    pub fn resolve(kind: &'static dyn AgentKind) -> Result<Agent, AgentError> {
+        let agent = kind.name();
+        let (var, fallback) = match kind.locate() {
+            Locate::Shell => {
+                return Ok(Agent {
+                    kind,
+                    program: PathBuf::from("sh"),
+                    version: "unknown".to_string(),
                 })
             }
-            None => find_on_path(fallback).ok_or_else(|| AgentError::NotFound {
-                agent: kind.name(),
+            Locate::Var { var, what } => (var, Err(what)),
+            Locate::VarOrPath { var, program } => (var, Ok(program)),
+        };
+        let program = match (std::env::var_os(var).filter(|v| !v.is_empty()), fallback) {
+            (Some(p), _) => PathBuf::from(p),
+            (None, Err(what)) => return Err(AgentError::NotSet { agent, var, what }),
+            (None, Ok(fallback)) => find_on_path(fallback).ok_or(AgentError::NotFound {
+                agent,
                 var,
                 program: fallback,
             })?,
         };
         if !program.is_file() {
             return Err(AgentError::NotAFile {
-                agent: kind.name(),
+                agent,
                 program,
                 var,
             });
         }
-        let version = version_of(&kind, &program)?;
+        let version = version_of(kind, &program)?;
         Ok(Agent {
             kind,
             program,
@@ -255,135 +324,25 @@ impl Agent {
 
     /// How the agent's own compaction is set on an arm (`native` or not): what the record says.
     pub fn compaction(&self, native: bool) -> String {
-        match (&self.kind, native) {
-            (_, true) => "the agent's own".to_string(),
-            (AgentKind::ClaudeCode, false) => "off: DISABLE_AUTO_COMPACT=1".to_string(),
-            (AgentKind::Codex, false) => {
-                format!("off: -c model_auto_compact_token_limit={CODEX_NEVER}")
-            }
-            (AgentKind::MiniSweAgent, false) => "none: mini-swe-agent does not compact".to_string(),
-            (AgentKind::Exec(_), false) => "FOLDBENCH_NATIVE=0 (the command decides)".to_string(),
+        if native {
+            "the agent's own".to_string()
+        } else {
+            self.kind.compaction_off()
         }
     }
 
-    /// The process of one turn.
+    /// The process of one turn: the kind's, with `HOME` set to the agent's home and the
+    /// variables sorted.
     pub fn turn_command(&self, s: &TurnSettings<'_>) -> TurnCommand {
-        let home = s.home.display().to_string();
-        let mut env: Vec<(String, String)> = vec![("HOME".into(), home.clone())];
-        let mut args: Vec<String> = Vec::new();
-        let mut program = self.program.clone();
-        match &self.kind {
-            AgentKind::ClaudeCode => {
-                env.extend([
-                    ("ANTHROPIC_BASE_URL".to_string(), s.base_url.to_string()),
-                    ("ANTHROPIC_API_KEY".to_string(), s.api_key.to_string()),
-                    (
-                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
-                        "1".to_string(),
-                    ),
-                    ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
-                ]);
-                if !s.native {
-                    env.push(("DISABLE_AUTO_COMPACT".into(), "1".into()));
-                }
-                args.extend(["-p".to_string(), s.prompt.to_string()]);
-                args.extend(
-                    [
-                        "--output-format",
-                        "json",
-                        "--allowedTools",
-                        "Bash",
-                        "Read",
-                        "Edit",
-                        "Write",
-                    ]
-                    .map(String::from),
-                );
-                if let Some(m) = s.model {
-                    args.extend(["--model".to_string(), m.to_string()]);
-                }
-                let session = s.session.unwrap_or_default().to_string();
-                if s.turn <= 1 {
-                    args.extend(["--session-id".to_string(), session]);
-                } else {
-                    args.extend(["--resume".to_string(), session]);
-                }
-            }
-            AgentKind::Codex => {
-                env.extend([
-                    ("CODEX_HOME".to_string(), format!("{home}/.codex")),
-                    ("FOLDBENCH_AGENT_KEY".to_string(), s.api_key.to_string()),
-                ]);
-                args.push("exec".into());
-                if s.turn > 1 {
-                    args.push("resume".into());
-                }
-                args.extend(["--json", "--skip-git-repo-check", "-o"].map(String::from));
-                args.push(format!("{home}/last-message.txt"));
-                args.extend([
-                    "-c".to_string(),
-                    "sandbox_mode=\"danger-full-access\"".to_string(),
-                ]);
-                args.extend(["-c".to_string(), "approval_policy=\"never\"".to_string()]);
-                if !s.native {
-                    args.extend([
-                        "-c".to_string(),
-                        format!("model_auto_compact_token_limit={CODEX_NEVER}"),
-                    ]);
-                }
-                args.push("--".into());
-                if s.turn > 1 {
-                    args.push(s.session.unwrap_or_default().to_string());
-                }
-                args.push(s.prompt.to_string());
-            }
-            AgentKind::MiniSweAgent => {
-                env.extend([
-                    ("OPENAI_API_KEY".to_string(), s.api_key.to_string()),
-                    (
-                        "LITELLM_LOCAL_MODEL_COST_MAP".to_string(),
-                        "True".to_string(),
-                    ),
-                    ("MSWEA_CONFIGURED".to_string(), "true".to_string()),
-                ]);
-                args.extend([
-                    format!("{home}/mini_turn.py"),
-                    "--trajectory".to_string(),
-                    format!("{home}/trajectory.json"),
-                    "--base-url".to_string(),
-                    format!("{}/v1", s.base_url),
-                    "--model".to_string(),
-                    format!("openai/{}", s.model.unwrap_or("foldbench")),
-                    "--step-limit".to_string(),
-                    s.max_steps.to_string(),
-                    "--task".to_string(),
-                    s.prompt.to_string(),
-                ]);
-            }
-            AgentKind::Exec(cmd) => {
-                program = PathBuf::from("sh");
-                args.extend(["-c".to_string(), cmd.clone()]);
-                env.extend([
-                    ("FOLDBENCH_PROMPT".to_string(), s.prompt.to_string()),
-                    ("FOLDBENCH_TURN".to_string(), s.turn.to_string()),
-                    ("FOLDBENCH_BASE_URL".to_string(), s.base_url.to_string()),
-                    ("ANTHROPIC_BASE_URL".to_string(), s.base_url.to_string()),
-                    ("OPENAI_BASE_URL".to_string(), format!("{}/v1", s.base_url)),
-                    ("FOLDBENCH_API_KEY".to_string(), s.api_key.to_string()),
-                    ("FOLDBENCH_STATE".to_string(), format!("{home}/state")),
-                    (
-                        "FOLDBENCH_NATIVE".to_string(),
-                        if s.native { "1" } else { "0" }.to_string(),
-                    ),
-                ]);
-            }
-        }
-        env.sort();
-        TurnCommand { program, args, env }
+        let mut cmd = self.kind.turn_command(&self.program, s);
+        cmd.env
+            .push(("HOME".to_string(), s.home.display().to_string()));
+        cmd.env.sort();
+        cmd
     }
 
-    /// Files the agent's home needs before its first turn: Codex's provider pointed at the
-    /// proxy, mini-swe-agent's driver.
+    /// Makes the agent's home and the files it needs before its first turn (Codex's provider
+    /// pointed at the proxy, mini-swe-agent's driver).
     pub fn prepare_home(
         &self,
         home: &Path,
@@ -391,84 +350,12 @@ impl Agent {
         model: Option<&str>,
     ) -> std::io::Result<()> {
         std::fs::create_dir_all(home)?;
-        match &self.kind {
-            AgentKind::Codex => {
-                let dir = home.join(".codex");
-                std::fs::create_dir_all(&dir)?;
-                std::fs::write(dir.join("config.toml"), codex_config(base_url, model))
-            }
-            AgentKind::MiniSweAgent => std::fs::write(home.join("mini_turn.py"), MINI_DRIVER),
-            AgentKind::Exec(_) => std::fs::create_dir_all(home.join("state")),
-            AgentKind::ClaudeCode => Ok(()),
-        }
+        self.kind.prepare_home(home, base_url, model)
     }
 
     /// What a finished turn said: its closing message and (Codex, turn 1) the session's id.
     pub fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError> {
-        match &self.kind {
-            AgentKind::ClaudeCode => {
-                let v: serde_json::Value =
-                    last_json_line(stdout).ok_or_else(|| AgentError::NoJsonResult {
-                        stdout: head(stdout),
-                    })?;
-                let closing = v
-                    .get("result")
-                    .and_then(|r| r.as_str())
-                    .unwrap_or("")
-                    .to_string();
-                let error = v.get("is_error").and_then(|e| e.as_bool()).unwrap_or(false);
-                Ok(TurnRead {
-                    closing,
-                    session: v
-                        .get("session_id")
-                        .and_then(|s| s.as_str())
-                        .map(str::to_string),
-                    error: error
-                        .then(|| format!("Claude Code reported an error: {}", head(stdout))),
-                })
-            }
-            AgentKind::Codex => {
-                let session = stdout.lines().find_map(|l| {
-                    let v: serde_json::Value = serde_json::from_str(l).ok()?;
-                    (v.get("type")?.as_str()? == "thread.started")
-                        .then(|| v.get("thread_id")?.as_str().map(str::to_string))?
-                });
-                let failed = stdout.lines().find_map(|l| {
-                    let v: serde_json::Value = serde_json::from_str(l).ok()?;
-                    let t = v.get("type")?.as_str()?;
-                    (t == "turn.failed" || t == "error").then(|| l.to_string())
-                });
-                let closing =
-                    std::fs::read_to_string(home.join("last-message.txt")).unwrap_or_default();
-                let _ = std::fs::remove_file(home.join("last-message.txt"));
-                Ok(TurnRead {
-                    closing: closing.trim_end().to_string(),
-                    session,
-                    error: failed.map(|l| format!("Codex reported: {}", head(&l))),
-                })
-            }
-            AgentKind::MiniSweAgent => {
-                let v = last_json_line(stdout).ok_or_else(|| AgentError::NoResultLine {
-                    stdout: head(stdout),
-                })?;
-                let status = v.get("exit_status").and_then(|s| s.as_str()).unwrap_or("");
-                Ok(TurnRead {
-                    closing: v
-                        .get("closing")
-                        .and_then(|c| c.as_str())
-                        .unwrap_or("")
-                        .to_string(),
-                    session: None,
-                    error: (status != "Submitted")
-                        .then(|| format!("mini-swe-agent ended with {status:?}")),
-                })
-            }
-            AgentKind::Exec(_) => Ok(TurnRead {
-                closing: stdout.trim_end().to_string(),
-                session: None,
-                error: None,
-            }),
-        }
+        self.kind.read_turn(home, stdout)
     }
 }
 
@@ -483,34 +370,7 @@ pub struct TurnRead {
     pub error: Option<String>,
 }
 
-/// Codex's `config.toml`: a provider named `foldbench` at the proxy, the Responses API, the key
-/// from `FOLDBENCH_AGENT_KEY`.
-pub fn codex_config(base_url: &str, model: Option<&str>) -> String {
-    format!(
-        "# Written by foldbench for one cell: Codex's model calls go to the cell's proxy.\n\
-         model = \"{}\"\nmodel_provider = \"foldbench\"\n\n[model_providers.foldbench]\n\
-         name = \"foldbench\"\nbase_url = \"{base_url}/v1\"\nwire_api = \"responses\"\n\
-         env_key = \"FOLDBENCH_AGENT_KEY\"\n",
-        model.unwrap_or("gpt-5.5")
-    )
-}
-
-/// A session id for Claude Code (a UUID, as `--session-id` wants) made from the cell's id, so a
-/// cell run again names its session the same.
-pub fn session_uuid(cell: &str) -> String {
-    let h = harness_core::digest::sha256_hex(cell.as_bytes());
-    let variant = ["8", "9", "a", "b"][usize::from(h.as_bytes()[16] % 4)];
-    format!(
-        "{}-{}-4{}-{variant}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
-}
-
-fn last_json_line(text: &str) -> Option<serde_json::Value> {
+pub(crate) fn last_json_line(text: &str) -> Option<serde_json::Value> {
     text.lines()
         .rev()
         .map(str::trim)
@@ -518,7 +378,7 @@ fn last_json_line(text: &str) -> Option<serde_json::Value> {
         .find_map(|l| serde_json::from_str(l).ok())
 }
 
-fn head(text: &str) -> String {
+pub(crate) fn head(text: &str) -> String {
     let t: String = text.trim().chars().take(300).collect();
     if t.is_empty() {
         "(nothing)".to_string()
@@ -535,20 +395,9 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The version an agent reports.
-fn version_of(kind: &AgentKind, program: &Path) -> Result<String, AgentError> {
-    let mut cmd = std::process::Command::new(program);
-    match kind {
-        AgentKind::MiniSweAgent => {
-            cmd.args([
-                "-c",
-                "import importlib.metadata as m; print(m.version('mini-swe-agent'))",
-            ]);
-        }
-        _ => {
-            cmd.arg("--version");
-        }
-    }
-    let out = cmd
+fn version_of(kind: &dyn AgentKind, program: &Path) -> Result<String, AgentError> {
+    let out = std::process::Command::new(program)
+        .args(kind.version_args())
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|source| AgentError::CannotRun {
@@ -586,24 +435,6 @@ pub struct AgentSetup {
     pub api_key: String,
     /// The upstream for a model that is not the sim (the agent's real API).
     pub upstream: String,
-}
-
-impl AgentSetup {
-    /// The agent's real API by default: Anthropic's for Claude Code, OpenAI's for the others.
-    pub fn default_upstream(kind: &AgentKind) -> &'static str {
-        match kind {
-            AgentKind::ClaudeCode => "https://api.anthropic.com",
-            _ => "https://api.openai.com",
-        }
-    }
-
-    /// The variable the agent's key is read from for a real API.
-    pub fn key_variable(kind: &AgentKind) -> &'static str {
-        match kind {
-            AgentKind::ClaudeCode => "ANTHROPIC_API_KEY",
-            _ => "OPENAI_API_KEY",
-        }
-    }
 }
 
 #[cfg(test)]

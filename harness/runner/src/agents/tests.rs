@@ -1,6 +1,6 @@
 use super::*;
 
-fn agent(kind: AgentKind) -> Agent {
+fn agent(kind: &'static dyn AgentKind) -> Agent {
     Agent {
         kind,
         program: PathBuf::from("/opt/agents/bin/x"),
@@ -28,26 +28,59 @@ fn env<'a>(c: &'a TurnCommand, k: &str) -> Option<&'a str> {
 
 #[test]
 fn agent_names_parse_and_exec_needs_a_command() {
-    assert_eq!("claude-code".parse(), Ok(AgentKind::ClaudeCode));
-    assert_eq!(
-        "exec:./a.sh --x".parse(),
-        Ok(AgentKind::Exec("./a.sh --x".into()))
-    );
-    assert!("exec: "
-        .parse::<AgentKind>()
+    assert_eq!(parse("claude-code").unwrap().name(), "claude-code");
+    assert_eq!(parse("mini-swe-agent").unwrap().name(), "mini-swe-agent");
+    let exec = parse("exec:./a.sh --x").unwrap();
+    assert_eq!(exec.name(), "exec");
+    let cmd = exec.turn_command(Path::new("sh"), &settings(1, None, false));
+    assert_eq!(cmd.args, ["-c", "./a.sh --x"]);
+    assert!(parse("exec: ")
         .unwrap_err()
         .to_string()
         .contains("needs a command"));
-    assert!("aider"
-        .parse::<AgentKind>()
-        .unwrap_err()
-        .to_string()
-        .contains("claude-code, codex"));
+    assert_eq!(
+        parse("aider").unwrap_err().to_string(),
+        "unknown agent `aider`; use claude-code, codex, mini-swe-agent or exec:CMD"
+    );
+}
+
+/// Every listed agent: a name of its own that is not `exec`, found through a variable, a turn
+/// command pointed at the proxy on turns 1 and 2, a record that says whether its compaction
+/// was switched off.
+#[test]
+fn every_listed_agent_is_complete() {
+    let mut names: Vec<&str> = AGENTS.iter().map(|a| a.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), AGENTS.len(), "names are unique");
+    for kind in AGENTS {
+        let name = kind.name();
+        assert!(name != "exec" && !name.contains(':'), "{name}");
+        assert!(!matches!(kind.locate(), Locate::Shell), "{name}");
+        let a = agent(*kind);
+        assert_ne!(a.compaction(false), a.compaction(true), "{name}");
+        for turn in [1, 2] {
+            let c = a.turn_command(&settings(turn, Some("s-1"), false));
+            let points_at_proxy = c.env.iter().any(|(_, v)| v.contains("127.0.0.1:47100"))
+                || c.args.iter().any(|v| v.contains("127.0.0.1:47100"));
+            // Codex reads the proxy's address from the config.toml its home holds.
+            let in_config = codex_config("http://127.0.0.1:47100", None);
+            assert!(
+                points_at_proxy || (name == "codex" && in_config.contains("47100")),
+                "{name} turn {turn}: {c:?}"
+            );
+            assert_eq!(env(&c, "HOME"), Some("/h"), "{name}");
+        }
+        assert!(kind.default_upstream().starts_with("https://"), "{name}");
+        assert!(kind.key_variable().ends_with("_API_KEY"), "{name}");
+        // The offline upstream records the vocabulary it answered in by the agent's name.
+        assert_eq!(kind.tools().name(), name);
+    }
 }
 
 #[test]
 fn claude_code_starts_a_named_session_and_resumes_it() {
-    let a = agent(AgentKind::ClaudeCode);
+    let a = agent(&ClaudeCode);
     let id = session_uuid("t/fold/sim/1");
     let first = a.turn_command(&settings(1, Some(&id), false));
     assert_eq!(
@@ -77,7 +110,7 @@ fn claude_code_starts_a_named_session_and_resumes_it() {
 
 #[test]
 fn codex_resumes_its_thread_with_compaction_off() {
-    let a = agent(AgentKind::Codex);
+    let a = agent(&Codex);
     let first = a.turn_command(&settings(1, None, false));
     let args = first.args.join(" ");
     assert!(args.starts_with("exec --json"), "{args}");
@@ -100,7 +133,7 @@ fn codex_resumes_its_thread_with_compaction_off() {
 #[test]
 fn what_a_turn_printed_is_read() {
     let home = tempfile::tempdir().unwrap();
-    let claude = agent(AgentKind::ClaudeCode);
+    let claude = agent(&ClaudeCode);
     let out = "{\"type\":\"result\",\"result\":\"Fixed: 0.20\",\"session_id\":\"abc\",\"is_error\":false}\n";
     assert_eq!(
         claude.read_turn(home.path(), out).unwrap(),
@@ -113,7 +146,7 @@ fn what_a_turn_printed_is_read() {
     let err = claude.read_turn(home.path(), "Error: boom").unwrap_err();
     assert!(matches!(err, AgentError::NoJsonResult { .. }), "{err}");
     assert!(err.to_string().contains("no JSON"), "{err}");
-    let codex = agent(AgentKind::Codex);
+    let codex = agent(&Codex);
     std::fs::write(home.path().join("last-message.txt"), "Done.\n").unwrap();
     let out =
         "{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}\n{\"type\":\"turn.completed\"}\n";
@@ -125,7 +158,7 @@ fn what_a_turn_printed_is_read() {
             error: None
         }
     );
-    let mini = agent(AgentKind::MiniSweAgent);
+    let mini = agent(&MiniSweAgent);
     let out = "This is mini-swe-agent version 2.4.6.\n{\"closing\": \"seen\", \"exit_status\": \"Submitted\"}\n";
     assert_eq!(mini.read_turn(home.path(), out).unwrap().closing, "seen");
     let out = "{\"closing\": \"\", \"exit_status\": \"LimitsExceeded\"}\n";

@@ -98,7 +98,7 @@ pub enum BackendError {
         provider: String,
     },
     /// The HTTP client cannot be built.
-    #[error("model {model}: cannot build the http client: {source}")]
+    #[error("model {model}: cannot build the http client")]
     HttpClient {
         /// The model (`openai:gpt-4o-mini`).
         model: String,
@@ -107,7 +107,7 @@ pub enum BackendError {
         source: reqwest::Error,
     },
     /// `--record DIR` whose folder cannot be created.
-    #[error("cannot create the cassette directory {}: {source}", dir.display())]
+    #[error("cannot create the cassette directory {}", dir.display())]
     CassetteDir {
         /// The folder.
         dir: PathBuf,

@@ -16,7 +16,7 @@ use serde_json::Value;
 #[non_exhaustive]
 pub enum ProtocolError {
     /// The line is not JSON.
-    #[error("wrote malformed JSON ({source}) answering the `{kind}` request")]
+    #[error("wrote malformed JSON answering the `{kind}` request")]
     Malformed {
         /// The request answered.
         kind: String,
@@ -51,7 +51,7 @@ pub enum ProtocolError {
         re: String,
     },
     /// A `card` that is not `{text, turns}`.
-    #[error("gave a card that is not {{text, turns}} ({0})")]
+    #[error("gave a card that is not {{text, turns}}")]
     Card(#[source] serde_json::Error),
     /// `send` without `messages`.
     #[error("answered `send` without a `messages` list")]
@@ -99,7 +99,7 @@ pub enum ProtocolError {
     #[error("answered `tool_reply` without a `text`")]
     NoReplyText,
     /// `tool_reply` with an outcome foldbench does not know.
-    #[error("answered `tool_reply` with an outcome foldbench does not know ({0})")]
+    #[error("answered `tool_reply` with an outcome foldbench does not know")]
     Outcome(#[source] serde_json::Error),
     /// `tool_reply` without `outcome`, and not an error.
     #[error(
@@ -118,15 +118,14 @@ pub enum ProtocolError {
         key: &'static str,
     },
     /// A splice the fold rules refuse.
-    #[error("proposed an illegal splice of turns {from}–{to}: {}", source.to_string().trim_start_matches("error: "))]
+    #[error("proposed an illegal splice of turns {from}–{to}: {}", refusal.to_string().trim_start_matches("error: "))]
     IllegalSplice {
         /// The first turn.
         from: u32,
         /// The last turn.
         to: u32,
-        /// Why it is illegal.
-        #[source]
-        source: FoldRefusal,
+        /// Why it is illegal (said in the message, without its `error: `; not a cause).
+        refusal: FoldRefusal,
     },
     /// A splice whose `text` is not a string.
     #[error("proposed the splice {item} with a `text` that is not a string")]
@@ -145,7 +144,7 @@ pub enum ProtocolError {
         got: String,
     },
     /// The handshake's tools are not tool schemas.
-    #[error("gave tools that are not tool schemas ({0})")]
+    #[error("gave tools that are not tool schemas")]
     Tools(#[source] serde_json::Error),
     /// `workspace_tool`'s `refuse` is neither a string nor null.
     #[error("answered `refuse` with neither a string nor null")]
@@ -359,7 +358,7 @@ pub(crate) fn splices(
         };
         let (from, to) = (turn("from")?, turn("to")?);
         harness_core::fold::check_fold(ctx, from, to, &pending)
-            .map_err(|source| ProtocolError::IllegalSplice { from, to, source })?;
+            .map_err(|refusal| ProtocolError::IllegalSplice { from, to, refusal })?;
         let text = match item.get("text") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),

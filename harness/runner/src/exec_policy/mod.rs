@@ -87,7 +87,7 @@ pub enum ExecError {
     #[error("policy `exec` needs a command: write exec:COMMAND, e.g. `exec:python3 my_policy.py`")]
     NoCommand,
     /// A `read=` path that is not there.
-    #[error("read={path}: {source}")]
+    #[error("read={path}")]
     ReadMissing {
         /// The path, as resolved against the working folder.
         path: PathBuf,
@@ -104,10 +104,10 @@ pub enum ExecError {
         why: Unseen,
     },
     /// The process's private home folder cannot be made.
-    #[error("cannot make its home folder: {0}")]
+    #[error("cannot make its home folder")]
     Home(#[source] std::io::Error),
     /// The process did not start.
-    #[error("cannot start `{command}`: {source}")]
+    #[error("cannot start `{command}`")]
     Start {
         /// The command.
         command: String,
@@ -353,7 +353,7 @@ fn named_paths(command: &str, cwd: &std::path::Path) -> Vec<PathBuf> {
 /// An `exec:` text's error as the registry takes it: a policy from outside the policies crate
 /// says what is wrong in its own words.
 fn invalid(e: ExecError) -> PolicyError {
-    PolicyError::Invalid(e.to_string())
+    PolicyError::Invalid(harness_core::one_line(&e))
 }
 
 /// `registry` with the `exec` policy added (when it has none of that name).
@@ -614,7 +614,7 @@ impl Inner {
         if protocol == Some(1) {
             // Version 1: the handshake is the session's opening.
             if let Err(e) = self.take_opening(&v) {
-                self.fail(&e, Some(&line));
+                self.fail(harness_core::one_line(&e), Some(&line));
             }
         } else {
             self.open(window);
@@ -636,7 +636,7 @@ impl Inner {
         match self.take_opening(&v) {
             Ok(()) => true,
             Err(e) => {
-                self.fail(&e, Some(&line));
+                self.fail(harness_core::one_line(&e), Some(&line));
                 false
             }
         }
@@ -700,7 +700,7 @@ impl Inner {
         match answer::check(&bytes, id, kind, expect) {
             Ok(v) => Some((v, text)),
             Err(e) => {
-                self.fail(&e, Some(&text));
+                self.fail(harness_core::one_line(&e), Some(&text));
                 None
             }
         }
@@ -806,7 +806,11 @@ impl Inner {
     }
 
     fn fail_plain(&mut self, what: ExecError) {
-        self.failure = Some(format!("policy process `{}`: {what}", self.text.command));
+        self.failure = Some(format!(
+            "policy process `{}`: {}",
+            self.text.command,
+            harness_core::one_line(&what)
+        ));
     }
 
     fn context(&mut self, ctx: &Context) -> Value {
@@ -831,7 +835,7 @@ impl Policy for ExecPolicy {
         match answer::card(&v) {
             Ok(c) => c,
             Err(e) => {
-                s.fail(&e, Some(&line));
+                s.fail(harness_core::one_line(&e), Some(&line));
                 None
             }
         }
@@ -851,7 +855,7 @@ impl Policy for ExecPolicy {
         match answer::plan(&v, ctx, &mut s.memo) {
             Ok(p) => p,
             Err(e) => {
-                s.fail(&e, Some(&line));
+                s.fail(harness_core::one_line(&e), Some(&line));
                 fallback()
             }
         }
@@ -883,7 +887,7 @@ impl Policy for ExecPolicy {
         match answer::tool_reply(&v) {
             Ok(r) => r,
             Err(e) => {
-                s.fail(&e, Some(&line));
+                s.fail(harness_core::one_line(&e), Some(&line));
                 failed()
             }
         }
@@ -921,7 +925,7 @@ impl Policy for ExecPolicy {
                 })
                 .collect(),
             Err(e) => {
-                s.fail(&e, Some(&line));
+                s.fail(harness_core::one_line(&e), Some(&line));
                 Vec::new()
             }
         }

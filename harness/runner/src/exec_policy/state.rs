@@ -29,7 +29,7 @@ impl Inner {
                 state
             }
             Err(e) => {
-                self.fail(&e, Some(&line));
+                self.fail(harness_core::one_line(&e), Some(&line));
                 None
             }
         }

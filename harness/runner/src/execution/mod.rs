@@ -3,7 +3,7 @@
 //! Everything between a cell and the operating system: the workspace a cell works in, the
 //! sandbox its shell commands run in, the processes a call leaves behind, and the run's cache
 //! of shell results. Nothing here knows about tools, models or policies; the [`crate::tools`]
-//! wing and the session loop ([`crate::cell`]) stand on top of it.
+//! module and the session loop ([`crate::cell`]) stand on top of it.
 //!
 //! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs
 //!   (which never read the workspace's own `.git`); made from a task's prepared `template`

@@ -26,7 +26,7 @@ pub const FILE_TIME: i64 = 1_714_694_400;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     /// A filesystem operation failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done, naming the path.
         context: String,
@@ -35,7 +35,7 @@ pub enum WorkspaceError {
         source: io::Error,
     },
     /// A git operation failed.
-    #[error("git: {0}")]
+    #[error("git")]
     Git(#[from] git2::Error),
     /// The fixture cannot be used as it is (not a directory, contains a symlink, ...).
     #[error("fixture {path}: {problem}")]

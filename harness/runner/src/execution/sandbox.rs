@@ -140,10 +140,11 @@ impl Sandbox {
                 static WARNED: OnceLock<()> = OnceLock::new();
                 WARNED.get_or_init(|| {
                     crate::progress::warn(&format!(
-                        "warning: no sandbox for shell commands ({why}): they run as plain `sh` \
+                        "warning: no sandbox for shell commands ({}): they run as plain `sh` \
                          and can read other processes' environments through /proc; install \
                          bubblewrap (Debian: apt install bubblewrap), or pass --sandbox \
-                         none to run without one knowingly"
+                         none to run without one knowingly",
+                        harness_core::one_line(&why)
                     ));
                 });
                 Ok(Sandbox::unconfined())
@@ -981,5 +982,4 @@ pub(crate) fn bare_python_in(
 }
 
 #[cfg(test)]
-#[path = "sandbox_tests.rs"]
 mod tests;

@@ -11,14 +11,14 @@ use std::sync::Arc;
 pub enum SandboxError {
     /// `--sandbox bwrap`, and bubblewrap does not work here.
     #[error(
-        "--sandbox bwrap: {0}; install bubblewrap (Debian: apt install bubblewrap) \
+        "--sandbox bwrap: bubblewrap does not work here; install bubblewrap (Debian: apt install bubblewrap) \
          or pass --sandbox auto"
     )]
     Bwrap(#[source] ProbeError),
     /// `--sandbox auto` for a real model, whose commands must not run as plain `sh`, and
     /// bubblewrap does not work here.
     #[error(
-        "--sandbox auto: {0}, and a real model's shell commands would run as plain \
+        "--sandbox auto: bubblewrap does not work here, and a real model's shell commands would run as plain \
          `sh`, where /proc/$PPID/environ shows the API keys; install bubblewrap \
          (Debian: apt install bubblewrap), or pass --sandbox none to run without one \
          knowingly"
@@ -34,7 +34,7 @@ pub enum ProbeError {
     #[error("`bwrap` is not on the PATH")]
     NotOnPath,
     /// `bwrap` could not be started.
-    #[error("cannot run {}: {source}", path.display())]
+    #[error("cannot run {}", path.display())]
     Run {
         /// The `bwrap` found.
         path: PathBuf,

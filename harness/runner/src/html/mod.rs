@@ -19,7 +19,7 @@ pub use run::run_page;
 #[non_exhaustive]
 pub enum HtmlError {
     /// A cell file of the run folder does not read.
-    #[error("{0}; the run folder is damaged — run the cell again (resume) or leave out -o *.html")]
+    #[error("the run folder is damaged — run the cell again (resume) or leave out -o *.html")]
     Damaged(#[source] crate::results::ReadError),
     /// The page cannot be written.
     #[error(transparent)]

@@ -201,7 +201,7 @@ pub async fn ask(
         }
         Err(e) => {
             rec.too_long = true;
-            rec.error = Some(e.to_string());
+            rec.error = Some(harness_core::one_line(&e));
             return rec;
         }
     };
@@ -228,7 +228,7 @@ pub async fn ask(
         }
         Err(e) => {
             rec.prompt_tokens = req.tokens;
-            rec.error = Some(e.to_string());
+            rec.error = Some(harness_core::one_line(&e));
             rec
         }
     }

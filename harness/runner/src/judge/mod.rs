@@ -63,7 +63,7 @@ pub enum JudgeError {
     #[error(transparent)]
     File(#[from] crate::file_error::FileError),
     /// A folder cannot be listed.
-    #[error("cannot read folder {}: {source}", dir.display())]
+    #[error("cannot read folder {}", dir.display())]
     ReadDir {
         /// The folder.
         dir: PathBuf,
@@ -95,7 +95,7 @@ pub enum JudgeError {
         reason: String,
     },
     /// A task's run stopped before its items were gathered (it panicked).
-    #[error("a task run stopped: {0}")]
+    #[error("a task run stopped")]
     Stopped(#[source] tokio::task::JoinError),
     /// The capture of a task's requests was poisoned by a panic.
     #[error("task {task}: the capture was poisoned")]

@@ -12,7 +12,7 @@ pub enum ProxyError {
     #[error(transparent)]
     Policy(#[from] policies::PolicyError),
     /// The listening address cannot be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Listen {
         /// The address.
         addr: SocketAddr,
@@ -24,10 +24,10 @@ pub enum ProxyError {
     #[error(transparent)]
     Address(std::io::Error),
     /// The HTTP client to the upstream cannot be built.
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
     /// A conversation's saved state does not read (it cannot be brought back into memory).
-    #[error("{}:{line}:{column}: not a conversation's state ({source}); the conversation cannot be brought back into memory; its requests get this error", path.display())]
+    #[error("{}:{line}:{column}: not a conversation's state, so the conversation cannot be brought back into memory (its requests get this error)", path.display())]
     State {
         /// `cells/<cell>/state.json`.
         path: std::path::PathBuf,
@@ -43,7 +43,7 @@ pub enum ProxyError {
     #[error("the {0} was poisoned")]
     Poisoned(&'static str),
     /// A file or folder of the run folder cannot be made, read or written.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}", path.display())]
     Io {
         /// `create`, `open`, `lock`, `write`, `repair`.
         action: &'static str,
@@ -66,18 +66,16 @@ pub enum ProxyError {
     #[error(transparent)]
     Records(#[from] crate::results::ReadError),
     /// The agent's method is not one the HTTP client takes.
-    #[error("method: {0}")]
+    #[error("method")]
     Method(#[source] hyper::http::method::InvalidMethod),
     /// The upstream cannot be reached (no connection, or it was refused).
     #[error("the upstream {url} could not be reached: {cause}")]
     Unreachable {
         /// The upstream URL.
         url: String,
-        /// The client's error and its causes, in words.
+        /// The client's error and its causes, in words (said once: the client's error repeats
+        /// its causes' words, so it is not kept as a source).
         cause: String,
-        /// The client's error.
-        #[source]
-        source: reqwest::Error,
     },
     /// The upstream was reached and answered with something that is not an HTTP answer
     /// (a bad byte in a header, two `Content-Length`s, `Transfer-Encoding` beside
@@ -86,11 +84,8 @@ pub enum ProxyError {
     Malformed {
         /// The upstream URL.
         url: String,
-        /// What was wrong, in the client's words.
+        /// What was wrong, in the client's words (its error and causes, said once).
         cause: String,
-        /// The client's error.
-        #[source]
-        source: reqwest::Error,
     },
     /// The upstream did not answer within the answer's time limit.
     #[error("the upstream {url} did not answer within {} s, the proxy's limit for an answer (--answer-time)", .limit.as_secs())]
@@ -101,7 +96,7 @@ pub enum ProxyError {
         limit: std::time::Duration,
     },
     /// A splice's archive could not be written in the agent's folder.
-    #[error("archive {path}: {source}")]
+    #[error("archive {path}")]
     Archive {
         /// The archive's workspace-relative path.
         path: String,

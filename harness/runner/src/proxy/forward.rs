@@ -194,7 +194,8 @@ pub(super) async fn next_events(
     }
     parser.feed(&chunk).map_err(|err| {
         Some(format!(
-            "the upstream's stream is not an event stream: {err}"
+            "the upstream's stream is not an event stream: {}",
+            harness_core::one_line(&err)
         ))
     })
 }

@@ -603,7 +603,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
     let conversation::Decode { decoded, kept, .. } = match shared.prefixes.decode(api, &body) {
         Ok(d) => d,
         Err(e) => {
-            let msg = format!("malformed {} request: {e}", api.name());
+            let msg = format!(
+                "malformed {} request: {}",
+                api.name(),
+                harness_core::one_line(&e)
+            );
             shared.log(Exchange::new("refused", &path).status(400).note(&msg));
             return error(StatusCode::BAD_REQUEST, &msg);
         }
@@ -625,7 +629,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
             return pass_through(&shared, &parts, &path_q, body, "side", &reason).await
         }
         Ok(Found::Entry(e)) => e,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &harness_core::one_line(&e),
+            )
+        }
     };
     let guard = entry.lock_owned().await;
     if let Some(kept) = kept {

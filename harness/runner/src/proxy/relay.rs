@@ -22,7 +22,10 @@ pub(super) async fn main_request(
         e.model = decoded.env.model.clone();
     }
     if let Err(err) = branch_if_new(&shared, e, &decoded, &path) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string());
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &harness_core::one_line(&err),
+        );
     }
     write_splices(&shared, e, &decoded);
     let out = match planned(&shared, e, api, parts, path_q, &decoded, &path).await {
@@ -51,7 +54,7 @@ pub(super) async fn main_request(
         let bytes = match read_whole(resp, shared.cfg.limits, deadline).await {
             Ok(b) => b,
             Err(why) => {
-                let msg = why.to_string();
+                let msg = harness_core::one_line(&why);
                 e.conv.request_failed(index, Some(status.as_u16()), &msg);
                 shared.log(main_x(&path, e, index).status(502).note(&msg));
                 flush(&shared, e);
@@ -148,7 +151,7 @@ async fn first_answer(
     {
         Ok(r) => r,
         Err(err) => {
-            let err = err.to_string();
+            let err = harness_core::one_line(&err);
             e.conv.request_failed(index, None, &err);
             shared.log(main_x(path, e, index).status(502).note(&err));
             flush(shared, e);
@@ -167,7 +170,7 @@ async fn first_answer(
     let head = agent_head(&resp);
     Err(match read_whole(resp, shared.cfg.limits, deadline).await {
         Ok(bytes) => with_body(head, ProxyBody::Full(Some(bytes))),
-        Err(why) => error(StatusCode::BAD_GATEWAY, &why.to_string()),
+        Err(why) => error(StatusCode::BAD_GATEWAY, &harness_core::one_line(&why)),
     })
 }
 
@@ -204,7 +207,7 @@ async fn ask_again_whole(
         deadline,
     )
     .await
-    .map_err(|err| failed(None, err.to_string()))?;
+    .map_err(|err| failed(None, harness_core::one_line(&err)))?;
     let status = resp.status().as_u16();
     if !resp.status().is_success() {
         let head = agent_head(&resp);
@@ -222,7 +225,10 @@ async fn ask_again_whole(
         .map_err(|why| {
             failed(
                 Some(status),
-                format!("asking the model again after a policy tool call: {why}"),
+                format!(
+                    "asking the model again after a policy tool call: {}",
+                    harness_core::one_line(&why)
+                ),
             )
         })?;
     let a = parse_answer(api, &b).map_err(|err| {
@@ -275,7 +281,7 @@ async fn ask_again_stream(
             Err((Some(status), why, ev))
         }
         Err(err) => {
-            let why = err.to_string();
+            let why = harness_core::one_line(&err);
             let ev = error_event(api, &why);
             Err((None, why, ev))
         }
@@ -341,7 +347,10 @@ fn branch_if_new(
 fn flush(shared: &Shared, e: &mut Entry) {
     if let Ok(mut r) = shared.recorder.lock() {
         if let Err(err) = r.flush_entry(e) {
-            crate::progress::warn(&format!("warning: proxy records: {err}"));
+            crate::progress::warn(&format!(
+                "warning: proxy records: {}",
+                harness_core::one_line(&err)
+            ));
         }
     }
 }
@@ -624,7 +633,7 @@ pub(crate) fn apply_splices(
             shared.log(
                 Exchange::new("archive", "")
                     .cell(&e.cell)
-                    .note(&format!("refused: {why}")),
+                    .note(&format!("refused: {}", harness_core::one_line(why))),
             );
         }
         let ok = written.is_ok();
@@ -637,7 +646,8 @@ pub(crate) fn apply_splices(
                 if let Err(err) = exclude_archives(r) {
                     shared.log(Exchange::new("archive", "").cell(&e.cell).note(&format!(
                         "the archive folder could not be left out of the agent's git status \
-                         (.git/info/exclude): {err}"
+                         (.git/info/exclude): {}",
+                        harness_core::one_line(&err)
                     )));
                 }
             }
@@ -706,7 +716,7 @@ async fn planned(
                 {
                     Ok(r) => r,
                     Err(err) => {
-                        let err = err.to_string();
+                        let err = harness_core::one_line(&err);
                         e.conv.request_failed(record.index, None, &err);
                         shared.log(
                             Exchange::new("compaction", path)
@@ -721,7 +731,7 @@ async fn planned(
                 let bytes = match read_whole(resp, shared.cfg.limits, deadline).await {
                     Ok(b) => b,
                     Err(why) => {
-                        let msg = format!("the summary call: {why}");
+                        let msg = format!("the summary call: {}", harness_core::one_line(&why));
                         e.conv
                             .request_failed(record.index, Some(status.as_u16()), &msg);
                         shared.log(

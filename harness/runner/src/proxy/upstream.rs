@@ -169,12 +169,10 @@ pub(super) async fn send_upstream(
         Ok(Err(source)) if malformed(&source) => Err(ProxyError::Malformed {
             url,
             cause: error_chain(&source),
-            source,
         }),
         Ok(Err(source)) => Err(ProxyError::Unreachable {
             url,
             cause: error_chain(&source),
-            source,
         }),
     }
 }
@@ -217,7 +215,7 @@ pub(super) async fn pass_through(
     {
         Ok(r) => r,
         Err(e) => {
-            let e = e.to_string();
+            let e = harness_core::one_line(&e);
             shared.log(Exchange::new(kind, &path).status(502).note(&e));
             return error(StatusCode::BAD_GATEWAY, &e);
         }
@@ -252,7 +250,7 @@ pub(super) async fn pass_through(
             }
         };
         if let Some(why) = why {
-            let msg = why.to_string();
+            let msg = harness_core::one_line(&why);
             log.log(Exchange::new(&kind, &path).status(status).note(&msg));
             let _ = tx.send(Err(std::io::Error::other(msg))).await;
         }

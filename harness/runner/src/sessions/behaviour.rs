@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::behaviour::{Profile, ProfileError};
+use harness_core::behaviour::{End, Profile, ProfileError};
 
 use crate::file_error::FileError;
 
@@ -15,12 +15,12 @@ pub enum BehaviourError {
     #[error(transparent)]
     File(#[from] FileError),
     /// The file is not a profile this build reads: `FILE:LINE:COL: what; what to do`.
-    #[error("{}:{source}", path.display())]
+    #[error("{}:{problem}", path.display())]
     Bad {
         /// The file.
         path: PathBuf,
-        /// Where and what.
-        source: ProfileError,
+        /// Where and what (the refusal itself, not a cause: the message is `FILE:` and it).
+        problem: ProfileError,
     },
     /// The file is not UTF-8 text.
     #[error("{}: not UTF-8 text; a behaviour profile is a JSON file (docs/replay.md, \"The behaviour profile\")", path.display())]
@@ -43,10 +43,28 @@ pub fn read(path: &Path) -> Result<Profile, BehaviourError> {
     let text = String::from_utf8(bytes).map_err(|_| BehaviourError::NotText {
         path: path.to_path_buf(),
     })?;
-    Profile::parse(&text).map_err(|source| BehaviourError::Bad {
+    Profile::parse(&text).map_err(|problem| BehaviourError::Bad {
         path: path.to_path_buf(),
-        source,
+        problem,
     })
+}
+
+/// The profile at `path` (`--behaviour FILE`), else the one foldbench ships.
+pub fn read_or_shipped(path: Option<&Path>) -> Result<Profile, BehaviourError> {
+    match path {
+        Some(p) => read(p),
+        None => Ok(Profile::shipped().clone()),
+    }
+}
+
+/// How a record names the profile the sim followed: its name, and the end of its intervals
+/// when not the point (`fixtures`, `mine at high`).
+pub fn describe(profile: Profile, end: End) -> String {
+    match end {
+        End::Point => profile.name,
+        End::Low => format!("{} at low", profile.name),
+        End::High => format!("{} at high", profile.name),
+    }
 }
 
 /// Writes `profile` to `path` (a temporary file renamed into place).
@@ -59,6 +77,19 @@ pub fn write(path: &Path, profile: &Profile) -> Result<(), BehaviourError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_file_the_shipped_profile_is_named_with_the_end_read() {
+        let shipped = read_or_shipped(None).unwrap();
+        assert_eq!(shipped.name, Profile::shipped().name);
+        let name = shipped.name.clone();
+        assert_eq!(describe(shipped.clone(), End::Point), name);
+        assert_eq!(
+            describe(shipped.clone(), End::Low),
+            format!("{name} at low")
+        );
+        assert_eq!(describe(shipped, End::High), format!("{name} at high"));
+    }
 
     #[test]
     fn a_bad_file_says_file_line_column_and_what_to_do() {

@@ -1,8 +1,8 @@
-//! The sessions wing's one error type: why recorded sessions or their labels could not be read,
+//! The sessions module's one error type: why recorded sessions or their labels could not be read,
 //! or no session was left to replay.
 //!
-//! Each error's `Display` is the whole message the command line prints after `error: `; a
-//! `source()` gives the typed cause the message quotes (the IO error, the format name refused).
+//! Each error's `Display` says what failed, printed after `error: `; a `source()` is the typed
+//! cause (the IO error), which the command line prints on a `caused by: ` line of its own.
 
 use std::io;
 use std::path::PathBuf;
@@ -41,14 +41,13 @@ pub enum SessionsError {
         until: String,
     },
     /// The format asked for is none the importers know.
-    #[error("--input-format: {source} or auto")]
+    #[error("--input-format: {refused} or auto")]
     InputFormat {
-        /// The importers' refusal.
-        #[source]
-        source: harness_import::UnknownFormatName,
+        /// The importers' refusal (the message itself, not a cause).
+        refused: harness_import::UnknownFormatName,
     },
     /// The paths given could not be walked.
-    #[error("cannot read {}: {source}", names(.paths))]
+    #[error("cannot read {}", names(.paths))]
     Unreadable {
         /// The paths, as given.
         paths: Vec<PathBuf>,
@@ -76,7 +75,7 @@ pub enum SessionsError {
     #[error("no session matches --since/--until/--project/--session as given")]
     NoMatch,
     /// A `--labels` path that cannot be read.
-    #[error("cannot read labels {}: {source}", path.display())]
+    #[error("cannot read labels {}", path.display())]
     Labels {
         /// The path, as given.
         path: PathBuf,

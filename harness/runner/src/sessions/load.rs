@@ -49,7 +49,7 @@ pub fn load_sessions(
         "auto" => None,
         f => Some(
             f.parse::<Format>()
-                .map_err(|source| SessionsError::InputFormat { source })?,
+                .map_err(|refused| SessionsError::InputFormat { refused })?,
         ),
     };
     let mut loaded = import_all(&paths, format, &filter.prefilter(), say)?;
@@ -84,7 +84,10 @@ const NAMED: usize = 5;
 /// first [`NAMED`] of each, then a count of the rest.
 fn say_skipped(report: &ImportReport, say: &dyn Fn(&str)) {
     for (_, e) in report.errors.iter().take(NAMED) {
-        say(&format!("warning: skipped {}", shown(&e.to_string())));
+        say(&format!(
+            "warning: skipped {}",
+            shown(&harness_core::one_line(e))
+        ));
     }
     if report.errors.len() > NAMED {
         say(&format!(
@@ -339,5 +342,4 @@ pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFil
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

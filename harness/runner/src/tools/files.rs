@@ -63,7 +63,7 @@ pub enum ReadError {
         norm: String,
     },
     /// Any other failure of the read.
-    #[error("error: cannot read {norm}: {source}")]
+    #[error("error: cannot read {norm}")]
     Io {
         /// The workspace-relative path.
         norm: String,
@@ -137,7 +137,7 @@ pub(super) fn read_file(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> To
     let target = Some(norm.clone());
     let bytes = match read_workspace_file(&abs, &norm) {
         Ok(b) => b,
-        Err(e) => return ToolOutput::err(e, target),
+        Err(e) => return ToolOutput::err(harness_core::one_line(&e), target),
     };
     if looks_binary(&bytes) {
         return ToolOutput::err(
@@ -292,7 +292,7 @@ pub(super) fn grep(ws_root: &Path, a: &Args<'_>, limits: &ToolLimits) -> ToolOut
         }
         let bytes = match read_workspace_file(&file, &path) {
             Ok(b) => b,
-            Err(e) if single => return ToolOutput::err(e, target),
+            Err(e) if single => return ToolOutput::err(harness_core::one_line(&e), target),
             Err(_) => continue,
         };
         if looks_binary(&bytes) {
@@ -349,7 +349,7 @@ pub(super) fn edit_file(ws_root: &Path, a: &Args<'_>) -> ToolOutput {
     }
     let bytes = match read_workspace_file(&abs, &norm) {
         Ok(b) => b,
-        Err(e) => return ToolOutput::err(e, target),
+        Err(e) => return ToolOutput::err(harness_core::one_line(&e), target),
     };
     let Ok(text) = String::from_utf8(bytes) else {
         return ToolOutput::err(

@@ -13,7 +13,7 @@ pub enum ResolveError {
     #[error(transparent)]
     Path(#[from] PathError),
     /// The workspace root itself cannot be resolved.
-    #[error("error: the workspace root is not accessible: {0}")]
+    #[error("error: the workspace root is not accessible")]
     Root(#[source] io::Error),
     /// A symlink on the way points outside the workspace.
     #[error(
@@ -96,7 +96,7 @@ pub(super) fn resolve_normalized(
 pub(super) fn resolve_arg(ws_root: &Path, rel: &str) -> Result<(PathBuf, String), ToolOutput> {
     let norm = normalize(rel).map_err(|e| ToolOutput::err(e, None))?;
     let abs = resolve_normalized(ws_root, rel, &norm)
-        .map_err(|e| ToolOutput::err(e, Some(norm.clone())))?;
+        .map_err(|e| ToolOutput::err(harness_core::one_line(&e), Some(norm.clone())))?;
     let in_git = |p: &Path| p.components().next() == Some(Component::Normal(".git".as_ref()));
     let through_git = ws_root
         .canonicalize()

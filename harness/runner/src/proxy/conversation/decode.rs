@@ -14,7 +14,7 @@ pub enum DecodeError {
     #[error(transparent)]
     Envelope(WireError),
     /// One item of the conversation.
-    #[error("`{field}[{index}]`: {source}")]
+    #[error("`{field}[{index}]`")]
     Item {
         /// The API's field of items (`messages`, `input`).
         field: &'static str,

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use super::*;
 
-const SESSION: &str = include_str!("../../../replay/fixtures/claude-code/five-turns.jsonl");
+const SESSION: &str = include_str!("../../../../replay/fixtures/claude-code/five-turns.jsonl");
 
 /// What a sink was told.
 type Said = RefCell<Vec<String>>;
@@ -98,9 +98,14 @@ fn labels_are_read_and_every_problem_is_said_then_counted() {
     let missing = dir.path().join("nope");
     let e = load_labels(std::slice::from_ref(&missing), &|_| {}).unwrap_err();
     assert!(
-        e.to_string()
+        harness_core::one_line(&e)
             .starts_with(&format!("cannot read labels {}: ", missing.display())),
         "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("cannot read labels {}", missing.display()),
+        "the message does not repeat its cause"
     );
     assert!(
         std::error::Error::source(&e).is_some(),

@@ -1,4 +1,6 @@
-//! Helpers shared by the importers: JSON lines, content flattening, usage, timestamps.
+//! Reading the JSON of recorded sessions, shared by the importers: JSON lines and documents,
+//! fields of a record (`str_field`, `u64_field`, `bool_field`), content flattening, usage,
+//! timestamps.
 
 use harness_core::request::Usage;
 use serde_json::{Map, Value};
@@ -124,12 +126,12 @@ pub(crate) fn kind_of(v: &Value) -> &'static str {
 }
 
 /// `v[key]` as a string.
-pub(crate) fn s<'a>(v: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'a>(v: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
 /// `v[key]` as a bool (absent: false).
-pub(crate) fn flag(v: &Map<String, Value>, key: &str) -> bool {
+pub(crate) fn bool_field(v: &Map<String, Value>, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
@@ -165,15 +167,15 @@ pub(crate) fn content_text(v: &Value) -> String {
 pub(crate) fn block_text(b: &Value) -> String {
     match b {
         Value::String(t) => t.clone(),
-        Value::Object(o) => match s(o, "type").unwrap_or("") {
+        Value::Object(o) => match str_field(o, "type").unwrap_or("") {
             "text" | "input_text" | "output_text" | "summary_text" | "reasoning_text" => {
-                s(o, "text").unwrap_or("").to_string()
+                str_field(o, "text").unwrap_or("").to_string()
             }
             "image" | "input_image" | "image_url" => IMAGE.to_string(),
             "document" => "[document]".to_string(),
-            "tool_reference" => format!("[tool {}]", s(o, "tool_name").unwrap_or("?")),
+            "tool_reference" => format!("[tool {}]", str_field(o, "tool_name").unwrap_or("?")),
             "tool_result" => content_text(o.get("content").unwrap_or(&Value::Null)),
-            _ => match s(o, "text") {
+            _ => match str_field(o, "text") {
                 Some(t) => t.to_string(),
                 None => String::new(),
             },
@@ -183,7 +185,7 @@ pub(crate) fn block_text(b: &Value) -> String {
 }
 
 /// A number field as u64 (absent, negative or fractional: 0).
-pub(crate) fn n(v: &Value, key: &str) -> u64 {
+pub(crate) fn u64_field(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
@@ -194,28 +196,28 @@ pub(crate) fn n(v: &Value, key: &str) -> u64 {
 pub(crate) fn usage(v: &Value) -> Option<Usage> {
     let o = v.as_object()?;
     if o.contains_key("prompt_tokens") {
-        let prompt = n(v, "prompt_tokens");
+        let prompt = u64_field(v, "prompt_tokens");
         let cached = v
             .get("prompt_tokens_details")
-            .map(|d| n(d, "cached_tokens"))
+            .map(|d| u64_field(d, "cached_tokens"))
             .filter(|c| *c > 0)
             .unwrap_or_else(|| {
-                n(v, "prompt_cache_hit_tokens").max(n(v, "cache_read_input_tokens"))
+                u64_field(v, "prompt_cache_hit_tokens").max(u64_field(v, "cache_read_input_tokens"))
             });
-        let written = n(v, "cache_creation_input_tokens");
+        let written = u64_field(v, "cache_creation_input_tokens");
         return Some(Usage {
             input_tokens: prompt.saturating_sub(cached.saturating_add(written)),
             cache_read_tokens: cached,
             cache_write_tokens: written,
-            output_tokens: n(v, "completion_tokens"),
+            output_tokens: u64_field(v, "completion_tokens"),
         });
     }
     if o.contains_key("input_tokens") || o.contains_key("output_tokens") {
         return Some(Usage {
-            input_tokens: n(v, "input_tokens"),
-            cache_read_tokens: n(v, "cache_read_input_tokens"),
-            cache_write_tokens: n(v, "cache_creation_input_tokens"),
-            output_tokens: n(v, "output_tokens"),
+            input_tokens: u64_field(v, "input_tokens"),
+            cache_read_tokens: u64_field(v, "cache_read_input_tokens"),
+            cache_write_tokens: u64_field(v, "cache_creation_input_tokens"),
+            output_tokens: u64_field(v, "output_tokens"),
         });
     }
     None

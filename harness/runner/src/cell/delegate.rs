@@ -61,7 +61,7 @@ type Answer<'f> = Pin<Box<dyn Future<Output = Result<CallOutcome, ChildError>> +
 /// Why a child session did not run to its receipt: the session's own error (the model did not
 /// answer, the cell's time limit, a broken task), met while the child ran. It ends the cell.
 #[derive(Debug, thiserror::Error)]
-#[error("{agent} (a delegated session): {error}")]
+#[error("{agent} (a delegated session)")]
 pub struct ChildError {
     /// The child (`child-1`).
     agent: String,
