@@ -30,6 +30,17 @@ pub enum Plan {
     },
 }
 
+impl Plan {
+    /// The messages a [`Plan::Send`] sends; `None` for a compaction. For a test or a tool that
+    /// looks at what a policy chose: acting on a plan is the driver's alone.
+    pub fn sent(&self) -> Option<&[Arc<Message>]> {
+        match self {
+            Plan::Send { messages, .. } => Some(messages),
+            Plan::Compact { .. } => None,
+        }
+    }
+}
+
 /// A file a policy keeps for the model to read later (a tool output it cut, the history before
 /// a summary): the host writes it under its archive folder and says so
 /// ([`Policy::offloaded`]) before the policy's next plan, so a request never names a file that

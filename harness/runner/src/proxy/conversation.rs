@@ -16,6 +16,9 @@
 //! A request whose first message the conversation never saw (the agent compacted on its own, or
 //! rewrote its history) starts a new branch: the policy starts again, the record says so.
 
+// Long: `Conversation`'s request cycle (read, re-apply, ask the policy, write back) is one
+// type's methods; its parts that stand alone are the child modules below.
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
