@@ -1,6 +1,6 @@
 //! `foldbench judge build` and `foldbench judge run`: boundary judgement (docs/design.md §12). The
 //! dataset, the gold, the scores and the tables are pure and live in
-//! [`harness_core::judgement`]; this module gathers the items, asks the models and writes files.
+//! [`harness_core::judge`]; this module gathers the items, asks the models and writes files.
 //!
 //! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
 //! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
@@ -15,7 +15,7 @@
 //! **Items from labelled real sessions.** A data folder holds `labels/<format>/*.yaml` (units by
 //! prompt uuid) beside the transcripts they name (`source_path`). Each transcript is imported
 //! with `harness-import` and replayed under the same `fold` policy
-//! ([`judgement::replay_items`]): at every prompt the policy decides whether its threshold shows a
+//! ([`harness_core::judge::replay_items`]): at every prompt the policy decides whether its threshold shows a
 //! card, the oracle answers it, and the policy's splices are applied. Every prompt ≥ 2 becomes an
 //! item.
 //!
@@ -29,14 +29,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Subcommand, ValueEnum};
-use harness_core::judge::Judge;
-use harness_core::judgement::{self, Aggregate, BASELINES, DEFAULT_TOOL_OUTPUT_CAP};
+use harness_core::judge::{
+    aggregate, dataset_stats, to_line, Aggregate, AnswerMode, Item, Judge, JudgedRecord,
+    SourceStats, BASELINES, DEFAULT_TOOL_OUTPUT_CAP,
+};
 use harness_core::metrics::Price;
 
 use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::BackendOptions;
 
-use harness_runner::judge::answer::Answering;
 use harness_runner::judge::*;
 
 use crate::error::{Code, Error};
@@ -105,12 +106,12 @@ pub struct AnswerFlags {
     pub max_answer_tokens: Option<u32>,
 }
 
-impl From<&AnswerFlags> for harness_runner::judge::answer::AnswerArgs {
+impl From<&AnswerFlags> for harness_runner::judge::AnswerArgs {
     fn from(f: &AnswerFlags) -> Self {
-        harness_runner::judge::answer::AnswerArgs {
+        harness_runner::judge::AnswerArgs {
             answer: f.answer.map(|a| match a {
-                AnswerArg::Tool => harness_core::answer::AnswerMode::Tool,
-                AnswerArg::Text => harness_core::answer::AnswerMode::Text,
+                AnswerArg::Tool => AnswerMode::Tool,
+                AnswerArg::Text => AnswerMode::Text,
             }),
             grammar: f.grammar,
             max_answer_tokens: f.max_answer_tokens,
@@ -304,23 +305,23 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let items = build(&sources, a.max_tool_output, jobs, &warn)
         .await
         .map_err(Error::refused)?;
-    write_lines(&a.out, items.iter().map(judgement::to_line)).map_err(|source| Error::Write {
+    write_lines(&a.out, items.iter().map(to_line)).map_err(|source| Error::Write {
         path: a.out.clone(),
         source,
     })?;
-    let stats = judgement::dataset_stats(&items);
+    let stats = dataset_stats(&items);
     let doc = JudgeDoc {
         tables: vec![
             (
                 "The host's filter",
-                harness_report::judgement::filter_table(&stats),
+                harness_runner::judge::filter_table(&stats),
             ),
             (
                 "The lexical rule at labelled turn boundaries",
-                harness_report::judgement::lexical_table(&stats),
+                harness_runner::judge::lexical_table(&stats),
             ),
         ],
-        csv: harness_report::judgement::filter_table(&stats),
+        csv: harness_runner::judge::filter_table(&stats),
         json: serde_json::to_string_pretty(&stats)?,
     };
     crate::out::print(&a.format.render(&doc)?)?;
@@ -366,10 +367,9 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, Error> {
             return Err(Error::Usage(format!("the model `{m}` is given twice")));
         }
     }
-    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)
-        .map_err(Error::refused)?;
+    let out = build_models(&real, &(&a.answer).into(), &opts).map_err(Error::refused)?;
     if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge::answer::mark_cassette(dir, *how).map_err(Error::refused)?;
+        mark_cassette(dir, *how).map_err(Error::refused)?;
     }
     Ok(out)
 }
@@ -397,28 +397,25 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
     records.extend(judge_models_answering(&items, &models, &opts).await);
     let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
     names.extend(models.iter().map(|(m, _)| m.name()));
-    let aggs: Vec<Aggregate> = names
-        .iter()
-        .map(|n| judgement::aggregate(n, &records))
-        .collect();
-    let stats = judgement::dataset_stats(&items);
+    let aggs: Vec<Aggregate> = names.iter().map(|n| aggregate(n, &records)).collect();
+    let stats = dataset_stats(&items);
     write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
     let doc = JudgeDoc {
         tables: vec![
             (
                 "Boundary judgement",
-                harness_report::judgement::scores_table(&aggs),
+                harness_runner::judge::scores_table(&aggs),
             ),
             (
                 "The host's filter",
-                harness_report::judgement::filter_table(&stats),
+                harness_runner::judge::filter_table(&stats),
             ),
             (
                 "The lexical rule at labelled turn boundaries",
-                harness_report::judgement::lexical_table(&stats),
+                harness_runner::judge::lexical_table(&stats),
             ),
         ],
-        csv: harness_report::judgement::scores_table(&aggs),
+        csv: harness_runner::judge::scores_table(&aggs),
         json: serde_json::to_string_pretty(
             &serde_json::json!({ "scores": aggs, "sources": stats }),
         )?,
@@ -445,10 +442,10 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
 /// `judge run -o`: the records as JSON lines, or an HTML page (by extension).
 fn write_run_outputs(
     a: &RunArgs,
-    items: &[judgement::Item],
-    records: &[judgement::JudgedRecord],
+    items: &[Item],
+    records: &[JudgedRecord],
     aggs: &[Aggregate],
-    stats: &[judgement::SourceStats],
+    stats: &[SourceStats],
     judges: usize,
 ) -> Result<(), Error> {
     for out in a.out.iter().filter(|p| !harness_runner::html::is_html(p)) {
@@ -464,15 +461,15 @@ fn write_run_outputs(
         let tables = vec![
             (
                 "Boundary judgement".to_string(),
-                harness_report::judgement::scores_table(aggs),
+                harness_runner::judge::scores_table(aggs),
             ),
             (
                 "The host's filter".to_string(),
-                harness_report::judgement::filter_table(stats),
+                harness_runner::judge::filter_table(stats),
             ),
             (
                 "The lexical rule at labelled turn boundaries".to_string(),
-                harness_report::judgement::lexical_table(stats),
+                harness_runner::judge::lexical_table(stats),
             ),
         ];
         let heading = format!(
@@ -481,7 +478,7 @@ fn write_run_outputs(
             a.dataset.display(),
             judges
         );
-        let page = harness_runner::html::judge_page(&heading, tables, items, records);
+        let page = judge_page(&heading, tables, items, records);
         harness_runner::html::write(out, &page).map_err(Error::failed)?;
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! How `judge run` asks a model to answer a card: `--answer tool` (the default: the workspace
 //! tools and `fold_unit`, the answer is its calls) or `--answer text` (no tools, the context as a
-//! plain conversation, the answer one line parsed strictly by [`harness_core::answer`]), and
+//! plain conversation, the answer one line parsed strictly by [`harness_core::judge::judge_text`]), and
 //! `--grammar` (text mode on an OpenAI-compatible server: the body carries llama.cpp's `grammar`
-//! field with [`answer::GRAMMAR`], so the model can only write a parsable line).
+//! field with [`GRAMMAR`], so the model can only write a parsable line).
 //!
 //! A cassette recorded by `judge run --record DIR` gets `DIR/answer.json`, which says how its
 //! answers were asked (`{"answer": "text", "constrained": true}`): the cassette key holds what
@@ -16,16 +16,18 @@ use crate::file_error::FileError;
 use std::sync::Arc;
 use std::time::Instant;
 
-use harness_core::answer::{self, AnswerMode};
-use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_core::judge::{
+    card_tokens, cost, item_text_card, text_request_messages, AnswerMode, Item, JudgedRecord,
+    GRAMMAR,
+};
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
 use serde_json::{json, Map, Value};
 
+use super::request::{request_for, JudgeOptions};
 use crate::backends::model::SharedModel;
 use crate::backends::{self, BackendOptions, OpenAiModel};
 use crate::cell::SYSTEM_PROMPT;
-use crate::judge::request::{request_for, JudgeOptions};
 use crate::judge::JudgeError;
 
 /// The file in a cassette folder that says how its answers were asked.
@@ -139,7 +141,7 @@ pub fn build_models(
             "openai" if how.constrained || args.max_answer_tokens.is_some() => {
                 let mut extra = Map::new();
                 if how.constrained {
-                    extra.insert("grammar".into(), json!(answer::GRAMMAR));
+                    extra.insert("grammar".into(), json!(GRAMMAR));
                 }
                 if let Some(n) = args.max_answer_tokens {
                     extra.insert("max_tokens".into(), json!(n));
@@ -160,8 +162,8 @@ pub fn build_models(
     Ok(out)
 }
 
-/// The request an item sends in a mode: tool mode is [`crate::judge::request_for`]; text mode
-/// has the same system prompt, no tools, and [`answer::text_request_messages`].
+/// The request an item sends in a mode: tool mode is [`request_for`]; text mode
+/// has the same system prompt, no tools, and [`text_request_messages`].
 pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
     match mode {
         AnswerMode::Tool => request_for(item, cap),
@@ -172,7 +174,7 @@ pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request 
                 system,
                 Arc::from(Vec::new()),
                 prefix,
-                answer::text_request_messages(item, cap),
+                text_request_messages(item, cap),
                 Purpose::Turn,
             )
         }
@@ -189,12 +191,12 @@ pub async fn ask(
     let req = request_in(item, opts.max_tool_output, how.mode);
     let card = match how.mode {
         AnswerMode::Tool => item.card(),
-        AnswerMode::Text => answer::item_text_card(item),
+        AnswerMode::Text => item_text_card(item),
     };
-    let mut rec = JudgedRecord::new(&model.name(), item, judgement::card_tokens(&card));
+    let mut rec = JudgedRecord::new(&model.name(), item, card_tokens(&card));
     rec.answer_mode = how.mode;
     rec.constrained = how.constrained;
-    let req = match crate::judge::fit::fit(req, opts.max_context) {
+    let req = match super::fit::fit(req, opts.max_context) {
         Ok((req, fitted)) => {
             rec.context_cut = fitted.turns_cut;
             req
@@ -223,7 +225,7 @@ pub async fn ask(
                 }
             };
             r.prompt_tokens = resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
-            r.cost = judgement::cost(req.tokens, resp.output_tokens, resp.usage, &opts.price);
+            r.cost = cost(req.tokens, resp.output_tokens, resp.usage, &opts.price);
             r
         }
         Err(e) => {

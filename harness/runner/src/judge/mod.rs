@@ -1,8 +1,10 @@
-//! Boundary judgement (docs/judge.md): gathering the items of `foldbench judge build` and asking
-//! the models of `foldbench judge run`. The dataset, the gold and the scores are pure and live in
-//! [`harness_core::judgement`], the tables in `harness_report::judgement`; the commands are the
-//! binary's. [`answer`]: how a model answers a card (`--answer tool|text`, `--grammar`);
-//! [`fit`]: fitting a request into `--max-context`.
+//! Boundary judgement (docs/judge.md), the judge's IO and rendering: gathering the items of
+//! `foldbench judge build`, asking the models of `foldbench judge run`, and drawing their tables
+//! ([`scores_table`], [`filter_table`], [`lexical_table`]) and page ([`judge_page`]). The
+//! dataset, the gold and the scores are pure and live in [`harness_core::judge`]; the command
+//! line is the binary's. Inside: `answer`, how a model answers a card (`--answer tool|text`,
+//! `--grammar`, [`build_models`]); `fit`, fitting a request into `--max-context`; `request`, the
+//! request of an item; `tables` and `html`, the tables and the page.
 //!
 //! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
 //! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
@@ -17,7 +19,7 @@
 //! **Items from labelled real sessions.** A data folder holds `labels/<format>/*.yaml` (units by
 //! prompt uuid) beside the transcripts they name (`source_path`). Each transcript is imported
 //! with `harness-import` and replayed under the same `fold` policy
-//! ([`judgement::replay_items`]): at every prompt the policy decides whether its threshold shows a
+//! ([`replay_items`]): at every prompt the policy decides whether its threshold shows a
 //! card, the oracle answers it, and the policy's splices are applied. Every prompt ≥ 2 becomes an
 //! item.
 //!
@@ -26,11 +28,18 @@
 //! `--max-tool-output` characters, head and tail kept) and the current user message with the card
 //! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
 
-pub mod answer;
-pub mod fit;
+mod answer;
+mod fit;
+mod html;
 mod request;
+mod tables;
 
-pub use request::{request_for, request_prefix, JudgeOptions};
+pub use answer::{build_models, mark_cassette, AnswerArgs, Answering};
+pub use html::judge_page;
+pub use request::JudgeOptions;
+pub use tables::{filter_table, lexical_table, scores_table};
+
+use request::request_for;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,9 +47,9 @@ use std::sync::{Arc, Mutex};
 
 use harness_config::yaml::Problem;
 use harness_core::events::Event;
-use harness_core::judge::Judge;
-use harness_core::judgement::{
-    self, Item, JudgedRecord, Origin, Recorded, ReplayOptions, BASELINES, SOURCE_TASK,
+use harness_core::judge::{
+    baseline_record, build_item, parse_dataset, replay_items, Item, Judge, JudgedRecord, Origin,
+    Recorded, ReplayOptions, BASELINES, SOURCE_TASK,
 };
 use harness_core::message::{Message, ToolSpec};
 use harness_core::record::Status;
@@ -52,7 +61,6 @@ use crate::backends::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
 use crate::execution::workspace::ARCHIVE_DIR;
 use crate::file_error::FileError;
-use crate::judge::answer::Answering;
 use crate::tasks::{self, LoadedTask};
 
 /// Why `judge build` could not gather its items, or `judge run` could not set up its models.
@@ -156,7 +164,7 @@ pub enum JudgeError {
     },
     /// A dataset file that does not read.
     #[error(transparent)]
-    Dataset(#[from] harness_core::judgement::JsonlError),
+    Dataset(#[from] harness_core::judge::JsonlError),
     /// A cassette's `answer.json` that does not read.
     #[error("{}: expected {{\"answer\": \"tool\"|\"text\", \"constrained\": true|false}}", path.display())]
     Marker {
@@ -405,7 +413,7 @@ pub async fn task_items(t: &LoadedTask, max_tool_output: usize) -> Result<Vec<It
             });
         };
         let user = &messages[idx];
-        let Some(item) = judgement::build_item(
+        let Some(item) = build_item(
             origin,
             &messages[..idx],
             *turn,
@@ -510,7 +518,7 @@ pub fn labelled_items(
         max_tool_output,
         archive_dir: ARCHIVE_DIR.to_string(),
     };
-    let items = judgement::replay_items(
+    let items = replay_items(
         Recorded {
             origin,
             messages: &session.messages,
@@ -557,10 +565,7 @@ pub async fn build(
 /// Reads a dataset file.
 pub fn read_dataset(path: &Path) -> Result<Vec<Item>, JudgeError> {
     let text = read(path)?;
-    Ok(judgement::parse_dataset(
-        &path.display().to_string(),
-        &text,
-    )?)
+    Ok(parse_dataset(&path.display().to_string(), &text)?)
 }
 
 /// A file's text, or [`JudgeError::File`].
@@ -590,7 +595,7 @@ pub fn baseline_records(items: &[Item], cap: Option<usize>) -> Vec<JudgedRecord>
     let mut out = Vec::new();
     for j in BASELINES {
         for (it, size) in items.iter().zip(&sizes) {
-            let mut r = judgement::baseline_record(j, it, &it.context());
+            let mut r = baseline_record(j, it, &it.context());
             r.prompt_tokens = *size;
             out.push(r);
         }
@@ -636,7 +641,7 @@ pub async fn judge_models_answering(
             handles.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
                 let item = &items[ii];
-                let rec = crate::judge::answer::ask(item, &model, how, &opts).await;
+                let rec = answer::ask(item, &model, how, &opts).await;
                 if opts.progress {
                     let n = done.lock().map(|mut d| {
                         *d += 1;

@@ -1,9 +1,9 @@
 //! The boundary-judgement tables (docs/judge.md): models' scores side by side, the host's filter
 //! and the lexical rule per source. Pure: aggregates in, a [`Table`] out.
 
-use harness_core::judgement::{Aggregate, SourceStats};
+use harness_core::judge::{Aggregate, SourceStats};
 
-use crate::render::Table;
+use harness_report::render::Table;
 
 fn pct(part: usize, whole: usize) -> String {
     if whole == 0 {
