@@ -10,6 +10,7 @@
 //! were constrained. `--model replay:DIR` takes its mode from the file (a flag that contradicts
 //! it is an error), and recording into a folder whose file says otherwise is refused.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use crate::file_error::FileError;
@@ -17,8 +18,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use harness_core::judge::{
-    card_tokens, cost, item_text_card, text_request_messages, AnswerMode, Item, JudgedRecord,
-    GRAMMAR,
+    card_tokens, cost, item_text_card, text_request_messages, AnswerMode, Item, Judge,
+    JudgedRecord, GRAMMAR,
 };
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
@@ -102,6 +103,39 @@ pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), JudgeError> {
         Ok(()) => Ok(()),
         Err(source) => Err(FileError::on("write", &path)(source).into()),
     }
+}
+
+/// The models `judge run --model` names, beside the baselines: the baselines' names left out
+/// (they are always in the table), the sim and a model named twice refused, one model at most
+/// with `--record` (`opts.record`), whose cassette is marked with how it is asked
+/// ([`mark_cassette`]). Each comes with how it answers ([`build_models`]).
+pub fn run_models(
+    specs: &[String],
+    args: &AnswerArgs,
+    opts: &BackendOptions,
+) -> Result<Vec<(SharedModel, Answering)>, JudgeError> {
+    let real: Vec<&String> = specs.iter().filter(|m| Judge::parse(m).is_none()).collect();
+    if opts.record.is_some() && real.len() > 1 {
+        return Err(JudgeError::RecordMany);
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    for m in &real {
+        if m.trim() == "sim" || m.starts_with("sim:") {
+            return Err(JudgeError::SimModel {
+                spec: m.to_string(),
+            });
+        }
+        if !seen.insert(m.as_str()) {
+            return Err(JudgeError::ModelTwice {
+                spec: m.to_string(),
+            });
+        }
+    }
+    let out = build_models(&real, args, opts)?;
+    if let (Some(dir), Some((_, how))) = (&opts.record, out.first()) {
+        mark_cassette(dir, *how)?;
+    }
+    Ok(out)
 }
 
 /// The models of a run, each with how it answers: the flags for live models, the cassette's

@@ -1,10 +1,11 @@
 //! Boundary judgement (docs/judge.md), the judge's IO and rendering: gathering the items of
-//! `foldbench judge build`, asking the models of `foldbench judge run`, and drawing their tables
-//! ([`scores_table`], [`filter_table`], [`lexical_table`]) and page ([`judge_page`]). The
-//! dataset, the gold and the scores are pure and live in [`harness_core::judge`]; the command
-//! line is the binary's. Inside: `answer`, how a model answers a card (`--answer tool|text`,
-//! `--grammar`, [`build_models`]); `fit`, fitting a request into `--max-context`; `request`, the
-//! request of an item; `tables` and `html`, the tables and the page.
+//! `foldbench judge build` ([`classify`] the `--from` paths, [`expand_history`], [`build`]),
+//! asking the models of `foldbench judge run` ([`run_models`], [`score`]), and drawing their
+//! tables ([`build_tables`], [`run_tables`]) and page ([`judge_page`]). The dataset, the gold and
+//! the scores are pure and live in [`harness_core::judge`]; the command line's flags are the
+//! binary's. Inside: `answer`, how a model answers a card (`--answer tool|text`, `--grammar`);
+//! `fit`, fitting a request into `--max-context`; `request`, the request of an item; `tables`
+//! and `html`, the tables and the page.
 //!
 //! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
 //! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
@@ -34,10 +35,10 @@ mod html;
 mod request;
 mod tables;
 
-pub use answer::{build_models, mark_cassette, AnswerArgs, Answering};
+pub use answer::{build_models, mark_cassette, run_models, AnswerArgs, Answering};
 pub use html::judge_page;
 pub use request::JudgeOptions;
-pub use tables::{filter_table, lexical_table, scores_table};
+pub use tables::{build_tables, filter_table, lexical_table, run_tables, scores_table};
 
 use request::request_for;
 
@@ -48,8 +49,9 @@ use std::sync::{Arc, Mutex};
 use harness_config::yaml::Problem;
 use harness_core::events::Event;
 use harness_core::judge::{
-    baseline_record, build_item, parse_dataset, replay_items, Item, Judge, JudgedRecord, Origin,
-    Recorded, ReplayOptions, BASELINES, SOURCE_TASK,
+    aggregate, baseline_record, build_item, dataset_stats, parse_dataset, replay_items, Aggregate,
+    Item, Judge, JudgedRecord, Origin, Recorded, ReplayOptions, SourceStats, BASELINES,
+    SOURCE_TASK,
 };
 use harness_core::message::{Message, ToolSpec};
 use harness_core::record::Status;
@@ -162,6 +164,35 @@ pub enum JudgeError {
         /// The transcript as named.
         rel: String,
     },
+    /// `--from history`: the default places of your history cannot be found.
+    #[error("--from {HISTORY}")]
+    History(#[source] crate::sessions::SessionsError),
+    /// `--from history`: the default places hold sessions but no unit labels.
+    #[error(
+        "--from {HISTORY}: {} hold sessions but no unit labels; a judge item needs gold \
+         units, so write labels/<format>/<session>.yaml beside them (the format: \
+         docs/judge.md), with source_path relative to that folder",
+        joined(places)
+    )]
+    HistoryUnlabelled {
+        /// The places that hold sessions.
+        places: Vec<PathBuf>,
+    },
+    /// `--record` with more than one model.
+    #[error("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder")]
+    RecordMany,
+    /// The sim named as a model to judge.
+    #[error("`{spec}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table")]
+    SimModel {
+        /// The model spec as given.
+        spec: String,
+    },
+    /// A model named twice.
+    #[error("the model `{spec}` is given twice")]
+    ModelTwice {
+        /// The model spec as given.
+        spec: String,
+    },
     /// A dataset file that does not read.
     #[error(transparent)]
     Dataset(#[from] harness_core::judge::JsonlError),
@@ -206,6 +237,40 @@ pub enum JudgeError {
 }
 
 /// The task specs' problems one per line, then how many.
+/// Paths joined with `, `, as a message lists them.
+fn joined(places: &[PathBuf]) -> String {
+    places
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The `--from` word that stands for your own history: the default places `replay` reads.
+pub const HISTORY: &str = "history";
+
+/// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
+/// beside the sessions: items need gold units, and recorded sessions carry none). Says through
+/// `say` which places it read; a history without labels is an error that says what to write.
+pub fn expand_history(from: Vec<PathBuf>, say: &dyn Fn(&str)) -> Result<Vec<PathBuf>, JudgeError> {
+    let mut out = Vec::new();
+    for p in from {
+        if p.as_os_str() != HISTORY {
+            out.push(p);
+            continue;
+        }
+        let places = crate::sessions::history::resolve("judge build --from", say)
+            .map_err(JudgeError::History)?;
+        let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
+            places.into_iter().partition(|d| has_labels(d));
+        if labelled.is_empty() {
+            return Err(JudgeError::HistoryUnlabelled { places: bare });
+        }
+        out.extend(labelled);
+    }
+    Ok(out)
+}
+
 fn specs(problems: &[Problem]) -> String {
     let mut s: Vec<String> = problems.iter().map(ToString::to_string).collect();
     s.push(format!(
@@ -601,6 +666,40 @@ pub fn baseline_records(items: &[Item], cap: Option<usize>) -> Vec<JudgedRecord>
         }
     }
     out
+}
+
+/// What `judge run` gives: every record (the baselines' first, then the models'), the judges'
+/// names in table order, each judge's scores summed, and the dataset's counts per source.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// The baselines' records, then each model's, grouped by judge in item order.
+    pub records: Vec<JudgedRecord>,
+    /// The baselines' names ([`BASELINES`]), then the models'.
+    pub judges: Vec<String>,
+    /// One aggregate per judge, in the order of `judges`.
+    pub aggregates: Vec<Aggregate>,
+    /// The dataset's counts per source: the host's filter and the lexical rule.
+    pub sources: Vec<SourceStats>,
+}
+
+/// `judge run`: the baselines answer every item, then each model does as its [`Answering`]
+/// says ([`judge_models_answering`]); the records are summed per judge.
+pub async fn score(
+    items: &[Item],
+    models: &[(SharedModel, Answering)],
+    opts: &JudgeOptions,
+) -> Scored {
+    let mut records = baseline_records(items, opts.max_tool_output);
+    records.extend(judge_models_answering(items, models, opts).await);
+    let mut judges: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
+    judges.extend(models.iter().map(|(m, _)| m.name()));
+    let aggregates = judges.iter().map(|n| aggregate(n, &records)).collect();
+    Scored {
+        records,
+        judges,
+        aggregates,
+        sources: dataset_stats(items),
+    }
 }
 
 /// Asks each model about every item (concurrently, at most `jobs` requests at once) and judges
