@@ -107,8 +107,9 @@ pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), JudgeError> {
 
 /// The models `judge run --model` names, beside the baselines: the baselines' names left out
 /// (they are always in the table), the sim and a model named twice refused, one model at most
-/// with `--record` (`opts.record`), whose cassette is marked with how it is asked
-/// ([`mark_cassette`]). Each comes with how it answers ([`build_models`]).
+/// with `--record` (`opts.record`), whose cassette gets `answer.json`, how it is asked. Each
+/// comes with how it answers: the flags for live models, the cassette's `answer.json` for
+/// `replay:DIR`.
 pub fn run_models(
     specs: &[String],
     args: &AnswerArgs,
