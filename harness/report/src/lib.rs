@@ -1,6 +1,6 @@
 //! # harness-report: foldbench's output formats
 //!
-//! Every exporter is a pure function of records: cell records (or judged records, or aggregates)
+//! Every exporter is a pure function of records: cell records (or aggregates)
 //! in, a `String` out. The runner decides where the bytes go.
 //!
 //! ```
@@ -16,14 +16,13 @@
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
-//! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
-//!   tables and their fit to a width.
+//! - [`view`]: the named views of the terminal tables and their fit to a width. (The judge's
+//!   tables are the runner's `judge` module's.)
 pub mod answer;
 pub mod compare;
 pub mod fmt;
 pub mod frontier;
 pub mod html;
-pub mod judgement;
 pub mod junit;
 pub mod markdown;
 pub mod render;

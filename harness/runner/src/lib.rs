@@ -21,9 +21,9 @@
 //! - [`tools`]: the six workspace tools an agent calls, on top of `execution`.
 //! - [`backends`]: the [`backends::model::Model`] trait and the `sim` backend; OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
-//! - [`judge`]: gathering boundary-judgement items and asking models ([`judge::answer`]: how a
-//!   model answers a card, `--answer tool|text`, `--grammar`; [`judge::fit`]: `--max-context`).
-//! - [`html`]: the pages, what the HTML pages need from a run's files.
+//! - [`judge`]: the judge's IO and rendering: gathering boundary-judgement items, asking models
+//!   (`--answer tool|text`, `--grammar`, `--max-context`), the tables and the page.
+//! - [`html`]: the pages, what the HTML pages need from a run's files, and writing a page.
 //! - [`sessions`]: recorded sessions from disk, the replay's IO side: the default places of your
 //!   own history (`~/.claude/projects`, `~/.codex/sessions`, ...), the session filters, the
 //!   import with its warnings, the unit labels.

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use harness_core::judgement::SessionLabels;
+use harness_core::judge::SessionLabels;
 use harness_import::fs::{ImportReport, Prefilter};
 use harness_import::{Format, ImportedSession, Warning};
 use harness_report::fmt::count;

@@ -35,9 +35,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::baseline::{self as judge, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::context::{Context, TurnInfo};
 use crate::fold::{self, check_fold};
-use crate::judge::{self, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::message::{Message, MessageKind, Role, ToolCall};
 use crate::metrics::Price;
 use crate::policy::Policy;
@@ -49,7 +49,7 @@ pub const DATASET_VERSION: u32 = 1;
 
 /// The version of a judged record (`judge run -o records.jsonl`). Version 2 added
 /// `answer_mode`, `constrained` and `score.unparsable`; version 1 records read as tool answers
-/// ([`crate::answer::parse_records`]).
+/// ([`crate::judge::parse_records`]).
 pub const RECORD_VERSION: u32 = 2;
 
 /// Characters a tool output keeps in a dataset item by default (head and tail, the middle cut).

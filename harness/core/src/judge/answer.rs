@@ -22,7 +22,7 @@
 //! else — `Fold 2-4`, `fold 2-4.`, `fold 2 - 4`, `fold 2-4, 6-7`, `fold 3`, a second line, a
 //! code fence — is **unparsable**: it is counted in its own column and never read as a fold or
 //! as `ignore`. A parsed answer is judged exactly as the same `fold_unit` calls would be
-//! ([`crate::judgement::judge_calls`], legality by [`crate::fold::check_fold`]); `ignore` is
+//! ([`crate::judge::judge_calls`], legality by [`crate::fold::check_fold`]); `ignore` is
 //! the ignored card.
 //!
 //! [`GRAMMAR`] is the same language as a llama.cpp GBNF grammar, sent on request to servers that
@@ -32,10 +32,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::Context;
-use crate::judgement::{
+use super::dataset::{
     fold_calls, judge_calls, Item, JsonlError, Judged, JudgedRecord, BASELINES, RECORD_VERSION,
 };
+use crate::context::Context;
 use crate::message::{Message, Role};
 use crate::request::Response;
 
@@ -79,7 +79,7 @@ and nothing else: `fold FROM-TO` with the first and last turn of the finished un
 an archive you can read back, and a result with the user's words and your closing message takes \
 their place. The turn in progress cannot be folded.";
 
-/// The text answer's language as a llama.cpp GBNF grammar: what [`parse_text_answer`] accepts,
+/// The text answer's language as a llama.cpp GBNF grammar: what [`judge_text`] parses,
 /// with turn numbers of at most four digits and no surrounding white space.
 pub const GRAMMAR: &str = r#"root ::= "ignore" | "fold " range (" and " range)*
 range ::= turn "-" turn
@@ -230,7 +230,8 @@ pub fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
 }
 
 /// The messages of a text-mode request: the item's context (tool outputs cut to `cap` when
-/// given) then the current user message with the text card, as a [`plain_conversation`].
+/// given) then the current user message with the text card, as a plain conversation (tool calls
+/// written into the assistant's text, tool results as user text).
 pub fn text_request_messages(item: &Item, cap: Option<usize>) -> Vec<Arc<Message>> {
     let mut msgs = item.context_messages(cap);
     msgs.push(Message::user(
@@ -298,7 +299,7 @@ pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, JsonlE
         if line.trim().is_empty() {
             continue;
         }
-        let v = crate::judgement::versioned_line(
+        let v = super::dataset::versioned_line(
             name,
             i + 1,
             line,
