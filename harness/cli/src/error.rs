@@ -6,7 +6,7 @@
 //! |---|---|
 //! | 0 | all good ([`Code::Ok`]) |
 //! | 1 | foldbench itself failed: a file it could not write, the runtime ([`Error::Write`], [`Error::Stdout`], [`Error::Failed`], …) |
-//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`], [`Error::Refused`], [`Error::Policy`], …) |
+//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`], [`Error::RefusedBy`], [`Error::Policy`], …) |
 //! | 4 | no cell selected ([`Code::NoCells`]) |
 //! | 100 | a cell ended in an infrastructure error, a cell failed under `--fail-on-failure`, a regression or missing cells under `compare --fail-on-regression`, cells in no shard (`merge`) ([`Code::Failed`]) |
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
@@ -118,16 +118,6 @@ pub enum Error {
     /// (exit code 1).
     #[error(transparent)]
     Merge(#[from] MergeError),
-    /// The user's input, refused by a library (exit code 2): `context` (a flag, a path) says
-    /// where, the library's error is the cause.
-    #[error("{context}")]
-    Refused {
-        /// Where the input was given (`--agent codex`).
-        context: String,
-        /// The library's error.
-        #[source]
-        source: Cause,
-    },
     /// The user's input, refused by a library in its own words alone (exit code 2).
     #[error(transparent)]
     RefusedBy(Cause),
@@ -150,14 +140,6 @@ impl Error {
     /// An [`Error::RefusedBy`]: the library's message is the whole message.
     pub fn refused(source: impl Into<Cause>) -> Error {
         Error::RefusedBy(source.into())
-    }
-
-    /// An [`Error::Refused`]: `context` says where the input was given.
-    pub fn refused_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
-        Error::Refused {
-            context: context.into(),
-            source: source.into(),
-        }
     }
 
     /// An [`Error::FailedBy`]: the library's message is the whole message.
@@ -277,7 +259,6 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
             | Error::Price(_)
             | Error::Report(_)
             | Error::Read { .. }
-            | Error::Refused { .. }
             | Error::RefusedBy(_),
         ) => EXIT_USAGE,
     }
@@ -344,7 +325,6 @@ mod tests {
             (Ok(Code::Failed), EXIT_FAILED),
             (Err(Error::Usage("flag".into())), EXIT_USAGE),
             (Err(Error::refused("no such task")), EXIT_USAGE),
-            (Err(Error::refused_in("--x", "no such task")), EXIT_USAGE),
             (Err(Error::failed("disk full")), EXIT_INTERNAL),
             (
                 Err(Error::failed_in("cannot start", "disk full")),
@@ -439,8 +419,6 @@ mod tests {
         let e = Error::policy("", policy.clone());
         assert_eq!(render(&e), format!("error: {policy}"));
 
-        let e = Error::refused_in("--agent x", "not found");
-        assert_eq!(render(&e), "error: --agent x\ncaused by: not found");
         let e = Error::refused("not found");
         assert_eq!(render(&e), "error: not found");
     }
