@@ -9,7 +9,7 @@ use harness_core::context::Context;
 use harness_core::events::Event;
 use harness_core::fold;
 use harness_core::judge::Judge;
-use harness_core::judgement::{replay_items, Origin, Recorded, ReplayOptions};
+use harness_core::judge::{replay_items, Origin, Recorded, ReplayOptions};
 use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{ArchiveRef, Plan, Policy, Splice, SpliceKind};
 use harness_replay::engine::{ReplayConfig, Replayer};

@@ -231,6 +231,16 @@ fn the_schema_validator_refuses_what_the_protocol_does_not_allow() {
         r#"{"type":"plan","id":1,"turn":1,"prefix_tokens":3,"context":{"keep":0,"append":[{"ref":2,"x":1}]}}"#
     )
     .is_err());
+    assert!(ok(answer, r#"{"type":"state","re":4,"state":{"n":3}}"#).is_ok());
+    assert!(
+        ok(answer, r#"{"type":"state","re":4}"#).is_err(),
+        "no state"
+    );
+    assert!(
+        ok(request, r#"{"type":"restore","id":5}"#).is_err(),
+        "no state"
+    );
+    assert!(ok(request, r#"{"type":"save","id":5,"turn":2}"#).is_err());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,6 +478,45 @@ fn a_policy_process_folds_and_every_message_it_exchanged_is_valid() {
     ] {
         assert!(seen.contains_key(ty), "{ty} was exchanged: {seen:?}");
     }
+}
+
+#[test]
+fn a_policy_that_saves_its_state_behind_the_proxy_exchanges_valid_messages() {
+    // harness/runner/tests/policies/stateful.py behind `foldbench proxy --max-conversations 1`,
+    // two conversations sent in turn (tests/proxy-e2e.py's `evict`): each request after the
+    // first two brings its conversation back, the process given its state again. Every line
+    // exchanged with the process is valid, `save`, `state` and `restore` among them.
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, log) = (tmp.path().join("proxy"), tmp.path().join("exchange.log"));
+    let script = root().join("harness/runner/tests/policies/stateful.py");
+    let run = Command::new("python3")
+        .arg(root().join("tests/proxy-e2e.py"))
+        .arg(binary())
+        .arg(&out)
+        .arg(format!("exec:python3 {}", script.display()))
+        .arg("evict")
+        .env("FOLDBENCH_EXEC_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let seen: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(seen["exit"], 0, "the proxy stops cleanly");
+    assert_eq!(seen["received"].as_array().map(Vec::len), Some(4), "{seen}");
+    let reloaded = json_lines(&out.join("exchanges.jsonl"))
+        .into_iter()
+        .filter(|x| x["kind"] == "reloaded")
+        .count();
+    assert_eq!(reloaded, 2, "the second request of each brought it back");
+    let types = validate_log(&log);
+    assert_eq!(types.get("request:restore"), Some(&2), "{types:?}");
+    for ty in ["request:save", "answer:state", "answer:ok", "request:plan"] {
+        assert!(types.contains_key(ty), "{ty} was exchanged: {types:?}");
+    }
+    let body = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        body.contains("\"fingerprint\":\""),
+        "messages carry their fingerprints"
+    );
 }
 
 #[test]

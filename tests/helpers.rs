@@ -199,7 +199,7 @@ pub fn binary() -> PathBuf {
 
 /// Builds a judgement dataset through the library from `--from` paths (tasks, data folders,
 /// labels files), as `foldbench judge build` does with its defaults.
-pub fn judge_build(from: &[PathBuf]) -> Vec<harness_core::judgement::Item> {
+pub fn judge_build(from: &[PathBuf]) -> Vec<harness_core::judge::Item> {
     let sources = harness_runner::judge::classify(from).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -208,7 +208,7 @@ pub fn judge_build(from: &[PathBuf]) -> Vec<harness_core::judgement::Item> {
         .unwrap();
     rt.block_on(harness_runner::judge::build(
         &sources,
-        harness_core::judgement::DEFAULT_TOOL_OUTPUT_CAP,
+        harness_core::judge::DEFAULT_TOOL_OUTPUT_CAP,
         2,
         &|w: &str| eprintln!("warning: {w}"),
     ))

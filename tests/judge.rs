@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use harness_core::judgement::{self, Aggregate, Item, BASELINES};
+use harness_core::judge::{aggregate, dataset_stats, Aggregate, Gold, Item, BASELINES};
 use harness_core::message::MessageKind;
 use harness_runner::judge::baseline_records;
 
@@ -14,7 +14,7 @@ fn aggregates(items: &[Item]) -> Vec<Aggregate> {
     let records = baseline_records(items, None);
     BASELINES
         .iter()
-        .map(|j| judgement::aggregate(j.name(), &records))
+        .map(|j| aggregate(j.name(), &records))
         .collect()
 }
 
@@ -114,7 +114,7 @@ fn a_labelled_claude_code_session_gives_hand_checked_gold() {
     let a = aggregates(&items);
     assert_eq!(a[0].exact, 4);
     assert_eq!(a[3].missed_units, a[3].closed_units);
-    let stats = judgement::dataset_stats(&items);
+    let stats = dataset_stats(&items);
     assert_eq!((stats[0].kept_away, stats[0].kept_boundary), (3, 2));
     assert_eq!(stats[0].lexical_wrong, 0);
 }
@@ -209,12 +209,12 @@ fn labelled_real_sessions_build_items_with_gold_the_oracle_matches() {
         assert!(!items.is_empty(), "{}: no items", data.display());
         let a = aggregates(&items);
         assert_eq!(a[0].exact, items.len(), "{}", data.display());
-        let stats = judgement::dataset_stats(&items);
+        let stats = dataset_stats(&items);
         eprintln!(
             "{}\n{}\n{}",
             data.display(),
-            harness_report::judgement::filter_table(&stats).to_terminal(),
-            harness_report::judgement::lexical_table(&stats).to_terminal()
+            harness_runner::judge::filter_table(&stats).to_terminal(),
+            harness_runner::judge::lexical_table(&stats).to_terminal()
         );
         assert!(stats[0].boundaries > 0, "{}", data.display());
     }
@@ -261,7 +261,7 @@ fn a_codex_session_labelled_by_turn_number_gives_gold_from_its_turns() {
     let by_turn = d.path().join("labels-by-turn/codex");
     std::fs::create_dir_all(&by_turn).unwrap();
     std::fs::copy(&labels, by_turn.join(format!("{ID}.yaml"))).unwrap();
-    let gold = |items: &[Item]| -> Vec<(String, judgement::Gold)> {
+    let gold = |items: &[Item]| -> Vec<(String, Gold)> {
         items
             .iter()
             .map(|i| (i.id.clone(), i.gold.clone()))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`foldbench proxy` end to end, as an agent and its model see it (tests/proxy.rs runs it).
 
-    python3 tests/proxy-e2e.py FOLDBENCH OUT POLICY [fold]
+    python3 tests/proxy-e2e.py FOLDBENCH OUT POLICY [fold|evict]
 
 Serves an Anthropic-compatible upstream on loopback (standard library only), starts
 `FOLDBENCH proxy --policy POLICY --upstream … --listen 127.0.0.1:0 --out OUT` in front of it,
@@ -9,6 +9,9 @@ sends two requests of one conversation as Claude Code would (the second resends 
 history), stops the proxy with SIGINT and prints, as one JSON line, what the upstream received.
 With `fold`, the upstream answers the first card it sees with `fold_unit(1, 1)` (the proxy
 answers it and asks again), and the agent also sends two count-tokens requests (side requests).
+With `evict`, the proxy holds one conversation in memory (`--max-conversations 1`) and the agent
+sends the two requests of two conversations in turn (a, b, a, b): each request after the first
+two brings its conversation back from its state.
 """
 
 import json
@@ -67,43 +70,62 @@ def post(url, body, path="/v1/messages"):
         return json.loads(r.read())
 
 
+def body(big, name, more):
+    """A request of conversation `name` ("read NAME", a read of NAME.py and its long result, an
+    answer, "now use it"); with `more`, the next turn's ("ok", "third") too."""
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": f"read {name}"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "c1", "name": "Read",
+             "input": {"file_path": f"{name}.py"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": big}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "seen"}]},
+        {"role": "user", "content": [{"type": "text", "text": "now use it"}]},
+    ]
+    if more:
+        messages += [
+            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            {"role": "user", "content": [{"type": "text", "text": "third"}]},
+        ]
+    return {"model": "claude-x", "max_tokens": 100, "system": "You are an agent.",
+            "tools": [{"name": n, "description": "", "input_schema": {"type": "object"}}
+                      for n in ("Read", "Bash")],
+            "messages": messages}
+
+
+def one_conversation(url, big, fold):
+    """Two requests of one conversation (the second resends the whole history); the answers."""
+    answers = []
+    for more in (False, True):
+        answers.append(post(url, body(big, "a", more)))
+        if fold:
+            post(url, body(big, "a", more), "/v1/messages/count_tokens")
+    return answers
+
+
+def evict_in_turn(url, big):
+    """Two conversations, a and b, their two requests sent in turn (a, b, a, b); the answers."""
+    return [post(url, body(big, name, more)) for more in (False, True) for name in ("a", "b")]
+
+
 def main():
     binary, out, policy = sys.argv[1:4]
     fold = sys.argv[4:5] == ["fold"]
+    evict = sys.argv[4:5] == ["evict"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
     proxy = subprocess.Popen(
         [binary, "proxy", "--policy", policy, "--upstream", upstream,
-         "--listen", "127.0.0.1:0", "--out", out],
+         "--listen", "127.0.0.1:0", "--out", out]
+        + (["--max-conversations", "1"] if evict else []),
         stdout=subprocess.PIPE, text=True)
     try:
         url = proxy.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), f"the proxy printed {url!r}"
         big = "A = 1\n" + "the long content of a.py\n" * 50
-        messages = [
-            {"role": "user", "content": [{"type": "text", "text": "read a"}]},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "a.py"}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "c1", "content": big}]},
-            {"role": "assistant", "content": [{"type": "text", "text": "seen"}]},
-            {"role": "user", "content": [{"type": "text", "text": "now use it"}]},
-        ]
-        body = {"model": "claude-x", "max_tokens": 100, "system": "You are an agent.",
-                "tools": [{"name": n, "description": "", "input_schema": {"type": "object"}}
-                          for n in ("Read", "Bash")],
-                "messages": messages}
-        answers = [post(url, body)]
-        if fold:
-            post(url, body, "/v1/messages/count_tokens")
-        body["messages"] = messages + [
-            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
-            {"role": "user", "content": [{"type": "text", "text": "third"}]},
-        ]
-        answers.append(post(url, body))
-        if fold:
-            post(url, body, "/v1/messages/count_tokens")
+        answers = evict_in_turn(url, big) if evict else one_conversation(url, big, fold)
     finally:
         proxy.send_signal(signal.SIGINT)
         code = proxy.wait(timeout=30)

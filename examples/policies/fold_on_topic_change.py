@@ -17,7 +17,10 @@ at T + 1, and its fold is made at the end of T + 1). A policy that cannot wait m
 FROM..T-1 at once and T alone a turn later: two archives for one topic.
 
 It speaks protocol 2: one process serves session after session, its state made anew at each
-`open`.
+`open`. It saves its state (`saves_state`): where the current topic began and the topics still
+to fold are not in the context, so when `foldbench proxy` takes the conversation out of memory
+it asks for them (`save`) and gives them back (`restore`) in the session that brings the
+conversation back; they are turn numbers, which outlive the session.
 """
 import json
 import sys
@@ -43,8 +46,16 @@ def main():
                 view.append(m)
         if kind == "hello":
             ans = {"type": "hello", "protocol": min(req.get("protocol", 1), 2)}
+            if ans["protocol"] == 1:  # the handshake opens the one session
+                ans["saves_state"] = True
         elif kind == "open":
-            ans = {"type": "open"}
+            ans = {"type": "open", "saves_state": True}
+        elif kind == "save":
+            ans = {"type": "state", "state": {"start": start, "pending": pending}}
+        elif kind == "restore":
+            start = req["state"]["start"]
+            pending = [tuple(p) for p in req["state"]["pending"]]
+            ans = {"type": "ok"}
         elif kind == "plan":
             ans = {"type": "send", "messages": [[0, len(view)]]}
         elif kind == "card":

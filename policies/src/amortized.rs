@@ -13,7 +13,6 @@
 //! forgotten not sent). With `view=foldbench` cuts fall between tool batches and nothing is put
 //! back.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use harness_core::context::Context;
@@ -26,7 +25,7 @@ use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::recent;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
+use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "amortized";
@@ -36,11 +35,22 @@ pub(crate) const NAME: &str = "amortized";
 pub(crate) struct Amortized {
     max_size: usize,
     keep_first: usize,
-    forgotten: HashSet<u64>,
+    /// Messages forgotten (`view=foldbench`), for good: state ([`Policy::saved_state`]).
+    forgotten: Marks<()>,
     openhands: bool,
-    /// Events forgotten in OpenHands' view: (message id, call index; 0 but for actions).
-    forgotten_events: HashSet<(u64, usize)>,
+    /// Events forgotten in OpenHands' view, for good: per message, the indexes of its calls
+    /// forgotten (0 for a message that is not an action). State, as `forgotten` is.
+    forgotten_events: Marks<Vec<usize>>,
+    /// The messages as OpenHands renders them (a cache rebuilt from the context, not state).
     memo: Memo,
+}
+
+/// What `amortized` remembers between requests ([`Policy::saved_state`]): the messages and
+/// events it forgot, by fingerprint.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct AmortizedState {
+    forgotten: Vec<String>,
+    forgotten_events: Vec<(String, Vec<usize>)>,
 }
 
 /// The registry entry.
@@ -85,9 +95,9 @@ impl Amortized {
         Ok(Amortized {
             max_size,
             keep_first,
-            forgotten: HashSet::new(),
+            forgotten: Marks::default(),
             openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),
-            forgotten_events: HashSet::new(),
+            forgotten_events: Marks::default(),
             memo: Memo::default(),
         })
     }
@@ -96,13 +106,20 @@ impl Amortized {
 impl Amortized {
     /// OpenHands' forgetting and the request it makes of the events left.
     fn plan_openhands(&mut self, ctx: &Context) -> Plan {
+        self.forgotten_events.resolve(&ctx.messages);
         let key = |e: Event| match e {
-            Event::Action(i, k) => (ctx.messages[i].id, k),
-            other => (ctx.messages[other.message()].id, 0),
+            Event::Action(i, k) => (i, k),
+            other => (other.message(), 0),
         };
         let mut ev: Vec<Event> = openhands::events(&ctx.messages)
             .into_iter()
-            .filter(|&e| !self.forgotten_events.contains(&key(e)))
+            .filter(|&e| {
+                let (i, k) = key(e);
+                !self
+                    .forgotten_events
+                    .get(ctx.messages[i].id)
+                    .is_some_and(|ks| ks.contains(&k))
+            })
             .collect();
         let mut action = None;
         // The view is the system prompt and `ev`.
@@ -114,7 +131,11 @@ impl Amortized {
             let end = ev.len().saturating_sub(tail).max(start);
             let gone: Vec<Event> = ev.drain(start..end).collect();
             action = Some(format!("forgot {} events", gone.len()));
-            self.forgotten_events.extend(gone.into_iter().map(key));
+            for (i, k) in gone.into_iter().map(key) {
+                self.forgotten_events
+                    .get_or_insert(&ctx.messages[i], Vec::new)
+                    .push(k);
+            }
         }
         Plan::Send {
             messages: openhands::render(&ctx.messages, &ev, &mut self.memo),
@@ -124,6 +145,27 @@ impl Amortized {
 }
 
 impl Policy for Amortized {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(AmortizedState {
+            forgotten: self
+                .forgotten
+                .saved()
+                .into_iter()
+                .map(|(k, ())| k)
+                .collect(),
+            forgotten_events: self.forgotten_events.saved(),
+        })
+        .ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<AmortizedState>(state.clone()) {
+            self.forgotten
+                .restore(s.forgotten.into_iter().map(|k| (k, ())).collect());
+            self.forgotten_events.restore(s.forgotten_events);
+        }
+    }
+
     fn name(&self) -> String {
         let view = if self.openhands {
             ""
@@ -140,10 +182,11 @@ impl Policy for Amortized {
         if self.openhands {
             return self.plan_openhands(ctx);
         }
+        self.forgotten.resolve(&ctx.messages);
         let mut view: Vec<Arc<Message>> = ctx
             .messages
             .iter()
-            .filter(|m| !self.forgotten.contains(&m.id))
+            .filter(|m| !self.forgotten.contains(m.id))
             .cloned()
             .collect();
         let mut action = None;
@@ -153,7 +196,9 @@ impl Policy for Amortized {
             {
                 let gone: Vec<Arc<Message>> = view.drain(head_end..tail_start).collect();
                 action = Some(format!("forgot {} events", view::total_events(&gone)));
-                self.forgotten.extend(gone.iter().map(|m| m.id));
+                for m in &gone {
+                    self.forgotten.insert(m, ());
+                }
             }
         }
         Plan::Send {
@@ -165,7 +210,7 @@ impl Policy for Amortized {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
     use harness_core::message::{Message, ToolCall};
     use serde_json::json;
 
@@ -199,5 +244,30 @@ mod tests {
             e.to_string().contains("less than half of `max_size`"),
             "{e}"
         );
+    }
+
+    /// Turns of calls, each closed: enough events for several cuts of `max_size=8`.
+    fn turns() -> Vec<crate::view::testing::Step> {
+        let mut steps = Vec::new();
+        for t in ["u1", "u2", "u3"] {
+            steps.push(User(t));
+            steps.push(Calls(vec![("read_file", output(20)), ("grep", output(20))]));
+            steps.push(Calls(vec![("shell", output(20))]));
+            steps.push(Calls(vec![("read_file", output(20))]));
+            steps.push(Close("done"));
+        }
+        steps
+    }
+
+    #[test]
+    fn forgotten_events_stay_forgotten_after_a_restore() {
+        // A policy that started again would see the forgotten events and cut elsewhere.
+        for spec in [
+            "amortized:max_size=8",
+            "amortized:max_size=8,view=foldbench",
+        ] {
+            let run = same_after_restores(spec, turns);
+            assert!(count(&run, "forgot") >= 3, "{spec}: {run:#?}");
+        }
     }
 }

@@ -12,7 +12,6 @@
 //!   that percentage of the effective window. The context becomes the summary and the current
 //!   user message (Claude Code also re-reads recent files into it; foldbench does not).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use harness_core::context::Context;
@@ -22,13 +21,13 @@ use crate::compact::compactable;
 use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
+use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "claude-code";
 
 /// What a microcompacted result says.
-pub(crate) const CLEARED: &str = "[Old tool result content cleared]";
+pub const CLEARED: &str = "[Old tool result content cleared]";
 
 /// The tools whose results microcompaction clears besides foldbench's workspace tools (which do
 /// the same jobs; [`is_cleared`]): Claude Code's own (Read, Bash, Grep, Glob, WebSearch,
@@ -62,8 +61,18 @@ pub(crate) struct ClaudeCode {
     pct: Option<f64>,
     micro_keep: usize,
     micro_trigger: usize,
-    cleared: HashSet<u64>,
+    /// The results microcompaction cleared, for good: state ([`Policy::saved_state`]), since a
+    /// count of the context's results cannot tell which were cleared when.
+    cleared: Marks<()>,
+    /// The cleared forms (a cache rebuilt from the context, not state).
     memo: Memo,
+}
+
+/// What `claude-code` remembers between requests ([`Policy::saved_state`]): the results it
+/// cleared, by fingerprint.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ClaudeCodeState {
+    cleared: Vec<String>,
 }
 
 /// The registry entry.
@@ -141,7 +150,7 @@ impl ClaudeCode {
             pct,
             micro_keep,
             micro_trigger,
-            cleared: HashSet::new(),
+            cleared: Marks::default(),
             memo: Memo::default(),
         })
     }
@@ -161,27 +170,29 @@ impl ClaudeCode {
         &mut self,
         ctx: &Context,
     ) -> (Vec<Arc<harness_core::message::Message>>, usize) {
-        let visible: Vec<u64> = ctx
+        self.cleared.resolve(&ctx.messages);
+        let visible: Vec<&Arc<harness_core::message::Message>> = ctx
             .messages
             .iter()
             .filter(|m| {
                 view::is_result(m)
-                    && !self.cleared.contains(&m.id)
+                    && !self.cleared.contains(m.id)
                     && m.tool_name.as_deref().is_some_and(is_cleared)
             })
-            .map(|m| m.id)
             .collect();
         let mut now = 0;
         if visible.len() > self.micro_trigger {
             let old = &visible[..visible.len() - self.micro_keep];
             now = old.len();
-            self.cleared.extend(old.iter().copied());
+            for m in old {
+                self.cleared.insert(m, ());
+            }
         }
         let out = ctx
             .messages
             .iter()
             .map(|m| {
-                if self.cleared.contains(&m.id) {
+                if self.cleared.contains(m.id) {
                     self.memo.cleared(m, CLEARED)
                 } else {
                     Arc::clone(m)
@@ -193,6 +204,18 @@ impl ClaudeCode {
 }
 
 impl Policy for ClaudeCode {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let cleared = self.cleared.saved().into_iter().map(|(k, ())| k).collect();
+        serde_json::to_value(ClaudeCodeState { cleared }).ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<ClaudeCodeState>(state.clone()) {
+            self.cleared
+                .restore(s.cleared.into_iter().map(|k| (k, ())).collect());
+        }
+    }
+
     fn name(&self) -> String {
         let mut s = format!(
             "{NAME}:window={},micro_keep={},micro_trigger={}",
@@ -225,7 +248,7 @@ impl Policy for ClaudeCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
 
     fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
@@ -270,6 +293,24 @@ mod tests {
             "uarrararar",
             "four is not more than four"
         );
+    }
+
+    #[test]
+    fn cleared_results_stay_cleared_after_a_restore() {
+        // micro_keep=1, micro_trigger=2: the third result clears two, the fourth and fifth
+        // stay (two visible), the sixth clears two more. A policy that started again would
+        // count every result as visible and clear all but the last at the fourth.
+        let run = same_after_restores("claude-code:micro_keep=1,micro_trigger=2", || {
+            let mut steps = vec![User("u1")];
+            for _ in 0..6 {
+                steps.push(Calls(vec![("shell", output(300))]));
+            }
+            steps.push(Close("done"));
+            steps.push(User("u2"));
+            steps.push(Calls(vec![("read_file", output(300))]));
+            steps
+        });
+        assert_eq!(count(&run, "microcompacted 2 tool results"), 3, "{run:#?}");
     }
 
     #[test]

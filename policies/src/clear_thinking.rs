@@ -26,6 +26,8 @@ pub(crate) const NAME: &str = "clear-thinking";
 pub(crate) struct ClearThinking {
     /// Thinking turns kept (`None`: all).
     keep: Option<usize>,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

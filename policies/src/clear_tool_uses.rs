@@ -36,6 +36,8 @@ pub(crate) struct ClearToolUses {
     exclude: Vec<String>,
     clear_inputs: bool,
     placeholder: String,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct Codex {
     window: u64,
     limit: u64,
     output_limit: u64,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

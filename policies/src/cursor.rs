@@ -28,7 +28,7 @@ use crate::error::ParamError;
 use crate::gemini_cli::SHELL_TOOLS;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
+use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "cursor";
@@ -39,17 +39,34 @@ pub(crate) struct Cursor {
     output_tokens: u64,
     threshold: f64,
     window: u64,
-    /// Outputs written to files (message id → path).
-    files: HashMap<u64, String>,
-    /// Paths asked for and not yet confirmed.
-    asked: HashMap<String, u64>,
+    /// Outputs written to files (message → path). This and the fields below down to `prefix`
+    /// are state ([`Policy::saved_state`]): a policy that started again would ask for its files
+    /// again (a host refuses to write a file twice), leave the outputs whole and number its
+    /// history files from 1 again.
+    files: Marks<String>,
+    /// Paths asked for and not yet confirmed: the output's message and fingerprint, `None` for
+    /// a history file. Not state: the host answers within the request
+    /// ([`Policy::offloaded`]).
+    asked: HashMap<String, Option<(u64, String)>>,
     written: HashSet<String>,
     /// The history file of the compaction in progress, once written.
     history: Option<String>,
     compactions: u32,
     /// The prefix's tokens at the last plan.
     prefix: u32,
+    /// The pointers (a cache rebuilt from the context and `files`, not state).
     memo: Memo,
+}
+
+/// What `cursor` remembers between requests ([`Policy::saved_state`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CursorState {
+    /// The outputs in files: fingerprint, path.
+    files: Vec<(String, String)>,
+    written: Vec<String>,
+    history: Option<String>,
+    compactions: u32,
+    prefix: u32,
 }
 
 /// The registry entry.
@@ -76,7 +93,7 @@ impl Cursor {
             output_tokens: p.take_u64("output_tokens")?.unwrap_or(2_000),
             threshold,
             window: p.take_u64("window")?.unwrap_or(window),
-            files: HashMap::new(),
+            files: Marks::default(),
             asked: HashMap::new(),
             written: HashSet::new(),
             history: None,
@@ -97,9 +114,10 @@ impl Cursor {
     }
 
     fn view(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        self.files.resolve(&ctx.messages);
         ctx.messages
             .iter()
-            .map(|m| match self.files.get(&m.id) {
+            .map(|m| match self.files.get(m.id) {
                 Some(path) => {
                     let text = Cursor::pointer(m, path);
                     self.memo.get(m, 60, |m| {
@@ -123,6 +141,29 @@ impl Cursor {
 }
 
 impl Policy for Cursor {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let mut written: Vec<String> = self.written.iter().cloned().collect();
+        written.sort_unstable();
+        serde_json::to_value(CursorState {
+            files: self.files.saved(),
+            written,
+            history: self.history.clone(),
+            compactions: self.compactions,
+            prefix: self.prefix,
+        })
+        .ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<CursorState>(state.clone()) {
+            self.files.restore(s.files);
+            self.written = s.written.into_iter().collect();
+            self.history = s.history;
+            self.compactions = s.compactions;
+            self.prefix = s.prefix;
+        }
+    }
+
     fn name(&self) -> String {
         format!(
             "{NAME}:output_tokens={},threshold={},window={}",
@@ -131,6 +172,7 @@ impl Policy for Cursor {
     }
 
     fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
+        self.files.resolve(&ctx.messages);
         let mut out = Vec::new();
         for m in &ctx.messages {
             let shell = m
@@ -140,7 +182,8 @@ impl Policy for Cursor {
             if !view::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
                 continue;
             }
-            if self.files.contains_key(&m.id) || self.asked.values().any(|&id| id == m.id) {
+            let asked = |a: &Option<(u64, String)>| a.as_ref().is_some_and(|(id, _)| *id == m.id);
+            if self.files.contains(m.id) || self.asked.values().any(asked) {
                 continue;
             }
             let id: String = m
@@ -157,7 +200,8 @@ impl Policy for Cursor {
                 })
                 .collect();
             let path = format!("{ARCHIVE_DIR}/tool-outputs/{id}.txt");
-            self.asked.insert(path.clone(), m.id);
+            self.asked
+                .insert(path.clone(), Some((m.id, m.fingerprint())));
             out.push(Offload {
                 path,
                 bytes: m.text.clone().into_bytes(),
@@ -175,20 +219,19 @@ impl Policy for Cursor {
                     path: path.clone(),
                     bytes: text.into_bytes(),
                 });
-                self.asked.insert(path, 0);
+                self.asked.insert(path, None);
             }
         }
         out
     }
 
     fn offloaded(&mut self, path: &str, written: bool) {
-        if let Some(id) = self.asked.remove(path) {
+        if let Some(asked) = self.asked.remove(path) {
             if written {
                 self.written.insert(path.to_string());
-                if id != 0 {
-                    self.files.insert(id, path.to_string());
-                } else {
-                    self.history = Some(path.to_string());
+                match asked {
+                    Some((id, key)) => self.files.insert_keyed(id, key, path.to_string()),
+                    None => self.history = Some(path.to_string()),
                 }
             }
         }
@@ -238,7 +281,66 @@ impl Policy for Cursor {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, policy, sent, shape, Step::*};
+    use crate::view::testing::{
+        context, count, output, policy, same_after_restores, sent, shape, Step::*,
+    };
+    use harness_core::message::{Message, MessageKind};
+
+    #[test]
+    fn files_and_history_carry_across_a_restore() {
+        // Each turn a long shell output (to a file) and reads (kept whole) that fill a
+        // 3,000-token window past half twice: two summaries, each with its own history file. A
+        // policy that started again would ask for the same files again (refused: written
+        // before) and leave the outputs whole.
+        let run = same_after_restores("cursor:output_tokens=100,window=3000,threshold=0.5", || {
+            let mut steps = Vec::new();
+            for t in ["u1", "u2", "u3", "u4", "u5"] {
+                steps.push(User(t));
+                steps.push(Calls(vec![("shell", output(300))]));
+                steps.push(Calls(vec![("read_file", output(300))]));
+                steps.push(Calls(vec![("read_file", output(300))]));
+                steps.push(Close("done"));
+            }
+            steps
+        });
+        assert!(count(&run, "tool outputs in files") >= 4, "{run:#?}");
+        for path in ["history-1.jsonl", "history-2.jsonl"] {
+            let asked = format!("file .foldbench/archive/{path}");
+            assert_eq!(count(&run, &asked), 1, "{path}: {run:#?}");
+        }
+        assert_eq!(count(&run, "(false)"), 0, "{run:#?}");
+    }
+
+    #[test]
+    fn a_history_written_before_a_restore_is_named_after_it() {
+        // The history file is written, then the conversation leaves memory before the summary
+        // comes: the policy brought back does not ask for it again, and its summary names it.
+        let c = context(vec![
+            User("u1"),
+            Calls(vec![("read_file", output(600))]),
+            Close("done"),
+            User("u2"),
+        ]);
+        let mut p = policy("cursor:window=1000,threshold=0.5");
+        let files = p.offloads(&c);
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].path, ".foldbench/archive/history-1.jsonl");
+        p.offloaded(&files[0].path, true);
+        let state = p.saved_state().unwrap();
+        let mut q = policy("cursor:window=1000,threshold=0.5");
+        q.restore_state(&state);
+        assert!(q.offloads(&c).is_empty(), "written before");
+        let mut c = c;
+        let summary = Message::host(2, "SUMMARY", MessageKind::Summary);
+        q.apply_compaction(&mut c, summary);
+        assert!(
+            c.messages[0]
+                .text
+                .contains("is in .foldbench/archive/history-1.jsonl"),
+            "{}",
+            c.messages[0].text
+        );
+    }
 
     #[test]
     fn a_long_output_becomes_a_pointer_to_its_file_once_written() {

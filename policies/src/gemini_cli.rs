@@ -18,7 +18,7 @@
 //! made. Characters are counted as Unicode scalar values (Gemini counts UTF-16 units); the
 //! character sizes of the split are those of the history written as Gemini's contents.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use harness_core::context::Context;
@@ -30,7 +30,7 @@ use serde_json::json;
 use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
+use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "gemini-cli";
@@ -57,14 +57,33 @@ pub(crate) struct GeminiCli {
     output_threshold: usize,
     budget: f64,
     window: u64,
-    /// The last request's prompt tokens.
+    /// The last request's prompt tokens. This and the fields below down to
+    /// `previous_snapshot` are state ([`Policy::saved_state`]): the context does not say when
+    /// the last request was sent, what was decided when each output was recorded, nor how
+    /// much of it was kept.
     last_tokens: u64,
-    /// Results decided at record time (message id → the file, when truncated).
-    recorded: HashMap<u64, Option<String>>,
+    /// Results decided at record time (message → the file, when truncated).
+    recorded: Marks<Option<String>>,
     files: HashSet<String>,
+    /// The characters each cut output keeps: the truncation threshold when it was first cut
+    /// (the threshold falls as the window fills).
+    cut_at: Marks<usize>,
     /// Whether the summary input holds a `<state_snapshot>`.
     previous_snapshot: bool,
+    /// The cut outputs (a cache rebuilt from the context and `cut_at`, not state).
     memo: Memo,
+}
+
+/// What `gemini-cli` remembers between requests ([`Policy::saved_state`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct GeminiState {
+    last_tokens: u64,
+    /// Each result recorded (fingerprint) and the file it was saved to.
+    recorded: Vec<(String, Option<String>)>,
+    files: Vec<String>,
+    /// Each output cut (fingerprint) and the characters it keeps.
+    cut_at: Vec<(String, usize)>,
+    previous_snapshot: bool,
 }
 
 /// The registry entry.
@@ -149,8 +168,9 @@ impl GeminiCli {
             budget: p.take_u64("function_response_budget")?.unwrap_or(50_000) as f64,
             window: p.take_u64("window")?.unwrap_or(window),
             last_tokens: 0,
-            recorded: HashMap::new(),
+            recorded: Marks::default(),
             files: HashSet::new(),
+            cut_at: Marks::default(),
             previous_snapshot: false,
             memo: Memo::default(),
         })
@@ -220,7 +240,8 @@ impl GeminiCli {
 
     /// `m` cut, pointing at its file (the same message on every request).
     fn cut(&mut self, m: &Arc<Message>, file: &str) -> Arc<Message> {
-        let max = self.output_threshold_now();
+        let now = self.output_threshold_now();
+        let max = *self.cut_at.get_or_insert(m, || now);
         let file = file.to_string();
         self.memo.get(m, 50, |m| {
             let mut c = m.clone();
@@ -229,11 +250,18 @@ impl GeminiCli {
         })
     }
 
+    /// What a restored policy kept, found on the messages of `ctx`.
+    fn resolve(&mut self, ctx: &Context) {
+        self.recorded.resolve(&ctx.messages);
+        self.cut_at.resolve(&ctx.messages);
+    }
+
     /// The messages with the outputs truncated at record time (those whose file exists).
     fn view(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        self.resolve(ctx);
         ctx.messages
             .iter()
-            .map(|m| match self.recorded.get(&m.id) {
+            .map(|m| match self.recorded.get(m.id) {
                 Some(Some(f)) if self.files.contains(f) => {
                     let f = f.clone();
                     self.cut(m, &f)
@@ -313,6 +341,29 @@ impl GeminiCli {
 }
 
 impl Policy for GeminiCli {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let mut files: Vec<String> = self.files.iter().cloned().collect();
+        files.sort_unstable();
+        serde_json::to_value(GeminiState {
+            last_tokens: self.last_tokens,
+            recorded: self.recorded.saved(),
+            files,
+            cut_at: self.cut_at.saved(),
+            previous_snapshot: self.previous_snapshot,
+        })
+        .ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<GeminiState>(state.clone()) {
+            self.last_tokens = s.last_tokens;
+            self.recorded.restore(s.recorded);
+            self.files = s.files.into_iter().collect();
+            self.cut_at.restore(s.cut_at);
+            self.previous_snapshot = s.previous_snapshot;
+        }
+    }
+
     fn name(&self) -> String {
         format!(
             "{NAME}:compression_threshold={},preserve_threshold={},truncate_tool_output_threshold={},window={}",
@@ -321,10 +372,11 @@ impl Policy for GeminiCli {
     }
 
     fn offloads(&mut self, ctx: &Context) -> Vec<Offload> {
+        self.resolve(ctx);
         let mut out = Vec::new();
         let max = self.output_threshold_now();
         for m in &ctx.messages {
-            if !view::is_result(m) || self.recorded.contains_key(&m.id) {
+            if !view::is_result(m) || self.recorded.contains(m.id) {
                 continue;
             }
             let shell = m
@@ -337,9 +389,9 @@ impl Policy for GeminiCli {
                     path: path.clone(),
                     bytes: m.text.clone().into_bytes(),
                 });
-                self.recorded.insert(m.id, Some(path));
+                self.recorded.insert(m, Some(path));
             } else {
-                self.recorded.insert(m.id, None);
+                self.recorded.insert(m, None);
             }
         }
         if self.due() {
@@ -427,7 +479,43 @@ impl Policy for GeminiCli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, policy, sent, Step::*};
+    use crate::view::testing::{
+        context, count, output, policy, same_after_restores, sent, Step::*,
+    };
+
+    /// A shell output of 8,000 characters and few tokens, named by `tag`.
+    fn wide(tag: &str) -> String {
+        format!("{tag}\n{}", "=".repeat(8000))
+    }
+
+    #[test]
+    fn what_was_decided_and_cut_carries_across_a_restore() {
+        // A 2,000-token window: each shell output is cut when recorded, to fewer characters as
+        // the last request grows (four per token left), and the history is compressed when a
+        // request reaches 90% of it, twice. A policy that started again would not know the
+        // last request's size (no compression when due, cuts at 8,000 characters) nor how
+        // much each output kept.
+        let spec = "gemini-cli:window=2000,compression_threshold=0.9,truncate_tool_output_threshold=6000,function_response_budget=3000";
+        let run = same_after_restores(spec, || {
+            let mut steps = Vec::new();
+            for (t, tag) in [
+                ("u1", "A"),
+                ("u2", "B"),
+                ("u3", "C"),
+                ("u4", "D"),
+                ("u5", "E"),
+            ] {
+                steps.push(User(t));
+                steps.push(Calls(vec![("read_file", output(300))]));
+                steps.push(Calls(vec![("shell", wide(tag))]));
+                steps.push(Calls(vec![("read_file", output(300))]));
+                steps.push(Close("done"));
+            }
+            steps
+        });
+        assert_eq!(count(&run, "compact false"), 2, "{run:#?}");
+        assert!(count(&run, "tool outputs saved to files") >= 4, "{run:#?}");
+    }
 
     #[test]
     fn a_long_shell_output_is_saved_and_cut_once_written() {

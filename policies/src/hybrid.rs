@@ -33,7 +33,10 @@ use crate::view;
 /// The policy's name.
 pub(crate) const NAME: &str = "hybrid";
 
-/// Masking, and a summary when the window fills.
+/// Masking, and a summary when the window fills. It keeps nothing between requests that the
+/// context does not give back: what is masked and when a summary is due are read from the
+/// context (the summaries in it) on every request, and the masking's memo is a cache, so it has
+/// no state to save ([`Policy::saved_state`]).
 #[derive(Debug)]
 pub(crate) struct Hybrid {
     window: usize,

@@ -19,7 +19,7 @@
 //!   input becomes the first user message and the summary, framed as inspect frames it. The
 //!   summary is asked for as `compact` asks it (foldbench's prompt, `instructions` after it).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use harness_core::context::Context;
@@ -30,7 +30,7 @@ use crate::clear_thinking::without_thinking;
 use crate::error::ParamError;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::Memo;
+use crate::view::{Marks, Memo};
 
 /// The Edit strategy's name.
 pub(crate) const EDIT: &str = "inspect-edit";
@@ -40,7 +40,7 @@ pub(crate) const TRIM: &str = "inspect-trim";
 pub(crate) const SUMMARY: &str = "inspect-summary";
 
 /// What a cleared tool result says.
-pub(crate) const TOOL_RESULT_REMOVED: &str = "(Tool result removed)";
+pub const TOOL_RESULT_REMOVED: &str = "(Tool result removed)";
 
 /// The memory tool inspect watches for.
 pub(crate) const MEMORY_TOOL: &str = "memory";
@@ -78,12 +78,37 @@ pub(crate) struct InspectAi {
     exclude: Vec<String>,
     preserve: f64,
     instructions: Option<String>,
-    /// The input as last sent (rewrites included).
+    /// The input as last sent (rewrites included). This, `seen` and `warned` are state
+    /// ([`Policy::saved_state`]): inspect appends to what it sent, which the context does not
+    /// give back (the rewrites, the warning, where the last compaction left it).
     input: Vec<Arc<Message>>,
-    /// Ids of the context's messages already in `input` (or compacted away).
-    seen: HashSet<u64>,
+    /// The context's messages already in `input` (or compacted away).
+    seen: Marks<()>,
+    /// Whether the memory warning was given since the last compaction.
     warned: bool,
+    /// The input as a restored policy took it back, until the first context is given.
+    restored: Option<Vec<SavedMessage>>,
+    /// The rewrites of the input's messages (a cache: each rewritten message is kept in
+    /// `input`, so not state).
     memo: Memo,
+}
+
+/// A message of the input as saved: one of the context's (by fingerprint), or one the policy
+/// made (a rewrite, the warning), whole.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SavedMessage {
+    Context(String),
+    Made(Box<Message>),
+}
+
+/// What an inspect_ai strategy remembers between requests ([`Policy::saved_state`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct InspectState {
+    input: Vec<SavedMessage>,
+    /// The context's messages seen, by fingerprint.
+    seen: Vec<String>,
+    warned: bool,
 }
 
 fn common(e: Entry) -> Entry {
@@ -151,8 +176,9 @@ impl InspectAi {
             preserve: 0.8,
             instructions: None,
             input: Vec::new(),
-            seen: HashSet::new(),
+            seen: Marks::default(),
             warned: false,
+            restored: None,
             memo: Memo::default(),
         };
         match strategy {
@@ -380,15 +406,51 @@ impl InspectAi {
     }
 
     /// The input so far with the context's new messages appended.
-    fn target(&self, ctx: &Context) -> Vec<Arc<Message>> {
+    fn target(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        self.resolve(ctx);
         let mut t = self.input.clone();
         t.extend(
             ctx.messages
                 .iter()
-                .filter(|m| !self.seen.contains(&m.id))
+                .filter(|m| !self.seen.contains(m.id))
                 .cloned(),
         );
         t
+    }
+
+    /// Marks `messages` seen.
+    fn see(&mut self, messages: &[Arc<Message>]) {
+        for m in messages {
+            if !self.seen.contains(m.id) {
+                self.seen.insert(m, ());
+            }
+        }
+    }
+
+    /// What a restored policy took back, found on the messages of `ctx`: the messages seen,
+    /// and the input (each of the context's messages by its fingerprint, in order; one no
+    /// longer in the context is left out).
+    fn resolve(&mut self, ctx: &Context) {
+        self.seen.resolve(&ctx.messages);
+        let Some(saved) = self.restored.take() else {
+            return;
+        };
+        let mut by_key: HashMap<&str, VecDeque<&Arc<Message>>> = HashMap::new();
+        for m in &ctx.messages {
+            if let Some(k) = self.seen.key(m.id) {
+                by_key.entry(k).or_default().push_back(m);
+            }
+        }
+        self.input = saved
+            .into_iter()
+            .filter_map(|s| match s {
+                SavedMessage::Context(k) => by_key
+                    .get_mut(k.as_str())
+                    .and_then(VecDeque::pop_front)
+                    .cloned(),
+                SavedMessage::Made(m) => Some(Arc::new(*m)),
+            })
+            .collect();
     }
 
     fn has_memory_tool(messages: &[Arc<Message>]) -> bool {
@@ -406,6 +468,37 @@ impl InspectAi {
 }
 
 impl Policy for InspectAi {
+    fn saved_state(&self) -> Option<serde_json::Value> {
+        let input = match &self.restored {
+            Some(saved) => saved.clone(),
+            None => self
+                .input
+                .iter()
+                .map(|m| match self.seen.key(m.id) {
+                    Some(k) => SavedMessage::Context(k.to_string()),
+                    None => SavedMessage::Made(Box::new((**m).clone())),
+                })
+                .collect(),
+        };
+        let seen = self.seen.saved().into_iter().map(|(k, ())| k).collect();
+        serde_json::to_value(InspectState {
+            input,
+            seen,
+            warned: self.warned,
+        })
+        .ok()
+    }
+
+    fn restore_state(&mut self, state: &serde_json::Value) {
+        if let Ok(s) = serde_json::from_value::<InspectState>(state.clone()) {
+            self.seen
+                .restore(s.seen.into_iter().map(|k| (k, ())).collect());
+            self.input.clear();
+            self.restored = Some(s.input);
+            self.warned = s.warned;
+        }
+    }
+
     fn name(&self) -> String {
         let mut s = format!("{}:threshold={}", self.entry_name(), self.threshold);
         if !self.memory {
@@ -463,7 +556,7 @@ impl Policy for InspectAi {
                         break;
                     }
                 }
-                self.seen.extend(ctx.messages.iter().map(|m| m.id));
+                self.see(&ctx.messages);
                 self.input = out.clone();
                 self.warned = false;
                 return Plan::Send {
@@ -472,7 +565,7 @@ impl Policy for InspectAi {
                 };
             }
         }
-        self.seen.extend(ctx.messages.iter().map(|m| m.id));
+        self.see(&ctx.messages);
         self.input = target;
         let mut action = None;
         if self.memory
@@ -519,8 +612,8 @@ impl Policy for InspectAi {
         let framed = framed.sealed();
         let mut input = target[..head].to_vec();
         input.push(framed);
-        self.seen.extend(ctx.messages.iter().map(|m| m.id));
-        self.seen.extend(input.iter().map(|m| m.id));
+        self.see(&ctx.messages);
+        self.see(&input);
         self.input = input.clone();
         self.warned = false;
         ctx.messages = input;
@@ -534,7 +627,9 @@ impl Policy for InspectAi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, policy, sent, shape, Step::*};
+    use crate::view::testing::{
+        context, count, output, policy, same_after_restores, sent, shape, Step, Step::*,
+    };
 
     fn session() -> Context {
         context(vec![
@@ -590,6 +685,74 @@ mod tests {
         let c = context(vec![User("task"), Calls(vec![("read_file", output(200))])]);
         let mut p = policy(&format!("inspect-edit:threshold={}", c.tokens() * 21 / 20));
         assert_eq!(sent(p.plan(&c, 0)).len(), 3);
+    }
+
+    /// A task of shell calls, a memory call every third, over two turns.
+    fn long_session() -> Vec<Step> {
+        let mut steps = vec![User("task")];
+        for i in 0..12 {
+            if i == 6 {
+                steps.push(Close("half done"));
+                steps.push(User("go on"));
+            }
+            steps.push(Calls(vec![("shell", output(200))]));
+            if i % 3 == 2 {
+                steps.push(Calls(vec![("memory", output(20))]));
+            }
+        }
+        steps
+    }
+
+    #[test]
+    fn the_input_as_sent_carries_across_a_restore() {
+        // Each arm compacts the input it sent more than once (the edits and the summary warn
+        // about memory first); a policy that started again would compact the whole context at
+        // once, warn again, and lose the rewrites it appended to.
+        for (spec, acted, warnings) in [
+            (
+                "inspect-edit:threshold=1200,keep_tool_uses=1",
+                "compacted",
+                2,
+            ),
+            (
+                "inspect-edit:threshold=1200,keep_tool_uses=1,keep_tool_inputs=false",
+                "compacted",
+                1,
+            ),
+            ("inspect-trim:threshold=1200", "compacted", 0),
+            ("inspect-summary:threshold=1200", "compact false", 1),
+        ] {
+            let run = same_after_restores(spec, long_session);
+            assert!(count(&run, acted) >= 2, "{spec}: {run:#?}");
+            assert_eq!(count(&run, "memory warning"), warnings, "{spec}: {run:#?}");
+        }
+    }
+
+    #[test]
+    fn the_memory_warning_is_not_given_again_after_a_restore() {
+        // From the memory call's request on, every request is between 90% of the threshold and
+        // the threshold (with the host's 100-token prefix and the warning): one warning.
+        let steps = || {
+            vec![
+                User("task"),
+                Calls(vec![("memory", output(2000))]),
+                Close("noted"),
+                User("next"),
+            ]
+        };
+        let warning = u64::from(Message::host(1, MEMORY_WARNING, MessageKind::Plain).tokens);
+        let last = context(steps()).tokens() + 100 + warning;
+        let threshold = last + 20;
+        let mut first = context(steps());
+        first.messages.truncate(3);
+        assert!(
+            first.tokens() + 100 > threshold * 9 / 10,
+            "in the band from the call on"
+        );
+        let spec = format!("inspect-edit:threshold={threshold}");
+        let run = same_after_restores(&spec, steps);
+        assert_eq!(count(&run, "memory warning"), 1, "{run:#?}");
+        assert_eq!(count(&run, "compacted"), 0, "{run:#?}");
     }
 
     #[test]

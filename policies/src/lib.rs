@@ -33,7 +33,9 @@
 //! installs its own registry runs every command with its policies too. [`POLICIES`] and
 //! [`PEERS`] name foldbench's own and the peers' in the order they are shown. [`sweep`] expands a text with lists or ranges into arms. Errors
 //! are typed (`error`): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
-//! [`SweepError`] inside.
+//! [`SweepError`] inside. The placeholders two peers leave where they cleared a result,
+//! [`CLAUDE_CODE_CLEARED`] and [`INSPECT_TOOL_RESULT_REMOVED`], are exported for tests that
+//! count them.
 
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
@@ -67,7 +69,9 @@ mod view;
 
 use harness_core::policy::Policy;
 
+pub use claude_code::CLEARED as CLAUDE_CODE_CLEARED;
 pub use error::{ParamError, PolicyError, SweepError};
+pub use inspect_ai::TOOL_RESULT_REMOVED as INSPECT_TOOL_RESULT_REMOVED;
 pub use params::{Params, PolicySpec};
 pub use registry::{Entry, Registry};
 

@@ -51,7 +51,9 @@ pub(crate) struct LlmSummarizing {
     max_input_tokens: u64,
     /// The registry name it was built under.
     name: &'static str,
-    /// The system prompt's and tools' tokens, as the last plan was given them.
+    /// The system prompt's and tools' tokens, as the last plan was given them: read by the
+    /// same request's compaction, so not state ([`Policy::saved_state`]); the policy keeps
+    /// nothing between requests that the context does not give back.
     prefix_tokens: u64,
 }
 

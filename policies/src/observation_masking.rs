@@ -34,6 +34,8 @@ pub(crate) const VIEWS: [&str; 2] = ["openhands", "foldbench"];
 pub(crate) struct ObservationMasking {
     window: usize,
     openhands: bool,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

@@ -62,6 +62,8 @@ pub(crate) fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyErro
 /// Steps applied in order.
 pub(crate) struct Pipeline {
     steps: Vec<Box<dyn Policy>>,
+    /// The step whose compaction is in progress: set by a plan and read by the same request's
+    /// compaction, so not state (the steps' states and the splices are).
     compacting: usize,
     splices: Vec<(u32, u32, usize)>,
 }

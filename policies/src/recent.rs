@@ -33,6 +33,8 @@ pub(crate) struct Recent {
     keep_first: usize,
     max_events: usize,
     openhands: bool,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

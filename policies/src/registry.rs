@@ -602,5 +602,4 @@ pub fn install(registry: Registry) {
 }
 
 #[cfg(test)]
-#[path = "registry_tests.rs"]
 mod tests;

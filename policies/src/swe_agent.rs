@@ -27,6 +27,8 @@ pub(crate) const NAME: &str = "swe-agent";
 pub(crate) struct SweAgent {
     n: usize,
     polling: usize,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: Memo,
 }
 

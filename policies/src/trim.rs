@@ -53,6 +53,8 @@ pub(crate) struct Trim {
     keep: u32,
     placeholder: bool,
     trigger_tokens: Option<u64>,
+    /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
+    /// nothing between requests that the context does not give back, [`Policy::saved_state`]).
     memo: HashMap<u64, Option<Arc<Message>>>,
 }
 

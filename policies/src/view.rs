@@ -1,14 +1,19 @@
 //! What the peer policies share: rewritten messages memoised by the original's id (so a
 //! cleared result is the same message, with the same id and count, on every request and the
-//! prompt-cache simulation sees it unchanged), the event counts of OpenHands' condensers, and
-//! the places a context may be cut without parting a tool call from its result.
+//! prompt-cache simulation sees it unchanged), what a policy keeps per message across a host's
+//! restore ([`Marks`]), the event counts of OpenHands' condensers, and the places a context may
+//! be cut without parting a tool call from its result.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use harness_core::message::{Message, MessageKind, Role};
 
-/// Rewritten messages by the original's id and the rewrite's kind.
+/// Rewritten messages by the original's id and the rewrite's kind: a cache, each rewrite made
+/// again the same from its original, so not state a policy saves ([`Policy::saved_state`]) —
+/// as long as what `make` writes depends only on the original and the policy's parameters.
+///
+/// [`Policy::saved_state`]: harness_core::policy::Policy::saved_state
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     done: HashMap<(u64, u8), Arc<Message>>,
@@ -33,6 +38,112 @@ impl Memo {
             c.kind = MessageKind::Cleared;
             c.sealed()
         })
+    }
+}
+
+/// Values a policy keeps per message of the context, by the message's id, that it gives a host
+/// to keep across taking the conversation out of memory ([`Policy::saved_state`]): saved by
+/// each message's [fingerprint](Message::fingerprint), since ids do not outlive the process,
+/// and found again on the messages of the first context a restored policy is given
+/// ([`Marks::resolve`]). Two messages alike in every field get the same value back.
+///
+/// [`Policy::saved_state`]: harness_core::policy::Policy::saved_state
+#[derive(Debug)]
+pub struct Marks<V> {
+    by_id: HashMap<u64, (String, V)>,
+    /// Values taken back and not yet given to a message, by fingerprint.
+    restored: HashMap<String, V>,
+}
+
+impl<V> Default for Marks<V> {
+    fn default() -> Self {
+        Marks {
+            by_id: HashMap::new(),
+            restored: HashMap::new(),
+        }
+    }
+}
+
+impl<V: Clone> Marks<V> {
+    /// The value kept for the message `id`.
+    pub fn get(&self, id: u64) -> Option<&V> {
+        self.by_id.get(&id).map(|(_, v)| v)
+    }
+
+    /// Whether a value is kept for the message `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// The fingerprint of the message `id`, when a value is kept for it.
+    pub fn key(&self, id: u64) -> Option<&str> {
+        self.by_id.get(&id).map(|(k, _)| k.as_str())
+    }
+
+    /// Keeps `v` for `m` (replacing what was kept).
+    pub fn insert(&mut self, m: &Message, v: V) {
+        match self.by_id.get_mut(&m.id) {
+            Some(slot) => slot.1 = v,
+            None => {
+                self.by_id.insert(m.id, (m.fingerprint(), v));
+            }
+        }
+    }
+
+    /// Keeps `v` for the message `id` whose fingerprint is `key` (taken earlier, when the
+    /// message itself is no longer at hand).
+    pub fn insert_keyed(&mut self, id: u64, key: String, v: V) {
+        self.by_id.insert(id, (key, v));
+    }
+
+    /// The value kept for `m`, `make`'s when none is.
+    pub fn get_or_insert(&mut self, m: &Message, make: impl FnOnce() -> V) -> &mut V {
+        &mut self
+            .by_id
+            .entry(m.id)
+            .or_insert_with(|| (m.fingerprint(), make()))
+            .1
+    }
+
+    /// Gives the values taken back by [`Marks::restore`] to the messages of `messages` with
+    /// their fingerprints. Only the first context after a restore is read: a value whose
+    /// message it does not hold is dropped (the message left the context for good).
+    pub fn resolve(&mut self, messages: &[Arc<Message>]) {
+        if self.restored.is_empty() {
+            return;
+        }
+        for m in messages {
+            if self.by_id.contains_key(&m.id) {
+                continue;
+            }
+            let key = m.fingerprint();
+            if let Some(v) = self.restored.get(&key) {
+                let v = v.clone();
+                self.by_id.insert(m.id, (key, v));
+            }
+        }
+        self.restored.clear();
+    }
+
+    /// What to save: each message's fingerprint and value, in fingerprint order (the same
+    /// marks are the same file).
+    pub fn saved(&self) -> Vec<(String, V)> {
+        let mut out: Vec<(String, V)> = self
+            .by_id
+            .values()
+            .cloned()
+            .chain(self.restored.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// Takes back what [`Marks::saved`] gave, for the messages of the next context
+    /// ([`Marks::resolve`]).
+    pub fn restore(&mut self, saved: Vec<(String, V)>) {
+        self.by_id.clear();
+        self.restored = saved.into_iter().collect();
     }
 }
 
@@ -186,6 +297,8 @@ pub(crate) mod testing {
         Calls(Vec<(&'static str, String)>),
         /// A closing message.
         Close(&'static str),
+        /// As `Calls`, the assistant message with thinking.
+        Think(Vec<(&'static str, String)>),
     }
 
     /// Builds a context from steps; call ids are `c1`, `c2`, ... in order.
@@ -193,30 +306,153 @@ pub(crate) mod testing {
         let mut c = Context::default();
         let mut n = 0;
         for s in steps {
-            match s {
-                Step::User(text) => {
-                    c.turn += 1;
-                    c.push(Message::user(c.turn, text, None));
-                }
-                Step::Calls(calls) => {
-                    let mut tcs = Vec::new();
-                    for (tool, _) in &calls {
-                        n += 1;
-                        tcs.push(ToolCall {
-                            id: format!("c{n}"),
-                            name: tool.to_string(),
-                            args: json!({"path": format!("f{n}")}),
-                        });
-                    }
-                    c.push(Message::assistant(c.turn, "", tcs.clone()));
-                    for (tc, (_, out)) in tcs.iter().zip(calls) {
-                        c.push(Message::tool_result(c.turn, tc, out, false));
-                    }
-                }
-                Step::Close(text) => c.push(Message::assistant(c.turn, text, Vec::new())),
-            }
+            push_step(&mut c, &mut n, s);
         }
         c
+    }
+
+    /// Appends one step to `c`; `n` counts the calls so far.
+    fn push_step(c: &mut Context, n: &mut usize, s: Step) {
+        let (calls, thinking) = match s {
+            Step::User(text) => {
+                c.turn += 1;
+                c.push(Message::user(c.turn, text, None));
+                return;
+            }
+            Step::Close(text) => {
+                c.push(Message::assistant(c.turn, text, Vec::new()));
+                return;
+            }
+            Step::Calls(calls) => (calls, false),
+            Step::Think(calls) => (calls, true),
+        };
+        let mut tcs = Vec::new();
+        for (tool, _) in &calls {
+            *n += 1;
+            tcs.push(ToolCall {
+                id: format!("c{n}"),
+                name: tool.to_string(),
+                args: json!({"path": format!("f{n}")}),
+            });
+        }
+        c.push(if thinking {
+            Message::assistant_thinking(c.turn, format!("thinking before c{n}"), "", tcs.clone())
+        } else {
+            Message::assistant(c.turn, "", tcs.clone())
+        });
+        for (tc, (_, out)) in tcs.iter().zip(calls) {
+            c.push(Message::tool_result(c.turn, tc, out, false));
+        }
+    }
+
+    /// How [`host`] keeps its policy between requests.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Run {
+        /// In memory all along.
+        Kept,
+        /// Out of memory before each request: a policy built again takes back the state the
+        /// last one saved ([`Policy::saved_state`]), through its JSON text.
+        Restored,
+        /// The same without the state: the policy starts again.
+        Restarted,
+    }
+
+    /// A host's run of the policy `spec` over a session that grows by `steps`, one request after
+    /// each: the files the policy asks for are written (a path written before is refused, as the
+    /// proxy's `write_new` refuses it), a compaction gets the summary `SUMMARY n` and the request
+    /// is planned again. Unless the run is [`Run::Kept`], the context is read again before each
+    /// request, every message with a new id (as a host reads it back from its files). Returns
+    /// what each request did, one line each: the files asked for, the compaction's input and
+    /// the messages sent, as JSON (without ids).
+    pub fn host(spec: &str, steps: Vec<Step>, run: Run) -> Vec<String> {
+        let as_json = |ms: &[Arc<Message>]| {
+            serde_json::to_string(&ms.iter().map(|m| &**m).collect::<Vec<&Message>>()).unwrap()
+        };
+        let mut p = policy(spec);
+        let mut c = Context::default();
+        let mut n = 0;
+        let mut written = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        let mut summaries = 0;
+        for s in steps {
+            push_step(&mut c, &mut n, s);
+            if run != Run::Kept {
+                let state = p.saved_state().map(|v| v.to_string());
+                p = policy(spec);
+                if let (Run::Restored, Some(text)) = (run, state) {
+                    p.restore_state(&serde_json::from_str(&text).unwrap());
+                }
+                c.messages = c
+                    .messages
+                    .iter()
+                    .map(|m| {
+                        Arc::new(
+                            serde_json::from_str(&serde_json::to_string(&**m).unwrap()).unwrap(),
+                        )
+                    })
+                    .collect();
+            }
+            let mut line = String::new();
+            for o in p.offloads(&c) {
+                let new = written.insert(o.path.clone());
+                line.push_str(&format!("file {} {} ({new}); ", o.path, o.bytes.len()));
+                p.offloaded(&o.path, new);
+            }
+            let mut compacted = false;
+            loop {
+                match p.plan(&c, 100) {
+                    Plan::Send { messages, action } => {
+                        line.push_str(&format!("send {action:?} {}", as_json(&messages)));
+                        break;
+                    }
+                    Plan::Compact { .. } if compacted => {
+                        line.push_str("compaction did not fit");
+                        break;
+                    }
+                    Plan::Compact { emergency } => {
+                        let input = p.compaction_input(&c);
+                        line.push_str(&format!(
+                            "compact {emergency} {:?} {}; ",
+                            p.compaction_instructions(),
+                            as_json(&input)
+                        ));
+                        summaries += 1;
+                        let summary = Message::host(
+                            c.turn,
+                            format!("SUMMARY {summaries}"),
+                            MessageKind::Summary,
+                        );
+                        p.apply_compaction(&mut c, summary);
+                        compacted = true;
+                    }
+                }
+            }
+            out.push(line);
+        }
+        out
+    }
+
+    /// How many requests of a [`host`] run did `what` (a word of their lines).
+    pub fn count(run: &[String], what: &str) -> usize {
+        run.iter().filter(|l| l.contains(what)).count()
+    }
+
+    /// `spec`'s runs over `steps` sent the same with the state restored before each request as
+    /// kept in memory, and something else when the policy started again: what the state carries
+    /// matters. Returns the kept run.
+    pub fn same_after_restores(spec: &str, steps: impl Fn() -> Vec<Step>) -> Vec<String> {
+        let kept = host(spec, steps(), Run::Kept);
+        let restored = host(spec, steps(), Run::Restored);
+        for (i, (a, b)) in kept.iter().zip(&restored).enumerate() {
+            assert_eq!(a, b, "{spec}: request {i} differs after a restore");
+        }
+        assert_eq!(kept.len(), restored.len());
+        assert_ne!(
+            host(spec, steps(), Run::Restarted),
+            kept,
+            "{spec}: a policy started again sends the same: the test shows nothing"
+        );
+        kept
     }
 
     /// The messages a plan sends (panics on a compaction).

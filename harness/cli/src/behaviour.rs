@@ -1,11 +1,7 @@
-//! The behaviour profile on the command line: `--behaviour FILE` (read, every problem placed),
-//! else the profile foldbench ships; `--behaviour-end` for the sim.
+//! `--behaviour-end` on the command line: which end of the behaviour profile's intervals the
+//! sim reads (the profile itself is read by `harness_runner::sessions::behaviour`).
 
-use std::path::Path;
-
-use harness_core::behaviour::{End, Profile};
-
-use crate::error::Error;
+use harness_core::behaviour::End;
 
 /// `--behaviour-end`: which end of the profile's intervals the sim reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,24 +21,5 @@ impl From<BehaviourEnd> for End {
             BehaviourEnd::Point => End::Point,
             BehaviourEnd::High => End::High,
         }
-    }
-}
-
-/// The profile of `--behaviour FILE`, else the shipped one; a bad file is refused (exit 2) with
-/// its place and what to do.
-pub fn profile(path: Option<&Path>) -> Result<Profile, Error> {
-    match path {
-        Some(p) => harness_runner::sessions::behaviour::read(p).map_err(Error::refused),
-        None => Ok(Profile::shipped().clone()),
-    }
-}
-
-/// How a record names the profile the sim followed: its name, and the end of its intervals
-/// when not the point (`fixtures`, `mine at high`).
-pub fn describe(profile: Profile, end: BehaviourEnd) -> String {
-    match end {
-        BehaviourEnd::Point => profile.name,
-        BehaviourEnd::Low => format!("{} at low", profile.name),
-        BehaviourEnd::High => format!("{} at high", profile.name),
     }
 }

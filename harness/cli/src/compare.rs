@@ -7,12 +7,13 @@
 //!
 //! Thresholds come from the matrix file's `regression:` section (profile layered as for `run`),
 //! then `--threshold metric=value` flags; without either, `harness_report::compare::
-//! default_thresholds` (no success flip, re-runs +0.5, median request +5%). The logic is
-//! `harness_report::compare`; this module reads records and writes reports.
+//! default_thresholds` (no success flip, re-runs +0.5, median request +5%); the layering is
+//! `harness_core::regression::thresholds`. The logic is `harness_report::compare`; this module
+//! reads records and writes reports.
 
 use std::path::PathBuf;
 
-use harness_report::compare::{self, Threshold};
+use harness_report::compare;
 
 use crate::error::{Code, Error};
 use crate::format::{self, Document, Form, Format, Outputs};
@@ -110,29 +111,9 @@ impl Document for CompareDoc<'_> {
 
 /// Runs `foldbench compare`.
 pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
-    let (_, _, layer) = crate::matrix::profile(&a.config)?;
-    let mut thresholds = if layer.regression.is_empty() {
-        compare::default_thresholds()
-    } else {
-        layer.regression
-    };
-    let names = compare::metric_names();
-    for t in &a.thresholds {
-        let Some((m, v)) = t.split_once('=') else {
-            return Err(Error::Usage(format!(
-                "--threshold {t}: write METRIC=VALUE, e.g. reruns=0.5"
-            )));
-        };
-        if !names.contains(&m.trim()) {
-            return Err(Error::Usage(format!(
-                "--threshold {t}: unknown metric `{m}`; expected one of: {}",
-                names.join(", ")
-            )));
-        }
-        let x =
-            Threshold::parse(v).map_err(|e| Error::refused_in(format!("--threshold {t}"), e))?;
-        thresholds.insert(m.trim().to_string(), x);
-    }
+    let (_, _, layer) = a.config.source().layer()?;
+    let thresholds = harness_core::regression::thresholds(layer.regression, &a.thresholds)
+        .map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
         let Some(f) = format::for_path(p, &OUTPUTS) else {

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | 0 | all good ([`Code::Ok`]) |
 //! | 1 | foldbench itself failed: a file it could not write, the runtime ([`Error::Write`], [`Error::Stdout`], [`Error::Failed`], …) |
-//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`], [`Error::Refused`], [`Error::Policy`], …) |
+//! | 2 | bad usage or bad input: a flag, a spec, a matrix file, a run folder ([`Error::Usage`], [`Error::RefusedBy`], [`Error::Policy`], …) |
 //! | 4 | no cell selected ([`Code::NoCells`]) |
 //! | 100 | a cell ended in an infrastructure error, a cell failed under `--fail-on-failure`, a regression or missing cells under `compare --fail-on-regression`, cells in no shard (`merge`) ([`Code::Failed`]) |
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
@@ -70,14 +70,11 @@ pub enum Error {
         context: String,
         /// The refusal.
         #[source]
-        source: crate::policy::ArmError,
+        source: harness_runner::arms::ArmError,
     },
     /// A policy text or an arm list refused, in the refusal's own words (exit code 2).
     #[error(transparent)]
-    PolicyText(crate::policy::ArmError),
-    /// A profile, seeds or a partition the matrix reader refused (exit code 2).
-    #[error(transparent)]
-    Matrix(#[from] harness_config::error::MatrixError),
+    PolicyText(harness_runner::arms::ArmError),
     /// Recorded sessions, their filters or their labels refused (exit code 2).
     #[error(transparent)]
     Sessions(#[from] harness_runner::sessions::SessionsError),
@@ -121,16 +118,6 @@ pub enum Error {
     /// (exit code 1).
     #[error(transparent)]
     Merge(#[from] MergeError),
-    /// The user's input, refused by a library (exit code 2): `context` (a flag, a path) says
-    /// where, the library's error is the cause.
-    #[error("{context}")]
-    Refused {
-        /// Where the input was given (`--agent codex`).
-        context: String,
-        /// The library's error.
-        #[source]
-        source: Cause,
-    },
     /// The user's input, refused by a library in its own words alone (exit code 2).
     #[error(transparent)]
     RefusedBy(Cause),
@@ -155,14 +142,6 @@ impl Error {
         Error::RefusedBy(source.into())
     }
 
-    /// An [`Error::Refused`]: `context` says where the input was given.
-    pub fn refused_in(context: impl Into<String>, source: impl Into<Cause>) -> Error {
-        Error::Refused {
-            context: context.into(),
-            source: source.into(),
-        }
-    }
-
     /// An [`Error::FailedBy`]: the library's message is the whole message.
     pub fn failed(source: impl Into<Cause>) -> Error {
         Error::FailedBy(source.into())
@@ -177,7 +156,10 @@ impl Error {
     }
 
     /// An [`Error::Policy`] given in `context` ([`Error::PolicyText`] when `context` is empty).
-    pub fn policy(context: impl Into<String>, source: impl Into<crate::policy::ArmError>) -> Error {
+    pub fn policy(
+        context: impl Into<String>,
+        source: impl Into<harness_runner::arms::ArmError>,
+    ) -> Error {
         let context = context.into();
         if context.is_empty() {
             Error::PolicyText(source.into())
@@ -193,6 +175,36 @@ impl Error {
 impl From<RunError> for Error {
     fn from(e: RunError) -> Error {
         Error::Run(e)
+    }
+}
+
+impl From<harness_runner::plan::PlanError> for Error {
+    /// A matrix that cannot be planned: its problems each on a line as [`problems`] prints
+    /// them, any other refusal as the runner words it (exit code 2 either way).
+    fn from(e: harness_runner::plan::PlanError) -> Error {
+        match e {
+            harness_runner::plan::PlanError::Problems { what, problems: p } => problems(&p, &what),
+            e => Error::refused(e),
+        }
+    }
+}
+
+impl From<harness_runner::settings::SettingsError> for Error {
+    /// Run settings that make no run (exit code 2).
+    fn from(e: harness_runner::settings::SettingsError) -> Error {
+        Error::refused(e)
+    }
+}
+
+impl From<harness_runner::tasks::TaskPathError> for Error {
+    /// Task arguments that name no spec (exit code 2), or a task folder foldbench cannot find
+    /// or unpack (exit code 1).
+    fn from(e: harness_runner::tasks::TaskPathError) -> Error {
+        if e.is_usage() {
+            Error::refused(e)
+        } else {
+            Error::failed(e)
+        }
     }
 }
 
@@ -242,13 +254,11 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
             | Error::Problems(_)
             | Error::Policy { .. }
             | Error::PolicyText(_)
-            | Error::Matrix(_)
             | Error::Sessions(_)
             | Error::Replay(_)
             | Error::Price(_)
             | Error::Report(_)
             | Error::Read { .. }
-            | Error::Refused { .. }
             | Error::RefusedBy(_),
         ) => EXIT_USAGE,
     }
@@ -315,7 +325,6 @@ mod tests {
             (Ok(Code::Failed), EXIT_FAILED),
             (Err(Error::Usage("flag".into())), EXIT_USAGE),
             (Err(Error::refused("no such task")), EXIT_USAGE),
-            (Err(Error::refused_in("--x", "no such task")), EXIT_USAGE),
             (Err(Error::failed("disk full")), EXIT_INTERNAL),
             (
                 Err(Error::failed_in("cannot start", "disk full")),
@@ -410,8 +419,6 @@ mod tests {
         let e = Error::policy("", policy.clone());
         assert_eq!(render(&e), format!("error: {policy}"));
 
-        let e = Error::refused_in("--agent x", "not found");
-        assert_eq!(render(&e), "error: --agent x\ncaused by: not found");
         let e = Error::refused("not found");
         assert_eq!(render(&e), "error: not found");
     }

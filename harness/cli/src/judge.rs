@@ -1,43 +1,23 @@
-//! `foldbench judge build` and `foldbench judge run`: boundary judgement (docs/design.md §12). The
-//! dataset, the gold, the scores and the tables are pure and live in
-//! [`harness_core::judgement`]; this module gathers the items, asks the models and writes files.
-//!
-//! **Items from task specs.** Each task runs once under `fold` (default thresholds) with the sim
-//! answering cards as the oracle (seed 1, no re-check noise), in a real workspace. The runner
-//! keeps the first request of every turn: the context exactly as the model saw it, with the real
-//! tool outputs, earlier cards and gold fold results in place. Every turn ≥ 2 becomes an item;
-//! `threshold` says whether the policy showed a card there, and where it did, the card the
-//! policy showed must equal the one the item renders (checked, so the dataset and the policy
-//! cannot drift apart). Running the task rather than estimating turn sizes from its script is
-//! more faithful: the sizes, paths and outputs on the card are the ones a session has, and the
-//! context after an earlier fold holds what the sim did about it (archive reads, re-runs).
-//!
-//! **Items from labelled real sessions.** A data folder holds `labels/<format>/*.yaml` (units by
-//! prompt uuid) beside the transcripts they name (`source_path`). Each transcript is imported
-//! with `harness-import` and replayed under the same `fold` policy
-//! ([`judgement::replay_items`]): at every prompt the policy decides whether its threshold shows a
-//! card, the oracle answers it, and the policy's splices are applied. Every prompt ≥ 2 becomes an
-//! item.
-//!
-//! **Asking a model.** The request is the session's system prompt ([`harness_runner::cell::SYSTEM_PROMPT`]),
-//! the workspace tools plus `fold_unit`, the item's context (tool outputs cut to
-//! `--max-tool-output` characters, head and tail kept) and the current user message with the card
-//! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
+//! `foldbench judge build` and `foldbench judge run`: boundary judgement (docs/design.md §12,
+//! docs/judge.md). This module parses the flags, checks the models named, and prints or writes
+//! what the judge gives in the format asked. The judge is a library's: its pure part (the
+//! dataset, the gold, the scores) is [`harness_core::judge`]; gathering the items, asking the
+//! models, the tables and the page are [`harness_runner::judge`].
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Subcommand, ValueEnum};
-use harness_core::judge::Judge;
-use harness_core::judgement::{self, Aggregate, BASELINES, DEFAULT_TOOL_OUTPUT_CAP};
+use harness_core::judge::{dataset_stats, to_line, AnswerMode, Item, DEFAULT_TOOL_OUTPUT_CAP};
 use harness_core::metrics::Price;
 
 use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::BackendOptions;
 
-use harness_runner::judge::answer::Answering;
-use harness_runner::judge::*;
+use harness_runner::judge::{
+    build, build_tables, classify, expand_history, filter_table, judge_page, read_dataset,
+    run_tables, score, scores_table, select, Answering, JudgeOptions, Scored,
+};
 
 use crate::error::{Code, Error};
 use crate::format::{self, Document, Form, Format, Outputs, Text};
@@ -105,12 +85,12 @@ pub struct AnswerFlags {
     pub max_answer_tokens: Option<u32>,
 }
 
-impl From<&AnswerFlags> for harness_runner::judge::answer::AnswerArgs {
+impl From<&AnswerFlags> for harness_runner::judge::AnswerArgs {
     fn from(f: &AnswerFlags) -> Self {
-        harness_runner::judge::answer::AnswerArgs {
+        harness_runner::judge::AnswerArgs {
             answer: f.answer.map(|a| match a {
-                AnswerArg::Tool => harness_core::answer::AnswerMode::Tool,
-                AnswerArg::Text => harness_core::answer::AnswerMode::Text,
+                AnswerArg::Tool => AnswerMode::Tool,
+                AnswerArg::Text => AnswerMode::Text,
             }),
             grammar: f.grammar,
             max_answer_tokens: f.max_answer_tokens,
@@ -251,47 +231,11 @@ impl Document for JudgeDoc {
     }
 }
 
-/// The `--from` word that stands for your own history: the default places `replay` reads.
-pub const HISTORY: &str = "history";
-
-/// Replaces `--from history` by the default places that hold unit labels (a `labels/` folder
-/// beside the sessions: items need gold units, and recorded sessions carry none). Says which
-/// places it read; a history without labels is an error that says what to write.
-fn expand_history(from: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
-    let mut out = Vec::new();
-    for p in from {
-        if p.as_os_str() != HISTORY {
-            out.push(p);
-            continue;
-        }
-        let places = harness_runner::sessions::history::resolve(
-            "judge build --from",
-            &harness_runner::progress::say,
-        )
-        .map_err(|e| Error::refused_in("--from history", e))?;
-        let (labelled, bare): (Vec<PathBuf>, Vec<PathBuf>) =
-            places.into_iter().partition(|d| has_labels(d));
-        if labelled.is_empty() {
-            return Err(Error::Usage(format!(
-                "--from history: {} hold sessions but no unit labels; a judge item needs gold \
-                 units, so write labels/<format>/<session>.yaml beside them (the format: \
-                 docs/judge.md), with source_path relative to that folder",
-                bare.iter()
-                    .map(|d| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        out.extend(labelled);
-    }
-    Ok(out)
-}
-
 async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let from = if a.from.is_empty() {
         vec![PathBuf::from("tasks")]
     } else {
-        expand_history(a.from.clone())?
+        expand_history(a.from.clone(), &harness_runner::progress::say).map_err(Error::refused)?
     };
     let sources = classify(&from).map_err(Error::refused)?;
     let jobs = a.jobs.unwrap_or_else(|| {
@@ -304,23 +248,14 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     let items = build(&sources, a.max_tool_output, jobs, &warn)
         .await
         .map_err(Error::refused)?;
-    write_lines(&a.out, items.iter().map(judgement::to_line)).map_err(|source| Error::Write {
+    write_lines(&a.out, items.iter().map(to_line)).map_err(|source| Error::Write {
         path: a.out.clone(),
         source,
     })?;
-    let stats = judgement::dataset_stats(&items);
+    let stats = dataset_stats(&items);
     let doc = JudgeDoc {
-        tables: vec![
-            (
-                "The host's filter",
-                harness_report::judgement::filter_table(&stats),
-            ),
-            (
-                "The lexical rule at labelled turn boundaries",
-                harness_report::judgement::lexical_table(&stats),
-            ),
-        ],
-        csv: harness_report::judgement::filter_table(&stats),
+        tables: build_tables(&stats),
+        csv: filter_table(&stats),
         json: serde_json::to_string_pretty(&stats)?,
     };
     crate::out::print(&a.format.render(&doc)?)?;
@@ -336,15 +271,8 @@ async fn cmd_build(a: BuildArgs) -> Result<Code, Error> {
     Ok(Code::Ok)
 }
 
+/// The models `--model` names, with the backend options the flags give.
 fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, Error> {
-    let real: Vec<&String> = a
-        .models
-        .iter()
-        .filter(|m| Judge::parse(m).is_none())
-        .collect();
-    if a.record.is_some() && real.len() > 1 {
-        return Err(Error::Usage("--record takes one model at a time: the cassette key does not name the model, so record each model into its own folder".into()));
-    }
     let opts = BackendOptions {
         record: a.record.clone(),
         resume_recording: a.resume,
@@ -355,23 +283,7 @@ fn run_models(a: &RunArgs) -> Result<Vec<(SharedModel, Answering)>, Error> {
         temperature: a.temperature,
         ..BackendOptions::default()
     };
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    for m in &real {
-        if m.trim() == "sim" || m.starts_with("sim:") {
-            return Err(Error::Usage(format!(
-                "`{m}`: the sim answers cards with the baselines (oracle, lexical, eager, never), which are always in the table"
-            )));
-        }
-        if seen.insert(m.to_string(), ()).is_some() {
-            return Err(Error::Usage(format!("the model `{m}` is given twice")));
-        }
-    }
-    let out = harness_runner::judge::answer::build_models(&real, &(&a.answer).into(), &opts)
-        .map_err(Error::refused)?;
-    if let (Some(dir), Some((_, how))) = (&a.record, out.first()) {
-        harness_runner::judge::answer::mark_cassette(dir, *how).map_err(Error::refused)?;
-    }
-    Ok(out)
+    harness_runner::judge::run_models(&a.models, &(&a.answer).into(), &opts).map_err(Error::refused)
 }
 
 async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
@@ -386,7 +298,6 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         return Ok(Code::NoCells);
     }
     let models = run_models(&a)?;
-    let mut records = baseline_records(&items, a.max_tool_output);
     let opts = JudgeOptions {
         jobs: a.jobs,
         max_tool_output: a.max_tool_output,
@@ -394,33 +305,14 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
         progress: !models.is_empty(),
         max_context: a.max_context,
     };
-    records.extend(judge_models_answering(&items, &models, &opts).await);
-    let mut names: Vec<String> = BASELINES.iter().map(|j| j.name().to_string()).collect();
-    names.extend(models.iter().map(|(m, _)| m.name()));
-    let aggs: Vec<Aggregate> = names
-        .iter()
-        .map(|n| judgement::aggregate(n, &records))
-        .collect();
-    let stats = judgement::dataset_stats(&items);
-    write_run_outputs(&a, &items, &records, &aggs, &stats, names.len())?;
+    let scored = score(&items, &models, &opts).await;
+    write_run_outputs(&a, &items, &scored)?;
+    let (aggs, names) = (&scored.aggregates, &scored.judges);
     let doc = JudgeDoc {
-        tables: vec![
-            (
-                "Boundary judgement",
-                harness_report::judgement::scores_table(&aggs),
-            ),
-            (
-                "The host's filter",
-                harness_report::judgement::filter_table(&stats),
-            ),
-            (
-                "The lexical rule at labelled turn boundaries",
-                harness_report::judgement::lexical_table(&stats),
-            ),
-        ],
-        csv: harness_report::judgement::scores_table(&aggs),
+        tables: run_tables(aggs, &scored.sources),
+        csv: scores_table(aggs),
         json: serde_json::to_string_pretty(
-            &serde_json::json!({ "scores": aggs, "sources": stats }),
+            &serde_json::json!({ "scores": aggs, "sources": scored.sources }),
         )?,
     };
     crate::out::print(&a.format.render(&doc)?)?;
@@ -443,16 +335,10 @@ async fn cmd_run(a: RunArgs) -> Result<Code, Error> {
 }
 
 /// `judge run -o`: the records as JSON lines, or an HTML page (by extension).
-fn write_run_outputs(
-    a: &RunArgs,
-    items: &[judgement::Item],
-    records: &[judgement::JudgedRecord],
-    aggs: &[Aggregate],
-    stats: &[judgement::SourceStats],
-    judges: usize,
-) -> Result<(), Error> {
+fn write_run_outputs(a: &RunArgs, items: &[Item], scored: &Scored) -> Result<(), Error> {
     for out in a.out.iter().filter(|p| !harness_runner::html::is_html(p)) {
-        let lines = records
+        let lines = scored
+            .records
             .iter()
             .map(|r| serde_json::to_string(r).unwrap_or_default());
         write_lines(out, lines).map_err(|source| Error::Write {
@@ -461,27 +347,17 @@ fn write_run_outputs(
         })?;
     }
     for out in a.out.iter().filter(|p| harness_runner::html::is_html(p)) {
-        let tables = vec![
-            (
-                "Boundary judgement".to_string(),
-                harness_report::judgement::scores_table(aggs),
-            ),
-            (
-                "The host's filter".to_string(),
-                harness_report::judgement::filter_table(stats),
-            ),
-            (
-                "The lexical rule at labelled turn boundaries".to_string(),
-                harness_report::judgement::lexical_table(stats),
-            ),
-        ];
+        let tables = run_tables(&scored.aggregates, &scored.sources)
+            .into_iter()
+            .map(|(title, t)| (title.to_string(), t))
+            .collect();
         let heading = format!(
             "{} items of {} × {} judges",
             items.len(),
             a.dataset.display(),
-            judges
+            scored.judges.len()
         );
-        let page = harness_runner::html::judge_page(&heading, tables, items, records);
+        let page = judge_page(&heading, tables, items, &scored.records);
         harness_runner::html::write(out, &page).map_err(Error::failed)?;
     }
     Ok(())

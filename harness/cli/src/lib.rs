@@ -21,13 +21,17 @@
 // (`results/<run-id>`), not rustdoc's HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod ab;
 mod behaviour;
 mod cli;
 mod compare;
 mod error;
+mod fold;
 mod format;
+mod init;
 mod judge;
 mod limits;
+mod list;
 mod matrix;
 mod merge;
 mod out;
@@ -39,8 +43,11 @@ mod replay_json;
 mod replay_losses;
 mod replay_subagents;
 mod report;
+mod run;
 mod serve;
 mod signals;
+mod tasks;
+mod validate;
 mod view;
 
 pub use harness_core;

@@ -32,6 +32,7 @@ use harness_report::fmt::count;
 use harness_report::render::Table;
 use harness_report::view::Kind;
 use harness_runner::sessions::{self, history::Filter, load::Loaded};
+use harness_runner::settings::jobs_or_cores;
 use serde::Serialize;
 
 use crate::error::{Code, Error};
@@ -120,7 +121,7 @@ pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else
-    /// [`default_policies`]); the help texts are made by `cli::with_policy_help`.
+    /// [`harness_replay::arms::default_policies`]); the help texts are made by `cli::with_policy_help`.
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -159,15 +160,6 @@ pub struct ReplayArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     source: SourceArgs,
-}
-
-fn threads(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-    })
-    .max(1)
 }
 
 /// Reads the sessions of `--since`, `--until`, `--project`, `--session`, `--input-format` and
@@ -250,8 +242,11 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         Err(panic) => std::panic::resume_unwind(panic),
     };
     let began = Instant::now();
-    let (replays, losses) =
-        replayer.replay_all_measured(&loaded.sessions, labels.as_ref(), threads(a.source.jobs));
+    let (replays, losses) = replayer.replay_all_measured(
+        &loaded.sessions,
+        labels.as_ref(),
+        jobs_or_cores(a.source.jobs),
+    );
     let failed = policy_errors(&replays);
     let (replays, labels_order, left_out) =
         harness_replay::answer::completed(replays, &replayer.labels());
@@ -260,7 +255,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         &loaded.sessions,
         &replayer,
         labels.as_ref(),
-        threads(a.source.jobs),
+        jobs_or_cores(a.source.jobs),
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
     let models = sessions::history::model_prices(&loaded.sessions, &prices);
@@ -315,7 +310,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         r.loaded.seconds,
         replay_seconds,
         count(r.replays.len(), "session"),
-        count(threads(a.source.jobs), "thread")
+        count(jobs_or_cores(a.source.jobs), "thread")
     );
     if failed > 0 {
         eprintln!(
@@ -407,31 +402,18 @@ struct Replayed {
     left_out: harness_replay::answer::LeftOut,
 }
 
-/// The policies `replay` takes without `--policy` or a profile: foldbench's own
-/// ([`policies::POLICIES`]) but fold+strategies — a recorded session holds no strategy, so it
-/// would fold as fold does (`harness_replay::caveats` says so when it is named).
-pub fn default_policies() -> Vec<&'static str> {
-    policies::POLICIES
-        .into_iter()
-        .filter(|p| *p != "fold+strategies")
-        .collect()
-}
-
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
     let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
-    let list: Vec<String> = if a.policies.is_empty() {
-        crate::matrix::profile_policies(&a.config)?
-            .unwrap_or_else(|| default_policies().into_iter().map(str::to_string).collect())
-    } else {
-        a.policies.clone()
-    };
-    let specs = crate::policy::arms(&list)
+    let list =
+        harness_replay::arms::policy_texts(&a.policies, || a.config.source().profile_policies())?;
+    let specs = harness_runner::arms::arms(&list)
         .map_err(|e| Error::policy("--policy", e))?
         .into_iter()
         .map(|a| a.policy)
         .collect();
-    let behaviour = crate::behaviour::profile(a.behaviour.as_deref())?;
+    let behaviour = harness_runner::sessions::behaviour::read_or_shipped(a.behaviour.as_deref())
+        .map_err(Error::refused)?;
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,
         judge: a.source.judge.into(),
@@ -753,9 +735,10 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
     let judge: JudgeKind = src.judge.into();
     let labels = load_labels(src)?;
     let loaded = load_sessions(src, "analyze")?;
-    let sessions = harness_replay::engine::parallel_map(&loaded.sessions, threads(src.jobs), |s| {
-        analyze_session(s, judge, labels.as_ref())
-    });
+    let sessions =
+        harness_replay::engine::parallel_map(&loaded.sessions, jobs_or_cores(src.jobs), |s| {
+            analyze_session(s, judge, labels.as_ref())
+        });
     if let Some(path) = &src.requests_out {
         let lines = sessions.iter().zip(&loaded.sessions).flat_map(|(c, s)| {
             c.requests
@@ -787,9 +770,9 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
         &loaded.sessions,
         judge,
         labels.as_ref(),
-        threads(src.jobs),
+        jobs_or_cores(src.jobs),
     )?;
-    let losses = harness_replay::losses::measure_all(&loaded.sessions, threads(src.jobs));
+    let losses = harness_replay::losses::measure_all(&loaded.sessions, jobs_or_cores(src.jobs));
     let doc = AnalyzeDoc {
         files: loaded.files,
         judge,
@@ -805,5 +788,4 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
 }
 
 #[cfg(test)]
-#[path = "replay_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 //! Unit labels of recorded sessions (`labels/<format>/*.yaml` beside the sessions): one YAML file
 //! per session, each human prompt keyed by its record's `uuid` with the unit of work it belongs to.
 
-use harness_core::judgement::{LabelKey, SessionLabels};
+use harness_core::judge::{LabelKey, SessionLabels};
 
 use crate::yaml::{self, key, Problem, Reader, Seg, Value};
 

@@ -874,5 +874,4 @@ fn read_regression(r: &mut Reader, p: &[Seg], v: &Value) -> BTreeMap<String, Thr
 }
 
 #[cfg(test)]
-#[path = "matrix_tests.rs"]
 mod tests;

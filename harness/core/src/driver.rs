@@ -396,5 +396,4 @@ impl Driver {
 }
 
 #[cfg(test)]
-#[path = "driver_tests.rs"]
 mod tests;

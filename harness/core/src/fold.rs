@@ -389,6 +389,106 @@ pub fn build_result(
     s
 }
 
+/// Why turns FROM..=TO of a transcript cannot be folded (`foldbench fold`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FoldRangeError {
+    /// The transcript has no user or model message.
+    #[error("{transcript} has no turns to fold (no user or model message)")]
+    NoTurns {
+        /// The transcript's name.
+        transcript: String,
+    },
+    /// FROM is after TO.
+    #[error(
+        "--from {from} --to {to} is reversed (--from is greater than --to): --from is the \
+         first turn to fold, --to the last; {transcript} has turns {first}–{last}"
+    )]
+    Reversed {
+        /// The transcript's name.
+        transcript: String,
+        /// The first turn asked for.
+        from: u32,
+        /// The last turn asked for.
+        to: u32,
+        /// The transcript's first turn.
+        first: u32,
+        /// The transcript's last turn.
+        last: u32,
+    },
+    /// A range that reaches past the transcript's turns (it would be folded as if those turns
+    /// were there).
+    #[error(
+        "{transcript} has turns {first}–{last}, not {from}–{to}; give --from and --to within \
+         {first}–{last}"
+    )]
+    Outside {
+        /// The transcript's name.
+        transcript: String,
+        /// The first turn asked for.
+        from: u32,
+        /// The last turn asked for.
+        to: u32,
+        /// The transcript's first turn.
+        first: u32,
+        /// The transcript's last turn.
+        last: u32,
+    },
+}
+
+/// The fold result of turns `from..=to` of a transcript's `messages`, as the host would write
+/// it when folding them (its archive in the archive folder, named and hashed as a live fold's);
+/// a reversed range, or one outside the transcript's turns, is refused with the turns there
+/// are. `transcript` names it in the refusal.
+pub fn fold_transcript(
+    transcript: &str,
+    messages: Vec<Arc<Message>>,
+    from: u32,
+    to: u32,
+) -> Result<String, FoldRangeError> {
+    let turns = messages.iter().map(|m| m.turn).filter(|t| *t > 0);
+    let (Some(first), Some(last)) = (turns.clone().min(), turns.max()) else {
+        return Err(FoldRangeError::NoTurns {
+            transcript: transcript.to_string(),
+        });
+    };
+    if from > to {
+        return Err(FoldRangeError::Reversed {
+            transcript: transcript.to_string(),
+            from,
+            to,
+            first,
+            last,
+        });
+    }
+    if from < first || to > last {
+        return Err(FoldRangeError::Outside {
+            transcript: transcript.to_string(),
+            from,
+            to,
+            first,
+            last,
+        });
+    }
+    let range: Vec<Arc<Message>> = messages
+        .into_iter()
+        .filter(|m| m.turn >= from && m.turn <= to)
+        .collect();
+    let bytes = archive_text(from, to, &range).into_bytes();
+    let archive = format!(
+        "{}/{}",
+        crate::session::ARCHIVE_DIR,
+        archive_name(from, to, "fold")
+    );
+    Ok(build_result(
+        from,
+        to,
+        &range,
+        &archive,
+        &crate::digest::sha256_hex(&bytes),
+    ))
+}
+
 /// Reads the range and archive a fold result or strategy report points to, from its first line
 /// (`[fold] turns 1–3 folded by the host. Archive: PATH (sha256 …)`).
 pub(crate) fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
@@ -453,6 +553,46 @@ pub fn splice_fold(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_transcripts_turns_fold_into_the_result_a_host_writes_and_a_bad_range_says_the_turns() {
+        let messages = vec![
+            Message::user(1, "where is the port set?", None),
+            Message::assistant(1, "PORT = 8080 in src/app.py", Vec::new()),
+            Message::user(2, "and the host?", None),
+            Message::assistant(2, "HOST in src/app.py", Vec::new()),
+        ];
+        let result = fold_transcript("t.jsonl", messages.clone(), 1, 1).unwrap();
+        let range: Vec<Arc<Message>> = messages.iter().take(2).cloned().collect();
+        let bytes = archive_text(1, 1, &range).into_bytes();
+        assert_eq!(
+            result,
+            build_result(
+                1,
+                1,
+                &range,
+                ".foldbench/archive/fold-turns-001-001.txt",
+                &crate::digest::sha256_hex(&bytes)
+            )
+        );
+        assert_eq!(
+            fold_transcript("t.jsonl", messages.clone(), 2, 1)
+                .unwrap_err()
+                .to_string(),
+            "--from 2 --to 1 is reversed (--from is greater than --to): --from is the first \
+             turn to fold, --to the last; t.jsonl has turns 1–2"
+        );
+        assert_eq!(
+            fold_transcript("t.jsonl", messages, 1, 3)
+                .unwrap_err()
+                .to_string(),
+            "t.jsonl has turns 1–2, not 1–3; give --from and --to within 1–2"
+        );
+        assert!(matches!(
+            fold_transcript("e.jsonl", Vec::new(), 1, 1),
+            Err(FoldRangeError::NoTurns { .. })
+        ));
+    }
+
     use super::*;
     use crate::message::ToolCall;
     use serde_json::json;

@@ -33,8 +33,8 @@
 //!   real sessions — that the sim and the replay follow.
 //! - [`sim`]: the simulated agent, deterministic for a seed; [`upstream`]: the sim answering a
 //!   real agent's requests in its own tool vocabulary (the offline upstream's pure part).
-//! - [`judge`]: the baseline judges (oracle, eager, lexical, never); [`judgement`]: the boundary
-//!   judgement dataset, its gold labels and the scoring of answers; [`answer`]: the answer
+//! - [`judge`]: the judge's pure part — the baseline judges (oracle, eager, lexical, never), the
+//!   boundary-judgement dataset, its gold labels and the scoring of answers, and the answer
 //!   modes (tool calls or one strictly parsed line of text, with its GBNF grammar).
 //! - [`text_agent`]: a text-based agent's command blocks and observations read as tool calls and
 //!   results (one rule for the offline upstream and the proxy).
@@ -48,7 +48,6 @@
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub mod answer;
 pub mod behaviour;
 pub mod context;
 pub mod digest;
@@ -57,7 +56,6 @@ pub mod error_chain;
 pub mod events;
 pub mod fold;
 pub mod judge;
-pub mod judgement;
 pub mod message;
 pub mod metrics;
 pub mod policy;

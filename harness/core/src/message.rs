@@ -243,6 +243,15 @@ impl Message {
         Arc::new(m)
     }
 
+    /// What identifies the message apart from its process-unique id: the sha256 (hex) of its
+    /// JSON, which leaves the id out. The same message read again in another process (a host
+    /// that took a conversation out of memory and brought it back) has the same fingerprint;
+    /// two messages alike in every field have the same one.
+    pub fn fingerprint(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        crate::digest::sha256_hex(&json)
+    }
+
     /// The text the model reads for this message: the text, then the card if one is attached.
     pub fn visible_text(&self) -> String {
         match &self.card {

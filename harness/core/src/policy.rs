@@ -30,6 +30,17 @@ pub enum Plan {
     },
 }
 
+impl Plan {
+    /// The messages a [`Plan::Send`] sends; `None` for a compaction. For a test or a tool that
+    /// looks at what a policy chose: acting on a plan is the driver's alone.
+    pub fn sent(&self) -> Option<&[Arc<Message>]> {
+        match self {
+            Plan::Send { messages, .. } => Some(messages),
+            Plan::Compact { .. } => None,
+        }
+    }
+}
+
 /// A file a policy keeps for the model to read later (a tool output it cut, the history before
 /// a summary): the host writes it under its archive folder and says so
 /// ([`Policy::offloaded`]) before the policy's next plan, so a request never names a file that
@@ -268,10 +279,11 @@ pub trait Policy: Send {
     }
 
     /// What the policy remembers from request to request that the context does not give back
-    /// (the folds it makes when the turn ends, the turn of its last card), for a host that takes
-    /// a conversation out of memory and brings it back later (the proxy): it gives it back with
-    /// [`Policy::restore_state`]. `None`, the default: nothing (a memo rebuilt from the context
-    /// is not state).
+    /// (the folds it makes when the turn ends, the turn of its last card, the results it
+    /// cleared for good), for a host that takes a conversation out of memory and brings it back
+    /// later (the proxy): it gives it back with [`Policy::restore_state`]. Message ids do not
+    /// outlive the process: name a message by its [`Message::fingerprint`]. `None`, the
+    /// default: nothing (a memo rebuilt from the context is not state).
     fn saved_state(&self) -> Option<serde_json::Value> {
         None
     }

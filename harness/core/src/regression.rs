@@ -105,3 +105,99 @@ pub fn default_thresholds() -> BTreeMap<String, Threshold> {
         ("median_request_tokens".to_string(), Threshold::Percent(5.0)),
     ])
 }
+
+/// Why a `--threshold METRIC=VALUE` flag is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThresholdFlagError {
+    /// No `=` in the flag.
+    #[error("--threshold {flag}: write METRIC=VALUE, e.g. reruns=0.5")]
+    Form {
+        /// The flag's value as given.
+        flag: String,
+    },
+    /// A metric `compare` does not judge.
+    #[error("--threshold {flag}: unknown metric `{metric}`; expected one of: {}", metric_names().join(", "))]
+    Metric {
+        /// The flag's value as given.
+        flag: String,
+        /// The metric named.
+        metric: String,
+    },
+    /// A value that is no threshold.
+    #[error("--threshold {flag}")]
+    Value {
+        /// The flag's value as given.
+        flag: String,
+        /// Why.
+        #[source]
+        source: ThresholdError,
+    },
+}
+
+/// The thresholds `compare` judges with: the matrix file's (its profile's `regression:`), else
+/// [`default_thresholds`], with each `--threshold METRIC=VALUE` flag over them in order.
+pub fn thresholds(
+    from_file: BTreeMap<String, Threshold>,
+    flags: &[String],
+) -> Result<BTreeMap<String, Threshold>, ThresholdFlagError> {
+    let mut out = if from_file.is_empty() {
+        default_thresholds()
+    } else {
+        from_file
+    };
+    let names = metric_names();
+    for t in flags {
+        let Some((m, v)) = t.split_once('=') else {
+            return Err(ThresholdFlagError::Form { flag: t.clone() });
+        };
+        if !names.contains(&m.trim()) {
+            return Err(ThresholdFlagError::Metric {
+                flag: t.clone(),
+                metric: m.to_string(),
+            });
+        }
+        let x = Threshold::parse(v).map_err(|source| ThresholdFlagError::Value {
+            flag: t.clone(),
+            source,
+        })?;
+        out.insert(m.trim().to_string(), x);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_go_over_the_files_thresholds_and_the_defaults_apply_without_either() {
+        assert_eq!(
+            thresholds(BTreeMap::new(), &[]).unwrap(),
+            default_thresholds()
+        );
+        let file = BTreeMap::from([("reruns".to_string(), Threshold::Absolute(2.0))]);
+        let got = thresholds(file.clone(), &[]).unwrap();
+        assert_eq!(got, file);
+        let flags = [
+            "reruns=1".to_string(),
+            "median_request_tokens = 7%".to_string(),
+        ];
+        let got = thresholds(file, &flags).unwrap();
+        assert_eq!(got["reruns"], Threshold::Absolute(1.0));
+        assert_eq!(got["median_request_tokens"], Threshold::Percent(7.0));
+        assert_eq!(
+            thresholds(BTreeMap::new(), &["reruns".to_string()])
+                .unwrap_err()
+                .to_string(),
+            "--threshold reruns: write METRIC=VALUE, e.g. reruns=0.5"
+        );
+        let e = thresholds(BTreeMap::new(), &["speed=1".to_string()]).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--threshold speed=1: unknown metric `speed`; expected one of: "));
+        let e = thresholds(BTreeMap::new(), &["reruns=-1".to_string()]).unwrap_err();
+        assert_eq!(e.to_string(), "--threshold reruns=-1");
+        assert!(std::error::Error::source(&e).is_some());
+    }
+}

@@ -70,11 +70,9 @@ use crate::rng::Rng;
 use crate::spec::{Action, Need, Step, TaskSpec, TurnSpec};
 use crate::tools;
 
-#[path = "sim_delegate.rs"]
 mod delegate;
 use delegate::effective_script;
 
-#[path = "sim_recovery.rs"]
 mod recovery;
 use recovery::{archive_lines, focus_words, recovery_candidates, tried_key, Recovery, MEANS};
 #[cfg(test)]

@@ -224,7 +224,7 @@ fn check_codex_labels(dir: &std::path::Path, sessions: &[ImportedSession]) {
                 .unwrap_or_else(|p| panic!("{name}: {p:?}"));
             assert_eq!(
                 labels.key,
-                harness_core::judgement::LabelKey::Turn,
+                harness_core::judge::LabelKey::Turn,
                 "{name}: Codex labels are keyed by turn number"
             );
             let s = sessions

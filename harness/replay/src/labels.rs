@@ -31,7 +31,7 @@ pub struct Labels {
     /// uuid → (file index, unit name).
     by_uuid: HashMap<String, (usize, String)>,
     /// Files keyed by turn number: (file index, the file).
-    by_turn: Vec<(usize, harness_core::judgement::SessionLabels)>,
+    by_turn: Vec<(usize, harness_core::judge::SessionLabels)>,
     /// The files read, in order.
     files: Vec<String>,
 }
@@ -62,14 +62,10 @@ impl Labels {
 
     /// Adds one labels file already parsed ([`harness_config::labels::parse_labels`]; `name`
     /// names it). Returns how many prompts it labels.
-    pub fn add_parsed(
-        &mut self,
-        name: &str,
-        parsed: harness_core::judgement::SessionLabels,
-    ) -> usize {
+    pub fn add_parsed(&mut self, name: &str, parsed: harness_core::judge::SessionLabels) -> usize {
         let index = self.files.len();
         self.files.push(name.to_string());
-        if parsed.key == harness_core::judgement::LabelKey::Turn {
+        if parsed.key == harness_core::judge::LabelKey::Turn {
             let n = parsed.prompts();
             self.by_turn.push((index, parsed));
             return n;

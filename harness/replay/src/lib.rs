@@ -39,6 +39,7 @@
 //!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
 //!   same work inline, and how much of it ran in parallel.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
+//! - [`arms`]: the policies a replay runs, named or by default.
 //! - [`page`]: the page of `foldbench replay`.
 //!
 //! At the crate root: [`Replayer`] with its [`ReplayConfig`] and [`ReplayError`]; what it gives
@@ -58,6 +59,7 @@
 
 mod analyze;
 pub mod answer;
+pub mod arms;
 pub mod caveats;
 pub mod engine;
 pub mod hidden;

@@ -1,6 +1,6 @@
 //! # harness-report: foldbench's output formats
 //!
-//! Every exporter is a pure function of records: cell records (or judged records, or aggregates)
+//! Every exporter is a pure function of records: cell records (or aggregates)
 //! in, a `String` out. The runner decides where the bytes go.
 //!
 //! ```
@@ -18,8 +18,8 @@
 //! - [`answer`]: the answer a report opens with, one line per arm; [`frontier`]: the cost–loss
 //!   frontier it marks.
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
-//! - [`judgement`]: the boundary-judgement tables; [`view`]: the named views of the terminal
-//!   tables and their fit to a width.
+//! - [`view`]: the named views of the terminal tables and their fit to a width. (The judge's
+//!   tables are the runner's `judge` module's.)
 
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
@@ -29,7 +29,6 @@ pub mod compare;
 pub mod fmt;
 pub mod frontier;
 pub mod html;
-pub mod judgement;
 pub mod junit;
 pub mod markdown;
 pub mod render;

@@ -38,7 +38,6 @@ pub(crate) use crate::cell_checks::relative_to;
 pub use crate::cell_checks::run_checks;
 pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
-#[path = "delegate.rs"]
 mod delegate;
 
 /// Why a cell's session ended before its checks: the record's `error`, whose display is the

@@ -21,9 +21,9 @@
 //! - [`tools`]: the six workspace tools an agent calls, on top of `execution`.
 //! - [`backends`]: the [`backends::model::Model`] trait and the `sim` backend; OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
-//! - [`judge`]: gathering boundary-judgement items and asking models ([`judge::answer`]: how a
-//!   model answers a card, `--answer tool|text`, `--grammar`; `judge::fit`: `--max-context`).
-//! - [`html`]: the pages, what the HTML pages need from a run's files.
+//! - [`judge`]: the judge's IO and rendering: gathering boundary-judgement items, asking models
+//!   (`--answer tool|text`, `--grammar`, `--max-context`), the tables and the page.
+//! - [`html`]: the pages, what the HTML pages need from a run's files, and writing a page.
 //! - [`sessions`]: recorded sessions from disk, the replay's IO side: the default places of your
 //!   own history (`~/.claude/projects`, `~/.codex/sessions`, ...), the session filters, the
 //!   import with its warnings, the unit labels.
@@ -34,8 +34,13 @@
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
 //! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary); [`sim_server`]: the offline upstream (`serve --sim`);
-//! [`file_error`]: the one error of a file or folder the runner could not use.
+//! embedded in the binary), a task named by its name; [`sim_server`]: the offline upstream
+//! (`serve --sim`); [`file_error`]: the one error of a file or folder the runner could not use.
+//!
+//! What a command builds its run from, as plain values: [`plan`], the matrix (the matrix file,
+//! its profile layered, the command line over it, the cells); [`settings`], a run's settings
+//! into its [`run::RunConfig`] (the defaults, the sandbox, the agent and its key read through a
+//! lookup the caller passes); [`arms`], policy texts into arms.
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
@@ -45,6 +50,7 @@
 
 pub mod agent_cell;
 pub mod agents;
+pub mod arms;
 pub mod atomic;
 pub mod backends;
 pub mod cell;
@@ -55,11 +61,13 @@ pub mod file_error;
 pub mod html;
 pub mod judge;
 pub mod merge;
+pub mod plan;
 pub mod progress;
 pub mod proxy;
 pub mod results;
 pub mod run;
 pub mod sessions;
+pub mod settings;
 pub mod sim_server;
 pub mod tasks;
 pub mod tools;

@@ -154,6 +154,9 @@ pub async fn run(cfg: RunConfig) -> Result<Vec<CellRecord>, RunError> {
 /// Runs the cells of `cfg.only` (all when `None`) of a matrix. `matrix.json` records the full
 /// matrix, the partition and the selection, so shards of one matrix can be merged and checked.
 pub async fn run_selected(cfg: RunConfig, sel: Selection) -> Result<Vec<CellRecord>, RunError> {
+    // The run's `exec:` policies run in its sandbox: the registry builds them, and it is told
+    // here, from the config, not by the caller.
+    crate::exec_policy::set_sandbox(cfg.cell.tool_limits.sandbox.clone());
     let all = sel
         .cells
         .unwrap_or_else(|| expand(&cfg.tasks, &cfg.arms, &cfg.models, &cfg.seeds));

@@ -390,6 +390,116 @@ pub fn default_dir(base: &Path) -> Result<PathBuf, TaskError> {
     Ok(dir)
 }
 
+/// Why task arguments (spec files, folders, globs or task names) name no spec files.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskPathError {
+    /// The task folder cannot be found, or the built-in suite cannot be unpacked
+    /// ([`default_dir`]): foldbench's own failure, not the user's input.
+    #[error(transparent)]
+    Folder(TaskError),
+    /// The task folder cannot be listed to find a task by its name.
+    #[error("cannot read the task folder {}", dir.display())]
+    ReadFolder {
+        /// The task folder.
+        dir: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A name that is no task of the task folder.
+    #[error(
+        "no task named `{name}` in {}{suggestion}; give a task name that `foldbench list` shows \
+         or a spec file (tasks/NAME.yaml)",
+        dir.display()
+    )]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The task folder looked in.
+        dir: PathBuf,
+        /// ` (did you mean `…`?)` when a task has a close name, else empty.
+        suggestion: String,
+    },
+    /// A path that names no spec file ([`spec_files`]).
+    #[error(transparent)]
+    Spec(TaskError),
+}
+
+impl TaskPathError {
+    /// Whether the user is to fix it (a name or a path that names no spec) rather than
+    /// foldbench failing to find or unpack its task folder.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, TaskPathError::Folder(_))
+    }
+}
+
+/// The spec paths of task arguments, or the task folder ([`default_dir`] of the current folder)
+/// when none is given; see [`resolve`].
+pub fn given_or_default(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, TaskPathError> {
+    if paths.is_empty() {
+        Ok(vec![
+            default_dir(Path::new("")).map_err(TaskPathError::Folder)?
+        ])
+    } else {
+        resolve(paths)
+    }
+}
+
+/// Task arguments as given, with a bare task name (`trim-rerun`, as `list --task` takes it)
+/// resolved to its spec file in the task folder (`tasks/`, else the built-in suite). A name that
+/// is no task, or a path that names no spec, is refused with what to give (and no made-up file
+/// position).
+pub fn resolve(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, TaskPathError> {
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        match bare_name(&p) {
+            Some(name) if !p.exists() => {
+                let dir = default_dir(Path::new("")).map_err(TaskPathError::Folder)?;
+                out.push(named_in(&dir, name)?);
+            }
+            _ => out.push(p),
+        }
+    }
+    spec_files(&out).map_err(TaskPathError::Spec)?;
+    Ok(out)
+}
+
+/// `p` as a task name: one path component, no glob, not a `.yaml`/`.yml` file name.
+fn bare_name(p: &Path) -> Option<&str> {
+    let s = p.to_str()?;
+    let spec_like = matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
+    (!s.is_empty() && !spec_like && !s.contains(['/', '*', '?', '[']) && s != "." && s != "..")
+        .then_some(s)
+}
+
+/// The spec file of the task named `name` in the task folder `dir` (a spec's file is named
+/// after its task).
+fn named_in(dir: &Path, name: &str) -> Result<PathBuf, TaskPathError> {
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|source| TaskPathError::ReadFolder {
+            dir: dir.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|f| matches!(f.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")))
+        .filter_map(|f| Some((f.file_stem()?.to_str()?.to_string(), f.clone())))
+        .collect();
+    names.sort();
+    if let Some((_, file)) = names.iter().find(|(n, _)| n == name) {
+        return Ok(file.clone());
+    }
+    Err(TaskPathError::Unknown {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        suggestion: harness_core::suggest::did_you_mean(
+            name,
+            names.iter().map(|(n, _)| n.as_str()),
+        ),
+    })
+}
+
 /// The table `foldbench tasks` and `foldbench list` print: each task with its turns, units,
 /// scripted tool calls, fixture size and description.
 pub fn table(tasks: &[LoadedTask]) -> harness_report::render::Table {
@@ -479,5 +589,59 @@ mod tests {
                 fifo.display()
             )
         );
+    }
+
+    #[test]
+    fn a_bare_name_is_a_task_name_and_a_path_or_glob_is_not() {
+        for name in ["trim-rerun", "x.json"] {
+            assert_eq!(bare_name(Path::new(name)), Some(name));
+        }
+        for path in [
+            "tasks/x", "x.yaml", "x.yml", "*.yaml", "t?", "[ab]", ".", "..", "",
+        ] {
+            assert_eq!(bare_name(Path::new(path)), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_task_name_finds_its_spec_in_the_folder_or_says_what_is_close() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in ["trim-rerun.yaml", "fold-unit.yml", "notes.txt"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        assert_eq!(
+            named_in(dir.path(), "fold-unit").unwrap(),
+            dir.path().join("fold-unit.yml")
+        );
+        let e = named_in(dir.path(), "trim-rerum").unwrap_err();
+        assert!(e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "no task named `trim-rerum` in {}{}; give a task name that `foldbench list` shows \
+                 or a spec file (tasks/NAME.yaml)",
+                dir.path().display(),
+                harness_core::suggest::did_you_mean("trim-rerum", ["fold-unit", "trim-rerun"])
+            )
+        );
+        assert!(named_in(dir.path(), "notes").is_err());
+        let gone = dir.path().join("gone");
+        assert!(matches!(
+            named_in(&gone, "x"),
+            Err(TaskPathError::ReadFolder { .. })
+        ));
+    }
+
+    #[test]
+    fn an_existing_path_is_kept_as_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spec = dir.path().join("t.yaml");
+        std::fs::write(&spec, "").unwrap();
+        assert_eq!(resolve(vec![spec.clone()]).unwrap(), vec![spec]);
+        let missing = dir.path().join("missing.yaml");
+        assert!(matches!(
+            resolve(vec![missing]),
+            Err(TaskPathError::Spec(TaskError::NoSpec { .. }))
+        ));
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::fold::CARD_HEADER;
-use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_core::judge::{judge_calls, Item, Judged, JudgedRecord, Verdict};
 use harness_core::message::ToolCall;
 use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::{with_recording, BackendOptions, OpenAiModel, ReplayModel};
@@ -109,7 +109,7 @@ fn judge_opts() -> JudgeOptions {
 }
 
 /// What the core makes of the fake model's answer at an item.
-fn expected(item: &Item) -> judgement::Judged {
+fn expected(item: &Item) -> Judged {
     let (_, calls) = answer_for(&item.offered());
     let calls: Vec<ToolCall> = calls
         .into_iter()
@@ -121,7 +121,7 @@ fn expected(item: &Item) -> judgement::Judged {
                 .unwrap_or_else(|_| json!({ harness_runner::backends::INVALID_ARGUMENTS: args })),
         })
         .collect();
-    judgement::judge_calls(item, &item.context(), &calls)
+    judge_calls(item, &item.context(), &calls)
 }
 
 fn strip(mut r: JudgedRecord) -> JudgedRecord {
@@ -162,7 +162,7 @@ async fn a_loopback_model_is_judged_like_the_core_judges_it_and_replays() {
         }
     }
     assert!(
-        verdicts.contains(&judgement::Verdict::Illegal),
+        verdicts.contains(&Verdict::Illegal),
         "unreadable arguments are an illegal call"
     );
 

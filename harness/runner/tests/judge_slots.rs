@@ -12,7 +12,7 @@ use common::repo;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::judgement::Item;
+use harness_core::judge::Item;
 use harness_runner::backends::model::SharedModel;
 use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::judge::{self, JudgeOptions};

@@ -10,8 +10,7 @@ use common::{binary, chat_server, offered_in_request, repo, write_dataset};
 
 use std::path::Path;
 
-use harness_core::answer::{self, AnswerMode};
-use harness_core::judgement::{Item, JudgedRecord};
+use harness_core::judge::{judge_text, AnswerMode, Item, JudgedRecord, GRAMMAR, TEXT_INSTRUCTION};
 use harness_runner::judge;
 use serde_json::{json, Value};
 use wiremock::{Respond, ResponseTemplate};
@@ -184,7 +183,7 @@ async fn text_answers_are_parsed_strictly_recorded_and_replayed() {
 fn check_text_bodies(seen: &[wiremock::Request]) {
     for r in seen {
         let body: Value = serde_json::from_slice(&r.body).unwrap();
-        assert_eq!(body["grammar"], answer::GRAMMAR);
+        assert_eq!(body["grammar"], GRAMMAR);
         assert_eq!(body["temperature"], json!(0.0));
         assert!(body.get("tools").is_none(), "text mode sends no tools");
         let msgs = body["messages"].as_array().unwrap();
@@ -202,7 +201,7 @@ fn check_text_bodies(seen: &[wiremock::Request]) {
             "roles alternate: {roles:?}"
         );
         let last = msgs.last().unwrap()["content"].as_str().unwrap();
-        assert!(last.contains(answer::TEXT_INSTRUCTION) && !last.contains("fold_unit"));
+        assert!(last.contains(TEXT_INSTRUCTION) && !last.contains("fold_unit"));
     }
 }
 
@@ -221,7 +220,7 @@ fn check_records(
         assert_eq!(r.item, it.id);
         assert_eq!((r.answer_mode, r.constrained), (AnswerMode::Text, true));
         assert_eq!(r.text, line_for(&it.offered()));
-        let (want, _) = answer::judge_text(it, &it.context(), &r.text);
+        let (want, _) = judge_text(it, &it.context(), &r.text);
         assert_eq!(r.score, want.score, "{}", it.id);
         assert_eq!(r.calls, want.calls, "{}", it.id);
         assert_eq!(r.score.unparsable, it.offered().len() == 3, "{}", it.id);

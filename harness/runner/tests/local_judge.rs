@@ -17,7 +17,7 @@ use common::{binary, repo};
 use std::path::Path;
 use std::process::Command;
 
-use harness_core::judgement::JudgedRecord;
+use harness_core::judge::JudgedRecord;
 
 fn foldbench(args: &[&str], base_url: &str) -> std::process::Output {
     let out = Command::new(binary())

@@ -149,6 +149,12 @@ pub(crate) enum ProtocolError {
     /// `workspace_tool`'s `refuse` is neither a string nor null.
     #[error("answered `refuse` with neither a string nor null")]
     Refuse,
+    /// The session's opening declares `saves_state` with something else than true or false.
+    #[error("declared `saves_state` as {0}: write true (the process saves its state: it answers `save` and takes `restore`) or leave it out")]
+    SavesState(Value),
+    /// `state` without its `state` field.
+    #[error("answered `state` without a `state` field: give what to keep as any JSON value, null for nothing")]
+    NoState,
 }
 
 /// The answer line: a JSON object whose `type` is one of `expect` and whose `re` is the
@@ -187,6 +193,25 @@ pub(crate) fn check(
         });
     }
     Ok(v)
+}
+
+/// Whether the session's opening (the answer to `hello` in protocol 1, to `open` in 2) says the
+/// process saves its state: `saves_state` true; false, null or left out say it does not.
+pub(crate) fn saves_state(v: &Value) -> Result<bool, ProtocolError> {
+    match v.get("saves_state") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(ProtocolError::SavesState(other.clone())),
+    }
+}
+
+/// A `state` answer (to `save`): its `state`, `None` for null (nothing to keep).
+pub(crate) fn state(v: &Value) -> Result<Option<Value>, ProtocolError> {
+    match v.get("state") {
+        None => Err(ProtocolError::NoState),
+        Some(Value::Null) => Ok(None),
+        Some(s) => Ok(Some(s.clone())),
+    }
 }
 
 /// A `card` answer: `card` is null or `{text, turns}`.

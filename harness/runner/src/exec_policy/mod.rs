@@ -14,10 +14,18 @@
 //! splice, fails the policy: [`Policy::failed`] then gives the reason (the offending line and
 //! the tail of its standard error quoted), the session loop ends the cell with status `error`,
 //! and the process and every process it started are ended.
+//!
+//! A process that says in its session's opening that it saves its state (`saves_state`) is
+//! asked for it (`save`) when the host keeps a conversation across taking it out of memory (the
+//! proxy: [`Policy::saved_state`]), and given it back (`restore`) in the session that brings the
+//! conversation back ([`Policy::restore_state`]); its messages then carry their fingerprints,
+//! which outlive the session as protocol ids do not. A process that does not say so starts
+//! again from the context.
 
 mod answer;
 pub(crate) mod pool;
 mod process;
+mod state;
 pub(crate) mod view;
 
 use std::cell::RefCell;
@@ -419,6 +427,11 @@ struct Inner {
     failure: Option<String>,
     tools: Vec<ToolSpec>,
     filters_workspace_tools: bool,
+    /// Whether the process said in the session's opening that it saves its state.
+    saves_state: bool,
+    /// The state the process last gave (`save`) or took (`restore`), while no other request
+    /// was made since: asked again only after the process was.
+    state: Option<Option<Value>>,
     view: view::View,
     memo: answer::Memo,
     /// The result text the process gave each splice it proposed, by range.
@@ -444,6 +457,8 @@ impl ExecPolicy {
             failure: None,
             tools: Vec::new(),
             filters_workspace_tools: false,
+            saves_state: false,
+            state: None,
             view: view::View::default(),
             memo: answer::Memo::default(),
             texts: HashMap::new(),
@@ -592,7 +607,7 @@ impl Inner {
         }
         if protocol == Some(1) {
             // Version 1: the handshake is the session's opening.
-            if let Err(e) = self.take_tools(&v) {
+            if let Err(e) = self.take_opening(&v) {
                 self.fail(harness_core::one_line(&e), Some(&line));
             }
         } else {
@@ -612,7 +627,7 @@ impl Inner {
         let Some((v, line)) = self.ask("open", fields, &["open"]) else {
             return false;
         };
-        match self.take_tools(&v) {
+        match self.take_opening(&v) {
             Ok(()) => true,
             Err(e) => {
                 self.fail(harness_core::one_line(&e), Some(&line));
@@ -621,9 +636,9 @@ impl Inner {
         }
     }
 
-    /// The session's `tools` and `filters_workspace_tools`, from the answer to `hello`
-    /// (protocol 1) or `open` (protocol 2).
-    fn take_tools(&mut self, v: &Value) -> Result<(), ProtocolError> {
+    /// The session's `tools`, `filters_workspace_tools` and `saves_state`, from the answer to
+    /// `hello` (protocol 1) or `open` (protocol 2).
+    fn take_opening(&mut self, v: &Value) -> Result<(), ProtocolError> {
         if let Some(tools) = v.get("tools") {
             self.tools = serde_json::from_value(tools.clone()).map_err(ProtocolError::Tools)?;
         }
@@ -631,6 +646,8 @@ impl Inner {
             .get("filters_workspace_tools")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        self.saves_state = answer::saves_state(v)?;
+        self.view.send_fingerprints(self.saves_state);
         Ok(())
     }
 
@@ -639,6 +656,10 @@ impl Inner {
     fn ask(&mut self, kind: &str, fields: Value, expect: &[&str]) -> Option<(Value, String)> {
         if self.failure.is_some() {
             return None;
+        }
+        if kind != "save" && kind != "restore" {
+            // Any other request may change what the process remembers.
+            self.state = None;
         }
         let worker = self.worker.as_mut()?;
         let id = worker.next_request;
@@ -945,6 +966,18 @@ impl Policy for ExecPolicy {
         });
         s.ask("spliced", fields, &["ok"]);
         msg
+    }
+
+    /// The process's own state, asked with `save` when it declared `saves_state` (and only
+    /// when it was asked something since it last gave or took it); `None` otherwise.
+    fn saved_state(&self) -> Option<Value> {
+        self.inner.borrow_mut().save()
+    }
+
+    /// Gives the process back its state with `restore`, when it declared `saves_state`; a
+    /// process that did not starts again from the context.
+    fn restore_state(&mut self, state: &Value) {
+        self.inner.get_mut().restore(state);
     }
 
     fn failed(&self) -> Option<String> {

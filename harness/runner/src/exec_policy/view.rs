@@ -13,6 +13,10 @@
 //! carries its `category` ([`category`]: `read`, `list`, `search`, `edit`, `write`, `shell` or
 //! `other`) and, when it names one, the `path` it touches; a tool result carries its call's as
 //! `tool_category` and `tool_path`.
+//!
+//! A process that saves its state (`saves_state`) also gets each message's `fingerprint`
+//! ([`Message::fingerprint`]): protocol ids count again from 1 in each session, so state kept
+//! across sessions names a message by what it is, and the fingerprint is that.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -65,9 +69,18 @@ pub(crate) struct View {
     next: u64,
     /// The category and path of each call sent, by its id: its result's.
     calls: HashMap<String, (&'static str, Option<String>)>,
+    /// Whether each message sent carries its `fingerprint` (a process that saves its state).
+    fingerprints: bool,
 }
 
 impl View {
+    /// Gives each message sent from now on its `fingerprint` ([`Message::fingerprint`]): for a
+    /// process that saves its state, which names messages by it, as their ids do not outlive
+    /// the session.
+    pub fn send_fingerprints(&mut self, on: bool) {
+        self.fingerprints = on;
+    }
+
     /// The delta that brings the view to `ctx`, which becomes the view.
     pub(crate) fn delta(&mut self, ctx: &Context) -> Value {
         let keep = self
@@ -90,7 +103,11 @@ impl View {
                         self.calls.insert(c.id.clone(), (category(c), call_path(c)));
                     }
                     let of_call = m.tool_call_id.as_ref().and_then(|id| self.calls.get(id));
-                    append.push(message(m, self.next, of_call));
+                    let mut v = message(m, self.next, of_call);
+                    if let (true, Value::Object(o)) = (self.fingerprints, &mut v) {
+                        o.insert("fingerprint".into(), m.fingerprint().into());
+                    }
+                    append.push(v);
                 }
             }
             self.ids.push(m.id);
@@ -157,5 +174,20 @@ mod tests {
         assert_eq!(d["append"][1], json!({"ref": 3}));
         let d = v.delta(&ctx);
         assert_eq!(d, json!({"keep": 2, "append": []}));
+    }
+
+    #[test]
+    fn a_process_that_saves_its_state_gets_each_message_s_fingerprint() {
+        let mut ctx = Context::default();
+        let m = Message::user(1, "a", None);
+        ctx.push(Arc::clone(&m));
+        let d = View::default().delta(&ctx);
+        assert!(d["append"][0].get("fingerprint").is_none(), "not unasked");
+        let mut v = View::default();
+        v.send_fingerprints(true);
+        let d = v.delta(&ctx);
+        assert_eq!(d["append"][0]["fingerprint"], m.fingerprint());
+        // The same message made again (another process's, after a reload): the same print.
+        assert_eq!(Message::user(1, "a", None).fingerprint(), m.fingerprint());
     }
 }

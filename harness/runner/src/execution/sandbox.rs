@@ -982,5 +982,4 @@ pub(crate) fn bare_python_in(
 }
 
 #[cfg(test)]
-#[path = "sandbox_tests.rs"]
 mod tests;

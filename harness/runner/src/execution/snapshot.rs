@@ -741,5 +741,4 @@ pub(crate) fn apply(root: &Path, changes: &[Change]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "snapshot_tests.rs"]
 mod tests;

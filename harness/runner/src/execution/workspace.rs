@@ -450,5 +450,4 @@ fn set_file_time(path: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "workspace_tests.rs"]
 mod tests;

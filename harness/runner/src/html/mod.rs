@@ -1,17 +1,15 @@
-//! `-o FILE.html`: the pages of `report` and `judge run` (the page of `replay` is
-//! `harness_replay::page`'s: it reads no file). This module reads what a page
-//! needs (a run folder's cell files) and builds a [`Page`]; `harness_report::html` renders it —
+//! `-o FILE.html`: the page of `report` and the writing of every page (the page of `judge run`
+//! is built by [`crate::judge`], the page of `replay` by `harness_replay::page`: neither reads a
+//! run folder). This module reads what a page needs (a run folder's cell files) and builds a [`Page`]; `harness_report::html` renders it —
 //! one self-contained file with inline style and script, no network, the same bytes for the same
 //! records.
 
-mod judge;
 mod run;
 
 use std::path::Path;
 
 use harness_report::html::{self, Page};
 
-pub use judge::judge_page;
 pub use run::run_page;
 
 /// Why a page could not be built or written.

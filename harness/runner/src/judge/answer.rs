@@ -1,8 +1,8 @@
 //! How `judge run` asks a model to answer a card: `--answer tool` (the default: the workspace
 //! tools and `fold_unit`, the answer is its calls) or `--answer text` (no tools, the context as a
-//! plain conversation, the answer one line parsed strictly by [`harness_core::answer`]), and
+//! plain conversation, the answer one line parsed strictly by [`harness_core::judge::judge_text`]), and
 //! `--grammar` (text mode on an OpenAI-compatible server: the body carries llama.cpp's `grammar`
-//! field with [`answer::GRAMMAR`], so the model can only write a parsable line).
+//! field with [`GRAMMAR`], so the model can only write a parsable line).
 //!
 //! A cassette recorded by `judge run --record DIR` gets `DIR/answer.json`, which says how its
 //! answers were asked (`{"answer": "text", "constrained": true}`): the cassette key holds what
@@ -10,22 +10,25 @@
 //! were constrained. `--model replay:DIR` takes its mode from the file (a flag that contradicts
 //! it is an error), and recording into a folder whose file says otherwise is refused.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use crate::file_error::FileError;
 use std::sync::Arc;
 use std::time::Instant;
 
-use harness_core::answer::{self, AnswerMode};
-use harness_core::judgement::{self, Item, JudgedRecord};
+use harness_core::judge::{
+    card_tokens, cost, item_text_card, text_request_messages, AnswerMode, Item, Judge,
+    JudgedRecord, GRAMMAR,
+};
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
 use serde_json::{json, Map, Value};
 
+use super::request::{request_for, JudgeOptions};
 use crate::backends::model::SharedModel;
 use crate::backends::{self, BackendOptions, OpenAiModel};
 use crate::cell::SYSTEM_PROMPT;
-use crate::judge::request::{request_for, JudgeOptions};
 use crate::judge::JudgeError;
 
 /// The file in a cassette folder that says how its answers were asked.
@@ -102,6 +105,40 @@ pub fn mark_cassette(dir: &Path, how: Answering) -> Result<(), JudgeError> {
     }
 }
 
+/// The models `judge run --model` names, beside the baselines: the baselines' names left out
+/// (they are always in the table), the sim and a model named twice refused, one model at most
+/// with `--record` (`opts.record`), whose cassette gets `answer.json`, how it is asked. Each
+/// comes with how it answers: the flags for live models, the cassette's `answer.json` for
+/// `replay:DIR`.
+pub fn run_models(
+    specs: &[String],
+    args: &AnswerArgs,
+    opts: &BackendOptions,
+) -> Result<Vec<(SharedModel, Answering)>, JudgeError> {
+    let real: Vec<&String> = specs.iter().filter(|m| Judge::parse(m).is_none()).collect();
+    if opts.record.is_some() && real.len() > 1 {
+        return Err(JudgeError::RecordMany);
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    for m in &real {
+        if m.trim() == "sim" || m.starts_with("sim:") {
+            return Err(JudgeError::SimModel {
+                spec: m.to_string(),
+            });
+        }
+        if !seen.insert(m.as_str()) {
+            return Err(JudgeError::ModelTwice {
+                spec: m.to_string(),
+            });
+        }
+    }
+    let out = build_models(&real, args, opts)?;
+    if let (Some(dir), Some((_, how))) = (&opts.record, out.first()) {
+        mark_cassette(dir, *how)?;
+    }
+    Ok(out)
+}
+
 /// The models of a run, each with how it answers: the flags for live models, the cassette's
 /// `answer.json` for `replay:DIR` (the flags when it has none). `--grammar` needs
 /// `--answer text` and is sent to `openai:` models only.
@@ -139,7 +176,7 @@ pub fn build_models(
             "openai" if how.constrained || args.max_answer_tokens.is_some() => {
                 let mut extra = Map::new();
                 if how.constrained {
-                    extra.insert("grammar".into(), json!(answer::GRAMMAR));
+                    extra.insert("grammar".into(), json!(GRAMMAR));
                 }
                 if let Some(n) = args.max_answer_tokens {
                     extra.insert("max_tokens".into(), json!(n));
@@ -160,8 +197,8 @@ pub fn build_models(
     Ok(out)
 }
 
-/// The request an item sends in a mode: tool mode is [`crate::judge::request_for`]; text mode
-/// has the same system prompt, no tools, and [`answer::text_request_messages`].
+/// The request an item sends in a mode: tool mode is `request_for`; text mode
+/// has the same system prompt, no tools, and `text_request_messages`.
 pub(crate) fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
     match mode {
         AnswerMode::Tool => request_for(item, cap),
@@ -172,7 +209,7 @@ pub(crate) fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> R
                 system,
                 Arc::from(Vec::new()),
                 prefix,
-                answer::text_request_messages(item, cap),
+                text_request_messages(item, cap),
                 Purpose::Turn,
             )
         }
@@ -189,12 +226,12 @@ pub(crate) async fn ask(
     let req = request_in(item, opts.max_tool_output, how.mode);
     let card = match how.mode {
         AnswerMode::Tool => item.card(),
-        AnswerMode::Text => answer::item_text_card(item),
+        AnswerMode::Text => item_text_card(item),
     };
-    let mut rec = JudgedRecord::new(&model.name(), item, judgement::card_tokens(&card));
+    let mut rec = JudgedRecord::new(&model.name(), item, card_tokens(&card));
     rec.answer_mode = how.mode;
     rec.constrained = how.constrained;
-    let req = match crate::judge::fit::fit(req, opts.max_context) {
+    let req = match super::fit::fit(req, opts.max_context) {
         Ok((req, fitted)) => {
             rec.context_cut = fitted.turns_cut;
             req
@@ -223,7 +260,7 @@ pub(crate) async fn ask(
                 }
             };
             r.prompt_tokens = resp.usage.map(|u| u.prompt_tokens()).unwrap_or(req.tokens);
-            r.cost = judgement::cost(req.tokens, resp.output_tokens, resp.usage, &opts.price);
+            r.cost = cost(req.tokens, resp.output_tokens, resp.usage, &opts.price);
             r
         }
         Err(e) => {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use harness_core::judgement::Item;
+use harness_core::judge::Item;
 use harness_core::message::ToolSpec;
 use harness_core::metrics::Price;
 use harness_core::request::{Purpose, Request};
@@ -44,6 +44,7 @@ pub struct JudgeOptions {
     pub price: Price,
     /// Print a line per answered item to stderr.
     pub progress: bool,
-    /// Fit every request into this many o200k tokens (`crate::judge::fit`).
+    /// Fit every request into this many o200k tokens: the oldest whole turns of the context
+    /// are left out, and a request too large even then is not sent.
     pub max_context: Option<u64>,
 }

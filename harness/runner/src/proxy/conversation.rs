@@ -16,6 +16,9 @@
 //! A request whose first message the conversation never saw (the agent compacted on its own, or
 //! rewrote its history) starts a new branch: the policy starts again, the record says so.
 
+// Long: `Conversation`'s request cycle (read, re-apply, ask the policy, write back) is one
+// type's methods; its parts that stand alone are the child modules below.
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -210,6 +213,10 @@ pub struct Conversation {
     /// After a restore: the units seen before it (a message of them is in the transcript
     /// already, its calls recorded).
     seen_before_restore: HashSet<ItemKey>,
+    /// Why the policy failed before the conversation left memory (or the proxy stopped): a
+    /// conversation brought back stays failed, as it was in memory, until a new branch starts
+    /// the policy again.
+    failed_before: Option<String>,
 }
 
 impl Conversation {
@@ -256,6 +263,7 @@ impl Conversation {
             prev_prints: None,
             seen_before_restore: HashSet::new(),
             thought: HashMap::new(),
+            failed_before: None,
         })
     }
 
@@ -265,9 +273,9 @@ impl Conversation {
     }
 
     /// Why the policy cannot go on, once it cannot (an `exec:` process that crashed, hung or
-    /// answered out of protocol).
+    /// answered out of protocol), in memory or before the conversation left it.
     pub(crate) fn policy_failed(&self) -> Option<String> {
-        self.driver.failed()
+        self.driver.failed().or_else(|| self.failed_before.clone())
     }
 
     /// Whether the policy owns a tool (its calls are answered by the proxy).
@@ -301,6 +309,7 @@ impl Conversation {
         self.stopped = None;
         self.prev_prints = None;
         self.seen_before_restore.clear();
+        self.failed_before = None;
         self.branches += 1;
         Ok(())
     }

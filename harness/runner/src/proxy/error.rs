@@ -27,7 +27,7 @@ pub enum ProxyError {
     #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
     /// A conversation's saved state does not read (it cannot be brought back into memory).
-    #[error("{}:{line}:{column}: not a conversation's state ({source}); the conversation cannot be brought back into memory; its requests get this error", path.display())]
+    #[error("{}:{line}:{column}: not a conversation's state, so the conversation cannot be brought back into memory (its requests get this error)", path.display())]
     State {
         /// `cells/<cell>/state.json`.
         path: std::path::PathBuf,

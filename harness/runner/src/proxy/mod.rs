@@ -441,7 +441,7 @@ impl Proxy {
                         cell,
                         model: &saved.model,
                         policy: &policy.name(),
-                        failed: None,
+                        failed: saved.failed().map(str::to_string),
                         turns: saved.turn(),
                         events: &events,
                     },
@@ -458,6 +458,10 @@ impl Proxy {
             }
             let rec = Arc::clone(&self.shared.recorder);
             let mut r = rec.lock().map_err(|_| ProxyError::Poisoned("recorder"))?;
+            // Its state written again whatever changed: what the policy remembers may have
+            // changed without the turn, edits or cards (a policy process's counters), and a
+            // proxy started again on the folder brings the conversation back from it.
+            e.saved = None;
             r.flush_entry(&mut e)?;
             r.finish_entry(&self.shared.cfg, &e)?;
             cells.push(e.cell.clone());

@@ -21,9 +21,10 @@
 //! A proxy started again on the same folder continues it: the records already there are kept,
 //! new conversations are numbered after them, and a conversation begun before the restart goes
 //! on in its own cell — `cells/<cell>/state.json` (written when the turn, the edits, the cards
-//! or the branch change, and whenever the conversation leaves memory) keeps the units it saw,
-//! the edits and cards to apply again, its turn, what the policy remembers
-//! (`Policy::saved_state`) and the breaker; its events come back from `events.jsonl`. The same
+//! or the branch change, and whenever the conversation leaves memory or the proxy stops) keeps
+//! the units it saw, the edits and cards to apply again, its turn, what the policy remembers
+//! (`Policy::saved_state`; an `exec:` process's own when it saves it), whether the policy
+//! failed, and the breaker; its events come back from `events.jsonl`. The same
 //! files bring back a conversation that left memory ([`super::MemoryLimits`]).
 
 use std::collections::BTreeMap;

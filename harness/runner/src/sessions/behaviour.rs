@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::behaviour::{Profile, ProfileError};
+use harness_core::behaviour::{End, Profile, ProfileError};
 
 use crate::file_error::FileError;
 
@@ -42,6 +42,24 @@ pub fn read(path: &Path) -> Result<Profile, BehaviourError> {
     })
 }
 
+/// The profile at `path` (`--behaviour FILE`), else the one foldbench ships.
+pub fn read_or_shipped(path: Option<&Path>) -> Result<Profile, BehaviourError> {
+    match path {
+        Some(p) => read(p),
+        None => Ok(Profile::shipped().clone()),
+    }
+}
+
+/// How a record names the profile the sim followed: its name, and the end of its intervals
+/// when not the point (`fixtures`, `mine at high`).
+pub fn describe(profile: Profile, end: End) -> String {
+    match end {
+        End::Point => profile.name,
+        End::Low => format!("{} at low", profile.name),
+        End::High => format!("{} at high", profile.name),
+    }
+}
+
 /// Writes `profile` to `path` (a temporary file renamed into place).
 pub fn write(path: &Path, profile: &Profile) -> Result<(), BehaviourError> {
     crate::atomic::write(path, profile.to_json().as_bytes())
@@ -52,6 +70,19 @@ pub fn write(path: &Path, profile: &Profile) -> Result<(), BehaviourError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_file_the_shipped_profile_is_named_with_the_end_read() {
+        let shipped = read_or_shipped(None).unwrap();
+        assert_eq!(shipped.name, Profile::shipped().name);
+        let name = shipped.name.clone();
+        assert_eq!(describe(shipped.clone(), End::Point), name);
+        assert_eq!(
+            describe(shipped.clone(), End::Low),
+            format!("{name} at low")
+        );
+        assert_eq!(describe(shipped, End::High), format!("{name} at high"));
+    }
 
     #[test]
     fn a_bad_file_says_file_line_column_and_what_to_do() {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use harness_core::judgement::SessionLabels;
+use harness_core::judge::SessionLabels;
 use harness_import::fs::{ImportReport, Prefilter};
 use harness_import::{Format, ImportedSession, Warning};
 use harness_report::fmt::count;
@@ -342,5 +342,4 @@ pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFil
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

@@ -46,11 +46,11 @@ pub fn binary() -> PathBuf {
 }
 
 /// Writes `items` as a judge dataset (`d.jsonl`, one item per line) in `dir`.
-pub fn write_dataset(dir: &Path, items: &[harness_core::judgement::Item]) -> PathBuf {
+pub fn write_dataset(dir: &Path, items: &[harness_core::judge::Item]) -> PathBuf {
     let data = dir.join("d.jsonl");
     let text: String = items
         .iter()
-        .map(|i| harness_core::judgement::to_line(i) + "\n")
+        .map(|i| harness_core::judge::to_line(i) + "\n")
         .collect();
     std::fs::write(&data, text).expect("write the dataset");
     data

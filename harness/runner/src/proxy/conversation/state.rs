@@ -9,8 +9,9 @@ use harness_wire::ItemKey;
 use super::{changes_files, read_only, Conversation, Edit, Place, Round};
 
 /// What a conversation keeps across a restart of the proxy (`cells/<cell>/state.json`): the
-/// units it has seen, the edits and cards to apply again, the turn. Its events come back from
-/// `events.jsonl`; the policy starts again with the context the edits give it.
+/// units it has seen, the edits and cards to apply again, the turn, what the policy remembers
+/// and whether it failed. Its events come back from `events.jsonl`; the policy is built again
+/// with the context the edits give it and what it remembered.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Saved {
     /// The cell.
@@ -39,6 +40,10 @@ pub(crate) struct Saved {
     /// [`Policy::saved_state`]: harness_core::policy::Policy::saved_state
     #[serde(default, skip_serializing_if = "Option::is_none")]
     policy: Option<serde_json::Value>,
+    /// Why the policy failed, when it did (an `exec:` process that crashed or answered out of
+    /// protocol, its `save` too): the conversation brought back stays failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failed: Option<String>,
     /// The breaker: refused policy calls of a turn (turn, count), and the turn it stopped.
     #[serde(default, skip_serializing_if = "is_zero")]
     rejected: (u32, usize),
@@ -78,8 +83,7 @@ pub(super) fn reference(prints: &[(String, u32)], context: &[Arc<Message>]) -> V
 
 /// A message's fingerprint: the sha256 of its JSON (its process-unique id is not in it).
 pub(super) fn fingerprint(m: &Message) -> String {
-    let json = serde_json::to_vec(m).unwrap_or_default();
-    harness_core::digest::sha256_hex(&json)
+    m.fingerprint()
 }
 
 /// A [`Round`] as `state.json` keeps it.
@@ -116,6 +120,11 @@ impl Saved {
     /// The turn in progress.
     pub(crate) fn turn(&self) -> u32 {
         self.turn
+    }
+
+    /// Why the policy failed before the state was written, if it did.
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
     }
 
     /// Only what routes requests to the conversation (cell, model, tools, keys): what the
@@ -155,6 +164,12 @@ impl Conversation {
             .map(|(k, m)| (hexes(k), (**m).clone()))
             .collect();
         cards.sort_by(|a, b| a.0.cmp(&b.0));
+        // Asked first: a policy process that answers its `save` out of protocol fails here, and
+        // the failure is kept with the rest. A policy that failed before is not asked.
+        let policy = match self.failed_before {
+            Some(_) => None,
+            None => self.driver.policy_state(),
+        };
         Saved {
             seen,
             edits: self
@@ -167,7 +182,8 @@ impl Conversation {
                 })
                 .collect(),
             cards,
-            policy: self.driver.policy_state(),
+            policy,
+            failed: self.policy_failed(),
             rejected: self.rejected,
             stopped: self.stopped,
             sent: self
@@ -226,7 +242,8 @@ impl Conversation {
             .collect();
         self.turn = saved.turn;
         self.branches = saved.branches;
-        if let Some(state) = &saved.policy {
+        self.failed_before = saved.failed.clone();
+        if let (Some(state), None) = (&saved.policy, &saved.failed) {
             self.driver.restore_policy_state(state);
         }
         self.rejected = saved.rejected;

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use super::*;
 
-const SESSION: &str = include_str!("../../../replay/fixtures/claude-code/five-turns.jsonl");
+const SESSION: &str = include_str!("../../../../replay/fixtures/claude-code/five-turns.jsonl");
 
 /// What a sink was told.
 type Said = RefCell<Vec<String>>;

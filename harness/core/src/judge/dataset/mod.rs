@@ -35,9 +35,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::baseline::{self as judge, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::context::{Context, TurnInfo};
 use crate::fold::{self, check_fold};
-use crate::judge::{self, is_open, CardPoint, Judge, LEXICAL_SHORT};
 use crate::message::{Message, MessageKind, Role, ToolCall};
 use crate::metrics::Price;
 use crate::policy::Policy;

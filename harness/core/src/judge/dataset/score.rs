@@ -51,7 +51,7 @@ pub struct ItemScore {
     pub(crate) folds: usize,
     /// No `fold_unit` call at all: the card was ignored.
     pub ignored: bool,
-    /// A text answer that is none of the accepted forms ([`crate::answer`]).
+    /// A text answer that is none of the accepted forms ([`crate::judge::AnswerMode::Text`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unparsable: bool,
 }
@@ -242,7 +242,7 @@ pub struct JudgedRecord {
     pub model: String,
     /// How the model was asked to answer (version 1 records: `tool`).
     #[serde(default)]
-    pub answer_mode: crate::answer::AnswerMode,
+    pub answer_mode: crate::judge::AnswerMode,
     /// Whether a grammar constrained the answer (text mode on a server that takes one).
     #[serde(default)]
     pub constrained: bool,
@@ -304,7 +304,7 @@ impl JudgedRecord {
         JudgedRecord {
             version: RECORD_VERSION,
             model: model.to_string(),
-            answer_mode: crate::answer::AnswerMode::Tool,
+            answer_mode: crate::judge::AnswerMode::Tool,
             constrained: false,
             item: item.id.clone(),
             source: item.source.clone(),
@@ -441,6 +441,6 @@ pub fn aggregate(model: &str, records: &[JudgedRecord]) -> Aggregate {
         l => (lat[l / 2 - 1] + lat[l / 2]) / 2.0,
     };
     a.cost = mine.iter().map(|r| r.cost).sum();
-    a.answer = crate::answer::answer_label(model, &mine);
+    a.answer = crate::judge::answer::answer_label(model, &mine);
     a
 }

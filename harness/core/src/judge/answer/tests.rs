@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::judgement::{build_item, Origin, Verdict, SOURCE_TASK};
+use crate::judge::dataset::{build_item, Origin, Verdict, SOURCE_TASK};
 use crate::message::ToolCall;
 
 /// An item at turn `current` of a session whose turns belong to `units`; each turn reads a
@@ -188,7 +188,7 @@ fn records_say_the_mode_and_the_table_counts_unparsable() {
     let line = serde_json::to_string(&records[2]).unwrap();
     assert!(line.contains("\"answer_mode\":\"text\""), "{line}");
     assert!(line.contains("\"unparsable\":true"), "{line}");
-    let a = crate::judgement::aggregate("openai:m", &records);
+    let a = crate::judge::dataset::aggregate("openai:m", &records);
     assert_eq!((a.items, a.exact, a.unparsable), (3, 1, 1));
     assert_eq!(a.answer, "text+grammar");
     // A tool-mode record keeps the default and shows no unparsable count.

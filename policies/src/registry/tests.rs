@@ -238,3 +238,103 @@ fn the_delegate_modifier_goes_on_any_policy_named_by_name() {
     let e = r.check("fodl+delegate").unwrap_err().to_string();
     assert!(e.contains("unknown policy `fodl+delegate`"), "{e}");
 }
+
+#[test]
+fn a_state_a_policy_cannot_read_is_ignored() {
+    use crate::view::testing::{context, output, Step::*};
+    use harness_core::policy::Plan;
+    let c = context(vec![
+        User("u1"),
+        Calls(vec![("shell", output(300)), ("read_file", output(300))]),
+        Close("done"),
+        User("u2"),
+        Calls(vec![("shell", output(300))]),
+    ]);
+    let as_json = |p: Plan| match p {
+        Plan::Send { messages, action } => {
+            let ms: Vec<&harness_core::message::Message> = messages.iter().map(|m| &**m).collect();
+            format!("{action:?} {}", serde_json::to_string(&ms).unwrap())
+        }
+        other => format!("{other:?}"),
+    };
+    let bad = [
+        serde_json::json!(null),
+        serde_json::json!("state"),
+        serde_json::json!({"cleared": 5, "files": "x", "input": [{"context": 3}], "last_tokens": -1}),
+        serde_json::json!({"cleared": ["not a fingerprint"], "forgotten": [], "forgotten_events": []}),
+    ];
+    let mut tried = 0;
+    for e in reg().entries() {
+        let Some(parsed) = [format!("{}:window=1000", e.name()), e.name().to_string()]
+            .iter()
+            .filter_map(|t| reg().parse(t).ok())
+            .find(|p| reg().build(p, 1000).is_ok())
+        else {
+            continue;
+        };
+        let mut fresh = reg().build(&parsed, 1000).unwrap();
+        let want = as_json(fresh.plan(&c, 10));
+        for state in &bad {
+            let mut p = reg().build(&parsed, 1000).unwrap();
+            p.restore_state(state);
+            assert_eq!(as_json(p.plan(&c, 10)), want, "{}: {state}", e.name());
+        }
+        tried += 1;
+    }
+    assert!(tried > 20, "{tried} policies tried");
+}
+
+#[test]
+fn policies_without_state_send_the_same_when_started_again() {
+    // The policies judged to keep nothing between requests that the context does not give back
+    // (no `saved_state`): started again before each request, with the context read again, each
+    // sends what it sent kept in memory, while acting more than once.
+    use crate::view::testing::{count, host, output, Run, Step, Step::*};
+    let session = |size: usize| -> Vec<Step> {
+        let mut steps = Vec::new();
+        for t in ["u1", "u2", "u3", "u4"] {
+            steps.push(User(t));
+            steps.push(Think(vec![("shell", output(size))]));
+            steps.push(Calls(vec![
+                ("read_file", output(size)),
+                ("grep", output(size)),
+            ]));
+            steps.push(Think(vec![("shell", output(size))]));
+            steps.push(Close("done"));
+        }
+        steps
+    };
+    let cases: [(&str, usize, &[&str]); 16] = [
+        ("none", 100, &[]),
+        ("trim", 100, &["trimmed"]),
+        ("compact:window=1200", 100, &["compact false"]),
+        ("clear-tool-uses:trigger=1000,keep=1", 100, &["cleared"]),
+        ("clear-thinking:keep=1", 100, &["cleared the thinking"]),
+        ("anthropic-compaction:trigger=50000", 6000, &["compact false"]),
+        (
+            "codex:model_context_window=2000,model_auto_compact_token_limit=700,tool_output_token_limit=20",
+            100,
+            &["compact false", "truncated"],
+        ),
+        ("aider:max_chat_history_tokens=600", 100, &["compact false"]),
+        ("swe-agent:n=2", 100, &["elided"]),
+        ("swe-agent:n=2,polling=3", 100, &["elided"]),
+        ("observation-masking:attention_window=3", 100, &["masked"]),
+        ("observation-masking:attention_window=3,view=foldbench", 100, &["masked"]),
+        ("recent:max_events=8", 100, &["left out"]),
+        ("llm-summarizing:max_size=8", 100, &["compact false"]),
+        ("hybrid:window=2,summarize_every=3,keep_last=2", 100, &["compact false", "elided"]),
+        ("swe-agent:n=2|compact:window=500", 100, &["compact false", "elided"]),
+    ];
+    for (spec, size, acted) in cases {
+        let kept = host(spec, session(size), Run::Kept);
+        for word in acted {
+            assert!(count(&kept, word) >= 2, "{spec} {word}: {kept:#?}");
+        }
+        let again = host(spec, session(size), Run::Restarted);
+        for (i, (a, b)) in kept.iter().zip(&again).enumerate() {
+            assert_eq!(a, b, "{spec}: request {i} differs started again");
+        }
+        assert_eq!(kept.len(), again.len());
+    }
+}

@@ -1,9 +1,9 @@
 //! The boundary-judgement tables (docs/judge.md): models' scores side by side, the host's filter
 //! and the lexical rule per source. Pure: aggregates in, a [`Table`] out.
 
-use harness_core::judgement::{Aggregate, SourceStats};
+use harness_core::judge::{Aggregate, SourceStats};
 
-use crate::render::Table;
+use harness_report::render::Table;
 
 fn pct(part: usize, whole: usize) -> String {
     if whole == 0 {
@@ -19,6 +19,25 @@ fn count_pct(part: usize, whole: usize) -> String {
     } else {
         format!("{part} ({})", pct(part, whole))
     }
+}
+
+/// The titled tables `judge build` prints: the host's filter and the lexical rule per source.
+pub fn build_tables(stats: &[SourceStats]) -> Vec<(&'static str, Table)> {
+    vec![
+        ("The host's filter", filter_table(stats)),
+        (
+            "The lexical rule at labelled turn boundaries",
+            lexical_table(stats),
+        ),
+    ]
+}
+
+/// The titled tables `judge run` prints and its page shows: the scores, then
+/// [`build_tables`]'s.
+pub fn run_tables(aggs: &[Aggregate], stats: &[SourceStats]) -> Vec<(&'static str, Table)> {
+    let mut out = vec![("Boundary judgement", scores_table(aggs))];
+    out.extend(build_tables(stats));
+    out
 }
 
 /// The side-by-side table of models' scores.

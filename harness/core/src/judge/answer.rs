@@ -22,7 +22,7 @@
 //! else — `Fold 2-4`, `fold 2-4.`, `fold 2 - 4`, `fold 2-4, 6-7`, `fold 3`, a second line, a
 //! code fence — is **unparsable**: it is counted in its own column and never read as a fold or
 //! as `ignore`. A parsed answer is judged exactly as the same `fold_unit` calls would be
-//! ([`crate::judgement::judge_calls`], legality by [`crate::fold::check_fold`]); `ignore` is
+//! ([`crate::judge::judge_calls`], legality by [`crate::fold::check_fold`]); `ignore` is
 //! the ignored card.
 //!
 //! [`GRAMMAR`] is the same language as a llama.cpp GBNF grammar, sent on request to servers that
@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::dataset::{fold_calls, judge_calls, Item, Judged, JudgedRecord, BASELINES};
 use crate::context::Context;
-use crate::judgement::{fold_calls, judge_calls, Item, Judged, JudgedRecord, BASELINES};
 use crate::message::{Message, Role};
 use crate::request::Response;
 
@@ -77,7 +77,7 @@ and nothing else: `fold FROM-TO` with the first and last turn of the finished un
 an archive you can read back, and a result with the user's words and your closing message takes \
 their place. The turn in progress cannot be folded.";
 
-/// The text answer's language as a llama.cpp GBNF grammar: what `parse_text_answer` accepts,
+/// The text answer's language as a llama.cpp GBNF grammar: what `judge_text` parses,
 /// with turn numbers of at most four digits and no surrounding white space.
 pub const GRAMMAR: &str = r#"root ::= "ignore" | "fold " range (" and " range)*
 range ::= turn "-" turn
@@ -228,7 +228,8 @@ pub(crate) fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>>
 }
 
 /// The messages of a text-mode request: the item's context (tool outputs cut to `cap` when
-/// given) then the current user message with the text card, as a `plain_conversation`.
+/// given) then the current user message with the text card, as a plain conversation (tool calls
+/// written into the assistant's text, tool results as user text).
 pub fn text_request_messages(item: &Item, cap: Option<usize>) -> Vec<Arc<Message>> {
     let mut msgs = item.context_messages(cap);
     msgs.push(Message::user(

@@ -4,7 +4,7 @@ use super::*;
 use crate::error::{code_of, EXIT_OK, EXIT_USAGE};
 use clap::Parser;
 
-const SESSION: &str = include_str!("../../replay/fixtures/claude-code/five-turns.jsonl");
+const SESSION: &str = include_str!("../../../replay/fixtures/claude-code/five-turns.jsonl");
 
 #[derive(Parser)]
 struct R {

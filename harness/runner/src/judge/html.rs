@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use harness_core::judgement::{Item, JudgedRecord};
+use harness_core::judge::{Item, JudgedRecord};
 use harness_report::html::{cut, Block, Group, Page};
 use harness_report::render::Table;
 
