@@ -19,9 +19,9 @@ use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view;
 
 /// The policy's name.
 pub(crate) const NAME: &str = "aider";
@@ -92,7 +92,7 @@ impl Aider {
                 break;
             }
         }
-        let cuts = view::cuts(done);
+        let cuts = messages::cuts(done);
         while split > 1 && (done[split - 1].role != Role::Assistant || !cuts[split]) {
             split -= 1;
         }
@@ -160,7 +160,7 @@ impl Policy for Aider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{condense, context, output, policy, shape, Step::*};
+    use crate::messages::testing::{condense, context, output, policy, shape, Step::*};
 
     #[test]
     fn the_limit_is_a_sixteenth_of_the_window_between_1024_and_8192() {

@@ -20,12 +20,12 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::observation_masking::VIEWS;
 use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::recent;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "amortized";
@@ -190,12 +190,12 @@ impl Policy for Amortized {
             .cloned()
             .collect();
         let mut action = None;
-        if 1 + view::total_events(&view) > self.max_size {
+        if 1 + messages::total_events(&view) > self.max_size {
             if let Some((head_end, tail_start)) =
                 recent::window(&view, self.keep_first, self.max_size / 2)
             {
                 let gone: Vec<Arc<Message>> = view.drain(head_end..tail_start).collect();
-                action = Some(format!("forgot {} events", view::total_events(&gone)));
+                action = Some(format!("forgot {} events", messages::total_events(&gone)));
                 for m in &gone {
                     self.forgotten.insert(m, ());
                 }
@@ -210,7 +210,9 @@ impl Policy for Amortized {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
+    use crate::messages::testing::{
+        context, count, output, same_after_restores, sent, shape, Step::*,
+    };
     use harness_core::message::{Message, ToolCall};
     use serde_json::json;
 
@@ -247,7 +249,7 @@ mod tests {
     }
 
     /// Turns of calls, each closed: enough events for several cuts of `max_size=8`.
-    fn turns() -> Vec<crate::view::testing::Step> {
+    fn turns() -> Vec<crate::messages::testing::Step> {
         let mut steps = Vec::new();
         for t in ["u1", "u2", "u3"] {
             steps.push(User(t));

@@ -155,7 +155,7 @@ impl Policy for AnthropicCompaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, policy, shape, Step::*};
+    use crate::messages::testing::{context, output, policy, shape, Step::*};
 
     #[test]
     fn the_block_replaces_everything_before_it_past_the_trigger() {

@@ -19,9 +19,9 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::compact::compactable;
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "claude-code";
@@ -175,7 +175,7 @@ impl ClaudeCode {
             .messages
             .iter()
             .filter(|m| {
-                view::is_result(m)
+                messages::is_result(m)
                     && !self.cleared.contains(m.id)
                     && m.tool_name.as_deref().is_some_and(is_cleared)
             })
@@ -248,7 +248,9 @@ impl Policy for ClaudeCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
+    use crate::messages::testing::{
+        context, count, output, same_after_restores, sent, shape, Step::*,
+    };
 
     fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()

@@ -14,9 +14,9 @@ use harness_core::message::{Message, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::Memo;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::Memo;
 
 /// The policy's name.
 pub(crate) const NAME: &str = "clear-thinking";
@@ -118,7 +118,7 @@ impl Policy for ClearThinking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{policy, sent};
+    use crate::messages::testing::{policy, sent};
 
     #[test]
     fn keeps_the_thinking_of_the_last_turns_only() {

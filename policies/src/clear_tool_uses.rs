@@ -16,9 +16,9 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "clear-tool-uses";
@@ -107,9 +107,12 @@ impl Policy for ClearToolUses {
         if u64::from(prefix_tokens) + ctx.tokens() <= self.trigger {
             return unchanged();
         }
-        let uses: Vec<view::ToolUse> = view::tool_uses(&ctx.messages)
+        let uses: Vec<messages::ToolUse> = messages::tool_uses(&ctx.messages)
             .into_iter()
-            .filter(|u| u.result.is_some_and(|r| view::is_result(&ctx.messages[r])))
+            .filter(|u| {
+                u.result
+                    .is_some_and(|r| messages::is_result(&ctx.messages[r]))
+            })
             .collect();
         let old = uses.len().saturating_sub(self.keep);
         let mut out = ctx.messages.clone();
@@ -155,7 +158,7 @@ impl Policy for ClearToolUses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     fn run(spec: &str, ctx: &Context) -> Vec<Arc<Message>> {
         let spec = crate::parse_policy(spec).unwrap();

@@ -20,9 +20,9 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::compact::compactable;
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "codex";
@@ -133,7 +133,7 @@ impl Policy for Codex {
             .messages
             .iter()
             .map(|m| {
-                if !view::is_result(m) || (m.text.len() as u64) <= bytes {
+                if !messages::is_result(m) || (m.text.len() as u64) <= bytes {
                     return Arc::clone(m);
                 }
                 let new = self.memo.get(m, 10, |m| match truncate(&m.text, budget) {
@@ -194,7 +194,7 @@ impl Policy for Codex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()

@@ -26,9 +26,9 @@ use harness_core::session::ARCHIVE_DIR;
 use crate::compact::compactable;
 use crate::error::ParamError;
 use crate::gemini_cli::SHELL_TOOLS;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "cursor";
@@ -108,7 +108,7 @@ impl Cursor {
         format!(
             "The output of `{}` is long ({} lines, {} tokens) and was written to {path}. Read the part you need from that file (its end with `tail`, a match with `grep`).",
             m.tool_name.as_deref().unwrap_or("the tool"),
-            view::lines(&m.text),
+            messages::lines(&m.text),
             m.tokens
         )
     }
@@ -179,7 +179,7 @@ impl Policy for Cursor {
                 .tool_name
                 .as_deref()
                 .is_some_and(|t| SHELL_TOOLS.contains(&t));
-            if !view::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
+            if !messages::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
                 continue;
             }
             let asked = |a: &Option<(u64, String)>| a.as_ref().is_some_and(|(id, _)| *id == m.id);
@@ -281,7 +281,7 @@ impl Policy for Cursor {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, shape, Step::*,
     };
     use harness_core::message::{Message, MessageKind};

@@ -28,9 +28,9 @@ use harness_core::session::ARCHIVE_DIR;
 use serde_json::json;
 
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "gemini-cli";
@@ -220,7 +220,7 @@ impl GeminiCli {
         let mut used = 0.0;
         let mut out = Vec::new();
         for (i, m) in messages.iter().enumerate().rev() {
-            if !view::is_result(m) {
+            if !messages::is_result(m) {
                 continue;
             }
             let t = estimate(&m.text);
@@ -376,7 +376,7 @@ impl Policy for GeminiCli {
         let mut out = Vec::new();
         let max = self.output_threshold_now();
         for m in &ctx.messages {
-            if !view::is_result(m) || self.recorded.contains(m.id) {
+            if !messages::is_result(m) || self.recorded.contains(m.id) {
                 continue;
             }
             let shell = m
@@ -479,7 +479,7 @@ impl Policy for GeminiCli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, Step::*,
     };
 

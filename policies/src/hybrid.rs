@@ -25,10 +25,10 @@ use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::swe_agent::SweAgent;
-use crate::view;
 
 /// The policy's name.
 pub(crate) const NAME: &str = "hybrid";
@@ -102,8 +102,8 @@ impl Hybrid {
         if steps.len() <= self.keep_last {
             return None;
         }
-        let cuts = view::cuts(messages);
-        let cut = view::next_cut(&cuts, steps[steps.len() - self.keep_last]);
+        let cuts = messages::cuts(messages);
+        let cut = messages::next_cut(&cuts, steps[steps.len() - self.keep_last]);
         (cut > steps[0]).then_some(cut)
     }
 
@@ -179,7 +179,7 @@ impl Policy for Hybrid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{condense, context, output, policy, sent, shape, Step::*};
+    use crate::messages::testing::{condense, context, output, policy, sent, shape, Step::*};
 
     fn five_steps() -> Context {
         context(vec![

@@ -28,9 +28,9 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::clear_thinking::without_thinking;
 use crate::error::ParamError;
+use crate::messages::{Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{Marks, Memo};
 
 /// The Edit strategy's name.
 pub(crate) const EDIT: &str = "inspect-edit";
@@ -627,7 +627,7 @@ impl Policy for InspectAi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, shape, Step, Step::*,
     };
 

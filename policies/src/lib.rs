@@ -55,6 +55,7 @@ mod gemini_cli;
 mod hybrid;
 mod inspect_ai;
 mod llm_summarizing;
+mod messages;
 pub mod none;
 mod observation_masking;
 mod openhands;
@@ -65,7 +66,6 @@ pub mod registry;
 mod swe_agent;
 pub mod sweep;
 mod trim;
-mod view;
 
 use harness_core::policy::Policy;
 

@@ -15,10 +15,10 @@ use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "observation-masking";
@@ -99,19 +99,19 @@ impl Policy for ObservationMasking {
                 action: (masked > 0).then(|| format!("masked {masked} observations")),
             };
         }
-        let total = 1 + view::total_events(&ctx.messages);
+        let total = 1 + messages::total_events(&ctx.messages);
         let first_kept = total.saturating_sub(self.window);
         let mut out = Vec::with_capacity(ctx.messages.len());
         let mut at = 1; // the system prompt is event 0
         let mut masked = 0;
         for m in &ctx.messages {
-            if at < first_kept && view::is_result(m) {
+            if at < first_kept && messages::is_result(m) {
                 out.push(self.memo.cleared(m, MASK));
                 masked += 1;
             } else {
                 out.push(std::sync::Arc::clone(m));
             }
-            at += view::events(m);
+            at += messages::events(m);
         }
         Plan::Send {
             messages: out,
@@ -122,7 +122,7 @@ impl Policy for ObservationMasking {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn masks_observations_before_the_attention_window() {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use harness_core::message::{Message, MessageKind, Role};
 
-use crate::view::Memo;
+use crate::messages::Memo;
 
 /// What a masked observation says.
 pub(crate) const MASK: &str = "<MASKED>";
@@ -181,7 +181,7 @@ fn masked(m: &Arc<Message>, memo: &mut Memo, after_user: bool) -> Arc<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, shape, Step::*};
+    use crate::messages::testing::{context, output, shape, Step::*};
 
     #[test]
     fn a_response_waits_for_every_result_and_masked_ones_become_user_messages() {

@@ -255,7 +255,7 @@ impl Policy for Pipeline {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn steps_apply_in_order_and_write_canonically() {

@@ -18,11 +18,11 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::observation_masking::VIEWS;
 use crate::openhands;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "recent";
@@ -88,18 +88,18 @@ pub(crate) fn window(
     keep_first: usize,
     max_events: usize,
 ) -> Option<(usize, usize)> {
-    let total = 1 + view::total_events(messages);
+    let total = 1 + messages::total_events(messages);
     if total <= max_events {
         return None;
     }
-    let cuts = view::cuts(messages);
+    let cuts = messages::cuts(messages);
     // Context events start at 1: head event k is messages' event k - 1.
     let head_end = match keep_first {
         0 | 1 => 0,
-        k => view::next_cut(&cuts, view::index_of_event(messages, k - 2) + 1),
+        k => messages::next_cut(&cuts, messages::index_of_event(messages, k - 2) + 1),
     };
     let tail_first = total - (max_events - keep_first);
-    let tail_start = view::next_cut(&cuts, first_message_at_or_after(messages, tail_first - 1));
+    let tail_start = messages::next_cut(&cuts, first_message_at_or_after(messages, tail_first - 1));
     (tail_start > head_end).then_some((head_end, tail_start))
 }
 
@@ -130,7 +130,7 @@ fn first_message_at_or_after(messages: &[Arc<Message>], event: usize) -> usize {
         if at >= event {
             return i;
         }
-        at += view::events(m);
+        at += messages::events(m);
     }
     messages.len()
 }
@@ -168,7 +168,7 @@ impl Policy for Recent {
         };
         let mut out: Vec<Arc<Message>> = ctx.messages[..head_end].to_vec();
         out.extend(ctx.messages[tail_start..].iter().cloned());
-        let left = view::total_events(&ctx.messages[head_end..tail_start]);
+        let left = messages::total_events(&ctx.messages[head_end..tail_start]);
         Plan::Send {
             messages: out,
             action: Some(format!("left out {left} events")),
@@ -178,7 +178,7 @@ impl Policy for Recent {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn keeps_the_head_and_the_tail_between_batches() {

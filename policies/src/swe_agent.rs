@@ -15,9 +15,9 @@ use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
 pub(crate) const NAME: &str = "swe-agent";
@@ -58,7 +58,7 @@ pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> 
     messages
         .iter()
         .map(|m| {
-            if view::is_result(m) {
+            if messages::is_result(m) {
                 return true;
             }
             if !m.is_human() {
@@ -75,7 +75,7 @@ pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> 
 pub(crate) fn elided(text: &str) -> String {
     format!(
         "Old environment output: ({} lines omitted)",
-        view::lines(text)
+        messages::lines(text)
     )
 }
 
@@ -133,7 +133,7 @@ impl Policy for SweAgent {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, sent, shape, Step::*};
+    use crate::messages::testing::{context, sent, shape, Step::*};
 
     #[test]
     fn elides_all_but_the_last_n_observations() {

@@ -31,7 +31,7 @@
 //!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
-//!   stated beside them; [`answer`]: the verdict a replay opens with and its cost–loss frontier.
+//!   stated beside them; [`headline`]: the verdict a replay opens with and its cost–loss frontier.
 //! - [`losses`]: after real compactions — what a recorded agent did in the calls after it lost
 //!   its context, against the base rate of windows with no loss — and the behaviour profile
 //!   measured from it.
@@ -58,10 +58,10 @@
 #![warn(unnameable_types)]
 
 mod analyze;
-pub mod answer;
 pub mod arms;
 pub mod caveats;
 pub mod engine;
+pub mod headline;
 pub mod hidden;
 mod labels;
 pub mod losses;

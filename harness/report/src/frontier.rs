@@ -43,7 +43,7 @@ impl Axes {
     /// requests among them) Σ× the baseline, lost facts per cell.
     pub fn run(baseline: &str) -> Axes {
         Axes {
-            cost: format!("cost: {} Σ× {baseline}", crate::answer::COST_WORDS),
+            cost: format!("cost: {} Σ× {baseline}", crate::headline::COST_WORDS),
             loss: "loss: lost facts/cell".into(),
         }
     }
@@ -51,7 +51,7 @@ impl Axes {
     /// The axes of a replay: tokens incl. recovery Σ× none, references gone per 100 responses.
     pub fn replay() -> Axes {
         Axes {
-            cost: format!("cost: {} Σ× none", crate::answer::COST_WORDS),
+            cost: format!("cost: {} Σ× none", crate::headline::COST_WORDS),
             loss: "loss: refs gone/100 resp".into(),
         }
     }

@@ -719,8 +719,8 @@ mod tests {
         assert_eq!(t.rows[0][col("Σ× none")], "1.00");
         let s = summarize(&rs);
         assert!((s[1].tokens_ratio_to_none.unwrap() - 5_100.0 / 10_100.0).abs() < 1e-12);
-        let (_, answers) = crate::answer::run_answers(&rs, None);
-        let lines = crate::answer::lines(&answers);
+        let (_, answers) = crate::headline::run_answers(&rs, None);
+        let lines = crate::headline::lines(&answers);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(
             lines[1].starts_with("trim: saves 50% [") && lines[1].contains(", med× 0.75;"),

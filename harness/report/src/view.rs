@@ -468,7 +468,7 @@ pub fn terminal(t: &Table, kind: Kind, view: View, width: usize) -> String {
     // Broken to the width like the other notes, its later lines indented.
     format!(
         "{text}\n{}",
-        crate::answer::wrap(&note, width, 2).join("\n")
+        crate::headline::wrap(&note, width, 2).join("\n")
     )
 }
 

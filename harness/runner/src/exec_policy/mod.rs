@@ -8,7 +8,7 @@
 //! `ExecPolicy` is one session (a cell; a session and policy in replay). A process that speaks
 //! protocol 2 serves one session after another, each opened and closed in turn, and waits in
 //! `pool` between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
-//! to the context since the last one (`view`), so the bytes sent grow linearly with the
+//! to the context since the last one (`mirror`), so the bytes sent grow linearly with the
 //! session. A process that does not start, exits, hangs past the per-answer time limit, writes
 //! a line that is not a message of the protocol or floods its output, or proposes an illegal
 //! splice, fails the policy: [`Policy::failed`] then gives the reason (the offending line and
@@ -22,11 +22,11 @@
 //! which outlive the session as protocol ids do not. A process that does not say so starts
 //! again from the context.
 
-mod answer;
+pub(crate) mod mirror;
 pub(crate) mod pool;
 mod process;
+mod reply;
 mod state;
-pub(crate) mod view;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -123,7 +123,7 @@ pub enum ExecError {
     },
 }
 
-pub(crate) use answer::ProtocolError;
+pub(crate) use reply::ProtocolError;
 
 /// The text after `exec:`: options, then the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -432,8 +432,8 @@ struct Inner {
     /// The state the process last gave (`save`) or took (`restore`), while no other request
     /// was made since: asked again only after the process was.
     state: Option<Option<Value>>,
-    view: view::View,
-    memo: answer::Memo,
+    mirror: mirror::Mirror,
+    memo: reply::Memo,
     /// The result text the process gave each splice it proposed, by range.
     texts: HashMap<(u32, u32), Option<String>>,
     log: Option<std::fs::File>,
@@ -459,8 +459,8 @@ impl ExecPolicy {
             filters_workspace_tools: false,
             saves_state: false,
             state: None,
-            view: view::View::default(),
-            memo: answer::Memo::default(),
+            mirror: mirror::Mirror::default(),
+            memo: reply::Memo::default(),
             texts: HashMap::new(),
             log,
         };
@@ -646,8 +646,8 @@ impl Inner {
             .get("filters_workspace_tools")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        self.saves_state = answer::saves_state(v)?;
-        self.view.send_fingerprints(self.saves_state);
+        self.saves_state = reply::saves_state(v)?;
+        self.mirror.send_fingerprints(self.saves_state);
         Ok(())
     }
 
@@ -690,7 +690,7 @@ impl Inner {
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
         self.log_line("< ", &text);
-        match answer::check(&bytes, id, kind, expect) {
+        match reply::check(&bytes, id, kind, expect) {
             Ok(v) => Some((v, text)),
             Err(e) => {
                 self.fail(harness_core::one_line(&e), Some(&text));
@@ -807,7 +807,7 @@ impl Inner {
     }
 
     fn context(&mut self, ctx: &Context) -> Value {
-        self.view.delta(ctx)
+        self.mirror.delta(ctx)
     }
 }
 
@@ -825,7 +825,7 @@ impl Policy for ExecPolicy {
         let context = s.context(ctx);
         let fields = json!({"turn": ctx.turn, "prefix_tokens": prefix_tokens, "context": context});
         let (v, line) = s.ask("card", fields, &["card"])?;
-        match answer::card(&v) {
+        match reply::card(&v) {
             Ok(c) => c,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -845,7 +845,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("plan", fields, &["send", "compact"]) else {
             return fallback();
         };
-        match answer::plan(&v, ctx, &mut s.memo) {
+        match reply::plan(&v, ctx, &mut s.memo) {
             Ok(p) => p,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -877,7 +877,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("tool", fields, &["tool_reply"]) else {
             return failed();
         };
-        match answer::tool_reply(&v) {
+        match reply::tool_reply(&v) {
             Ok(r) => r,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -909,7 +909,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("end_turn", fields, &["splices"]) else {
             return Vec::new();
         };
-        match answer::splices(&v, ctx) {
+        match reply::splices(&v, ctx) {
             Ok(list) => list
                 .into_iter()
                 .map(|(splice, text)| {

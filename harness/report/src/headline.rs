@@ -13,7 +13,7 @@
 //! at the low and high ends of the profile's intervals.
 //!
 //! ```
-//! use harness_report::answer::{Answer, lines};
+//! use harness_report::headline::{Answer, lines};
 //! use harness_report::verdict::Estimate;
 //! let a = Answer {
 //!     arm: "fold".into(),

@@ -61,7 +61,7 @@ pub(crate) fn category(call: &ToolCall) -> &'static str {
 
 /// The view the process holds: foldbench's message ids in order, and their protocol ids.
 #[derive(Debug, Default)]
-pub(crate) struct View {
+pub(crate) struct Mirror {
     /// [`Message::id`]s of the process's view, in order.
     ids: Vec<u64>,
     /// Protocol id of each message sent, by [`Message::id`].
@@ -73,7 +73,7 @@ pub(crate) struct View {
     fingerprints: bool,
 }
 
-impl View {
+impl Mirror {
     /// Gives each message sent from now on its `fingerprint` ([`Message::fingerprint`]): for a
     /// process that saves its state, which names messages by it, as their ids do not outlive
     /// the session.
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn appends_are_sent_once_and_an_edit_refers_to_what_follows_it() {
         let mut ctx = Context::default();
-        let mut v = View::default();
+        let mut v = Mirror::default();
         ctx.push(Message::user(1, "a", None));
         ctx.push(Message::assistant(1, "b", vec![]));
         let d = v.delta(&ctx);
@@ -181,9 +181,9 @@ mod tests {
         let mut ctx = Context::default();
         let m = Message::user(1, "a", None);
         ctx.push(Arc::clone(&m));
-        let d = View::default().delta(&ctx);
+        let d = Mirror::default().delta(&ctx);
         assert!(d["append"][0].get("fingerprint").is_none(), "not unasked");
-        let mut v = View::default();
+        let mut v = Mirror::default();
         v.send_fingerprints(true);
         let d = v.delta(&ctx);
         assert_eq!(d["append"][0]["fingerprint"], m.fingerprint());

@@ -15,9 +15,9 @@
 //! stay in the policy table.
 
 use harness_core::behaviour::End;
-use harness_report::answer::Answer;
 use harness_report::fmt::count;
 use harness_report::frontier::{self, Point};
+use harness_report::headline::Answer;
 use harness_report::verdict::{self, Estimate, Pair};
 use serde::Serialize;
 
@@ -405,11 +405,11 @@ pub fn block(answers: &[Answer], sessions: &str, profile: &str, width: usize) ->
     }
     let heading = format!(
         "{} ({sessions})",
-        harness_report::answer::replay_heading(profile)
+        harness_report::headline::replay_heading(profile)
     );
-    let mut out = harness_report::answer::wrap(&heading, width, 2);
-    for l in harness_report::answer::lines(answers) {
-        out.extend(harness_report::answer::wrap(&format!("  {l}"), width, 6));
+    let mut out = harness_report::headline::wrap(&heading, width, 2);
+    for l in harness_report::headline::lines(answers) {
+        out.extend(harness_report::headline::wrap(&format!("  {l}"), width, 6));
     }
     out
 }
