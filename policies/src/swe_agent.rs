@@ -178,7 +178,6 @@ mod tests {
             args: serde_json::Value::Null,
         };
         let mut c = harness_core::context::Context::default();
-        c.turn = 1;
         for m in [
             Message::user(1, "fix it", None),
             // Codex's injected context: after the prompt, and after a tool result.
