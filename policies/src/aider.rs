@@ -7,10 +7,13 @@
 //! and swaps the summary in when the next message is sent: the newest done messages under half
 //! the limit stay (the kept part starts after an answer), the older ones become one user
 //! message `I spoke to you previously about a number of things.` and the summary, and `Ok.`
-//! from the assistant ends the done messages when they do not end with an answer. foldbench asks the summary
-//! at the next turn's first request, as `compact` asks it, and cuts only between tool batches
-//! (Aider's history has no tool calls); Aider's further rounds when summary and tail are still
-//! over the limit are not made.
+//! from the assistant ends the done messages when they do not end with an answer. The summariser
+//! is given only the oldest of the older messages whose running total stays within the model's
+//! input limit less 512 (`summarize_real`'s `keep`, since aider-chat 0.86): the ones between
+//! them and the kept part are neither summarised nor kept. foldbench asks the summary at the
+//! next turn's first request, as `compact` asks it, and cuts only between tool batches (Aider's
+//! history has no tool calls); Aider's further rounds when summary and tail are still over the
+//! limit are not made.
 
 use std::sync::Arc;
 
@@ -31,6 +34,9 @@ pub(crate) const SUMMARY_PREFIX: &str = "I spoke to you previously about a numbe
 
 /// Aider's answer after a summary.
 pub(crate) const OK: &str = "Ok.";
+
+/// What Aider keeps free of the summarising model's input limit (`model_max_input_tokens -= 512`).
+pub const SUMMARY_BUFFER: u64 = 512;
 
 /// Aider's default limit for a model's input limit: `min(max(input / 16, 1024), 8192)`.
 pub(crate) fn default_limit(window: u64) -> u64 {
@@ -102,6 +108,30 @@ impl Aider {
         }
         Some(split)
     }
+
+    /// Of the older messages `[0, split)`, how many the summariser is given: the oldest whose
+    /// running total stays within the window less [`SUMMARY_BUFFER`] (Aider stops at the first
+    /// message that passes it), cut back to a boundary between tool batches. A first message
+    /// larger than that alone leaves the whole head (Aider would summarise nothing).
+    pub fn summarised(&self, messages: &[Arc<Message>], split: usize) -> usize {
+        let cap = self.window.saturating_sub(SUMMARY_BUFFER);
+        let mut total = 0;
+        let Some(mut end) = messages[..split].iter().position(|m| {
+            total += u64::from(m.tokens);
+            total > cap
+        }) else {
+            return split;
+        };
+        let cuts = messages::cuts(&messages[..split]);
+        while end > 0 && !cuts[end] {
+            end -= 1;
+        }
+        if end == 0 {
+            split
+        } else {
+            end
+        }
+    }
 }
 
 impl Policy for Aider {
@@ -134,7 +164,8 @@ impl Policy for Aider {
             return ctx.messages.clone();
         };
         let split = self.split(&ctx.messages, at).unwrap_or(at);
-        ctx.messages[..split].to_vec()
+        let end = self.summarised(&ctx.messages, split);
+        ctx.messages[..end].to_vec()
     }
 
     fn apply_compaction(&mut self, ctx: &mut Context, summary: Arc<Message>) {
@@ -186,5 +217,24 @@ mod tests {
         assert_eq!(shape(&input), "uarcuarc");
         assert_eq!(shape(&c.messages), "suarcuarcu");
         assert!(c.messages[0].text.starts_with(SUMMARY_PREFIX));
+    }
+
+    #[test]
+    fn the_summariser_is_given_the_oldest_messages_within_the_window_less_512() {
+        let mut steps = Vec::new();
+        for _ in 0..4 {
+            steps.push(User("u"));
+            steps.push(Calls(vec![("read_file", output(300))]));
+            steps.push(Close("done"));
+        }
+        steps.push(User("next"));
+        // A 1,000-token window less 512 holds the first turn (about 330 tokens) and the second
+        // turn's prompt, not its output: the summariser reads those, the rest of the second
+        // turn is dropped (the call goes with its result: a cut between tool batches).
+        let mut c = context(steps);
+        let mut p = policy("aider:max_chat_history_tokens=1000,window=1000");
+        let input = condense(p.as_mut(), &mut c);
+        assert_eq!(shape(&input), "uarcu");
+        assert_eq!(shape(&c.messages), "suarcuarcu");
     }
 }

@@ -114,20 +114,28 @@ impl Cursor {
     }
 
     fn view(&mut self, ctx: &Context) -> Vec<Arc<Message>> {
+        self.view_with(ctx, &HashMap::new())
+    }
+
+    /// The request with the outputs in files, and those in `pending` (being written), as
+    /// pointers.
+    fn view_with(&mut self, ctx: &Context, pending: &HashMap<u64, String>) -> Vec<Arc<Message>> {
         self.files.resolve(&ctx.messages);
         ctx.messages
             .iter()
-            .map(|m| match self.files.get(m.id) {
-                Some(path) => {
-                    let text = Cursor::pointer(m, path);
-                    self.memo.get(m, 60, |m| {
-                        let mut c = m.clone();
-                        c.text = text;
-                        c.sealed()
-                    })
-                }
-                None => Arc::clone(m),
-            })
+            .map(
+                |m| match self.files.get(m.id).or_else(|| pending.get(&m.id)) {
+                    Some(path) => {
+                        let text = Cursor::pointer(m, path);
+                        self.memo.get(m, 60, |m| {
+                            let mut c = m.clone();
+                            c.text = text;
+                            c.sealed()
+                        })
+                    }
+                    None => Arc::clone(m),
+                },
+            )
             .collect()
     }
 
@@ -207,8 +215,15 @@ impl Policy for Cursor {
                 bytes: m.text.clone().into_bytes(),
             });
         }
-        // A summary is due: the history it replaces goes to a file first.
-        let messages = self.view(ctx);
+        // A summary is due: the history it replaces goes to a file first. The outputs asked
+        // above count as their pointers (they are in files before the request is made), so a
+        // long output that goes to a file does not also bring a summary and its history file.
+        let pending: HashMap<u64, String> = self
+            .asked
+            .iter()
+            .filter_map(|(p, asked)| asked.as_ref().map(|(id, _)| (*id, p.clone())))
+            .collect();
+        let messages = self.view_with(ctx, &pending);
         let due =
             Cursor::tokens(self.prefix, &messages) as f64 > self.threshold * self.window as f64;
         if due && compactable(ctx) {
@@ -362,5 +377,21 @@ mod tests {
         );
         assert_eq!(m[3].text, c.messages[3].text);
         assert_eq!(shape(&m), "uarr");
+    }
+
+    #[test]
+    fn an_output_going_to_a_file_brings_no_history_file_when_its_pointer_is_under_the_threshold() {
+        let c = context(vec![
+            User("u"),
+            Calls(vec![("shell", output(5000))]),
+            Close("done"),
+            User("next"),
+        ]);
+        let mut p = policy("cursor:window=5000");
+        let files = p.offloads(&c);
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, [".foldbench/archive/tool-outputs/c1.txt"]);
+        p.offloaded(&files[0].path, true);
+        assert_eq!(shape(&sent(p.plan(&c, 0))), "uarcu", "no summary");
     }
 }

@@ -302,7 +302,9 @@ impl InspectAi {
                 out[i] = self.memo.get(&orig, 40, |m| {
                     let mut c = m.clone();
                     c.tool_calls.retain(|tc| !ids.contains(&tc.id));
-                    for n in &names {
+                    // inspect clears the uses in reverse order, so the lines of one
+                    // response's calls are appended last call first.
+                    for n in names.iter().rev() {
                         let line = format!(
                             "[Tool call: {n} (parameters and results removed from history)]"
                         );

@@ -5,13 +5,15 @@
 //! and never elides it; foldbench counts it the same way. Observations are tool results and,
 //! in the text-action format (commands in the assistant's text, each output the next user
 //! message of the turn, as mini-swe-agent's and SWE-agent's text parsers record them), the
-//! user messages of a turn after its first. With
+//! user messages of a turn after its first that answer an assistant message without calls (not
+//! the context a host adds to a turn as user messages, as Codex does). With
 //! `polling=P` the number elided is updated only every P observations, so the request stays the
 //! same (and cached) for P steps, keeping between `n` and `n + P - 1` observations.
 
 use std::sync::Arc;
 
 use harness_core::context::Context;
+use harness_core::message::Role;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
@@ -52,19 +54,25 @@ pub(crate) fn entry() -> Entry {
 }
 
 /// Which messages are observations (besides the instance template): tool results, and the user
-/// messages of a turn after its first (the text-action format's outputs).
+/// messages of a turn after its first that answer an assistant message without tool calls (the
+/// text-action format's outputs). A user message of the turn that follows the prompt, a tool
+/// result or another user message is context the host added (Codex's AGENTS.md instructions,
+/// skills and environment context, kept as user messages of the turn), not an output.
 pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
     let mut opened: Option<u32> = None;
+    let mut after_text_action = false;
     messages
         .iter()
         .map(|m| {
+            let answers = after_text_action;
+            after_text_action = m.role == Role::Assistant && m.tool_calls.is_empty();
             if messages::is_result(m) {
                 return true;
             }
             if !m.is_human() {
                 return false;
             }
-            let text_output = opened == Some(m.turn);
+            let text_output = opened == Some(m.turn) && answers;
             opened = Some(m.turn);
             text_output
         })
@@ -161,5 +169,33 @@ mod tests {
         let mut p = crate::build(&crate::parse_policy("swe-agent").unwrap(), 200_000).unwrap();
         let m = sent(p.plan(&c, 0));
         assert_eq!(m[2].text, "Old environment output: (3 lines omitted)");
+    }
+
+    #[test]
+    fn context_a_host_adds_to_a_turn_is_no_observation() {
+        use harness_core::message::{Message, ToolCall};
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "shell".into(),
+            args: serde_json::Value::Null,
+        };
+        let mut c = harness_core::context::Context::default();
+        for m in [
+            Message::user(1, "fix it", None),
+            // Codex's injected context: after the prompt, and after a tool result.
+            Message::user(1, "# AGENTS.md instructions for /repo\nbe brief", None),
+            Message::assistant(1, "", vec![call.clone()]),
+            Message::tool_result(1, &call, "a\nb", false),
+            Message::user(1, "<environment_context>cwd</environment_context>", None),
+            // A text action and its output.
+            Message::assistant(1, "ls", Vec::new()),
+            Message::user(1, "x\ny\nz", None),
+        ] {
+            c.push(m);
+        }
+        assert_eq!(
+            super::observations(&c.messages),
+            [false, false, false, true, false, false, true]
+        );
     }
 }
