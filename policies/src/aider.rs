@@ -22,36 +22,36 @@ use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view;
 
 /// The policy's name.
-pub const NAME: &str = "aider";
+pub(crate) const NAME: &str = "aider";
 
 /// The first line of Aider's summary message.
-pub const SUMMARY_PREFIX: &str = "I spoke to you previously about a number of things.\n";
+pub(crate) const SUMMARY_PREFIX: &str = "I spoke to you previously about a number of things.\n";
 
 /// Aider's answer after a summary.
-pub const OK: &str = "Ok.";
+pub(crate) const OK: &str = "Ok.";
 
 /// What Aider keeps free of the summarising model's input limit (`model_max_input_tokens -= 512`).
 pub const SUMMARY_BUFFER: u64 = 512;
 
 /// Aider's default limit for a model's input limit: `min(max(input / 16, 1024), 8192)`.
-pub fn default_limit(window: u64) -> u64 {
+pub(crate) fn default_limit(window: u64) -> u64 {
     (window / 16).clamp(1024, 8192)
 }
 
 /// Aider's chat-history summarising.
 #[derive(Debug)]
-pub struct Aider {
+pub(crate) struct Aider {
     limit: u64,
     window: u64,
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Aider::from_params(p, b.window)?)))
         .summary("Aider: past max_chat_history_tokens, the older finished turns summarised into one message")
         .source("Aider `ChatSummary` (`aider/history.py`, `max_chat_history_tokens`)")
@@ -61,7 +61,7 @@ pub fn entry() -> Entry {
 
 impl Aider {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Aider, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Aider, ParamError> {
         let window = p.take_u64("window")?.unwrap_or(window);
         Ok(Aider {
             limit: p
@@ -80,7 +80,7 @@ impl Aider {
 
     /// The done messages `[0, end)` are summarised up to `split` when over the limit: the
     /// newest of them under half the limit stay, from after an assistant message, at a cut.
-    pub fn split(&self, messages: &[Arc<Message>], end: usize) -> Option<usize> {
+    pub(crate) fn split(&self, messages: &[Arc<Message>], end: usize) -> Option<usize> {
         let done = &messages[..end];
         let total: u64 = done.iter().map(|m| u64::from(m.tokens)).sum();
         if total <= self.limit {
@@ -98,7 +98,7 @@ impl Aider {
                 break;
             }
         }
-        let cuts = view::cuts(done);
+        let cuts = messages::cuts(done);
         while split > 1 && (done[split - 1].role != Role::Assistant || !cuts[split]) {
             split -= 1;
         }
@@ -122,7 +122,7 @@ impl Aider {
         }) else {
             return split;
         };
-        let cuts = view::cuts(&messages[..split]);
+        let cuts = messages::cuts(&messages[..split]);
         while end > 0 && !cuts[end] {
             end -= 1;
         }
@@ -191,7 +191,7 @@ impl Policy for Aider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{condense, context, output, policy, shape, Step::*};
+    use crate::messages::testing::{condense, context, output, policy, shape, Step::*};
 
     #[test]
     fn the_limit_is_a_sixteenth_of_the_window_between_1024_and_8192() {

@@ -20,19 +20,19 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::observation_masking::VIEWS;
 use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::recent;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "amortized";
+pub(crate) const NAME: &str = "amortized";
 
 /// OpenHands' amortized forgetting.
 #[derive(Debug)]
-pub struct Amortized {
+pub(crate) struct Amortized {
     max_size: usize,
     keep_first: usize,
     /// Messages forgotten (`view=foldbench`), for good: state ([`Policy::saved_state`]).
@@ -54,7 +54,7 @@ struct AmortizedState {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(Amortized::from_params(p)?)))
         .summary("OpenHands: past max_size events the older half is forgotten, with no summary")
         .source("OpenHands `AmortizedForgettingCondenser`")
@@ -80,7 +80,7 @@ pub fn entry() -> Entry {
 
 impl Amortized {
     /// From `max_size` and `keep_first`.
-    pub fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<Amortized, ParamError> {
         let max_size = p.take_count("max_size")?.unwrap_or(100);
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
             ParamError::TooLarge {
@@ -190,12 +190,12 @@ impl Policy for Amortized {
             .cloned()
             .collect();
         let mut action = None;
-        if 1 + view::total_events(&view) > self.max_size {
+        if 1 + messages::total_events(&view) > self.max_size {
             if let Some((head_end, tail_start)) =
                 recent::window(&view, self.keep_first, self.max_size / 2)
             {
                 let gone: Vec<Arc<Message>> = view.drain(head_end..tail_start).collect();
-                action = Some(format!("forgot {} events", view::total_events(&gone)));
+                action = Some(format!("forgot {} events", messages::total_events(&gone)));
                 for m in &gone {
                     self.forgotten.insert(m, ());
                 }
@@ -210,7 +210,9 @@ impl Policy for Amortized {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
+    use crate::messages::testing::{
+        context, count, output, same_after_restores, sent, shape, Step::*,
+    };
     use harness_core::message::{Message, ToolCall};
     use serde_json::json;
 
@@ -247,7 +249,7 @@ mod tests {
     }
 
     /// Turns of calls, each closed: enough events for several cuts of `max_size=8`.
-    fn turns() -> Vec<crate::view::testing::Step> {
+    fn turns() -> Vec<crate::messages::testing::Step> {
         let mut steps = Vec::new();
         for t in ["u1", "u2", "u3"] {
             steps.push(User(t));

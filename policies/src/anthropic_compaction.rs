@@ -33,17 +33,17 @@ use crate::params::Params;
 use crate::registry::Entry;
 
 /// The policy's name.
-pub const NAME: &str = "anthropic-compaction";
+pub(crate) const NAME: &str = "anthropic-compaction";
 
 /// The API's default trigger, in input tokens.
-pub const DEFAULT_TRIGGER: u64 = 150_000;
+pub(crate) const DEFAULT_TRIGGER: u64 = 150_000;
 
 /// The smallest trigger the API accepts.
-pub const MIN_TRIGGER: u64 = 50_000;
+pub(crate) const MIN_TRIGGER: u64 = 50_000;
 
 /// Anthropic's server-side compaction.
 #[derive(Debug)]
-pub struct AnthropicCompaction {
+pub(crate) struct AnthropicCompaction {
     trigger: u64,
     pause: bool,
     on_demand: bool,
@@ -51,7 +51,7 @@ pub struct AnthropicCompaction {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(AnthropicCompaction::from_params(p)?)))
         .summary("Anthropic's server-side compaction: past the trigger, a summary replaces everything before it")
         .source("Anthropic Messages API compaction, `compact_20260112` (and on-demand `compaction: {type: summarize}`)")
@@ -63,7 +63,7 @@ pub fn entry() -> Entry {
 
 impl AnthropicCompaction {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params) -> Result<AnthropicCompaction, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<AnthropicCompaction, ParamError> {
         let trigger = p.take_u64("trigger")?.unwrap_or(DEFAULT_TRIGGER);
         if trigger < MIN_TRIGGER {
             return Err(ParamError::OutOfRange {
@@ -155,7 +155,7 @@ impl Policy for AnthropicCompaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, policy, shape, Step::*};
+    use crate::messages::testing::{context, output, policy, shape, Step::*};
 
     #[test]
     fn the_block_replaces_everything_before_it_past_the_trigger() {

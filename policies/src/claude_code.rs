@@ -19,12 +19,12 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::compact::compactable;
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "claude-code";
+pub(crate) const NAME: &str = "claude-code";
 
 /// What a microcompacted result says.
 pub const CLEARED: &str = "[Old tool result content cleared]";
@@ -32,7 +32,7 @@ pub const CLEARED: &str = "[Old tool result content cleared]";
 /// The tools whose results microcompaction clears besides foldbench's workspace tools (which do
 /// the same jobs; [`is_cleared`]): Claude Code's own (Read, Bash, Grep, Glob, WebSearch,
 /// WebFetch, Edit, Write) and the names recorded Codex sessions give them.
-pub const CLEARED_TOOLS: [&str; 11] = [
+pub(crate) const CLEARED_TOOLS: [&str; 11] = [
     "Read",
     "Bash",
     "Grep",
@@ -48,13 +48,13 @@ pub const CLEARED_TOOLS: [&str; 11] = [
 
 /// Whether microcompaction clears the results of the tool `name`: one of [`CLEARED_TOOLS`] or a
 /// workspace tool ([`harness_core::tools::TOOLS`]).
-pub fn is_cleared(name: &str) -> bool {
+pub(crate) fn is_cleared(name: &str) -> bool {
     CLEARED_TOOLS.contains(&name) || harness_core::tools::find(name).is_some()
 }
 
 /// Claude Code's microcompaction and auto-compaction.
 #[derive(Debug)]
-pub struct ClaudeCode {
+pub(crate) struct ClaudeCode {
     window: u64,
     output_reserve: u64,
     buffer: u64,
@@ -76,7 +76,7 @@ struct ClaudeCodeState {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| {
         Ok(Box::new(ClaudeCode::from_params(p, b.window)?))
     })
@@ -119,7 +119,7 @@ pub fn entry() -> Entry {
 
 impl ClaudeCode {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<ClaudeCode, ParamError> {
         let pct = p.take_f64("autocompact_pct")?;
         if pct.is_some_and(|x| x > 100.0) {
             return Err(ParamError::OutOfRange {
@@ -156,7 +156,7 @@ impl ClaudeCode {
     }
 
     /// The request size at which auto-compaction fires.
-    pub fn threshold(&self) -> u64 {
+    pub(crate) fn threshold(&self) -> u64 {
         let effective = self.window.saturating_sub(self.output_reserve);
         let threshold = effective.saturating_sub(self.buffer);
         match self.pct {
@@ -175,7 +175,7 @@ impl ClaudeCode {
             .messages
             .iter()
             .filter(|m| {
-                view::is_result(m)
+                messages::is_result(m)
                     && !self.cleared.contains(m.id)
                     && m.tool_name.as_deref().is_some_and(is_cleared)
             })
@@ -248,7 +248,9 @@ impl Policy for ClaudeCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, count, output, same_after_restores, sent, shape, Step::*};
+    use crate::messages::testing::{
+        context, count, output, same_after_restores, sent, shape, Step::*,
+    };
 
     fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()

@@ -14,16 +14,16 @@ use harness_core::message::{Message, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::Memo;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::Memo;
 
 /// The policy's name.
-pub const NAME: &str = "clear-thinking";
+pub(crate) const NAME: &str = "clear-thinking";
 
 /// Anthropic's thinking clearing.
 #[derive(Debug)]
-pub struct ClearThinking {
+pub(crate) struct ClearThinking {
     /// Thinking turns kept (`None`: all).
     keep: Option<usize>,
     /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
@@ -32,7 +32,7 @@ pub struct ClearThinking {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(ClearThinking::from_params(p)?)))
         .summary("Anthropic's context editing: thinking blocks of all but the last turns removed")
         .source("Anthropic context editing, `clear_thinking_20251015`")
@@ -45,7 +45,7 @@ pub fn entry() -> Entry {
 }
 
 /// `m` without its thinking (the same message on every request).
-pub fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
+pub(crate) fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
     memo.get(m, 30, |m| {
         let mut c = m.clone();
         c.thinking = None;
@@ -55,7 +55,7 @@ pub fn without_thinking(memo: &mut Memo, m: &Arc<Message>) -> Arc<Message> {
 
 /// The messages with the thinking of all but the last `keep` assistant messages that carry it
 /// removed (`None`: nothing removed); how many lost it.
-pub fn clear(
+pub(crate) fn clear(
     memo: &mut Memo,
     messages: &[Arc<Message>],
     keep: Option<usize>,
@@ -79,7 +79,7 @@ pub fn clear(
 
 impl ClearThinking {
     /// From `keep` (a number of thinking turns, or `all`).
-    pub fn from_params(p: &mut Params) -> Result<ClearThinking, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ClearThinking, ParamError> {
         let keep =
             match p.take_text("keep").as_deref() {
                 None => Some(1),
@@ -118,7 +118,7 @@ impl Policy for ClearThinking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{policy, sent};
+    use crate::messages::testing::{policy, sent};
 
     #[test]
     fn keeps_the_thinking_of_the_last_turns_only() {

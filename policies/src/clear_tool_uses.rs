@@ -16,20 +16,20 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "clear-tool-uses";
+pub(crate) const NAME: &str = "clear-tool-uses";
 
 /// The text of a cleared result: Anthropic does not publish the API's own, so this is the
 /// placeholder of LangChain's port of the strategy.
-pub const PLACEHOLDER: &str = "[cleared]";
+pub(crate) const PLACEHOLDER: &str = "[cleared]";
 
 /// Anthropic's tool-result clearing.
 #[derive(Debug)]
-pub struct ClearToolUses {
+pub(crate) struct ClearToolUses {
     trigger: u64,
     keep: usize,
     clear_at_least: u64,
@@ -42,7 +42,7 @@ pub struct ClearToolUses {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(ClearToolUses::from_params(p)?)))
         .summary("Anthropic's context editing: old tool results replaced by a placeholder above an input-token trigger")
         .source("Anthropic context editing, `clear_tool_uses_20250919`")
@@ -56,7 +56,7 @@ pub fn entry() -> Entry {
 
 impl ClearToolUses {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params) -> Result<ClearToolUses, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ClearToolUses, ParamError> {
         Ok(ClearToolUses {
             trigger: p.take_u64("trigger")?.unwrap_or(100_000),
             keep: usize::try_from(p.take_u64("keep")?.unwrap_or(3))
@@ -107,9 +107,12 @@ impl Policy for ClearToolUses {
         if u64::from(prefix_tokens) + ctx.tokens() <= self.trigger {
             return unchanged();
         }
-        let uses: Vec<view::ToolUse> = view::tool_uses(&ctx.messages)
+        let uses: Vec<messages::ToolUse> = messages::tool_uses(&ctx.messages)
             .into_iter()
-            .filter(|u| u.result.is_some_and(|r| view::is_result(&ctx.messages[r])))
+            .filter(|u| {
+                u.result
+                    .is_some_and(|r| messages::is_result(&ctx.messages[r]))
+            })
             .collect();
         let old = uses.len().saturating_sub(self.keep);
         let mut out = ctx.messages.clone();
@@ -155,7 +158,7 @@ impl Policy for ClearToolUses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     fn run(spec: &str, ctx: &Context) -> Vec<Arc<Message>> {
         let spec = crate::parse_policy(spec).unwrap();

@@ -20,24 +20,25 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::compact::compactable;
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "codex";
+pub(crate) const NAME: &str = "codex";
 
 /// The user messages a compacted context keeps, newest first, in tokens.
-pub const USER_MESSAGES_TOKENS: u64 = 20_000;
+pub(crate) const USER_MESSAGES_TOKENS: u64 = 20_000;
 
 /// The line before the summary in a compacted context (Codex's says the same in other words).
-pub const SUMMARY_PREFIX: &str = "Another language model worked on this task before you and \
+pub(crate) const SUMMARY_PREFIX: &str =
+    "Another language model worked on this task before you and \
 wrote the summary below; the tools it used are in the state it left them. Build on that work \
 rather than repeating it. Its summary:";
 
 /// Codex's truncation of tool outputs and auto-compaction.
 #[derive(Debug)]
-pub struct Codex {
+pub(crate) struct Codex {
     window: u64,
     limit: u64,
     output_limit: u64,
@@ -47,7 +48,7 @@ pub struct Codex {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Codex::from_params(p, b.window)?)))
         .summary("Codex CLI: long tool outputs cut in the middle, a summary and the user's messages at 90% of the window")
         .source("OpenAI Codex CLI config and source (`model_auto_compact_token_limit`, `tool_output_token_limit`)")
@@ -59,7 +60,7 @@ pub fn entry() -> Entry {
 
 impl Codex {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Codex, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Codex, ParamError> {
         let window = p.take_u64("model_context_window")?.unwrap_or(window);
         let ninety = window / 10 * 9;
         let limit = p
@@ -75,13 +76,13 @@ impl Codex {
 }
 
 /// Codex's estimate of a text's tokens: its bytes over 4, rounded up.
-pub fn approx_tokens(text: &str) -> u64 {
+pub(crate) fn approx_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
 /// The token budget Codex records a tool output under: the limit with 20% added for
 /// serialisation, rounded up (`TruncationPolicy * 1.2`).
-pub fn recorded_budget(limit: u64) -> u64 {
+pub(crate) fn recorded_budget(limit: u64) -> u64 {
     (limit * 6).div_ceil(5)
 }
 
@@ -90,7 +91,7 @@ pub fn recorded_budget(limit: u64) -> u64 {
 /// half of the bytes, the tail the characters starting within the last half, and between them
 /// `…N tokens truncated…`, N the bytes over the budget over 4, rounded up. No new line is
 /// added around the marker.
-pub fn truncate(text: &str, budget: u64) -> Option<String> {
+pub(crate) fn truncate(text: &str, budget: u64) -> Option<String> {
     let bytes = usize::try_from(budget.saturating_mul(4)).unwrap_or(usize::MAX);
     if text.is_empty() || text.len() <= bytes && budget > 0 {
         return None;
@@ -132,7 +133,7 @@ impl Policy for Codex {
             .messages
             .iter()
             .map(|m| {
-                if !view::is_result(m) || (m.text.len() as u64) <= bytes {
+                if !messages::is_result(m) || (m.text.len() as u64) <= bytes {
                     return Arc::clone(m);
                 }
                 let new = self.memo.get(m, 10, |m| match truncate(&m.text, budget) {
@@ -193,7 +194,7 @@ impl Policy for Codex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()

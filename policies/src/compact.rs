@@ -9,7 +9,7 @@ use crate::params::Params;
 use crate::registry::Entry;
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new("compact", |p, b| {
         Ok(Box::new(Compact::from_params(p, b.window)?))
     })
@@ -26,14 +26,14 @@ pub fn entry() -> Entry {
 
 /// Compaction on the water level.
 #[derive(Debug)]
-pub struct Compact {
+pub(crate) struct Compact {
     threshold: f64,
     window: u64,
 }
 
 impl Compact {
     /// From `threshold` (default 0.9) and `window` (default: the model's).
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Compact, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Compact, ParamError> {
         let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
         if threshold > 1.0 {
             return Err(ParamError::OutOfRange {
@@ -49,7 +49,7 @@ impl Compact {
 }
 
 /// Whether a context is worth compacting: more than a summary and the current user message.
-pub fn compactable(ctx: &Context) -> bool {
+pub(crate) fn compactable(ctx: &Context) -> bool {
     ctx.messages.len() > 2
 }
 

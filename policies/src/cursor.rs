@@ -26,16 +26,16 @@ use harness_core::session::ARCHIVE_DIR;
 use crate::compact::compactable;
 use crate::error::ParamError;
 use crate::gemini_cli::SHELL_TOOLS;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "cursor";
+pub(crate) const NAME: &str = "cursor";
 
 /// Cursor-style dynamic context.
 #[derive(Debug)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     output_tokens: u64,
     threshold: f64,
     window: u64,
@@ -70,7 +70,7 @@ struct CursorState {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Cursor::from_params(p, b.window)?)))
         .summary("Cursor's dynamic context: long tool outputs to files with a pointer, the history to a file at a summary")
         .source("Cursor, \"Dynamic context discovery\" (blog post, 2026; no published code: foldbench's thresholds)")
@@ -81,7 +81,7 @@ pub fn entry() -> Entry {
 
 impl Cursor {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Cursor, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Cursor, ParamError> {
         let threshold = p.take_f64("threshold")?.unwrap_or(0.9);
         if threshold > 1.0 {
             return Err(ParamError::OutOfRange {
@@ -104,11 +104,11 @@ impl Cursor {
     }
 
     /// What stands for an output written to `path`.
-    pub fn pointer(m: &Message, path: &str) -> String {
+    pub(crate) fn pointer(m: &Message, path: &str) -> String {
         format!(
             "The output of `{}` is long ({} lines, {} tokens) and was written to {path}. Read the part you need from that file (its end with `tail`, a match with `grep`).",
             m.tool_name.as_deref().unwrap_or("the tool"),
-            view::lines(&m.text),
+            messages::lines(&m.text),
             m.tokens
         )
     }
@@ -187,7 +187,7 @@ impl Policy for Cursor {
                 .tool_name
                 .as_deref()
                 .is_some_and(|t| SHELL_TOOLS.contains(&t));
-            if !view::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
+            if !messages::is_result(m) || !shell || u64::from(m.tokens) <= self.output_tokens {
                 continue;
             }
             let asked = |a: &Option<(u64, String)>| a.as_ref().is_some_and(|(id, _)| *id == m.id);
@@ -296,7 +296,7 @@ impl Policy for Cursor {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, shape, Step::*,
     };
     use harness_core::message::{Message, MessageKind};

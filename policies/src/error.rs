@@ -116,7 +116,7 @@ pub enum PolicyError {
 impl PolicyError {
     /// Whether the message names its policy already (it begins `policy `), so that
     /// [`PolicyError::in_policy`] leaves it as it is.
-    pub fn names_policy(&self) -> bool {
+    pub(crate) fn names_policy(&self) -> bool {
         match self {
             PolicyError::Invalid(m) => m.starts_with("policy "),
             PolicyError::Sweep(e) => matches!(e, SweepError::TooManyArms { .. }),
@@ -140,7 +140,7 @@ impl PolicyError {
 
     /// The error as one of the policy `policy`'s: [`PolicyError::In`] unless it names its
     /// policy already.
-    pub fn in_policy(self, policy: &str) -> PolicyError {
+    pub(crate) fn in_policy(self, policy: &str) -> PolicyError {
         if self.names_policy() {
             self
         } else {

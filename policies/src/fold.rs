@@ -35,7 +35,7 @@ use crate::params::Params;
 use crate::registry::Entry;
 
 /// The registry entry of `fold` (`strategies: false`) or `fold+strategies`.
-pub fn entry(strategies: bool) -> Entry {
+pub(crate) fn entry(strategies: bool) -> Entry {
     let (name, summary) = if strategies {
         (
             "fold+strategies",
@@ -95,7 +95,7 @@ pub fn entry(strategies: bool) -> Entry {
 
 /// When cards are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Timing {
+pub(crate) enum Timing {
     /// As soon as a threshold is reached.
     Eager,
     /// Only when the request is above `pressure_tokens`.
@@ -113,7 +113,7 @@ struct ActiveMode {
 
 /// The fold policy, with or without strategies.
 #[derive(Debug)]
-pub struct Fold {
+pub(crate) struct Fold {
     strategies: bool,
     after_calls: usize,
     after_tokens: u64,
@@ -130,7 +130,7 @@ pub struct Fold {
 
 /// When an ignored card comes back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Repeat {
+pub(crate) enum Repeat {
     /// At every user message while the work since the last fold is over a threshold (the
     /// issue's reading: the count runs from the last fold).
     Turn,
@@ -140,7 +140,7 @@ pub enum Repeat {
 }
 
 /// The rules message of a strategy mode.
-pub fn mode_rules(mode: &str, goal: &str) -> String {
+pub(crate) fn mode_rules(mode: &str, goal: &str) -> String {
     let rules = match mode {
         "errand" => "Do only this task. Keep your report current with strategy_report (each call replaces the last). Call strategy_yield when you are done.",
         "triage" => "Work through the queue one item at a time; the user decides each item. Keep your report current with strategy_report. Call strategy_yield when the queue is empty.",
@@ -153,7 +153,11 @@ pub fn mode_rules(mode: &str, goal: &str) -> String {
 impl Fold {
     /// From `card_after_tool_calls`, `card_after_tokens`, `timing`, `pressure_tokens`, `window`,
     /// `card_repeat`, `card_quote`.
-    pub fn from_params(p: &mut Params, window: u64, strategies: bool) -> Result<Fold, ParamError> {
+    pub(crate) fn from_params(
+        p: &mut Params,
+        window: u64,
+        strategies: bool,
+    ) -> Result<Fold, ParamError> {
         let window = p.take_u64("window")?.unwrap_or(window);
         let timing = match p.take_choice("timing", &["eager", "pressure"])?.as_deref() {
             Some("pressure") => Timing::Pressure,

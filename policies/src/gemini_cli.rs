@@ -28,19 +28,19 @@ use harness_core::session::ARCHIVE_DIR;
 use serde_json::json;
 
 use crate::error::ParamError;
+use crate::messages::{self, Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Marks, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "gemini-cli";
+pub(crate) const NAME: &str = "gemini-cli";
 
 /// What the model says after the summary, in the compressed history.
-pub const ACK: &str = "Got it. Thanks for the additional context!";
+pub(crate) const ACK: &str = "Got it. Thanks for the additional context!";
 
 /// The tools whose output Gemini CLI truncates when it records it (its shell tool, and the
 /// names the same job has in foldbench's and recorded sessions).
-pub const SHELL_TOOLS: [&str; 6] = [
+pub(crate) const SHELL_TOOLS: [&str; 6] = [
     "run_shell_command",
     "shell",
     "Bash",
@@ -51,7 +51,7 @@ pub const SHELL_TOOLS: [&str; 6] = [
 
 /// Gemini CLI's truncation and compression.
 #[derive(Debug)]
-pub struct GeminiCli {
+pub(crate) struct GeminiCli {
     threshold: f64,
     preserve: f64,
     output_threshold: usize,
@@ -87,7 +87,7 @@ struct GeminiState {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(GeminiCli::from_params(p, b.window)?)))
         .summary("Gemini CLI: long shell outputs saved to files, the history compressed to a state snapshot at half the window")
         .source("Gemini CLI `chatCompressionService.ts` and tool output truncation (`model.compressionThreshold`, `truncateToolOutputThreshold`)")
@@ -100,7 +100,7 @@ pub fn entry() -> Entry {
 
 /// Gemini's token estimate: a quarter token per ASCII character, 1.5 per other (a quarter
 /// per character past 100,000).
-pub fn estimate(text: &str) -> f64 {
+pub(crate) fn estimate(text: &str) -> f64 {
     let n = text.chars().count();
     if n > 100_000 {
         return n as f64 / 4.0;
@@ -111,7 +111,7 @@ pub fn estimate(text: &str) -> f64 {
 }
 
 /// A number as `toLocaleString` writes it in English: thousands apart with commas.
-pub fn grouped(n: usize) -> String {
+pub(crate) fn grouped(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -125,7 +125,7 @@ pub fn grouped(n: usize) -> String {
 
 /// A tool output cut to `max` characters with the file holding it whole named first (Gemini's
 /// `formatTruncatedToolOutput`); the output itself when it fits.
-pub fn truncated(text: &str, file: &str, max: usize) -> String {
+pub(crate) fn truncated(text: &str, file: &str, max: usize) -> String {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= max {
         return text.to_string();
@@ -145,7 +145,7 @@ pub fn truncated(text: &str, file: &str, max: usize) -> String {
 
 impl GeminiCli {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<GeminiCli, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<GeminiCli, ParamError> {
         let threshold = p.take_f64("compression_threshold")?.unwrap_or(0.5);
         let preserve = p.take_f64("preserve_threshold")?.unwrap_or(0.3);
         for (key, v) in [
@@ -220,7 +220,7 @@ impl GeminiCli {
         let mut used = 0.0;
         let mut out = Vec::new();
         for (i, m) in messages.iter().enumerate().rev() {
-            if !view::is_result(m) {
+            if !messages::is_result(m) {
                 continue;
             }
             let t = estimate(&m.text);
@@ -318,7 +318,7 @@ impl GeminiCli {
     /// Where the history is split (Gemini's `findCompressSplitPoint` at `1 - preserve`), as a
     /// message index: the first user prompt at or past that share of the characters; the last
     /// one before it when none is; everything when the history ends with an answer.
-    pub fn split(&self, messages: &[Arc<Message>]) -> usize {
+    pub(crate) fn split(&self, messages: &[Arc<Message>]) -> usize {
         let contents = GeminiCli::contents(messages);
         let total: usize = contents.iter().map(|c| c.0).sum();
         let target = total as f64 * (1.0 - self.preserve);
@@ -376,7 +376,7 @@ impl Policy for GeminiCli {
         let mut out = Vec::new();
         let max = self.output_threshold_now();
         for m in &ctx.messages {
-            if !view::is_result(m) || self.recorded.contains(m.id) {
+            if !messages::is_result(m) || self.recorded.contains(m.id) {
                 continue;
             }
             let shell = m
@@ -479,7 +479,7 @@ impl Policy for GeminiCli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, Step::*,
     };
 

@@ -25,20 +25,20 @@ use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages;
 use crate::params::Params;
 use crate::registry::Entry;
 use crate::swe_agent::SweAgent;
-use crate::view;
 
 /// The policy's name.
-pub const NAME: &str = "hybrid";
+pub(crate) const NAME: &str = "hybrid";
 
 /// Masking, and a summary when the window fills. It keeps nothing between requests that the
 /// context does not give back: what is masked and when a summary is due are read from the
 /// context (the summaries in it) on every request, and the masking's memo is a cache, so it has
 /// no state to save ([`Policy::saved_state`]).
 #[derive(Debug)]
-pub struct Hybrid {
+pub(crate) struct Hybrid {
     window: usize,
     every: u64,
     keep_last: usize,
@@ -48,7 +48,7 @@ pub struct Hybrid {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, b| Ok(Box::new(Hybrid::from_params(p, b.window)?)))
         .summary("The Complexity Trap's hybrid: old tool results masked, a summary when the window fills")
         .source("\"The Complexity Trap\" (Lindenbauer et al. 2025): SWE-agent `summarize_every_n_turns` then `last_n_observations`")
@@ -62,7 +62,7 @@ pub fn entry() -> Entry {
 
 impl Hybrid {
     /// From the parameters of [`entry`].
-    pub fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, window: u64) -> Result<Hybrid, ParamError> {
         let mask = p.take_count("window")?.unwrap_or(10);
         let every = p.take_u64("summarize_every")?.unwrap_or(43);
         let keep_last = usize::try_from(p.take_u64("keep_last")?.unwrap_or(10)).map_err(|_| {
@@ -92,7 +92,7 @@ impl Hybrid {
 
     /// Where a summary ends: the first of the last `keep_last` steps, or `None` when there
     /// are no more steps than that.
-    pub fn cut(&self, messages: &[Arc<Message>]) -> Option<usize> {
+    pub(crate) fn cut(&self, messages: &[Arc<Message>]) -> Option<usize> {
         let steps: Vec<usize> = messages
             .iter()
             .enumerate()
@@ -102,8 +102,8 @@ impl Hybrid {
         if steps.len() <= self.keep_last {
             return None;
         }
-        let cuts = view::cuts(messages);
-        let cut = view::next_cut(&cuts, steps[steps.len() - self.keep_last]);
+        let cuts = messages::cuts(messages);
+        let cut = messages::next_cut(&cuts, steps[steps.len() - self.keep_last]);
         (cut > steps[0]).then_some(cut)
     }
 
@@ -179,7 +179,7 @@ impl Policy for Hybrid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{condense, context, output, policy, sent, shape, Step::*};
+    use crate::messages::testing::{condense, context, output, policy, sent, shape, Step::*};
 
     fn five_steps() -> Context {
         context(vec![

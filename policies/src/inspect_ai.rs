@@ -28,35 +28,35 @@ use harness_core::policy::{Plan, Policy};
 
 use crate::clear_thinking::without_thinking;
 use crate::error::ParamError;
+use crate::messages::{Marks, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{Marks, Memo};
 
 /// The Edit strategy's name.
-pub const EDIT: &str = "inspect-edit";
+pub(crate) const EDIT: &str = "inspect-edit";
 /// The Trim strategy's name.
-pub const TRIM: &str = "inspect-trim";
+pub(crate) const TRIM: &str = "inspect-trim";
 /// The Summary strategy's name.
-pub const SUMMARY: &str = "inspect-summary";
+pub(crate) const SUMMARY: &str = "inspect-summary";
 
 /// What a cleared tool result says.
 pub const TOOL_RESULT_REMOVED: &str = "(Tool result removed)";
 
 /// The memory tool inspect watches for.
-pub const MEMORY_TOOL: &str = "memory";
+pub(crate) const MEMORY_TOOL: &str = "memory";
 
 /// What the content arguments of a memory call become after compaction.
-pub const SAVED: &str = "(content saved to memory)";
+pub(crate) const SAVED: &str = "(content saved to memory)";
 
 /// The memory call arguments that carry content.
-pub const MEMORY_CONTENT_ARGS: [&str; 3] = ["file_text", "insert_text", "new_str"];
+pub(crate) const MEMORY_CONTENT_ARGS: [&str; 3] = ["file_text", "insert_text", "new_str"];
 
 /// The warning appended before compaction when the memory tool is there.
-pub const MEMORY_WARNING: &str = "Context compaction approaching. Use memory() to save concise notes on:\n- Key decisions made and why\n- Important discoveries (APIs, data structures, error solutions)\n- Critical file paths and changes made\n- Next steps to continue the task\n\nDo NOT save raw tool outputs or full file contents—keep notes brief and synthesized.";
+pub(crate) const MEMORY_WARNING: &str = "Context compaction approaching. Use memory() to save concise notes on:\n- Key decisions made and why\n- Important discoveries (APIs, data structures, error solutions)\n- Critical file paths and changes made\n- Next steps to continue the task\n\nDo NOT save raw tool outputs or full file contents—keep notes brief and synthesized.";
 
 /// Which strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     /// `CompactionEdit`.
     Edit,
     /// `CompactionTrim`.
@@ -67,7 +67,7 @@ pub enum Strategy {
 
 /// inspect_ai's compaction handler with one strategy.
 #[derive(Debug)]
-pub struct InspectAi {
+pub(crate) struct InspectAi {
     strategy: Strategy,
     threshold: f64,
     window: u64,
@@ -128,7 +128,7 @@ fn common(e: Entry) -> Entry {
 }
 
 /// The registry entries: Edit, Trim, Summary.
-pub fn entries() -> Vec<Entry> {
+pub(crate) fn entries() -> Vec<Entry> {
     vec![
         common(
             Entry::new(EDIT, |p, b| Ok(Box::new(InspectAi::from_params(p, b.window, Strategy::Edit)?)))
@@ -156,7 +156,7 @@ pub fn entries() -> Vec<Entry> {
 
 impl InspectAi {
     /// From the parameters of the strategy's entry.
-    pub fn from_params(
+    pub(crate) fn from_params(
         p: &mut Params,
         window: u64,
         strategy: Strategy,
@@ -216,7 +216,7 @@ impl InspectAi {
     }
 
     /// The threshold in tokens (a fraction of the window when at most 1).
-    pub fn threshold_tokens(&self) -> u64 {
+    pub(crate) fn threshold_tokens(&self) -> u64 {
         if self.threshold > 1.0 {
             self.threshold as u64
         } else {
@@ -462,7 +462,7 @@ impl InspectAi {
     }
 
     /// The summary message, as inspect frames it.
-    pub fn framed(summary: &str) -> String {
+    pub(crate) fn framed(summary: &str) -> String {
         format!(
             "[CONTEXT COMPACTION SUMMARY]\n\nThe following is a summary of work completed on this task so far:\n\n<summary>\n{summary}\n</summary>\n\nPlease continue working on this task from where you left off."
         )
@@ -629,7 +629,7 @@ impl Policy for InspectAi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{
+    use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, shape, Step, Step::*,
     };
 

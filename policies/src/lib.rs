@@ -16,54 +16,63 @@
 //! foldbench's own:
 //!
 //! - [`None`](none::NonePolicy): every message, as appended.
-//! - [`Trim`](trim::Trim): old tool results dropped (or replaced by a placeholder).
-//! - [`Compact`](compact::Compact): a model-written summary when the window fills.
-//! - [`Fold`](fold::Fold): cards, `fold_unit`, archives and mechanical results; with
+//! - `Trim`: old tool results dropped (or replaced by a placeholder).
+//! - `Compact`: a model-written summary when the window fills.
+//! - `Fold`: cards, `fold_unit`, archives and mechanical results; with
 //!   `strategies`, the strategy modes as stack frames (`fold+strategies`).
 //!
 //! The peers', with their sources' parameter names, units and defaults (docs/policies.md says
-//! what each reproduces and what it approximates): [`clear_tool_uses`] (Anthropic's context
-//! editing), [`claude_code`], [`codex`], OpenHands' condensers ([`observation_masking`],
-//! [`recent`], [`amortized`], [`llm_summarizing`]), [`swe_agent`], The Complexity Trap's
-//! [`hybrid`], and any sequence of them in a [`pipeline`].
+//! what each reproduces and what it approximates): `clear_tool_uses` (Anthropic's context
+//! editing), `claude_code`, `codex`, OpenHands' condensers (`observation_masking`,
+//! `recent`, `amortized`, `llm_summarizing`), `swe_agent`, The Complexity Trap's
+//! `hybrid`, and any sequence of them in a [`pipeline`].
 //!
-//! Every policy is reached through the [`registry`]: [`parse_policy`] and [`build`] use the
-//! [current](registry::current) one, so a program that installs its own registry runs every
-//! command with its policies too. [`sweep`] expands a text with lists or ranges into arms. Errors
-//! are typed ([`error`]): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
-//! [`SweepError`] inside.
+//! Every policy is reached through the [`registry`] (a [`Registry`] of one [`Entry`] per
+//! policy): [`parse_policy`] (a text into a [`PolicySpec`], whose [`Params`] an entry's
+//! constructor reads) and [`build`] use the [current](registry::current) one, so a program that
+//! installs its own registry runs every command with its policies too. [`POLICIES`] and
+//! [`PEERS`] name foldbench's own and the peers' in the order they are shown. [`sweep`] expands a text with lists or ranges into arms. Errors
+//! are typed (`error`): [`PolicyError`], with a parameter's [`ParamError`] and a sweep's
+//! [`SweepError`] inside. The placeholders two peers leave where they cleared a result,
+//! [`CLAUDE_CODE_CLEARED`] and [`INSPECT_TOOL_RESULT_REMOVED`], are exported for tests that
+//! count them.
 
-pub mod aider;
-pub mod amortized;
-pub mod anthropic_compaction;
-pub mod claude_code;
-pub mod clear_thinking;
-pub mod clear_tool_uses;
-pub mod codex;
-pub mod compact;
-pub mod cursor;
-pub mod error;
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
+mod aider;
+mod amortized;
+mod anthropic_compaction;
+mod claude_code;
+mod clear_thinking;
+mod clear_tool_uses;
+mod codex;
+mod compact;
+mod cursor;
+mod error;
 pub mod fold;
-pub mod gemini_cli;
-pub mod hybrid;
-pub mod inspect_ai;
-pub mod llm_summarizing;
+mod gemini_cli;
+mod hybrid;
+mod inspect_ai;
+mod llm_summarizing;
+mod messages;
 pub mod none;
-pub mod observation_masking;
-pub mod openhands;
-pub mod params;
+mod observation_masking;
+mod openhands;
+mod params;
 pub mod pipeline;
-pub mod recent;
+mod recent;
 pub mod registry;
-pub mod swe_agent;
+mod swe_agent;
 pub mod sweep;
-pub mod trim;
-pub mod view;
+mod trim;
 
 use harness_core::policy::Policy;
 
+pub use claude_code::CLEARED as CLAUDE_CODE_CLEARED;
 pub use error::{ParamError, PolicyError, SweepError};
-pub use params::PolicySpec;
+pub use inspect_ai::TOOL_RESULT_REMOVED as INSPECT_TOOL_RESULT_REMOVED;
+pub use params::{Params, PolicySpec};
 pub use registry::{Entry, Registry};
 
 /// foldbench's own policies: the default arms, in the order reports show them.
@@ -92,7 +101,7 @@ pub const PEERS: [&str; 18] = [
 ];
 
 /// The entries of [`Registry::builtin`]: foldbench's policies, the peers', the pipeline.
-pub fn builtin_entries() -> Vec<Entry> {
+pub(crate) fn builtin_entries() -> Vec<Entry> {
     let mut out = vec![
         none::entry(),
         trim::entry(),

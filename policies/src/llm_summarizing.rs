@@ -31,19 +31,19 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view;
 
 /// The policy's name.
-pub const NAME: &str = "llm-summarizing";
+pub(crate) const NAME: &str = "llm-summarizing";
 
 /// The name of the SDK's default agent's condenser.
-pub const PRESET: &str = "openhands-sdk";
+pub(crate) const PRESET: &str = "openhands-sdk";
 
 /// OpenHands' summarising condenser.
 #[derive(Debug)]
-pub struct LlmSummarizing {
+pub(crate) struct LlmSummarizing {
     max_size: usize,
     keep_first: usize,
     minimum_progress: f64,
@@ -58,7 +58,7 @@ pub struct LlmSummarizing {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     params(
         Entry::new(NAME, |p, b| {
             Ok(Box::new(LlmSummarizing::from_params(
@@ -75,7 +75,7 @@ pub fn entry() -> Entry {
 }
 
 /// The registry entry of the SDK's default agent's condenser (`default_condenser`).
-pub fn preset_entry() -> Entry {
+pub(crate) fn preset_entry() -> Entry {
     params(
         Entry::new(PRESET, |p, b| {
             Ok(Box::new(LlmSummarizing::from_params(
@@ -126,7 +126,7 @@ fn params(e: Entry, max_size: &str, keep_first: &str) -> Entry {
 impl LlmSummarizing {
     /// From `max_size`, `keep_first`, `minimum_progress`, `max_tokens` and `max_input_tokens`
     /// (default `window`), with the defaults of `name`.
-    pub fn from_params(
+    pub(crate) fn from_params(
         p: &mut Params,
         window: u64,
         name: &'static str,
@@ -170,9 +170,9 @@ impl LlmSummarizing {
     /// holds `max_size` events or fewer (and `max_tokens` tokens or fewer, with the prefix), or
     /// no condensation would make enough progress. When both limits are passed the stricter
     /// tail is kept, as OpenHands keeps it.
-    pub fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
-        let total = 1 + view::total_events(messages);
-        let start_at = view::message_from_event(messages, self.keep_first);
+    pub(crate) fn forgotten(&self, messages: &[Arc<Message>]) -> Option<(usize, usize)> {
+        let total = 1 + messages::total_events(messages);
+        let start_at = messages::message_from_event(messages, self.keep_first);
         let mut tail = (total > self.max_size).then(|| self.max_size / 2 - self.keep_first - 1);
         let tokens = self.prefix_tokens + messages.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
         let limit = self
@@ -191,17 +191,17 @@ impl LlmSummarizing {
                     break;
                 }
             }
-            let kept = view::total_events(&messages[k..]);
+            let kept = messages::total_events(&messages[k..]);
             tail = Some(tail.map_or(kept, |t| t.min(kept)));
         }
         let tail = tail?;
-        let cuts = view::cuts(messages);
-        let start = view::next_cut(&cuts, start_at);
-        let end = view::next_cut(&cuts, view::message_from_event(messages, total - tail));
+        let cuts = messages::cuts(messages);
+        let start = messages::next_cut(&cuts, start_at);
+        let end = messages::next_cut(&cuts, messages::message_from_event(messages, total - tail));
         if end <= start {
             return None;
         }
-        let n = view::total_events(&messages[start..end]);
+        let n = messages::total_events(&messages[start..end]);
         (n as f64 >= total as f64 * self.minimum_progress).then_some((start, end))
     }
 }
@@ -253,13 +253,13 @@ impl Policy for LlmSummarizing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{condense, context, output, policy, shape, Step::*};
+    use crate::messages::testing::{condense, context, output, policy, shape, Step::*};
     use harness_core::message::{MessageKind, ToolCall};
     use serde_json::json;
 
     /// Every tool result has its call in `messages` and every call its result.
     fn paired(messages: &[Arc<Message>]) -> bool {
-        let uses = view::tool_uses(messages);
+        let uses = messages::tool_uses(messages);
         let results = messages.iter().filter(|m| m.tool_call_id.is_some()).count();
         uses.iter().all(|u| u.result.is_some()) && results == uses.len()
     }
@@ -301,7 +301,7 @@ mod tests {
             before[..8].iter().map(|m| m.id).collect::<Vec<_>>()
         );
         // Half of max_size now: nothing more to do until it grows past max_size again.
-        assert_eq!(1 + view::total_events(&c.messages), 5);
+        assert_eq!(1 + messages::total_events(&c.messages), 5);
         assert!(matches!(p.plan(&c, 0), Plan::Send { .. }));
     }
 
@@ -336,14 +336,14 @@ mod tests {
         // 16-18. max_size=16, keep_first=2: a tail of 5 events would start at event 18, the
         // batch's last result; the cut moves past it, to the call at 19.
         let mut ctx = batches(2);
-        assert_eq!(1 + view::total_events(&ctx.messages), 23);
+        assert_eq!(1 + messages::total_events(&ctx.messages), 23);
         let mut p = policy("llm-summarizing:max_size=16,keep_first=2");
         condense(p.as_mut(), &mut ctx);
         assert_eq!(shape(&ctx.messages), "usarar");
         assert!(paired(&ctx.messages));
         // At every size the forgotten range's ends are cuts.
         let ctx = batches(2);
-        let cuts = view::cuts(&ctx.messages);
+        let cuts = messages::cuts(&ctx.messages);
         let mut made = 0;
         for max_size in 6..23 {
             let text = format!("llm-summarizing:max_size={max_size},keep_first=1");
@@ -379,7 +379,7 @@ mod tests {
             c.push(Message::assistant(2, "", vec![call.clone()]));
             c.push(Message::tool_result(2, &call, output(10), false));
         }
-        assert_eq!(1 + view::total_events(&c.messages), 11);
+        assert_eq!(1 + messages::total_events(&c.messages), 11);
         let input = condense(p.as_mut(), &mut c);
         assert!(
             input.iter().any(|m| m.text == "SUMMARY"),

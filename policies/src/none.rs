@@ -6,7 +6,7 @@ use harness_core::policy::{Plan, Policy};
 use crate::registry::Entry;
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new("none", |p, b| {
         Ok(Box::new(NonePolicy::new(
             p.take_u64("window")?.unwrap_or(b.window),

@@ -15,23 +15,23 @@ use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::openhands::{self, Event};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "observation-masking";
+pub(crate) const NAME: &str = "observation-masking";
 
 /// What a masked observation says.
-pub const MASK: &str = openhands::MASK;
+pub(crate) const MASK: &str = openhands::MASK;
 
 /// The words of the `view` parameter of OpenHands' condensers.
-pub const VIEWS: [&str; 2] = ["openhands", "foldbench"];
+pub(crate) const VIEWS: [&str; 2] = ["openhands", "foldbench"];
 
 /// OpenHands' observation masking.
 #[derive(Debug)]
-pub struct ObservationMasking {
+pub(crate) struct ObservationMasking {
     window: usize,
     openhands: bool,
     /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
@@ -40,7 +40,7 @@ pub struct ObservationMasking {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| {
         Ok(Box::new(ObservationMasking::from_params(p)?))
     })
@@ -62,7 +62,7 @@ pub fn entry() -> Entry {
 
 impl ObservationMasking {
     /// From `attention_window`.
-    pub fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<ObservationMasking, ParamError> {
         Ok(ObservationMasking {
             window: p.take_count("attention_window")?.unwrap_or(100),
             openhands: p.take_choice("view", &VIEWS)?.as_deref() != Some("foldbench"),
@@ -99,19 +99,19 @@ impl Policy for ObservationMasking {
                 action: (masked > 0).then(|| format!("masked {masked} observations")),
             };
         }
-        let total = 1 + view::total_events(&ctx.messages);
+        let total = 1 + messages::total_events(&ctx.messages);
         let first_kept = total.saturating_sub(self.window);
         let mut out = Vec::with_capacity(ctx.messages.len());
         let mut at = 1; // the system prompt is event 0
         let mut masked = 0;
         for m in &ctx.messages {
-            if at < first_kept && view::is_result(m) {
+            if at < first_kept && messages::is_result(m) {
                 out.push(self.memo.cleared(m, MASK));
                 masked += 1;
             } else {
                 out.push(std::sync::Arc::clone(m));
             }
-            at += view::events(m);
+            at += messages::events(m);
         }
         Plan::Send {
             messages: out,
@@ -122,7 +122,7 @@ impl Policy for ObservationMasking {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn masks_observations_before_the_attention_window() {

@@ -27,14 +27,14 @@ use std::sync::Arc;
 
 use harness_core::message::{Message, MessageKind, Role};
 
-use crate::view::Memo;
+use crate::messages::Memo;
 
 /// What a masked observation says.
-pub const MASK: &str = "<MASKED>";
+pub(crate) const MASK: &str = "<MASKED>";
 
 /// One OpenHands event of a context (the system prompt, event 0, is implicit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// A user message (`MessageAction` from the user), at this message index.
     User(usize),
     /// An agent message without tool calls (a closing message).
@@ -51,12 +51,12 @@ pub enum Event {
 
 impl Event {
     /// Whether OpenHands counts it as an observation (a condenser may mask it).
-    pub fn is_observation(self) -> bool {
+    pub(crate) fn is_observation(self) -> bool {
         matches!(self, Event::Observation(_) | Event::Note(_))
     }
 
     /// The message index it comes from.
-    pub fn message(self) -> usize {
+    pub(crate) fn message(self) -> usize {
         match self {
             Event::User(i)
             | Event::Agent(i)
@@ -69,7 +69,7 @@ impl Event {
 }
 
 /// The events of `messages`, in order (without the system prompt).
-pub fn events(messages: &[Arc<Message>]) -> Vec<Event> {
+pub(crate) fn events(messages: &[Arc<Message>]) -> Vec<Event> {
     let mut out = Vec::with_capacity(messages.len() + 8);
     for (i, m) in messages.iter().enumerate() {
         match m.role {
@@ -91,7 +91,11 @@ const AFTER_USER: u8 = 22;
 /// The messages OpenHands sends for the kept events `kept` of `messages` (`kept` without the
 /// system prompt; [`Event::Masked`] for the observations a condenser masked). Rewritten messages
 /// come from `memo`, so the same rewrite is the same message on every request.
-pub fn render(messages: &[Arc<Message>], kept: &[Event], memo: &mut Memo) -> Vec<Arc<Message>> {
+pub(crate) fn render(
+    messages: &[Arc<Message>],
+    kept: &[Event],
+    memo: &mut Memo,
+) -> Vec<Arc<Message>> {
     let mut kept: Vec<Event> = kept.to_vec();
     if !matches!(kept.first(), Some(Event::User(_))) {
         if let Some(first) = messages.iter().position(|m| m.is_human()) {
@@ -177,7 +181,7 @@ fn masked(m: &Arc<Message>, memo: &mut Memo, after_user: bool) -> Arc<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::testing::{context, output, shape, Step::*};
+    use crate::messages::testing::{context, output, shape, Step::*};
 
     #[test]
     fn a_response_waits_for_every_result_and_masked_ones_become_user_messages() {

@@ -18,12 +18,12 @@ pub struct PolicySpec {
     /// Policy name.
     pub name: String,
     /// Parameters as written.
-    pub params: BTreeMap<String, String>,
+    pub(crate) params: BTreeMap<String, String>,
     /// The text after the colon of a policy that reads it whole (a pipeline's steps), in
     /// canonical form; `None` for `k=v` policies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
-    /// Written with the [`DELEGATE`] modifier (`none+delegate`, `fold+delegate:timing=eager`):
+    /// Written with the `DELEGATE` modifier (`none+delegate`, `fold+delegate:timing=eager`):
     /// the runner offers the `delegate` tool, which starts a child session (docs/policies.md).
     /// The policy itself is the one named without it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -31,11 +31,11 @@ pub struct PolicySpec {
 }
 
 /// The modifier that adds the `delegate` tool to any policy named with it: `NAME+delegate`.
-pub const DELEGATE: &str = "+delegate";
+pub(crate) const DELEGATE: &str = "+delegate";
 
 impl PolicySpec {
     /// A spec with parameters.
-    pub fn new(name: impl Into<String>, params: BTreeMap<String, String>) -> PolicySpec {
+    pub(crate) fn new(name: impl Into<String>, params: BTreeMap<String, String>) -> PolicySpec {
         PolicySpec {
             name: name.into(),
             params,
@@ -72,7 +72,7 @@ impl PolicySpec {
     }
 
     /// The parameters, to be taken one by one.
-    pub fn params(&self) -> Params {
+    pub(crate) fn params(&self) -> Params {
         Params {
             left: self.params.clone(),
         }
@@ -80,7 +80,7 @@ impl PolicySpec {
 }
 
 /// Splits `s` at each `sep` outside brackets.
-pub fn split_top(s: &str, sep: char) -> Vec<&str> {
+pub(crate) fn split_top(s: &str, sep: char) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in s.char_indices() {
@@ -101,7 +101,7 @@ pub fn split_top(s: &str, sep: char) -> Vec<&str> {
 /// The `k=v` pairs of a parameter text (`keep=1,mode=placeholder`), in the order written.
 /// A piece without `=` is refused with what to write instead: when it follows a parameter it
 /// is most likely a value meant for a sweep.
-pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, PolicyError> {
+pub(crate) fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, PolicyError> {
     let mut out: Vec<(String, String)> = Vec::new();
     for kv in split_top(rest, ',')
         .into_iter()
@@ -134,7 +134,7 @@ pub fn parse_pairs(policy: &str, rest: &str) -> Result<Vec<(String, String)>, Po
 
 /// Parses `NAME[:k=v,...]` as a `k=v` policy, without the registry (no pipeline, no name
 /// check): what the registry does for every policy that takes parameters.
-pub fn parse_params_spec(s: &str) -> Result<PolicySpec, PolicyError> {
+pub(crate) fn parse_params_spec(s: &str) -> Result<PolicySpec, PolicyError> {
     let (name, rest) = match s.split_once(':') {
         Some((n, r)) => (n.trim(), Some(r)),
         None => (s.trim(), None),
@@ -158,7 +158,7 @@ pub fn parse_params_spec(s: &str) -> Result<PolicySpec, PolicyError> {
     Ok(PolicySpec::new(name, params))
 }
 
-/// Parameters not yet taken; [`Params::finish`] reports the ones no policy knows.
+/// Parameters not yet taken; `Params::finish` reports the ones no policy knows.
 #[derive(Debug)]
 pub struct Params {
     left: BTreeMap<String, String>,
@@ -183,7 +183,7 @@ impl Params {
     }
 
     /// Takes a positive integer that fits a `usize`.
-    pub fn take_count(&mut self, key: &str) -> Result<Option<usize>, ParamError> {
+    pub(crate) fn take_count(&mut self, key: &str) -> Result<Option<usize>, ParamError> {
         match self.take_u64(key)? {
             None => Ok(None),
             Some(0) => Err(ParamError::Zero {
@@ -200,7 +200,7 @@ impl Params {
     }
 
     /// Takes a number.
-    pub fn take_f64(&mut self, key: &str) -> Result<Option<f64>, ParamError> {
+    pub(crate) fn take_f64(&mut self, key: &str) -> Result<Option<f64>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) => match v.parse::<f64>() {
@@ -214,7 +214,7 @@ impl Params {
     }
 
     /// Takes `true` or `false`.
-    pub fn take_bool(&mut self, key: &str) -> Result<Option<bool>, ParamError> {
+    pub(crate) fn take_bool(&mut self, key: &str) -> Result<Option<bool>, ParamError> {
         match self.take_choice(key, &["true", "false"])?.as_deref() {
             None => Ok(None),
             Some(v) => Ok(Some(v == "true")),
@@ -222,12 +222,12 @@ impl Params {
     }
 
     /// Takes a text as written.
-    pub fn take_text(&mut self, key: &str) -> Option<String> {
+    pub(crate) fn take_text(&mut self, key: &str) -> Option<String> {
         self.left.remove(key)
     }
 
     /// Takes a list written with `+` between its items (`shell+grep`).
-    pub fn take_list(&mut self, key: &str) -> Result<Option<Vec<String>>, ParamError> {
+    pub(crate) fn take_list(&mut self, key: &str) -> Result<Option<Vec<String>>, ParamError> {
         match self.left.remove(key) {
             None => Ok(None),
             Some(v) => {
@@ -244,7 +244,7 @@ impl Params {
     }
 
     /// Takes one of a set of words.
-    pub fn take_choice(
+    pub(crate) fn take_choice(
         &mut self,
         key: &str,
         choices: &[&str],
@@ -261,7 +261,7 @@ impl Params {
     }
 
     /// Fails on parameters nobody took, suggesting the nearest of `known`.
-    pub fn finish(self, policy: &str, known: &[&str]) -> Result<(), PolicyError> {
+    pub(crate) fn finish(self, policy: &str, known: &[&str]) -> Result<(), PolicyError> {
         match self.left.into_keys().next() {
             None => Ok(()),
             Some(key) => Err(PolicyError::UnknownParam {

@@ -22,7 +22,7 @@ use crate::registry::{Entry, Registry};
 pub const NAME: &str = "pipeline";
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
         let arg = b.spec.arg.as_deref().unwrap_or_default();
         let mut steps = Vec::new();
@@ -38,7 +38,7 @@ pub fn entry() -> Entry {
 }
 
 /// Checks a pipeline's steps and writes them canonically (each step's label, `|` between).
-pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
+pub(crate) fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
     let steps = reg.steps(text);
     let mut out = Vec::new();
     for s in steps {
@@ -60,7 +60,7 @@ pub fn canonical(reg: &Registry, text: &str) -> Result<String, PolicyError> {
 }
 
 /// Steps applied in order.
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     steps: Vec<Box<dyn Policy>>,
     /// The step whose compaction is in progress: set by a plan and read by the same request's
     /// compaction, so not state (the steps' states and the splices are).
@@ -78,7 +78,7 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// A pipeline of built steps; refused when two steps add tools of the same name.
-    pub fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, PolicyError> {
+    pub(crate) fn new(steps: Vec<Box<dyn Policy>>) -> Result<Pipeline, PolicyError> {
         let mut names: Vec<String> = Vec::new();
         for s in &steps {
             for t in s.tools() {
@@ -255,7 +255,7 @@ impl Policy for Pipeline {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn steps_apply_in_order_and_write_canonically() {

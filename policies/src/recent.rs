@@ -18,18 +18,18 @@ use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::observation_masking::VIEWS;
 use crate::openhands;
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "recent";
+pub(crate) const NAME: &str = "recent";
 
 /// OpenHands' recent-events window.
 #[derive(Debug)]
-pub struct Recent {
+pub(crate) struct Recent {
     keep_first: usize,
     max_events: usize,
     openhands: bool,
@@ -39,7 +39,7 @@ pub struct Recent {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(Recent::from_params(p)?)))
         .summary("OpenHands: only the first and the most recent events are sent")
         .source("OpenHands `RecentEventsCondenser`")
@@ -60,7 +60,7 @@ pub fn entry() -> Entry {
 
 impl Recent {
     /// From `keep_first` and `max_events`.
-    pub fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<Recent, ParamError> {
         let keep_first = usize::try_from(p.take_u64("keep_first")?.unwrap_or(1)).map_err(|_| {
             ParamError::TooLarge {
                 key: "keep_first".into(),
@@ -83,30 +83,30 @@ impl Recent {
 
 /// The messages of `keep_first` head events and a tail of `max_events - keep_first` events,
 /// with both cuts between tool batches; `None` when everything fits.
-pub fn window(
+pub(crate) fn window(
     messages: &[Arc<Message>],
     keep_first: usize,
     max_events: usize,
 ) -> Option<(usize, usize)> {
-    let total = 1 + view::total_events(messages);
+    let total = 1 + messages::total_events(messages);
     if total <= max_events {
         return None;
     }
-    let cuts = view::cuts(messages);
+    let cuts = messages::cuts(messages);
     // Context events start at 1: head event k is messages' event k - 1.
     let head_end = match keep_first {
         0 | 1 => 0,
-        k => view::next_cut(&cuts, view::index_of_event(messages, k - 2) + 1),
+        k => messages::next_cut(&cuts, messages::index_of_event(messages, k - 2) + 1),
     };
     let tail_first = total - (max_events - keep_first);
-    let tail_start = view::next_cut(&cuts, first_message_at_or_after(messages, tail_first - 1));
+    let tail_start = messages::next_cut(&cuts, first_message_at_or_after(messages, tail_first - 1));
     (tail_start > head_end).then_some((head_end, tail_start))
 }
 
 /// The events OpenHands' recent-events condenser keeps of `ev` (the view being the system
 /// prompt, event 0, and `ev`): the first `keep_first` and the last `max_events - keep_first`.
 /// A view that fits is kept whole (OpenHands' slice then repeats the head: not reproduced).
-pub fn openhands_window(
+pub(crate) fn openhands_window(
     ev: &[openhands::Event],
     keep_first: usize,
     max_events: usize,
@@ -130,7 +130,7 @@ fn first_message_at_or_after(messages: &[Arc<Message>], event: usize) -> usize {
         if at >= event {
             return i;
         }
-        at += view::events(m);
+        at += messages::events(m);
     }
     messages.len()
 }
@@ -168,7 +168,7 @@ impl Policy for Recent {
         };
         let mut out: Vec<Arc<Message>> = ctx.messages[..head_end].to_vec();
         out.extend(ctx.messages[tail_start..].iter().cloned());
-        let left = view::total_events(&ctx.messages[head_end..tail_start]);
+        let left = messages::total_events(&ctx.messages[head_end..tail_start]);
         Plan::Send {
             messages: out,
             action: Some(format!("left out {left} events")),
@@ -178,7 +178,7 @@ impl Policy for Recent {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, output, sent, shape, Step::*};
+    use crate::messages::testing::{context, output, sent, shape, Step::*};
 
     #[test]
     fn keeps_the_head_and_the_tail_between_batches() {

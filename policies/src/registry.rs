@@ -2,7 +2,7 @@
 //! comes from and its parameters.
 //!
 //! The binary's commands reach policies only through a registry — `run`, `ab` and `replay`
-//! build arms with [`Registry::build`], the matrix file's arms are checked and their sweeps
+//! build arms with `Registry::build`, the matrix file's arms are checked and their sweeps
 //! expanded with [`Registry::check`] and [`Registry::expand`], `--help` and `foldbench
 //! policies` list [`Registry::entries`], and docs/policies.md's parameter table is
 //! [`Registry::markdown`]. The [`current`] registry is [`Registry::builtin`] until a program
@@ -61,22 +61,22 @@ pub struct Build<'a> {
     /// The spec being built (a whole-text policy reads its [`PolicySpec::arg`]).
     pub spec: &'a PolicySpec,
     /// The registry building it (a pipeline builds its steps through it).
-    pub registry: &'a Registry,
+    pub(crate) registry: &'a Registry,
 }
 
 /// Builds a policy from its parameters; the registry reports parameters it did not take.
-pub type BuildFn =
+pub(crate) type BuildFn =
     dyn Fn(&mut Params, &Build<'_>) -> Result<Box<dyn Policy>, PolicyError> + Send + Sync;
 
 /// Checks a whole-text policy's text and gives its canonical form.
-pub type CanonFn = dyn Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync;
+pub(crate) type CanonFn = dyn Fn(&Registry, &str) -> Result<String, PolicyError> + Send + Sync;
 
 /// Checks a spec without building it (a policy whose construction is costly: a process).
-pub type CheckFn = dyn Fn(&Registry, &PolicySpec) -> Result<(), PolicyError> + Send + Sync;
+pub(crate) type CheckFn = dyn Fn(&Registry, &PolicySpec) -> Result<(), PolicyError> + Send + Sync;
 
 /// The arms a whole-text policy's text stands for (the text after its colon in, each arm's
 /// text after its colon out).
-pub type SweepFn = dyn Fn(&str) -> Result<Vec<Point>, PolicyError> + Send + Sync;
+pub(crate) type SweepFn = dyn Fn(&str) -> Result<Vec<Point>, PolicyError> + Send + Sync;
 
 /// One policy of a registry.
 #[derive(Clone)]
@@ -137,13 +137,13 @@ impl Entry {
 
     /// The parameter that is the model's context window (the matrix file's `windows` set it),
     /// when it is not named `window`.
-    pub fn window_param(mut self, name: impl Into<String>) -> Entry {
+    pub(crate) fn window_param(mut self, name: impl Into<String>) -> Entry {
         self.window_param = Some(name.into());
         self
     }
 
     /// The parameter the matrix file's `windows` set, if the policy takes one.
-    pub fn window_name(&self) -> Option<&str> {
+    pub(crate) fn window_name(&self) -> Option<&str> {
         self.window_param.as_deref().or_else(|| {
             self.params
                 .iter()
@@ -219,7 +219,7 @@ impl Entry {
     }
 
     /// Whether it reads the whole text after its colon.
-    pub fn is_raw(&self) -> bool {
+    pub(crate) fn is_raw(&self) -> bool {
         self.raw.is_some()
     }
 
@@ -235,11 +235,11 @@ pub struct Registry {
 }
 
 /// The window a policy is built with when it is only checked (Claude's 200k).
-pub const CHECK_WINDOW: u64 = 200_000;
+pub(crate) const CHECK_WINDOW: u64 = 200_000;
 
 impl Registry {
     /// A registry with no policy.
-    pub fn empty() -> Registry {
+    pub(crate) fn empty() -> Registry {
         Registry::default()
     }
 
@@ -316,7 +316,7 @@ impl Registry {
     /// The steps of a pipeline's text: its pieces between the `|` outside brackets, except that
     /// a piece naming no policy belongs to the step before it when that step is a whole-text
     /// policy's (`exec:CMD | tee log|trim` is two steps: the command keeps its own pipe).
-    pub fn steps<'t>(&self, text: &'t str) -> Vec<&'t str> {
+    pub(crate) fn steps<'t>(&self, text: &'t str) -> Vec<&'t str> {
         let mut out: Vec<&'t str> = Vec::new();
         for piece in split_top(text, '|') {
             let head = Registry::head(piece);
@@ -374,7 +374,11 @@ impl Registry {
     }
 
     /// Builds a policy for a model with context window `window`.
-    pub fn build(&self, spec: &PolicySpec, window: u64) -> Result<Box<dyn Policy>, PolicyError> {
+    pub(crate) fn build(
+        &self,
+        spec: &PolicySpec,
+        window: u64,
+    ) -> Result<Box<dyn Policy>, PolicyError> {
         let entry = self
             .get(&spec.name)
             .ok_or_else(|| self.unknown(&spec.name))?;
@@ -390,7 +394,7 @@ impl Registry {
     }
 
     /// Checks a spec the way a run builds it (or with the entry's own check).
-    pub fn check_spec(&self, spec: &PolicySpec) -> Result<(), PolicyError> {
+    pub(crate) fn check_spec(&self, spec: &PolicySpec) -> Result<(), PolicyError> {
         let entry = self
             .get(&spec.name)
             .ok_or_else(|| self.unknown(&spec.name))?;
@@ -484,12 +488,7 @@ impl Registry {
         )?)
     }
 
-    /// Whether the policy of `text` takes a `window` parameter.
-    pub fn takes_window(&self, text: &str) -> bool {
-        self.with_window(text, CHECK_WINDOW).is_some()
-    }
-
-    /// `text` with its window (`window`, or the entry's [`Entry::window_param`]) set to `w`,
+    /// `text` with its window (`window`, or the entry's `Entry::window_param`) set to `w`,
     /// when its policy takes a window and the text does not set one (a pipeline: every step
     /// that does).
     pub fn with_window(&self, text: &str, w: u64) -> Option<String> {

@@ -17,16 +17,16 @@ use harness_core::message::Role;
 use harness_core::policy::{Plan, Policy};
 
 use crate::error::ParamError;
+use crate::messages::{self, Memo};
 use crate::params::Params;
 use crate::registry::Entry;
-use crate::view::{self, Memo};
 
 /// The policy's name.
-pub const NAME: &str = "swe-agent";
+pub(crate) const NAME: &str = "swe-agent";
 
 /// SWE-agent's elision of old observations.
 #[derive(Debug)]
-pub struct SweAgent {
+pub(crate) struct SweAgent {
     n: usize,
     polling: usize,
     /// Rewritten messages (a cache rebuilt from the context, not state: the policy keeps
@@ -35,7 +35,7 @@ pub struct SweAgent {
 }
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |p, _| Ok(Box::new(SweAgent::from_params(p)?)))
         .summary("SWE-agent: all but the last n observations elided to a line count")
         .source("SWE-agent `last_n_observations`")
@@ -58,7 +58,7 @@ pub fn entry() -> Entry {
 /// text-action format's outputs). A user message of the turn that follows the prompt, a tool
 /// result or another user message is context the host added (Codex's AGENTS.md instructions,
 /// skills and environment context, kept as user messages of the turn), not an output.
-pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
+pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
     let mut opened: Option<u32> = None;
     let mut after_text_action = false;
     messages
@@ -66,7 +66,7 @@ pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<boo
         .map(|m| {
             let answers = after_text_action;
             after_text_action = m.role == Role::Assistant && m.tool_calls.is_empty();
-            if view::is_result(m) {
+            if messages::is_result(m) {
                 return true;
             }
             if !m.is_human() {
@@ -80,16 +80,16 @@ pub fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<boo
 }
 
 /// The text an elided observation becomes.
-pub fn elided(text: &str) -> String {
+pub(crate) fn elided(text: &str) -> String {
     format!(
         "Old environment output: ({} lines omitted)",
-        view::lines(text)
+        messages::lines(text)
     )
 }
 
 impl SweAgent {
     /// All but the last `n` observations elided, the count updated every `polling`.
-    pub fn new(n: usize, polling: usize) -> SweAgent {
+    pub(crate) fn new(n: usize, polling: usize) -> SweAgent {
         SweAgent {
             n: n.max(1),
             polling: polling.max(1),
@@ -98,7 +98,7 @@ impl SweAgent {
     }
 
     /// From `n` and `polling`.
-    pub fn from_params(p: &mut Params) -> Result<SweAgent, ParamError> {
+    pub(crate) fn from_params(p: &mut Params) -> Result<SweAgent, ParamError> {
         Ok(SweAgent {
             n: p.take_count("n")?.unwrap_or(5),
             polling: p.take_count("polling")?.unwrap_or(1),
@@ -141,7 +141,7 @@ impl Policy for SweAgent {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::testing::{context, sent, shape, Step::*};
+    use crate::messages::testing::{context, sent, shape, Step::*};
 
     #[test]
     fn elides_all_but_the_last_n_observations() {

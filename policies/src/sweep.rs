@@ -152,7 +152,10 @@ fn unique(key: &str, v: &str, values: Vec<String>) -> Result<Vec<String>, SweepE
 
 /// Expands the `k=v` pairs of one policy (`name` and its pairs in the order written) into
 /// points: the cross product of every swept parameter's values.
-pub fn expand_pairs(name: &str, pairs: &[(String, String)]) -> Result<Vec<Point>, SweepError> {
+pub(crate) fn expand_pairs(
+    name: &str,
+    pairs: &[(String, String)],
+) -> Result<Vec<Point>, SweepError> {
     let mut points = vec![Point {
         text: String::new(),
         values: Vec::new(),

@@ -18,7 +18,7 @@ use crate::params::Params;
 use crate::registry::Entry;
 
 /// The registry entry.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new("trim", |p, b| Ok(Box::new(Trim::from_params(p, b.window)?)))
         .summary(
             "tool results of old turns dropped (or replaced by a placeholder) on every request",
@@ -45,11 +45,11 @@ pub fn entry() -> Entry {
 }
 
 /// The text that replaces a cleared result.
-pub const PLACEHOLDER: &str = "[output cleared]";
+pub(crate) const PLACEHOLDER: &str = "[output cleared]";
 
 /// Trimming of old tool outputs.
 #[derive(Debug)]
-pub struct Trim {
+pub(crate) struct Trim {
     keep: u32,
     placeholder: bool,
     trigger_tokens: Option<u64>,
@@ -60,7 +60,7 @@ pub struct Trim {
 
 impl Trim {
     /// From `keep` (default 0), `mode` (drop|placeholder) and `trigger_tokens`.
-    pub fn from_params(p: &mut Params, _window: u64) -> Result<Trim, ParamError> {
+    pub(crate) fn from_params(p: &mut Params, _window: u64) -> Result<Trim, ParamError> {
         Ok(Trim {
             keep: u32::try_from(p.take_u64("keep")?.unwrap_or(0))
                 .map_err(|_| ParamError::TooLarge { key: "keep".into() })?,

@@ -38,7 +38,7 @@ mod out;
 mod policy;
 mod proxy;
 mod replay;
-mod replay_answer;
+mod replay_headline;
 mod replay_json;
 mod replay_losses;
 mod replay_subagents;

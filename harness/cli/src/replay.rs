@@ -43,7 +43,7 @@ use crate::view::{ViewArgs, ViewName};
 const ALL: ViewArgs = ViewArgs {
     view: ViewName::All,
 };
-use crate::replay_answer::{page_opening, write_frontier, write_verdict};
+use crate::replay_headline::{page_opening, write_frontier, write_verdict};
 use crate::replay_json::{session_json, write_requests, ReplayJson};
 
 /// Which judge gives the fold points (the command line's spelling of [`JudgeKind`]).
@@ -249,7 +249,7 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     );
     let failed = policy_errors(&replays);
     let (replays, labels_order, left_out) =
-        harness_replay::answer::completed(replays, &replayer.labels());
+        harness_replay::headline::completed(replays, &replayer.labels());
     let truths: Vec<_> = loaded.sessions.iter().filter_map(session_truth).collect();
     let subagents = crate::replay_subagents::subagents_of(
         &loaded.sessions,
@@ -399,7 +399,7 @@ struct Replayed {
     /// The name of the behaviour profile recovery followed.
     profile: String,
     /// The sessions and policies left out of the comparison (a policy failed on them).
-    left_out: harness_replay::answer::LeftOut,
+    left_out: harness_replay::headline::LeftOut,
 }
 
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
@@ -445,7 +445,7 @@ impl Document for ReplayDoc<'_> {
 
     fn json(&self) -> Form {
         let r = self.r;
-        let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+        let answers = harness_replay::headline::answers(&r.replays, &r.summary);
         let doc = ReplayJson {
             version: 1,
             files: r.loaded.files,
@@ -462,7 +462,7 @@ impl Document for ReplayDoc<'_> {
             after_compactions: crate::replay_losses::losses_json(&r.losses),
             behaviour: &r.profile,
             verdict: crate::replay_json::verdict_json(&answers),
-            sensitivity: harness_replay::answer::sensitivity(&r.replays, &answers),
+            sensitivity: harness_replay::headline::sensitivity(&r.replays, &answers),
         };
         Some(
             serde_json::to_string_pretty(&doc)
@@ -489,13 +489,13 @@ impl ReplayDoc<'_> {
     /// the frontier, the essay's figures, the ground truth.
     fn text(&self, mut out: Box<dyn Text>) -> String {
         let (a, r) = (self.a, self.r);
-        let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+        let answers = harness_replay::headline::answers(&r.replays, &r.summary);
         write_verdict(
             out.as_mut(),
             &answers,
             &r.left_out.sessions_label(),
             &r.profile,
-            &harness_replay::answer::sensitivity(&r.replays, &answers),
+            &harness_replay::headline::sensitivity(&r.replays, &answers),
         );
         let fallback = if r.judge.needs_labels() {
             format!(
@@ -585,12 +585,12 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         r.judge.name(),
         a.window
     );
-    let answers = harness_replay::answer::answers(&r.replays, &r.summary);
+    let answers = harness_replay::headline::answers(&r.replays, &r.summary);
     let opening = page_opening(
         &answers,
         &r.left_out.sessions_label(),
         &r.profile,
-        &harness_replay::answer::sensitivity(&r.replays, &answers),
+        &harness_replay::headline::sensitivity(&r.replays, &answers),
     );
     let page = harness_replay::page::replay_page(
         &heading,

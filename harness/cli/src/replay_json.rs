@@ -32,7 +32,7 @@ pub(crate) struct ReplayJson<'a> {
     pub(crate) judge: &'a str,
     pub(crate) policies: &'a [PolicySummary],
     /// Sessions and policies left out of every figure: a policy failed on them.
-    pub(crate) left_out: &'a harness_replay::answer::LeftOut,
+    pub(crate) left_out: &'a harness_replay::headline::LeftOut,
     /// The models the requests name and the price each was costed at.
     pub(crate) models: &'a [harness_runner::sessions::history::ModelPrice],
     pub(crate) per_session: Vec<SessionJson<'a>>,
@@ -69,7 +69,7 @@ pub(crate) struct VerdictJson {
 }
 
 /// The verdict of `answers` as JSON.
-pub(crate) fn verdict_json(answers: &[harness_report::answer::Answer]) -> Vec<VerdictJson> {
+pub(crate) fn verdict_json(answers: &[harness_report::headline::Answer]) -> Vec<VerdictJson> {
     answers
         .iter()
         .map(|a| VerdictJson {

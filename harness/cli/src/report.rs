@@ -251,13 +251,13 @@ impl Document for ReportDoc<'_> {
         let baseline = a.baseline.as_deref();
         let width = crate::view::width();
         let mut out = String::new();
-        for line in harness_report::answer::run_block(records, baseline, width) {
+        for line in harness_report::headline::run_block(records, baseline, width) {
             out.push_str(&line);
             out.push('\n');
         }
         let shown = harness_report::fmt::displayed(&self.table());
         out.push_str(&format!("{}\n", a.view.render(&shown, kind)));
-        for line in harness_report::answer::run_tail(records, baseline, width) {
+        for line in harness_report::headline::run_tail(records, baseline, width) {
             out.push_str(&line);
             out.push('\n');
         }
@@ -270,9 +270,9 @@ impl Document for ReportDoc<'_> {
             self.records,
             &self.title,
             self.a.cells,
-            &harness_report::answer::run_markdown(self.records, baseline),
+            &harness_report::headline::run_markdown(self.records, baseline),
         );
-        md.push_str(&harness_report::answer::run_markdown_tail(
+        md.push_str(&harness_report::headline::run_markdown_tail(
             self.records,
             baseline,
         ));

@@ -118,11 +118,11 @@ pub fn finish(
     common: &CommonRun,
 ) -> Result<Code, Error> {
     let width = crate::view::width();
-    for line in harness_report::answer::run_block(records, baseline, width) {
+    for line in harness_report::headline::run_block(records, baseline, width) {
         crate::out::line(&line)?;
     }
     crate::out::line(&table(records))?;
-    for line in harness_report::answer::run_tail(records, baseline, width) {
+    for line in harness_report::headline::run_tail(records, baseline, width) {
         crate::out::line(&line)?;
     }
     print_failures(records);

@@ -43,7 +43,7 @@ pub enum MatrixError {
         /// Its last seed.
         last: u64,
     },
-    /// A range of more than [`MAX_SEED_RANGE`] seeds.
+    /// A range of more than `MAX_SEED_RANGE` seeds.
     #[error("seed range `{range}` gives {}, more than {MAX_SEED_RANGE}, the most one range gives; write a shorter range such as {first}-{}", seeds(.first, .last), .first.saturating_add(MAX_SEED_RANGE - 1))]
     TooManySeeds {
         /// The range as written.

@@ -20,6 +20,10 @@
 //! - [`yaml`]: parsing, the path-to-`line:col` locator and the [`yaml::Problem`] type.
 //! - [`error`]: the [`error::MatrixError`] of a profile, seeds or a partition given outside a
 //!   file (a file's problems are [`yaml::Problem`]s).
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod error;
 pub mod labels;
 pub mod matrix;

@@ -45,7 +45,7 @@ use std::fmt;
 use crate::yaml::Value;
 use serde::{Deserialize, Serialize};
 
-pub use crate::error::MatrixError;
+pub(crate) use crate::error::MatrixError;
 
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
 use harness_core::metrics::Price;
@@ -53,7 +53,7 @@ use harness_core::record::cell_id;
 use harness_core::regression::{self, Threshold};
 
 /// Version of the matrix file format (the optional `version:` field).
-pub const MATRIX_VERSION: u64 = 1;
+pub(crate) const MATRIX_VERSION: u64 = 1;
 
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -89,10 +89,10 @@ pub struct Vocabulary<'a> {
 
 /// A [`Vocabulary`] check's refusal, in the checker's own error type (the config crate knows
 /// neither the policies nor the models).
-pub type VocabError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type VocabError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A policy check: the text and its arm's label in, the arms it stands for out.
-pub type PolicyCheck = dyn Fn(&str, &str) -> Result<Vec<SweepPoint>, VocabError>;
+pub(crate) type PolicyCheck = dyn Fn(&str, &str) -> Result<Vec<SweepPoint>, VocabError>;
 
 /// One arm a policy text stands for: the text with its swept values in place, the arm's label
 /// (naming the values) and the values.
@@ -181,7 +181,7 @@ pub struct Layer {
 
 impl Layer {
     /// Puts `top` over this layer: lists replace, maps merge key by key.
-    pub fn overlay(&mut self, top: &Layer) {
+    pub(crate) fn overlay(&mut self, top: &Layer) {
         if top.tasks.is_some() {
             self.tasks.clone_from(&top.tasks);
         }
@@ -210,16 +210,16 @@ impl Layer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixFile {
     /// The file, as named in messages.
-    pub file: String,
+    pub(crate) file: String,
     /// The top-level fields.
-    pub base: Layer,
+    pub(crate) base: Layer,
     /// The profiles, in file order.
-    pub profiles: Vec<(String, Layer)>,
+    pub(crate) profiles: Vec<(String, Layer)>,
 }
 
 impl MatrixFile {
     /// The profile names, in file order.
-    pub fn profile_names(&self) -> Vec<&str> {
+    pub(crate) fn profile_names(&self) -> Vec<&str> {
         self.profiles.iter().map(|(n, _)| n.as_str()).collect()
     }
 
@@ -247,7 +247,7 @@ impl MatrixFile {
 }
 
 /// The most seeds one range (`FIRST-LAST`) gives.
-pub const MAX_SEED_RANGE: u64 = 10_000;
+pub(crate) const MAX_SEED_RANGE: u64 = 10_000;
 
 /// Parses `1-3` or `1,2,5` into seeds (each once).
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>, MatrixError> {
@@ -305,7 +305,7 @@ fn check_unique_seeds(seeds: &[u64]) -> Result<(), MatrixError> {
 
 /// `label` with one more `k=v` after it (`trim` → `trim:window=4000`, `trim:keep=1` →
 /// `trim:keep=1,window=4000`).
-pub fn with_param(label: &str, k: &str, v: u64) -> String {
+pub(crate) fn with_param(label: &str, k: &str, v: u64) -> String {
     if label.contains(':') {
         format!("{label},{k}={v}")
     } else {
@@ -383,7 +383,7 @@ pub fn expand(tasks: &[String], arms: &[ArmDef], models: &[String], seeds: &[u64
 
 /// How a partition assigns cells to shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartitionKind {
+pub(crate) enum PartitionKind {
     /// By a hash of the cell id: a cell keeps its shard when other cells are added or removed.
     Hash,
     /// Round robin over the matrix order: even shard sizes, but adding a cell moves others.
@@ -394,24 +394,24 @@ pub enum PartitionKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Partition {
     /// How cells are assigned.
-    pub kind: PartitionKind,
+    pub(crate) kind: PartitionKind,
     /// The shard, 1-based.
-    pub shard: u64,
+    pub(crate) shard: u64,
     /// The number of shards.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 impl std::str::FromStr for Partition {
     type Err = MatrixError;
 
-    /// `hash:K/N` or `slice:K/N`, as [`Partition::parse`]: so a flag is parsed once, at the edge.
+    /// `hash:K/N` or `slice:K/N`, as `Partition::parse`: so a flag is parsed once, at the edge.
     fn from_str(s: &str) -> Result<Partition, MatrixError> {
         Partition::parse(s)
     }
 }
 
 /// FNV-1a, 64 bits: a stable hash of a cell id (the same on every platform and release).
-pub fn fnv1a64(s: &str) -> u64 {
+pub(crate) fn fnv1a64(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= u64::from(b);
@@ -422,7 +422,7 @@ pub fn fnv1a64(s: &str) -> u64 {
 
 impl Partition {
     /// Parses `hash:K/N` or `slice:K/N`.
-    pub fn parse(s: &str) -> Result<Partition, MatrixError> {
+    pub(crate) fn parse(s: &str) -> Result<Partition, MatrixError> {
         let usage = || MatrixError::BadPartition(s.to_string());
         let (kind, rest) = s.trim().split_once(':').ok_or_else(usage)?;
         let kind = match kind {
@@ -442,7 +442,7 @@ impl Partition {
     }
 
     /// The 1-based shard of the cell at `position` (in matrix order) with id `id`.
-    pub fn shard_of(&self, position: usize, id: &str) -> u64 {
+    pub(crate) fn shard_of(&self, position: usize, id: &str) -> u64 {
         match self.kind {
             PartitionKind::Hash => fnv1a64(id) % self.count + 1,
             PartitionKind::Slice => position as u64 % self.count + 1,

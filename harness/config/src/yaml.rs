@@ -4,7 +4,7 @@
 //! `serde_yaml` stops at the first error and its values carry no positions, so specs and matrix
 //! files are parsed in two steps: [`parse`] turns the text into a [`serde_yaml::Value`] (a syntax
 //! error comes back with its position), then a typed reader walks the value, collects *every*
-//! problem with its path, and [`Locator::locate`] turns each path into `line:col` by scanning the
+//! problem with its path, and `Locator::locate` turns each path into `line:col` by scanning the
 //! source text (block mappings, block sequences and one-line flow mappings, which is what specs
 //! are written in).
 
@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 /// A parsed YAML value (re-exported so no other module names `serde_yaml`).
-pub use serde_yaml::Value;
+pub(crate) use serde_yaml::Value;
 
 /// One problem found in an input file, with where it is and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,7 +40,7 @@ impl fmt::Display for Problem {
 
 /// A step of a path into a YAML document.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Seg {
+pub(crate) enum Seg {
     /// A mapping key.
     Key(String),
     /// A sequence index (0-based).
@@ -48,27 +48,10 @@ pub enum Seg {
 }
 
 /// A path into a YAML document, e.g. `turns[2].needs[0]`.
-pub type Path = Vec<Seg>;
-
-/// Renders a path for messages: `turns[2].needs[0]`.
-pub fn path_string(path: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
-        }
-    }
-    s
-}
+pub(crate) type Path = Vec<Seg>;
 
 /// The deepest nesting [`parse`] accepts (`serde_yaml`'s own limit).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Flow nesting deeper than this is refused by a linear scan before `serde_yaml` runs: its
 /// scanner takes time quadratic in the depth before it reaches its own limit (100,000 `[` took
@@ -76,7 +59,7 @@ pub const MAX_DEPTH: usize = 128;
 const SCAN_DEPTH: usize = 1024;
 
 /// The text without a leading UTF-8 byte-order mark (YAML allows one; it is not content).
-pub fn strip_bom(text: &str) -> &str {
+pub(crate) fn strip_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
@@ -214,7 +197,7 @@ fn node_of(stack: &[Frame]) -> u32 {
 /// each line adds at most one node keyed by its parent's number and its own segment (no path is
 /// copied or hashed whole); a lookup costs one hash probe per path segment.
 #[derive(Debug, Default)]
-pub struct Locator {
+pub(crate) struct Locator {
     /// The node of each segment under its parent node (0 is the document).
     children: HashMap<(u32, Seg), u32>,
     /// The position of node `n` at `n - 1`.
@@ -226,7 +209,7 @@ pub struct Locator {
 
 impl Locator {
     /// Indexes the block structure of `text`.
-    pub fn new(text: &str) -> Locator {
+    pub(crate) fn new(text: &str) -> Locator {
         let text = strip_bom(text);
         let mut loc = Locator::default();
         // A key's indent is its column; a sequence item's indent is the column of its dash.
@@ -384,7 +367,7 @@ impl Locator {
     }
 
     /// The position of a path: exact when indexed, else the longest indexed prefix, else 1:1.
-    pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
+    pub(crate) fn locate(&self, path: &[Seg]) -> (usize, usize) {
         let mut node = 0;
         let mut at = (1, 1);
         for seg in path {
@@ -400,7 +383,7 @@ impl Locator {
     }
 
     /// The tags written in the text (`!!binary`, `!custom`), with their line and column.
-    pub fn tags(&self) -> &[(usize, usize, String)] {
+    pub(crate) fn tags(&self) -> &[(usize, usize, String)] {
         &self.tags
     }
 }
@@ -509,18 +492,18 @@ fn flow_parts(v: &str) -> Vec<(usize, &str)> {
 }
 
 /// A reader over a parsed document that collects problems with their positions.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     file: &'a str,
     locator: Locator,
     /// Every problem found so far.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 impl<'a> Reader<'a> {
     /// A reader for `text` (already parsed), named `file` in messages.
     /// Every YAML tag in the text is a problem: `!!binary` and custom tags have no meaning in
     /// foldbench's files (and `serde_yaml` would turn `!!binary` into its base64 text silently).
-    pub fn new(file: &'a str, text: &str) -> Reader<'a> {
+    pub(crate) fn new(file: &'a str, text: &str) -> Reader<'a> {
         let locator = Locator::new(text);
         let problems = locator
             .tags()
@@ -542,7 +525,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Records a problem at `path`.
-    pub fn problem(&mut self, path: &[Seg], message: impl Into<String>) {
+    pub(crate) fn problem(&mut self, path: &[Seg], message: impl Into<String>) {
         let (line, col) = self.locator.locate(path);
         self.problems.push(Problem {
             file: self.file.to_string(),
@@ -553,23 +536,18 @@ impl<'a> Reader<'a> {
     }
 
     /// The position of a path.
-    pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
+    pub(crate) fn locate(&self, path: &[Seg]) -> (usize, usize) {
         self.locator.locate(path)
     }
 
     /// The locator of the text.
-    pub fn locator(&self) -> &Locator {
+    pub(crate) fn locator(&self) -> &Locator {
         &self.locator
-    }
-
-    /// The file name.
-    pub fn file(&self) -> &str {
-        self.file
     }
 
     /// Checks that `v` is a mapping with only `allowed` keys; reports each unknown key.
     /// Returns the mapping's string keys and values.
-    pub fn mapping<'v>(
+    pub(crate) fn mapping<'v>(
         &mut self,
         path: &[Seg],
         v: &'v Value,
@@ -604,7 +582,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string value (numbers and booleans are accepted and written as YAML writes them).
-    pub fn string(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<String> {
         match v {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -617,7 +595,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A non-negative integer.
-    pub fn uint(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<u64> {
+    pub(crate) fn uint(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<u64> {
         match v.as_u64() {
             Some(n) => Some(n),
             None => {
@@ -635,7 +613,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A number.
-    pub fn float(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<f64> {
+    pub(crate) fn float(&mut self, path: &[Seg], v: &Value, what: &str) -> Option<f64> {
         match v.as_f64() {
             Some(n) => Some(n),
             None => {
@@ -646,7 +624,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A sequence (a single non-sequence value is reported).
-    pub fn sequence<'v>(&mut self, path: &[Seg], v: &'v Value, what: &str) -> &'v [Value] {
+    pub(crate) fn sequence<'v>(&mut self, path: &[Seg], v: &'v Value, what: &str) -> &'v [Value] {
         match v.as_sequence() {
             Some(s) => s.as_slice(),
             None => {
@@ -657,7 +635,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A list of strings.
-    pub fn strings(&mut self, path: &[Seg], v: &Value, what: &str) -> Vec<String> {
+    pub(crate) fn strings(&mut self, path: &[Seg], v: &Value, what: &str) -> Vec<String> {
         let mut out = Vec::new();
         for (i, item) in self.sequence(path, v, what).iter().enumerate() {
             let p = child(path, Seg::Index(i));
@@ -670,19 +648,19 @@ impl<'a> Reader<'a> {
 }
 
 /// `path` with one more segment.
-pub fn child(path: &[Seg], seg: Seg) -> Path {
+pub(crate) fn child(path: &[Seg], seg: Seg) -> Path {
     let mut p = path.to_vec();
     p.push(seg);
     p
 }
 
 /// `path` with one more key.
-pub fn key(path: &[Seg], k: &str) -> Path {
+pub(crate) fn key(path: &[Seg], k: &str) -> Path {
     child(path, Seg::Key(k.to_string()))
 }
 
 /// A word for a value's type, for messages.
-pub fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",

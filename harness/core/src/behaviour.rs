@@ -35,7 +35,7 @@ pub const VERSION: u32 = 1;
 
 /// The profile the repository ships: measured from its own fixtures
 /// (`tests/fixtures/compactions`, docs/replay.md says how).
-pub const SHIPPED: &str = include_str!("behaviour/shipped.json");
+pub(crate) const SHIPPED: &str = include_str!("behaviour/shipped.json");
 
 /// What the host left in place of what was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ pub enum End {
 
 impl End {
     /// `low`, `point`, `high`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             End::Low => "low",
             End::Point => "point",
@@ -281,20 +281,20 @@ pub struct Profile {
 #[error("{line}:{column}: {message}; {hint}")]
 pub struct ProfileError {
     /// 1-based line.
-    pub line: usize,
+    pub(crate) line: usize,
     /// 1-based column.
-    pub column: usize,
+    pub(crate) column: usize,
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
     /// What to do.
-    pub hint: &'static str,
+    pub(crate) hint: &'static str,
 }
 
 /// What to do about a bad profile.
-pub const HINT: &str = "write a profile with `foldbench replay SESSIONS --behaviour-out FILE` (the format: docs/replay.md, \"The behaviour profile\")";
+pub(crate) const HINT: &str = "write a profile with `foldbench replay SESSIONS --behaviour-out FILE` (the format: docs/replay.md, \"The behaviour profile\")";
 
 impl Profile {
-    /// The profile the repository ships ([`SHIPPED`]).
+    /// The profile the repository ships (`SHIPPED`).
     pub fn shipped() -> &'static Profile {
         static P: OnceLock<Profile> = OnceLock::new();
         P.get_or_init(|| Profile::parse(SHIPPED).expect("the shipped profile is valid"))
@@ -482,9 +482,9 @@ pub struct KindBehaviour {
     /// The probability it tries to get a missing fact back (else it goes on without it).
     pub recover: f64,
     /// How it tries first: the shares of re-read, re-run, search and archive read.
-    pub means: Means,
+    pub(crate) means: Means,
     /// Whether it tries the means by their shares, most used first, with no draw (tests).
-    pub ordered: bool,
+    pub(crate) ordered: bool,
 }
 
 /// The profile as the sim uses it: small and `Copy`, so the sim's settings stay plain data.
@@ -498,7 +498,7 @@ pub struct SimBehaviour {
 
 impl SimBehaviour {
     /// The settings for `kind`.
-    pub fn kind(&self, kind: LossKind) -> KindBehaviour {
+    pub(crate) fn kind(&self, kind: LossKind) -> KindBehaviour {
         match kind {
             LossKind::Summary => self.summary,
             LossKind::None => self.none,

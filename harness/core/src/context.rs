@@ -190,7 +190,7 @@ impl Context {
 
 /// Tokens that were in the cached prefix before an edit and must be written again after it:
 /// the messages of `old` after the first position where `new` differs that survive in `new`.
-pub fn rewritten_tokens(old: &[Arc<Message>], new: &[Arc<Message>]) -> u64 {
+pub(crate) fn rewritten_tokens(old: &[Arc<Message>], new: &[Arc<Message>]) -> u64 {
     let common = old
         .iter()
         .zip(new)

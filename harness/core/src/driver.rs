@@ -14,7 +14,7 @@
 //! - [`Driver::tool`]: the reply to a call of one of the policy's own tools, with the strategy it
 //!   entered, if any.
 //! - [`Driver::end_turn`]: the splices of the turn, each archived in memory
-//!   ([`crate::session::archive_splice`]); the host writes the archive and then applies the splice
+//!   (`crate::session::archive_splice`); the host writes the archive and then applies the splice
 //!   with [`Driver::apply_splice`], which gives the [`Folded`] result (or why the range is gone).
 //!
 //! No host matches on [`crate::policy::Plan`] or [`crate::policy::SpliceKind`]; a new kind of
@@ -32,7 +32,7 @@ use crate::session::{archive_splice, Archived, COMPACTION_PROMPT};
 
 /// The action recorded on a request sent without the compaction the policy asked for a second
 /// time (the summary did not bring the context under the policy's threshold).
-pub const COMPACTION_DID_NOT_FIT: &str = "compaction did not fit the window";
+pub(crate) const COMPACTION_DID_NOT_FIT: &str = "compaction did not fit the window";
 
 /// What the host does next for the request in progress.
 #[derive(Debug, Clone)]
@@ -85,18 +85,18 @@ pub struct ToolAnswer {
 #[derive(Debug, Clone)]
 pub struct PendingSplice {
     /// The policy's splice.
-    pub splice: Splice,
+    pub(crate) splice: Splice,
     /// Its archive (kind word, bytes, path and sha256).
     pub archived: Archived,
 }
 
 /// The end of a strategy, when a splice was one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StrategyEnd {
+pub(crate) struct StrategyEnd {
     /// The strategy's mode.
-    pub mode: String,
+    pub(crate) mode: String,
     /// Whether the user ended it with `/back`.
-    pub via_back: bool,
+    pub(crate) via_back: bool,
 }
 
 /// A splice applied: what the context now holds in place of the range.
@@ -109,7 +109,7 @@ pub struct Folded {
     /// Last turn of the range.
     pub to: u32,
     /// `fold` or `strategy`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The archive the result points at.
     pub archive: ArchiveRef,
     /// The message put in place of the range.
@@ -119,7 +119,7 @@ pub struct Folded {
     /// Tokens the prompt cache must write again (against the host's reference).
     pub rewritten_tokens: u64,
     /// The strategy it ended, if it was a strategy's exit.
-    pub strategy: Option<StrategyEnd>,
+    pub(crate) strategy: Option<StrategyEnd>,
 }
 
 impl Folded {
@@ -155,9 +155,9 @@ impl Folded {
 #[error("turns {from}–{to} are no longer in the context")]
 pub struct RangeGone {
     /// First turn of the range.
-    pub from: u32,
+    pub(crate) from: u32,
     /// Last turn of the range.
-    pub to: u32,
+    pub(crate) to: u32,
 }
 
 /// A compaction applied.

@@ -272,12 +272,12 @@ impl NeedWatch {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FactSeen {
     /// The fact's text.
-    pub fact: String,
+    pub(crate) fact: String,
     /// Whether it was in the text of the turn's first request.
-    pub visible: bool,
+    pub(crate) visible: bool,
     /// The id of the first tool call of the turn whose result contains it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found_in: Option<String>,
+    pub(crate) found_in: Option<String>,
 }
 
 /// What the harness recorded about one request.

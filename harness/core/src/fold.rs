@@ -14,7 +14,7 @@ pub const CARD_HEADER: &str = "<fold-card>";
 
 /// Blocks an agent (not the user) puts into a user message: Claude Code's reminders, Codex's
 /// environment and instructions. The user's words are the message without them.
-pub const AGENT_BLOCKS: [&str; 3] = [
+pub(crate) const AGENT_BLOCKS: [&str; 3] = [
     "system-reminder",
     "environment_context",
     "user_instructions",
@@ -24,7 +24,7 @@ pub const AGENT_BLOCKS: [&str; 3] = [
 /// `exec_command`, `shell_command` and `local_shell`, a text-based agent's command blocks);
 /// with foldbench's own `shell` ([`is_shell`]) the fold result's index counts their calls as
 /// shell commands.
-pub const AGENT_SHELL_TOOLS: [&str; 5] = [
+pub(crate) const AGENT_SHELL_TOOLS: [&str; 5] = [
     "Bash",
     crate::text_agent::TEXT_TOOL,
     "exec_command",
@@ -38,7 +38,7 @@ const AGENT_READERS: [&str; 2] = ["Read", "NotebookRead"];
 const AGENT_SEARCHERS: [&str; 2] = ["Grep", "Glob"];
 
 /// Whether calls of the tool `name` are shell commands.
-pub fn is_shell(name: &str) -> bool {
+pub(crate) fn is_shell(name: &str) -> bool {
     AGENT_SHELL_TOOLS.contains(&name)
         || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Shell)
 }
@@ -53,7 +53,7 @@ fn is_searcher(name: &str) -> bool {
         || crate::tools::find(name).is_some_and(|t| t.tool == crate::tools::Tool::Grep)
 }
 
-/// The user's own words in a user message: every [`AGENT_BLOCKS`] block left out (an unclosed
+/// The user's own words in a user message: every `AGENT_BLOCKS` block left out (an unclosed
 /// one to the end), white space trimmed.
 pub fn user_words(text: &str) -> String {
     if !text.contains('<') {
@@ -84,7 +84,7 @@ pub fn user_words(text: &str) -> String {
 /// The tools a card tells the model to read an archive back with: the agent's own readers and
 /// searchers, then its shell tool, from the names it offers (`None`: foldbench's own loop,
 /// `read_file` and `grep`; no tool at all: a text-based agent's shell commands).
-pub fn read_back_with(tools: Option<&[String]>) -> String {
+pub(crate) fn read_back_with(tools: Option<&[String]>) -> String {
     let Some(tools) = tools else {
         return "read_file or grep".to_string();
     };
@@ -114,14 +114,9 @@ pub fn render_card(turns: &[TurnInfo]) -> String {
 }
 
 /// [`render_card`], with each user message longer than `quote` characters cut there and marked
-/// with how much was left out (the whole message is still in its turn above). `None` quotes
-/// every message word for word.
-pub fn render_card_quoting(turns: &[TurnInfo], quote: Option<usize>) -> String {
-    render_card_for(turns, quote, None)
-}
-
-/// [`render_card_quoting`] for an agent that offers `tools` (their names; `None`: foldbench's
-/// own loop): the card names the agent's own tools to read an archive back with.
+/// with how much was left out (the whole message is still in its turn above; `None` quotes
+/// every message word for word), for an agent that offers `tools` (their names; `None`:
+/// foldbench's own loop): the card names the agent's own tools to read an archive back with.
 pub fn render_card_for(
     turns: &[TurnInfo],
     quote: Option<usize>,
@@ -496,7 +491,7 @@ pub fn fold_transcript(
 
 /// Reads the range and archive a fold result or strategy report points to, from its first line
 /// (`[fold] turns 1–3 folded by the host. Archive: PATH (sha256 …)`).
-pub fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
+pub(crate) fn archive_pointer(text: &str) -> Option<(u32, u32, String)> {
     let first = text.lines().next()?;
     if !(first.starts_with("[fold]") || first.starts_with("[strategy")) {
         return None;
@@ -810,13 +805,13 @@ mod tests {
             tool_calls: 1,
         };
         let turns = [turn(1, "héllo wörld"), turn(2, "ok")];
-        let card = render_card_quoting(&turns, Some(4));
+        let card = render_card_for(&turns, Some(4), None);
         assert!(
             card.contains("user: \"héll\" … [7 more characters, in turn 1]"),
             "{card}"
         );
         assert!(card.contains("user: \"ok\"\n"), "{card}");
-        assert_eq!(render_card_quoting(&turns, None), render_card(&turns));
+        assert_eq!(render_card_for(&turns, None, None), render_card(&turns));
         assert!(render_card(&turns).contains("user: \"héllo wörld\"\n"));
     }
 }

@@ -42,6 +42,12 @@
 //!   ([`one_line`], for where an error's text is data).
 //! - [`suggest`]: "did you mean" for names; [`printable`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal.
+//! - [`driver`]: the one place a policy's answers are interpreted, for every mode that runs a
+//!   policy; [`digest`]: hex digests; [`rng`]: the seeded random numbers of the sim.
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod behaviour;
 pub mod context;
 pub mod digest;

@@ -88,7 +88,7 @@ impl ToolCall {
 }
 
 /// Canonical JSON: object keys sorted at every level, no insignificant white space.
-pub fn canonical_json(v: &serde_json::Value) -> String {
+pub(crate) fn canonical_json(v: &serde_json::Value) -> String {
     // serde_json's Map is a BTreeMap unless `preserve_order` is on (it is not in this workspace),
     // so plain serialisation is already sorted.
     serde_json::to_string(v).unwrap_or_default()

@@ -83,7 +83,7 @@ impl SizeStats {
 }
 
 /// Median of sorted values.
-pub fn median_u64(sorted: &[u64]) -> f64 {
+pub(crate) fn median_u64(sorted: &[u64]) -> f64 {
     let n = sorted.len();
     if n == 0 {
         0.0
@@ -218,16 +218,9 @@ pub struct RecoveredFacts {
     pub archive: usize,
 }
 
-impl RecoveredFacts {
-    /// Both ways.
-    pub fn total(&self) -> usize {
-        self.rerun + self.archive
-    }
-}
-
 impl CellMetrics {
     /// Total rewritten tokens of folds.
-    pub fn rewritten_fold_total(&self) -> u64 {
+    pub(crate) fn rewritten_fold_total(&self) -> u64 {
         self.rewritten_tokens_per_fold.iter().sum()
     }
 
@@ -240,18 +233,18 @@ impl CellMetrics {
 
 /// A re-run found in the events.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rerun {
+pub(crate) struct Rerun {
     /// Index of the call in the tool-call list.
-    pub call: usize,
+    pub(crate) call: usize,
     /// Index of the earliest equal call.
-    pub earlier: usize,
+    pub(crate) earlier: usize,
     /// Whether no equal earlier call's result was visible in the request that led to the call.
-    pub hidden: bool,
+    pub(crate) hidden: bool,
 }
 
 /// Finds the re-runs among workspace tool calls: same tool, same canonical arguments, same
 /// workspace fingerprint as an earlier call.
-pub fn find_reruns(
+pub(crate) fn find_reruns(
     calls: &[&ToolCallRecord],
     requests: &HashMap<usize, &RequestRecord>,
 ) -> Vec<Rerun> {

@@ -147,7 +147,7 @@ pub enum SpliceKind {
 impl SpliceKind {
     /// The kind word: `fold` for a fold, `strategy` for the end of a strategy (part of an
     /// archive's file name and of the fold event).
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             SpliceKind::Fold => "fold",
             SpliceKind::StrategyExit { .. } => "strategy",

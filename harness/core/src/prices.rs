@@ -17,15 +17,15 @@
 //! date (`claude-sonnet-4-20250514`, `gpt-5-2025-08-07`, `claude-sonnet-4@20250514`); a
 //! provider prefix (`anthropic/`, `openai/`, `us.anthropic.`) is dropped first. The longest
 //! matching name wins. A model matching no name is priced at the table's default and reported
-//! as unknown ([`PriceSource::Default`]). Overrides ([`PriceTable::set`]) match the same way
+//! as unknown ([`PriceSource::Default`]). Overrides (`PriceTable::set`) match the same way
 //! and win over the built-in prices.
 //!
-//! A price flag is `[MODEL=][SCHEME:]PRICE` ([`parse_flag`]), PRICE one of
+//! A price flag is `[MODEL=][SCHEME:]PRICE` (`parse_flag`), PRICE one of
 //! `INPUT` (dollars per million input tokens; the rest from the scheme's ratios),
 //! `INPUT/OUTPUT` (both in dollars; the cache from the scheme) or
 //! `input=…,cache_write=…,cache_read=…,output=…` (input in dollars, the other three
 //! multipliers of it; any left out from the scheme). SCHEME is `anthropic` or `openai`; left
-//! out, it is the model's ([`Scheme::of_model`]), else Anthropic's (the default price's).
+//! out, it is the model's (`Scheme::of_model`), else Anthropic's (the default price's).
 
 use std::collections::BTreeMap;
 
@@ -34,13 +34,13 @@ use serde::Serialize;
 use crate::metrics::Price;
 
 /// The highest price a flag takes, in dollars per million tokens.
-pub const MAX_PRICE: f64 = 10_000.0;
+pub(crate) const MAX_PRICE: f64 = 10_000.0;
 
 /// Where a row's figures were read: a page and the date it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Source {
     /// The page.
-    pub url: &'static str,
+    pub(crate) url: &'static str,
     /// When it was read (`YYYY-MM-DD`, or `YYYY-MM` where only the month is known).
     pub read: &'static str,
     /// Whose figures they are: the provider's own page, or a secondary source (and what it
@@ -50,14 +50,14 @@ pub struct Source {
 
 /// Anthropic's pricing page, for the current Claude models (Opus 4.5–4.8 and 5, Sonnet 4–4.6,
 /// Haiku 4.5).
-pub const ANTHROPIC: Source = Source {
+pub(crate) const ANTHROPIC: Source = Source {
     url: "https://platform.claude.com/docs/en/about-claude/pricing",
     read: "2026-12",
     note: "Anthropic's pricing page",
 };
 
 /// Anthropic's pricing page as it listed the older Claude models.
-pub const ANTHROPIC_2025: Source = Source {
+pub(crate) const ANTHROPIC_2025: Source = Source {
     url: "https://docs.anthropic.com/en/docs/about-claude/pricing",
     read: "2025-11-24",
     note: "Anthropic's pricing page",
@@ -65,7 +65,7 @@ pub const ANTHROPIC_2025: Source = Source {
 
 /// OpenAI's pricing page as it listed the GPT-5.1, GPT-5, GPT-4.1, GPT-4o, o-series and
 /// codex-mini models.
-pub const OPENAI_2025: Source = Source {
+pub(crate) const OPENAI_2025: Source = Source {
     url: "https://platform.openai.com/docs/pricing",
     read: "2025-11-24",
     note: "OpenAI's pricing page",
@@ -73,27 +73,18 @@ pub const OPENAI_2025: Source = Source {
 
 /// A secondary source for GPT-5.4, GPT-5.3-Codex and GPT-5.2: the `codex-ops` crate's copy of
 /// OpenAI's Codex rate card (credits per million tokens, 25 credits = $1), checked 2026-05-13.
-pub const OPENAI_CODEX_RATE_CARD: Source = Source {
+pub(crate) const OPENAI_CODEX_RATE_CARD: Source = Source {
     url: "https://docs.rs/crate/codex-ops/0.1.3/source/data/codex-rate-card.json",
     read: "2026-12-03",
     note: "secondary source: a copy of OpenAI's Codex rate card (checked 2026-05-13 by its author), credits at 25 per dollar",
 };
 
 /// A secondary source for GPT-5.2-Codex (input and output; its cached input is GPT-5.2's).
-pub const OPENAI_GPT_5_2_CODEX: Source = Source {
+pub(crate) const OPENAI_GPT_5_2_CODEX: Source = Source {
     url: "https://aicoach.pw/marketplace/llm/gpt-5-2-codex",
     read: "2026-12-03",
     note: "secondary source: a model catalogue listing input and output; cached input as GPT-5.2's",
 };
-
-/// Every source the table cites.
-pub const SOURCES: &[&Source] = &[
-    &ANTHROPIC,
-    &ANTHROPIC_2025,
-    &OPENAI_2025,
-    &OPENAI_CODEX_RATE_CARD,
-    &OPENAI_GPT_5_2_CODEX,
-];
 
 /// How a provider prices the prompt cache, and the ratios a price given as one number takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,7 +109,7 @@ impl Scheme {
     }
 
     /// The scheme a name gives (`anthropic`, `openai`).
-    pub fn from_name(name: &str) -> Option<Scheme> {
+    pub(crate) fn from_name(name: &str) -> Option<Scheme> {
         match name.trim().to_ascii_lowercase().as_str() {
             "anthropic" => Some(Scheme::Anthropic),
             "openai" => Some(Scheme::OpenAi),
@@ -128,7 +119,7 @@ impl Scheme {
 
     /// The scheme of a model: its built-in row's, else by its name (`claude…` Anthropic;
     /// `gpt…`, `o1…`, `o3…`, `o4…`, `codex…` OpenAI); `None` for a name that tells neither.
-    pub fn of_model(model: &str) -> Option<Scheme> {
+    pub(crate) fn of_model(model: &str) -> Option<Scheme> {
         if let Some(b) = builtin(model) {
             return Some(b.scheme);
         }
@@ -146,7 +137,7 @@ impl Scheme {
     }
 
     /// The cache-write multiplier (of the input price).
-    pub fn cache_write(self) -> f64 {
+    pub(crate) fn cache_write(self) -> f64 {
         match self {
             Scheme::Anthropic => 1.25,
             Scheme::OpenAi => 1.0,
@@ -154,12 +145,12 @@ impl Scheme {
     }
 
     /// The cache-read multiplier a price that gives none takes.
-    pub fn cache_read(self) -> f64 {
+    pub(crate) fn cache_read(self) -> f64 {
         0.1
     }
 
     /// The output multiplier a price that gives none takes.
-    pub fn output(self) -> f64 {
+    pub(crate) fn output(self) -> f64 {
         match self {
             Scheme::Anthropic => 5.0,
             Scheme::OpenAi => 8.0,
@@ -167,7 +158,7 @@ impl Scheme {
     }
 
     /// The price of `input` dollars per million input tokens under this scheme.
-    pub fn price(self, input: f64) -> Price {
+    pub(crate) fn price(self, input: f64) -> Price {
         Price {
             input,
             cache_write: self.cache_write(),
@@ -301,7 +292,7 @@ pub struct Builtin {
     /// The provider's scheme.
     pub scheme: Scheme,
     /// The price.
-    pub price: Price,
+    pub(crate) price: Price,
     /// Where the figures were read.
     pub source: &'static Source,
 }
@@ -320,7 +311,7 @@ pub enum PriceSource {
 
 /// A price from dollars per million tokens of each kind (the core's [`Price`] holds the input
 /// price and multipliers of it).
-pub fn per_million(input: f64, cache_write: f64, cache_read: f64, output: f64) -> Price {
+pub(crate) fn per_million(input: f64, cache_write: f64, cache_read: f64, output: f64) -> Price {
     let of = |x: f64| if input > 0.0 { x / input } else { 0.0 };
     Price {
         input,
@@ -372,23 +363,18 @@ pub fn builtin(model: &str) -> Option<Builtin> {
     BUILTIN.iter().find(|b| b.name == name).map(Row::builtin)
 }
 
-/// The built-in table, row by row.
-pub fn builtin_table() -> impl Iterator<Item = Builtin> {
-    BUILTIN.iter().map(Row::builtin)
-}
-
 /// Prices per model: overrides, then the built-in table, then the default.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PriceTable {
     /// Prices given for models by name (matched like the built-in names).
-    pub overrides: BTreeMap<String, Price>,
+    pub(crate) overrides: BTreeMap<String, Price>,
     /// The price of a model none of the others names (and of requests that name no model).
     pub default: Price,
 }
 
 impl PriceTable {
     /// Sets the price of `model`; `default` sets the default.
-    pub fn set(&mut self, model: &str, price: Price) {
+    pub(crate) fn set(&mut self, model: &str, price: Price) {
         if model == "default" {
             self.default = price;
         } else {
@@ -396,7 +382,7 @@ impl PriceTable {
         }
     }
 
-    /// The table of the price flags ([`parse_flag`], in order: a later flag for the same
+    /// The table of the price flags (`parse_flag`, in order: a later flag for the same
     /// model wins).
     pub fn from_flags(flags: &[String]) -> Result<PriceTable, PriceError> {
         let mut table = PriceTable::default();
@@ -453,7 +439,7 @@ pub enum PriceError {
     /// A key other than the four prices.
     #[error("unknown price `{0}`; expected input, cache_write, cache_read or output")]
     UnknownKey(String),
-    /// A number outside 0 to [`MAX_PRICE`].
+    /// A number outside 0 to `MAX_PRICE`.
     #[error("{0} is outside 0 to {MAX_PRICE}; give dollars per million tokens, such as 3")]
     OutOfRange(String),
     /// No number.
@@ -472,7 +458,7 @@ const FORMS: &str = "give 3 (input $/M), 3/15 (input/output $/M), openai:1.75 (t
 
 /// One price flag, `[MODEL=][SCHEME:]PRICE`: the model it prices (`default` without one) and
 /// the price. See the module's docs for the grammar.
-pub fn parse_flag(flag: &str) -> Result<(String, Price), PriceError> {
+pub(crate) fn parse_flag(flag: &str) -> Result<(String, Price), PriceError> {
     let keys = ["input", "cache_write", "cache_read", "output"];
     // `input=3`, `openai:input=3`: a PRICE alone, not MODEL=PRICE.
     let is_key = |m: &str| {
@@ -605,9 +591,16 @@ mod tests {
             builtin("gpt-4o").unwrap().price,
             [2.5, 2.5, 1.25, 10.0]
         ));
-        // Every row cites a source the table lists.
-        for b in builtin_table() {
-            assert!(SOURCES.contains(&b.source), "{}", b.name);
+        // Every row cites one of the sources above.
+        let sources: &[&Source] = &[
+            &ANTHROPIC,
+            &ANTHROPIC_2025,
+            &OPENAI_2025,
+            &OPENAI_CODEX_RATE_CARD,
+            &OPENAI_GPT_5_2_CODEX,
+        ];
+        for b in BUILTIN.iter().map(Row::builtin) {
+            assert!(sources.contains(&b.source), "{}", b.name);
         }
     }
 

@@ -1,5 +1,5 @@
 //! Text from outside made safe to print on a terminal: what a server answered, what a
-//! transcript holds, what a tool printed. [`printable`] (text) and [`printable_bytes`] (a body
+//! transcript holds, what a tool printed. [`printable`] (text) and [`binary_note`] (a body
 //! that may not be text) are the one way foldbench shows such text in an error or a warning:
 //!
 //! - control characters are shown, not sent: `ESC` as `\x1b`, `BEL` as `\x07`, a newline as
@@ -9,11 +9,11 @@
 //! - a gzip body, or bytes that are not text, are described (kind and size), never printed.
 //!
 //! ```
-//! use harness_core::printable::{printable, printable_bytes};
+//! use harness_core::printable::{binary_note, printable};
 //!
 //! assert_eq!(printable("a\x1b]0;owned\x07b", 100), "a\\x1b]0;owned\\x07b");
 //! assert_eq!(printable("abcdef", 3), "abc… (3 more characters)");
-//! assert_eq!(printable_bytes(&[0x1f, 0x8b, 8, 0, 1, 2], 100), "(a gzip body of 6 bytes, not shown)");
+//! assert_eq!(binary_note(&[0x1f, 0x8b, 8, 0, 1, 2]).unwrap(), "(a gzip body of 6 bytes, not shown)");
 //! ```
 
 use std::fmt::Write as _;
@@ -86,12 +86,6 @@ pub fn binary_note(bytes: &[u8]) -> Option<String> {
     not_text(bytes).map(|kind| format!("({kind} of {} bytes, not shown)", bytes.len()))
 }
 
-/// `bytes` as [`printable`] text when they are text (invalid UTF-8 after the first 8 KiB is
-/// shown as U+FFFD), else their [`binary_note`].
-pub fn printable_bytes(bytes: &[u8], limit: usize) -> String {
-    binary_note(bytes).unwrap_or_else(|| printable(&String::from_utf8_lossy(bytes), limit))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,25 +114,23 @@ mod tests {
 
     #[test]
     fn gzip_and_binary_bodies_are_described() {
+        let note = |b: &[u8]| binary_note(b).unwrap_or_default();
         assert_eq!(
-            printable_bytes(&[0x1f, 0x8b, 8, 0, 0, 0], 100),
+            note(&[0x1f, 0x8b, 8, 0, 0, 0]),
             "(a gzip body of 6 bytes, not shown)"
         );
         assert_eq!(
-            printable_bytes(b"PK\x03\x04\x00\x00", 100),
+            note(b"PK\x03\x04\x00\x00"),
             "(a binary body of 6 bytes, not shown)"
         );
         assert_eq!(
-            printable_bytes(&[b'a', 0xff, 0xfe, b'b'], 100),
+            note(&[b'a', 0xff, 0xfe, b'b']),
             "(a binary body of 4 bytes, not shown)"
         );
-        assert_eq!(
-            printable_bytes(b"{\"error\": \"x\"}", 100),
-            "{\"error\": \"x\"}"
-        );
+        assert_eq!(binary_note(b"{\"error\": \"x\"}"), None);
         // A multi-byte character cut by the 8 KiB window is text.
         let mut text = "a".repeat(8 * 1024 - 1).into_bytes();
         text.extend_from_slice("é and more".as_bytes());
-        assert!(printable_bytes(&text, 10).starts_with("aaaaaaaaaa… ("));
+        assert_eq!(binary_note(&text), None);
     }
 }

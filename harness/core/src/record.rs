@@ -142,7 +142,7 @@ fn median_rewritten(r: &CellRecord) -> f64 {
 }
 
 /// Every metric a report can read from a record.
-pub const RECORD_METRICS: [RecordMetric; 23] = [
+pub(crate) const RECORD_METRICS: [RecordMetric; 23] = [
     RecordMetric {
         name: "success",
         label: "success",

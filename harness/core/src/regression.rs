@@ -52,7 +52,7 @@ pub enum Threshold {
 /// A threshold that is neither a non-negative number nor a percentage (the text as given).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("threshold `{0}` must be a non-negative number or a percentage like 5%")]
-pub struct ThresholdError(pub String);
+pub struct ThresholdError(pub(crate) String);
 
 impl Threshold {
     /// Parses `0.5`, `3` or `5%`.

@@ -62,7 +62,7 @@ impl Request {
 
     /// Whether `needle` occurs anywhere the model can read in this request (system prompt,
     /// any message's visible text or tool-call arguments).
-    pub fn contains_text(&self, needle: &str) -> bool {
+    pub(crate) fn contains_text(&self, needle: &str) -> bool {
         if self.system.contains(needle) {
             return true;
         }

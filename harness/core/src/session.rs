@@ -20,7 +20,7 @@ decision, what was done and concluded. Tool outputs will not be available afterw
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archived {
     /// `fold` or `strategy`: part of the file name and of the fold event.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The archive file's bytes ([`fold::archive_text`]).
     pub bytes: Vec<u8>,
     /// Where it goes (`dir/name`) and its sha256.
@@ -28,12 +28,12 @@ pub struct Archived {
 }
 
 /// The kind word of a splice: `fold` for a fold, `strategy` for the end of a strategy.
-pub fn splice_kind(splice: &Splice) -> &'static str {
+pub(crate) fn splice_kind(splice: &Splice) -> &'static str {
     splice.kind.word()
 }
 
 /// Archives `splice` under `dir` (in memory: the caller writes `bytes` to `archive.path`).
-pub fn archive_splice(dir: &str, splice: &Splice) -> Archived {
+pub(crate) fn archive_splice(dir: &str, splice: &Splice) -> Archived {
     let kind = splice_kind(splice);
     let bytes = fold::archive_text(splice.from, splice.to, &splice.messages).into_bytes();
     let archive = ArchiveRef {

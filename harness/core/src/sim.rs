@@ -21,7 +21,7 @@
 //!     or a summary quoting one) in the request points to (the folder holding them when several
 //!     do).
 //!
-//!   Re-reads and re-runs are at most [`MAX_RERUNS`] per fact and turn, those sharing a name
+//!   Re-reads and re-runs are at most `MAX_RERUNS` per fact and turn, those sharing a name
 //!   word with the paths the step at hand works on first. The cue is used only while it is
 //!   visible in the request. Each call is judged by what comes back, and the next is tried when
 //!   the fact is not in it: a re-run of a file edited since, or of a command whose output
@@ -74,10 +74,9 @@ mod delegate;
 use delegate::effective_script;
 
 mod recovery;
-#[cfg(test)]
-use recovery::common_folder;
-pub use recovery::paths_in;
 use recovery::{archive_lines, focus_words, recovery_candidates, tried_key, Recovery, MEANS};
+#[cfg(test)]
+use recovery::{common_folder, paths_in};
 
 /// Settings of the simulated agent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,7 +105,7 @@ impl Default for SimConfig {
 
 /// The most re-runs (calls the request shows, reads of paths it names) tried for one fact in a
 /// turn: an agent re-reads the few things it can see, it does not read every file named.
-pub const MAX_RERUNS: usize = 4;
+pub(crate) const MAX_RERUNS: usize = 4;
 
 /// Where a needed fact was first seen: the private map of the sim before issue 31, kept only
 /// for [`Sim::remembering_sources`].
@@ -702,7 +701,7 @@ fn describe(step: &Step) -> String {
 }
 
 /// Escapes regex metacharacters.
-pub fn regex_escape(s: &str) -> String {
+pub(crate) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {
@@ -717,7 +716,7 @@ pub fn regex_escape(s: &str) -> String {
 /// keeps its head and says how much was left out: a summary that quoted it whole would be as
 /// large as what it summarises, never fit the window, and be summarised again, quoted in full,
 /// at every later request (time quadratic in the message).
-pub const SUMMARY_QUOTE_BYTES: usize = 2000;
+pub(crate) const SUMMARY_QUOTE_BYTES: usize = 2000;
 
 /// `text` cut to [`SUMMARY_QUOTE_BYTES`] (on a character boundary) with a note of what was cut.
 fn clip(text: &str) -> std::borrow::Cow<'_, str> {
@@ -736,7 +735,7 @@ fn clip(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The sim's compaction summary: every user message and closing message in the request (each
-/// quoted up to [`SUMMARY_QUOTE_BYTES`]), host results (fold results, reports, earlier
+/// quoted up to `SUMMARY_QUOTE_BYTES`), host results (fold results, reports, earlier
 /// summaries) as they are, no tool output. An entry already written is not written again (a
 /// prompt kept after a compaction is quoted once however often its turn compacts).
 pub fn summary(req: &Request) -> String {

@@ -177,7 +177,7 @@ impl Delegation {
 
     /// The child's steps run inline in the parent: its tool steps, then its receipt as a
     /// report (a strategy report under `fold+strategies`, nothing elsewhere).
-    pub fn inline_steps(&self) -> impl Iterator<Item = Step> + '_ {
+    pub(crate) fn inline_steps(&self) -> impl Iterator<Item = Step> + '_ {
         self.script.iter().map(|s| match &s.action {
             Action::Say(t) => Step {
                 action: Action::Report(t.clone()),
@@ -221,11 +221,6 @@ impl Step {
             _ => &[],
         };
         std::iter::once(self).chain(nested.iter())
-    }
-
-    /// Whether this step changes the workspace.
-    pub fn is_edit(&self) -> bool {
-        matches!(&self.action, Action::Tool { name, .. } if name == "edit_file" || name == "write_file")
     }
 }
 
@@ -321,14 +316,14 @@ impl TaskSpec {
     }
 
     /// The unit label of a turn (1-based).
-    pub fn unit_of(&self, turn: u32) -> Option<&str> {
+    pub(crate) fn unit_of(&self, turn: u32) -> Option<&str> {
         self.turns
             .get((turn as usize).checked_sub(1)?)
             .map(|t| t.unit.as_str())
     }
 
     /// Whether the unit of `turn` is continued by a turn after `after` (1-based turns).
-    pub fn continued_after(&self, turn: u32, after: u32) -> bool {
+    pub(crate) fn continued_after(&self, turn: u32, after: u32) -> bool {
         let Some(unit) = self.unit_of(turn) else {
             return false;
         };

@@ -7,7 +7,7 @@
 //!
 //! - an answer whose first block holds a command ([`text_call`]) is a tool call of the tool
 //!   [`TEXT_TOOL`], with an id made from the answer's text (the same answer, the same id, from
-//!   request to request); the command that submits ([`SUBMIT_MARKER`]) is no call: it closes
+//!   request to request); the command that submits (`SUBMIT_MARKER`) is no call: it closes
 //!   the turn;
 //! - the user message right after such an answer is that call's result when it is an
 //!   observation ([`is_observation`]); any other user message is the user's.
@@ -19,13 +19,13 @@ use crate::digest::sha256_hex;
 use crate::message::ToolCall;
 
 /// The fence mini-swe-agent's text-based model reads a command from.
-pub const MINI_FENCE: &str = "```mswea_bash_command";
+pub(crate) const MINI_FENCE: &str = "```mswea_bash_command";
 
 /// The command that ends a mini-swe-agent task.
-pub const MINI_SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+pub(crate) const MINI_SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 
 /// What a command's output starts with when it submits: a command holding it closes the turn.
-pub const SUBMIT_MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+pub(crate) const SUBMIT_MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 
 /// The name a command in text is given as a tool call.
 pub const TEXT_TOOL: &str = "bash";
@@ -35,11 +35,11 @@ pub const TEXT_TOOL: &str = "bash";
 pub const TEXT_FORM: &str = "text";
 
 /// The head an observation gets when the one it stands for is unknown.
-pub const DEFAULT_HEAD: &str = "<returncode>0</returncode>\n";
+pub(crate) const DEFAULT_HEAD: &str = "<returncode>0</returncode>\n";
 
 /// The command of a mini-swe-agent answer, as its text-based model reads it (the first fenced
 /// block).
-pub fn mini_command(text: &str) -> Option<&str> {
+pub(crate) fn mini_command(text: &str) -> Option<&str> {
     let at = text.find(MINI_FENCE)? + MINI_FENCE.len();
     let rest = text[at..].trim_start_matches([' ', '\t', '\r']);
     let rest = rest.strip_prefix('\n')?;
@@ -91,7 +91,7 @@ pub fn observation_head(text: &str) -> &str {
 }
 
 /// A result's text in the agent's observation form: as it is when it is one already, else
-/// inside `<output>` after `head` (the head of the observation it replaces, [`DEFAULT_HEAD`]
+/// inside `<output>` after `head` (the head of the observation it replaces, `DEFAULT_HEAD`
 /// when that is unknown).
 pub fn as_observation(head: &str, text: &str) -> String {
     if is_observation(text) {

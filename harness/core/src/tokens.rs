@@ -11,9 +11,9 @@
 //! Every text is counted once per process: a matrix shows the same texts again and again
 //! (fifteen cells read the same files, the tool cache answers with the same output, the sim
 //! writes the same calls, every cell of an arm has the same tool descriptions), and looking a
-//! count up costs a fraction of encoding the text. Texts of [`MEMO_MIN_BYTES`] or more are
+//! count up costs a fraction of encoding the text. Texts of `MEMO_MIN_BYTES` or more are
 //! keyed by their sha256, shorter ones by themselves; each memo is emptied when it holds
-//! [`MEMO_CAP`] counts.
+//! `MEMO_CAP` counts.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -24,10 +24,10 @@ use crate::message::{Message, ToolSpec};
 
 /// Texts at least this long (in bytes) are remembered by their sha256, shorter ones by
 /// themselves.
-pub const MEMO_MIN_BYTES: usize = 1024;
+pub(crate) const MEMO_MIN_BYTES: usize = 1024;
 
 /// Counts the memo holds before it is emptied.
-pub const MEMO_CAP: usize = 1 << 16;
+pub(crate) const MEMO_CAP: usize = 1 << 16;
 
 /// Tokens added per message for the chat format's framing.
 pub const MESSAGE_OVERHEAD: u32 = 4;

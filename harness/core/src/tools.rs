@@ -45,25 +45,25 @@ pub enum ArgType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arg {
     /// Its key in the arguments object.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Its type.
     pub ty: ArgType,
     /// Whether a call must give it.
-    pub required: bool,
+    pub(crate) required: bool,
     /// What the model is told it means.
-    pub description: &'static str,
+    pub(crate) description: &'static str,
 }
 
 /// The argument that names the path a call touches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathArg {
+pub(crate) struct PathArg {
     /// Its key in the arguments object.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The path a call without it touches (`.`, the root, for the tools that search), or `None`
     /// when such a call names no path.
-    pub default: Option<&'static str>,
+    pub(crate) default: Option<&'static str>,
     /// Whether the call writes the file at that path.
-    pub writes: bool,
+    pub(crate) writes: bool,
 }
 
 /// A workspace tool: everything foldbench knows of it but its execution (the runner's).
@@ -72,19 +72,19 @@ pub struct ToolDef {
     /// What the runner dispatches on.
     pub tool: Tool,
     /// Its name, as a model calls it and a task spec's step names it.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// What the model is told it does.
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// Its arguments, in the order the schema lists them: the required ones first.
-    pub args: &'static [Arg],
+    pub(crate) args: &'static [Arg],
     /// Whether it only reads: after it the work tree is as it was, and the sim's re-check
     /// noise may repeat it.
     pub reads_only: bool,
     /// The argument naming the path a call touches (fold cards, re-run detection), if any.
-    pub path_arg: Option<PathArg>,
+    pub(crate) path_arg: Option<PathArg>,
     /// How the sim uses it: whether it re-runs a call of it to get back a fact the context
     /// lost (besides repeating the tools that only read as noise).
-    pub sim_reruns: bool,
+    pub(crate) sim_reruns: bool,
 }
 
 const PATH: &str = "Path relative to the workspace root.";
@@ -230,7 +230,7 @@ pub fn specs() -> Vec<ToolSpec> {
 impl ToolDef {
     /// The schema a model is sent: the description and a JSON schema of the arguments object
     /// (no property but the arguments, the required ones listed when there are any).
-    pub fn spec(&self) -> ToolSpec {
+    pub(crate) fn spec(&self) -> ToolSpec {
         let mut properties = Map::new();
         for a in self.args {
             let schema = match a.ty {
@@ -271,7 +271,7 @@ impl ToolDef {
 
     /// The normalised path `call` touches: its path argument, else the tool's default; `None`
     /// for a tool without a path argument.
-    pub fn path_of(&self, call: &ToolCall) -> Option<String> {
+    pub(crate) fn path_of(&self, call: &ToolCall) -> Option<String> {
         let p = self.path_arg?;
         match call.str_arg(p.name) {
             Some(given) => Some(normalize_path(given)),

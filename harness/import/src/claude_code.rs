@@ -39,7 +39,7 @@
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
 //!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
 //!   the summary on ([`crate::RecordedRequest::context_start`]); a user record that is not
-//!   `isMeta` and begins with [`CONTINUED`] without the flag is a summary too, and, with no
+//!   `isMeta` and begins with `CONTINUED` without the flag is a summary too, and, with no
 //!   boundary before it, a compaction point of kind [`crate::EventKind::Continued`] (a session
 //!   that begins where an earlier one ran out of context);
 //! - keeps each request's `message.model`, the session's first `cwd`, and its first and last
@@ -629,7 +629,7 @@ pub fn keeps_thinking(model: &str) -> bool {
 }
 
 /// How Claude Code's summary of an earlier conversation begins.
-pub const CONTINUED: &str = "This session is being continued from a previous conversation";
+pub(crate) const CONTINUED: &str = "This session is being continued from a previous conversation";
 
 /// One user record: tool results, a prompt, a compaction summary or another user message.
 fn user(b: &mut Builder, l: &Line, sidechain: bool) {

@@ -44,7 +44,7 @@
 //! parent's rollout after its own `session_meta`, starting with the parent's `session_meta`.
 //! Codex writes that replay in one burst when the fork is created, so the importer drops the
 //! lines from the second `session_meta` while their timestamps stay within
-//! [`REPLAY_WINDOW_MS`] of it, and records their message count in
+//! `REPLAY_WINDOW_MS` of it, and records their message count in
 //! [`crate::ImportedSession::dropped_prefix`]. When the parent's file is imported too,
 //! [`crate::link_forks`] drops a replayed prefix exactly (by comparing messages).
 
@@ -58,7 +58,7 @@ use crate::json::{self, json_lines, push_part, str_field, Line};
 use crate::session::{EventKind, Format, ImportedSession, Warning};
 
 /// How long after a replayed parent `session_meta` lines still count as the fork's replay.
-pub const REPLAY_WINDOW_MS: i64 = 1000;
+pub(crate) const REPLAY_WINDOW_MS: i64 = 1000;
 
 const ROLLOUT_TYPES: &[&str] = &[
     "session_meta",
@@ -450,7 +450,7 @@ fn leading_type(rest: &[u8]) -> Option<&[u8]> {
 }
 
 /// A legacy rollout's id: its first line's `id`.
-pub fn legacy_id(bytes: &[u8]) -> Option<String> {
+pub(crate) fn legacy_id(bytes: &[u8]) -> Option<String> {
     let first = bytes
         .split(|&b| b == b'\n')
         .find(|l| !l.trim_ascii().is_empty())?;

@@ -127,7 +127,7 @@ pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 30;
 
 /// How much of a transcript's start [`import_paths`] reads first to tell a binary file: 8 KiB.
-pub const SNIFF_BYTES: u64 = 8 << 10;
+pub(crate) const SNIFF_BYTES: u64 = 8 << 10;
 
 /// Refuses a file that is binary from its first [`SNIFF_BYTES`] (a NUL byte: no transcript
 /// holds one), before the rest of it is read.
@@ -367,7 +367,7 @@ const DAY_MS: i64 = 86_400_000;
 
 impl Prefilter {
     /// Whether it leaves every file in.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Prefilter::default()
     }
 

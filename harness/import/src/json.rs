@@ -14,9 +14,9 @@ pub(crate) const IMAGE: &str = "[image]";
 /// One parsed line of a JSON-lines file.
 pub(crate) struct Line {
     /// 1-based line number.
-    pub no: usize,
+    pub(crate) no: usize,
     /// The object on the line.
-    pub v: Map<String, Value>,
+    pub(crate) v: Map<String, Value>,
 }
 
 /// The longest line of a JSON-lines transcript that is parsed: 64 MiB (a record with a few

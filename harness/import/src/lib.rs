@@ -22,14 +22,22 @@
 //!
 //! - [`ImportedSession`]: the active branch as [`Message`](harness_core::message::Message)s, one
 //!   [`RecordedRequest`] per model call (the context it read, the usage the provider reported),
-//!   compaction [`SessionEvent`]s, the [`HumanTurn`]s and the [`Warning`]s;
-//! - [`Format`]: the transcript formats; [`detect`] tells them apart (`--format auto`);
+//!   compaction [`SessionEvent`]s (of an [`EventKind`]), the [`HumanTurn`]s and the
+//!   [`Warning`]s;
+//! - [`Format`]: the transcript formats ([`UnknownFormatName`] for a name that is none);
+//!   [`detect`] tells them apart (`--format auto`);
 //! - [`ImportError`]: a file that cannot be read at all (empty, binary, truncated, not JSON, of
-//!   another shape). A bad line inside a readable file is a warning, never an error; no input
-//!   panics.
+//!   another shape; [`EXPECTED`] says what it should be). A bad line inside a readable file is a
+//!   warning, never an error (a line longer than [`MAX_LINE_BYTES`] too); no input panics.
 //!
-//! What each format maps to is documented in its module: [`claude_code`], [`codex`], [`swe`]
-//! (mini-swe-agent and SWE-agent) and [`openhands`].
+//! Helpers the callers share: [`timestamp_ms`], [`date_of_ms`] and [`short_id`] for times and
+//! ids; [`keeps_thinking`] (whether a Claude model's thinking stays in its context);
+//! [`rollout_head`] ([`RolloutHead`]: a Codex rollout's ids and time span, read without importing
+//! it).
+//!
+//! What each format maps to is documented in its module (private; `cargo doc
+//! --document-private-items`): `claude_code`, `codex`, `swe` (mini-swe-agent and SWE-agent) and
+//! `openhands`.
 //!
 //! Turns: a human prompt opens the next turn (1, 2, ...); every other message carries the turn
 //! in progress, 0 before the first prompt. Only [`ImportedSession::human_turns`] says which user
@@ -37,18 +45,23 @@
 //! slash-command wrappers, injected context, observations) are kept, with their turn, because
 //! they count in the context.
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 mod builder;
-pub mod claude_code;
-pub mod codex;
+mod claude_code;
+mod codex;
 mod detect;
 mod error;
 mod forks;
 pub mod fs;
 mod json;
-pub mod openhands;
+mod openhands;
 mod session;
-pub mod swe;
+mod swe;
 
+pub use claude_code::keeps_thinking;
+pub use codex::{rollout_head, RolloutHead};
 pub use json::MAX_LINE_BYTES;
 
 pub use detect::detect;

@@ -61,7 +61,7 @@ impl fmt::Display for Format {
 /// A format name that is none of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown format `{0}`; expected one of claude-code, codex, codex-legacy, mini-swe-agent, swe-agent, openhands")]
-pub struct UnknownFormatName(pub String);
+pub struct UnknownFormatName(pub(crate) String);
 
 impl FromStr for Format {
     type Err = UnknownFormatName;

@@ -68,11 +68,7 @@ fn claude_code_keeps_thinking_only_on_models_that_keep_it_in_context() {
         ("claude-opus-4-1-20250805", false),
         ("claude-haiku-4-5-20251001", false),
     ] {
-        assert_eq!(
-            harness_import::claude_code::keeps_thinking(model),
-            keeps,
-            "{model}"
-        );
+        assert_eq!(harness_import::keeps_thinking(model), keeps, "{model}");
     }
 }
 
@@ -923,7 +919,7 @@ fn a_recorded_usage_past_any_window_is_a_warning_not_a_figure() {
 /// no span when a line lacks a leading timestamp.
 #[test]
 fn a_rollouts_head_names_its_id_its_parents_and_its_span() {
-    use harness_import::codex::rollout_head;
+    use harness_import::rollout_head;
     let ms = |t: &str| harness_import::timestamp_ms(t).expect("a time");
     let fork = fixture("codex/fork-named.jsonl").1;
     let h = rollout_head(fork.as_bytes());

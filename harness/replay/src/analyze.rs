@@ -25,7 +25,7 @@ use harness_core::message::MessageKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Composition {
     /// The fixed prefix: system prompt and tools.
-    pub prefix: u64,
+    pub(crate) prefix: u64,
     /// Work in progress.
     pub in_progress: u64,
     /// Conclusions of finished work.
@@ -41,12 +41,12 @@ impl Composition {
     }
 
     /// The messages (everything but the prefix).
-    pub fn messages(&self) -> u64 {
+    pub(crate) fn messages(&self) -> u64 {
         self.in_progress + self.conclusions + self.steps
     }
 
     /// Adds another composition.
-    pub fn add(&mut self, o: &Composition) {
+    pub(crate) fn add(&mut self, o: &Composition) {
         self.prefix += o.prefix;
         self.in_progress += o.in_progress;
         self.conclusions += o.conclusions;

@@ -18,11 +18,11 @@ use crate::SessionReplay;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LexicalAgreement {
     /// Sessions the labels cover.
-    pub sessions: usize,
+    pub(crate) sessions: usize,
     /// Labelled boundaries.
-    pub boundaries: usize,
+    pub(crate) boundaries: usize,
     /// Boundaries where the lexical rule is wrong.
-    pub wrong: usize,
+    pub(crate) wrong: usize,
 }
 
 impl LexicalAgreement {
@@ -44,7 +44,7 @@ impl LexicalAgreement {
 
 /// The projects of the replayed sessions (a session file's folder,
 /// [`crate::hidden::index::project`]).
-pub fn projects(replays: &[SessionReplay]) -> usize {
+pub(crate) fn projects(replays: &[SessionReplay]) -> usize {
     replays
         .iter()
         .map(|s| crate::hidden::index::project(&s.session.source))

@@ -9,7 +9,7 @@
 //! - at each human prompt: the previous turn ends ([`Policy::end_turn`](harness_core::policy::Policy::end_turn): its splices are applied
 //!   with [`Policy::apply_splice`](harness_core::policy::Policy::apply_splice) and an in-memory archive reference — the sha256 of
 //!   [`harness_core::fold::archive_text`]; no file is written), then [`Policy::card`](harness_core::policy::Policy::card); a card is attached to
-//!   the prompt ([`Message::with_card`]) and the judge's ranges ([`crate::points`]) are handed to
+//!   the prompt ([`Message::with_card`]) and the judge's ranges (`crate::points`) are handed to
 //!   [`Policy::handle_tool`](harness_core::policy::Policy::handle_tool) as `fold_unit` calls. (Their call and result messages, about 40
 //!   tokens a fold, are not added: the recorded responses are kept as they were.)
 //! - at each recorded request: [`Policy::plan`](harness_core::policy::Policy::plan) gives the messages; a compaction it asks for
@@ -18,7 +18,7 @@
 //!   compaction call counts as a request of its own.
 //! - every request gets the prompt-cache simulation of the live loop:
 //!   [`cached_prefix_tokens`] against the previous request, the rest written; folds and
-//!   compactions record their [`rewritten_tokens`](harness_core::context::rewritten_tokens); cost from [`Price`]: each request at the
+//!   compactions record their `rewritten_tokens`; cost from [`Price`]: each request at the
 //!   price of the model its recorded request names ([`PriceTable`]), a compaction call at the
 //!   price of the request before it.
 //!
@@ -52,7 +52,7 @@ use crate::hidden::{
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 
-pub use harness_core::session::{ARCHIVE_DIR, COMPACTION_PROMPT};
+use harness_core::session::ARCHIVE_DIR;
 
 /// The default context window (Claude's 200k): `compact` fires at 0.9 of it.
 pub const DEFAULT_WINDOW: u64 = 200_000;
@@ -154,18 +154,18 @@ pub struct ReplayedRequest {
     /// Written to it.
     pub written_tokens: u64,
     /// Output tokens (the recorded answer's, or the summary's).
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     /// Messages sent.
-    pub messages: usize,
+    pub(crate) messages: usize,
     /// What the policy did, when it did something (`trimmed 12 tool results`, `compaction`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
+    pub(crate) action: Option<String>,
     /// Dollars.
-    pub cost: f64,
+    pub(crate) cost: f64,
     /// Hidden references of the recorded response under this request (turn requests only).
     #[serde(default)]
-    pub hidden_references: usize,
-    /// All of them (serialized: the first [`REFS_PER_REQUEST`]).
+    pub(crate) hidden_references: usize,
+    /// All of them (serialized: the first `REFS_PER_REQUEST`).
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
@@ -209,7 +209,7 @@ pub struct FoldEvent {
     /// The result message that replaced the range, as the policy built it (for the HTML
     /// drill-down; left out of the JSON records, where `result_tokens` counts it).
     #[serde(default, skip_serializing)]
-    pub result: String,
+    pub(crate) result: String,
 }
 
 /// A compaction a policy made.
@@ -218,19 +218,19 @@ pub struct CompactionEvent {
     /// The turn.
     pub turn: u32,
     /// Whether it was a fold policy's emergency path.
-    pub emergency: bool,
+    pub(crate) emergency: bool,
     /// Whether the transcript's own summary was used.
     pub recorded_summary: bool,
     /// Input tokens of the summary call.
-    pub input_tokens: u64,
+    pub(crate) input_tokens: u64,
     /// Output tokens (the summary).
     pub output_tokens: u64,
     /// Tokens that were in the cached prefix and are written again.
-    pub rewritten_tokens: u64,
+    pub(crate) rewritten_tokens: u64,
     /// Turns from the compaction to the first response with a hidden reference into what it
     /// replaced (`None`: never needed later).
     #[serde(default)]
-    pub needed_after: Option<u32>,
+    pub(crate) needed_after: Option<u32>,
 }
 
 /// One policy over one session.
@@ -259,7 +259,7 @@ pub struct PolicyReplay {
     /// The probes over the turns' requests.
     #[serde(default)]
     pub probes: ProbeCounts,
-    /// What recovering the hidden references would cost ([`crate::hidden::recovery`]), at the
+    /// What recovering the hidden references would cost (`crate::hidden::recovery`), at the
     /// profile's point estimates.
     #[serde(default)]
     pub recovery: Recovery,
@@ -288,12 +288,12 @@ impl PolicyReplay {
     }
 
     /// Tokens written to the cache.
-    pub fn written(&self) -> u64 {
+    pub(crate) fn written(&self) -> u64 {
         self.requests.iter().map(|r| r.written_tokens).sum()
     }
 
     /// Tokens read from the cache.
-    pub fn cached(&self) -> u64 {
+    pub(crate) fn cached(&self) -> u64 {
         self.requests.iter().map(|r| r.cached_tokens).sum()
     }
 
@@ -309,7 +309,7 @@ impl PolicyReplay {
     }
 
     /// The recovery at `end` of the profile's intervals.
-    pub fn recovery_at(&self, end: End) -> &Recovery {
+    pub(crate) fn recovery_at(&self, end: End) -> &Recovery {
         match end {
             End::Low => &self.recovery_range.low,
             End::Point => &self.recovery,
@@ -346,25 +346,25 @@ pub struct SessionHeader {
     /// The file it came from.
     pub source: String,
     /// Its format.
-    pub format: Format,
+    pub(crate) format: Format,
     /// The parent session of a sidechain, subagent or fork.
-    pub parent: Option<String>,
+    pub(crate) parent: Option<String>,
     /// The project it worked on ([`ImportedSession::project`]).
     #[serde(default)]
-    pub project: String,
+    pub(crate) project: String,
     /// The UTC date it started (`YYYY-MM-DD`), when recorded.
     #[serde(default)]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
     /// The model most of its requests name, when recorded.
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Human turns.
-    pub turns: u32,
+    pub(crate) turns: u32,
 }
 
 impl SessionHeader {
     /// The header of `session`, whose judged turns number `turns`.
-    pub fn of(session: &ImportedSession, turns: u32) -> SessionHeader {
+    pub(crate) fn of(session: &ImportedSession, turns: u32) -> SessionHeader {
         SessionHeader {
             id: session.id.clone(),
             source: session.source.clone(),
@@ -480,7 +480,7 @@ impl Replayer {
     }
 
     /// Replays one session whose index and candidates are made.
-    pub fn replay_indexed(
+    pub(crate) fn replay_indexed(
         &self,
         session: &ImportedSession,
         labels: Option<&Labels>,
@@ -912,6 +912,6 @@ pub fn none_context(session: &ImportedSession, request: usize) -> Vec<Arc<Messag
 }
 
 /// Whether a message is a closing message with words (the conclusion of a turn).
-pub fn is_conclusion(m: &Message) -> bool {
+pub(crate) fn is_conclusion(m: &Message) -> bool {
     m.role == Role::Assistant && m.is_closing() && !m.text.trim().is_empty()
 }

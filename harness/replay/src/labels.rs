@@ -48,13 +48,8 @@ impl Labels {
     }
 
     /// How many prompts are labelled.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_uuid.len() + self.by_turn.iter().map(|(_, l)| l.prompts()).sum::<usize>()
-    }
-
-    /// The files read.
-    pub fn files(&self) -> &[String] {
-        &self.files
     }
 
     /// Reads one labels file (`name` names it in problems). Returns how many prompts it labels.

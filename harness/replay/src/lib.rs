@@ -23,15 +23,15 @@
 //! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
 //!   the policy would have sent it, its o200k size, the simulated prompt cache (cached, written
 //!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.
-//!   Fold points come from a judge ([`points`]: `lexical`, `labels`, `oracle`; labels from
-//!   [`labels`]).
+//!   Fold points come from a judge (`points`: `lexical`, `labels`, `oracle`; labels from
+//!   `labels`).
 //! - [`hidden`]: hidden references (what a response used that a policy's request no longer
 //!   shows, and where it could come back from) and the four mechanical probes.
-//! - [`analyze`]: splits what each request read into work in progress, conclusions of finished
+//! - `analyze`: splits what each request read into work in progress, conclusions of finished
 //!   work and steps of finished work (the essay's first measurement).
 //! - [`truth`]: checks the reconstruction against the usage the provider recorded.
 //! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
-//!   stated beside them; [`answer`]: the verdict a replay opens with and its cost–loss frontier.
+//!   stated beside them; [`headline`]: the verdict a replay opens with and its cost–loss frontier.
 //! - [`losses`]: after real compactions — what a recorded agent did in the calls after it lost
 //!   its context, against the base rate of windows with no loss — and the behaviour profile
 //!   measured from it.
@@ -40,6 +40,13 @@
 //!   same work inline, and how much of it ran in parallel.
 //! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
 //! - [`arms`]: the policies a replay runs, named or by default.
+//! - [`page`]: the page of `foldbench replay`.
+//!
+//! At the crate root: [`Replayer`] with its [`ReplayConfig`] and [`ReplayError`]; what it gives
+//! back, a [`SessionReplay`] ([`SessionHeader`], a [`PolicyReplay`] per policy of
+//! [`ReplayedRequest`]s); the fold points' judge [`JudgeKind`] and the unit [`Labels`] it reads;
+//! [`analyze_session`] ([`SessionComposition`] of [`Composition`]s); [`session_truth`]
+//! ([`SessionTruth`], [`ErrorStats`]).
 //!
 //! The crate is pure: no files, clock, network or processes (the runner's `replay` and
 //! `analyze` commands read the files). [`Replayer::replay_all`] may use threads.
@@ -47,16 +54,19 @@
 //! Tokens are counted once: every imported message carries its count, and the replays of all
 //! policies share the same `Arc<Message>`s.
 
-pub mod analyze;
-pub mod answer;
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
+mod analyze;
 pub mod arms;
 pub mod caveats;
 pub mod engine;
+pub mod headline;
 pub mod hidden;
-pub mod labels;
+mod labels;
 pub mod losses;
 pub mod page;
-pub mod points;
+mod points;
 pub mod report;
 pub mod subagents;
 pub mod transcript;

@@ -31,14 +31,6 @@ pub enum JudgeKind {
 }
 
 impl JudgeKind {
-    /// Every judge, in the order the command line lists them.
-    pub const ALL: [JudgeKind; 3] = [JudgeKind::Lexical, JudgeKind::Labels, JudgeKind::Oracle];
-
-    /// Parses `lexical`, `labels`, `oracle`.
-    pub fn parse(s: &str) -> Option<JudgeKind> {
-        JudgeKind::ALL.into_iter().find(|j| j.name() == s)
-    }
-
     /// The name.
     pub fn name(self) -> &'static str {
         match self {
@@ -56,7 +48,7 @@ impl JudgeKind {
 
 /// The human turns of one session as the judges see them.
 #[derive(Debug, Clone)]
-pub struct Turns {
+pub(crate) struct Turns {
     /// The prompt of turn `t` at index `t - 1` (its words, as [`harness_import::HumanTurn::text`]).
     prompts: Vec<String>,
     /// The labelled unit of turn `t` at index `t - 1`, when the session is labelled.
@@ -67,7 +59,11 @@ pub struct Turns {
 
 impl Turns {
     /// The turns of `session`, judged by `judge` (`lexical` when the labels do not cover it).
-    pub fn new(session: &ImportedSession, judge: JudgeKind, labels: Option<&Labels>) -> Turns {
+    pub(crate) fn new(
+        session: &ImportedSession,
+        judge: JudgeKind,
+        labels: Option<&Labels>,
+    ) -> Turns {
         let n = session.last_human_turn() as usize;
         let mut prompts = vec![String::new(); n];
         for h in &session.human_turns {
@@ -97,17 +93,17 @@ impl Turns {
     }
 
     /// The judge in effect (the one asked for, or `lexical` for an unlabelled session).
-    pub fn judge(&self) -> JudgeKind {
+    pub(crate) fn judge(&self) -> JudgeKind {
         self.judge
     }
 
     /// Whether the session is labelled.
-    pub fn labelled(&self) -> bool {
+    pub(crate) fn labelled(&self) -> bool {
         self.units.is_some()
     }
 
     /// The last turn.
-    pub fn last(&self) -> u32 {
+    pub(crate) fn last(&self) -> u32 {
         u32::try_from(self.prompts.len()).unwrap_or(u32::MAX)
     }
 
@@ -135,7 +131,7 @@ impl Turns {
     /// The lexical rule against the labels: the labelled boundaries (turns `t - 1` and `t` both
     /// labelled) and at how many the rule's call (continues or not) is not the labels'; `None`
     /// when the session is not labelled.
-    pub fn lexical_against_labels(&self) -> Option<(usize, usize)> {
+    pub(crate) fn lexical_against_labels(&self) -> Option<(usize, usize)> {
         self.units.as_ref()?;
         let (mut boundaries, mut wrong) = (0, 0);
         for t in 2..=self.last() {
@@ -149,7 +145,7 @@ impl Turns {
     }
 
     /// The ranges the judge folds at a card offering `offered` during turn `current`.
-    pub fn ranges(&self, offered: &[u32], current: u32) -> Vec<(u32, u32)> {
+    pub(crate) fn ranges(&self, offered: &[u32], current: u32) -> Vec<(u32, u32)> {
         let user = |t: u32| self.prompt(t).map(str::to_string);
         let unit = |t: u32| self.unit(t).map(str::to_string);
         let point = CardPoint {
@@ -171,31 +167,9 @@ impl Turns {
         }
     }
 
-    /// Whether the work of turn `t` is finished when turn `current` is in progress (for
-    /// `analyze`). Lexical: `t` lies before the unit `current` belongs to. With labels: no turn
-    /// from `current` on has `t`'s unit. Turn 0 and the current turn are never finished.
-    pub fn finished(&self, t: u32, current: u32) -> bool {
-        if t == 0 || t >= current {
-            return false;
-        }
-        match self.judge {
-            JudgeKind::Lexical => {
-                let mut start = current;
-                while start > 1 && !self.starts_lexically(start) {
-                    start -= 1;
-                }
-                t < start
-            }
-            JudgeKind::Labels | JudgeKind::Oracle => match self.unit(t) {
-                None => false,
-                Some(u) => !(current..=self.last()).any(|y| self.unit(y) == Some(u)),
-            },
-        }
-    }
-
     /// Whether a fold of `from..=to` decided during turn `current` is premature: a turn in the
     /// range belongs to a unit that a turn from `current` on continues. `None` without labels.
-    pub fn premature(&self, from: u32, to: u32, current: u32) -> Option<bool> {
+    pub(crate) fn premature(&self, from: u32, to: u32, current: u32) -> Option<bool> {
         self.units.as_ref()?;
         Some((from..=to).any(|x| {
             self.unit(x)
@@ -206,7 +180,7 @@ impl Turns {
     /// The unit of every turn, as a number the same for the turns of one unit: index `t` for
     /// turn `t` (index 0, turn 0, is its own unit). For `analyze`: which turns' messages form
     /// one unit.
-    pub fn unit_ids(&self) -> Vec<usize> {
+    pub(crate) fn unit_ids(&self) -> Vec<usize> {
         let n = self.prompts.len();
         let mut ids = Vec::with_capacity(n + 1);
         ids.push(0);
@@ -236,8 +210,11 @@ impl Turns {
         ids
     }
 
-    /// [`Turns::finished`] for every turn `0..=current`, indexed by turn (in one pass).
-    pub fn finished_at(&self, current: u32) -> Vec<bool> {
+    /// Whether the work of each turn `0..=current` is finished when turn `current` is in
+    /// progress, indexed by turn (in one pass; for `analyze`). Lexical: the turn lies before the
+    /// unit `current` belongs to. With labels: no turn from `current` on has its unit. Turn 0
+    /// and the current turn are never finished.
+    pub(crate) fn finished_at(&self, current: u32) -> Vec<bool> {
         let mut out = vec![false; current as usize + 1];
         match self.judge {
             JudgeKind::Lexical => {
@@ -272,6 +249,29 @@ mod tests {
             prompts: prompts.iter().map(|s| s.to_string()).collect(),
             units: units.map(|u| u.iter().map(|s| Some(s.to_string())).collect()),
             judge,
+        }
+    }
+
+    impl Turns {
+        /// Whether the work of turn `t` is finished when turn `current` is in progress, one turn
+        /// at a time: the reference [`Turns::finished_at`] must agree with.
+        fn finished(&self, t: u32, current: u32) -> bool {
+            if t == 0 || t >= current {
+                return false;
+            }
+            match self.judge {
+                JudgeKind::Lexical => {
+                    let mut start = current;
+                    while start > 1 && !self.starts_lexically(start) {
+                        start -= 1;
+                    }
+                    t < start
+                }
+                JudgeKind::Labels | JudgeKind::Oracle => match self.unit(t) {
+                    None => false,
+                    Some(u) => !(current..=self.last()).any(|y| self.unit(y) == Some(u)),
+                },
+            }
         }
     }
 

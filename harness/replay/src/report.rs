@@ -25,21 +25,21 @@ pub struct PolicySummary {
     /// The policy as given.
     pub policy: String,
     /// Sessions with at least one request.
-    pub sessions: usize,
+    pub(crate) sessions: usize,
     /// Requests of the turns (compaction calls left out).
-    pub requests: usize,
+    pub(crate) requests: usize,
     /// Median over sessions of the session's median request.
-    pub median_request: f64,
+    pub(crate) median_request: f64,
     /// Median over sessions of (session median / `none`'s session median).
-    pub median_ratio: Option<f64>,
+    pub(crate) median_ratio: Option<f64>,
     /// Median over sessions of the session's last request.
-    pub last_request: f64,
+    pub(crate) last_request: f64,
     /// Median over sessions of (last request / `none`'s last request).
-    pub last_ratio: Option<f64>,
+    pub(crate) last_ratio: Option<f64>,
     /// Tokens of every request, compaction calls included.
-    pub total_input: u64,
+    pub(crate) total_input: u64,
     /// `total_input / none's total_input` (token-weighted over the corpus).
-    pub total_ratio: Option<f64>,
+    pub(crate) total_ratio: Option<f64>,
     /// `total_input` plus what recovering the hidden references would add
     /// ([`Recovery::tokens`]).
     pub tokens_incl_recovery: u64,
@@ -48,58 +48,58 @@ pub struct PolicySummary {
     /// What recovering the hidden references would cost, and how many are gone.
     pub recovery: Recovery,
     /// Tokens read from the simulated cache.
-    pub cached: u64,
+    pub(crate) cached: u64,
     /// Tokens written to it.
-    pub written: u64,
+    pub(crate) written: u64,
     /// Dollars.
-    pub cost: f64,
+    pub(crate) cost: f64,
     /// Cards attached.
-    pub cards: usize,
+    pub(crate) cards: usize,
     /// Folds (and strategy exits).
-    pub folds: usize,
+    pub(crate) folds: usize,
     /// Folds known to be premature (labelled sessions only).
-    pub premature_folds: usize,
+    pub(crate) premature_folds: usize,
     /// Median tokens rewritten per fold.
-    pub median_rewritten_per_fold: f64,
+    pub(crate) median_rewritten_per_fold: f64,
     /// Compactions.
-    pub compactions: usize,
+    pub(crate) compactions: usize,
     /// Hidden references over all responses.
-    pub hidden_references: usize,
+    pub(crate) hidden_references: usize,
     /// Hidden references per 100 responses.
-    pub hidden_per_100_responses: f64,
+    pub(crate) hidden_per_100_responses: f64,
     /// Hidden references gone (nothing to recover them from, no recovery carried showing them:
     /// [`Recovery::gone`]) per 100 responses: the loss of the frontier.
     pub gone_per_100_responses: f64,
     /// Responses with at least one hidden reference.
-    pub responses_with_hidden_references: usize,
+    pub(crate) responses_with_hidden_references: usize,
     /// Hidden references by where they could come back from.
-    pub hidden_by_source: BySource,
+    pub(crate) hidden_by_source: BySource,
     /// Folds a later response has a hidden reference into.
-    pub folds_needed_later: NeededLater,
+    pub(crate) folds_needed_later: NeededLater,
     /// Compactions a later response has a hidden reference into.
-    pub compactions_needed_later: NeededLater,
+    pub(crate) compactions_needed_later: NeededLater,
     /// The four probes as fractions of the turns' requests.
-    pub probes: ProbeFractions,
+    pub(crate) probes: ProbeFractions,
 }
 
 /// How many folds (or compactions) a later response needed, and how soon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NeededLater {
+pub(crate) struct NeededLater {
     /// Folds (or compactions) made.
-    pub made: usize,
+    pub(crate) made: usize,
     /// Needed later.
-    pub needed: usize,
+    pub(crate) needed: usize,
     /// `needed / made` (`None` with none made).
-    pub share: Option<f64>,
+    pub(crate) share: Option<f64>,
     /// Median turns from the fold to its first hidden reference, over those needed.
-    pub median_delay: Option<f64>,
+    pub(crate) median_delay: Option<f64>,
     /// How many were first needed 0, 1, 2, 3 and 4+ turns later.
-    pub delays: [usize; 5],
+    pub(crate) delays: [usize; 5],
 }
 
 impl NeededLater {
     /// From the delays of the events (`None`: never needed).
-    pub fn of(delays: impl IntoIterator<Item = Option<u32>>) -> NeededLater {
+    pub(crate) fn of(delays: impl IntoIterator<Item = Option<u32>>) -> NeededLater {
         let mut made = 0;
         let mut ds: Vec<f64> = Vec::new();
         let mut hist = [0usize; 5];
@@ -120,7 +120,7 @@ impl NeededLater {
     }
 
     /// `needed/made`, or `–` with none made.
-    pub fn cell(&self) -> String {
+    pub(crate) fn cell(&self) -> String {
         if self.made == 0 {
             "–".into()
         } else {
@@ -637,11 +637,11 @@ pub fn session_table(replays: &[SessionReplay], policies: &[String], min_turns: 
     Table { headers, rows }
 }
 
-pub use harness_import::short_id;
+pub(crate) use harness_import::short_id;
 
 /// The ground-truth table: one row per format with usage, and all of them. `scale` is the
 /// median over sessions of the recorded tokens per reconstructed token of growth
-/// ([`SessionTruth::scale`]); the `scaled` errors are what is left after it.
+/// (`SessionTruth::scale`); the `scaled` errors are what is left after it.
 pub fn truth_table(truths: &[SessionTruth]) -> (Table, ErrorStats) {
     let mut formats: Vec<harness_import::Format> = Vec::new();
     for t in truths {

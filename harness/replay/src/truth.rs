@@ -14,7 +14,7 @@
 //! the transcript does not hold (thinking blocks a model keeps in context, attachments). Both
 //! scale a session's growth by a roughly constant factor, so each session also gets a **scale**:
 //! the least-squares factor between its reconstructed and its recorded growth since the
-//! calibrating request ([`SessionTruth::scale`]), and the error left after it. A small residual
+//! calibrating request (`SessionTruth::scale`), and the error left after it. A small residual
 //! says the reconstruction has the shape of what the provider counted, up to one factor per
 //! session — which ratios between policies of the same session do not depend on.
 
@@ -36,7 +36,7 @@ pub struct TruthPoint {
 
 impl TruthPoint {
     /// `(reconstructed - recorded) / recorded`.
-    pub fn relative_error(&self) -> f64 {
+    pub(crate) fn relative_error(&self) -> f64 {
         if self.recorded == 0 {
             return 0.0;
         }
@@ -48,13 +48,13 @@ impl TruthPoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionTruth {
     /// The session's id.
-    pub id: String,
+    pub(crate) id: String,
     /// Its format.
-    pub format: Format,
+    pub(crate) format: Format,
     /// The calibrated prefix.
     pub prefix: u32,
     /// The recorded size of the calibrating request (reconstructed exactly by construction).
-    pub calibration: u64,
+    pub(crate) calibration: u64,
     /// Every request with usage after the calibrating one.
     pub points: Vec<TruthPoint>,
 }
@@ -62,7 +62,7 @@ pub struct SessionTruth {
 impl SessionTruth {
     /// Recorded tokens per reconstructed token of growth since the calibrating request (least
     /// squares through the calibration point; 1 when nothing grew).
-    pub fn scale(&self) -> f64 {
+    pub(crate) fn scale(&self) -> f64 {
         let (mut xy, mut xx) = (0.0, 0.0);
         for p in &self.points {
             let x = p.reconstructed as f64 - self.calibration as f64;
@@ -78,7 +78,7 @@ impl SessionTruth {
     }
 
     /// Each point's relative error after [`SessionTruth::scale`].
-    pub fn scaled_errors(&self) -> Vec<f64> {
+    pub(crate) fn scaled_errors(&self) -> Vec<f64> {
         let k = self.scale();
         let c = self.calibration as f64;
         self.points
@@ -128,21 +128,21 @@ pub struct ErrorStats {
     /// Requests compared.
     pub requests: usize,
     /// Sessions they came from.
-    pub sessions: usize,
+    pub(crate) sessions: usize,
     /// Median of |error|.
     pub median_abs: f64,
     /// 90th percentile (nearest rank) of |error|.
-    pub p90_abs: f64,
+    pub(crate) p90_abs: f64,
     /// Largest |error|.
-    pub max_abs: f64,
+    pub(crate) max_abs: f64,
     /// Median of the signed error (negative: the reconstruction is smaller).
-    pub median_signed: f64,
+    pub(crate) median_signed: f64,
     /// Median over sessions of [`SessionTruth::scale`].
-    pub median_scale: f64,
+    pub(crate) median_scale: f64,
     /// Median of |error| after each session's scale.
-    pub median_abs_scaled: f64,
+    pub(crate) median_abs_scaled: f64,
     /// 90th percentile of |error| after each session's scale.
-    pub p90_abs_scaled: f64,
+    pub(crate) p90_abs_scaled: f64,
 }
 
 /// Median and 90th percentile (nearest rank) of |values|.
@@ -161,7 +161,7 @@ fn median_p90_abs(values: &[f64]) -> (f64, f64, f64) {
 }
 
 /// Statistics of the points of some sessions.
-pub fn error_stats<'a>(truths: impl IntoIterator<Item = &'a SessionTruth>) -> ErrorStats {
+pub(crate) fn error_stats<'a>(truths: impl IntoIterator<Item = &'a SessionTruth>) -> ErrorStats {
     let mut sessions = 0;
     let mut errors: Vec<f64> = Vec::new();
     let mut scaled: Vec<f64> = Vec::new();

@@ -367,14 +367,14 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
     );
     // The verdict's cost is the same Σ× (one session: no spread), and its frontier is the
     // arms no other beats: the placeholder loses nothing; trim loses 14.3 per 100 responses.
-    let answers = harness_replay::answer::answers(std::slice::from_ref(&r), &rows);
+    let answers = harness_replay::headline::answers(std::slice::from_ref(&r), &rows);
     let a = answers.iter().find(|a| a.arm == PLACEHOLDER).unwrap();
     assert_eq!(a.tokens.point, incl as f64 / none as f64);
     assert_eq!(
         a.before_recovery,
         Some(p.total_input() as f64 / none as f64)
     );
-    let points = harness_replay::answer::points(&answers);
+    let points = harness_replay::headline::points(&answers);
     for pt in &points {
         let beaten = points.iter().any(|q| {
             q.arm != pt.arm
@@ -384,7 +384,7 @@ fn the_table_the_verdict_and_the_frontier_count_recovery() {
         });
         assert_eq!(pt.frontier, !beaten, "{pt:?} in {points:?}");
     }
-    let lines = harness_report::answer::lines(&answers);
+    let lines = harness_report::headline::lines(&answers);
     assert!(lines[0].starts_with("none:"), "{lines:?}");
     assert!(
         lines.iter().any(|l| l.starts_with("trim:")

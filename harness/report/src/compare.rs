@@ -23,48 +23,47 @@ use harness_core::rng::Rng;
 
 use crate::render::{num, Table};
 
-pub use harness_core::regression::{
-    compared_metrics, default_thresholds, metric_names, MetricDef, Threshold, COMPARED, SUCCESS,
-};
+pub(crate) use harness_core::regression::{compared_metrics, MetricDef, SUCCESS};
+pub use harness_core::regression::{default_thresholds, metric_names, Threshold};
 
 /// One metric over one group of paired cells.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MetricDelta {
+pub(crate) struct MetricDelta {
     /// Metric name.
-    pub metric: String,
+    pub(crate) metric: String,
     /// The arm, or `None` for all cells.
-    pub arm: Option<String>,
+    pub(crate) arm: Option<String>,
     /// Pairs the figures are computed over.
-    pub pairs: usize,
+    pub(crate) pairs: usize,
     /// Median over the base cells (for `success`: the fraction that succeeded).
-    pub base: f64,
+    pub(crate) base: f64,
     /// Median over the new cells (for `success`: the fraction that succeeded).
-    pub new: f64,
+    pub(crate) new: f64,
     /// Pairs where the new value is higher.
-    pub increased: usize,
+    pub(crate) increased: usize,
     /// Pairs where the new value is lower.
-    pub decreased: usize,
+    pub(crate) decreased: usize,
     /// Pairs with equal values.
-    pub tied: usize,
+    pub(crate) tied: usize,
     /// Exact two-sided sign-test p-value over the pairs that changed (1 when none did).
-    pub p_value: f64,
+    pub(crate) p_value: f64,
     /// 95% bootstrap interval of the median paired change (new − base).
-    pub interval: (f64, f64),
+    pub(crate) interval: (f64, f64),
     /// The threshold that applies, if any.
-    pub threshold: Option<Threshold>,
+    pub(crate) threshold: Option<Threshold>,
     /// Whether the threshold is exceeded.
-    pub regressed: bool,
+    pub(crate) regressed: bool,
 }
 
 /// A cell whose success changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Flip {
+pub(crate) struct Flip {
     /// Cell id.
-    pub id: String,
+    pub(crate) id: String,
     /// Status in the base run.
-    pub base: Status,
+    pub(crate) base: Status,
     /// Status in the new run.
-    pub new: Status,
+    pub(crate) new: Status,
 }
 
 /// An arm whose label is the same in both runs but whose policy text is not: its cells are
@@ -72,13 +71,13 @@ pub struct Flip {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PolicyChange {
     /// The arm's label.
-    pub arm: String,
+    pub(crate) arm: String,
     /// The policy text in the base run.
-    pub base: String,
+    pub(crate) base: String,
     /// The policy text in the new run.
-    pub new: String,
+    pub(crate) new: String,
     /// Paired cells of this arm.
-    pub cells: usize,
+    pub(crate) cells: usize,
 }
 
 /// The comparison of two runs.
@@ -87,21 +86,21 @@ pub struct Comparison {
     /// Cells present in both runs.
     pub pairs: usize,
     /// Pairs left out of the metrics because a side ended in `error`.
-    pub error_pairs: usize,
+    pub(crate) error_pairs: usize,
     /// Cell ids only in the base run.
     pub only_base: Vec<String>,
     /// Cell ids only in the new run.
-    pub only_new: Vec<String>,
+    pub(crate) only_new: Vec<String>,
     /// Arms paired by label whose policy text changed between the runs.
     pub policy_changes: Vec<PolicyChange>,
     /// One entry per metric for all cells, then per arm where something changed.
-    pub metrics: Vec<MetricDelta>,
+    pub(crate) metrics: Vec<MetricDelta>,
     /// Cells that succeeded in the base run and not in the new one.
-    pub to_failure: Vec<Flip>,
+    pub(crate) to_failure: Vec<Flip>,
     /// Cells that failed in the base run and succeeded in the new one.
-    pub to_success: Vec<Flip>,
+    pub(crate) to_success: Vec<Flip>,
     /// Human-readable reasons, one per regressed metric (empty: no regression).
-    pub regressions: Vec<String>,
+    pub(crate) regressions: Vec<String>,
 }
 
 impl Comparison {
@@ -124,7 +123,7 @@ fn ln_factorial(n: u64) -> f64 {
 
 /// Exact two-sided sign test: the probability, under "no change" (each changed pair goes up or
 /// down with probability ½), of a split at least as uneven as `plus` against `minus`.
-pub fn sign_test(plus: usize, minus: usize) -> f64 {
+pub(crate) fn sign_test(plus: usize, minus: usize) -> f64 {
     let n = (plus + minus) as u64;
     if n == 0 {
         return 1.0;
@@ -156,7 +155,7 @@ fn median_in_place(v: &mut [f64]) -> f64 {
 }
 
 /// A 95% percentile-bootstrap interval of the median of `deltas` (deterministic: a fixed seed).
-pub fn bootstrap_median_interval(deltas: &[f64], resamples: usize) -> (f64, f64) {
+pub(crate) fn bootstrap_median_interval(deltas: &[f64], resamples: usize) -> (f64, f64) {
     if deltas.is_empty() {
         return (0.0, 0.0);
     }

@@ -6,7 +6,7 @@ use harness_core::fold::group_thousands;
 
 /// What a column holds, from its header: how its raw numbers are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A ratio (`× none`, `÷ none`, `Σ×`, `med×`): two decimals and `×`.
     Ratio,
     /// Dollars (`cost $`, `$`): [`money`].
@@ -21,7 +21,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of a column, from words in its header.
-    pub fn of_header(header: &str) -> Kind {
+    pub(crate) fn of_header(header: &str) -> Kind {
         let h = header.to_ascii_lowercase();
         let words: Vec<&str> = h.split(|c: char| !c.is_alphanumeric()).collect();
         let word = |w: &str| words.contains(&w);
@@ -43,7 +43,7 @@ impl Kind {
     }
 
     /// A raw number shown as this kind.
-    pub fn show(self, x: f64) -> String {
+    pub(crate) fn show(self, x: f64) -> String {
         match self {
             Kind::Ratio => ratio(x),
             Kind::Money => money(x),
@@ -64,17 +64,12 @@ pub fn count(n: usize, what: &str) -> String {
 }
 
 /// A ratio to two decimals: `0.87×`; `–` when there is none.
-pub fn ratio(x: f64) -> String {
+pub(crate) fn ratio(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.2}×")
     } else {
         "–".into()
     }
-}
-
-/// A token count, thousands grouped: `12,345`.
-pub fn tokens(n: u64) -> String {
-    group_thousands(n)
 }
 
 /// Dollars: two decimals from 10 cents (`$0.79`, `$12.35`), four below (`$0.0123`); `–` when
@@ -94,7 +89,7 @@ pub fn money(x: f64) -> String {
 }
 
 /// A fraction 0–1 as a percentage to one decimal: `87.2%`.
-pub fn share(x: f64) -> String {
+pub(crate) fn share(x: f64) -> String {
     if x.is_finite() {
         format!("{:.1}%", x * 100.0)
     } else {
@@ -104,7 +99,7 @@ pub fn share(x: f64) -> String {
 
 /// A plain number: whole numbers thousands grouped (`1,945`), others to one decimal (`12.5`),
 /// and small fractions to two significant decimals so they do not round to `0.0` (`0.012`).
-pub fn number(x: f64) -> String {
+pub(crate) fn number(x: f64) -> String {
     if !x.is_finite() {
         return "–".into();
     }
@@ -116,7 +111,7 @@ pub fn number(x: f64) -> String {
 
 /// A table cell that is a bare raw number (`0.8717454194792671`, `12345`, `-3`): its value.
 /// Cells already formatted (`1,945`, `0.87×`, `$0.12`, `3/4`) and words are not.
-pub fn raw_number(cell: &str) -> Option<f64> {
+pub(crate) fn raw_number(cell: &str) -> Option<f64> {
     let t = cell.trim();
     if t.is_empty()
         || !t
@@ -148,7 +143,7 @@ fn unformatted(cell: &str) -> bool {
 /// The cell as a reader sees it: a bare number in a ratio, money or share column shown as that
 /// kind (`0.62` → `0.62×`); elsewhere a machine-written number (`unformatted`) shown by
 /// [`number`]; anything else unchanged.
-pub fn display_cell(kind: Kind, cell: &str) -> String {
+pub(crate) fn display_cell(kind: Kind, cell: &str) -> String {
     match (raw_number(cell), kind) {
         (_, Kind::Text) | (None, _) => cell.to_string(),
         (Some(_), Kind::Number) if !unformatted(cell) => cell.to_string(),
@@ -156,8 +151,8 @@ pub fn display_cell(kind: Kind, cell: &str) -> String {
     }
 }
 
-/// The table as a reader sees it: every cell through [`display_cell`] by its column's
-/// [`Kind`] (a per-cell table's raw `0.8717454194792671` becomes `0.87×`); cells already
+/// The table as a reader sees it: every cell through `display_cell` by its column's
+/// `Kind` (a per-cell table's raw `0.8717454194792671` becomes `0.87×`); cells already
 /// formatted are kept.
 pub fn displayed(t: &crate::render::Table) -> crate::render::Table {
     let kinds: Vec<Kind> = t.headers.iter().map(|h| Kind::of_header(h)).collect();
@@ -191,7 +186,6 @@ mod tests {
     fn each_kind_has_one_shape() {
         assert_eq!(ratio(0.8717454194792671), "0.87×");
         assert_eq!(ratio(f64::NAN), "–");
-        assert_eq!(tokens(1_234_567), "1,234,567");
         assert_eq!(money(0.012345), "$0.0123");
         assert_eq!(money(1234.567), "$1,234.57");
         assert_eq!(money(-0.5), "-$0.50");

@@ -7,8 +7,8 @@
 //! less, better on at least one. Ties: two arms at the same point do not beat each other, so both
 //! are on the frontier when nothing else beats them; an arm as cheap as another but losing more
 //! is off it. Arms of one policy with different parameters (a sweep: `trim:keep=1`,
-//! `trim:keep=2`, … — the name before `:` is the same) form a [`sweeps`] group, joined by a line
-//! in the chart ([`svg`]).
+//! `trim:keep=2`, … — the name before `:` is the same) form a `sweeps` group, joined by a line
+//! in the chart (`svg`).
 
 use harness_core::record::{CellRecord, Status};
 
@@ -33,9 +33,9 @@ pub struct Point {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axes {
     /// The cost axis (`cost: tokens incl. recovery Σ× none`).
-    pub cost: String,
+    pub(crate) cost: String,
     /// The loss axis (`loss: lost facts/cell`).
-    pub loss: String,
+    pub(crate) loss: String,
 }
 
 impl Axes {
@@ -43,7 +43,7 @@ impl Axes {
     /// requests among them) Σ× the baseline, lost facts per cell.
     pub fn run(baseline: &str) -> Axes {
         Axes {
-            cost: format!("cost: {} Σ× {baseline}", crate::answer::COST_WORDS),
+            cost: format!("cost: {} Σ× {baseline}", crate::headline::COST_WORDS),
             loss: "loss: lost facts/cell".into(),
         }
     }
@@ -51,7 +51,7 @@ impl Axes {
     /// The axes of a replay: tokens incl. recovery Σ× none, references gone per 100 responses.
     pub fn replay() -> Axes {
         Axes {
-            cost: format!("cost: {} Σ× none", crate::answer::COST_WORDS),
+            cost: format!("cost: {} Σ× none", crate::headline::COST_WORDS),
             loss: "loss: refs gone/100 resp".into(),
         }
     }
@@ -62,11 +62,11 @@ pub const LEGEND: &str = "◆ on the frontier: no other arm is as cheap and lose
 (better on one, no worse on the other); arms at the same point do not beat each other";
 
 /// Whether `a` (cost, loss) beats `b`: no worse on both, better on one.
-pub fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
+pub(crate) fn beats(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 <= b.0 && a.1 <= b.1 && (a.0 < b.0 || a.1 < b.1)
 }
 
-/// Marks the points no other point beats ([`beats`]).
+/// Marks the points no other point beats (`beats`).
 pub fn mark(points: &mut [Point]) {
     let snapshot: Vec<(f64, f64)> = points.iter().map(|p| (p.cost, p.loss)).collect();
     for (i, p) in points.iter_mut().enumerate() {
@@ -78,13 +78,13 @@ pub fn mark(points: &mut [Point]) {
 }
 
 /// The policy an arm's label names: the text before its first `:` (`trim:keep=2` → `trim`).
-pub fn family(arm: &str) -> &str {
+pub(crate) fn family(arm: &str) -> &str {
     arm.split(':').next().unwrap_or(arm)
 }
 
 /// The sweeps among `points`: for each policy with two or more arms (see [`family`]), the
 /// indexes of its points in the order given. Policies with one arm are left out.
-pub fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
+pub(crate) fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, p) in points.iter().enumerate() {
         let f = family(&p.arm);
@@ -101,7 +101,7 @@ pub fn sweeps(points: &[Point]) -> Vec<Vec<usize>> {
 }
 
 /// The arms of a run as points against `baseline`, frontier marked: cost is the verdict's
-/// tokens Σ× ([`crate::verdict::run_verdicts`]: `tokens/task`, recovery requests and compaction
+/// tokens Σ× (`crate::verdict::run_verdicts`: `tokens/task`, recovery requests and compaction
 /// calls included, summed over cells paired by task, model and seed), the baseline at 1; loss the
 /// lost facts per cell (cells that ended in error left out). Arms with no cell paired with the
 /// baseline are left out (no cost to place them at).
@@ -137,7 +137,7 @@ pub fn run_points(records: &[CellRecord], baseline: &str) -> Vec<Point> {
 }
 
 /// Lost facts per cell of `arm` (cells that ended in error left out; 0 with none).
-pub fn lost_per_cell(records: &[CellRecord], arm: &str) -> f64 {
+pub(crate) fn lost_per_cell(records: &[CellRecord], arm: &str) -> f64 {
     let ok: Vec<&CellRecord> = records
         .iter()
         .filter(|r| r.arm == arm && r.status != Status::Error)
@@ -183,7 +183,7 @@ const FRAME: Frame = Frame::new(640.0, 320.0, [60.0, 150.0, 14.0, 44.0]);
 /// colour of the request charts, with its label and a tooltip), a `polyline.sweep` joining each
 /// sweep's points in order, and a `polyline.frontier-line` through the frontier, cheapest first.
 /// The same points give the same bytes.
-pub fn svg(points: &[Point], axes: &Axes) -> String {
+pub(crate) fn svg(points: &[Point], axes: &Axes) -> String {
     let xmax_data = points.iter().map(|p| p.cost).fold(1.0f64, f64::max);
     let ymax_data = points.iter().map(|p| p.loss).fold(0.0f64, f64::max);
     let xt = ticks(0.0, xmax_data, 5);

@@ -24,13 +24,13 @@ use harness_core::record::{CellRecord, Status};
 /// Escapes text for XML content: the five markup characters as entities, ANSI terminal escape
 /// sequences (colours from a check's tool output) removed whole, and the other characters XML
 /// 1.0 cannot hold shown as U+FFFD rather than dropped silently.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     escape_with(s, false)
 }
 
 /// Escapes text for an XML attribute value: as [`escape`], and tab, newline and carriage return
 /// as character references, which a parser keeps (a literal one it would turn into a space).
-pub fn escape_attr(s: &str) -> String {
+pub(crate) fn escape_attr(s: &str) -> String {
     escape_with(s, true)
 }
 

@@ -15,13 +15,19 @@
 //! - [`compare`]: two runs' cells paired by id, sign test, bootstrap interval, regression
 //!   thresholds; [`verdict`]: each arm against a baseline with paired intervals.
 //! - [`junit`] and [`svg`]: exporters of records; [`html`]: one self-contained page.
+//! - [`headline`]: the answer a report opens with, one line per arm; [`frontier`]: the cost–loss
+//!   frontier it marks.
 //! - [`fmt`]: the one formatter of ratios, tokens, money and shares.
 //! - [`view`]: the named views of the terminal tables and their fit to a width. (The judge's
 //!   tables are the runner's `judge` module's.)
-pub mod answer;
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod compare;
 pub mod fmt;
 pub mod frontier;
+pub mod headline;
 pub mod html;
 pub mod junit;
 pub mod markdown;

@@ -131,7 +131,7 @@ fn pair_key(r: &CellRecord) -> (String, String, u64) {
 
 /// Each cell's median request divided by that of the `none` cell on the same task, model and
 /// seed (docs/design.md §9 `ratio_to_none`), keyed by cell id.
-pub fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
+pub(crate) fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
     let base: BTreeMap<(String, String, u64), f64> = records
         .iter()
         .filter(|r| r.arm == "none" && r.status != Status::Error)
@@ -151,53 +151,53 @@ pub fn ratios_to_none(records: &[CellRecord]) -> BTreeMap<String, f64> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmSummary {
     /// Arm label.
-    pub arm: String,
+    pub(crate) arm: String,
     /// Cells.
-    pub cells: usize,
+    pub(crate) cells: usize,
     /// Cells that succeeded.
-    pub successes: usize,
+    pub(crate) successes: usize,
     /// Cells that ended in error.
-    pub errors: usize,
+    pub(crate) errors: usize,
     /// Cells nothing was checked in (a conversation through `foldbench proxy`): neither
     /// successes nor failures.
-    pub unchecked: usize,
+    pub(crate) unchecked: usize,
     /// Requests the model never answered, over the arm's cells (a column of their own, out of
     /// the token and cache figures).
-    pub failed_requests: usize,
+    pub(crate) failed_requests: usize,
     /// Lost facts over the arm's cells.
-    pub lost_facts: usize,
+    pub(crate) lost_facts: usize,
     /// Median lost facts per cell.
-    pub median_lost_facts: f64,
+    pub(crate) median_lost_facts: f64,
     /// Median over cells of the median request.
-    pub median_request_tokens: f64,
+    pub(crate) median_request_tokens: f64,
     /// Median over cells of the input tokens of the whole cell (recovery requests and
     /// compaction calls included).
-    pub median_tokens_per_task: f64,
+    pub(crate) median_tokens_per_task: f64,
     /// Median over cells of the last request.
-    pub median_last_request_tokens: f64,
+    pub(crate) median_last_request_tokens: f64,
     /// Median over cells of `ratio_to_none` (the median request's; med×).
-    pub median_ratio_to_none: Option<f64>,
+    pub(crate) median_ratio_to_none: Option<f64>,
     /// The arm's `tokens/task` summed over its cells paired with `none` (same task, model and
     /// seed) over `none`'s (Σ×: the verdict's tokens ratio).
-    pub tokens_ratio_to_none: Option<f64>,
+    pub(crate) tokens_ratio_to_none: Option<f64>,
     /// Median re-runs per cell.
-    pub median_reruns: f64,
+    pub(crate) median_reruns: f64,
     /// Median hidden re-runs per cell.
-    pub median_reruns_hidden: f64,
+    pub(crate) median_reruns_hidden: f64,
     /// Total archive reads.
-    pub archive_reads: usize,
+    pub(crate) archive_reads: usize,
     /// Total folds.
-    pub folds: usize,
+    pub(crate) folds: usize,
     /// Total premature folds.
-    pub premature_folds: usize,
+    pub(crate) premature_folds: usize,
     /// Total fold regret.
-    pub fold_regret: usize,
+    pub(crate) fold_regret: usize,
     /// Total compactions.
-    pub compactions: usize,
+    pub(crate) compactions: usize,
     /// Total cost.
-    pub cost: f64,
+    pub(crate) cost: f64,
     /// Median provider-reported request size, when a real model reported one.
-    pub median_provider_request_tokens: Option<f64>,
+    pub(crate) median_provider_request_tokens: Option<f64>,
 }
 
 /// The Σ× of `cells` against their `none` cells: `tokens/task` summed over the cells that have a
@@ -437,7 +437,7 @@ pub fn summary_csv(records: &[CellRecord]) -> String {
 
 /// The metrics of the A/B table; `with_children` adds the delegated child sessions' figures
 /// (when an arm delegated).
-pub fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static RecordMetric> {
+pub(crate) fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static RecordMetric> {
     let mut names = vec![
         "success",
         "lost_facts",
@@ -719,8 +719,8 @@ mod tests {
         assert_eq!(t.rows[0][col("Σ× none")], "1.00");
         let s = summarize(&rs);
         assert!((s[1].tokens_ratio_to_none.unwrap() - 5_100.0 / 10_100.0).abs() < 1e-12);
-        let (_, answers) = crate::answer::run_answers(&rs, None);
-        let lines = crate::answer::lines(&answers);
+        let (_, answers) = crate::headline::run_answers(&rs, None);
+        let lines = crate::headline::lines(&answers);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(
             lines[1].starts_with("trim: saves 50% [") && lines[1].contains(", med× 0.75;"),

@@ -89,50 +89,50 @@ const FRAME: Frame = Frame::new(960.0, 500.0, [80.0, 250.0, 50.0, 60.0]);
 
 /// One line of a [`LineChart`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     /// Legend label.
     pub label: String,
     /// (x, y) points in x order.
-    pub points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
 }
 
 /// A line chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
     /// Title.
-    pub title: String,
+    pub(crate) title: String,
     /// Label of the x axis.
-    pub x_label: String,
+    pub(crate) x_label: String,
     /// Label of the y axis.
-    pub y_label: String,
+    pub(crate) y_label: String,
     /// The lines.
-    pub series: Vec<Series>,
+    pub(crate) series: Vec<Series>,
 }
 
 /// One bar of a [`BarChart`]: stacked segments.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bar {
+pub(crate) struct Bar {
     /// Label under the bar.
-    pub label: String,
+    pub(crate) label: String,
     /// Segment values, bottom first, in the order of [`BarChart::segments`].
-    pub values: Vec<f64>,
+    pub(crate) values: Vec<f64>,
 }
 
 /// A stacked bar chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BarChart {
     /// Title.
-    pub title: String,
+    pub(crate) title: String,
     /// Label of the y axis.
-    pub y_label: String,
+    pub(crate) y_label: String,
     /// Names of the stacked segments.
-    pub segments: Vec<String>,
+    pub(crate) segments: Vec<String>,
     /// The bars.
-    pub bars: Vec<Bar>,
+    pub(crate) bars: Vec<Bar>,
 }
 
 /// "Nice" ticks from 0 (or `lo`) to at least `hi`: steps of 1, 2 or 5 × 10^k.
-pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+pub(crate) fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     let span = (hi - lo).max(1e-9);
     let raw = span / target.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
@@ -362,14 +362,14 @@ pub fn bar_chart(c: &BarChart) -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RequestPoint {
     /// Cell id.
-    pub cell: String,
+    pub(crate) cell: String,
     /// 0-based index of the request in its cell.
-    pub index: usize,
+    pub(crate) index: usize,
     /// Why it was made.
     #[serde(default)]
-    pub purpose: Purpose,
+    pub(crate) purpose: Purpose,
     /// o200k tokens.
-    pub tokens: u64,
+    pub(crate) tokens: u64,
 }
 
 /// Which session the request chart shows; unset fields are chosen (see [`request_chart`]).

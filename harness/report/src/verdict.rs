@@ -9,7 +9,7 @@
 //!   over the baseline's, so large tasks weigh as much as they cost. The verdict's ratio, with a
 //!   95% interval that resamples the pairs; the run table's `Σ× none` column is the same figure.
 //! - **med×** — the *median of per-pair ratios*: each pair's arm/baseline, then their median, so
-//!   every task or session counts once however large. Given beside Σ× in the verdict line.
+//!   every task or session counts once however large. Given beside Σ× in the answer's line.
 //!
 //! Runs count a cell's tokens as `tokens/task` (every input token it sent: its requests, recovery
 //! requests included, and its compaction calls); replay as `total input`. The success
@@ -22,8 +22,9 @@
 //!                     arm_cost: 0.7, base_success: true, arm_success: i != 3 })
 //!     .collect();
 //! let v = verdict("fold", "none", &pairs);
-//! assert!(v.line().starts_with("fold vs none: tokens Σ× 0.59 ["));
-//! assert!(v.line().ends_with("over 20 pairs"));
+//! assert_eq!(format!("{:.2}", v.tokens.point), "0.59");
+//! assert!(v.tokens.lo <= v.tokens.point && v.tokens.point <= v.tokens.hi);
+//! assert_eq!(v.pairs, 20);
 //! ```
 
 use std::collections::BTreeMap;
@@ -74,9 +75,9 @@ impl Estimate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// The arm.
-    pub arm: String,
+    pub(crate) arm: String,
     /// The baseline arm.
-    pub baseline: String,
+    pub(crate) baseline: String,
     /// Pairs compared.
     pub pairs: usize,
     /// Tokens, the arm's summed over the pairs over the baseline's (Σ×).
@@ -87,37 +88,7 @@ pub struct Verdict {
     /// Cost, arm over baseline.
     pub cost: Estimate,
     /// Success rate, arm minus baseline.
-    pub success: Estimate,
-}
-
-impl Verdict {
-    /// The one-line verdict: `fold vs none: tokens Σ× 0.62 [0.55, 0.70] (med× 0.80), cost Σ×
-    /// 0.71 [0.64, 0.80], success −0.02 [−0.06, +0.00] over 51 pairs`.
-    pub fn line(&self) -> String {
-        format!(
-            "{} vs {}: tokens {} (med× {:.2}), cost {}, success {} [{}, {}] over {} pairs",
-            self.arm,
-            self.baseline,
-            self.tokens.ratio_text(),
-            self.tokens_median,
-            self.cost.ratio_text(),
-            signed(self.success.point),
-            signed(self.success.lo),
-            signed(self.success.hi),
-            self.pairs
-        )
-    }
-}
-
-fn signed(x: f64) -> String {
-    let x = if x.abs() < 0.005 { 0.0 } else { x };
-    if x > 0.0 {
-        format!("+{x:.2}")
-    } else if x < 0.0 {
-        format!("−{:.2}", -x)
-    } else {
-        "±0.00".to_string()
-    }
+    pub(crate) success: Estimate,
 }
 
 /// The verdict of `arm` against `baseline` over `pairs`.
@@ -145,7 +116,7 @@ pub fn verdict(arm: &str, baseline: &str, pairs: &[Pair]) -> Verdict {
 /// The verdicts of every arm of `records` against `baseline`, pairing cells by (task, model,
 /// seed); arms in their first-seen order. Cells that ended in an infrastructure error are left
 /// out with their pair.
-pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
+pub(crate) fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
     let key = |r: &CellRecord| (r.task.clone(), r.model.clone(), r.seed);
     let base: BTreeMap<_, &CellRecord> = records
         .iter()
@@ -183,7 +154,7 @@ pub fn run_verdicts(records: &[CellRecord], baseline: &str) -> Vec<Verdict> {
 
 /// The median of the first over the second, over the pairs whose second is not 0 (1 when none
 /// is).
-pub fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
+pub(crate) fn median_ratio(it: impl Iterator<Item = (f64, f64)>) -> f64 {
     let rs: Vec<f64> = it.filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b).collect();
     if rs.is_empty() {
         1.0
@@ -278,10 +249,7 @@ mod tests {
                 hi: 0.0
             }
         );
-        assert_eq!(
-            v.line(),
-            "none vs none: tokens Σ× 1.00 [1.00, 1.00] (med× 1.00), cost Σ× 1.00 [1.00, 1.00], success ±0.00 [±0.00, ±0.00] over 10 pairs"
-        );
+        assert_eq!((v.tokens_median, v.cost, v.pairs), (1.0, v.tokens, 10));
     }
 
     #[test]
@@ -323,12 +291,7 @@ mod tests {
             }
         );
         assert_eq!(v.success.point, -1.0);
-        assert!(
-            v.line()
-                .contains("success −1.00 [−1.00, −1.00] over 1 pairs"),
-            "{}",
-            v.line()
-        );
+        assert_eq!((v.success.lo, v.success.hi, v.pairs), (-1.0, -1.0, 1));
         assert!(run_verdicts(&[], "none").is_empty());
     }
 }

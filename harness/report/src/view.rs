@@ -27,28 +27,6 @@ pub enum View {
     All,
 }
 
-impl View {
-    /// The views' names, as `--view` takes them.
-    pub const NAMES: [&'static str; 5] = ["default", "loss", "cache", "essay", "all"];
-
-    /// The view named `name`; the error lists the views.
-    pub fn parse(name: &str) -> Result<View, UnknownView> {
-        Ok(match name {
-            "default" => View::Default,
-            "loss" => View::Loss,
-            "cache" => View::Cache,
-            "essay" => View::Essay,
-            "all" => View::All,
-            _ => return Err(UnknownView(name.to_string())),
-        })
-    }
-}
-
-/// A name that is no view (the name as given); the message lists the views.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown view `{name}`: the views are {views}", name = .0, views = View::NAMES.join(", "))]
-pub struct UnknownView(pub String);
-
 /// Which table a view selects from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -71,7 +49,7 @@ pub enum Kind {
 /// The columns (rows for [`Kind::Ab`]) of `view` in `kind`, in the order shown: header names;
 /// `*SUFFIX` stands for every header ending in SUFFIX; a header listed twice takes its second
 /// occurrence too. `None`: every column.
-pub fn spec(kind: Kind, view: View) -> Option<&'static [&'static str]> {
+pub(crate) fn spec(kind: Kind, view: View) -> Option<&'static [&'static str]> {
     if view == View::All {
         return None;
     }
@@ -325,7 +303,7 @@ fn replay_truth_spec(view: View) -> Option<&'static [&'static str]> {
 }
 
 /// The columns of `t` that `spec` names, in `spec`'s order (see [`spec`]).
-pub fn select_columns(t: &Table, spec: &[&str]) -> Table {
+pub(crate) fn select_columns(t: &Table, spec: &[&str]) -> Table {
     let mut taken = vec![false; t.headers.len()];
     let mut order = Vec::new();
     for s in spec {
@@ -360,7 +338,7 @@ pub fn select_columns(t: &Table, spec: &[&str]) -> Table {
 }
 
 /// The rows of `t` whose first cell `spec` names, in `spec`'s order.
-pub fn select_rows(t: &Table, spec: &[&str]) -> Table {
+pub(crate) fn select_rows(t: &Table, spec: &[&str]) -> Table {
     Table {
         headers: t.headers.clone(),
         rows: spec
@@ -372,7 +350,7 @@ pub fn select_rows(t: &Table, spec: &[&str]) -> Table {
 }
 
 /// The widest line of `text`, in characters.
-pub fn text_width(text: &str) -> usize {
+pub(crate) fn text_width(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
@@ -432,7 +410,7 @@ fn drop_order(t: &Table, kind: Kind) -> Vec<usize> {
 /// `t` rendered for a terminal at most `width` characters wide where it can be: headers wrapped
 /// first (those that save the most first, until it fits), then columns left out in `drop_order` (the first column and one more always stay).
 /// Returns the text and the headers left out.
-pub fn fit(t: &Table, kind: Kind, width: usize) -> (String, Vec<String>) {
+pub(crate) fn fit(t: &Table, kind: Kind, width: usize) -> (String, Vec<String>) {
     let text = t.to_terminal();
     if text_width(&text) <= width {
         return (text, Vec::new());
@@ -490,7 +468,7 @@ pub fn terminal(t: &Table, kind: Kind, view: View, width: usize) -> String {
     // Broken to the width like the other notes, its later lines indented.
     format!(
         "{text}\n{}",
-        crate::answer::wrap(&note, width, 2).join("\n")
+        crate::headline::wrap(&note, width, 2).join("\n")
     )
 }
 
@@ -598,15 +576,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn an_unknown_view_lists_the_views() {
-        let e = View::parse("wide").unwrap_err();
-        assert!(
-            e.to_string().contains("default, loss, cache, essay, all"),
-            "{e}"
-        );
-        assert_eq!(View::parse("essay"), Ok(View::Essay));
     }
 }

@@ -10,7 +10,7 @@
 //!    ([`AgentSetup::upstream`]);
 //! 3. a [`Proxy`] in front of it with the cell's policy (`native`: `none`, and the agent keeps
 //!    its own compaction), its archives in the workspace, its run folder a temp folder;
-//! 4. one agent process per user turn ([`crate::agents::Agent::turn_command`] in [`isolate::command`]),
+//! 4. one agent process per user turn (`crate::agents::Agent::turn_command` in [`isolate::command`]),
 //!    continuing the session of the turn before, with the cell's time limit;
 //! 5. the proxy stopped, its main conversation's events (requests, answers, the agent's tool
 //!    calls, folds, archive reads) become the cell's, its transcript and archives the cell's
@@ -53,7 +53,7 @@ const OUTPUT_CAP: usize = 8 << 20;
 /// the reason the record gives.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum AgentCellError {
+pub(crate) enum AgentCellError {
     /// The cell's time limit ended.
     #[error("the cell timed out after {secs}s (--cell-timeout)")]
     TimedOut {
@@ -143,7 +143,7 @@ pub enum AgentCellError {
 /// Why a turn's process did not run to its end.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TurnError {
+pub(crate) enum TurnError {
     /// It did not start.
     #[error("cannot start it")]
     Start(#[source] std::io::Error),
@@ -157,7 +157,11 @@ pub enum TurnError {
 
 /// Runs one cell with a real agent. Infrastructure failures end as a record with status
 /// `error` and the reason (the agent's own report, the tail of what it printed).
-pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSetup) -> CellOutput {
+pub(crate) async fn run_agent_cell(
+    plan: &CellPlan,
+    opts: &CellOptions,
+    setup: &AgentSetup,
+) -> CellOutput {
     let started = Instant::now();
     let mut limits = opts.tool_limits.clone();
     limits.sandbox = limits.sandbox.for_task(plan.task.network, &plan.task.env);
@@ -166,7 +170,6 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
     let mut out = Outcome::default();
     let mut checks = Vec::new();
     let mut diff = String::new();
-    let mut kept = None;
     let error = match Workspace::create(&plan.task_dir.join(&plan.task.repo), opts.keep_workspaces)
     {
         Err(e) => Some(format!("workspace: {}", harness_core::one_line(&e))),
@@ -197,9 +200,6 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
             diff = ws
                 .diff()
                 .unwrap_or_else(|e| format!("(diff unavailable: {})", harness_core::one_line(&e)));
-            if opts.keep_workspaces {
-                kept = Some(ws.path().to_path_buf());
-            }
             error
         }
     };
@@ -255,7 +255,6 @@ pub async fn run_agent_cell(plan: &CellPlan, opts: &CellOptions, setup: &AgentSe
         transcript: out.transcript,
         diff,
         archives: out.archives,
-        kept_workspace: kept,
     }
 }
 

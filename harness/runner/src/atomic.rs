@@ -21,7 +21,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Writes what `fill` writes to `path` as the module docs say, creating its folder; returns
 /// what `fill` returned. `fill` writes into a buffer; the file is only complete when this
 /// returns `Ok`.
-pub fn write_with<T>(
+pub(crate) fn write_with<T>(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<T>,
 ) -> io::Result<T> {

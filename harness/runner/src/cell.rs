@@ -34,17 +34,17 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a git reposit
 test the code; paths are relative to the repository root. When the user's request is done, answer with a short closing \
 message that says what you found and what you changed, without calling a tool.";
 
-pub use crate::cell_checks::{relative_to, run_checks};
+pub(crate) use crate::cell_checks::relative_to;
+pub use crate::cell_checks::run_checks;
 pub use delegate::{ChildError, CHILD_SYSTEM_PROMPT};
 
 mod delegate;
-pub use harness_core::session::COMPACTION_PROMPT;
 
 /// Why a cell's session ended before its checks: the record's `error`, whose display is the
 /// reason the record gives.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// The workspace could not be made.
     #[error("workspace")]
     Workspace(#[source] workspace::WorkspaceError),
@@ -106,7 +106,7 @@ pub trait ArchiveWriter: Send + Sync {
 /// folder is refused (the splice then fails with the reason as an event) and a link at the
 /// file itself is replaced.
 #[derive(Debug, Default)]
-pub struct FsArchive;
+pub(crate) struct FsArchive;
 
 impl ArchiveWriter for FsArchive {
     fn write(&self, root: &Path, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -147,7 +147,7 @@ pub struct CellOptions {
     /// Where archives are written.
     pub archive_writer: Arc<dyn ArchiveWriter>,
     /// Time limit of the whole session (setup, turns; not the checks): a cell that exceeds it
-    /// ends with status `error` (default [`DEFAULT_CELL_TIMEOUT`]).
+    /// ends with status `error` (default `DEFAULT_CELL_TIMEOUT`).
     pub cell_timeout: Duration,
     /// The real agent that drives the cells (`run --agent`); `None`: foldbench's own loop.
     pub agent: Option<Arc<crate::agents::AgentSetup>>,
@@ -163,7 +163,7 @@ pub struct CellOptions {
 }
 
 /// The default time limit of one cell: one hour.
-pub const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_CELL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for CellOptions {
     fn default() -> Self {
@@ -184,7 +184,7 @@ impl Default for CellOptions {
 
 impl CellOptions {
     /// The price of a model.
-    pub fn price(&self, model: &str) -> Price {
+    pub(crate) fn price(&self, model: &str) -> Price {
         self.prices
             .get(model)
             .or_else(|| self.prices.get("default"))
@@ -216,8 +216,6 @@ pub struct CellOutput {
     pub diff: String,
     /// Archives written.
     pub archives: Vec<WrittenArchive>,
-    /// The workspace folder, when kept.
-    pub kept_workspace: Option<PathBuf>,
 }
 
 struct Run<'a> {
@@ -299,7 +297,6 @@ pub async fn run_cell(
         deadline: started.checked_add(opts.cell_timeout),
     };
     let mut diff = String::new();
-    let mut kept = None;
     let mut closings: HashMap<u32, String> = HashMap::new();
     let mut turns_run = 0;
     let (status, error, checks, policy_name) =
@@ -352,9 +349,6 @@ pub async fn run_cell(
                     Ok(d) => diff = d,
                     Err(e) => diff = format!("(diff unavailable: {})", harness_core::one_line(&e)),
                 }
-                if opts.keep_workspaces {
-                    kept = Some(ws.path().to_path_buf());
-                }
                 (status, error, checks, policy_name)
             }
         };
@@ -388,7 +382,6 @@ pub async fn run_cell(
         transcript: run.transcript,
         diff,
         archives: run.archives,
-        kept_workspace: kept,
     }
 }
 

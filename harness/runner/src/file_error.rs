@@ -22,7 +22,10 @@ pub struct FileError {
 
 impl FileError {
     /// A `map_err` adapter: `fs::write(&p, b).map_err(FileError::on("write", &p))?`.
-    pub fn on<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FileError + 'a {
+    pub(crate) fn on<'a>(
+        what: &'static str,
+        path: &'a Path,
+    ) -> impl FnOnce(io::Error) -> FileError + 'a {
         move |source| FileError {
             what,
             path: path.to_path_buf(),

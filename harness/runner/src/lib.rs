@@ -17,7 +17,7 @@
 //! - [`execution`]: where a cell's commands run. A fresh temp git repo per cell
 //!   ([`execution::workspace`], made from a task's prepared template), the
 //!   [`execution::sandbox`] every shell command runs in, [`execution::reap`] for the processes a
-//!   call leaves, and the run's [`execution::tool_cache`] keyed by [`execution::snapshot`]s.
+//!   call leaves, and the run's [`execution::tool_cache`] keyed by `execution::snapshot`s.
 //! - [`tools`]: the six workspace tools an agent calls, on top of `execution`.
 //! - [`backends`]: the [`backends::model::Model`] trait and the `sim` backend; OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
@@ -34,7 +34,8 @@
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
 //! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary), a task named by its name.
+//! embedded in the binary), a task named by its name; [`sim_server`]: the offline upstream
+//! (`serve --sim`); [`file_error`]: the one error of a file or folder the runner could not use.
 //!
 //! What a command builds its run from, as plain values: [`plan`], the matrix (the matrix file,
 //! its profile layered, the command line over it, the cells); [`settings`], a run's settings
@@ -43,6 +44,10 @@
 //!
 //! The command line is the `foldbench` binary's (`harness/cli`): it parses flags with clap,
 //! calls this library and maps errors to exit codes; nothing here knows about clap.
+
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod agent_cell;
 pub mod agents;
 pub mod arms;

@@ -1,7 +1,7 @@
 //! A run's progress on standard error, as cargo-nextest shows it.
 //!
 //! - On a terminal (and `CI` unset): one bar with the count of finished cells, the ETA, the
-//!   requests sent and the cells in flight; warnings ([`warn`]) are printed above the bar, not
+//!   requests sent and the cells in flight; warnings (`warn`) are printed above the bar, not
 //!   through it.
 //! - Off a terminal (CI, a pipe, a file): one line per finished cell, in the order they finish:
 //!   `[ 37/255] long-session/fold/sim/2 ok 1.2 s`, the status word `ok`, `FAIL` or `ERROR`.
@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// A bar redrawn in place (a terminal).
     Bar,
     /// One line per finished cell (CI, a pipe).
@@ -26,7 +26,7 @@ pub enum Mode {
 
 impl Mode {
     /// The bar on a terminal with `CI` unset, else lines.
-    pub fn detect() -> Mode {
+    pub(crate) fn detect() -> Mode {
         if std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() {
             Mode::Bar
         } else {
@@ -50,13 +50,13 @@ pub fn say(message: &str) {
 }
 
 /// Prints a warning on standard error ([`say`]: above the progress bar).
-pub fn warn(message: &str) {
+pub(crate) fn warn(message: &str) {
     say(message);
 }
 
 /// The line printed off a terminal when a cell finishes: `[ 37/255] id ok 1.2 s`, the count
 /// padded to the width of the total.
-pub fn line(done: usize, total: usize, record: &CellRecord) -> String {
+pub(crate) fn line(done: usize, total: usize, record: &CellRecord) -> String {
     let width = total.to_string().len();
     let word = match record.status {
         Status::Success => "ok",
@@ -72,7 +72,7 @@ pub fn line(done: usize, total: usize, record: &CellRecord) -> String {
 }
 
 /// The progress of one run.
-pub struct Progress {
+pub(crate) struct Progress {
     mode: Mode,
     done: usize,
     total: usize,
@@ -83,7 +83,7 @@ pub struct Progress {
 
 impl Progress {
     /// Progress over `total` cells of which `already` were done before this run (a resume).
-    pub fn new(mode: Mode, already: usize, total: usize) -> Progress {
+    pub(crate) fn new(mode: Mode, already: usize, total: usize) -> Progress {
         let bar = (mode == Mode::Bar).then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr())
@@ -113,13 +113,13 @@ impl Progress {
     }
 
     /// A cell started.
-    pub fn started(&mut self, id: &str) {
+    pub(crate) fn started(&mut self, id: &str) {
         self.in_flight.push(id.to_string());
         self.redraw_message();
     }
 
     /// A request went to a model.
-    pub fn request(&mut self) {
+    pub(crate) fn request(&mut self) {
         self.requests += 1;
         if let Some(bar) = &self.bar {
             bar.set_prefix(self.requests.to_string());
@@ -127,7 +127,7 @@ impl Progress {
     }
 
     /// A cell finished with this record.
-    pub fn finished(&mut self, record: &CellRecord) {
+    pub(crate) fn finished(&mut self, record: &CellRecord) {
         self.done += 1;
         self.in_flight.retain(|id| id != &record.id);
         match self.mode {
@@ -157,7 +157,7 @@ impl Progress {
     }
 
     /// The run ended: the bar is cleared (the report follows).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
             if let Ok(mut b) = BAR.lock() {

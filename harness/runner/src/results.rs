@@ -37,19 +37,19 @@ use crate::cell::CellOutput;
 use crate::file_error::FileError;
 
 /// The lock file of a run directory (see the module docs).
-pub const LOCK_FILE: &str = "run.lock";
+pub(crate) const LOCK_FILE: &str = "run.lock";
 /// The run's records, one cell per line, appended as cells finish.
 pub const CELLS_FILE: &str = "cells.jsonl";
 /// One line per model request of every cell.
 pub const REQUESTS_FILE: &str = "requests.jsonl";
 /// The whole matrix and which part of it the run is.
-pub const MATRIX_FILE: &str = "matrix.json";
+pub(crate) const MATRIX_FILE: &str = "matrix.json";
 /// A cell's messages as the model saw them (in its folder under `cells/`).
 pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
 /// A cell's events (in its folder under `cells/`).
 pub const EVENTS_FILE: &str = "events.jsonl";
 /// A cell's workspace diff against the fixture (in its folder under `cells/`).
-pub const DIFF_FILE: &str = "diff.patch";
+pub(crate) const DIFF_FILE: &str = "diff.patch";
 
 /// An open run directory. It holds the folder's lock until it is dropped.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ pub struct RunDir {
     _lock: File,
 }
 
-/// Why a run folder cannot be opened or written; [`RunDirError::is_usage`] tells the user's
+/// Why a run folder cannot be opened or written; `RunDirError::is_usage` tells the user's
 /// problem (exit 2) from a failed read or write (exit 1).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -112,7 +112,7 @@ pub enum RunDirError {
 impl RunDirError {
     /// Whether the user is to fix it (a folder in use or holding another run: exit 2) rather
     /// than a read or write that failed (exit 1).
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         matches!(
             self,
             RunDirError::Busy { .. }
@@ -158,7 +158,7 @@ fn lock(root: &Path) -> Result<File, RunDirError> {
 
 /// Moves every whole line of `cells.jsonl` that is not a cell record to `cells.jsonl.bad`
 /// (appended), warning once per line; returns how many lines were moved.
-pub fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
+pub(crate) fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
     set_aside(path, |i, line| {
         match serde_json::from_str::<CellRecord>(line) {
             Ok(_) => None,
@@ -179,7 +179,7 @@ pub fn quarantine_bad_records(path: &Path) -> std::io::Result<usize> {
 /// Moves the records of cells that ended in an infrastructure error (`status: error`) to
 /// `cells.jsonl.retried`, so a resumed run runs those cells again; failed checks stay (they are
 /// results). Returns how many were moved.
-pub fn set_aside_errors(path: &Path) -> std::io::Result<usize> {
+pub(crate) fn set_aside_errors(path: &Path) -> std::io::Result<usize> {
     set_aside(path, |_, line| {
         serde_json::from_str::<CellRecord>(line)
             .is_ok_and(|r| r.status == Status::Error)
@@ -227,7 +227,10 @@ fn set_aside(
 
 /// Drops the rows of `requests.jsonl` whose cell is not in `done` (rows of a cell killed before
 /// its record was written); returns how many were dropped.
-pub fn drop_uncommitted_requests(path: &Path, done: &HashSet<String>) -> std::io::Result<usize> {
+pub(crate) fn drop_uncommitted_requests(
+    path: &Path,
+    done: &HashSet<String>,
+) -> std::io::Result<usize> {
     let Ok(text) = fs::read_to_string(path) else {
         return Ok(0);
     };
@@ -264,7 +267,7 @@ pub fn cell_folder(id: &str) -> String {
 }
 
 /// Cuts a torn last line (no trailing newline, or not valid JSON) off a JSONL file.
-pub fn repair_jsonl(path: &Path) -> std::io::Result<()> {
+pub(crate) fn repair_jsonl(path: &Path) -> std::io::Result<()> {
     let Ok(bytes) = fs::read(path) else {
         return Ok(());
     };
@@ -478,7 +481,7 @@ impl RunDir {
     }
 
     /// The folder.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
@@ -494,7 +497,7 @@ impl RunDir {
     /// appended (not yet synced: [`RunDir::sync_records`] syncs the records appended so far, so
     /// the cells that finish together share one sync). Call it only after [`write_cell_files`]
     /// succeeded for the cell, so a record still means the cell's files are complete.
-    pub fn append_record(&mut self, out: &CellOutput) -> std::io::Result<()> {
+    pub(crate) fn append_record(&mut self, out: &CellOutput) -> std::io::Result<()> {
         let mut reqs = String::new();
         for e in &out.events {
             if let harness_core::events::Event::Request(r) = e {
@@ -519,7 +522,7 @@ impl RunDir {
     }
 
     /// Syncs the records appended so far to the disk.
-    pub fn sync_records(&mut self) -> std::io::Result<()> {
+    pub(crate) fn sync_records(&mut self) -> std::io::Result<()> {
         self.cells.sync_data()
     }
 }
@@ -527,7 +530,7 @@ impl RunDir {
 /// The first half of [`RunDir::write_cell`]: a cell's own files (transcript, events, diff,
 /// archives), each written aside, synced and renamed into `root/cells/<cell>/`. Cells write
 /// theirs concurrently; the run's single writer then appends the records in turn.
-pub fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
+pub(crate) fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result<()> {
     let dir = root.join("cells").join(cell_folder(&out.record.id));
     fs::create_dir_all(&dir)?;
     let mut transcript = String::new();
@@ -582,7 +585,7 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(
 
 /// Writes a file through a temporary name and a rename, so it is never seen half-written
 /// ([`crate::atomic`]: a failed write leaves no temporary file behind).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     crate::atomic::write(path, bytes)
 }
 

@@ -332,7 +332,6 @@ fn internal_error(plan: &CellPlan, opts: &CellOptions, reason: &str) -> CellOutp
         transcript: Vec::new(),
         diff: String::new(),
         archives: Vec::new(),
-        kept_workspace: None,
     }
 }
 

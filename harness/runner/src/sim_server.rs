@@ -30,7 +30,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::sync::oneshot;
 
 /// The largest request body the server reads (a long session's history is a few MiB).
-pub const MAX_BODY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// Why the offline upstream could not start, or a request to it could not be answered.
 #[derive(Debug, thiserror::Error)]

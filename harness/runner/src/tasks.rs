@@ -329,7 +329,7 @@ pub mod embedded {
     /// The folder the suite is unpacked to for a run outside a checkout: under the user's cache
     /// (`$XDG_CACHE_HOME`, else `~/.cache`, else the temporary folder), named by the hash of the
     /// suite so each build's suite has its own and an unpacked one is reused.
-    pub fn unpacked() -> Result<PathBuf, TaskError> {
+    pub(crate) fn unpacked() -> Result<PathBuf, TaskError> {
         let mut h = Sha256::new();
         for (rel, bytes) in FILES {
             h.update(rel.as_bytes());

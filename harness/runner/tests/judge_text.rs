@@ -10,9 +10,7 @@ use common::{binary, chat_server, offered_in_request, repo, write_dataset};
 
 use std::path::Path;
 
-use harness_core::judge::{
-    judge_text, parse_records, AnswerMode, Item, JudgedRecord, GRAMMAR, TEXT_INSTRUCTION,
-};
+use harness_core::judge::{judge_text, AnswerMode, Item, JudgedRecord, GRAMMAR, TEXT_INSTRUCTION};
 use harness_runner::judge;
 use serde_json::{json, Value};
 use wiremock::{Respond, ResponseTemplate};
@@ -71,9 +69,9 @@ fn foldbench(args: &[&str], base: Option<&str>) -> (Option<i32>, String, String)
 
 fn model_records(file: &Path, model: &str) -> Vec<JudgedRecord> {
     let text = std::fs::read_to_string(file).unwrap();
-    parse_records(&file.display().to_string(), &text)
-        .unwrap()
-        .into_iter()
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<JudgedRecord>(l).unwrap())
         .filter(|r| r.model == model)
         .collect()
 }

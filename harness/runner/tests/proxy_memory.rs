@@ -455,7 +455,7 @@ async fn claude_code_keeps_its_cleared_results_across_evictions() {
     let policy = "claude-code:micro_keep=1,micro_trigger=2";
     let (bodies, ..) = works_the_same_after_evictions(policy, 3, 3, 60).await;
     // Cleared at several requests: two results, then two more every two new ones.
-    let n = more_of(&bodies, policies::claude_code::CLEARED);
+    let n = more_of(&bodies, policies::CLAUDE_CODE_CLEARED);
     assert!(n >= 3, "{policy}: results cleared at {n} requests");
 }
 
@@ -504,7 +504,7 @@ async fn gemini_cli_keeps_what_it_decided_across_evictions() {
 async fn inspect_edit_keeps_the_input_it_sent_across_evictions() {
     let policy = "inspect-edit:threshold=4000,keep_tool_uses=1";
     let (bodies, ..) = works_the_same_after_evictions(policy, 3, 3, 60).await;
-    let n = more_of(&bodies, policies::inspect_ai::TOOL_RESULT_REMOVED);
+    let n = more_of(&bodies, policies::INSPECT_TOOL_RESULT_REMOVED);
     assert!(n >= 2, "{policy}: results removed at {n} requests");
 }
 

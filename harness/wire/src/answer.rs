@@ -10,9 +10,9 @@ use crate::{anthropic, chat, responses, Api, WireError};
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Answer {
     /// The answer's id (`msg_…`, `chatcmpl-…`, `resp_…`).
-    pub id: String,
+    pub(crate) id: String,
     /// The model that answered.
-    pub model: String,
+    pub(crate) model: String,
     /// Its text parts, joined.
     pub text: String,
     /// Its tool calls, in order.
@@ -20,7 +20,7 @@ pub struct Answer {
     /// Usage as the provider reported it.
     pub usage: Option<Usage>,
     /// Why it stopped (`end_turn`, `tool_use`, `stop`, `tool_calls`, `completed`, …).
-    pub stop: Option<String>,
+    pub(crate) stop: Option<String>,
     /// Its parts as the API wrote them: Anthropic's content blocks, Chat's message object,
     /// Responses' output items.
     pub parts: Vec<Value>,

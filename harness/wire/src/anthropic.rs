@@ -19,7 +19,7 @@ use crate::units::{Side, Unit, UnitKind};
 use crate::{err, raw, WireError};
 
 /// The units of one message.
-pub fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
+pub(crate) fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
     let v: Value = serde_json::from_str(item.get()).map_err(|e| err(e.to_string()))?;
     let role = v
         .get("role")
@@ -167,7 +167,7 @@ fn content_text(c: Option<&Value>) -> String {
 }
 
 /// A core message as content blocks.
-pub fn render(m: &Message) -> Vec<Box<RawValue>> {
+pub(crate) fn render(m: &Message) -> Vec<Box<RawValue>> {
     match m.role {
         Role::Tool => {
             let mut b = json!({
@@ -197,7 +197,7 @@ pub fn render(m: &Message) -> Vec<Box<RawValue>> {
 }
 
 /// Messages from entries: units of one side in a row become one message.
-pub fn assemble<'a>(entries: Vec<Out<'a>>) -> Vec<Cow<'a, RawValue>> {
+pub(crate) fn assemble<'a>(entries: Vec<Out<'a>>) -> Vec<Cow<'a, RawValue>> {
     let mut out: Vec<Cow<'a, RawValue>> = Vec::new();
     let mut open: Option<(Side, Vec<Cow<'a, RawValue>>)> = None;
     let close = |open: &mut Option<(Side, Vec<Cow<'a, RawValue>>)>,

@@ -60,7 +60,7 @@ fn calls_of(v: &Value) -> Result<Vec<ToolCall>, WireError> {
 }
 
 /// The unit of one message.
-pub fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
+pub(crate) fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
     let v: Value = serde_json::from_str(item.get()).map_err(|e| err(e.to_string()))?;
     let role = v
         .get("role")
@@ -117,7 +117,7 @@ pub(crate) fn calls_json(calls: &[ToolCall]) -> Value {
 }
 
 /// A core message as a Chat message.
-pub fn render(m: &Message) -> Vec<Box<RawValue>> {
+pub(crate) fn render(m: &Message) -> Vec<Box<RawValue>> {
     let v = match m.role {
         Role::Tool => json!({
             "role": "tool", "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),

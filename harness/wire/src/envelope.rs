@@ -54,7 +54,7 @@ fn strip_cache_control(v: &mut Value) {
 #[derive(Debug)]
 pub struct Envelope {
     /// The API.
-    pub api: Api,
+    pub(crate) api: Api,
     /// Every top-level field, in order; the items field holds `null` (the items are apart).
     fields: Vec<(String, Box<RawValue>)>,
     /// The conversation: `messages` (Anthropic, Chat) or `input` (Responses; a string input is
@@ -271,14 +271,6 @@ impl Envelope {
         self.items.iter().map(|i| &**i).collect()
     }
 
-    /// The raw value of a top-level field.
-    pub fn field(&self, name: &str) -> Option<&RawValue> {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| &**v)
-    }
-
     /// The body with `items` in place of the conversation and `extra_tools` appended to the
     /// tool list (which is created when the agent sent none); every other field as it came.
     pub fn write(&self, items: &[&RawValue], extra_tools: &[ToolSpec]) -> Vec<u8> {
@@ -383,7 +375,7 @@ fn tool_spec(api: Api, t: &Value) -> ToolSpec {
 }
 
 /// A tool schema in the API's form.
-pub fn tool_json(api: Api, t: &ToolSpec) -> Value {
+pub(crate) fn tool_json(api: Api, t: &ToolSpec) -> Value {
     match api {
         Api::Anthropic => serde_json::json!({
             "name": t.name, "description": t.description, "input_schema": t.parameters,

@@ -7,16 +7,17 @@
 //! - [`Api::Responses`]: OpenAI's Responses API (`POST /v1/responses`, what Codex speaks).
 //!
 //! For each: a request split at its top level with every field kept as the agent wrote it
-//! ([`Envelope`]); each message (Anthropic, Chat) or input item (Responses) decoded into
-//! [`units::Unit`]s (a content block, a message, an item, each with its own raw JSON) and grouped
+//! ([`Envelope`]); each message (Anthropic, Chat) or input item (Responses) decoded
+//! ([`decode_item`]) into [`units::Unit`]s (a content block, a message, an item, each with its own raw JSON) and grouped
 //! into the core's [`harness_core::message::Message`]s by a [`units::Grouper`] that carries the
 //! turn structure from request to request; core messages rendered back into units
 //! ([`render`]) and units assembled into the API's items; non-streamed answers read and written
 //! ([`answer`]); streams read event by event ([`sse`], [`stream`]) and written.
 //!
-//! A message is identified by its bytes ([`ItemKey`]): the same message resent by an agent has
-//! the same key, and a key computed with `cache_control` markers left out
-//! ([`canonical_key`]) recognises a message whose cache breakpoint moved.
+//! A message is identified by its bytes ([`ItemKey`], [`item_key`]): the same message resent by
+//! an agent has the same key, and a key computed with `cache_control` markers left out
+//! ([`canonical_key`]) recognises a message whose cache breakpoint moved. Input an API does not
+//! accept is a [`WireError`].
 //!
 //! ```
 //! use harness_wire::{Api, Envelope};
@@ -30,12 +31,15 @@
 //! assert_eq!(again, serde_json::from_slice::<serde_json::Value>(body).unwrap());
 //! ```
 
+// A type that a public item hands out can be named from outside: the surface is chosen.
+#![warn(unnameable_types)]
+
 pub mod answer;
-pub mod anthropic;
-pub mod chat;
+mod anthropic;
+mod chat;
 mod envelope;
 pub mod render;
-pub mod responses;
+mod responses;
 pub mod sse;
 pub mod stream;
 pub mod units;

@@ -70,7 +70,7 @@ fn call_of(v: &Value, kind: &str) -> Result<ToolCall, WireError> {
 }
 
 /// The unit of one input item.
-pub fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
+pub(crate) fn decode_item(item: &RawValue) -> Result<Vec<Unit>, WireError> {
     let v: Value = serde_json::from_str(item.get()).map_err(|e| err(e.to_string()))?;
     let kind = match v.get("type").and_then(Value::as_str) {
         Some(k) => k,
@@ -159,7 +159,7 @@ fn text_message(role: &str, text: &str) -> Value {
 }
 
 /// A core message as input items; the grouper names the form of each call and result.
-pub fn render(m: &Message, calls: &Grouper) -> Vec<Box<RawValue>> {
+pub(crate) fn render(m: &Message, calls: &Grouper) -> Vec<Box<RawValue>> {
     let items = match m.role {
         Role::Tool => {
             let id = m.tool_call_id.clone().unwrap_or_default();

@@ -11,7 +11,7 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseError {
-    /// A line longer than [`MAX_LINE_BYTES`].
+    /// A line longer than `MAX_LINE_BYTES`.
     #[error("an event-stream line is longer than {MAX_LINE_BYTES} bytes")]
     LineTooLong,
     /// A line that is not UTF-8.
@@ -42,7 +42,7 @@ pub struct SseParser {
 
 /// Bytes an unfinished line may hold before the stream is refused (a line of 16 MiB is no
 /// model answer's).
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
 impl SseParser {
     /// A parser at the start of a stream.
@@ -51,7 +51,7 @@ impl SseParser {
     }
 
     /// Feeds the next bytes; returns the events they completed, in order. An error when a line
-    /// grows past [`MAX_LINE_BYTES`] or is not UTF-8.
+    /// grows past `MAX_LINE_BYTES` or is not UTF-8.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
         let mut start = 0;

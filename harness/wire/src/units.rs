@@ -70,7 +70,7 @@ pub struct Unit {
     pub kind: UnitKind,
     /// For a tool call or result: the API's form (`function_call`, `custom_tool_call`,
     /// `tool_use`, …), so a result a policy rewrites is written back in the form of the original.
-    pub form: Option<String>,
+    pub(crate) form: Option<String>,
 }
 
 impl Unit {
@@ -111,8 +111,6 @@ pub struct Piece {
     pub message: Option<Arc<Message>>,
     /// Its units, in order.
     pub units: Vec<UnitRef>,
-    /// Whether the message opens a new turn (the user's prompt).
-    pub opens_turn: bool,
 }
 
 /// What came last, for the turn rule.
@@ -187,18 +185,19 @@ impl Grouper {
         Grouper::default()
     }
 
-    /// The turn in progress (0 before the first prompt).
-    pub fn turn(&self) -> u32 {
+    /// The turn in progress (0 before the first prompt). For the tests.
+    #[cfg(test)]
+    fn turn(&self) -> u32 {
         self.turn
     }
 
     /// The name and form of a call seen so far.
-    pub fn call(&self, id: &str) -> Option<(&str, Option<&str>)> {
+    pub(crate) fn call(&self, id: &str) -> Option<(&str, Option<&str>)> {
         self.calls.get(id).map(|(n, f)| (n.as_str(), f.as_deref()))
     }
 
     /// The form the agent wrote a call's result in, when one was seen.
-    pub fn result_form(&self, call_id: &str) -> Option<&str> {
+    pub(crate) fn result_form(&self, call_id: &str) -> Option<&str> {
         self.results.get(call_id).map(String::as_str)
     }
 
@@ -211,14 +210,6 @@ impl Grouper {
     /// nothing when none came.
     pub fn observation_head(&self, call_id: &str) -> &str {
         self.heads.get(call_id).map_or("", String::as_str)
-    }
-
-    /// Notes a call the host itself answered (a policy's tool), so its result is named.
-    pub fn note_call(&mut self, call: &ToolCall, form: Option<&str>) {
-        self.calls.insert(
-            call.id.clone(),
-            (call.name.clone(), form.map(str::to_string)),
-        );
     }
 
     /// Groups the units of `items` (each with its index in the request) into pieces, in order.
@@ -291,7 +282,6 @@ impl Grouper {
                         out.push(Piece {
                             message: None,
                             units: vec![at],
-                            opens_turn: false,
                         });
                     }
                     UnitKind::ToolResult {
@@ -323,7 +313,6 @@ impl Grouper {
                                 *is_error,
                             )),
                             units: vec![at],
-                            opens_turn: false,
                         });
                         self.last = Last::Tool;
                     }
@@ -390,7 +379,6 @@ impl Grouper {
         Some(Piece {
             message: Some(Message::tool_result(self.turn.max(1), &call, text, false)),
             units: vec![at],
-            opens_turn: false,
         })
     }
 
@@ -427,7 +415,7 @@ impl Grouper {
     fn flush(&mut self, open: &mut Option<Open>, out: &mut Vec<Piece>) {
         let Some(o) = open.take() else { return };
         let text = o.text.join("\n\n");
-        let (message, opens_turn) = match o.side {
+        let message = match o.side {
             Side::User => {
                 self.text_call = None;
                 // After a closing answer; or the user's own words after results: Claude Code
@@ -440,7 +428,7 @@ impl Grouper {
                     self.turn += 1;
                 }
                 self.last = Last::User;
-                (Message::user(self.turn, text, None), opens)
+                Message::user(self.turn, text, None)
             }
             _ => {
                 let thinking = (!o.thinking.is_empty()).then(|| o.thinking.join("\n\n"));
@@ -450,13 +438,12 @@ impl Grouper {
                 } else {
                     Last::Calling
                 };
-                (message, false)
+                message
             }
         };
         out.push(Piece {
             message: Some(message),
             units: o.units,
-            opens_turn,
         });
     }
 }
@@ -482,8 +469,9 @@ mod tests {
         }
     }
 
-    /// The messages of some pieces, as (turn, text, units, opens).
-    fn shape(p: &[Piece]) -> Vec<(u32, String, Vec<UnitRef>, bool)> {
+    /// The messages of some pieces, as (turn, text, units): a message that opens a turn has
+    /// the turn one past the last one's.
+    fn shape(p: &[Piece]) -> Vec<(u32, String, Vec<UnitRef>)> {
         p.iter()
             .map(|p| {
                 let m = p.message.as_ref();
@@ -491,7 +479,6 @@ mod tests {
                     m.map_or(0, |m| m.turn),
                     m.map(|m| m.text.clone()).unwrap_or_default(),
                     p.units.clone(),
-                    p.opens_turn,
                 )
             })
             .collect()
@@ -577,13 +564,9 @@ mod tests {
             .collect();
         let p = Grouper::new().group(&items);
         let m = |i: usize| p[i].message.as_ref().unwrap();
-        assert_eq!((m(3).turn, p[3].opens_turn), (1, false), "a reminder stays");
+        assert_eq!(m(3).turn, 1, "a reminder stays");
         assert_eq!(m(5).text, "TURN 2");
-        assert_eq!(
-            (m(5).turn, p[5].opens_turn),
-            (2, true),
-            "the words open turn 2"
-        );
+        assert_eq!(m(5).turn, 2, "the words open turn 2");
     }
 
     #[test]
@@ -600,7 +583,7 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert!(p[0].message.is_none());
         let m = p[1].message.as_ref().unwrap();
-        assert_eq!((m.turn, p[1].opens_turn), (1, true));
+        assert_eq!(m.turn, 1);
         assert_eq!(m.text, "<system-reminder>x</system-reminder>\n\nread a");
         let second = [
             unit(UnitKind::Assistant {
@@ -620,7 +603,11 @@ mod tests {
         assert_eq!(p.len(), 3);
         let result = p[1].message.as_ref().unwrap();
         assert_eq!(result.tool_name.as_deref(), Some("Read"));
-        assert!(!p[2].opens_turn, "text beside results stays in the turn");
+        assert_eq!(
+            p[2].message.as_ref().unwrap().turn,
+            1,
+            "text beside results stays in the turn"
+        );
         let third = [
             unit(UnitKind::Assistant {
                 text: "done".into(),
@@ -629,8 +616,7 @@ mod tests {
             unit(UnitKind::UserText("next".into())),
         ];
         let p = g.group(&[(4, &third[..1]), (5, &third[1..])]);
-        assert!(p[1].opens_turn);
-        assert_eq!(p[1].message.as_ref().unwrap().turn, 2);
+        assert_eq!(p[1].message.as_ref().unwrap().turn, 2, "opens turn 2");
         assert_eq!(g.turn(), 2);
     }
 }

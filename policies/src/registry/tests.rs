@@ -109,9 +109,8 @@ fn windows_go_to_the_policies_that_take_one() {
         r.with_window("codex", 4000).as_deref(),
         Some("codex:model_context_window=4000")
     );
-    assert!(
-        r.takes_window("fold") && r.takes_window("claude-code") && !r.takes_window("swe-agent")
-    );
+    let takes_window = |text: &str| r.with_window(text, 4000).is_some();
+    assert!(takes_window("fold") && takes_window("claude-code") && !takes_window("swe-agent"));
     // The hybrid's `window` is its masking window (tool results): the matrix's windows go to
     // its `context_window`.
     assert_eq!(
@@ -123,7 +122,7 @@ fn windows_go_to_the_policies_that_take_one() {
         r.with_window("llm-summarizing", 4000).as_deref(),
         Some("llm-summarizing:max_input_tokens=4000")
     );
-    assert!(!r.takes_window("observation-masking"));
+    assert!(!takes_window("observation-masking"));
 }
 
 #[test]
@@ -242,7 +241,7 @@ fn the_delegate_modifier_goes_on_any_policy_named_by_name() {
 
 #[test]
 fn a_state_a_policy_cannot_read_is_ignored() {
-    use crate::view::testing::{context, output, Step::*};
+    use crate::messages::testing::{context, output, Step::*};
     use harness_core::policy::Plan;
     let c = context(vec![
         User("u1"),
@@ -290,7 +289,7 @@ fn policies_without_state_send_the_same_when_started_again() {
     // The policies judged to keep nothing between requests that the context does not give back
     // (no `saved_state`): started again before each request, with the context read again, each
     // sends what it sent kept in memory, while acting more than once.
-    use crate::view::testing::{count, host, output, Run, Step, Step::*};
+    use crate::messages::testing::{count, host, output, Run, Step, Step::*};
     let session = |size: usize| -> Vec<Step> {
         let mut steps = Vec::new();
         for t in ["u1", "u2", "u3", "u4"] {

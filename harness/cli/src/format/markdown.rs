@@ -1,6 +1,6 @@
 //! `--format md` and `-o FILE.md`: Markdown (a CI job summary).
 
-use harness_report::answer::Answer;
+use harness_report::headline::Answer;
 use harness_report::render::Table;
 use harness_report::view::Kind;
 
@@ -62,9 +62,9 @@ impl Text for MarkdownText {
     fn verdict(&mut self, answers: &[Answer], sessions: &str, profile: &str) {
         self.line(&format!(
             "### {} ({sessions})\n",
-            harness_report::answer::replay_heading(profile),
+            harness_report::headline::replay_heading(profile),
         ));
-        for l in harness_report::answer::lines(answers) {
+        for l in harness_report::headline::lines(answers) {
             self.line(&format!("- {l}"));
         }
         self.line("");

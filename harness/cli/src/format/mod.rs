@@ -218,7 +218,7 @@ pub trait Text {
     /// or a Markdown list.
     fn verdict(
         &mut self,
-        answers: &[harness_report::answer::Answer],
+        answers: &[harness_report::headline::Answer],
         sessions: &str,
         profile: &str,
     );

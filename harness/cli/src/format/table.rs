@@ -1,7 +1,7 @@
 //! `--format table`, the default, and `-o FILE.txt`: text for the terminal, tables fitted to its
 //! width.
 
-use harness_report::answer::Answer;
+use harness_report::headline::Answer;
 use harness_report::render::Table as Tbl;
 use harness_report::view::Kind;
 
@@ -53,7 +53,7 @@ impl Text for TerminalText {
     }
     fn lines(&mut self, lines: &[String]) {
         for l in lines {
-            for w in harness_report::answer::wrap(l, self.width, 2) {
+            for w in harness_report::headline::wrap(l, self.width, 2) {
                 self.line(&w);
             }
         }
@@ -65,7 +65,7 @@ impl Text for TerminalText {
         self.line(&format!("{title}\n{}\n", t.to_terminal()));
     }
     fn verdict(&mut self, answers: &[Answer], sessions: &str, profile: &str) {
-        for l in harness_replay::answer::block(answers, sessions, profile, self.width) {
+        for l in harness_replay::headline::block(answers, sessions, profile, self.width) {
             self.line(&l);
         }
     }

@@ -4,11 +4,11 @@
 //! # The text answer
 //!
 //! In [`AnswerMode::Text`] the card is the fold policy's card with its last paragraph replaced by
-//! [`TEXT_INSTRUCTION`] ([`text_card`]), the model is sent **no tools**, and the context is sent
-//! as a plain conversation ([`plain_conversation`]): tool calls are written into the assistant's
+//! [`TEXT_INSTRUCTION`] (`text_card`), the model is sent **no tools**, and the context is sent
+//! as a plain conversation (`plain_conversation`): tool calls are written into the assistant's
 //! text and tool results become user text, so a chat template that knows only `user` and
 //! `assistant` (and a provider that refuses tool history without tools) sees the same work. The
-//! answer must be exactly one of ([`parse_text_answer`]):
+//! answer must be exactly one of (`parse_text_answer`):
 //!
 //! ```text
 //! ignore
@@ -32,9 +32,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{
-    fold_calls, judge_calls, Item, JsonlError, Judged, JudgedRecord, BASELINES, RECORD_VERSION,
-};
+use super::dataset::{fold_calls, judge_calls, Item, Judged, JudgedRecord, BASELINES};
 use crate::context::Context;
 use crate::message::{Message, Role};
 use crate::request::Response;
@@ -70,7 +68,7 @@ impl AnswerMode {
 }
 
 /// The opening words of the card's closing paragraph (the question), in both modes.
-pub const QUESTION: &str = "Is a unit of work behind you finished?";
+pub(crate) const QUESTION: &str = "Is a unit of work behind you finished?";
 
 /// The closing paragraph of the card in text mode.
 pub const TEXT_INSTRUCTION: &str = "Is a unit of work behind you finished? Answer with one line \
@@ -79,7 +77,7 @@ and nothing else: `fold FROM-TO` with the first and last turn of the finished un
 an archive you can read back, and a result with the user's words and your closing message takes \
 their place. The turn in progress cannot be folded.";
 
-/// The text answer's language as a llama.cpp GBNF grammar: what [`judge_text`] parses,
+/// The text answer's language as a llama.cpp GBNF grammar: what `judge_text` parses,
 /// with turn numbers of at most four digits and no surrounding white space.
 pub const GRAMMAR: &str = r#"root ::= "ignore" | "fold " range (" and " range)*
 range ::= turn "-" turn
@@ -88,7 +86,7 @@ turn ::= [1-9] [0-9]? [0-9]? [0-9]?
 
 /// The card of text mode: `card` (the fold policy's card) with its closing paragraph replaced by
 /// [`TEXT_INSTRUCTION`]. `None` when the card has no such paragraph.
-pub fn text_card(card: &str) -> Option<String> {
+pub(crate) fn text_card(card: &str) -> Option<String> {
     let at = card.rfind(QUESTION)?;
     let end = card[at..].find("</fold-card>").map(|e| at + e)?;
     Some(format!(
@@ -100,7 +98,7 @@ pub fn text_card(card: &str) -> Option<String> {
 
 /// A parsed text answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TextAnswer {
+pub(crate) enum TextAnswer {
     /// `ignore`.
     Ignore,
     /// `fold A-B and C-D …`, in order.
@@ -121,7 +119,7 @@ const EXPECTED: &str = "expected exactly `ignore` or `fold FROM-TO` (`fold 2-4 a
 /// Why a text answer is unparsable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum TextAnswerError {
+pub(crate) enum TextAnswerError {
     /// More than one line.
     #[error("more than one line; {EXPECTED}")]
     Lines,
@@ -134,7 +132,7 @@ pub enum TextAnswerError {
 }
 
 /// Reads a text answer strictly (see the module docs); `Err` says why it is unparsable.
-pub fn parse_text_answer(text: &str) -> Result<TextAnswer, TextAnswerError> {
+pub(crate) fn parse_text_answer(text: &str) -> Result<TextAnswer, TextAnswerError> {
     let t = text.trim();
     if t == "ignore" {
         return Ok(TextAnswer::Ignore);
@@ -183,7 +181,7 @@ pub fn judge_text(item: &Item, ctx: &Context, text: &str) -> (Judged, Option<Str
 /// `[tool result: NAME]` (`[tool error: NAME]` when it failed); a user message keeps its visible
 /// text (card included). Neighbours of the same role are joined with a blank line, so roles
 /// alternate. Each message keeps the turn of its first part.
-pub fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
+pub(crate) fn plain_conversation(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
     let mut parts: Vec<(Role, u32, String)> = Vec::new();
     for m in messages {
         let (role, text) = match m.role {
@@ -274,7 +272,7 @@ impl JudgedRecord {
 
 /// How a model's records say it answered, for the table: `tool`, `text`, `text+grammar`, `–`
 /// for a baseline, `mixed` when its records disagree.
-pub fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
+pub(crate) fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
     if BASELINES.iter().any(|b| b.name() == model) {
         return "–".into();
     }
@@ -289,33 +287,6 @@ pub fn answer_label(model: &str, records: &[&JudgedRecord]) -> String {
         Some(first) if labels.all(|l| l == first) => first.into(),
         Some(_) => "mixed".into(),
     }
-}
-
-/// Reads judged records (`judge run -o`); `name` names the file in errors (`name:line: ...`).
-/// Versions 1 and 2 are read (a version 1 record is a tool answer, unconstrained).
-pub fn parse_records(name: &str, text: &str) -> Result<Vec<JudgedRecord>, JsonlError> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v = super::dataset::versioned_line(
-            name,
-            i + 1,
-            line,
-            &[1, RECORD_VERSION],
-            &format!("record version {{}} is not supported; this foldbench reads versions 1 and {RECORD_VERSION}"),
-            "not a judged record (no `version`); write them with `foldbench judge run -o`",
-        )?;
-        let r: JudgedRecord = serde_json::from_value(v).map_err(|source| JsonlError::NotA {
-            file: name.to_string(),
-            line: i + 1,
-            what: "judged record",
-            source,
-        })?;
-        out.push(r);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub struct CardPoint<'a> {
 
 /// Whether the unit of `turn` is still open at `current`: some turn at or after `current`
 /// carries the same label.
-pub fn is_open(p: &CardPoint, turn: u32) -> bool {
+pub(crate) fn is_open(p: &CardPoint, turn: u32) -> bool {
     let Some(u) = (p.unit)(turn) else { return true };
     (p.current..=p.last_turn).any(|t| (p.unit)(t).as_deref() == Some(u.as_str()))
 }

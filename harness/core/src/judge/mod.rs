@@ -19,14 +19,13 @@ mod baseline;
 mod dataset;
 
 pub use answer::{
-    item_text_card, judge_text, parse_records, text_request_messages, AnswerMode, GRAMMAR,
-    TEXT_INSTRUCTION,
+    item_text_card, judge_text, text_request_messages, AnswerMode, GRAMMAR, TEXT_INSTRUCTION,
 };
 pub use baseline::{ranges, runs, CardPoint, Judge, LEXICAL_SHORT};
 pub use dataset::{
     aggregate, baseline_record, build_item, card_tokens, cost, dataset_stats, judge_calls,
     parse_dataset, replay_items, to_line, Aggregate, CallVerdict, Gold, GoldUnit, Item, ItemError,
     ItemScore, ItemTurn, JsonlError, Judged, JudgedRecord, LabelKey, Origin, Recorded,
-    ReplayOptions, SessionLabels, SinceFold, SourceStats, Verdict, BASELINES, DATASET_VERSION,
-    DEFAULT_TOOL_OUTPUT_CAP, RECORD_VERSION, SOURCE_TASK,
+    ReplayOptions, SessionLabels, SinceFold, SourceStats, Verdict, BASELINES,
+    DEFAULT_TOOL_OUTPUT_CAP, SOURCE_TASK,
 };

@@ -277,7 +277,7 @@ pub(super) fn common_folder(paths: &[String]) -> Option<String> {
 
 /// The words of `text` that name files: relative paths (no leading `.` or `/`, no `..`) ending
 /// in a known extension, in order of appearance, each once.
-pub fn paths_in(text: &str) -> Vec<String> {
+pub(crate) fn paths_in(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)));
     for w in words {

@@ -50,7 +50,7 @@ use vocab::{Surroundings, Written};
 
 /// What an agent's compaction request says, per agent (Claude Code's, Codex's), beside
 /// foldbench's own [`COMPACTION_PROMPT`].
-pub const AGENT_COMPACTION_PROMPTS: [&str; 2] = [
+pub(crate) const AGENT_COMPACTION_PROMPTS: [&str; 2] = [
     "Your task is to create a detailed summary of the conversation so far",
     "You are performing a CONTEXT CHECKPOINT COMPACTION",
 ];
@@ -97,11 +97,11 @@ pub struct Answer {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Exchange {
     /// The request's index, from 0.
-    pub index: usize,
+    pub(crate) index: usize,
     /// What it was.
-    pub kind: AnswerKind,
+    pub(crate) kind: AnswerKind,
     /// The vocabulary it spoke.
-    pub vocabulary: &'static str,
+    pub(crate) vocabulary: &'static str,
     /// The task turn it belongs to (0 outside the task).
     pub turn: u32,
     /// The tools the answer called, in the agent's names (`bash` for mini-swe-agent's command

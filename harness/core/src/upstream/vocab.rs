@@ -2,7 +2,7 @@
 //! (and `Grep` where it is offered), Codex's `exec_command` and `apply_patch`, mini-swe-agent's
 //! one bash block in text, or foldbench's own six tools as they are.
 //!
-//! Which vocabulary a request speaks is read from the tools it offers ([`of`]), asking the
+//! Which vocabulary a request speaks is read from the tools it offers (`of`), asking the
 //! vocabularies of the real agents' list in order, so the upstream needs no flag per agent and
 //! follows an agent that changes its tool list.
 
@@ -13,24 +13,24 @@ use crate::message::{ToolCall, ToolSpec};
 /// One tool vocabulary a real agent's requests speak: how the upstream tells it from the tools
 /// a request offers, and how it writes the sim's calls in it. A real agent's descriptor
 /// (`harness_runner::agents::AgentKind::tools`) names its own, and the upstream asks the
-/// agents' vocabularies in their list's order ([`of`]), then falls back on foldbench's own
+/// agents' vocabularies in their list's order (`of`), then falls back on foldbench's own
 /// ([`FOLDBENCH`]). No method has a default.
 pub trait ToolVocabulary: Sync + std::fmt::Debug {
     /// The word the upstream's record uses (the agent's name: `claude-code`).
     fn name(&self) -> &'static str;
     /// Whether a request offering `tools`, with `system` its system text, speaks it.
     fn recognises(&self, tools: &[ToolSpec], system: &str) -> bool;
-    /// The sim's `call` as the agent writes it (host tools never reach here: [`write_call`]).
+    /// The sim's `call` as the agent writes it (host tools never reach here: `write_call`).
     fn write(&self, call: &ToolCall, at: &Surroundings<'_>) -> Written;
     /// Whether the agent's calls travel as a command in the answer's text (mini-swe-agent's
     /// fenced block) rather than as tool calls: the upstream then writes its answer as one
-    /// step with the command ([`mini_answer`]) and reads the observation back as the result.
+    /// step with the command (`mini_answer`) and reads the observation back as the result.
     fn in_text(&self) -> bool;
 }
 
 /// The vocabulary of a request offering `tools`, with `system` its system text: the first of
 /// `known` that recognises it, else foldbench's own.
-pub fn of(
+pub(crate) fn of(
     known: &[&'static dyn ToolVocabulary],
     tools: &[ToolSpec],
     system: &str,
@@ -46,14 +46,14 @@ fn offers(tools: &[ToolSpec], name: &str) -> bool {
     tools.iter().any(|t| t.name == name)
 }
 
-pub use crate::text_agent::{mini_command, MINI_FENCE, MINI_SUBMIT};
+pub(crate) use crate::text_agent::{mini_command, MINI_FENCE, MINI_SUBMIT};
 
 /// foldbench's own tools (`read_file`, `edit_file`, `shell`, …): calls go out as the sim wrote
 /// them.
 #[derive(Debug)]
 pub struct Foldbench;
 
-/// [`Foldbench`], the fallback of [`of`].
+/// [`Foldbench`], the fallback of `of`.
 pub static FOLDBENCH: Foldbench = Foldbench;
 
 impl ToolVocabulary for Foldbench {
@@ -193,7 +193,7 @@ fn native(call: &ToolCall, name: &str, args: Value) -> Written {
 
 /// Tools a host (foldbench's proxy) adds beside the agent's own: they are answered by the host,
 /// so they go out as the sim wrote them in every vocabulary.
-pub fn is_host_tool(name: &str) -> bool {
+pub(crate) fn is_host_tool(name: &str) -> bool {
     name == "fold_unit" || name.starts_with("strategy_")
 }
 
@@ -201,22 +201,22 @@ pub fn is_host_tool(name: &str) -> bool {
 /// folder (for absolute paths), the tools it offers, and the file texts earlier reads showed.
 pub struct Surroundings<'a> {
     /// The agent's working folder, when the request names it.
-    pub cwd: Option<&'a str>,
+    pub(crate) cwd: Option<&'a str>,
     /// The tools the request offers.
-    pub tools: &'a [ToolSpec],
+    pub(crate) tools: &'a [ToolSpec],
     /// The text a file showed when it was last read whole with nothing written to it since
     /// (for a patch of whole lines), by workspace-relative path.
-    pub shown: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) shown: &'a dyn Fn(&str) -> Option<String>,
 }
 
 impl Surroundings<'_> {
     /// Whether the request offers the tool `name`.
-    pub fn offers(&self, name: &str) -> bool {
+    pub(crate) fn offers(&self, name: &str) -> bool {
         offers(self.tools, name)
     }
 
     /// `path` made absolute under the agent's working folder, when the request names it.
-    pub fn abs(&self, path: &str) -> String {
+    pub(crate) fn abs(&self, path: &str) -> String {
         match self.cwd {
             Some(cwd) if !path.starts_with('/') => {
                 let rel = path.trim_start_matches("./");
@@ -243,7 +243,11 @@ pub enum Written {
 
 /// Writes the sim's `call` in `vocab`; a host tool's call goes out as the sim wrote it in every
 /// vocabulary.
-pub fn write_call(vocab: &dyn ToolVocabulary, call: &ToolCall, at: &Surroundings<'_>) -> Written {
+pub(crate) fn write_call(
+    vocab: &dyn ToolVocabulary,
+    call: &ToolCall,
+    at: &Surroundings<'_>,
+) -> Written {
     if is_host_tool(&call.name) {
         return Written::Call(call.clone());
     }
@@ -263,7 +267,7 @@ fn describe(call: &ToolCall) -> String {
 }
 
 /// The sim's file tools as shell commands (for the agents whose tool is a shell).
-pub fn shell_command(call: &ToolCall) -> String {
+pub(crate) fn shell_command(call: &ToolCall) -> String {
     let arg = |k: &str| call.str_arg(k).unwrap_or("");
     let path = call.str_arg("path").filter(|p| !p.is_empty());
     match call.name.as_str() {
@@ -324,7 +328,7 @@ fn ere(pattern: &str) -> String {
 }
 
 /// `s` in single quotes for `sh`.
-pub fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -355,7 +359,7 @@ fn python_edit(path: &str, old: Option<&str>, new: &str) -> String {
 /// Codex's `apply_patch` text replacing `old` by `new` in `path`, whose text is `shown`: the
 /// whole lines that hold `old` become the lines with `new` in its place. `None` when `old` is not
 /// in `shown` exactly once, or the edit does not end on a line boundary.
-pub fn update_patch(path: &str, shown: &str, old: &str, new: &str) -> Option<String> {
+pub(crate) fn update_patch(path: &str, shown: &str, old: &str, new: &str) -> Option<String> {
     if old.is_empty() || shown.matches(old).count() != 1 {
         return None;
     }
@@ -395,6 +399,6 @@ pub fn update_patch(path: &str, shown: &str, old: &str, new: &str) -> Option<Str
 }
 
 /// The text of a mini-swe-agent answer: the thought, then the one command block.
-pub fn mini_answer(thought: &str, command: &str) -> String {
+pub(crate) fn mini_answer(thought: &str, command: &str) -> String {
     format!("{thought}\n\n{MINI_FENCE}\n{command}\n```")
 }

@@ -12,7 +12,7 @@ use super::tokens;
 
 /// A small, fast hasher for interned strings and pointers (FxHash's multiply-rotate).
 #[derive(Default, Clone, Copy)]
-pub struct Fx(u64);
+pub(crate) struct Fx(u64);
 
 impl Hasher for Fx {
     fn finish(&self) -> u64 {
@@ -37,10 +37,10 @@ impl Hasher for Fx {
 }
 
 /// A `HashMap` with [`Fx`].
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// A message's identity: the address of its shared allocation.
-pub fn key(m: &Arc<Message>) -> usize {
+pub(crate) fn key(m: &Arc<Message>) -> usize {
     Arc::as_ptr(m) as usize
 }
 
@@ -52,9 +52,9 @@ pub struct Common {
 
 /// A token is common when it occurs in the sessions of at least this many projects ([`project`])
 /// …
-pub const COMMON_MIN_GROUPS: usize = 2;
+pub(crate) const COMMON_MIN_GROUPS: usize = 2;
 /// … and of at least this share of the corpus's projects.
-pub const COMMON_SHARE: f64 = 0.10;
+pub(crate) const COMMON_SHARE: f64 = 0.10;
 
 /// The project of a session file: its folder (`~/.claude/projects/<project>/`), a subagent's
 /// `<project>/<session>/subagents/` counted as its session's project. A token two projects
@@ -104,18 +104,8 @@ impl Common {
     }
 
     /// Whether a token is common.
-    pub fn contains(&self, t: &str) -> bool {
+    pub(crate) fn contains(&self, t: &str) -> bool {
         self.set.contains(t)
-    }
-
-    /// How many tokens are common.
-    pub fn len(&self) -> usize {
-        self.set.len()
-    }
-
-    /// Whether nothing is common.
-    pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
     }
 }
 
@@ -188,27 +178,22 @@ impl SessionIndex {
     }
 
     /// The id of a token, if the session holds it.
-    pub fn id(&self, t: &str) -> Option<u32> {
+    pub(crate) fn id(&self, t: &str) -> Option<u32> {
         self.ids.get(t).copied()
     }
 
     /// The token of an id.
-    pub fn text(&self, id: u32) -> &str {
+    pub(crate) fn text(&self, id: u32) -> &str {
         &self.strings[id as usize]
     }
 
     /// Distinct tokens.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.strings.len()
     }
 
-    /// Whether the session has no distinctive token.
-    pub fn is_empty(&self) -> bool {
-        self.strings.is_empty()
-    }
-
     /// The ids of the tokens of `text` the session holds, sorted, without repeats.
-    pub fn ids_of(&self, m: &Message) -> Vec<u32> {
+    pub(crate) fn ids_of(&self, m: &Message) -> Vec<u32> {
         let mut v = Vec::new();
         tokens::for_each_in_message(m, |t| v.extend(self.id(t)));
         v.sort_unstable();
@@ -219,11 +204,11 @@ impl SessionIndex {
 
 /// A distinctive token a response took from earlier context.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The token's id.
-    pub token: u32,
+    pub(crate) token: u32,
     /// The earlier messages (tool results and assistant messages of earlier turns) holding it.
-    pub sources: Vec<u32>,
+    pub(crate) sources: Vec<u32>,
 }
 
 /// What the analysis needs of a session beyond its index: every response's candidates, the
@@ -356,15 +341,10 @@ impl Candidates {
         }
         out
     }
-
-    /// Candidates over all responses.
-    pub fn total(&self) -> usize {
-        self.per_request.iter().map(Vec::len).sum()
-    }
 }
 
 /// Whether a message can be the source of a reference: a tool result or an assistant message
 /// (not a human or host message, not a recorded compaction summary).
-pub fn is_source(m: &Message) -> bool {
+pub(crate) fn is_source(m: &Message) -> bool {
     matches!(m.role, Role::Tool | Role::Assistant) && m.kind != MessageKind::Summary
 }

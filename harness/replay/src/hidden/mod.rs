@@ -2,7 +2,7 @@
 //! the recorded response used.
 //!
 //! A recorded response (assistant text and tool-call arguments) shows what the agent took from
-//! its context. Its **candidates** ([`Candidates`]) are its distinctive tokens ([`tokens`]) that
+//! its context. Its **candidates** ([`Candidates`]) are its distinctive tokens (`tokens`) that
 //! occur in its `none` request in a tool result or an assistant message of an earlier turn, and
 //! not in its own turn before it; tokens of the system prompt, of the human messages so far and
 //! tokens common in the corpus ([`Common`]) are left out. A **hidden reference** under a policy
@@ -19,8 +19,8 @@
 //! its token's postings — no request is scanned as text. It also answers the four probes.
 
 pub mod index;
-pub mod recovery;
-pub mod tokens;
+pub(crate) mod recovery;
+pub(crate) mod tokens;
 
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ use crate::engine::{CompactionEvent, FoldEvent};
 use index::{key, FxMap};
 
 /// Hidden references kept per request in the records (the counts are complete).
-pub const REFS_PER_REQUEST: usize = 12;
+pub(crate) const REFS_PER_REQUEST: usize = 12;
 
 /// Where a hidden reference could come back from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,11 +64,11 @@ pub struct HiddenRef {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BySource {
     /// In an archive.
-    pub archive: usize,
+    pub(crate) archive: usize,
     /// Re-run needed.
-    pub rerun: usize,
+    pub(crate) rerun: usize,
     /// Gone.
-    pub none: usize,
+    pub(crate) none: usize,
 }
 
 impl BySource {
@@ -78,7 +78,7 @@ impl BySource {
     }
 
     /// Adds another count.
-    pub fn add(&mut self, o: &BySource) {
+    pub(crate) fn add(&mut self, o: &BySource) {
         self.archive += o.archive;
         self.rerun += o.rerun;
         self.none += o.none;
@@ -97,13 +97,13 @@ impl BySource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probes {
     /// Every human prompt so far is in the request word for word.
-    pub decision: bool,
+    pub(crate) decision: bool,
     /// Every path edited or written so far is named.
-    pub artifact: bool,
+    pub(crate) artifact: bool,
     /// No hidden reference.
-    pub recall: bool,
+    pub(crate) recall: bool,
     /// Every message of the current unit so far is there as recorded.
-    pub continuation: bool,
+    pub(crate) continuation: bool,
 }
 
 /// Requests and how many passed each probe.
@@ -125,18 +125,18 @@ pub struct ProbeCounts {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProbeFractions {
     /// Every prompt kept word for word.
-    pub decision: f64,
+    pub(crate) decision: f64,
     /// Every edited path named.
-    pub artifact: f64,
+    pub(crate) artifact: f64,
     /// No hidden reference.
-    pub recall: f64,
+    pub(crate) recall: f64,
     /// The current unit intact.
-    pub continuation: f64,
+    pub(crate) continuation: f64,
 }
 
 impl ProbeCounts {
     /// Counts one request.
-    pub fn add(&mut self, p: &Probes) {
+    pub(crate) fn add(&mut self, p: &Probes) {
         self.requests += 1;
         self.decision += usize::from(p.decision);
         self.artifact += usize::from(p.artifact);
@@ -145,7 +145,7 @@ impl ProbeCounts {
     }
 
     /// Adds another count.
-    pub fn merge(&mut self, o: &ProbeCounts) {
+    pub(crate) fn merge(&mut self, o: &ProbeCounts) {
         self.requests += o.requests;
         self.decision += o.decision;
         self.artifact += o.artifact;
@@ -216,11 +216,11 @@ pub struct Observer<'a> {
     /// Where each compaction cut the recorded messages (the first message it kept).
     compacted_at: Vec<usize>,
     /// Hidden references by source.
-    pub by_source: BySource,
+    pub(crate) by_source: BySource,
     /// Responses with at least one hidden reference.
-    pub responses: usize,
+    pub(crate) responses: usize,
     /// The probes.
-    pub probes: ProbeCounts,
+    pub(crate) probes: ProbeCounts,
     /// What recovering the hidden references costs ([`recovery`]), at the low end, the point
     /// and the high end of the profile's intervals.
     recoverers: [recovery::Recoverer; 3],
@@ -264,7 +264,7 @@ impl<'a> Observer<'a> {
     }
 
     /// A compaction replaced the context; `next` is the first recorded message after it.
-    pub fn compacted(&mut self, next: usize) {
+    pub(crate) fn compacted(&mut self, next: usize) {
         self.compacted_at.push(next);
         for r in &mut self.recoverers {
             r.compacted();
@@ -273,12 +273,12 @@ impl<'a> Observer<'a> {
 
     /// What recovering the hidden references observed so far costs (the profile's point
     /// estimates).
-    pub fn recovery(&self) -> Recovery {
+    pub(crate) fn recovery(&self) -> Recovery {
         self.recoverers[1].total
     }
 
     /// The same at the low and high ends of the profile's intervals.
-    pub fn recovery_range(&self) -> RecoveryRange {
+    pub(crate) fn recovery_range(&self) -> RecoveryRange {
         RecoveryRange {
             low: self.recoverers[0].total,
             high: self.recoverers[2].total,
@@ -366,7 +366,7 @@ impl<'a> Observer<'a> {
     /// Observes the policy's request for recorded request `k` (`tokens` in all, the prefix
     /// included, at `price`): returns its hidden references (all of them) and its probes, marks the folds
     /// and compactions a reference reaches into as needed (`needed_after`: the turns from the
-    /// fold or compaction to this request), and prices their recovery ([`recovery`]).
+    /// fold or compaction to this request), and prices their recovery (`recovery`).
     #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &mut self,

@@ -57,7 +57,7 @@ use crate::losses::calls::{self, Act};
 
 /// The most bytes a recovery's grep output keeps (the runner's cap on one tool result: the first
 /// and last halves kept, with a note).
-pub const GREP_OUTPUT_CAP: usize = 50_000;
+pub(crate) const GREP_OUTPUT_CAP: usize = 50_000;
 
 /// What recovering a policy's hidden references would have cost, and what could not be
 /// recovered.
@@ -72,13 +72,13 @@ pub struct Recovery {
     /// Greps of the archive made.
     pub archive_greps: usize,
     /// Calls re-run (commands and searches).
-    pub reruns: usize,
+    pub(crate) reruns: usize,
     /// Files read again.
     #[serde(default)]
     pub rereads: usize,
     /// Searches of the workspace.
     #[serde(default)]
-    pub searches: usize,
+    pub(crate) searches: usize,
     /// Tokens of the recovered messages (calls and results) when they were fetched, once each.
     pub fetched_tokens: u64,
     /// Tokens of the recovered messages (calls and results), summed over every request and
@@ -199,7 +199,7 @@ impl Recovery {
     }
 
     /// Adds another policy replay's recovery.
-    pub fn add(&mut self, o: &Recovery) {
+    pub(crate) fn add(&mut self, o: &Recovery) {
         self.round_trips += o.round_trips;
         self.round_trip_tokens += o.round_trip_tokens;
         self.archive_greps += o.archive_greps;

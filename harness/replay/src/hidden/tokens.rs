@@ -45,7 +45,7 @@ fn trim(raw: &str) -> (&str, bool) {
 }
 
 /// Whether a trimmed token has a distinctive shape (see the module doc).
-pub fn distinctive(t: &str, flag: bool) -> bool {
+pub(crate) fn distinctive(t: &str, flag: bool) -> bool {
     let b = t.as_bytes();
     if b.len() < 3 {
         return false;
@@ -86,7 +86,7 @@ pub fn distinctive(t: &str, flag: bool) -> bool {
 }
 
 /// Calls `f` with every distinctive token of `text`, in order (repeats included).
-pub fn for_each<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+pub(crate) fn for_each<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -113,7 +113,7 @@ pub fn for_each<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
 }
 
 /// The shortest line that counts as copied.
-pub const MIN_LINE: usize = 20;
+pub(crate) const MIN_LINE: usize = 20;
 
 /// A line cut of its leading line number (`    42→`, `    42\t`, `path:42:`) and surrounding
 /// blanks, if it is long enough and has code in it.
@@ -142,7 +142,7 @@ fn line_key(line: &str) -> Option<&str> {
 }
 
 /// Calls `f` with every line of `text` that counts as copied (`line_key`).
-pub fn for_each_line<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+pub(crate) fn for_each_line<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     for line in text.lines() {
         if let Some(l) = line_key(line) {
             f(l);
@@ -151,12 +151,12 @@ pub fn for_each_line<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
 }
 
 /// Whether a token is a line (tokens have no blanks or code punctuation; lines do).
-pub fn is_line(t: &str) -> bool {
+pub(crate) fn is_line(t: &str) -> bool {
     t.bytes().any(|b| !token_byte(b))
 }
 
 /// Calls `f` with the lines of the string values of a JSON value.
-pub fn for_each_json_line(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
+pub(crate) fn for_each_json_line(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
     match v {
         serde_json::Value::String(s) => for_each_line(s, &mut *f),
         serde_json::Value::Array(a) => a.iter().for_each(|x| for_each_json_line(x, f)),
@@ -167,7 +167,7 @@ pub fn for_each_json_line(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
 
 /// Calls `f` with every distinctive token of the string values of a JSON value (keys are the
 /// tool's schema, not content).
-pub fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
+pub(crate) fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
     match v {
         serde_json::Value::String(s) => for_each(s, &mut *f),
         serde_json::Value::Number(n) => for_each(&n.to_string(), &mut *f),
@@ -179,7 +179,7 @@ pub fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
 
 /// Every distinctive token and line of a message: its visible text and its tool calls'
 /// arguments.
-pub fn for_each_in_message(m: &harness_core::message::Message, mut f: impl FnMut(&str)) {
+pub(crate) fn for_each_in_message(m: &harness_core::message::Message, mut f: impl FnMut(&str)) {
     for_each(&m.text, &mut f);
     for_each_line(&m.text, &mut f);
     if let Some(card) = &m.card {

@@ -6,7 +6,7 @@ use harness_core::message::ToolCall;
 
 /// What one tool call did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Act {
+pub(crate) enum Act {
     /// Read these files (workspace-relative where the session's folder is known).
     Read(Vec<String>),
     /// Changed these files (an edit, a write, a patch, `sed -i`, a redirect).
@@ -53,7 +53,7 @@ const SEARCH_PROGRAMS: &[&str] = &[
 
 /// What `call` did; `cwd` is the session's working folder, which relative and absolute paths
 /// are both made relative to, so `/w/src/a.rs` and `src/a.rs` name one file.
-pub fn classify(call: &ToolCall, cwd: Option<&str>) -> Act {
+pub(crate) fn classify(call: &ToolCall, cwd: Option<&str>) -> Act {
     let name = call.name.to_ascii_lowercase();
     let workdir = call
         .str_arg("workdir")
@@ -292,7 +292,7 @@ fn file_args(
 
 /// `path` made relative to the session's folder `cwd` when it lies inside it (a relative path is
 /// first joined to `dir`, the folder the call ran in); `./` and repeated `/` dropped.
-pub fn relative(path: &str, dir: Option<&str>, cwd: Option<&str>) -> String {
+pub(crate) fn relative(path: &str, dir: Option<&str>, cwd: Option<&str>) -> String {
     let path = path.trim();
     let joined = if path.starts_with('/') {
         path.to_string()

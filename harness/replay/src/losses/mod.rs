@@ -7,7 +7,7 @@
 //! module measures the first [`WINDOW_CALLS`] tool calls after it (cut at the next loss):
 //!
 //! - **size**: the recorded request size before and after, and the summary's size;
-//! - **re-fetches**, calls that bring back content seen before the loss ([`calls`] tells what a
+//! - **re-fetches**, calls that bring back content seen before the loss (`calls` tells what a
 //!   call did): a re-read of a file read before (a file edited since, which is not recovery, is
 //!   counted apart), an identical command run again, a search whose output lines were shown
 //!   before (at least half of them), and a read of the transcript or archive the summary names;
@@ -32,7 +32,7 @@
 //!
 //! Pure: the session's index ([`SessionIndex`]) is the replay's, built once.
 
-pub mod calls;
+pub(crate) mod calls;
 pub mod profile;
 pub mod run;
 pub mod stats;
@@ -96,13 +96,8 @@ impl Counts {
         self.reread_unchanged + self.reruns + self.searches + self.archive_reads
     }
 
-    /// Tokens of the re-fetched outputs.
-    pub fn refetch_tokens(&self) -> u64 {
-        self.refetch_sizes.iter().sum()
-    }
-
     /// What recovery cost in tokens: the extra requests and the carried outputs.
-    pub fn recovery_tokens(&self) -> u64 {
+    pub(crate) fn recovery_tokens(&self) -> u64 {
         self.extra_request_tokens + self.carried_tokens
     }
 
@@ -113,7 +108,7 @@ impl Counts {
     }
 
     /// Adds another window's counts.
-    pub fn add(&mut self, o: &Counts) {
+    pub(crate) fn add(&mut self, o: &Counts) {
         self.calls += o.calls;
         self.reread_unchanged += o.reread_unchanged;
         self.reread_changed += o.reread_changed;
@@ -137,39 +132,39 @@ impl Counts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Loss {
     /// The session's id.
-    pub session: String,
+    pub(crate) session: String,
     /// The file it came from.
-    pub source: String,
+    pub(crate) source: String,
     /// The agent (the transcript's format).
-    pub agent: Format,
+    pub(crate) agent: Format,
     /// The model of the first request after the loss (else the session's).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// How the transcript records it.
-    pub event: EventKind,
+    pub(crate) event: EventKind,
     /// What the host left in its place.
     pub kind: LossKind,
     /// `auto` or `manual`, when recorded.
     pub trigger: Option<String>,
     /// Index of the first message after it.
-    pub message: usize,
+    pub(crate) message: usize,
     /// The turn in progress.
-    pub turn: u32,
+    pub(crate) turn: u32,
     /// The request size before it: `preTokens` when recorded, else the last request's recorded
     /// size, else its reconstructed size.
     pub tokens_before: Option<u64>,
     /// The first request's size after it (recorded, else reconstructed).
-    pub tokens_after: Option<u64>,
+    pub(crate) tokens_after: Option<u64>,
     /// The summary's o200k tokens (a readable one).
-    pub summary_tokens: Option<u64>,
+    pub(crate) summary_tokens: Option<u64>,
     /// The size in bytes of a summary held only encrypted.
-    pub opaque_summary_bytes: Option<u64>,
+    pub(crate) opaque_summary_bytes: Option<u64>,
     /// The transcript the summary says to read back, when it names one.
     pub transcript: Option<String>,
     /// Tool calls before it in the session.
     pub calls_before: usize,
     /// Whether there is anything before it to measure against (`false`: a session that begins
     /// after its loss — counted, not in the rates).
-    pub measured: bool,
+    pub(crate) measured: bool,
     /// What the model did next.
     pub window: Counts,
 }
@@ -178,9 +173,9 @@ pub struct Loss {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaseWindow {
     /// The model of its first request.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Index of its first call's message.
-    pub message: usize,
+    pub(crate) message: usize,
     /// The counts.
     pub counts: Counts,
 }
@@ -189,15 +184,15 @@ pub struct BaseWindow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionLosses {
     /// The session's id.
-    pub session: String,
+    pub(crate) session: String,
     /// The file.
-    pub source: String,
+    pub(crate) source: String,
     /// The agent.
-    pub agent: Format,
+    pub(crate) agent: Format,
     /// Who answered, when it is not the transcript's format: a foldbench run's cell
     /// (`claude-code`, `codex`, `sim`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_name: Option<String>,
+    pub(crate) agent_name: Option<String>,
     /// The losses, in order.
     pub losses: Vec<Loss>,
     /// The base windows.
@@ -216,7 +211,7 @@ struct Call {
 }
 
 /// The transcript a summary says to read back: Claude Code's "read the full transcript at: PATH".
-pub fn transcript_named(summary: &str) -> Option<String> {
+pub(crate) fn transcript_named(summary: &str) -> Option<String> {
     let at = summary.find("full transcript at")?;
     let rest = summary[at..].split_once(':')?.1.trim_start();
     let path: String = rest
@@ -279,9 +274,9 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// Runs of this many words in a row shared with an earlier prompt make a repeat.
-pub const REPEAT_WORDS: usize = 8;
+pub(crate) const REPEAT_WORDS: usize = 8;
 /// A whole prompt of at least this many words found in an earlier one is a repeat.
-pub const REPEAT_MIN_WORDS: usize = 4;
+pub(crate) const REPEAT_MIN_WORDS: usize = 4;
 
 /// Measures every session (indexed here, on up to `threads` threads, the corpus's common strings
 /// found as the replay finds them): what `analyze` reports.

@@ -38,7 +38,7 @@ pub enum CellLossError {
 
 /// The loss points of a cell: one per turn request that no longer shows a result the request
 /// before it showed.
-pub fn loss_points(
+pub(crate) fn loss_points(
     transcript: &[Arc<Message>],
     events: &[Event],
 ) -> Result<Vec<SessionEvent>, CellLossError> {

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::{BaseWindow, Counts, Loss, SessionLosses};
 
 /// Bootstrap resamples behind every interval (the verdict's count).
-pub const RESAMPLES: usize = harness_report::verdict::RESAMPLES;
+pub(crate) const RESAMPLES: usize = harness_report::verdict::RESAMPLES;
 
 /// One group of losses, summed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,13 +28,13 @@ pub struct GroupStats {
     /// `claude-code · claude-opus-4-5`, `kind: summary`, `all`.
     pub group: String,
     /// Losses recorded.
-    pub losses: usize,
+    pub(crate) losses: usize,
     /// Of them, measured (with something before them).
     pub measured: usize,
     /// The windows after the measured losses, summed.
     pub after: Counts,
     /// Base windows measured against.
-    pub base_windows: usize,
+    pub(crate) base_windows: usize,
     /// Their counts, summed.
     pub base: Counts,
     /// Re-fetches per call after a loss.
@@ -53,13 +53,13 @@ pub struct GroupStats {
     /// Of the references to lost content, the share used with no visible source.
     pub no_source: Rate,
     /// Median request size before the losses (tokens).
-    pub tokens_before: Option<f64>,
+    pub(crate) tokens_before: Option<f64>,
     /// Median request size after them.
-    pub tokens_after: Option<f64>,
+    pub(crate) tokens_after: Option<f64>,
     /// Median summary size (readable summaries).
-    pub summary_tokens: Option<f64>,
+    pub(crate) summary_tokens: Option<f64>,
     /// Repeats per prompt after a loss, and with no loss.
-    pub repeat_rate: (Option<f64>, Option<f64>),
+    pub(crate) repeat_rate: (Option<f64>, Option<f64>),
 }
 
 fn ratio(a: usize, b: usize) -> f64 {
@@ -81,7 +81,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// The share of references to earlier content that a re-fetch brought back before their use:
 /// after a loss, of those the summary did not hold; with no loss, of all (everything was in
 /// view, so a re-fetch there is ordinary re-reading).
-pub fn refetched_share(c: &Counts, lost_only: bool) -> f64 {
+pub(crate) fn refetched_share(c: &Counts, lost_only: bool) -> f64 {
     let n = if lost_only {
         c.refs_lost()
     } else {
@@ -252,7 +252,7 @@ pub fn group(name: &str, losses: &[&Loss], base: &[&BaseWindow]) -> GroupStats {
 }
 
 /// An agent and model as a group name: `claude-code · claude-opus-4-5`.
-pub fn agent_model(agent: Format, model: Option<&str>) -> String {
+pub(crate) fn agent_model(agent: Format, model: Option<&str>) -> String {
     format!("{agent} · {}", model.unwrap_or("(no model recorded)"))
 }
 
@@ -322,7 +322,7 @@ pub fn groups(sessions: &[SessionLosses]) -> Vec<GroupStats> {
 
 /// The statistics of one kind of loss (for the profile), against the base windows of the same
 /// agents and models.
-pub fn kind_group(sessions: &[SessionLosses], kind: LossKind) -> Option<GroupStats> {
+pub(crate) fn kind_group(sessions: &[SessionLosses], kind: LossKind) -> Option<GroupStats> {
     groups(sessions)
         .into_iter()
         .find(|g| g.group == format!("kind: {}", kind.name()))

@@ -27,7 +27,7 @@ fn pct(x: f64) -> String {
 }
 
 /// `12.3% [8.1%, 16.0%]`.
-pub fn rate(r: &Rate) -> String {
+pub(crate) fn rate(r: &Rate) -> String {
     if r.lo == r.hi {
         pct(r.point)
     } else {
@@ -259,7 +259,7 @@ pub fn notes(sessions: &[SessionLosses]) -> Vec<String> {
 
 impl Loss {
     /// How the transcript records it: `compact_boundary`, `compacted`, …
-    pub fn event_name(&self) -> &'static str {
+    pub(crate) fn event_name(&self) -> &'static str {
         match self.event {
             harness_import::EventKind::CompactBoundary => "compact_boundary",
             harness_import::EventKind::CompactSummary => "summary record",

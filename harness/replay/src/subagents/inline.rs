@@ -20,7 +20,7 @@ use super::Child;
 
 /// What goes in at each paired call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Splice {
+pub(crate) enum Splice {
     /// The child's work and the receipt, and the child's requests as the parent's.
     Inline,
     /// Neither the brief nor the work: the call with an empty input and an empty receipt (the
@@ -122,7 +122,7 @@ impl Out<'_> {
 }
 
 /// `parent` with `pairs` (each child's figures and session) spliced in as `splice` says.
-pub fn inline_session(
+pub(crate) fn inline_session(
     parent: &ImportedSession,
     pairs: &[(&Child, &ImportedSession)],
     splice: Splice,

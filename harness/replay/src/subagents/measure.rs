@@ -38,9 +38,9 @@ pub const SAVING_POLICIES: [&str; 2] = ["none", "fold"];
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Saving {
     /// The policy.
-    pub policy: String,
+    pub(crate) policy: String,
     /// Input tokens of the parent's recorded requests, the work inline.
-    pub inline_tokens: u64,
+    pub(crate) inline_tokens: u64,
     /// Input tokens of the same requests as recorded (brief and receipt).
     pub delegated_tokens: u64,
 }
@@ -60,25 +60,25 @@ pub struct Money {
     /// The children replayed under `none`, each request at its own model's price.
     pub children_cost: f64,
     /// Their input tokens.
-    pub children_tokens: u64,
+    pub(crate) children_tokens: u64,
     /// The briefs and receipts in the parent's requests: delegated minus base.
     pub carried_cost: f64,
     /// Their input tokens in the parent's requests.
-    pub carried_tokens: i64,
+    pub(crate) carried_tokens: i64,
     /// The work inline: inline minus base, at the parent's model's price.
     pub inline_cost: f64,
     /// Its input tokens.
-    pub inline_tokens: i64,
+    pub(crate) inline_tokens: i64,
 }
 
 impl Money {
     /// The cost of delegating: the children and what the parent carried.
-    pub fn delegated_cost(&self) -> f64 {
+    pub(crate) fn delegated_cost(&self) -> f64 {
         self.children_cost + self.carried_cost
     }
 
     /// The input tokens of delegating.
-    pub fn delegated_tokens(&self) -> i64 {
+    pub(crate) fn delegated_tokens(&self) -> i64 {
         self.children_tokens as i64 + self.carried_tokens
     }
 
@@ -97,7 +97,7 @@ impl Money {
 pub struct Measured {
     /// Context saved, under each of [`SAVING_POLICIES`] (`room` in the JSON).
     #[serde(rename = "room")]
-    pub saving: Vec<Saving>,
+    pub(crate) saving: Vec<Saving>,
     /// Money, under `none`.
     pub money: Money,
     /// The requests the inline replay added (the children's, as the parent's).
@@ -124,7 +124,7 @@ fn recorded_tokens(p: Option<&PolicyReplay>, n: usize) -> u64 {
 
 /// Fills in [`SessionSubagents::measured`] of each parent in `subs` (parents and children are
 /// found in `sessions`), on up to `threads` threads. `config` gives the judge, the window and
-/// the prices; its policies are not used ([`SAVING_POLICIES`] are).
+/// the prices; its policies are not used (`SAVING_POLICIES` are).
 pub fn measure(
     sessions: &[ImportedSession],
     subs: &mut [SessionSubagents],

@@ -3,7 +3,7 @@
 //! A subagent (Claude Code's `Task` / `Agent` tool) is a session of its own whose `parent` is
 //! the session that called it ([`ImportedSession::parent`]). This module:
 //!
-//! - **pairs** each child with the parent's call that started it ([`pair`]): the unused call
+//! - **pairs** each child with the parent's call that started it (`pair`): the unused call
 //!   whose `prompt` input is the child's first prompt, word for word; failing that, the latest
 //!   unused call made before the child's first record (a minute of slack: the lines of one
 //!   response are written as its blocks end) ([`Match::Time`]); a child neither finds is left
@@ -14,7 +14,7 @@
 //!   own model's price from [`harness_core::prices`]), its wall-clock span (first to last
 //!   record) and how much of it another child of the same parent overlapped.
 //! - measures the **room saved** and the **money** of each parent's delegations with the
-//!   replay engine ([`measure()`], [`inline_session`]): the parent replayed as recorded, and with every
+//!   replay engine ([`measure()`], `inline_session`): the parent replayed as recorded, and with every
 //!   child's work spliced in at its call, under `none` and `fold`.
 //! - says how much of the children's time ran beside another child's, and how long the parent
 //!   sat idle while they ran: the gaps between consecutive parent records, the later of which
@@ -25,9 +25,10 @@ mod inline;
 mod measure;
 mod table;
 
-pub use inline::{inline_session, Splice};
-pub use measure::{corpus, measure, Measured, Money, Saving, SAVING_POLICIES};
-pub use table::{duration, subagent_notes, subagent_table};
+pub(crate) use inline::{inline_session, Splice};
+pub use measure::{corpus, measure, Measured, Money, Saving};
+pub(crate) use table::duration;
+pub use table::{subagent_notes, subagent_table};
 
 use std::sync::Arc;
 
@@ -38,10 +39,10 @@ use harness_import::ImportedSession;
 use serde::Serialize;
 
 /// The names of the tool that starts a subagent (Claude Code: `Task`, later `Agent`).
-pub const CALL_TOOLS: [&str; 2] = ["Task", "Agent"];
+pub(crate) const CALL_TOOLS: [&str; 2] = ["Task", "Agent"];
 
 /// Slack allowed between a call's recorded time and its child's first record (milliseconds).
-pub const TIME_SLACK_MS: i64 = 60_000;
+pub(crate) const TIME_SLACK_MS: i64 = 60_000;
 
 /// How a child was paired with its call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,11 +60,11 @@ pub struct Child {
     /// The child session's id.
     pub id: String,
     /// The call's id (`tool_use` id).
-    pub call_id: String,
+    pub(crate) call_id: String,
     /// The tool called (`Task`, `Agent`).
-    pub tool: String,
+    pub(crate) tool: String,
     /// The call's `description` input, when given.
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// How the pair was made.
     pub matched: Match,
     /// Index in the parent's messages of the assistant message that made the call.
@@ -78,11 +79,11 @@ pub struct Child {
     /// tool results after its first prompt, the final answer left out (the receipt carries it).
     pub work_tokens: u64,
     /// The model most of the child's requests name.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The child's recorded requests.
     pub requests: usize,
     /// Of them, those with recorded usage (the token figures below sum these).
-    pub requests_with_usage: usize,
+    pub(crate) requests_with_usage: usize,
     /// Uncached input tokens, as recorded.
     pub input_tokens: u64,
     /// Input tokens read from the provider's cache, as recorded.
@@ -94,9 +95,9 @@ pub struct Child {
     /// The recorded usage at the child's model's price (dollars).
     pub cost: f64,
     /// The child's first record (milliseconds since the epoch), when recorded.
-    pub started_ms: Option<i64>,
+    pub(crate) started_ms: Option<i64>,
     /// The child's last record.
-    pub ended_ms: Option<i64>,
+    pub(crate) ended_ms: Option<i64>,
     /// Milliseconds of the child's span during which another child of the same parent ran.
     pub overlap_ms: i64,
 }
@@ -108,11 +109,6 @@ impl Child {
             (Some(a), Some(b)) if b > a => b - a,
             _ => 0,
         }
-    }
-
-    /// Whether another child of the same parent ran at the same time.
-    pub fn overlapped(&self) -> bool {
-        self.overlap_ms > 0
     }
 }
 
@@ -151,12 +147,12 @@ fn brief_of(child: &ImportedSession) -> Option<&Arc<Message>> {
 }
 
 /// The first prompt of Claude Code's cache warm-up sidechains.
-pub const WARMUP_PROMPT: &str = "Warmup";
+pub(crate) const WARMUP_PROMPT: &str = "Warmup";
 
 /// Whether `child` is a warm-up sidechain, started by no call: its first prompt is
 /// [`WARMUP_PROMPT`], or it has no prompt and made no tool call (a lone greeting whose prompt
 /// was not written; a child without its prompt that worked is paired by time).
-pub fn is_warmup(child: &ImportedSession) -> bool {
+pub(crate) fn is_warmup(child: &ImportedSession) -> bool {
     match brief_of(child) {
         Some(m) => m.text.trim() == WARMUP_PROMPT,
         None => child.messages.iter().all(|m| m.tool_calls.is_empty()),
@@ -165,18 +161,18 @@ pub fn is_warmup(child: &ImportedSession) -> bool {
 
 /// The children of one parent, sorted out.
 #[derive(Debug, Clone, Default)]
-pub struct Pairing {
+pub(crate) struct Pairing {
     /// Each child paired with its call (with the index of the child in `children`), in the
     /// order of the calls.
-    pub paired: Vec<(usize, Child)>,
+    pub(crate) paired: Vec<(usize, Child)>,
     /// Children no call was found for.
-    pub unpaired: Vec<usize>,
+    pub(crate) unpaired: Vec<usize>,
     /// Warm-up sidechains ([`is_warmup`]): not delegations.
-    pub warmups: Vec<usize>,
+    pub(crate) warmups: Vec<usize>,
 }
 
 /// Pairs each of `children` (sessions whose parent is `parent`) with the call that started it.
-pub fn pair(
+pub(crate) fn pair(
     parent: &ImportedSession,
     children: &[&ImportedSession],
     prices: &PriceTable,
@@ -320,7 +316,7 @@ fn child_figures(
 /// The child's work as it would sit in the parent's context: its responses and tool results
 /// after its first prompt (its other user-role messages — reminders, notices — left out), the
 /// final answer left out when it is the last message (the receipt carries it).
-pub fn work(child: &ImportedSession) -> Vec<Arc<Message>> {
+pub(crate) fn work(child: &ImportedSession) -> Vec<Arc<Message>> {
     inline::work_indexes(child)
         .0
         .into_iter()
@@ -353,7 +349,7 @@ fn covered(merged: &[(i64, i64)], a: i64, b: i64) -> i64 {
 /// The parent's idle time while its children ran (milliseconds): over consecutive parent
 /// messages with timestamps whose later one is not the parent's own response, the part of the
 /// gap some child's span covers.
-pub fn parent_idle_ms(parent: &ImportedSession, children: &[Child]) -> i64 {
+pub(crate) fn parent_idle_ms(parent: &ImportedSession, children: &[Child]) -> i64 {
     let merged = union(
         children
             .iter()
@@ -380,22 +376,22 @@ pub fn parent_idle_ms(parent: &ImportedSession, children: &[Child]) -> i64 {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSubagents {
     /// The parent session's id.
-    pub session: String,
+    pub(crate) session: String,
     /// The file it was read from.
-    pub source: String,
+    pub(crate) source: String,
     /// The model most of its requests name.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The paired children, in the order of their calls.
     pub children: Vec<Child>,
     /// Ids of children whose call was not found (counted nowhere else).
     pub unpaired: Vec<String>,
     /// Ids of warm-up sidechains ([`is_warmup`]), started by no call (counted nowhere else).
-    pub warmups: Vec<String>,
+    pub(crate) warmups: Vec<String>,
     /// Milliseconds of all children's spans, summed.
-    pub span_ms: i64,
+    pub(crate) span_ms: i64,
     /// Of them, the milliseconds during which another child ran too.
-    pub overlap_ms: i64,
-    /// The parent's idle time while its children ran ([`parent_idle_ms`]).
+    pub(crate) overlap_ms: i64,
+    /// The parent's idle time while its children ran (`parent_idle_ms`).
     pub parent_idle_ms: i64,
     /// Context saved and money, from the replays ([`measure`]); `None` when nothing was paired.
     pub measured: Option<Measured>,
@@ -406,15 +402,6 @@ impl SessionSubagents {
     /// are not).
     pub fn delegated(&self) -> bool {
         !self.children.is_empty() || !self.unpaired.is_empty()
-    }
-
-    /// The share of the children's time that another child's overlapped (0 with no time).
-    pub fn overlap_share(&self) -> f64 {
-        if self.span_ms > 0 {
-            self.overlap_ms as f64 / self.span_ms as f64
-        } else {
-            0.0
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The page's inline style and script. Plain JavaScript, no framework, nothing fetched.
 
 /// The style sheet.
-pub const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 :root { --fg: #1d2330; --muted: #5b6475; --line: #d9dde5; --bg: #ffffff; --band: #f5f7fa; --accent: #4e79a7; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
@@ -54,7 +54,7 @@ details.pre > summary { cursor: pointer; font-size: 13px; color: var(--muted); }
 
 /// The script: sortable headers and filter boxes for every table, a filter for the groups, and
 /// cells of long text marked so they wrap.
-pub const JS: &str = r#"
+pub(crate) const JS: &str = r#"
 (function () {
   "use strict";
   function value(text) {

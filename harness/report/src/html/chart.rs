@@ -7,7 +7,7 @@
 //! so the same chart is the same bytes.
 
 use super::{escape, Chart, MarkKind};
-pub use crate::svg::colour;
+use crate::svg::colour;
 use crate::svg::{polyline_points, ticks, Frame};
 use harness_core::fold::group_thousands;
 
@@ -188,7 +188,7 @@ fn series_svg(
 
 /// The first earlier series whose requests are the same as series `i`'s (its line lies on that
 /// one), if any.
-pub fn same_as(c: &Chart, i: usize) -> Option<&str> {
+pub(crate) fn same_as(c: &Chart, i: usize) -> Option<&str> {
     let me = c.series.get(i)?;
     c.series[..i]
         .iter()

@@ -13,7 +13,7 @@ mod chart;
 #[cfg(test)]
 mod tests;
 
-pub use chart::{chart_svg, colour, same_as};
+pub use chart::chart_svg;
 
 use crate::fmt::{display_cell, Kind};
 use crate::render::Table;
@@ -53,7 +53,7 @@ pub enum Block {
         /// The text, shown as is (escaped).
         text: String,
     },
-    /// The cost–loss frontier as a chart ([`crate::frontier::svg`]): one point per arm, a
+    /// The cost–loss frontier as a chart (`crate::frontier::svg`): one point per arm, a
     /// sweep's points joined, the frontier line.
     Frontier {
         /// The arms, frontier marked.
@@ -146,7 +146,7 @@ pub enum MarkKind {
 
 impl MarkKind {
     /// The CSS class and legend word.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MarkKind::Fold => "fold",
             MarkKind::Strategy => "strategy exit",
@@ -155,7 +155,7 @@ impl MarkKind {
     }
 
     /// The legend's symbol, the same shape as on the chart.
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             MarkKind::Fold => "▼",
             MarkKind::Strategy => "◆",
@@ -166,7 +166,7 @@ impl MarkKind {
 
 /// The weight that orders a page's groups: the largest series' total tokens, so the first chart
 /// is the largest session or cell, not the first by name.
-pub fn group_weight(g: &Group) -> u64 {
+pub(crate) fn group_weight(g: &Group) -> u64 {
     g.chart.as_ref().map_or(0, |c| {
         c.series
             .iter()

@@ -1,3 +1,4 @@
+use super::chart::same_as;
 use super::*;
 
 fn series(label: &str, sizes: &[u64], marks: Vec<Mark>) -> Series {

@@ -4,7 +4,7 @@
 //! The agent runs in a network namespace of its own (bubblewrap's `--unshare-net`: a loopback
 //! device and nothing else), so it can reach no address on the host or beyond. Inside, the
 //! `foldbench agent-bridge` process ([`inside`]) listens on `127.0.0.1:PORT`, starts the agent
-//! and copies every connection to a unix socket bound into the sandbox; outside, [`outside`]
+//! and copies every connection to a unix socket bound into the sandbox; outside, `outside`
 //! accepts on that socket and copies each connection to the proxy's TCP address. Bytes pass
 //! through unchanged (streams stay streams); the proxy sees one connection per agent connection.
 
@@ -17,7 +17,10 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 /// Copies connections from the unix socket at `socket` to `target` until the returned task is
 /// aborted (or dropped with its runtime). The socket file is made here; the caller removes its
 /// folder.
-pub fn outside(socket: &Path, target: SocketAddr) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub(crate) fn outside(
+    socket: &Path,
+    target: SocketAddr,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = UnixListener::bind(socket)?;
     Ok(tokio::spawn(async move {
         loop {

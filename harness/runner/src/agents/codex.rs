@@ -13,7 +13,7 @@ const CODEX_NEVER: &str = "9223372036854775807";
 
 /// Codex.
 #[derive(Debug)]
-pub struct Codex;
+pub(crate) struct Codex;
 
 impl AgentKind for Codex {
     fn name(&self) -> &'static str {
@@ -120,7 +120,7 @@ impl AgentKind for Codex {
 
 /// Codex's `config.toml`: a provider named `foldbench` at the proxy, the Responses API, the key
 /// from `FOLDBENCH_AGENT_KEY`.
-pub fn codex_config(base_url: &str, model: Option<&str>) -> String {
+pub(crate) fn codex_config(base_url: &str, model: Option<&str>) -> String {
     format!(
         "# Written by foldbench for one cell: Codex's model calls go to the cell's proxy.\n\
          model = \"{}\"\nmodel_provider = \"foldbench\"\n\n[model_providers.foldbench]\n\

@@ -13,7 +13,7 @@ use super::{AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exec {
     /// The command `sh -c` runs.
-    pub command: String,
+    pub(crate) command: String,
 }
 
 impl Exec {

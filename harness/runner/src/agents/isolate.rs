@@ -45,7 +45,7 @@ pub enum Isolation {
 
 impl Isolation {
     /// The words the record and docs use.
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Isolation::Bridged { .. } => {
                 "bwrap, own network namespace: only the proxy, through a unix socket"
@@ -57,7 +57,7 @@ impl Isolation {
 }
 
 /// The port the agent reaches the proxy on inside its own network namespace.
-pub const BRIDGE_PORT: u16 = 47_100;
+pub(crate) const BRIDGE_PORT: u16 = 47_100;
 
 /// What a turn's process is started with.
 pub struct Launch<'a> {
@@ -74,7 +74,7 @@ pub struct Launch<'a> {
 }
 
 /// The socket's file name in its folder.
-pub const SOCKET: &str = "proxy.sock";
+pub(crate) const SOCKET: &str = "proxy.sock";
 
 /// The command that runs `turn` for `agent` under `launch`.
 pub fn command(agent: &Agent, turn: &TurnCommand, launch: &Launch<'_>) -> tokio::process::Command {

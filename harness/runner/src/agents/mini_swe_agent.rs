@@ -12,11 +12,11 @@ use super::{
 
 /// The mini-swe-agent driver: one turn per process, continuing the trajectory file (written into
 /// the cell's agent home and run with mini-swe-agent's own Python).
-pub const MINI_DRIVER: &str = include_str!("mini_turn.py");
+pub(crate) const MINI_DRIVER: &str = include_str!("mini_turn.py");
 
 /// mini-swe-agent.
 #[derive(Debug)]
-pub struct MiniSweAgent;
+pub(crate) struct MiniSweAgent;
 
 impl AgentKind for MiniSweAgent {
     fn name(&self) -> &'static str {

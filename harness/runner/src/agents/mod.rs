@@ -7,10 +7,10 @@
 //!   `--agent` words, help and refusals are made from the list ([`parse`], [`listed`]).
 //! - [`Agent::resolve`]: a kind found on this machine (the `FOLDBENCH_*` variables
 //!   `tests/agents.sh` prints, else the PATH) with the version it reports.
-//! - [`Agent::turn_command`]: the one process of a turn — the prompt, the model URL pointed at
+//! - `Agent::turn_command`: the one process of a turn — the prompt, the model URL pointed at
 //!   the cell's proxy, the session continued from the previous turn's, the agent's own
-//!   compaction switched off on every arm but `native` ([`Agent::compaction`] says how).
-//! - [`Agent::read_turn`]: the closing message and the session's id from what the process
+//!   compaction switched off on every arm but `native` (`Agent::compaction` says how).
+//! - `Agent::read_turn`: the closing message and the session's id from what the process
 //!   printed or wrote.
 //! - [`isolate`]: the process's sandbox; [`bridge`]: its only way out, one port forwarded to the
 //!   proxy's unix socket.
@@ -26,10 +26,7 @@ use std::path::{Path, PathBuf};
 
 use harness_core::upstream::ToolVocabulary;
 
-pub use claude_code::{session_uuid, ClaudeCode};
-pub use codex::{codex_config, Codex};
 pub use exec::Exec;
-pub use mini_swe_agent::{MiniSweAgent, MINI_DRIVER};
 
 /// Everything foldbench needs to drive one coding agent: its name, where it is found, its
 /// version probe, its API, how a session goes on from turn to turn, how its own compaction is
@@ -58,7 +55,7 @@ pub trait AgentKind: Send + Sync + std::fmt::Debug {
     fn prepare_home(&self, home: &Path, base_url: &str, model: Option<&str>)
         -> std::io::Result<()>;
     /// The one process of a turn; `program` is the one [`Agent::resolve`] found. The `HOME`
-    /// variable is added and the variables sorted by [`Agent::turn_command`].
+    /// variable is added and the variables sorted by `Agent::turn_command`.
     fn turn_command(&self, program: &Path, s: &TurnSettings<'_>) -> TurnCommand;
     /// What a finished turn said: its closing message, the session's id, its own failure report.
     fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError>;
@@ -77,7 +74,7 @@ pub static AGENTS: &[&'static dyn AgentKind] = &[
 
 /// The tool vocabularies of [`AGENTS`], in order: the offline upstream asks them in turn which
 /// one a request speaks, then falls back on foldbench's own tools.
-pub fn vocabularies() -> Vec<&'static dyn ToolVocabulary> {
+pub(crate) fn vocabularies() -> Vec<&'static dyn ToolVocabulary> {
     AGENTS.iter().map(|a| a.tools()).collect()
 }
 
@@ -262,24 +259,24 @@ pub enum AgentError {
 #[derive(Debug, Clone)]
 pub struct TurnSettings<'a> {
     /// The turn, from 1.
-    pub turn: u32,
+    pub(crate) turn: u32,
     /// The user's words.
-    pub prompt: &'a str,
+    pub(crate) prompt: &'a str,
     /// The proxy as the agent reaches it (`http://127.0.0.1:PORT`, no path).
-    pub base_url: &'a str,
+    pub(crate) base_url: &'a str,
     /// The key the agent sends (the user's own for a real API; any word offline).
-    pub api_key: &'a str,
+    pub(crate) api_key: &'a str,
     /// The model name the agent asks for (`None`: the agent's default).
-    pub model: Option<&'a str>,
+    pub(crate) model: Option<&'a str>,
     /// The agent's home (its config, sessions; writable).
-    pub home: &'a Path,
+    pub(crate) home: &'a Path,
     /// The session's id: Claude Code's UUID (chosen before turn 1), Codex's thread id (read
     /// after turn 1); `None` before Codex's first turn.
-    pub session: Option<&'a str>,
+    pub(crate) session: Option<&'a str>,
     /// Whether the agent keeps its own context handling (the `native` arm).
-    pub native: bool,
+    pub(crate) native: bool,
     /// Model requests per turn (mini-swe-agent's step limit).
-    pub max_steps: usize,
+    pub(crate) max_steps: usize,
 }
 
 impl Agent {
@@ -323,7 +320,7 @@ impl Agent {
     }
 
     /// How the agent's own compaction is set on an arm (`native` or not): what the record says.
-    pub fn compaction(&self, native: bool) -> String {
+    pub(crate) fn compaction(&self, native: bool) -> String {
         if native {
             "the agent's own".to_string()
         } else {
@@ -333,7 +330,7 @@ impl Agent {
 
     /// The process of one turn: the kind's, with `HOME` set to the agent's home and the
     /// variables sorted.
-    pub fn turn_command(&self, s: &TurnSettings<'_>) -> TurnCommand {
+    pub(crate) fn turn_command(&self, s: &TurnSettings<'_>) -> TurnCommand {
         let mut cmd = self.kind.turn_command(&self.program, s);
         cmd.env
             .push(("HOME".to_string(), s.home.display().to_string()));
@@ -343,7 +340,7 @@ impl Agent {
 
     /// Makes the agent's home and the files it needs before its first turn (Codex's provider
     /// pointed at the proxy, mini-swe-agent's driver).
-    pub fn prepare_home(
+    pub(crate) fn prepare_home(
         &self,
         home: &Path,
         base_url: &str,
@@ -354,7 +351,7 @@ impl Agent {
     }
 
     /// What a finished turn said: its closing message and (Codex, turn 1) the session's id.
-    pub fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError> {
+    pub(crate) fn read_turn(&self, home: &Path, stdout: &str) -> Result<TurnRead, AgentError> {
         self.kind.read_turn(home, stdout)
     }
 }
@@ -363,11 +360,11 @@ impl Agent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnRead {
     /// The closing message (empty when the agent wrote none).
-    pub closing: String,
+    pub(crate) closing: String,
     /// The session's id, when the agent printed it.
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// The agent's own report of a failure, when it made one.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 pub(crate) fn last_json_line(text: &str) -> Option<serde_json::Value> {

@@ -1,3 +1,6 @@
+use super::claude_code::{session_uuid, ClaudeCode};
+use super::codex::{codex_config, Codex};
+use super::mini_swe_agent::MiniSweAgent;
 use super::*;
 
 fn agent(kind: &'static dyn AgentKind) -> Agent {

@@ -2,7 +2,7 @@
 //!
 //! `POST {base}/v1/messages` with `x-api-key` and `anthropic-version: 2023-06-01`; key from
 //! `ANTHROPIC_API_KEY`, base URL from `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`).
-//! `max_tokens` is [`MAX_TOKENS`] (a value every current model accepts) unless the run caps
+//! `max_tokens` is `MAX_TOKENS` (a value every current model accepts) unless the run caps
 //! answers (`--max-output-tokens`); `temperature` is sent only when the run sets one
 //! (`--temperature`; the API takes 0 to 1).
 //!
@@ -12,7 +12,7 @@
 //! tool failed). Consecutive messages of the same API role are merged into one message (tool
 //! results and the host notes that follow them share one `user` message), and in a `user` message
 //! the `tool_result` blocks come first, as the API requires. Empty text is sent as
-//! [`EMPTY_TEXT`] (the API rejects empty text blocks).
+//! `EMPTY_TEXT` (the API rejects empty text blocks).
 //!
 //! Cache breakpoints (`cache_control: {type: ephemeral}`, at most four):
 //! 1. the last tool (tools and system are the stable prefix of every request),
@@ -35,16 +35,16 @@ use crate::backends::model::{Model, ModelFuture};
 use harness_core::message::ToolCall;
 
 /// The default base URL.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The API version header sent with every request.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` of every request.
-pub const MAX_TOKENS: u32 = 4096;
+pub(crate) const MAX_TOKENS: u32 = 4096;
 
 /// The text sent in place of an empty message.
-pub const EMPTY_TEXT: &str = "(empty)";
+pub(crate) const EMPTY_TEXT: &str = "(empty)";
 
 /// A Claude model over the Messages API.
 pub struct AnthropicModel {
@@ -93,7 +93,10 @@ impl AnthropicModel {
 
     /// A model named `model` with the key from `ANTHROPIC_API_KEY` (required) and the base URL
     /// from `ANTHROPIC_BASE_URL`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<AnthropicModel, BackendError> {
+    pub(crate) fn from_env(
+        model: &str,
+        opts: &BackendOptions,
+    ) -> Result<AnthropicModel, BackendError> {
         let key = env_value("ANTHROPIC_API_KEY").ok_or_else(|| BackendError::MissingKey {
             spec: format!("anthropic:{model}"),
             var: "ANTHROPIC_API_KEY",
@@ -247,7 +250,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<(Value, bool)>) {
 }
 
 /// Reads a Messages API answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
+pub(crate) fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
         return Err(AnswerError::NotObject);
     };

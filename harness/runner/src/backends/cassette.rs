@@ -63,7 +63,7 @@ use super::BackendError;
 use crate::backends::model::{Model, ModelError, ModelFuture};
 
 /// The cassette format version written and read.
-pub const CASSETTE_VERSION: u64 = 1;
+pub(crate) const CASSETTE_VERSION: u64 = 1;
 
 /// The canonical request: what the provider sees (see the module docs).
 pub fn canonical_request(req: &Request) -> Value {
@@ -116,7 +116,7 @@ fn canonical_message(m: &Message) -> Value {
 /// Masks durations in a tool's output (`Ran 3 tests in 0.001s` → `Ran 3 tests in <duration>`):
 /// the only part of a tool result that differs between a recorded run and its replay, so the key
 /// of a request does not depend on how fast a test suite happened to run.
-pub fn mask_durations(text: &str) -> String {
+pub(crate) fn mask_durations(text: &str) -> String {
     static DURATION: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
     match DURATION.get_or_init(|| regex::Regex::new(r"\b\d+(\.\d+)?\s?(ms|s)\b").ok()) {
         Some(re) => re.replace_all(text, "<duration>").into_owned(),
@@ -126,7 +126,7 @@ pub fn mask_durations(text: &str) -> String {
 
 /// JSON with object keys sorted at every level and no white space, whatever map type
 /// `serde_json` was built with.
-pub fn canonical_string(v: &Value) -> String {
+pub(crate) fn canonical_string(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
             Value::Object(o) => {

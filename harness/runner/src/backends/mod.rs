@@ -3,9 +3,9 @@
 //! - [`model`]: the [`model::Model`] trait every backend implements, and the `sim` backend;
 //! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
 //! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
-//! - [`cassette`]: `--record DIR` (a decorator around any model) and `replay:DIR`;
+//! - `cassette`: `--record DIR` (a decorator around any model) and `replay:DIR`;
 //! - [`retry`]: the HTTP engine both providers share: in-flight cap, retries, redaction;
-//! - [`slots`]: how many requests a server takes at once (one for a server on this machine).
+//! - `slots`: how many requests a server takes at once (one for a server on this machine).
 //!
 //! [`parse_model`] turns a `--model` spec into a model; `sim` is built by the caller, which can
 //! wrap it for recording with [`with_recording`].
@@ -21,23 +21,23 @@ use std::time::Duration;
 use crate::backends::model::Model;
 
 pub mod anthropic;
-pub mod cassette;
+pub(crate) mod cassette;
 pub mod model;
 pub mod openai;
 pub mod retry;
-pub mod slots;
+pub(crate) mod slots;
 
 pub use anthropic::AnthropicModel;
 pub use cassette::{canonical_request, cassette_key, Recorder, ReplayModel};
 pub use openai::OpenAiModel;
-pub use retry::RetryPolicy;
+pub(crate) use retry::RetryPolicy;
 
 /// Why a model cannot be built from its spec and options: each is the user's to fix (a flag, a
 /// missing key or folder), said before anything is asked of a model.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BackendError {
-    /// `--temperature` outside 0 to [`MAX_TEMPERATURE`].
+    /// `--temperature` outside 0 to `MAX_TEMPERATURE`.
     #[error("{value} is outside 0 to {MAX_TEMPERATURE}: give 0 for the most likely answer, or up to {MAX_TEMPERATURE} (Anthropic's API takes up to 1)")]
     TemperatureRange {
         /// The value given.
@@ -129,7 +129,7 @@ pub enum BackendError {
 /// What is wrong with a provider's answer (which then is a [`model::ModelError::Malformed`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// The body is JSON but not an object.
     #[error("the answer is not a JSON object")]
     NotObject,
@@ -176,7 +176,7 @@ pub const INVALID_ARGUMENTS: &str = "__invalid_arguments";
 /// Why a tool call cannot be executed as the model sent it: no tool name, or arguments that are
 /// not a JSON object ([`INVALID_ARGUMENTS`]). The text is the error result the model reads; the
 /// cell goes on.
-pub fn malformed_call(call: &harness_core::message::ToolCall) -> Option<String> {
+pub(crate) fn malformed_call(call: &harness_core::message::ToolCall) -> Option<String> {
     if call.name.trim().is_empty() {
         return Some(
             "error: the tool call has no tool name; call one of the tools listed in the request by its name"
@@ -204,7 +204,7 @@ pub fn malformed_call(call: &harness_core::message::ToolCall) -> Option<String> 
 
 /// Gives every tool call of one answer a distinct id: a repeated id (or an empty one) gets a
 /// suffix `-2`, `-3`, … (or a fresh `call_fb…`), so every tool result answers exactly one call.
-pub fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
+pub(crate) fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
     let mut seen = std::collections::HashSet::new();
     for c in calls.iter_mut() {
         if c.id.is_empty() {
@@ -224,7 +224,7 @@ pub fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
 
 /// The environment variables whose values are secrets: never written to a cassette, an error
 /// message or a log.
-pub const SECRET_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+pub(crate) const SECRET_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
 /// Settings shared by the backends of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,7 +236,7 @@ pub struct BackendOptions {
     pub resume_recording: bool,
     /// `--max-output-tokens N`: the most tokens a model may write per answer, sent as
     /// `max_tokens` (OpenAI-compatible servers; Anthropic's default is
-    /// [`anthropic::MAX_TOKENS`]). `None`: the provider's default.
+    /// `anthropic::MAX_TOKENS`). `None`: the provider's default.
     pub max_output_tokens: Option<u32>,
     /// `--temperature T`: the sampling temperature, sent as `temperature` to both providers
     /// (0 asks for the most likely answer, so a model answers a request the same way each
@@ -278,7 +278,7 @@ impl Default for BackendOptions {
 
 impl BackendOptions {
     /// The retry policy these options describe.
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy {
             max_retries: self.max_retries,
             base_delay: self.base_delay,
@@ -290,9 +290,9 @@ impl BackendOptions {
 
 /// The highest `--temperature` a provider takes (OpenAI's API: 2; Anthropic's: 1, checked when
 /// the model is built).
-pub const MAX_TEMPERATURE: f64 = 2.0;
+pub(crate) const MAX_TEMPERATURE: f64 = 2.0;
 
-/// Reads a `--temperature` value: a number from 0 to [`MAX_TEMPERATURE`].
+/// Reads a `--temperature` value: a number from 0 to `MAX_TEMPERATURE`.
 pub fn parse_temperature(s: &str) -> Result<f64, BackendError> {
     match s.trim().parse::<f64>() {
         Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
@@ -334,7 +334,7 @@ pub fn parse_model(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn Model>, 
 /// needs: `anthropic:*` needs `ANTHROPIC_API_KEY`; `openai:*` needs `OPENAI_API_KEY` unless
 /// `OPENAI_BASE_URL` points at another server (local servers need no key). The error names the
 /// variable.
-pub fn check_keys(spec: &str) -> Result<(), BackendError> {
+pub(crate) fn check_keys(spec: &str) -> Result<(), BackendError> {
     let spec = spec.trim();
     let (prefix, _) = spec.split_once(':').unwrap_or((spec, ""));
     let needed = match prefix {
@@ -464,7 +464,7 @@ fn env_value(var: &str) -> Option<String> {
 }
 
 /// The non-empty values of [`SECRET_VARS`] in this process's environment.
-pub fn env_secrets() -> Vec<String> {
+pub(crate) fn env_secrets() -> Vec<String> {
     secrets_with(std::iter::empty())
 }
 

@@ -53,7 +53,7 @@ pub enum ModelError {
 impl ModelError {
     /// The message without the `model NAME: ` its display starts with, for a message that
     /// names the model already (a retry warning, a give-up).
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             ModelError::Transport { message, .. } | ModelError::Other { message, .. } => {
                 message.clone()

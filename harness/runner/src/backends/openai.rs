@@ -16,14 +16,14 @@
 //! out, and answers HTTP 500 to `"required"`). `temperature` is sent only when the run sets one
 //! (`--temperature`), and `max_tokens` only when the run caps answers (`--max-output-tokens`):
 //! servers and models differ on which they accept. Extra body fields (llama.cpp's `grammar`) are sent
-//! only when the model was built with them ([`OpenAiModel::with_extra_body`]).
+//! only when the model was built with them (`OpenAiModel::with_extra_body`).
 //!
-//! Answers ([`parse_response`]): `choices[0].message.content` (a string, `null`, or a list of text
+//! Answers (`parse_response`): `choices[0].message.content` (a string, `null`, or a list of text
 //! parts) and `tool_calls`. A call's `arguments` arrive as a JSON string; when that string is not
 //! a JSON object, the call keeps the raw text as `{"__invalid_arguments": "<raw>"}` so that the
 //! runner answers with an error the model sees, instead of the cell crashing; an empty tool name
 //! is kept for the same reason, and repeated call ids are made unique
-//! ([`super::unique_call_ids`]). An
+//! (`super::unique_call_ids`). An
 //! empty string means no arguments (`{}`). Usage: `prompt_tokens`, `completion_tokens` and
 //! `prompt_tokens_details.cached_tokens` become [`Usage`] with `input_tokens = prompt - cached`.
 
@@ -37,7 +37,7 @@ use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVA
 use crate::backends::model::{Model, ModelFuture};
 
 /// The default base URL, as the official SDKs use it.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// An OpenAI-compatible chat-completions model.
 pub struct OpenAiModel {
@@ -85,14 +85,17 @@ impl OpenAiModel {
     /// server extensions the chat-completions API does not name, such as llama.cpp's `grammar`
     /// (a GBNF string that constrains the answer). Sent only to the server; cassette keys do not
     /// include them (record a constrained model into its own folder).
-    pub fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
+    pub(crate) fn with_extra_body(mut self, extra: Map<String, Value>) -> OpenAiModel {
         self.extra.extend(extra);
         self
     }
 
     /// A model named `model` with the base URL and key from `OPENAI_BASE_URL` and
     /// `OPENAI_API_KEY`.
-    pub fn from_env(model: &str, opts: &BackendOptions) -> Result<OpenAiModel, BackendError> {
+    pub(crate) fn from_env(
+        model: &str,
+        opts: &BackendOptions,
+    ) -> Result<OpenAiModel, BackendError> {
         let base = env_value("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         OpenAiModel::new(model, &base, env_value("OPENAI_API_KEY"), opts)
     }
@@ -166,7 +169,7 @@ fn message(m: &Message) -> Value {
 }
 
 /// Reads a chat-completions answer; `Err` says what is missing or wrong.
-pub fn parse_response(v: &Value) -> Result<Response, AnswerError> {
+pub(crate) fn parse_response(v: &Value) -> Result<Response, AnswerError> {
     let Some(obj) = v.as_object() else {
         return Err(AnswerError::NotObject);
     };

@@ -15,7 +15,7 @@
 //!
 //! Secrets: error messages never include request headers or the request URL (the base URL comes
 //! from the host environment); bodies of error responses are included with every known secret
-//! replaced by `[redacted]` and cut to [`ERROR_BODY_LIMIT`] characters.
+//! replaced by `[redacted]` and cut to `ERROR_BODY_LIMIT` characters.
 //!
 //! Terminals: what a server sent reaches a message only through
 //! [`harness_core::printable`]: control characters shown as escapes (`\x1b`), never sent, the
@@ -40,7 +40,7 @@ pub const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// The longest error-response body excerpt kept in an error message, in characters.
-pub const ERROR_BODY_LIMIT: usize = 500;
+pub(crate) const ERROR_BODY_LIMIT: usize = 500;
 
 /// The longest malformed-answer message, in characters (it may quote the server).
 const MESSAGE_LIMIT: usize = 2_000;
@@ -52,14 +52,14 @@ pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 const RETRY_AFTER_CEILING: Duration = Duration::from_secs(1_000_000_000);
 
 /// The longest computed backoff between two attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How often and how patiently a request is tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (so at most `max_retries + 1` attempts).
     pub max_retries: u32,
-    /// The first backoff; each further one doubles, up to [`MAX_BACKOFF`], with jitter.
+    /// The first backoff; each further one doubles, up to `MAX_BACKOFF`, with jitter.
     pub base_delay: Duration,
     /// Time-out of one attempt, from sending the request to the end of the response body.
     pub timeout: Duration,
@@ -71,7 +71,7 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed, without a
     /// `Retry-After`: `base_delay * 2^(attempt-1)`, capped, then jittered into `[d/2, d]`.
-    pub fn backoff(&self, attempt: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let exp = attempt.saturating_sub(1).min(20);
         let full = self.base_delay.saturating_mul(1u32 << exp).min(MAX_BACKOFF);
         let half = full / 2;
@@ -86,7 +86,11 @@ impl RetryPolicy {
 
     /// The wait after attempt `attempt` failed, and the note to print when the server asked for
     /// a longer wait than [`RetryPolicy::max_retry_wait`] allows.
-    pub fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> (Duration, Option<String>) {
+    pub(crate) fn wait(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+    ) -> (Duration, Option<String>) {
         match retry_after {
             None => (self.backoff(attempt), None),
             Some(asked) if asked > self.max_retry_wait => (
@@ -147,7 +151,7 @@ pub fn provider_semaphore(key: &str, cap: usize) -> Arc<Semaphore> {
 }
 
 /// Replaces every secret (non-empty) in `text` with `[redacted]`.
-pub fn redact(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets.iter().filter(|s| !s.is_empty()) {
         if out.contains(s.as_str()) {
@@ -159,13 +163,13 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
 
 /// Redacts `text`, then makes it printable: control characters escaped, cut to `limit`
 /// characters (the cut marked) — [`harness_core::printable::printable`].
-pub fn excerpt(text: &str, secrets: &[String], limit: usize) -> String {
+pub(crate) fn excerpt(text: &str, secrets: &[String], limit: usize) -> String {
     harness_core::printable::printable(&redact(text.trim(), secrets), limit)
 }
 
 /// [`excerpt`] of a body of bytes; a gzip or binary body is described (kind and size), not
 /// shown.
-pub fn excerpt_bytes(body: &[u8], secrets: &[String], limit: usize) -> String {
+pub(crate) fn excerpt_bytes(body: &[u8], secrets: &[String], limit: usize) -> String {
     harness_core::printable::binary_note(body)
         .unwrap_or_else(|| excerpt(&String::from_utf8_lossy(body), secrets, limit))
 }
@@ -220,13 +224,8 @@ impl Engine {
     }
 
     /// The model's name in messages (`openai:gpt-4o-mini`).
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         &self.model
-    }
-
-    /// The retry policy.
-    pub fn policy(&self) -> RetryPolicy {
-        self.policy
     }
 
     /// POSTs `body` to `url` with `headers`, retrying as the module docs say, and returns the
@@ -245,7 +244,7 @@ impl Engine {
     /// [`Engine::post_json`], with the time the answering attempt took from sending the request
     /// to the end of the answer: no time waiting for a slot of the in-flight cap, no earlier
     /// attempt, no backoff.
-    pub async fn post_json_timed(
+    pub(crate) async fn post_json_timed(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
@@ -426,7 +425,7 @@ impl Engine {
 
     /// A malformed-response error for this model: `message` (which may quote the server)
     /// redacted and made printable.
-    pub fn malformed(&self, message: String) -> ModelError {
+    pub(crate) fn malformed(&self, message: String) -> ModelError {
         ModelError::Malformed {
             model: self.model.clone(),
             message: excerpt(&message, &self.secrets, MESSAGE_LIMIT),
@@ -477,7 +476,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Whether a status is worth another attempt: 408, 429, 5xx.
-pub fn retryable(status: StatusCode) -> bool {
+pub(crate) fn retryable(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS
         || status == StatusCode::REQUEST_TIMEOUT
         || status.is_server_error()
@@ -485,7 +484,7 @@ pub fn retryable(status: StatusCode) -> bool {
 
 /// A `Retry-After` value in seconds (integer or decimal), as asked; `None` for
 /// dates and nonsense. The policy's [`RetryPolicy::max_retry_wait`] bounds the wait itself.
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
     if secs.is_finite() && secs >= 0.0 {
         Some(Duration::from_secs_f64(

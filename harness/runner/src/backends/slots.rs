@@ -10,10 +10,10 @@
 //! llama.cpp `llama-server -np N`, a local vLLM); the cap is never above `--jobs`.
 
 /// The environment variable that overrides the slot count of a loopback server.
-pub const SLOTS_VAR: &str = "FOLDBENCH_SERVER_SLOTS";
+pub(crate) const SLOTS_VAR: &str = "FOLDBENCH_SERVER_SLOTS";
 
 /// Whether `base_url` names a host on this machine.
-pub fn is_loopback(base_url: &str) -> bool {
+pub(crate) fn is_loopback(base_url: &str) -> bool {
     let rest = base_url
         .trim()
         .split_once("://")
@@ -37,7 +37,7 @@ pub fn is_loopback(base_url: &str) -> bool {
 /// Requests in flight to the server at `base_url` when the run allows `cap`: for a loopback
 /// server, `slots` (the value of [`SLOTS_VAR`], when set to a positive number) or 1, never more
 /// than `cap`; `cap` for any other server.
-pub fn in_flight_cap(base_url: &str, cap: usize, slots: Option<&str>) -> usize {
+pub(crate) fn in_flight_cap(base_url: &str, cap: usize, slots: Option<&str>) -> usize {
     let cap = cap.max(1);
     if !is_loopback(base_url) {
         return cap;
@@ -50,7 +50,7 @@ pub fn in_flight_cap(base_url: &str, cap: usize, slots: Option<&str>) -> usize {
 }
 
 /// [`in_flight_cap`] with [`SLOTS_VAR`] read from the environment.
-pub fn in_flight_cap_from_env(base_url: &str, cap: usize) -> usize {
+pub(crate) fn in_flight_cap_from_env(base_url: &str, cap: usize) -> usize {
     in_flight_cap(base_url, cap, std::env::var(SLOTS_VAR).ok().as_deref())
 }
 

@@ -36,7 +36,7 @@ paths are relative to the repository root. When the task is done, answer without
 you found and what you changed, with every fact the other agent will need, since it reads only your receipt.";
 
 /// The `delegate` tool's schema, offered beside the workspace tools under a `+delegate` arm.
-pub fn tool_spec() -> ToolSpec {
+pub(crate) fn tool_spec() -> ToolSpec {
     ToolSpec {
         name: DELEGATE_TOOL.to_string(),
         description: "Hand a self-contained piece of work to a fresh agent with the same tools in the same \

@@ -7,8 +7,8 @@
 //! the folder foldbench was started in (read-only) with a private temporary `HOME`. An
 //! `ExecPolicy` is one session (a cell; a session and policy in replay). A process that speaks
 //! protocol 2 serves one session after another, each opened and closed in turn, and waits in
-//! [`pool`] between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
-//! to the context since the last one ([`view`]), so the bytes sent grow linearly with the
+//! `pool` between them; one that speaks protocol 1 serves one session and ends with it. Each request carries only what was appended
+//! to the context since the last one (`mirror`), so the bytes sent grow linearly with the
 //! session. A process that does not start, exits, hangs past the per-answer time limit, writes
 //! a line that is not a message of the protocol or floods its output, or proposes an illegal
 //! splice, fails the policy: [`Policy::failed`] then gives the reason (the offending line and
@@ -22,11 +22,11 @@
 //! which outlive the session as protocol ids do not. A process that does not say so starts
 //! again from the context.
 
-mod answer;
-pub mod pool;
+pub(crate) mod mirror;
+pub(crate) mod pool;
 mod process;
+mod reply;
 mod state;
-pub mod view;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -46,29 +46,29 @@ use crate::execution::sandbox::{Sandbox, Unseen};
 use pool::{Key, Worker};
 use process::{Fault, Process};
 
-pub use pool::{end_idle, idle_count, MAX_IDLE};
+pub use pool::end_idle;
 
 /// The policy's name: `exec:COMMAND`.
-pub const NAME: &str = "exec";
+pub(crate) const NAME: &str = "exec";
 
 /// The protocol's newest version, offered in the handshake: 2, a process serving many
 /// sessions, each opened (`open`) and closed (`close`) in turn ([`pool`]).
-pub const PROTOCOL: u64 = 2;
+pub(crate) const PROTOCOL: u64 = 2;
 
 /// The oldest version still spoken: 1, a process serving one session, its handshake the
 /// session's opening and its end the session's.
-pub const PROTOCOL_MIN: u64 = 1;
+pub(crate) const PROTOCOL_MIN: u64 = 1;
 
 /// The default time limit of one answer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default limit of one answer line, in bytes.
-pub const DEFAULT_MAX_LINE: usize = 16 << 20;
+pub(crate) const DEFAULT_MAX_LINE: usize = 16 << 20;
 
 /// The environment variable naming a file every exchanged line is appended to (`> ` before a
 /// line foldbench sent, `< ` before one it read): for debugging a policy, and for the test that
 /// validates the messages against the schema.
-pub const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
+pub(crate) const LOG_ENV: &str = "FOLDBENCH_EXEC_LOG";
 
 /// Why an `exec:` policy's text does not read, or its process could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -123,21 +123,21 @@ pub enum ExecError {
     },
 }
 
-pub use answer::ProtocolError;
+pub(crate) use reply::ProtocolError;
 
 /// The text after `exec:`: options, then the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecText {
     /// Time limit of each answer (`timeout=SECONDS`).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Longest answer line (`max_line=BYTES`).
-    pub max_line: usize,
+    pub(crate) max_line: usize,
     /// Folders (or files) shown read-only in the sandbox (`read=PATH`, repeatable): a policy's
     /// script in a folder the sandbox hides (below the home folder, `/tmp`). Relative to the
     /// folder foldbench starts in.
-    pub reads: Vec<PathBuf>,
+    pub(crate) reads: Vec<PathBuf>,
     /// The command, run with `sh -c`.
-    pub command: String,
+    pub(crate) command: String,
 }
 
 impl ExecText {
@@ -184,7 +184,7 @@ impl ExecText {
     }
 
     /// The canonical text: the options that differ from the defaults, then the command.
-    pub fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         let mut s = String::new();
         if self.timeout != DEFAULT_TIMEOUT {
             s.push_str(&format!("timeout={} ", self.timeout.as_secs_f64()));
@@ -201,7 +201,7 @@ impl ExecText {
 }
 
 /// The registry entry of `exec:COMMAND`.
-pub fn entry() -> Entry {
+pub(crate) fn entry() -> Entry {
     Entry::new(NAME, |_, b| {
         let text = ExecText::parse(b.spec.arg.as_deref().unwrap_or_default()).map_err(invalid)?;
         Ok(Box::new(ExecPolicy::start(text, b.window)) as Box<dyn Policy>)
@@ -432,18 +432,16 @@ struct Inner {
     /// The state the process last gave (`save`) or took (`restore`), while no other request
     /// was made since: asked again only after the process was.
     state: Option<Option<Value>>,
-    view: view::View,
-    memo: answer::Memo,
+    mirror: mirror::Mirror,
+    memo: reply::Memo,
     /// The result text the process gave each splice it proposed, by range.
     texts: HashMap<(u32, u32), Option<String>>,
     log: Option<std::fs::File>,
-    /// Bytes written to the process in this session (for the protocol's cost).
-    sent_bytes: u64,
 }
 
 impl ExecPolicy {
     /// A session of the policy `text`: served by an idle process of the same policy when one
-    /// waits ([`pool`]: a process of protocol 2 whose last session was closed), else by a
+    /// waits (`pool`: a process of protocol 2 whose last session was closed), else by a
     /// process started for it, which shakes hands; a failure is kept ([`Policy::failed`]).
     pub fn start(text: ExecText, window: u64) -> ExecPolicy {
         let log = std::env::var_os(LOG_ENV).and_then(|p| {
@@ -461,11 +459,10 @@ impl ExecPolicy {
             filters_workspace_tools: false,
             saves_state: false,
             state: None,
-            view: view::View::default(),
-            memo: answer::Memo::default(),
+            mirror: mirror::Mirror::default(),
+            memo: reply::Memo::default(),
             texts: HashMap::new(),
             log,
-            sent_bytes: 0,
         };
         let key = Key {
             text: inner.text.canonical(),
@@ -491,19 +488,16 @@ impl ExecPolicy {
         }
     }
 
-    /// Bytes written to the process in this session so far.
-    pub fn sent_bytes(&self) -> u64 {
-        self.inner.borrow().sent_bytes
-    }
-
     /// The id of the process serving this session (bubblewrap's, in the sandbox); `None` when
-    /// none started.
-    pub fn process_id(&self) -> Option<u32> {
+    /// none started. For the tests of process reuse.
+    #[cfg(test)]
+    fn process_id(&self) -> Option<u32> {
         self.inner.borrow().worker.as_ref().map(|w| w.process.id())
     }
 
-    /// The protocol the serving process speaks (0 when it did not shake hands).
-    pub fn protocol(&self) -> u64 {
+    /// The protocol the serving process speaks (0 when it did not shake hands). For the tests.
+    #[cfg(test)]
+    fn protocol(&self) -> u64 {
         self.inner
             .borrow()
             .worker
@@ -514,7 +508,7 @@ impl ExecPolicy {
 
 impl Drop for ExecPolicy {
     /// Ends the session: a process of protocol 2 that has not failed is sent `close` and, once
-    /// it answered, kept for the next session ([`pool`]); any other is ended with its session.
+    /// it answered, kept for the next session (`pool`); any other is ended with its session.
     fn drop(&mut self) {
         let s = self.inner.get_mut();
         let serves_more = s.failure.is_none() && s.worker.as_ref().is_some_and(|w| w.protocol >= 2);
@@ -652,8 +646,8 @@ impl Inner {
             .get("filters_workspace_tools")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        self.saves_state = answer::saves_state(v)?;
-        self.view.send_fingerprints(self.saves_state);
+        self.saves_state = reply::saves_state(v)?;
+        self.mirror.send_fingerprints(self.saves_state);
         Ok(())
     }
 
@@ -678,7 +672,6 @@ impl Inner {
         }
         let line = Value::Object(msg).to_string();
         self.log_line("> ", &line);
-        self.sent_bytes += line.len() as u64 + 1;
         let timeout = self.text.timeout;
         let process = &mut self.worker.as_mut()?.process;
         process.send(&line);
@@ -697,7 +690,7 @@ impl Inner {
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
         self.log_line("< ", &text);
-        match answer::check(&bytes, id, kind, expect) {
+        match reply::check(&bytes, id, kind, expect) {
             Ok(v) => Some((v, text)),
             Err(e) => {
                 self.fail(harness_core::one_line(&e), Some(&text));
@@ -814,7 +807,7 @@ impl Inner {
     }
 
     fn context(&mut self, ctx: &Context) -> Value {
-        self.view.delta(ctx)
+        self.mirror.delta(ctx)
     }
 }
 
@@ -832,7 +825,7 @@ impl Policy for ExecPolicy {
         let context = s.context(ctx);
         let fields = json!({"turn": ctx.turn, "prefix_tokens": prefix_tokens, "context": context});
         let (v, line) = s.ask("card", fields, &["card"])?;
-        match answer::card(&v) {
+        match reply::card(&v) {
             Ok(c) => c,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -852,7 +845,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("plan", fields, &["send", "compact"]) else {
             return fallback();
         };
-        match answer::plan(&v, ctx, &mut s.memo) {
+        match reply::plan(&v, ctx, &mut s.memo) {
             Ok(p) => p,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -884,7 +877,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("tool", fields, &["tool_reply"]) else {
             return failed();
         };
-        match answer::tool_reply(&v) {
+        match reply::tool_reply(&v) {
             Ok(r) => r,
             Err(e) => {
                 s.fail(harness_core::one_line(&e), Some(&line));
@@ -916,7 +909,7 @@ impl Policy for ExecPolicy {
         let Some((v, line)) = s.ask("end_turn", fields, &["splices"]) else {
             return Vec::new();
         };
-        match answer::splices(&v, ctx) {
+        match reply::splices(&v, ctx) {
             Ok(list) => list
                 .into_iter()
                 .map(|(splice, text)| {

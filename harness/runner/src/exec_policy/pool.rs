@@ -27,32 +27,32 @@ pub const MAX_IDLE: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Key {
     /// The canonical `exec:` text (its options included).
-    pub text: String,
+    pub(crate) text: String,
     /// Replay (`true`) or run.
-    pub replay: bool,
+    pub(crate) replay: bool,
     /// The sandbox it was started in.
-    pub sandbox: Sandbox,
+    pub(crate) sandbox: Sandbox,
     /// The folder it was started in.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
 }
 
 /// A running policy process and what belongs to it for its whole life.
 pub(crate) struct Worker {
     /// The process (dropped first: ended before its home is removed).
-    pub process: Process,
+    pub(crate) process: Process,
     /// Its private `HOME`, removed after it ended.
-    pub _home: tempfile::TempDir,
+    pub(crate) _home: tempfile::TempDir,
     /// What it may serve.
-    pub key: Key,
+    pub(crate) key: Key,
     /// The protocol it answered the handshake with.
-    pub protocol: u64,
+    pub(crate) protocol: u64,
     /// The id of the next request (ids count from 0 over the process's life).
-    pub next_request: u64,
+    pub(crate) next_request: u64,
     /// Sessions opened in it so far.
-    pub sessions: u64,
+    pub(crate) sessions: u64,
     /// Under bubblewrap, the folders bound in (the working folder, then the `read=` ones): a
     /// process that exits is told which of the paths its command names the sandbox hides.
-    pub unseen_by: Option<Vec<PathBuf>>,
+    pub(crate) unseen_by: Option<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -87,11 +87,6 @@ pub(crate) fn put(worker: Worker) {
         idle.drain(..extra).collect::<Vec<_>>()
     };
     end_all(evicted);
-}
-
-/// How many processes wait between sessions.
-pub fn idle_count() -> usize {
-    idle().lock().map(|i| i.len()).unwrap_or(0)
 }
 
 /// Ends every idle policy process (their standard input closed, so each can exit on its own;

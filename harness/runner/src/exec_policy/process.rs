@@ -126,7 +126,8 @@ impl Process {
         })
     }
 
-    /// Its process id (bubblewrap's, in the sandbox).
+    /// Its process id (bubblewrap's, in the sandbox). For the tests of process reuse.
+    #[cfg(test)]
     pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::{answer, Inner};
+use super::{reply, Inner};
 
 impl Inner {
     /// The process's state (`save`), for a process that saves it and has not failed: the one
@@ -23,7 +23,7 @@ impl Inner {
             return state.clone();
         }
         let (v, line) = self.ask("save", json!({}), &["state"])?;
-        match answer::state(&v) {
+        match reply::state(&v) {
             Ok(state) => {
                 self.state = Some(state.clone());
                 state

@@ -97,7 +97,7 @@ fn open_dir(root: &Path, parts: &[String], create: bool) -> io::Result<OwnedFd> 
 /// Reads the file `rel` beneath `root`, at most `max` bytes, never through a symlink (on the way
 /// or at the file): `None` when it does not exist; a link, a folder or a larger file is an
 /// error that says so.
-pub fn read_existing(root: &Path, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_existing(root: &Path, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     let mut parts = components(rel)?;
     let Some(name) = parts.pop() else {
@@ -131,7 +131,7 @@ pub fn read_existing(root: &Path, rel: &str, max: u64) -> io::Result<Option<Vec<
 /// way are opened (or made) without following a symlink, and the file is written aside and
 /// renamed over `rel`, so a symlink or a hard link planted at `rel` is replaced, never written
 /// through. A folder on the way that is a symlink or not a folder is an error that names it.
-pub fn write_new(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_new(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut parts = components(rel)?;
     let Some(name) = parts.pop() else {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 pub const KEPT_PREFIX: &str = "foldbench-kept-";
 
 /// The folder cells' workspaces are made in: `$TMPDIR` when it is set; else `/dev/shm` when it
-/// is a tmpfs of at least [`SHM_MIN`] this process can write (a cell creates and removes hundreds
+/// is a tmpfs of at least `SHM_MIN` this process can write (a cell creates and removes hundreds
 /// of small files, and on a journaled disk allocating their inodes costs more than the rest of
 /// the cell: docs/performance.md); else the system's temp folder. Kept workspaces
 /// (`--keep-workspaces`) go to the temp folder, on disk.

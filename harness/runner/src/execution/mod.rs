@@ -13,10 +13,10 @@
 //!   shell command of a cell; [`reap`]: ending a call's processes, `setsid` descendants
 //!   included, where there is no PID namespace to end.
 //! - [`tool_cache`]: the run's cache of shell results with their file changes, keyed by
-//!   [`snapshot`]s of the workspace.
-//! - [`beneath`]: files foldbench itself writes into a workspace, never through a link the
+//!   `snapshot`s of the workspace.
+//! - `beneath`: files foldbench itself writes into a workspace, never through a link the
 //!   agent planted.
-pub mod beneath;
+pub(crate) mod beneath;
 mod dirs;
 mod git;
 pub(crate) mod output;
@@ -25,8 +25,8 @@ pub mod reap;
 mod repo;
 pub mod sandbox;
 mod sandbox_error;
-pub mod shell;
-pub mod snapshot;
+pub(crate) mod shell;
+pub(crate) mod snapshot;
 mod template;
 pub mod tool_cache;
 pub mod workspace;

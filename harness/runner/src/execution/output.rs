@@ -71,7 +71,7 @@ impl CappedBuf {
 }
 
 /// Caps a text at `cap` bytes, keeping its head and tail around a note.
-pub fn cap_output(text: &str, cap: usize) -> String {
+pub(crate) fn cap_output(text: &str, cap: usize) -> String {
     if text.len() <= cap {
         return text.to_string();
     }

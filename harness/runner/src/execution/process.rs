@@ -25,16 +25,16 @@ const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub(crate) struct ShellRun {
     /// stdout and stderr merged, capped.
-    pub output: String,
+    pub(crate) output: String,
     /// The exit status of `sh`, if it was collected.
-    pub status: Option<ExitStatus>,
+    pub(crate) status: Option<ExitStatus>,
     /// Whether the timeout expired and the process group was killed.
-    pub timed_out: bool,
+    pub(crate) timed_out: bool,
 }
 
 impl ShellRun {
     /// The text the model sees: the output plus the exit-code or timeout note.
-    pub fn render(&self, timeout: Duration) -> String {
+    pub(crate) fn render(&self, timeout: Duration) -> String {
         let mut text = self.output.clone();
         if self.timed_out {
             text.push_str(&format!(
@@ -54,7 +54,7 @@ impl ShellRun {
     }
 
     /// Whether the command ran to the end with exit code 0.
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         !self.timed_out && self.status.is_some_and(|s| s.success())
     }
 }

@@ -4,7 +4,7 @@
 //! left the group (`setsid`, `setpgid`) escapes that kill and would outlive the call, the cell and
 //! the run. Two more nets catch it:
 //!
-//! - **The marker.** Every call carries a marker in its environment ([`CALL_ENV`]`=<pid>-<n>`,
+//! - **The marker.** Every call carries a marker in its environment (`CALL_ENV``=<pid>-<n>`,
 //!   inherited by every descendant), and ending the call kills every process whose environment
 //!   holds it.
 //! - **The subreaper.** foldbench makes itself the child subreaper of its descendants
@@ -22,7 +22,7 @@
 //!
 //! **Where the nets look.** Without bubblewrap every process in `/proc` is looked at (a marked
 //! process could have been handed to another parent by a daemon). In bubblewrap
-//! ([`begin_isolated_call`]) the kernel kills everything in the call's PID namespace when the
+//! (`begin_isolated_call`) the kernel kills everything in the call's PID namespace when the
 //! namespace's first process exits, but bubblewrap's outer process can return before those
 //! deaths are complete; ending the call waits for them, and everything it waits for descends
 //! from foldbench (the namespace's first process is re-parented to foldbench, the subreaper). So
@@ -32,7 +32,7 @@
 //! a sibling exits) is one the kernel is already killing; without that list (an old kernel) the
 //! whole of `/proc` is read as before.
 //!
-//! Calls in flight are registered ([`begin_call`] returns a guard that ends the call when it is
+//! Calls in flight are registered (`begin_call` returns a guard that ends the call when it is
 //! dropped, so a cancelled cell ends its calls too), and [`end_all_calls`] ends them all when the
 //! run is stopped by a signal.
 
@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions};
 
 /// The environment variable that marks a call's processes.
-pub const CALL_ENV: &str = "FOLDBENCH_CALL";
+pub(crate) const CALL_ENV: &str = "FOLDBENCH_CALL";
 
 /// How many times the process table is scanned for a call's processes (a process may fork while
 /// it is being killed; each round kills what the previous one missed).
@@ -99,7 +99,7 @@ fn now_ticks() -> u64 {
 /// A tool call in flight: its marker and, once spawned, its process group. Dropping it ends the
 /// call ([`CallGuard::end`]).
 #[derive(Debug)]
-pub struct CallGuard {
+pub(crate) struct CallGuard {
     marker: String,
     group: Option<u32>,
     start: u64,
@@ -109,13 +109,13 @@ pub struct CallGuard {
 
 /// Registers a new call and returns its guard (and, the first time, makes this process the
 /// child subreaper of its descendants).
-pub fn begin_call() -> CallGuard {
+pub(crate) fn begin_call() -> CallGuard {
     begin_call_in(Scope::All)
 }
 
 /// [`begin_call`] for a call that runs in a PID namespace of its own (bubblewrap): ending it
 /// looks at this process's descendants rather than at every process (see the module's notes).
-pub fn begin_isolated_call() -> CallGuard {
+pub(crate) fn begin_isolated_call() -> CallGuard {
     begin_call_in(Scope::Descendants)
 }
 
@@ -142,13 +142,13 @@ fn begin_call_in(scope: Scope) -> CallGuard {
 
 impl CallGuard {
     /// The value of [`CALL_ENV`] for this call's processes.
-    pub fn marker(&self) -> &str {
+    pub(crate) fn marker(&self) -> &str {
         &self.marker
     }
 
     /// Records the call's process group (the pid of its leader). After [`end_all_calls`] the
     /// call is ended at once.
-    pub fn set_group(&mut self, pgid: Option<u32>) {
+    pub(crate) fn set_group(&mut self, pgid: Option<u32>) {
         self.group = pgid;
         if let Ok(mut l) = live().lock() {
             l.insert(
@@ -166,7 +166,7 @@ impl CallGuard {
 
     /// Ends the call now: kills its process group, every process carrying its marker and the
     /// orphans it left (see the module's notes).
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         if !self.ended {
             self.ended = true;
             if let Ok(mut l) = live().lock() {
@@ -185,7 +185,7 @@ impl Drop for CallGuard {
 
 /// Kills the process group `group` (when given) and every process whose environment holds
 /// `CALL_ENV=marker`.
-pub fn end_call(marker: &str, group: Option<u32>) {
+pub(crate) fn end_call(marker: &str, group: Option<u32>) {
     end_call_from(marker, group, None, Scope::All);
 }
 

@@ -20,7 +20,7 @@ pub(crate) const FOLDBENCH_DIR: &str = ".foldbench";
 /// otherwise carry the moment this cell ran, and `ls -l` would print it: a different output on
 /// every run, which a fold's archive and a request's token count carry on. The shell gets it as
 /// `SOURCE_DATE_EPOCH` too. Files the agent writes later carry the real time of the write.
-pub const FILE_TIME: i64 = 1_714_694_400;
+pub(crate) const FILE_TIME: i64 = 1_714_694_400;
 
 /// Errors of creating or using a workspace.
 #[derive(Debug, thiserror::Error)]

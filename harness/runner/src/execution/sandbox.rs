@@ -19,7 +19,7 @@
 //! - the same view wherever foldbench starts: the mounts are made parents first, so a folder
 //!   bound in (a policy's working folder that is `/` or the home folder) never uncovers
 //!   `/proc`, `/dev`, a hidden folder or a private file (`bwrap_args_with`);
-//! - a cleared environment plus the allow-list of [`allowed_env`];
+//! - a cleared environment plus the allow-list of `allowed_env`;
 //! - `--die-with-parent` and a PID namespace: when the call ends, every process it started,
 //!   `setsid` and double-forked ones included, is killed with it.
 //!
@@ -52,7 +52,7 @@ pub enum SandboxMode {
 /// A `--sandbox` value that names no mode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown sandbox `{0}`; use auto, bwrap or none")]
-pub struct UnknownSandbox(pub String);
+pub struct UnknownSandbox(pub(crate) String);
 
 impl FromStr for SandboxMode {
     type Err = UnknownSandbox;
@@ -154,7 +154,7 @@ impl Sandbox {
 
     /// This sandbox for one task: with the network when the task asks for it, and the task's
     /// own environment variables added to the allow-list.
-    pub fn for_task(&self, network: bool, env: &[(String, String)]) -> Sandbox {
+    pub(crate) fn for_task(&self, network: bool, env: &[(String, String)]) -> Sandbox {
         Sandbox {
             bwrap: self.bwrap.clone(),
             network,
@@ -173,7 +173,7 @@ impl Sandbox {
     }
 
     /// The environment a command sees in a workspace rooted at `root`.
-    pub fn env(&self, root: &Path) -> Vec<(String, String)> {
+    pub(crate) fn env(&self, root: &Path) -> Vec<(String, String)> {
         let mut env = allowed_env(&self.task_env);
         env.push(("HOME".to_string(), root.display().to_string()));
         env.sort();
@@ -181,7 +181,7 @@ impl Sandbox {
     }
 
     /// The command that runs `script` with `sh -c` in `root` under this sandbox, with a cleared
-    /// environment plus [`Sandbox::env`] and `stdin` from `/dev/null`. The caller sets the pipes
+    /// environment plus `Sandbox::env` and `stdin` from `/dev/null`. The caller sets the pipes
     /// and the process group.
     pub fn command(&self, root: &Path, script: &str) -> tokio::process::Command {
         tokio::process::Command::from(self.std_command(root, script, &[]))
@@ -190,7 +190,7 @@ impl Sandbox {
     /// [`Sandbox::command`] as a `std::process::Command`, with more folders bound after the
     /// workspace (each `(path, writable)`; without bubblewrap they are simply reachable): the
     /// command of a policy process (`exec:`), which foldbench talks to synchronously.
-    pub fn std_command(
+    pub(crate) fn std_command(
         &self,
         root: &Path,
         script: &str,
@@ -417,7 +417,7 @@ pub enum Unseen {
 
 impl Unseen {
     /// The folder (or file) that hides it.
-    pub fn cover(&self) -> &Path {
+    pub(crate) fn cover(&self) -> &Path {
         match self {
             Unseen::Own(p) => Path::new(p),
             Unseen::Hidden(p) | Unseen::Private(p) => p,
@@ -501,9 +501,9 @@ fn hidden_folders() -> Vec<PathBuf> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PrivateEntry {
     /// Its path on the host.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Whether it is a folder.
-    pub dir: bool,
+    pub(crate) dir: bool,
 }
 
 /// Folders whose whole tree is searched for private entries; elsewhere only the entries of `/`
@@ -657,7 +657,7 @@ const FIXED_ENV: [(&str, &str); 5] = [
 /// workspace's files are given, [`crate::execution::repo::FILE_TIME`]: the convention that makes
 /// build tools write it instead of the clock), then the task's own variables (which win).
 /// Sorted by name.
-pub fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn allowed_env(task_env: &[(String, String)]) -> Vec<(String, String)> {
     let mut path = std::env::var("PATH")
         .ok()
         .filter(|p| !p.is_empty())

@@ -48,26 +48,26 @@ pub(crate) type Tree = BTreeMap<String, Entry>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     /// The work tree (`.git` and `.foldbench` at the root left out), by relative path.
-    pub tree: Tree,
+    pub(crate) tree: Tree,
     /// The digest of `.git` and the archive folder (see [`meta_of`]).
-    pub meta: [u8; 32],
+    pub(crate) meta: [u8; 32],
     /// Whether every file was hashed whole: a file over [`HASH_WHOLE_MAX`] is known by its size
     /// and samples only, so the state does not determine the workspace and the tool cache
     /// neither looks it up nor stores it.
-    pub exact: bool,
+    pub(crate) exact: bool,
 }
 
 /// The largest file a snapshot (and so the fingerprint and the tool cache's key) hashes whole,
 /// streamed in pieces of 64 KiB: 64 MiB. A larger file is hashed by its size and its first and
 /// last MiB, so a 2 GB file the agent made costs two reads of 1 MiB, not 2 GB of hashing.
-pub const HASH_WHOLE_MAX: u64 = 64 << 20;
+pub(crate) const HASH_WHOLE_MAX: u64 = 64 << 20;
 
 /// The most bytes of one file the tool cache stores with a call's changes: 8 MiB. A call that
 /// wrote a larger file, or more than [`CHANGES_MAX`] in all, is not stored (it runs each time).
-pub const CHANGE_FILE_MAX: u64 = 8 << 20;
+pub(crate) const CHANGE_FILE_MAX: u64 = 8 << 20;
 
 /// The most bytes of file content the tool cache stores for one call: 32 MiB.
-pub const CHANGES_MAX: u64 = 32 << 20;
+pub(crate) const CHANGES_MAX: u64 = 32 << 20;
 
 /// How much of each end of a file over [`HASH_WHOLE_MAX`] its hash samples.
 const SAMPLE: u64 = 1 << 20;
@@ -95,19 +95,19 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<([u8; 32], bool)> {
 
 impl Snapshot {
     /// Takes the snapshot of the workspace at `root`.
-    pub fn take(root: &Path) -> io::Result<Snapshot> {
+    pub(crate) fn take(root: &Path) -> io::Result<Snapshot> {
         Snapshot::with_tree(root, work_tree(root)?)
     }
 
     /// The snapshot of the workspace at `root` whose work tree foldbench knows to be `tree`
     /// (see [`Known`]): only `.git` and the archive folder are read.
-    pub fn with_tree(root: &Path, tree: Tree) -> io::Result<Snapshot> {
+    pub(crate) fn with_tree(root: &Path, tree: Tree) -> io::Result<Snapshot> {
         Snapshot::from_parts(root, tree, None)
     }
 
     /// [`Snapshot::with_tree`] with `.git` and the archive known to be `meta` (read when it is
     /// `None`; checked against a read in builds with debug assertions).
-    pub fn from_parts(root: &Path, tree: Tree, meta: Option<Meta>) -> io::Result<Snapshot> {
+    pub(crate) fn from_parts(root: &Path, tree: Tree, meta: Option<Meta>) -> io::Result<Snapshot> {
         let (meta, meta_exact) = match meta {
             Some(m) => {
                 check_carried("digest of .git and the archive", &m, || meta_of(root), root)?;
@@ -124,13 +124,13 @@ impl Snapshot {
 
     /// The work tree's fingerprint ([`tree_fingerprint`]), from this snapshot.
     #[cfg(test)]
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         tree_fingerprint(&self.tree)
     }
 
     /// The state string of the cache key: a hex sha256 over every entry and the meta digest.
     /// Two workspaces made from the same fixture and changed the same way have the same state.
-    pub fn state(&self) -> String {
+    pub(crate) fn state(&self) -> String {
         let mut h = Sha256::new();
         for (rel, e) in &self.tree {
             h.update(rel.as_bytes());
@@ -196,12 +196,12 @@ pub(crate) struct Known {
 
 impl Known {
     /// Nothing known: the next step reads the workspace.
-    pub fn unknown() -> Known {
+    pub(crate) fn unknown() -> Known {
         Known::default()
     }
 
     /// `tree` is the work tree; `.git` and the archive are not known.
-    pub fn tree(tree: Tree) -> Known {
+    pub(crate) fn tree(tree: Tree) -> Known {
         Known {
             tree: Some(tree),
             meta: None,
@@ -209,7 +209,7 @@ impl Known {
     }
 
     /// The workspace is as `snap` saw it.
-    pub fn of(snap: Snapshot) -> Known {
+    pub(crate) fn of(snap: Snapshot) -> Known {
         // An inexact snapshot does not say whether its inexact file was under `.git`.
         let meta = snap.exact.then_some((snap.meta, true));
         Known {
@@ -219,13 +219,13 @@ impl Known {
     }
 
     /// `.git` and the archive are no longer known (archives were written or moved).
-    pub fn forget_meta(&mut self) {
+    pub(crate) fn forget_meta(&mut self) {
         self.meta = None;
     }
 
     /// The work tree at `root`, the known one or read, and what is known of `.git` and the
     /// archive (to hand on to [`Known::snapshot`] or to the next step).
-    pub fn tree_or_read(self, root: &Path) -> io::Result<(Tree, Option<Meta>)> {
+    pub(crate) fn tree_or_read(self, root: &Path) -> io::Result<(Tree, Option<Meta>)> {
         let tree = match self.tree {
             Some(tree) => {
                 check_carried("work tree", &tree, || work_tree(root), root)?;
@@ -237,19 +237,19 @@ impl Known {
     }
 
     /// The workspace's snapshot: what is known of it, the rest read.
-    pub fn snapshot(self, root: &Path) -> io::Result<Snapshot> {
+    pub(crate) fn snapshot(self, root: &Path) -> io::Result<Snapshot> {
         let (tree, meta) = self.tree_or_read(root)?;
         Snapshot::from_parts(root, tree, meta)
     }
 
     /// The work tree at `root`: the known one, else read.
     #[cfg(test)]
-    pub fn or_read(self, root: &Path) -> io::Result<Tree> {
+    pub(crate) fn or_read(self, root: &Path) -> io::Result<Tree> {
         self.tree_or_read(root).map(|(tree, _)| tree)
     }
 
     /// A workspace whose work tree is `tree` and whose `.git` and archive are `meta`.
-    pub fn parts(tree: Tree, meta: Option<Meta>) -> Known {
+    pub(crate) fn parts(tree: Tree, meta: Option<Meta>) -> Known {
         Known {
             tree: Some(tree),
             meta,
@@ -394,7 +394,7 @@ fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> 
 /// The bytes of a changed file: text when it is UTF-8 (readable on disk), else raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Content {
+pub(crate) enum Content {
     /// UTF-8 content.
     Text(String),
     /// Any other content.
@@ -447,7 +447,7 @@ fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 /// One change of the work tree, relative to the workspace root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// A file or symlink that is gone (or changes kind).
     Remove {
         /// Relative path.

@@ -49,20 +49,20 @@ pub const DEFAULT_DISK_CAP: u64 = 256 * 1024 * 1024;
 /// One stored result: the output as the shell returned it, its wait status and the changes the
 /// call made to the work tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// The merged, capped output, with the workspace root replaced by a marker.
-    pub output: String,
+    pub(crate) output: String,
     /// The raw wait status of `sh` (`None` when it was not collected).
-    pub status: Option<i32>,
+    pub(crate) status: Option<i32>,
     /// What the call changed in the work tree, in the order to apply it, with the workspace root
     /// replaced by a marker in file contents (empty: it changed nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
 }
 
 /// Where a shell result came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The command ran.
     Ran,
     /// The result was taken from the cache.
@@ -88,12 +88,12 @@ pub struct Stats {
     /// Commands that ran.
     pub misses: u64,
     /// Commands that ran and were not stored: they changed `.git` or the archive folder, timed
-    /// out, wrote more than the cache keeps ([`snapshot::CHANGE_FILE_MAX`],
-    /// [`snapshot::CHANGES_MAX`]), or ran where a file is too large to hash whole
-    /// ([`snapshot::HASH_WHOLE_MAX`]).
+    /// out, wrote more than the cache keeps (`snapshot::CHANGE_FILE_MAX`,
+    /// `snapshot::CHANGES_MAX`), or ran where a file is too large to hash whole
+    /// (`snapshot::HASH_WHOLE_MAX`).
     pub uncacheable: u64,
     /// Hits that applied file changes to the workspace.
-    pub replayed: u64,
+    pub(crate) replayed: u64,
 }
 
 impl ToolCache {
@@ -232,7 +232,13 @@ impl ToolCache {
 
 /// The key of a shell command in a workspace: everything its output can depend on. The
 /// workspace's own path is not in it (outputs store it as a marker), so cells share results.
-pub fn key(command: &str, state: &str, sandbox: &Sandbox, timeout: Duration, cap: usize) -> String {
+pub(crate) fn key(
+    command: &str,
+    state: &str,
+    sandbox: &Sandbox,
+    timeout: Duration,
+    cap: usize,
+) -> String {
     // v3: the sandbox drops every capability and covers private host files; results stored
     // on disk under the older sandbox are not reused.
     let mut text = format!(

@@ -14,11 +14,11 @@ use std::path::{Component, Path, PathBuf};
 use git2::{DiffFormat, DiffOptions, Oid};
 use tempfile::TempDir;
 
-pub use crate::execution::dirs::{
-    close_and_sweep_own, owned_prefix, sweep_stale, workspaces_dir, KEPT_PREFIX, SHM_MIN,
-};
+pub use crate::execution::dirs::{close_and_sweep_own, workspaces_dir};
+pub(crate) use crate::execution::dirs::{owned_prefix, sweep_stale, KEPT_PREFIX};
+pub use crate::execution::repo::WorkspaceError;
+pub(crate) use crate::execution::repo::FILE_TIME;
 use crate::execution::repo::{io_err, FOLDBENCH_DIR};
-pub use crate::execution::repo::{WorkspaceError, FILE_TIME};
 use crate::execution::shell::{self, ToolLimits};
 use crate::execution::snapshot::Known;
 
@@ -28,15 +28,15 @@ pub use harness_core::session::ARCHIVE_DIR;
 
 /// A changed file larger than this (in bytes, before or after) is named in the diff with its
 /// size instead of its content.
-pub const DIFF_FILE_CAP: u64 = 1 << 20;
+pub(crate) const DIFF_FILE_CAP: u64 = 1 << 20;
 
 /// The most bytes of diff text kept (`diff.patch`); the rest is left out with a note saying how
 /// much.
-pub const DIFF_CAP: usize = 4 << 20;
+pub(crate) const DIFF_CAP: usize = 4 << 20;
 
 /// `.foldbench/` set aside by [`Workspace::set_archive_aside`]; dropping it puts the folder back.
 #[derive(Debug)]
-pub struct ArchiveAside {
+pub(crate) struct ArchiveAside {
     from: PathBuf,
     aside: PathBuf,
     _tmp: TempDir,
@@ -66,11 +66,11 @@ pub struct Workspace {
 
 impl Workspace {
     /// Same as the module's [`ARCHIVE_DIR`].
-    pub const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
+    pub(crate) const ARCHIVE_DIR: &'static str = ARCHIVE_DIR;
 
     /// Creates a workspace from the fixture folder: a fresh folder in [`workspaces_dir`] (named
-    /// `foldbench-p<PID>-n<NS>-…` after the process that owns it ([`owned_prefix`]), so
-    /// [`sweep_stale`] can tell a dead
+    /// `foldbench-p<PID>-n<NS>-…` after the process that owns it (`owned_prefix`), so
+    /// `sweep_stale` can tell a dead
     /// run's workspace; `foldbench-kept-…` with `keep`), the
     /// fixture copied into it (regular files and directories, executable bits kept; a symlink
     /// in the fixture is an error), `git init`, everything staged and committed as the first
@@ -133,12 +133,13 @@ impl Workspace {
     }
 
     /// The workspace root (absolute, canonical).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
-    /// The archive folder's absolute path (it need not exist yet).
-    pub fn archive_dir(&self) -> PathBuf {
+    /// The archive folder's absolute path (it need not exist yet). For the tests.
+    #[cfg(test)]
+    pub(crate) fn archive_dir(&self) -> PathBuf {
         self.root.join(ARCHIVE_DIR)
     }
 
@@ -147,7 +148,7 @@ impl Workspace {
     /// folder under every arm (an archive holds old versions of the code a `grep -r` would find),
     /// and their tool-cache keys do not change with the archive. `None` when there is none. The
     /// folder waits in a sibling temp folder of this process (swept like a workspace).
-    pub fn set_archive_aside(&self) -> io::Result<Option<ArchiveAside>> {
+    pub(crate) fn set_archive_aside(&self) -> io::Result<Option<ArchiveAside>> {
         let from = self.root.join(".foldbench");
         if !from.exists() {
             return Ok(None);
@@ -165,20 +166,16 @@ impl Workspace {
         }))
     }
 
-    /// The id of the first commit (the fixture as it was copied).
-    pub fn base_commit(&self) -> String {
+    /// The id of the first commit (the fixture as it was copied). For the tests.
+    #[cfg(test)]
+    fn base_commit(&self) -> String {
         self.base.to_string()
-    }
-
-    /// Same as the module's [`is_archive_path`].
-    pub fn is_archive_path(rel: &str) -> bool {
-        is_archive_path(rel)
     }
 
     /// Runs the task's setup commands in order, with the shell tool's runner (same directory,
     /// sandbox, environment and process-group handling; `limits`' shell timeout per command),
     /// then gives every file, folder and link of the work tree (the root and `.git` itself, not
-    /// what `.git` holds) the time [`FILE_TIME`]. The first command that exits non-zero or times
+    /// what `.git` holds) the time `FILE_TIME`. The first command that exits non-zero or times
     /// out is an error naming it, with its output.
     pub async fn run_setup(
         &self,
@@ -235,7 +232,7 @@ impl Workspace {
     /// files in order of their relative paths, each contributing its path bytes, a 0 byte, the
     /// sha256 of its content and a 0 byte. Symlinks are not followed. Equal files give equal
     /// fingerprints, and a tool-cache snapshot of the workspace gives the same one
-    /// ([`crate::execution::snapshot`]) without reading the files again.
+    /// (`crate::execution::snapshot`) without reading the files again.
     pub fn fingerprint(&self) -> io::Result<String> {
         Ok(crate::execution::snapshot::tree_fingerprint(
             &crate::execution::snapshot::work_tree(&self.root)?,
@@ -244,7 +241,7 @@ impl Workspace {
 
     /// The state a shell command's output can depend on, for the tool cache: every folder, file
     /// and symlink of the work tree with its mode and content, plus what identifies the
-    /// repository's commits and refs and the archives (see [`crate::execution::snapshot`]). Two workspaces
+    /// repository's commits and refs and the archives (see `crate::execution::snapshot`). Two workspaces
     /// made from the same fixture and changed the same way have the same state.
     pub fn cache_state(&self) -> io::Result<String> {
         Ok(crate::execution::snapshot::Snapshot::take(&self.root)?.state())
@@ -253,8 +250,8 @@ impl Workspace {
     /// The changes since the first commit as a unified diff (git patch text): the first
     /// commit's tree against the working tree (through the index), untracked files included
     /// with their content, the archive folder excluded. Empty when nothing changed. Bounded: a
-    /// file larger than [`DIFF_FILE_CAP`] is named with its size, not its content, and the text
-    /// stops at [`DIFF_CAP`] bytes with a note of what was left out.
+    /// file larger than `DIFF_FILE_CAP` is named with its size, not its content, and the text
+    /// stops at `DIFF_CAP` bytes with a note of what was left out.
     ///
     /// The workspace's `.git` is not read (its configuration, index, objects and links are the
     /// agent's to change): the first commit comes from foldbench's own copy of its objects and
@@ -344,7 +341,7 @@ impl Cut {
 /// result shows the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PathError {
+pub(crate) enum PathError {
     /// Absolute, or its `..` leave the root.
     #[error(
         "error: path `{rel}` is outside the workspace; use a path relative to the workspace root"
@@ -363,7 +360,7 @@ pub enum PathError {
 
 /// Normalises a workspace-relative path lexically: drops `.` components, resolves `..`, joins
 /// with `/`; the root itself is `.`. Refuses absolute paths and paths that leave the root.
-pub fn normalize(rel: &str) -> Result<String, PathError> {
+pub(crate) fn normalize(rel: &str) -> Result<String, PathError> {
     let outside = || PathError::Outside {
         rel: rel.to_string(),
     };
@@ -397,7 +394,7 @@ pub fn normalize(rel: &str) -> Result<String, PathError> {
 /// Whether a workspace-relative path is inside the archive folder (`.foldbench/archive` or
 /// below). The path is normalised lexically first (`./`, `a/../`); paths that cannot be
 /// normalised (absolute, escaping) are not archive paths.
-pub fn is_archive_path(rel: &str) -> bool {
+pub(crate) fn is_archive_path(rel: &str) -> bool {
     match normalize(rel) {
         Ok(norm) => {
             norm == ARCHIVE_DIR

@@ -413,12 +413,12 @@ pub fn run_page(
     }
     let tasks: std::collections::BTreeSet<&str> = records.iter().map(|r| r.task.as_str()).collect();
     let mut blocks = Vec::new();
-    let (base, answers) = harness_report::answer::run_answers(records, baseline);
+    let (base, answers) = harness_report::headline::run_answers(records, baseline);
     if !answers.is_empty() {
-        blocks.push(Block::Heading(harness_report::answer::run_heading(
+        blocks.push(Block::Heading(harness_report::headline::run_heading(
             &base, records,
         )));
-        blocks.push(Block::Lines(harness_report::answer::lines(&answers)));
+        blocks.push(Block::Lines(harness_report::headline::lines(&answers)));
         let points = harness_report::frontier::run_points(records, &base);
         if points.len() > 1 {
             blocks.push(Block::Frontier {
@@ -427,7 +427,7 @@ pub fn run_page(
             });
         }
         blocks.push(Block::Lines(vec![
-            harness_report::answer::RUN_TOKENS_NOTE.into(),
+            harness_report::headline::RUN_TOKENS_NOTE.into(),
             harness_report::verdict::RATIO_LEGEND.into(),
             harness_report::frontier::LEGEND.into(),
         ]));

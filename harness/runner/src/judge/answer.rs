@@ -32,7 +32,7 @@ use crate::cell::SYSTEM_PROMPT;
 use crate::judge::JudgeError;
 
 /// The file in a cassette folder that says how its answers were asked.
-pub const MARKER: &str = "answer.json";
+pub(crate) const MARKER: &str = "answer.json";
 
 /// The answer settings of `judge run` (`--answer tool|text`, `--grammar`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,9 +51,9 @@ pub struct AnswerArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Answering {
     /// Tool calls or text.
-    pub mode: AnswerMode,
+    pub(crate) mode: AnswerMode,
     /// Whether a grammar constrains the text.
-    pub constrained: bool,
+    pub(crate) constrained: bool,
 }
 
 impl Answering {
@@ -197,9 +197,9 @@ pub fn build_models(
     Ok(out)
 }
 
-/// The request an item sends in a mode: tool mode is [`request_for`]; text mode
-/// has the same system prompt, no tools, and [`text_request_messages`].
-pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
+/// The request an item sends in a mode: tool mode is `request_for`; text mode
+/// has the same system prompt, no tools, and `text_request_messages`.
+pub(crate) fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request {
     match mode {
         AnswerMode::Tool => request_for(item, cap),
         AnswerMode::Text => {
@@ -217,7 +217,7 @@ pub fn request_in(item: &Item, cap: Option<usize>, mode: AnswerMode) -> Request 
 }
 
 /// Asks one model about one item and judges its answer.
-pub async fn ask(
+pub(crate) async fn ask(
     item: &Item,
     model: &SharedModel,
     how: Answering,

@@ -24,24 +24,24 @@ use harness_core::request::Request;
 /// Why a request cannot be fitted: even without any context it is over the budget.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("does not fit: the system prompt, tools, card and current message alone are {fixed} tokens, over --max-context {budget} (the context, {context} tokens, would be left out whole)")]
-pub struct TooLong {
+pub(crate) struct TooLong {
     /// Tokens of the system prompt, tools, card and current message.
-    pub fixed: u64,
+    pub(crate) fixed: u64,
     /// The budget (`--max-context`).
-    pub budget: u64,
+    pub(crate) budget: u64,
     /// Tokens of the context.
-    pub context: u64,
+    pub(crate) context: u64,
 }
 
 /// What fitting did to a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Fitted {
+pub(crate) struct Fitted {
     /// Turns of the context left out (0: the request fit as it was).
-    pub turns_cut: u32,
+    pub(crate) turns_cut: u32,
 }
 
 /// The note that stands in for the turns left out.
-pub fn cut_note(turns: u32, first_kept: u32) -> String {
+pub(crate) fn cut_note(turns: u32, first_kept: u32) -> String {
     format!(
         "[foldbench judge: the {turns} oldest turn(s) of this session are left out here to fit the model's context; the conversation below starts at turn {first_kept}. The card lists every turn it offers.]"
     )
@@ -49,7 +49,7 @@ pub fn cut_note(turns: u32, first_kept: u32) -> String {
 
 /// Fits `req` into `budget` o200k tokens (see the module docs); `Err` says the sizes when even
 /// the request without any context is over the budget.
-pub fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted), TooLong> {
+pub(crate) fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted), TooLong> {
     let Some(budget) = budget else {
         return Ok((req, Fitted::default()));
     };

@@ -64,7 +64,7 @@ struct Edit {
 mod decode;
 mod grouping;
 mod needs;
-pub mod prefix;
+pub(crate) mod prefix;
 mod rendering;
 mod rounds;
 mod state;
@@ -73,8 +73,8 @@ mod text;
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
 pub use prefix::{decode_after, Decode, Kept, Prefixes, Slot};
-pub use rounds::{Answered, Place, Round, MAX_REJECTED};
-pub use state::Saved;
+pub(crate) use rounds::{Answered, Place, Round};
+pub(crate) use state::Saved;
 
 /// Where a message's units are in the request (item, unit).
 type Units = Vec<(usize, usize)>;
@@ -103,7 +103,7 @@ pub struct Outgoing {
     /// The request's record (index, turn, sizes).
     pub record: RequestRecord,
     /// The messages sent (for the prompt-cache reference of the next request).
-    pub messages: Vec<Arc<Message>>,
+    pub(crate) messages: Vec<Arc<Message>>,
 }
 
 /// What the conversation needs next.
@@ -123,10 +123,10 @@ pub enum Step {
 }
 
 /// An archive to write before a splice is applied (the driver's).
-pub use harness_core::driver::PendingSplice;
+pub(crate) use harness_core::driver::PendingSplice;
 
 /// What builds a conversation's policy, again on each branch.
-pub type MakePolicy = Box<dyn Fn() -> Result<Box<dyn Policy>, PolicyError> + Send + Sync>;
+pub(crate) type MakePolicy = Box<dyn Fn() -> Result<Box<dyn Policy>, PolicyError> + Send + Sync>;
 
 /// One conversation's state.
 pub struct Conversation {
@@ -152,13 +152,13 @@ pub struct Conversation {
     /// Writing calls so far.
     writes: usize,
     /// Branches started after the first.
-    pub branches: u32,
+    pub(crate) branches: u32,
     /// The events, in order.
     pub events: Vec<Event>,
     /// Every message the conversation's model read that the agent did not write (cards, fold
     /// results, summaries) and every message of the agent's, once, in order: those not yet
     /// written to `transcript.jsonl` (the proxy empties it as it writes).
-    pub transcript: Vec<Arc<Message>>,
+    pub(crate) transcript: Vec<Arc<Message>>,
     /// Where each message of the live context came from.
     origins: HashMap<u64, Origin>,
     /// The request in progress: system and tools, prefix tokens, pinned pieces.
@@ -268,23 +268,23 @@ impl Conversation {
     }
 
     /// The policy's name with its parameters.
-    pub fn policy_name(&self) -> String {
+    pub(crate) fn policy_name(&self) -> String {
         self.driver.policy().name()
     }
 
     /// Why the policy cannot go on, once it cannot (an `exec:` process that crashed, hung or
     /// answered out of protocol), in memory or before the conversation left it.
-    pub fn policy_failed(&self) -> Option<String> {
+    pub(crate) fn policy_failed(&self) -> Option<String> {
         self.driver.failed().or_else(|| self.failed_before.clone())
     }
 
     /// Whether the policy owns a tool (its calls are answered by the proxy).
-    pub fn owns_tool(&self, name: &str) -> bool {
+    pub(crate) fn owns_tool(&self, name: &str) -> bool {
         self.driver.owns_tool(name)
     }
 
     /// The policy's own tools, offered beside the agent's.
-    pub fn policy_tools(&self) -> Vec<ToolSpec> {
+    pub(crate) fn policy_tools(&self) -> Vec<ToolSpec> {
         self.driver.policy().tools()
     }
 
@@ -295,7 +295,7 @@ impl Conversation {
     }
 
     /// Starts a new branch: the policy, its edits and cards start again.
-    pub fn new_branch(&mut self) -> Result<(), PolicyError> {
+    pub(crate) fn new_branch(&mut self) -> Result<(), PolicyError> {
         self.driver.set_policy((self.make_policy)()?);
         self.known.clear();
         self.seen.clear();
@@ -481,12 +481,12 @@ impl Conversation {
     }
 
     /// The files the policy wants written (a cut tool output, the history before a summary).
-    pub fn offloads(&mut self) -> Vec<harness_core::policy::Offload> {
+    pub(crate) fn offloads(&mut self) -> Vec<harness_core::policy::Offload> {
         self.driver.offloads()
     }
 
     /// The host wrote (`written`) or could not write an offloaded file.
-    pub fn offloaded(&mut self, path: &str, written: bool) {
+    pub(crate) fn offloaded(&mut self, path: &str, written: bool) {
         self.driver.offloaded(path, written);
     }
 
@@ -727,7 +727,7 @@ impl Conversation {
 
     /// The record of a request that the proxy made again for the same agent request (the
     /// model asked again after a policy tool's call), with the messages it held.
-    pub fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
+    pub(crate) fn record_continuation(&mut self, messages: &[Arc<Message>]) -> RequestRecord {
         self.prev_ok = self.prev.clone();
         self.record_request(
             Purpose::Turn,
@@ -737,7 +737,7 @@ impl Conversation {
     }
 
     /// Records the upstream's answer to request `index`.
-    pub fn record_response(
+    pub(crate) fn record_response(
         &mut self,
         index: usize,
         usage: Option<harness_core::request::Usage>,
@@ -754,7 +754,7 @@ impl Conversation {
 
     /// Answers a call of the policy's own tool (in the answer to request `index`): the result
     /// text, whether it was refused; the call and its result are recorded.
-    pub fn policy_tool(&mut self, call: &ToolCall, index: usize) -> (String, bool) {
+    pub(crate) fn policy_tool(&mut self, call: &ToolCall, index: usize) -> (String, bool) {
         let answer = self.driver.answer(call);
         if let Some(mode) = answer.entered {
             self.events.push(Event::StrategyEntered {
@@ -784,20 +784,15 @@ impl Conversation {
         (reply.text, reply.is_error)
     }
 
-    /// The messages of the last request sent.
-    pub fn last_sent(&self) -> Vec<Arc<Message>> {
-        self.prev.clone().unwrap_or_default()
-    }
-
     /// Sets the messages the next request's cache simulation compares with.
-    pub fn set_sent(&mut self, messages: Vec<Arc<Message>>) {
+    pub(crate) fn set_sent(&mut self, messages: Vec<Arc<Message>>) {
         self.prev = Some(messages);
     }
 
     /// The messages of the request asked again after the model's answer with policy calls:
     /// what was sent, the answer as the upstream wrote it (its `parts`: thinking, text and the
     /// calls, so nothing the API needs back is lost) and the calls' results.
-    pub fn continuation(
+    pub(crate) fn continuation(
         &mut self,
         api: Api,
         sent: &[Arc<Message>],
@@ -823,7 +818,7 @@ impl Conversation {
 
     /// The request `index` got no answer (an error status, a stream cut, an upstream out of
     /// reach): recorded apart, and the cache's reference goes back to the request before it.
-    pub fn request_failed(&mut self, index: usize, status: Option<u16>, reason: &str) {
+    pub(crate) fn request_failed(&mut self, index: usize, status: Option<u16>, reason: &str) {
         self.events.push(Event::RequestFailed {
             index,
             status,
@@ -865,11 +860,6 @@ impl Conversation {
                 self.writes += 1;
             }
         }
-    }
-
-    /// Every policy-made message's text (cards, fold results, summaries) for tests.
-    pub fn edits_len(&self) -> usize {
-        self.edits.len()
     }
 
     /// Notes what an edit of the context (a splice, a compaction) replaced: the messages that

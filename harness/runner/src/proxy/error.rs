@@ -137,7 +137,7 @@ impl ProxyError {
 /// Why an upstream answer was not read to its end.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// It passed the cap.
     #[error("the upstream's answer passed {} MiB, the most the proxy reads of one answer (--answer-cap-mib); it was cut there", .0 >> 20)]
     TooLarge(usize),

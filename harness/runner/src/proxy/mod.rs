@@ -26,18 +26,19 @@
 //!   agent resumes it, the same requests going upstream.
 //!
 //! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
-//! uses to put one proxy in front of each cell; [`record`] says what the run folder holds.
+//! uses to put one proxy in front of each cell; `record` says what the run folder holds.
 
 pub mod conversation;
 mod error;
 mod forward;
 mod memory;
-pub mod record;
+pub(crate) mod record;
 mod relay;
 mod upstream;
 mod workdir;
 
-pub use error::{AnswerError, ProxyError};
+pub(crate) use error::AnswerError;
+pub use error::ProxyError;
 use memory::Slot;
 pub use memory::{MemoryLimits, IDLE, MAX_HELD, MAX_HELD_BYTES};
 use upstream::{agent_head, error_chain, malformed, pass_through, read_whole, send_upstream};
@@ -70,7 +71,7 @@ use conversation::{Conversation, Decoded, Step};
 use record::{Exchange, Recorder};
 
 /// The largest request body the proxy reads (a long session's history is a few MiB).
-pub const MAX_BODY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// The most bytes of one upstream answer the proxy reads by default (32 MiB, as `run` reads of a
 /// provider's answer; a long answer is a few MiB even streamed).
@@ -82,10 +83,10 @@ pub const ANSWER_TIME: std::time::Duration = std::time::Duration::from_secs(20 *
 
 /// How long a client may take to send a request's headers before the proxy closes the
 /// connection (one that trickles its headers would otherwise hold it forever).
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The most connections the proxy serves at once; more wait until one closes.
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// The limits on one upstream answer: a stream is relayed as it comes, and what the proxy
 /// holds of it (the answer it adds up, an event not yet whole) is within the cap.
@@ -108,24 +109,24 @@ impl Default for AnswerLimits {
 
 /// A piece of a streamed answer for the agent; an error ends the connection mid-body (the
 /// agent sees an incomplete answer, never a truncated one that looks whole).
-pub type Piece = Result<Bytes, std::io::Error>;
+pub(crate) type Piece = Result<Bytes, std::io::Error>;
 
 /// How many times in a row the proxy answers its policy's tool and asks the model again before
 /// it gives the agent the answer as it is.
-pub const MAX_POLICY_ROUNDS: usize = 4;
+pub(crate) const MAX_POLICY_ROUNDS: usize = 4;
 
 /// What a proxy runs with.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
     /// The policy applied to every conversation.
-    pub policy: PolicySpec,
+    pub(crate) policy: PolicySpec,
     /// The upstream's base URL (`https://api.anthropic.com`, `http://127.0.0.1:8787`); the
     /// agent's request path is appended (a `/v1` at the end of both is not doubled).
-    pub upstream: String,
+    pub(crate) upstream: String,
     /// Where to listen (port 0: any free port).
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// The run folder the records go to.
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// The agent's working folder, where archives go (`.foldbench/archive/`); `None`: the
     /// folder the agent's system prompt names (Claude Code's "Primary working directory", a
     /// `<cwd>`: the top-level system prompt or a `system`/`developer` entry, never a user's
@@ -138,13 +139,13 @@ pub struct ProxyConfig {
     /// The model's context window the policy assumes (compaction thresholds).
     pub window: u64,
     /// The arm label records carry (the policy as the user wrote it).
-    pub arm: String,
+    pub(crate) arm: String,
     /// The task name records carry (`proxy`, or the task a cell of `run --agent` runs).
-    pub task: String,
+    pub(crate) task: String,
     /// The task whose needed facts the harness watches in each conversation (`run --agent`):
     /// each turn's facts, visible in its first request or brought back by a tool result, as
     /// `needs` events (the `lost` column).
-    pub needs: Option<Arc<harness_core::spec::TaskSpec>>,
+    pub(crate) needs: Option<Arc<harness_core::spec::TaskSpec>>,
     /// The cap and the time limit on every upstream answer.
     pub limits: AnswerLimits,
     /// How long a client may take to send a request's headers before its connection is
@@ -496,7 +497,7 @@ impl Drop for Proxy {
 }
 
 /// A response body: whole, or a stream fed by a task.
-pub enum ProxyBody {
+pub(crate) enum ProxyBody {
     /// All of it.
     Full(Option<Bytes>),
     /// Pieces as they come.

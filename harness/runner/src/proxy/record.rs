@@ -44,39 +44,39 @@ use crate::results::{
 };
 
 /// A conversation's state kept for a restart (in its folder under `cells/`).
-pub const STATE_FILE: &str = "state.json";
+pub(crate) const STATE_FILE: &str = "state.json";
 
 /// The proxy's own log in the run folder.
-pub const EXCHANGES_FILE: &str = "exchanges.jsonl";
+pub(crate) const EXCHANGES_FILE: &str = "exchanges.jsonl";
 
 /// One line of `exchanges.jsonl`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// `main`, `side`, `passthrough`, `compaction`, `branch` or `refused`; `evicted` and
     /// `reloaded` when a conversation leaves memory and comes back.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The request's path (no query).
-    pub path: String,
+    pub(crate) path: String,
     /// The conversation's cell, for a request of one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cell: Option<String>,
+    pub(crate) cell: Option<String>,
     /// The status the agent got (0 while a stream was still going).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// The index of the conversation's request it was.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<usize>,
+    pub(crate) index: Option<usize>,
     /// Whether the answer was streamed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub stream: bool,
+    pub(crate) stream: bool,
     /// What happened, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 impl Exchange {
     /// An exchange of `kind` at `path`.
-    pub fn new(kind: &str, path: &str) -> Exchange {
+    pub(crate) fn new(kind: &str, path: &str) -> Exchange {
         Exchange {
             kind: kind.into(),
             path: path.into(),
@@ -89,38 +89,38 @@ impl Exchange {
     }
 
     /// With its conversation's cell.
-    pub fn cell(mut self, cell: &str) -> Exchange {
+    pub(crate) fn cell(mut self, cell: &str) -> Exchange {
         self.cell = Some(cell.into());
         self
     }
 
     /// With the status the agent got.
-    pub fn status(mut self, s: u16) -> Exchange {
+    pub(crate) fn status(mut self, s: u16) -> Exchange {
         self.status = Some(s);
         self
     }
 
     /// With the conversation's request index.
-    pub fn index(mut self, i: usize) -> Exchange {
+    pub(crate) fn index(mut self, i: usize) -> Exchange {
         self.index = Some(i);
         self
     }
 
     /// Marked as streamed.
-    pub fn stream(mut self) -> Exchange {
+    pub(crate) fn stream(mut self) -> Exchange {
         self.stream = true;
         self
     }
 
     /// With a note.
-    pub fn note(mut self, n: &str) -> Exchange {
+    pub(crate) fn note(mut self, n: &str) -> Exchange {
         self.note = Some(n.into());
         self
     }
 }
 
 /// Writes the run folder.
-pub struct Recorder {
+pub(crate) struct Recorder {
     root: PathBuf,
     exchanges: File,
     requests: File,
@@ -148,7 +148,7 @@ pub(crate) struct Finished<'a> {
 impl Recorder {
     /// Opens the run folder (made when missing), taking its lock; a folder of an earlier proxy
     /// run is continued.
-    pub fn open(cfg: &ProxyConfig) -> Result<Recorder, ProxyError> {
+    pub(crate) fn open(cfg: &ProxyConfig) -> Result<Recorder, ProxyError> {
         let root = cfg.out.clone();
         let io = ProxyError::io;
         fs::create_dir_all(root.join("cells")).map_err(io("create", &root))?;
@@ -248,12 +248,12 @@ impl Recorder {
     }
 
     /// The number the first conversation of this run gets.
-    pub fn next_number(&self) -> u64 {
+    pub(crate) fn next_number(&self) -> u64 {
         self.first_number
     }
 
     /// Appends an exchange to `exchanges.jsonl`.
-    pub fn exchange(&mut self, e: &Exchange) {
+    pub(crate) fn exchange(&mut self, e: &Exchange) {
         if let Ok(mut line) = serde_json::to_string(e) {
             line.push('\n');
             if let Err(err) = self.exchanges.write_all(line.as_bytes()) {
@@ -316,7 +316,7 @@ impl Recorder {
     }
 
     /// Keeps a copy of an archive the proxy wrote in the agent's folder.
-    pub fn archive(&mut self, cell: &str, rel: &str, bytes: &[u8]) {
+    pub(crate) fn archive(&mut self, cell: &str, rel: &str, bytes: &[u8]) {
         let name = Path::new(rel)
             .file_name()
             .map(|n| n.to_owned())
@@ -395,7 +395,7 @@ impl Recorder {
 
     /// The folder's conversations and the requests their model answered, as `report` counts
     /// them (the records of earlier runs on the folder and this run's).
-    pub fn recorded(&self) -> (usize, u64) {
+    pub(crate) fn recorded(&self) -> (usize, u64) {
         let requests = self
             .records
             .values()
@@ -405,7 +405,7 @@ impl Recorder {
     }
 
     /// Writes `cells.jsonl`: the records of earlier runs on the folder and this run's.
-    pub fn write_records(&self) -> Result<(), ProxyError> {
+    pub(crate) fn write_records(&self) -> Result<(), ProxyError> {
         let lines = self
             .order
             .iter()

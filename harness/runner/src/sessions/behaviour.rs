@@ -30,13 +30,6 @@ pub enum BehaviourError {
     },
 }
 
-impl BehaviourError {
-    /// Whether the user's input is at fault (exit code 2), not the file system.
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, BehaviourError::File(e) if e.what == "write")
-    }
-}
-
 /// Reads the profile at `path`.
 pub fn read(path: &Path) -> Result<Profile, BehaviourError> {
     let bytes = std::fs::read(path).map_err(FileError::on("read", path))?;

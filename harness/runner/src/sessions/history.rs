@@ -22,16 +22,16 @@ use super::SessionsError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     /// The folder.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Whose sessions it holds (`Claude Code`, `Codex`).
-    pub agent: &'static str,
+    pub(crate) agent: &'static str,
     /// Where its name came from (`CLAUDE_CONFIG_DIR`, `HOME`, `CODEX_HOME`).
-    pub from: &'static str,
+    pub(crate) from: &'static str,
 }
 
 /// The default places, from the environment `var` reads (`std::env::var` in the binary; a map
 /// in tests), whether or not they exist.
-pub fn places(var: impl Fn(&str) -> Option<String>) -> Vec<Place> {
+pub(crate) fn places(var: impl Fn(&str) -> Option<String>) -> Vec<Place> {
     let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
     let home = set("HOME").map(PathBuf::from);
     let mut out = Vec::new();
@@ -107,19 +107,19 @@ pub fn resolve(command: &str, say: &dyn Fn(&str)) -> Result<Vec<PathBuf>, Sessio
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     /// Keep sessions active on or after this day (midnight UTC, in milliseconds).
-    pub since_ms: Option<i64>,
+    pub(crate) since_ms: Option<i64>,
     /// Keep sessions active on or before this day (the end of the day UTC, exclusive).
-    pub until_ms: Option<i64>,
+    pub(crate) until_ms: Option<i64>,
     /// A substring (case-insensitive) of the session's working folder or project folder.
-    pub project: Option<String>,
+    pub(crate) project: Option<String>,
     /// A prefix of the session's id or of its parent's.
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 const DAY_MS: i64 = 86_400_000;
 
 /// Parses `--since`/`--until`: a date `YYYY-MM-DD`.
-pub fn parse_date(flag: &'static str, text: &str) -> Result<i64, SessionsError> {
+pub(crate) fn parse_date(flag: &'static str, text: &str) -> Result<i64, SessionsError> {
     let t = text.trim();
     let ok = t.len() == 10 && t.as_bytes()[4] == b'-' && t.as_bytes()[7] == b'-';
     match harness_import::timestamp_ms(t).filter(|_| ok) {
@@ -161,14 +161,14 @@ impl Filter {
     }
 
     /// Whether any filter is given.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         *self != Filter::default()
     }
 
     /// What of this filter can be tested on a file before it is imported (the session
     /// prefix, the project text, `--since` against the file's modification time): files it
     /// rules out are read but never parsed or tokenized, and the sessions kept are the same.
-    pub fn prefilter(&self) -> harness_import::fs::Prefilter {
+    pub(crate) fn prefilter(&self) -> harness_import::fs::Prefilter {
         harness_import::fs::Prefilter {
             modified_since_ms: self.since_ms,
             session: self.session.clone(),
@@ -178,14 +178,14 @@ impl Filter {
     }
 
     /// Whether dates are filtered.
-    pub fn by_date(&self) -> bool {
+    pub(crate) fn by_date(&self) -> bool {
         self.since_ms.is_some() || self.until_ms.is_some()
     }
 
     /// Whether `s` passes. A session is kept by date when its activity (first to last
     /// timestamp) overlaps the days asked for; a session without timestamps does not pass a
     /// date filter.
-    pub fn keeps(&self, s: &ImportedSession) -> bool {
+    pub(crate) fn keeps(&self, s: &ImportedSession) -> bool {
         if self.by_date() {
             let (Some(start), Some(end)) = (s.started_ms, s.ended_ms) else {
                 return false;
@@ -216,35 +216,35 @@ impl Filter {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelPrice {
     /// The model as recorded (`null`: requests that name no model).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Recorded requests of that model.
-    pub requests: usize,
+    pub(crate) requests: usize,
     /// Where the price came from: `override`, `built_in` or `default` (the model is unknown).
-    pub source: PriceSource,
+    pub(crate) source: PriceSource,
     /// For a built-in price: the table row's scheme (`anthropic`, `openai`) and source (`url`,
     /// `read`, `note`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub listed: Option<Listed>,
+    pub(crate) listed: Option<Listed>,
     /// Input.
-    pub input: f64,
+    pub(crate) input: f64,
     /// Cache write.
-    pub cache_write: f64,
+    pub(crate) cache_write: f64,
     /// Cache read.
-    pub cache_read: f64,
+    pub(crate) cache_read: f64,
     /// Output.
-    pub output: f64,
+    pub(crate) output: f64,
 }
 
 /// A built-in price's row: its scheme and where its figures were read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The row's name (`claude-sonnet-4`).
-    pub row: &'static str,
+    pub(crate) row: &'static str,
     /// The provider's scheme.
-    pub scheme: harness_core::prices::Scheme,
+    pub(crate) scheme: harness_core::prices::Scheme,
     /// The page and the date it was read.
     #[serde(flatten)]
-    pub source: Source,
+    pub(crate) source: Source,
 }
 
 /// The models the sessions' requests name, each with its price, most requests first.
@@ -288,7 +288,7 @@ fn dollars(x: f64) -> String {
 }
 
 /// `$3 in / $3.75 cache write / $0.3 cache read / $15 out per M`.
-pub fn describe(p: &ModelPrice) -> String {
+pub(crate) fn describe(p: &ModelPrice) -> String {
     format!(
         "{} in / {} cache write / {} cache read / {} out per M",
         dollars(p.input),

@@ -143,7 +143,7 @@ fn say_left_out(report: &ImportReport, say: &dyn Fn(&str)) {
 /// Imports every session under `paths` (in `format`, or each file's own when `None`) that
 /// `pre` does not rule out unread; says what was skipped and the import warnings through
 /// `say`. No session at all is an error that says what was expected.
-pub fn import_all(
+pub(crate) fn import_all(
     paths: &[PathBuf],
     format: Option<Format>,
     pre: &Prefilter,

@@ -4,7 +4,7 @@ use super::*;
 
 /// The largest file `read_file`, `grep` and `edit_file` read: 64 MiB (their output is capped separately, at
 /// [`ToolLimits::output_cap`]).
-pub const MAX_READ_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_READ_BYTES: u64 = 64 << 20;
 
 /// How much of a file's start decides whether it is binary.
 pub(super) const BINARY_SNIFF: usize = 8192;
@@ -35,7 +35,7 @@ pub(super) fn looks_binary(bytes: &[u8]) -> bool {
 /// result shows the model.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The path is a folder.
     #[error("error: {norm} is a directory; use list_files to see its files")]
     Directory {

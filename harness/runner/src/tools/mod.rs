@@ -1,15 +1,15 @@
 //! The execution of the workspace tools the agent calls (docs/design.md §6; each described once
 //! in [`harness_core::tools`]: name, schema, arguments) and the sandbox they run in.
 //!
-//! Every tool resolves its paths through [`resolve`]: absolute paths, paths whose normalisation
+//! Every tool resolves its paths through `resolve`: absolute paths, paths whose normalisation
 //! leaves the root (`..`) and paths that go through a symlink to outside the workspace are refused
 //! with an error result, never executed; so are paths into `.git`, and writes to a file with more
 //! than one hard link (its other names may be outside the workspace). The shell runs `sh -c` in
 //! the workspace root inside the [`crate::execution::sandbox::Sandbox`] (bubblewrap when the machine has it), in its own
 //! process group (killed as a whole on timeout), with an allow-listed environment
-//! ([`crate::execution::sandbox::allowed_env`]).
+//! (`crate::execution::sandbox::allowed_env`).
 //!
-//! Tool errors are results the model reads ([`ToolOutput::is_error`]), never panics or `Err`s.
+//! Tool errors are results the model reads (`ToolOutput::is_error`), never panics or `Err`s.
 //!
 //! Output formats (task specs' `expect` strings rely on them):
 //!
@@ -40,13 +40,13 @@ pub struct ToolOutput {
     pub text: String,
     /// Whether the call failed (bad arguments, refused path, missing file, shell timeout...). A
     /// shell command that exits non-zero is *not* an error: its output is a normal result.
-    pub is_error: bool,
+    pub(crate) is_error: bool,
     /// The normalised workspace-relative path the call reads, writes or searches (`.` for
     /// `grep`/`list_files` without a path); `None` for `shell`, unknown tools and paths that
     /// could not be normalised.
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
     /// Whether a `shell` result came from the run's tool cache instead of a process.
-    pub cached: bool,
+    pub(crate) cached: bool,
 }
 
 impl ToolOutput {
@@ -133,7 +133,7 @@ pub(crate) async fn execute_with(
 /// model, naming the tool and the argument.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ArgError {
+pub(crate) enum ArgError {
     /// A required string argument is missing or not a string.
     #[error("error: {tool} needs a string argument `{key}`")]
     MissingString {
@@ -222,15 +222,13 @@ mod files;
 mod paths;
 mod shell;
 
-pub use crate::execution::output::cap_output;
+pub(crate) use crate::execution::output::cap_output;
 use crate::execution::output::*;
 pub use crate::execution::shell::{ToolLimits, MIN_CHECK_TIMEOUT};
 pub(crate) use files::file_contains;
-pub use files::ReadError;
-pub use files::MAX_READ_BYTES;
 use files::*;
+pub(crate) use paths::resolve;
 use paths::*;
-pub use paths::{normalize, resolve, PathError, ResolveError};
 use shell::*;
 
 #[cfg(test)]

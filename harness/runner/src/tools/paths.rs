@@ -2,13 +2,13 @@
 
 use super::*;
 
-pub use crate::execution::workspace::{normalize, PathError};
+pub(crate) use crate::execution::workspace::{normalize, PathError};
 
 /// Why a path cannot be resolved inside the workspace; its display is the whole text a tool
 /// result shows the model.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     /// The path does not normalise (absolute, leaving the root, not UTF-8).
     #[error(transparent)]
     Path(#[from] PathError),
@@ -40,7 +40,7 @@ pub enum ResolveError {
 /// through a symlink to outside the root (every existing component is resolved; a dangling
 /// symlink on the way is refused too, since its target cannot be checked). The part of the path
 /// that does not exist yet is appended as is. Paths inside the archive folder are allowed.
-pub fn resolve(ws_root: &Path, rel: &str) -> Result<PathBuf, ResolveError> {
+pub(crate) fn resolve(ws_root: &Path, rel: &str) -> Result<PathBuf, ResolveError> {
     let norm = normalize(rel)?;
     resolve_normalized(ws_root, rel, &norm)
 }

@@ -202,29 +202,6 @@ fn records_say_the_mode_and_the_table_counts_unparsable() {
 }
 
 #[test]
-fn records_of_version_1_read_as_tool_answers() {
-    let it = item(&["a", "a", "b", "c"], 4);
-    let r = JudgedRecord::new("openai:m", &it, 10);
-    let mut v = serde_json::to_value(&r).unwrap();
-    let o = v.as_object_mut().unwrap();
-    o.insert("version".into(), json!(1));
-    o.remove("answer_mode");
-    o.remove("constrained");
-    let text = format!("{}\n\n{}\n", v, serde_json::to_string(&r).unwrap());
-    let back = parse_records("r.jsonl", &text).unwrap();
-    assert_eq!(back.len(), 2);
-    assert_eq!(back[0].answer_mode, AnswerMode::Tool);
-    assert!(!back[0].constrained);
-    assert_eq!(back[1], r);
-    let e = parse_records("r.jsonl", "{\"version\": 9}\n")
-        .unwrap_err()
-        .to_string();
-    assert!(e.starts_with("r.jsonl:1: record version 9"), "{e}");
-    let e = parse_records("r.jsonl", "\n{}\n").unwrap_err().to_string();
-    assert!(e.starts_with("r.jsonl:2: not a judged record"), "{e}");
-}
-
-#[test]
 fn the_plain_conversation_alternates_and_keeps_the_work() {
     let it = item(&["a", "a", "b", "c"], 4);
     let msgs = text_request_messages(&it, None);

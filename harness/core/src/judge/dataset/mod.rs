@@ -18,7 +18,7 @@
 //!   (`card_after_tool_calls` 20 or `card_after_tokens` 100,000 since the last fold) showed a card
 //!   here; `since_fold`: what it counted;
 //! - `labels`: the unit of every turn of the session (`null` for an unlabelled turn);
-//! - `gold`: from the labels ([`gold`]): the closed ranges, the closed units, the open turns.
+//! - `gold`: from the labels (`gold`): the closed ranges, the closed units, the open turns.
 //!
 //! # Gold and scores
 //!
@@ -45,12 +45,11 @@ use crate::request::{Response, Usage};
 use crate::tokens;
 
 /// The dataset format's version; every line carries it.
-pub const DATASET_VERSION: u32 = 1;
+pub(crate) const DATASET_VERSION: u32 = 1;
 
 /// The version of a judged record (`judge run -o records.jsonl`). Version 2 added
-/// `answer_mode`, `constrained` and `score.unparsable`; version 1 records read as tool answers
-/// ([`crate::judge::parse_records`]).
-pub const RECORD_VERSION: u32 = 2;
+/// `answer_mode`, `constrained` and `score.unparsable`.
+pub(crate) const RECORD_VERSION: u32 = 2;
 
 /// Characters a tool output keeps in a dataset item by default (head and tail, the middle cut).
 pub const DEFAULT_TOOL_OUTPUT_CAP: usize = 2_000;
@@ -67,27 +66,27 @@ pub struct ItemTurn {
     /// Turn number.
     pub turn: u32,
     /// Tokens of the turn's messages (before any cut of tool outputs).
-    pub tokens: u64,
+    pub(crate) tokens: u64,
     /// Paths its tool calls touched.
     #[serde(default)]
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// The user's message, word for word.
-    pub user: String,
+    pub(crate) user: String,
     /// Tool calls made in the turn.
     #[serde(default)]
-    pub tool_calls: usize,
+    pub(crate) tool_calls: usize,
     /// The model's closing message of the turn (its last text without a tool call), if any.
     #[serde(default)]
-    pub closing: String,
+    pub(crate) closing: String,
     /// The words the user typed, when they differ from `user` (a recorded prompt's message
     /// also carries IDE context blocks and image placeholders); the lexical rule measures these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub words: Option<String>,
+    pub(crate) words: Option<String>,
 }
 
 impl ItemTurn {
     /// The card's raw material for this turn.
-    pub fn info(&self) -> TurnInfo {
+    pub(crate) fn info(&self) -> TurnInfo {
         TurnInfo {
             turn: self.turn,
             tokens: self.tokens,
@@ -104,7 +103,7 @@ pub struct SinceFold {
     /// Tool calls in the turns after the last fold.
     pub tool_calls: usize,
     /// Tokens of the turns after the last fold.
-    pub tokens: u64,
+    pub(crate) tokens: u64,
 }
 
 /// A closed unit at a card point.
@@ -113,7 +112,7 @@ pub struct GoldUnit {
     /// The unit's label.
     pub unit: String,
     /// Its offered turns, ascending.
-    pub turns: Vec<u32>,
+    pub(crate) turns: Vec<u32>,
 }
 
 /// The gold answer at a card point, from the labels.
@@ -137,7 +136,7 @@ pub struct Gold {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     /// [`DATASET_VERSION`].
-    pub version: u32,
+    pub(crate) version: u32,
     /// `<source>:<session>/<turn>`, unique in a dataset.
     pub id: String,
     /// `task`, or the recorded format (`claude-code`, ...).
@@ -145,7 +144,7 @@ pub struct Item {
     /// The task's name or the recorded session's id.
     pub session: String,
     /// The spec or transcript it came from.
-    pub file: String,
+    pub(crate) file: String,
     /// The turn in progress (≥ 2).
     pub current: u32,
     /// The current turn's user message, word for word.
@@ -166,7 +165,7 @@ pub struct Item {
     pub gold: Gold,
     /// Tool outputs cut at build time.
     #[serde(default)]
-    pub truncated: usize,
+    pub(crate) truncated: usize,
     /// The context before the current user message, in the transcript format.
     pub messages: Vec<Message>,
 }
@@ -180,7 +179,7 @@ fn label_of(labels: &[Option<String>], turn: u32) -> Option<String> {
 }
 
 /// Computes the gold answer at a card point from the labels (`labels[0]` is turn 1).
-pub fn gold(offered: &[u32], current: u32, labels: &[Option<String>]) -> Gold {
+pub(crate) fn gold(offered: &[u32], current: u32, labels: &[Option<String>]) -> Gold {
     let unit = |t: u32| label_of(labels, t);
     let none = |_: u32| None;
     let p = CardPoint {
@@ -221,7 +220,7 @@ pub fn gold(offered: &[u32], current: u32, labels: &[Option<String>]) -> Gold {
 
 /// Cuts a text longer than `cap` characters to its head and tail with a note of what was cut;
 /// `None` when it fits.
-pub fn truncate_output(text: &str, cap: usize) -> Option<String> {
+pub(crate) fn truncate_output(text: &str, cap: usize) -> Option<String> {
     let n = text.chars().count();
     if n <= cap {
         return None;
@@ -237,7 +236,10 @@ pub fn truncate_output(text: &str, cap: usize) -> Option<String> {
 }
 
 /// The messages with tool outputs cut to `cap` characters; returns them and how many were cut.
-pub fn cut_tool_outputs(messages: &[Arc<Message>], cap: usize) -> (Vec<Arc<Message>>, usize) {
+pub(crate) fn cut_tool_outputs(
+    messages: &[Arc<Message>],
+    cap: usize,
+) -> (Vec<Arc<Message>>, usize) {
     let mut cut = 0;
     let out = messages
         .iter()
@@ -354,7 +356,7 @@ impl Item {
 
     /// The words the user typed in a turn (offered or current): `words` when recorded, else the
     /// message text.
-    pub fn typed(&self, turn: u32) -> Option<&str> {
+    pub(crate) fn typed(&self, turn: u32) -> Option<&str> {
         if turn == self.current {
             return Some(self.words.as_deref().unwrap_or(&self.user));
         }
@@ -372,7 +374,7 @@ impl Item {
 
     /// The context before the current user message, tool outputs cut to `cap` characters when
     /// given (on top of the cut made at build time).
-    pub fn context_messages(&self, cap: Option<usize>) -> Vec<Arc<Message>> {
+    pub(crate) fn context_messages(&self, cap: Option<usize>) -> Vec<Arc<Message>> {
         let msgs: Vec<Arc<Message>> = self.messages.iter().cloned().map(Arc::new).collect();
         match cap {
             Some(c) => cut_tool_outputs(&msgs, c).0,
@@ -442,7 +444,7 @@ pub fn to_line(item: &Item) -> String {
 /// One line of a versioned JSONL file (a dataset, judged records) as JSON, its `version` among
 /// `accepted`; errors name `name:line` (`unsupported` with `{}` for the version found, `missing`
 /// when there is none).
-pub fn versioned_line(
+pub(crate) fn versioned_line(
     name: &str,
     line_no: usize,
     line: &str,

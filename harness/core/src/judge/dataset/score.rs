@@ -38,9 +38,9 @@ pub struct ItemScore {
     /// The folded turns are exactly the closed turns, and no call was illegal.
     pub exact: bool,
     /// Closed units on the card.
-    pub closed_units: usize,
+    pub(crate) closed_units: usize,
     /// Closed units wholly inside legal folds that are not premature.
-    pub folded_units: usize,
+    pub(crate) folded_units: usize,
     /// Closed units left unfolded or cut (late or missed).
     pub missed_units: usize,
     /// Legal folds holding a turn of an open unit.
@@ -48,7 +48,7 @@ pub struct ItemScore {
     /// Illegal calls.
     pub illegal: usize,
     /// `fold_unit` calls.
-    pub folds: usize,
+    pub(crate) folds: usize,
     /// No `fold_unit` call at all: the card was ignored.
     pub ignored: bool,
     /// A text answer that is none of the accepted forms ([`crate::judge::AnswerMode::Text`]).
@@ -58,7 +58,7 @@ pub struct ItemScore {
 
 /// Reads `from` and `to` of a `fold_unit` call as the fold policy does (numbers, or numbers in
 /// strings).
-pub fn fold_args(call: &ToolCall) -> Result<(u32, u32), FoldRefusal> {
+pub(crate) fn fold_args(call: &ToolCall) -> Result<(u32, u32), FoldRefusal> {
     let num = |k: &str| {
         call.args.get(k).and_then(|v| {
             v.as_u64()
@@ -181,7 +181,7 @@ pub fn judge_calls(item: &Item, ctx: &Context, calls: &[ToolCall]) -> Judged {
 }
 
 /// The ranges a baseline folds at an item (the sim's judges, [`judge::ranges`]).
-pub fn baseline_ranges(j: Judge, item: &Item) -> Vec<(u32, u32)> {
+pub(crate) fn baseline_ranges(j: Judge, item: &Item) -> Vec<(u32, u32)> {
     let offered = item.offered();
     let user = |t: u32| item.typed(t).map(str::to_string);
     let unit = |t: u32| label_of(&item.labels, t);
@@ -196,7 +196,7 @@ pub fn baseline_ranges(j: Judge, item: &Item) -> Vec<(u32, u32)> {
 }
 
 /// `fold_unit` calls for ranges, as a response would carry them.
-pub fn fold_calls(ranges: &[(u32, u32)]) -> Vec<ToolCall> {
+pub(crate) fn fold_calls(ranges: &[(u32, u32)]) -> Vec<ToolCall> {
     ranges
         .iter()
         .enumerate()
@@ -209,7 +209,7 @@ pub fn fold_calls(ranges: &[(u32, u32)]) -> Vec<ToolCall> {
 }
 
 /// A baseline's answer at an item, as a response (its output tokens counted).
-pub fn baseline_response(j: Judge, item: &Item) -> Response {
+pub(crate) fn baseline_response(j: Judge, item: &Item) -> Response {
     Response::new("", fold_calls(&baseline_ranges(j, item)), None)
 }
 
@@ -237,7 +237,7 @@ pub fn cost(prompt_tokens: u64, output_tokens: u64, usage: Option<Usage>, price:
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgedRecord {
     /// [`RECORD_VERSION`].
-    pub version: u32,
+    pub(crate) version: u32,
     /// The model (`oracle`, `lexical`, `eager`, `never`, `openai:NAME`, ...).
     pub model: String,
     /// How the model was asked to answer (version 1 records: `tool`).
@@ -249,17 +249,17 @@ pub struct JudgedRecord {
     /// The item's id.
     pub item: String,
     /// The item's source.
-    pub source: String,
+    pub(crate) source: String,
     /// The turn in progress.
-    pub current: u32,
+    pub(crate) current: u32,
     /// Whether the counting threshold showed a card here.
-    pub threshold: bool,
+    pub(crate) threshold: bool,
     /// The turns on the card.
-    pub offered: Vec<u32>,
+    pub(crate) offered: Vec<u32>,
     /// Gold: the closed ranges.
-    pub gold_closed: Vec<(u32, u32)>,
+    pub(crate) gold_closed: Vec<(u32, u32)>,
     /// Gold: the open turns.
-    pub gold_open: Vec<u32>,
+    pub(crate) gold_open: Vec<u32>,
     /// The answer's text.
     #[serde(default)]
     pub text: String,
@@ -273,11 +273,11 @@ pub struct JudgedRecord {
     #[serde(default)]
     pub score: ItemScore,
     /// Tokens of the card.
-    pub card_tokens: u64,
+    pub(crate) card_tokens: u64,
     /// Tokens of the request (the provider's count when reported, else o200k).
     pub prompt_tokens: u64,
     /// Tokens of the answer.
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     /// Wall time of the model call, in milliseconds (0 for baselines).
     pub latency_ms: u64,
     /// Cost in dollars (0 for baselines).

@@ -323,7 +323,7 @@ fn archive_paths() {
     assert!(is_archive_path(".foldbench/archive"));
     assert!(is_archive_path(".foldbench/archive/fold-1-2.md"));
     assert!(is_archive_path("./.foldbench/archive/x"));
-    assert!(Workspace::is_archive_path("src/../.foldbench/archive/x"));
+    assert!(is_archive_path("src/../.foldbench/archive/x"));
     assert!(!is_archive_path(".foldbench/archived"));
     assert!(!is_archive_path(".foldbench"));
     assert!(!is_archive_path("src/.foldbench/archive/x"));

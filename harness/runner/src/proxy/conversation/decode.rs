@@ -76,7 +76,7 @@ pub(super) fn decode_units(
 impl Decoded {
     /// The identity of the conversation's first message that is not pinned (`None` when it has
     /// none).
-    pub fn first_key(&self) -> Option<ItemKey> {
+    pub(crate) fn first_key(&self) -> Option<ItemKey> {
         self.units
             .iter()
             .zip(&self.keys)

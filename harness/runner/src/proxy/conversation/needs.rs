@@ -12,7 +12,7 @@ use super::{Conversation, PendingSplice};
 impl Conversation {
     /// Watches the facts each turn of `spec` needs (`run --agent`): visible in the turn's first
     /// request as sent, or brought by a tool result of the turn; an [`Event::Needs`] per turn.
-    pub fn watch_needs(&mut self, spec: Arc<TaskSpec>) {
+    pub(crate) fn watch_needs(&mut self, spec: Arc<TaskSpec>) {
         self.needs = Some(spec);
     }
 
@@ -57,7 +57,7 @@ impl Conversation {
     /// Ends the last turn when the agent is done (the proxy stops): the policy's splices of its
     /// end, as a new turn would have ended it (no later request shows them, but the folds are
     /// made, archived and recorded as the built-in loop makes them after its last turn).
-    pub fn end_last_turn(&mut self) -> Vec<PendingSplice> {
+    pub(crate) fn end_last_turn(&mut self) -> Vec<PendingSplice> {
         if self.turn == 0 || self.ended == Some(self.turn) {
             return Vec::new();
         }

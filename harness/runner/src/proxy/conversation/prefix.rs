@@ -35,7 +35,7 @@ use super::decode::{decode, decode_units, DecodeError, Decoded};
 /// reads a top-level field inside the body's object and an item inside its list as well, so it
 /// allows two levels fewer than serde_json's limit (128); a body with a deeper value is decoded
 /// whole.
-pub const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 /// What a conversation keeps of its last request's body to decode the next one from where it
 /// differs: its items (about the body's size) and their identities.
@@ -64,7 +64,7 @@ impl Kept {
 
     /// How many of the kept items `body` begins with, byte for byte (its head and the bytes
     /// between them included), and the offset in `body` after the last of them.
-    pub fn shared(&self, api: Api, body: &[u8]) -> (usize, usize) {
+    pub(crate) fn shared(&self, api: Api, body: &[u8]) -> (usize, usize) {
         if api != self.api || !body.starts_with(&self.head) {
             return (0, 0);
         }
@@ -84,7 +84,7 @@ impl Kept {
     }
 
     /// The kept items' bytes, for a bound on what a conversation holds.
-    pub fn item_bytes(&self) -> usize {
+    pub(crate) fn item_bytes(&self) -> usize {
         self.items.iter().map(|i| i.get().len()).sum()
     }
 }

@@ -127,7 +127,7 @@ impl Conversation {
 
     /// Renders extra messages (the model's policy-tool call and its result) after the
     /// request's own items, for asking the model again.
-    pub fn continuation_body(
+    pub(crate) fn continuation_body(
         &self,
         api: Api,
         env: &Envelope,

@@ -27,11 +27,11 @@ use super::{Conversation, Origin};
 
 /// Refused calls of the policy's tools in one turn after which the proxy stops answering them
 /// by asking the model again, and takes the turn's card off.
-pub const MAX_REJECTED: usize = 3;
+pub(crate) const MAX_REJECTED: usize = 3;
 
 /// Where a round goes in a later request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Place {
+pub(crate) enum Place {
     /// In the answer that holds the agent's calls `ids` (made in the same answer).
     Beside {
         /// The agent's calls of that answer.
@@ -49,15 +49,15 @@ pub enum Place {
 
 /// One answer's policy calls, answered by the proxy.
 #[derive(Debug, Clone)]
-pub struct Round {
+pub(crate) struct Round {
     /// The turn.
-    pub turn: u32,
+    pub(crate) turn: u32,
     /// The assistant message of the policy's calls alone.
-    pub calls: Arc<Message>,
+    pub(crate) calls: Arc<Message>,
     /// Their results, in order.
-    pub results: Vec<Arc<Message>>,
+    pub(crate) results: Vec<Arc<Message>>,
     /// Where it goes.
-    pub place: Place,
+    pub(crate) place: Place,
 }
 
 /// One answer's policy calls answered in an agent request, before the answer the agent gets
@@ -74,22 +74,15 @@ struct Made {
 
 /// The rounds of one agent request, before the answer the agent gets is known.
 #[derive(Debug, Default)]
-pub struct Answered {
+pub(crate) struct Answered {
     rounds: Vec<Made>,
-}
-
-impl Answered {
-    /// Whether any call was answered.
-    pub fn is_empty(&self) -> bool {
-        self.rounds.is_empty()
-    }
 }
 
 impl Conversation {
     /// Answers the policy's calls of one answer to request `index`; `agent_ids` are the
     /// agent's own calls of the same answer. The results, also kept in `answered` to be shown
     /// again. A refused call counts toward the breaker.
-    pub fn answer_policy_calls(
+    pub(crate) fn answer_policy_calls(
         &mut self,
         calls: &[ToolCall],
         agent_ids: &[String],
@@ -135,13 +128,13 @@ impl Conversation {
 
     /// Whether the breaker stopped the policy's tools in the turn in progress: the proxy does
     /// not ask the model again for them.
-    pub fn policy_tools_stopped(&self) -> bool {
+    pub(crate) fn policy_tools_stopped(&self) -> bool {
         self.stopped == Some(self.turn)
     }
 
     /// `messages` with every card taken off its prompt (the breaker stopped the card: the model,
     /// asked once more, reads the user's words and its refused calls, not the card).
-    pub fn without_cards(&mut self, messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
+    pub(crate) fn without_cards(&mut self, messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
         messages
             .iter()
             .map(|m| match self.uncarded.get(&m.id).cloned() {
@@ -159,7 +152,7 @@ impl Conversation {
 
     /// The rounds of one agent request placed, now that the answer the agent got is known: its
     /// calls `delivered` (the agent's own), the request's units `req_keys`.
-    pub fn keep_rounds(
+    pub(crate) fn keep_rounds(
         &mut self,
         answered: Answered,
         delivered: &[String],

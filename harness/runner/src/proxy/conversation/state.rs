@@ -13,15 +13,15 @@ use super::{changes_files, read_only, Conversation, Edit, Place, Round};
 /// and whether it failed. Its events come back from `events.jsonl`; the policy is built again
 /// with the context the edits give it and what it remembered.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Saved {
+pub(crate) struct Saved {
     /// The cell.
-    pub cell: String,
+    pub(crate) cell: String,
     /// The conversation's model.
-    pub model: String,
+    pub(crate) model: String,
     /// Whether its requests carry tools.
-    pub tools: bool,
+    pub(crate) tools: bool,
     /// The keys requests are routed to it by (`h:` session ids, `m:` first messages).
-    pub keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     /// The units seen, hex.
     seen: Vec<String>,
     /// Each edit: the units it covers (hex) and its message.
@@ -118,7 +118,7 @@ fn key_of(h: &str) -> Option<ItemKey> {
 
 impl Saved {
     /// The turn in progress.
-    pub fn turn(&self) -> u32 {
+    pub(crate) fn turn(&self) -> u32 {
         self.turn
     }
 
@@ -129,7 +129,7 @@ impl Saved {
 
     /// Only what routes requests to the conversation (cell, model, tools, keys): what the
     /// proxy keeps of a conversation out of memory.
-    pub fn head(self) -> Saved {
+    pub(crate) fn head(self) -> Saved {
         Saved {
             cell: self.cell,
             model: self.model,
@@ -143,7 +143,7 @@ impl Saved {
 impl Conversation {
     /// What changes the saved state: the turn, the edits, the cards (and the policy calls
     /// answered), the branches.
-    pub fn generation(&self) -> (u32, usize, usize, u32) {
+    pub(crate) fn generation(&self) -> (u32, usize, usize, u32) {
         (
             self.turn,
             self.edits.len(),
@@ -153,7 +153,7 @@ impl Conversation {
     }
 
     /// The state to keep across a restart (the caller fills in cell, model, tools and keys).
-    pub fn save(&self) -> Saved {
+    pub(crate) fn save(&self) -> Saved {
         let hexes = |ks: &[ItemKey]| ks.iter().map(key_hex).collect::<Vec<_>>();
         // Sets in order, so the same state is the same file.
         let mut seen: Vec<String> = self.seen.iter().map(key_hex).collect();
@@ -224,7 +224,7 @@ impl Conversation {
 
     /// Takes back a saved state and the events written before the restart: the tool calls
     /// already recorded are not recorded again, request indexes continue.
-    pub fn restore(&mut self, saved: &Saved, events: Vec<Event>) {
+    pub(crate) fn restore(&mut self, saved: &Saved, events: Vec<Event>) {
         let keys = |hs: &[String]| hs.iter().filter_map(|h| key_of(h)).collect::<Vec<_>>();
         self.seen = keys(&saved.seen).into_iter().collect();
         self.edits = saved

@@ -13,7 +13,7 @@
 //! at the low and high ends of the profile's intervals.
 //!
 //! ```
-//! use harness_report::answer::{Answer, lines};
+//! use harness_report::headline::{Answer, lines};
 //! use harness_report::verdict::Estimate;
 //! let a = Answer {
 //!     arm: "fold".into(),
@@ -131,7 +131,7 @@ impl Answer {
     }
 
     /// The line, its arm name padded to `width` characters.
-    pub fn line_padded(&self, width: usize) -> String {
+    pub(crate) fn line_padded(&self, width: usize) -> String {
         let mut s = format!(
             "{:<w$} {}",
             format!("{}:", self.arm),
@@ -185,7 +185,7 @@ pub fn lines(answers: &[Answer]) -> Vec<String> {
 }
 
 /// The cost measure of every verdict, runs and replays alike.
-pub const COST_WORDS: &str = "tokens incl. recovery";
+pub(crate) const COST_WORDS: &str = "tokens incl. recovery";
 
 /// The heading of a run's verdict, naming the behaviour profile(s) the records' sim followed
 /// after a loss (none for real models and agents).
@@ -221,7 +221,7 @@ pub fn replay_heading(profile: &str) -> String {
 
 /// The answers of a run against `baseline` (`requested`, else `none` when the records have it,
 /// else the first arm): the baseline's line first, then each arm in first-seen order, with the
-/// verdict's Σ× ([`verdict::run_verdicts`]) and the frontier's marks
+/// verdict's Σ× (`verdict::run_verdicts`) and the frontier's marks
 /// ([`frontier::run_points`]). Returns the baseline with them.
 pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, Vec<Answer>) {
     let has = |arm: &str| records.iter().any(|r| r.arm == arm);

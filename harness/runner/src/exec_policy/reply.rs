@@ -14,7 +14,7 @@ use serde_json::Value;
 /// command (`policy process `CMD` …`), in words the policy's author can act on.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     /// The line is not JSON.
     #[error("wrote malformed JSON answering the `{kind}` request")]
     Malformed {

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 /// tools of the agents replay imports (Claude Code, Codex, mini-swe-agent, SWE-agent,
 /// OpenHands) by their names (`str_replace_editor` by its `command`); `other` for the rest
 /// (a web fetch, a to-do list, a subagent, a policy's own tools).
-pub fn category(call: &ToolCall) -> &'static str {
+pub(crate) fn category(call: &ToolCall) -> &'static str {
     if let Some(def) = harness_core::tools::find(&call.name) {
         return match def.tool {
             Tool::ReadFile => "read",
@@ -61,7 +61,7 @@ pub fn category(call: &ToolCall) -> &'static str {
 
 /// The view the process holds: foldbench's message ids in order, and their protocol ids.
 #[derive(Debug, Default)]
-pub struct View {
+pub(crate) struct Mirror {
     /// [`Message::id`]s of the process's view, in order.
     ids: Vec<u64>,
     /// Protocol id of each message sent, by [`Message::id`].
@@ -73,7 +73,7 @@ pub struct View {
     fingerprints: bool,
 }
 
-impl View {
+impl Mirror {
     /// Gives each message sent from now on its `fingerprint` ([`Message::fingerprint`]): for a
     /// process that saves its state, which names messages by it, as their ids do not outlive
     /// the session.
@@ -82,7 +82,7 @@ impl View {
     }
 
     /// The delta that brings the view to `ctx`, which becomes the view.
-    pub fn delta(&mut self, ctx: &Context) -> Value {
+    pub(crate) fn delta(&mut self, ctx: &Context) -> Value {
         let keep = self
             .ids
             .iter()
@@ -119,7 +119,7 @@ impl View {
 /// A message as the protocol sends it: its fields as foldbench records them, its `id`, each
 /// call's `category` and `path`, and for a tool result its call's (`of_call`) as
 /// `tool_category` and `tool_path`.
-pub fn message(
+pub(crate) fn message(
     m: &Arc<Message>,
     id: u64,
     of_call: Option<&(&'static str, Option<String>)>,
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn appends_are_sent_once_and_an_edit_refers_to_what_follows_it() {
         let mut ctx = Context::default();
-        let mut v = View::default();
+        let mut v = Mirror::default();
         ctx.push(Message::user(1, "a", None));
         ctx.push(Message::assistant(1, "b", vec![]));
         let d = v.delta(&ctx);
@@ -181,9 +181,9 @@ mod tests {
         let mut ctx = Context::default();
         let m = Message::user(1, "a", None);
         ctx.push(Arc::clone(&m));
-        let d = View::default().delta(&ctx);
+        let d = Mirror::default().delta(&ctx);
         assert!(d["append"][0].get("fingerprint").is_none(), "not unasked");
-        let mut v = View::default();
+        let mut v = Mirror::default();
         v.send_fingerprints(true);
         let d = v.delta(&ctx);
         assert_eq!(d["append"][0]["fingerprint"], m.fingerprint());

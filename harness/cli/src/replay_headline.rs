@@ -2,7 +2,7 @@
 //! per policy: its saving after recovery, its loss, its place on the frontier) and the cost–loss
 //! frontier, in the terminal (broken to its width), Markdown and the HTML page's opening.
 
-use harness_report::answer::Answer;
+use harness_report::headline::Answer;
 use harness_report::html::Block;
 use harness_report::view::Kind;
 
@@ -40,11 +40,11 @@ pub(crate) fn page_opening(
     }
     opening.push(Block::Heading(format!(
         "{} ({sessions})",
-        harness_report::answer::replay_heading(profile)
+        harness_report::headline::replay_heading(profile)
     )));
-    opening.push(Block::Lines(harness_report::answer::lines(answers)));
+    opening.push(Block::Lines(harness_report::headline::lines(answers)));
     opening.push(Block::Lines(sensitivity.to_vec()));
-    let points = harness_replay::answer::points(answers);
+    let points = harness_replay::headline::points(answers);
     if points.len() > 1 {
         opening.push(Block::Frontier {
             points,
@@ -58,7 +58,8 @@ pub(crate) fn page_opening(
 /// The frontier table under the policy table's notes, with its legend.
 pub(crate) fn write_frontier(out: &mut dyn Text, answers: &[Answer], view: ViewArgs) {
     let axes = harness_report::frontier::Axes::replay();
-    let Some(t) = harness_report::frontier::table(&harness_replay::answer::points(answers), &axes)
+    let Some(t) =
+        harness_report::frontier::table(&harness_replay::headline::points(answers), &axes)
     else {
         return;
     };

@@ -15,9 +15,9 @@
 //! stay in the policy table.
 
 use harness_core::behaviour::End;
-use harness_report::answer::Answer;
 use harness_report::fmt::count;
 use harness_report::frontier::{self, Point};
+use harness_report::headline::Answer;
 use harness_report::verdict::{self, Estimate, Pair};
 use serde::Serialize;
 
@@ -28,22 +28,22 @@ use crate::report::{PolicySummary, NONE};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LeftOut {
     /// Sessions replayed in all, before any was left out.
-    pub of: usize,
+    pub(crate) of: usize,
     /// Policies that completed no session: in no table, verdict or frontier.
-    pub policies: Vec<String>,
+    pub(crate) policies: Vec<String>,
     /// Sessions a policy failed on: in no table, verdict or frontier, under any policy.
-    pub sessions: Vec<LeftSession>,
+    pub(crate) sessions: Vec<LeftSession>,
 }
 
 /// A session left out, and the policies that failed on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LeftSession {
+pub(crate) struct LeftSession {
     /// The session's id.
-    pub id: String,
+    pub(crate) id: String,
     /// Its file.
-    pub source: String,
+    pub(crate) source: String,
     /// The policies that failed on it.
-    pub failed: Vec<String>,
+    pub(crate) failed: Vec<String>,
 }
 
 impl LeftOut {
@@ -270,7 +270,7 @@ fn paired<'a>(
 
 /// Tokens incl. recovery Σ× none of `policy` with recovery read at `end` of the behaviour
 /// profile's intervals (the pairs of the verdict; 1 with none).
-pub fn ratio_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
+pub(crate) fn ratio_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
     let (mut a, mut b) = (0u64, 0u64);
     for (base, arm) in paired(replays, policy) {
         a += arm.tokens_incl_recovery_at(end);
@@ -284,7 +284,7 @@ pub fn ratio_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
 }
 
 /// References gone per 100 responses of `policy` with recovery read at `end`.
-pub fn gone_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
+pub(crate) fn gone_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
     let (mut gone, mut responses) = (0usize, 0usize);
     for s in replays {
         if let Some(p) = s.policy(policy) {
@@ -301,7 +301,7 @@ pub fn gone_at(replays: &[SessionReplay], policy: &str, end: End) -> f64 {
 
 /// The frontier's points with recovery read at `end` of the profile's intervals: the same
 /// policies as `answers`, their cost and loss there, frontier marked.
-pub fn points_at(replays: &[SessionReplay], answers: &[Answer], end: End) -> Vec<Point> {
+pub(crate) fn points_at(replays: &[SessionReplay], answers: &[Answer], end: End) -> Vec<Point> {
     let mut points: Vec<Point> = answers
         .iter()
         .map(|a| Point {
@@ -405,11 +405,11 @@ pub fn block(answers: &[Answer], sessions: &str, profile: &str, width: usize) ->
     }
     let heading = format!(
         "{} ({sessions})",
-        harness_report::answer::replay_heading(profile)
+        harness_report::headline::replay_heading(profile)
     );
-    let mut out = harness_report::answer::wrap(&heading, width, 2);
-    for l in harness_report::answer::lines(answers) {
-        out.extend(harness_report::answer::wrap(&format!("  {l}"), width, 6));
+    let mut out = harness_report::headline::wrap(&heading, width, 2);
+    for l in harness_report::headline::lines(answers) {
+        out.extend(harness_report::headline::wrap(&format!("  {l}"), width, 6));
     }
     out
 }

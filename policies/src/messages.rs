@@ -15,13 +15,13 @@ use harness_core::message::{Message, MessageKind, Role};
 ///
 /// [`Policy::saved_state`]: harness_core::policy::Policy::saved_state
 #[derive(Debug, Default)]
-pub struct Memo {
+pub(crate) struct Memo {
     done: HashMap<(u64, u8), Arc<Message>>,
 }
 
 impl Memo {
     /// The rewrite `kind` of `m`, made once by `make`.
-    pub fn get(
+    pub(crate) fn get(
         &mut self,
         m: &Arc<Message>,
         kind: u8,
@@ -31,7 +31,7 @@ impl Memo {
     }
 
     /// `m` (a tool result) with its text replaced by `text`, marked as cleared.
-    pub fn cleared(&mut self, m: &Arc<Message>, text: &str) -> Arc<Message> {
+    pub(crate) fn cleared(&mut self, m: &Arc<Message>, text: &str) -> Arc<Message> {
         self.get(m, 0, |m| {
             let mut c = m.clone();
             c.text = text.to_string();
@@ -148,14 +148,14 @@ impl<V: Clone> Marks<V> {
 }
 
 /// Whether `m` is a tool result still showing its output.
-pub fn is_result(m: &Message) -> bool {
+pub(crate) fn is_result(m: &Message) -> bool {
     m.role == Role::Tool && m.kind == MessageKind::Plain
 }
 
 /// The number of OpenHands events a message stands for: one per tool call of an assistant
 /// message (OpenHands makes an action event of each call, the text riding on the first), else
 /// one (a user message, a tool result, a closing message, a summary).
-pub fn events(m: &Message) -> usize {
+pub(crate) fn events(m: &Message) -> usize {
     if m.role == Role::Assistant {
         m.tool_calls.len().max(1)
     } else {
@@ -166,7 +166,7 @@ pub fn events(m: &Message) -> usize {
 /// Where `messages` may be cut: `cuts[i]` is true when no tool call of `messages[..i]` waits
 /// for its result in `messages[i..]` (OpenHands' batch and call-matching rules; the same rule
 /// keeps every request valid for the provider APIs). `cuts` has `messages.len() + 1` entries.
-pub fn cuts(messages: &[Arc<Message>]) -> Vec<bool> {
+pub(crate) fn cuts(messages: &[Arc<Message>]) -> Vec<bool> {
     let mut pending: Vec<&str> = Vec::new();
     let mut out = Vec::with_capacity(messages.len() + 1);
     out.push(true);
@@ -183,13 +183,13 @@ pub fn cuts(messages: &[Arc<Message>]) -> Vec<bool> {
 }
 
 /// The first index at or after `i` where `messages` may be cut (`messages.len()` at the end).
-pub fn next_cut(cuts: &[bool], i: usize) -> usize {
+pub(crate) fn next_cut(cuts: &[bool], i: usize) -> usize {
     (i..cuts.len()).find(|&j| cuts[j]).unwrap_or(cuts.len() - 1)
 }
 
 /// The message index holding OpenHands event number `event` (counted from 0 over
 /// `messages`), or `messages.len()` past the end.
-pub fn index_of_event(messages: &[Arc<Message>], event: usize) -> usize {
+pub(crate) fn index_of_event(messages: &[Arc<Message>], event: usize) -> usize {
     let mut n = 0;
     for (i, m) in messages.iter().enumerate() {
         n += events(m);
@@ -203,7 +203,7 @@ pub fn index_of_event(messages: &[Arc<Message>], event: usize) -> usize {
 /// The first message of `messages` whose first event is event `event` or later, events
 /// numbered as OpenHands numbers a view: the system prompt is event 0, so `messages[0]` starts
 /// at event 1 (`messages.len()` past the end).
-pub fn message_from_event(messages: &[Arc<Message>], event: usize) -> usize {
+pub(crate) fn message_from_event(messages: &[Arc<Message>], event: usize) -> usize {
     let mut at = 1;
     for (i, m) in messages.iter().enumerate() {
         if at >= event {
@@ -215,13 +215,13 @@ pub fn message_from_event(messages: &[Arc<Message>], event: usize) -> usize {
 }
 
 /// Total OpenHands events of `messages`.
-pub fn total_events(messages: &[Arc<Message>]) -> usize {
+pub(crate) fn total_events(messages: &[Arc<Message>]) -> usize {
     messages.iter().map(|m| events(m)).sum()
 }
 
 /// The tool calls of `messages` in order, with the index of the assistant message holding each
 /// and the index of its result (`None` when no result follows).
-pub fn tool_uses(messages: &[Arc<Message>]) -> Vec<ToolUse> {
+pub(crate) fn tool_uses(messages: &[Arc<Message>]) -> Vec<ToolUse> {
     let mut out: Vec<ToolUse> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         for c in &m.tool_calls {
@@ -247,19 +247,19 @@ pub fn tool_uses(messages: &[Arc<Message>]) -> Vec<ToolUse> {
 
 /// One tool call in a context.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolUse {
+pub(crate) struct ToolUse {
     /// Index of the assistant message that made the call.
-    pub call: usize,
+    pub(crate) call: usize,
     /// Index of its result.
-    pub result: Option<usize>,
+    pub(crate) result: Option<usize>,
     /// The call's id.
-    pub id: String,
+    pub(crate) id: String,
     /// The tool's name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// The number of lines of a text, as Python's `str.splitlines` counts them.
-pub fn lines(text: &str) -> usize {
+pub(crate) fn lines(text: &str) -> usize {
     text.lines().count()
 }
 
@@ -275,13 +275,13 @@ pub(crate) mod testing {
     use serde_json::json;
 
     /// A policy from its text, as the registry builds it (a 200,000-token window).
-    pub fn policy(spec: &str) -> Box<dyn Policy> {
+    pub(crate) fn policy(spec: &str) -> Box<dyn Policy> {
         crate::build(&crate::parse_policy(spec).unwrap(), 200_000).unwrap()
     }
 
     /// What the runner does on a `Plan::Compact`: the summary of the compaction input applied;
     /// returns that input.
-    pub fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
+    pub(crate) fn condense(p: &mut dyn Policy, ctx: &mut Context) -> Vec<Arc<Message>> {
         assert!(matches!(p.plan(ctx, 0), Plan::Compact { .. }));
         let input = p.compaction_input(ctx);
         let summary = Message::host(ctx.turn, "SUMMARY", MessageKind::Summary);
@@ -290,7 +290,7 @@ pub(crate) mod testing {
     }
 
     /// One step of a constructed session.
-    pub enum Step {
+    pub(crate) enum Step {
         /// A user message starting turn N.
         User(&'static str),
         /// An assistant message with these calls `(tool, output)`, then their results.
@@ -302,7 +302,7 @@ pub(crate) mod testing {
     }
 
     /// Builds a context from steps; call ids are `c1`, `c2`, ... in order.
-    pub fn context(steps: Vec<Step>) -> Context {
+    pub(crate) fn context(steps: Vec<Step>) -> Context {
         let mut c = Context::default();
         let mut n = 0;
         for s in steps {
@@ -456,7 +456,7 @@ pub(crate) mod testing {
     }
 
     /// The messages a plan sends (panics on a compaction).
-    pub fn sent(plan: Plan) -> Vec<Arc<Message>> {
+    pub(crate) fn sent(plan: Plan) -> Vec<Arc<Message>> {
         match plan {
             Plan::Send { messages, .. } => messages,
             other => panic!("expected messages to send, got {other:?}"),
@@ -465,7 +465,7 @@ pub(crate) mod testing {
 
     /// One letter per message: `u` user, `a` assistant with calls, `c` closing, `r` a visible
     /// result, `x` a cleared one, `s` a host message (summary).
-    pub fn shape(messages: &[Arc<Message>]) -> String {
+    pub(crate) fn shape(messages: &[Arc<Message>]) -> String {
         use harness_core::message::{MessageKind, Role};
         messages
             .iter()
@@ -481,7 +481,7 @@ pub(crate) mod testing {
     }
 
     /// A tool output of about `tokens` o200k tokens (each ` w1234` is about two tokens).
-    pub fn output(tokens: usize) -> String {
+    pub(crate) fn output(tokens: usize) -> String {
         (0..tokens / 2).map(|i| format!(" w{i}")).collect()
     }
 }
