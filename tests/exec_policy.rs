@@ -493,7 +493,12 @@ fn a_policy_that_saves_its_state_behind_the_proxy_exchanges_valid_messages() {
         .arg(root().join("tests/proxy-e2e.py"))
         .arg(binary())
         .arg(&out)
-        .arg(format!("exec:python3 {}", script.display()))
+        // `read=`: the checkout may sit under a folder the sandbox hides (a clone in /tmp).
+        .arg(format!(
+            "exec:read={} python3 {}",
+            script.parent().unwrap().display(),
+            script.display()
+        ))
         .arg("evict")
         .env("FOLDBENCH_EXEC_LOG", &log)
         .output()

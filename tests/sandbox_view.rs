@@ -149,7 +149,7 @@ fn an_exec_policy_sees_the_same_sandbox_from_root_home_and_a_checkout() {
         return;
     }
     let c = Canaries::new();
-    // A folder every start shows (under the build's target folder): the policy's script.
+    // The policy's script, in a folder under the build's target folder.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let script = dir.path().join("probe.py");
     std::fs::write(
@@ -161,7 +161,13 @@ fn an_exec_policy_sees_the_same_sandbox_from_root_home_and_a_checkout() {
     )
     .unwrap();
     let session = root().join("tests/fixtures/real-sessions/codex/Hoper-J_cpolar-connect");
-    let policy = format!("exec:python3 {}", script.display());
+    // `read=`: the build's target folder may sit under a folder the sandbox hides (a clone in
+    // /tmp); the policy is shown its own folder, and nothing else of it.
+    let policy = format!(
+        "exec:read={} python3 {}",
+        dir.path().display(),
+        script.display()
+    );
     for start in starts() {
         let o = Command::new(binary())
             .current_dir(&start)
