@@ -200,8 +200,8 @@ mod tests {
         assert_eq!(default_limit(8_000), 1024);
     }
 
-    #[test]
-    fn the_older_finished_turns_become_a_summary_at_the_next_prompt() {
+    /// Four finished turns of one 300-line read each, then the next prompt.
+    fn four_finished_turns_then_a_prompt() -> Vec<crate::messages::testing::Step> {
         let mut steps = Vec::new();
         for _ in 0..4 {
             steps.push(User("u"));
@@ -209,6 +209,12 @@ mod tests {
             steps.push(Close("done"));
         }
         steps.push(User("next"));
+        steps
+    }
+
+    #[test]
+    fn the_older_finished_turns_become_a_summary_at_the_next_prompt() {
+        let steps = four_finished_turns_then_a_prompt();
         let mut c = context(steps);
         let mut p = policy("aider:max_chat_history_tokens=1000");
         let input = condense(p.as_mut(), &mut c);
@@ -221,13 +227,7 @@ mod tests {
 
     #[test]
     fn the_summariser_is_given_the_oldest_messages_within_the_window_less_512() {
-        let mut steps = Vec::new();
-        for _ in 0..4 {
-            steps.push(User("u"));
-            steps.push(Calls(vec![("read_file", output(300))]));
-            steps.push(Close("done"));
-        }
-        steps.push(User("next"));
+        let steps = four_finished_turns_then_a_prompt();
         // A 1,000-token window less 512 holds the first turn (about 330 tokens) and the second
         // turn's prompt, not its output: the summariser reads those, the rest of the second
         // turn is dropped (the call goes with its result: a cut between tool batches).

@@ -75,6 +75,19 @@ fn output(step: usize) -> String {
         .collect()
 }
 
+/// The memory limits of a run: with `evict`, a conversation leaves memory a millisecond after
+/// its request (so before the next one); else the defaults (it never leaves).
+fn limits(evict: bool) -> MemoryLimits {
+    if evict {
+        MemoryLimits {
+            idle: Duration::from_millis(1),
+            ..MemoryLimits::default()
+        }
+    } else {
+        MemoryLimits::default()
+    }
+}
+
 /// A conversation of five turns (tool calls, their results, a fold's card answered in turn 2
 /// and in turn 4 under `fold`) sent request by request, streamed; with `evict`, the proxy lets
 /// it leave memory before each next request. Returns what the upstream received, the run
@@ -87,15 +100,7 @@ async fn conversation(
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let memory = if evict {
-        MemoryLimits {
-            idle: Duration::from_millis(1),
-            ..MemoryLimits::default()
-        }
-    } else {
-        MemoryLimits::default()
-    };
-    let p = proxy_with(policy, &up, out.path(), work.path(), memory).await;
+    let p = proxy_with(policy, &up, out.path(), work.path(), limits(evict)).await;
     let mut body = two_turns(true);
     body["messages"][2]["content"][0]["content"] = json!(output(1));
     let mut requests = 0;
@@ -368,15 +373,7 @@ async fn working(policy: &str, evict: bool, turns: usize, calls: usize, lines: u
     let up = Upstream::start().await;
     let out = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let memory = if evict {
-        MemoryLimits {
-            idle: Duration::from_millis(1),
-            ..MemoryLimits::default()
-        }
-    } else {
-        MemoryLimits::default()
-    };
-    let p = proxy_with(policy, &up, out.path(), work.path(), memory).await;
+    let p = proxy_with(policy, &up, out.path(), work.path(), limits(evict)).await;
     let mut body = two_turns(true);
     body["messages"][2]["content"][0]["content"] = json!(shell_output(0, lines));
     let mut sent = 0;
