@@ -330,7 +330,11 @@ impl Proxy {
         ));
         let header_timeout = serving.cfg.header_timeout;
         let task = tokio::spawn(async move {
+            // The connections' tasks: when the proxy stops they are ended with it, so no idle
+            // keep-alive connection keeps the run folder (and its lock) after `stop` returns.
+            let mut conns = tokio::task::JoinSet::new();
             loop {
+                while conns.try_join_next().is_some() {}
                 let permit = tokio::select! {
                     _ = &mut stopped => break,
                     p = Arc::clone(&permits).acquire_owned() => match p {
@@ -347,7 +351,7 @@ impl Proxy {
                 let shared = Arc::clone(&serving);
                 let counted = Arc::clone(&counted);
                 counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tokio::spawn(async move {
+                conns.spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let shared = Arc::clone(&shared);
                         async move { Ok::<_, Infallible>(handle(shared, req).await) }
@@ -362,6 +366,7 @@ impl Proxy {
                     drop(permit);
                 });
             }
+            conns.shutdown().await;
         });
         Ok(Proxy {
             addr,
@@ -466,12 +471,13 @@ impl Proxy {
             r.finish_entry(&self.shared.cfg, &e)?;
             cells.push(e.cell.clone());
         }
-        let r = self
+        let mut r = self
             .shared
             .recorder
             .lock()
             .map_err(|_| ProxyError::Poisoned("recorder"))?;
         r.write_records()?;
+        r.release();
         let (conversations, model_requests) = r.recorded();
         let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         Ok(ProxySummary {

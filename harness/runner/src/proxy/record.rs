@@ -124,7 +124,8 @@ pub(crate) struct Recorder {
     root: PathBuf,
     exchanges: File,
     requests: File,
-    _lock: File,
+    /// The run folder's lock, held until [`Recorder::release`] (the proxy stopped) or the drop.
+    lock: Option<File>,
     /// Records already in the folder (a proxy started again on it), and this run's.
     records: BTreeMap<String, CellRecord>,
     order: Vec<String>,
@@ -218,7 +219,7 @@ impl Recorder {
             exchanges: open(&xpath)?,
             requests: open(&rpath)?,
             root,
-            _lock: lock,
+            lock: Some(lock),
             records,
             order,
             first_number: taken + 1,
@@ -230,6 +231,13 @@ impl Recorder {
     /// taken once.
     pub(crate) fn take_restored(&mut self) -> Vec<Saved> {
         std::mem::take(&mut self.restored)
+    }
+
+    /// Gives the run folder's lock back: the proxy stopped, its records are written, and a
+    /// proxy started again on the folder may take it at once (a task of the stopped one that
+    /// still holds the recorder for a moment does not keep it).
+    pub(crate) fn release(&mut self) {
+        self.lock = None;
     }
 
     /// A conversation's saved state and events, from its folder (one out of memory, brought
