@@ -9,7 +9,7 @@ use harness_core::judge::Judge;
 use harness_core::record::Status;
 use harness_core::request::{Purpose, Request};
 use harness_core::sim::Sim;
-use harness_runner::backends::model::{Model, ModelFuture, SimModel};
+use harness_runner::backends::{Model, ModelFuture, SimModel};
 use harness_runner::cell::{CellOptions, CellOutput, CHILD_SYSTEM_PROMPT};
 use harness_runner::tasks::LoadedTask;
 

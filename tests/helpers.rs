@@ -7,7 +7,7 @@ use harness_core::events::Event;
 use harness_core::message::ToolSpec;
 use harness_core::record::CellRecord;
 use harness_core::request::Request;
-use harness_runner::backends::model::{Model, ModelFuture, SimModel};
+use harness_runner::backends::{Model, ModelFuture, SimModel};
 use harness_runner::backends::BackendOptions;
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
 use harness_runner::run::{self, Arm, RunConfig};

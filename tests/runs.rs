@@ -407,7 +407,7 @@ struct Scripted {
     calls: Vec<harness_core::message::ToolCall>,
 }
 
-impl harness_runner::backends::model::Model for Scripted {
+impl harness_runner::backends::Model for Scripted {
     fn name(&self) -> String {
         "scripted".into()
     }
@@ -416,7 +416,7 @@ impl harness_runner::backends::model::Model for Scripted {
         &'a self,
         req: &'a harness_core::request::Request,
         _cell: &'a str,
-    ) -> harness_runner::backends::model::ModelFuture<'a> {
+    ) -> harness_runner::backends::ModelFuture<'a> {
         let first = matches!(
             req.messages.last().map(|m| m.role),
             Some(harness_core::message::Role::User)
@@ -514,7 +514,7 @@ fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
             ToolCall {
                 id: "b".into(),
                 name: "read_file".into(),
-                args: harness_runner::backends::openai::parse_arguments("{\"path\": docs"),
+                args: harness_runner::backends::parse_arguments("{\"path\": docs"),
             },
         ],
     };

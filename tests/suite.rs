@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use harness_core::record::Status;
 use harness_core::spec::Action;
 use harness_runner::cell::run_checks;
-use harness_runner::execution::workspace::Workspace;
+use harness_runner::execution::Workspace;
 use harness_runner::tools::ToolLimits;
 
 use crate::helpers::{all_tasks, run_matrix, task};

@@ -212,7 +212,7 @@ pub(crate) struct CommonRun {
     /// network unless the task asks), `none` (plain sh), or `auto` (bwrap when it works here,
     /// else none with a warning for the sim, and an error for a real model).
     #[arg(long, default_value = "auto")]
-    pub(crate) sandbox: harness_runner::execution::sandbox::SandboxMode,
+    pub(crate) sandbox: harness_runner::execution::SandboxMode,
     /// Keep the tool cache in this folder too, so later runs reuse it (size cap: 256 MB).
     #[arg(long, value_name = "DIR", conflicts_with = "no_tool_cache")]
     pub(crate) tool_cache: Option<PathBuf>,

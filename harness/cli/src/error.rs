@@ -304,7 +304,7 @@ mod tests {
     use std::error::Error as _;
     use std::sync::Arc;
 
-    use harness_runner::execution::sandbox::{ProbeError, SandboxError};
+    use harness_runner::execution::{ProbeError, SandboxError};
     use harness_runner::file_error::FileError;
 
     use super::*;

@@ -9,7 +9,7 @@ use crate::error::{Code, Error};
 /// Runs `foldbench init`.
 pub fn cmd(dir: &Path) -> Result<Code, Error> {
     let target = dir.join("tasks");
-    let n = tasks::embedded::write_to(&target).map_err(Error::refused)?;
+    let n = tasks::write_embedded(&target).map_err(Error::refused)?;
     crate::out::line(&format!(
         "wrote the task suite ({n} files) to {}; try: foldbench run --tasks {} --seeds 1",
         target.display(),

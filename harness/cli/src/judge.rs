@@ -11,7 +11,7 @@ use clap::{Subcommand, ValueEnum};
 use harness_core::judge::{dataset_stats, to_line, AnswerMode, Item, DEFAULT_TOOL_OUTPUT_CAP};
 use harness_core::metrics::Price;
 
-use harness_runner::backends::model::SharedModel;
+use harness_runner::backends::SharedModel;
 use harness_runner::backends::BackendOptions;
 
 use harness_runner::judge::{

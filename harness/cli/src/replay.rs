@@ -31,7 +31,7 @@ use harness_replay::{
 use harness_report::fmt::count;
 use harness_report::render::Table;
 use harness_report::view::Kind;
-use harness_runner::sessions::{self, history::Filter, load::Loaded};
+use harness_runner::sessions::{self, Filter, Loaded};
 use harness_runner::settings::jobs_or_cores;
 use serde::Serialize;
 
@@ -172,7 +172,7 @@ fn load_sessions(src: &SourceArgs, command: &str) -> Result<Loaded, Error> {
         src.project.as_deref(),
         src.session.as_deref(),
     )?;
-    Ok(sessions::load::load_sessions(
+    Ok(sessions::load_sessions(
         &src.paths,
         &src.input_format,
         &filter,
@@ -193,7 +193,7 @@ fn load_labels(src: &SourceArgs) -> Result<Option<Labels>, Error> {
         }
         return Ok(None);
     }
-    let files = sessions::load::load_labels(&src.labels, &harness_runner::progress::say)?;
+    let files = sessions::load_labels(&src.labels, &harness_runner::progress::say)?;
     let mut labels = Labels::new();
     for f in files {
         labels.add_parsed(&f.name, f.labels);
@@ -258,8 +258,8 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
         jobs_or_cores(a.source.jobs),
     )?;
     let replay_seconds = began.elapsed().as_secs_f64();
-    let models = sessions::history::model_prices(&loaded.sessions, &prices);
-    let price_notes = sessions::history::price_notes(&models, &prices.default, &loaded.sessions);
+    let models = sessions::model_prices(&loaded.sessions, &prices);
+    let price_notes = sessions::price_notes(&models, &prices.default, &loaded.sessions);
     let (truth, truth_all) = report::truth_table(&truths);
     let summary = report::summarize(&replays, &labels_order);
     let agreement = labels
@@ -335,13 +335,13 @@ fn write_behaviour(
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let Some(profile) = harness_replay::losses::profile::profile(losses, &name, &command) else {
+    let Some(profile) = harness_replay::losses::profile(losses, &name, &command) else {
         return Err(Error::Usage(format!(
             "--behaviour-out {}: no recorded loss with anything before it in these sessions, so there is nothing to measure a behaviour profile from; give sessions in which the host compacted (Claude Code's compact_boundary, Codex's compacted items, OpenHands' condensations)",
             path.display()
         )));
     };
-    sessions::behaviour::write(path, &profile).map_err(Error::failed)?;
+    sessions::write(path, &profile).map_err(Error::failed)?;
     let kinds: Vec<String> = harness_core::behaviour::LossKind::ALL
         .iter()
         .filter(|k| profile.measured(**k))
@@ -389,7 +389,7 @@ struct Replayed {
     judge: JudgeKind,
     truth: Table,
     truth_all: ErrorStats,
-    models: Vec<sessions::history::ModelPrice>,
+    models: Vec<sessions::ModelPrice>,
     price_notes: Vec<String>,
     loaded: Loaded,
     /// Parents with subagents ([`harness_replay::subagents`]).
@@ -412,7 +412,7 @@ fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceT
         .into_iter()
         .map(|a| a.policy)
         .collect();
-    let behaviour = harness_runner::sessions::behaviour::read_or_shipped(a.behaviour.as_deref())
+    let behaviour = harness_runner::sessions::read_or_shipped(a.behaviour.as_deref())
         .map_err(Error::refused)?;
     let replayer = Replayer::new(ReplayConfig {
         policies: specs,

@@ -34,7 +34,7 @@ pub(crate) struct ReplayJson<'a> {
     /// Sessions and policies left out of every figure: a policy failed on them.
     pub(crate) left_out: &'a harness_replay::headline::LeftOut,
     /// The models the requests name and the price each was costed at.
-    pub(crate) models: &'a [harness_runner::sessions::history::ModelPrice],
+    pub(crate) models: &'a [harness_runner::sessions::ModelPrice],
     pub(crate) per_session: Vec<SessionJson<'a>>,
     pub(crate) ground_truth: ErrorStats,
     pub(crate) ground_truth_sessions: &'a [harness_replay::SessionTruth],

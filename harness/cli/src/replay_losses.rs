@@ -2,8 +2,8 @@
 //! recorded agents did after they lost context ([`harness_replay::losses`]), in the terminal,
 //! Markdown, JSON and the HTML page.
 
-use harness_replay::losses::stats::{groups, GroupStats};
-use harness_replay::losses::{table, SessionLosses, WINDOW_CALLS};
+use harness_replay::losses::{GroupStats, groups};
+use harness_replay::losses::{self, SessionLosses, WINDOW_CALLS};
 use harness_report::render::Table;
 use harness_report::view::Kind;
 use serde::Serialize;
@@ -18,16 +18,16 @@ pub(crate) fn write_losses(out: &mut dyn Text, sessions: &[SessionLosses], view:
     if losses == 0 {
         return out.lines(&["After real compactions: no recorded loss (compaction, condensation, continued session) in these sessions".to_string()]);
     }
-    out.heading(&table::heading(sessions));
+    out.heading(&losses::heading(sessions));
     let gs = groups(sessions);
     for t in [
-        table::rates_table(&gs),
-        table::references_table(&gs),
-        table::losses_table(sessions),
+        losses::rates_table(&gs),
+        losses::references_table(&gs),
+        losses::losses_table(sessions),
     ] {
         out.table(&t, Kind::Plain, view);
     }
-    out.lines(&table::notes(sessions));
+    out.lines(&losses::notes(sessions));
 }
 
 /// The section's tables for the HTML page, inserted before the ground truth (the last), and its
@@ -42,18 +42,18 @@ pub(crate) fn with_losses(
     }
     let gs = groups(sessions);
     let at = tables.len().saturating_sub(1);
-    let heading = table::heading(sessions);
+    let heading = losses::heading(sessions);
     for (k, (name, t)) in [
-        ("re-fetches per call", table::rates_table(&gs)),
-        ("references, cost, repeats", table::references_table(&gs)),
-        ("each loss", table::losses_table(sessions)),
+        ("re-fetches per call", losses::rates_table(&gs)),
+        ("references, cost, repeats", losses::references_table(&gs)),
+        ("each loss", losses::losses_table(sessions)),
     ]
     .into_iter()
     .enumerate()
     {
         tables.insert(at + k, (format!("{heading}: {name}"), t));
     }
-    notes.extend(table::notes(sessions));
+    notes.extend(losses::notes(sessions));
     (tables, notes)
 }
 

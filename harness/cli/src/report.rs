@@ -368,7 +368,7 @@ fn write_behaviour(
             .unwrap_or_default();
         let transcript = transcript.into_iter().map(Message::sealed).collect();
         let agent = r.agent.as_ref().map_or("sim", |a| a.name.as_str());
-        match harness_replay::losses::run::measure_cell(&r.id, agent, &r.model, transcript, &events)
+        match harness_replay::losses::measure_cell(&r.id, agent, &r.model, transcript, &events)
         {
             Ok(s) => sessions.push(s),
             Err(e) => eprintln!(
@@ -384,14 +384,14 @@ fn write_behaviour(
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let Some(profile) = harness_replay::losses::profile::profile(&sessions, &name, &command) else {
+    let Some(profile) = harness_replay::losses::profile(&sessions, &name, &command) else {
         return Err(Error::Usage(format!(
             "--behaviour-out {}: no cell of {} lost a result it had shown (every arm kept its context), so there is nothing to measure; run an arm that trims, folds or compacts",
             path.display(),
             dir.display()
         )));
     };
-    harness_runner::sessions::behaviour::write(path, &profile).map_err(Error::failed)?;
+    harness_runner::sessions::write(path, &profile).map_err(Error::failed)?;
     eprintln!(
         "behaviour profile `{name}` in {}: {} losses in {} cells",
         path.display(),

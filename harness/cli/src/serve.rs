@@ -113,6 +113,6 @@ pub struct BridgeArgs {
 
 /// Runs the bridge and the agent; the agent's exit code is the bridge's.
 pub async fn bridge(a: BridgeArgs) -> Result<Code, Error> {
-    let code = harness_runner::agents::bridge::inside(a.socket, a.port, a.command).await;
+    let code = harness_runner::agents::inside(a.socket, a.port, a.command).await;
     Ok(Code::Exit(u8::try_from(code).unwrap_or(1)))
 }

@@ -99,9 +99,9 @@ fn watch_signals() -> Result<(), WatchError> {
 /// process's workspaces removed (none made afterwards), then exits with `code`.
 fn stop(code: i32) -> ! {
     STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
-    harness_runner::execution::reap::end_all_calls();
-    let removed = harness_runner::execution::workspace::close_and_sweep_own(
-        &harness_runner::execution::workspace::workspaces_dir(),
+    harness_runner::execution::end_all_calls();
+    let removed = harness_runner::execution::close_and_sweep_own(
+        &harness_runner::execution::workspaces_dir(),
     );
     eprintln!(
         "\nstopped by {}; removed {removed} workspace{}; the same command resumes the run",

@@ -8,7 +8,7 @@ use harness_config::spec;
 use harness_core::judge::Judge;
 use harness_core::message::{Message, Role, ToolCall, ToolSpec};
 use harness_core::sim::SimConfig;
-use harness_core::upstream::vocab::{ClaudeCodeTools, CodexTools, MiniText};
+use harness_core::upstream::{ClaudeCodeTools, CodexTools, MiniText};
 use harness_core::upstream::{AgentRequest, Answer, AnswerKind, SimUpstream};
 use serde_json::json;
 

@@ -299,7 +299,7 @@ fn hidden_analysis(sessions: &[ImportedSession]) -> usize {
         sessions
             .iter()
             .zip(&indexes)
-            .map(|(s, ix)| (harness_replay::hidden::index::project(&s.source), ix)),
+            .map(|(s, ix)| (harness_replay::hidden::project(&s.source), ix)),
     );
     let mut hidden = 0;
     for (s, ix) in sessions.iter().zip(&indexes) {

@@ -5,7 +5,7 @@
 
 use harness_import::{import, Format, ImportedSession};
 use harness_replay::hidden::{Common, SessionIndex};
-use harness_replay::losses::stats::{group, groups};
+use harness_replay::losses::{group, groups};
 use harness_replay::losses::{measure, measure_all, LossKind, SessionLosses};
 use serde_json::{json, Value};
 
@@ -413,7 +413,7 @@ fn one_loss_gives_an_interval_not_a_point() {
         "{:?}",
         g.refetch_rate
     );
-    let (lo, hi) = harness_replay::losses::stats::wilson(1, 2);
+    let (lo, hi) = harness_replay::losses::wilson(1, 2);
     assert!(
         (lo - 0.0945).abs() < 1e-3 && (hi - 0.9055).abs() < 1e-3,
         "{lo} {hi}"
@@ -453,7 +453,7 @@ fn the_shipped_profile_is_what_the_fixtures_measure() {
     let report = harness_import::fs::import_paths(&[dir], None).unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let measured = measure_all(&report.sessions, 2);
-    let p = harness_replay::losses::profile::profile(&measured, "fixtures", "x").unwrap();
+    let p = harness_replay::losses::profile(&measured, "fixtures", "x").unwrap();
     let shipped = harness_core::behaviour::Profile::shipped();
     assert_eq!(
         p.summary, shipped.summary,

@@ -24,7 +24,7 @@ use harness_core::driver::{Driver, Next};
 use harness_core::message::{Message, ToolCall};
 use harness_core::policy::Policy;
 use harness_runner::exec_policy::{end_idle, set_sandbox, ExecPolicy, ExecText};
-use harness_runner::execution::sandbox::Sandbox;
+use harness_runner::execution::Sandbox;
 
 const REQUESTS: usize = 100;
 

@@ -27,10 +27,10 @@ use criterion::{criterion_main, Criterion};
 use harness_core::events::Event;
 use harness_core::judge::Judge;
 use harness_core::sim::{Sim, SimConfig};
-use harness_runner::backends::model::SimModel;
+use harness_runner::backends::SimModel;
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
-use harness_runner::execution::sandbox::Sandbox;
-use harness_runner::execution::workspace::Workspace;
+use harness_runner::execution::Sandbox;
+use harness_runner::execution::Workspace;
 use harness_runner::results::RunDir;
 use harness_runner::tasks::{self, LoadedTask};
 

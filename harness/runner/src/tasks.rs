@@ -291,9 +291,11 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<LoadedTask>, Vec<Problem>> {
     }
 }
 
+pub use embedded::write_to as write_embedded;
+
 /// The task suite built into the binary (`tasks/` of the checkout it was built from), so an
 /// installed `foldbench` works outside a checkout.
-pub mod embedded {
+pub(crate) mod embedded {
     use std::path::{Path, PathBuf};
 
     use sha2::{Digest, Sha256};

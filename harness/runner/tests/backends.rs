@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::request::{Purpose, Request, Response, Usage};
-use harness_runner::backends::model::{Model, ModelError};
+use harness_runner::backends::{Model, ModelError};
 use harness_runner::backends::{
-    anthropic, cassette_key, openai, parse_model, AnthropicModel, BackendOptions, OpenAiModel,
+    anthropic_body, cassette_key, openai_body, parse_model, AnthropicModel, BackendOptions, OpenAiModel,
     Recorder, ReplayModel,
 };
 use serde_json::{json, Value};
@@ -124,7 +124,7 @@ async fn openai_request_shape_headers_and_usage() {
     let sent: Value = server.received_requests().await.unwrap()[0]
         .body_json()
         .unwrap();
-    assert_eq!(sent, openai::body(&req, "test-model"));
+    assert_eq!(sent, openai_body(&req, "test-model"));
     assert_eq!(sent["tool_choice"], "auto");
     assert_eq!(
         sent["messages"][2]["content"], "",
@@ -167,7 +167,7 @@ async fn anthropic_request_shape_headers_and_usage() {
     let received = server.received_requests().await.unwrap();
     assert!(received[0].headers.get("authorization").is_none());
     let sent: Value = received[0].body_json().unwrap();
-    assert_eq!(sent, anthropic::body(&req, "claude-test"));
+    assert_eq!(sent, anthropic_body(&req, "claude-test"));
     assert_eq!(sent["system"][0]["cache_control"]["type"], "ephemeral");
     let tools = sent["tools"].as_array().unwrap();
     assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral");
@@ -451,7 +451,7 @@ async fn a_body_cut_short_by_a_closed_connection_is_retried() {
 
 #[tokio::test]
 async fn an_oversized_body_is_refused_naming_the_cap() {
-    use harness_runner::backends::retry::MAX_RESPONSE_BYTES;
+    use harness_runner::backends::MAX_RESPONSE_BYTES;
     // Announced by its length.
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{{\"choices\": [",

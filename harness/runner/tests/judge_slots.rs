@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::judge::Item;
-use harness_runner::backends::model::SharedModel;
+use harness_runner::backends::SharedModel;
 use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::judge::{self, JudgeOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -136,14 +136,14 @@ async fn a_local_server_with_one_slot_gets_one_request_at_a_time_and_none_times_
 /// an in-flight cap of 8, as a remote provider gets): the later ones time out in its queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sent_at_once_the_requests_queued_in_the_server_time_out() {
-    use harness_runner::backends::retry::{self, provider_semaphore, Engine, RetryPolicy};
+    use harness_runner::backends::{self, Engine, RetryPolicy, provider_semaphore};
     let url = one_slot_server().await;
     let n = 8;
     let policy = RetryPolicy {
         max_retries: 0,
         base_delay: Duration::from_millis(10),
         timeout: timeout_for(n),
-        max_retry_wait: retry::DEFAULT_MAX_RETRY_WAIT,
+        max_retry_wait: backends::DEFAULT_MAX_RETRY_WAIT,
     };
     let engine = Arc::new(
         Engine::new(

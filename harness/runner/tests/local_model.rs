@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::request::{Purpose, Request};
 use harness_core::tokens::prefix_tokens;
-use harness_runner::backends::model::Model;
+use harness_runner::backends::Model;
 use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::tools::tool_specs;
 use serde_json::json;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness_core::message::ToolCall;
-use harness_runner::execution::sandbox::Sandbox;
+use harness_runner::execution::Sandbox;
 use harness_runner::tools::{execute, ToolLimits};
 
 /// The pids of live processes (zombies excluded) whose command line is exactly `words`.

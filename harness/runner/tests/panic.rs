@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use harness_core::record::Status;
 use harness_core::request::Request;
-use harness_runner::backends::model::{Model, ModelFuture};
+use harness_runner::backends::{Model, ModelFuture};
 use harness_runner::cell::{CellOptions, CellPlan};
-use harness_runner::execution::sandbox::Sandbox;
+use harness_runner::execution::Sandbox;
 use harness_runner::run::run_cell_guarded;
 use harness_runner::tasks;
 

@@ -4,7 +4,7 @@
 //! in the agent's own form, while the agent's history is as it sent it.
 
 use harness_core::events::Event;
-use harness_runner::proxy::conversation::{decode, Conversation, Step};
+use harness_runner::proxy::{Conversation, Step, decode};
 use harness_wire::Api;
 use serde_json::{json, Value};
 

@@ -26,7 +26,8 @@
 //! The same request sent again (a retry) gets the same answer: the sim moves on only when the
 //! conversation does.
 
-pub mod vocab;
+pub(crate) mod vocab;
+pub use vocab::{ClaudeCodeTools, CodexTools, Foldbench, MiniText, Surroundings, Written, FOLDBENCH};
 
 #[cfg(test)]
 mod tests;
@@ -46,7 +47,6 @@ use crate::spec::TaskSpec;
 use crate::text_agent::is_observation;
 
 pub use vocab::ToolVocabulary;
-use vocab::{Surroundings, Written};
 
 /// What an agent's compaction request says, per agent (Claude Code's, Codex's), beside
 /// foldbench's own [`COMPACTION_PROMPT`].

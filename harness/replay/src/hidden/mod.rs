@@ -18,7 +18,8 @@
 //! message a policy made (a card, a fold result, a summary) once, and looks each candidate up in
 //! its token's postings — no request is scanned as text. It also answers the four probes.
 
-pub mod index;
+pub(crate) mod index;
+pub use index::project;
 pub(crate) mod recovery;
 pub(crate) mod tokens;
 

@@ -33,10 +33,14 @@
 //! Pure: the session's index ([`SessionIndex`]) is the replay's, built once.
 
 pub(crate) mod calls;
-pub mod profile;
-pub mod run;
-pub mod stats;
-pub mod table;
+pub(crate) mod profile;
+pub use profile::profile;
+pub(crate) mod run;
+pub use run::{measure_cell, CellLossError};
+pub(crate) mod stats;
+pub use stats::{GroupStats, group, groups, wilson};
+pub(crate) mod table;
+pub use table::{heading, losses_table, notes, rates_table, references_table};
 
 use std::collections::{HashMap, HashSet};
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::upstream::{vocab, ToolVocabulary};
+use harness_core::upstream::{self, ToolVocabulary};
 
 use super::{
     head, last_json_line, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings,
@@ -113,7 +113,7 @@ impl AgentKind for ClaudeCode {
     }
 
     fn tools(&self) -> &'static dyn ToolVocabulary {
-        &vocab::ClaudeCodeTools
+        &upstream::ClaudeCodeTools
     }
 }
 

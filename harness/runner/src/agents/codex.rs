@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::upstream::{vocab, ToolVocabulary};
+use harness_core::upstream::{self, ToolVocabulary};
 
 use super::{head, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings};
 
@@ -114,7 +114,7 @@ impl AgentKind for Codex {
     }
 
     fn tools(&self) -> &'static dyn ToolVocabulary {
-        &vocab::CodexTools
+        &upstream::CodexTools
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::upstream::{vocab, ToolVocabulary};
+use harness_core::upstream::{self, ToolVocabulary};
 
 use super::{AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings};
 
@@ -91,6 +91,6 @@ impl AgentKind for Exec {
     fn tools(&self) -> &'static dyn ToolVocabulary {
         // Not asked: the upstream recognises a command's requests by the tools they offer,
         // among the vocabularies of AGENTS and foldbench's own.
-        &vocab::FOLDBENCH
+        &upstream::FOLDBENCH
     }
 }

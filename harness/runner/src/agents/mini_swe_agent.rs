@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::upstream::{vocab, ToolVocabulary};
+use harness_core::upstream::{self, ToolVocabulary};
 
 use super::{
     head, last_json_line, AgentError, AgentKind, Locate, TurnCommand, TurnRead, TurnSettings,
@@ -104,6 +104,6 @@ impl AgentKind for MiniSweAgent {
     }
 
     fn tools(&self) -> &'static dyn ToolVocabulary {
-        &vocab::MiniText
+        &upstream::MiniText
     }
 }

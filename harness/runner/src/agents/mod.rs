@@ -15,11 +15,13 @@
 //! - [`isolate`]: the process's sandbox; [`bridge`]: its only way out, one port forwarded to the
 //!   proxy's unix socket.
 
-pub mod bridge;
+pub(crate) mod bridge;
+pub use bridge::inside;
 mod claude_code;
 mod codex;
 mod exec;
-pub mod isolate;
+pub(crate) mod isolate;
+pub use isolate::{Isolation, Launch, command};
 mod mini_swe_agent;
 
 use std::path::{Path, PathBuf};

@@ -18,19 +18,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backends::model::Model;
-
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub(crate) mod cassette;
-pub mod model;
-pub mod openai;
-pub mod retry;
+pub(crate) mod model;
+pub use model::{Model, ModelError, ModelFuture, SharedModel, SimModel};
+pub(crate) mod openai;
+pub(crate) mod retry;
+pub use retry::{DEFAULT_MAX_RETRY_WAIT, Engine, MAX_RESPONSE_BYTES, RetryPolicy, provider_semaphore};
 pub(crate) mod slots;
 
-pub use anthropic::AnthropicModel;
+pub use anthropic::{body as anthropic_body, AnthropicModel};
 pub use cassette::{canonical_request, cassette_key, Recorder, ReplayModel};
-pub use openai::OpenAiModel;
-pub(crate) use retry::RetryPolicy;
+pub use openai::{body as openai_body, parse_arguments, OpenAiModel};
 
 /// Why a model cannot be built from its spec and options: each is the user's to fix (a flag, a
 /// missing key or folder), said before anything is asked of a model.

@@ -72,7 +72,7 @@ mod text;
 
 pub use decode::{decode, DecodeError, Decoded};
 use grouping::Grouped;
-pub use prefix::{decode_after, Decode, Kept, Prefixes, Slot};
+pub use prefix::{decode_after, BodySlot, Decode, Kept, Prefixes};
 pub(crate) use rounds::{Answered, Place, Round};
 pub(crate) use state::Saved;
 

@@ -28,7 +28,10 @@
 //! The library API ([`Proxy::start`], [`Proxy::addr`], [`Proxy::stop`]) is what `run --agent`
 //! uses to put one proxy in front of each cell; `record` says what the run folder holds.
 
-pub mod conversation;
+pub(crate) mod conversation;
+pub use conversation::{
+    decode, decode_after, Conversation, Decode, DecodeError, Decoded, Kept, Outgoing, Prefixes, BodySlot, Step,
+};
 mod error;
 mod forward;
 mod memory;
@@ -67,7 +70,6 @@ use policies::PolicySpec;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
-use conversation::{Conversation, Decoded, Step};
 use record::{Exchange, Recorder};
 
 /// The largest request body the proxy reads (a long session's history is a few MiB).
@@ -254,7 +256,7 @@ pub(crate) struct Entry {
     /// Whether the archive folder was left out of the agent's `git status` this run.
     pub(crate) excluded: bool,
     /// Its last request's body, decoded: the next is read from where it differs.
-    pub(crate) prefix: Arc<conversation::Slot>,
+    pub(crate) prefix: Arc<conversation::BodySlot>,
 }
 
 impl Proxy {

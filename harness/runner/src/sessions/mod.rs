@@ -14,9 +14,12 @@
 //! should know on the way through a sink the caller passes (`progress::say` in the binary).
 //! Their one error type is [`SessionsError`].
 
-pub mod behaviour;
+pub(crate) mod behaviour;
+pub use behaviour::{read_or_shipped, write, BehaviourError};
 mod error;
-pub mod history;
-pub mod load;
+pub(crate) mod history;
+pub use history::{model_prices, price_notes, Filter, ModelPrice, Place};
+pub(crate) mod load;
+pub use load::{load_labels, load_sessions, LabelFile, Loaded};
 
 pub use error::SessionsError;

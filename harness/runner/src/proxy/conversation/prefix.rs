@@ -18,7 +18,7 @@
 //! than [`MAX_DEPTH`], a Responses `input` given as a string, a body that does not parse) is
 //! decoded whole by [`decode`], which also says what is wrong with a malformed body.
 //!
-//! What is kept is one body's decoding per conversation: its [`Slot`] belongs to the
+//! What is kept is one body's decoding per conversation: its [`BodySlot`] belongs to the
 //! conversation's entry and is dropped with it; [`Prefixes`] holds weak references only, to find
 //! before a request is routed the kept body that shares the longest prefix with it.
 
@@ -93,7 +93,7 @@ impl Kept {
 pub struct Decode {
     /// The request, as [`decode`] of the whole body gives it.
     pub decoded: Decoded,
-    /// What to keep ([`Slot::keep`] of the conversation it is routed to); `None` when the body
+    /// What to keep ([`BodySlot::keep`] of the conversation it is routed to); `None` when the body
     /// was decoded whole by [`decode`] (a body this module does not read).
     pub kept: Option<Kept>,
     /// How many items were taken from the kept body as they were decoded.
@@ -364,11 +364,11 @@ fn null() -> Box<RawValue> {
 /// The last body of one conversation, kept decoded: it belongs to the conversation's entry and
 /// goes when the entry goes.
 #[derive(Default)]
-pub struct Slot {
+pub struct BodySlot {
     kept: Mutex<Option<Kept>>,
 }
 
-impl Slot {
+impl BodySlot {
     /// Keeps what a request of this conversation decoded to, for its next request (in place of
     /// what was kept before).
     pub fn keep(&self, kept: Kept) {
@@ -391,14 +391,14 @@ impl Slot {
 /// before the request is routed.
 #[derive(Default)]
 pub struct Prefixes {
-    slots: Mutex<Vec<Weak<Slot>>>,
+    slots: Mutex<Vec<Weak<BodySlot>>>,
 }
 
 impl Prefixes {
     /// A slot for a new conversation; dropped with the conversation (this keeps a weak
     /// reference only).
-    pub fn slot(&self) -> Arc<Slot> {
-        let slot = Arc::new(Slot::default());
+    pub fn slot(&self) -> Arc<BodySlot> {
+        let slot = Arc::new(BodySlot::default());
         if let Ok(mut s) = self.slots.lock() {
             s.retain(|w| w.strong_count() > 0);
             s.push(Arc::downgrade(&slot));
@@ -412,14 +412,14 @@ impl Prefixes {
     /// [`decode`] gives; its `kept` goes to the slot of the conversation the request is routed
     /// to.
     pub fn decode(&self, api: Api, body: &[u8]) -> Result<Decode, DecodeError> {
-        let live: Vec<Arc<Slot>> = match self.slots.lock() {
+        let live: Vec<Arc<BodySlot>> = match self.slots.lock() {
             Ok(mut s) => {
                 s.retain(|w| w.strong_count() > 0);
                 s.iter().filter_map(Weak::upgrade).collect()
             }
             Err(_) => Vec::new(),
         };
-        let mut best: Option<(usize, &Arc<Slot>)> = None;
+        let mut best: Option<(usize, &Arc<BodySlot>)> = None;
         for slot in &live {
             // A slot in use by another request's decode is passed over, not waited for.
             let Ok(k) = slot.kept.try_lock() else {
