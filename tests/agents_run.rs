@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 use crate::helpers::{binary, root, skipped};
 
@@ -100,7 +100,7 @@ fn run_agent(agent: &str, native: bool, off: &str) {
         );
         let diff = std::fs::read_to_string(
             out.join("cells")
-                .join(harness_runner::results::cell_folder(&r.id))
+                .join(harness_runner::cell_folder(&r.id))
                 .join("diff.patch"),
         )
         .unwrap();
@@ -147,7 +147,7 @@ fn run_agent(agent: &str, native: bool, off: &str) {
     assert!(fold.metrics.folds >= 1, "{agent}: fold folded nothing");
     let events = std::fs::read_to_string(
         out.join("cells")
-            .join(harness_runner::results::cell_folder(&fold.id))
+            .join(harness_runner::cell_folder(&fold.id))
             .join("events.jsonl"),
     )
     .unwrap();
@@ -158,7 +158,7 @@ fn run_agent(agent: &str, native: bool, off: &str) {
         .expect("a fold event");
     let archive = out
         .join("cells")
-        .join(harness_runner::results::cell_folder(&fold.id))
+        .join(harness_runner::cell_folder(&fold.id))
         .join("archive")
         .join(
             Path::new(folded["archive"].as_str().unwrap())
@@ -167,7 +167,7 @@ fn run_agent(agent: &str, native: bool, off: &str) {
         );
     let bytes = std::fs::read(&archive).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
     assert_eq!(
-        harness_core::digest::sha256_hex(&bytes),
+        harness_core::sha256_hex(&bytes),
         folded["sha256"].as_str().unwrap()
     );
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness_core::driver::{Driver, Next};
-use harness_core::message::{Message, MessageKind, Role, ToolCall};
+use harness_core::{Message, MessageKind, Role, ToolCall};
 use serde_json::Value;
 
 use crate::helpers::root;

@@ -4,11 +4,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::events::{Event, RequestRecord};
 use harness_core::judge::Judge;
-use harness_core::record::Status;
-use harness_core::request::{Purpose, Request};
 use harness_core::sim::Sim;
+use harness_core::Status;
+use harness_core::{Event, RequestRecord};
+use harness_core::{Purpose, Request};
 use harness_runner::backends::{Model, ModelFuture, SimModel};
 use harness_runner::cell::{CellOptions, CellOutput, CHILD_SYSTEM_PROMPT};
 use harness_runner::tasks::LoadedTask;

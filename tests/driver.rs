@@ -5,15 +5,15 @@
 
 use std::sync::{Arc, Once};
 
-use harness_core::context::Context;
-use harness_core::events::Event;
 use harness_core::fold;
 use harness_core::judge::Judge;
 use harness_core::judge::{replay_items, Origin, Recorded, ReplayOptions};
-use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{ArchiveRef, Plan, Policy, Splice, SpliceKind};
-use harness_replay::engine::{ReplayConfig, Replayer};
-use harness_replay::transcript::session_of_transcript;
+use harness_core::Context;
+use harness_core::Event;
+use harness_core::{Message, MessageKind};
+use harness_replay::session_of_transcript;
+use harness_replay::{ReplayConfig, Replayer};
 use harness_runner::cell::CellOptions;
 use policies::registry::{self, Entry, Registry};
 
@@ -168,7 +168,7 @@ fn a_policy_of_the_test_file_folds_the_same_turns_live_in_replay_and_in_the_judg
         &ReplayOptions {
             prefix_tokens: 0,
             max_tool_output: 10_000,
-            archive_dir: harness_core::session::ARCHIVE_DIR.to_string(),
+            archive_dir: harness_core::ARCHIVE_DIR.to_string(),
         },
     );
     assert!(!items.is_empty(), "even turns stay on offer");

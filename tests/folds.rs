@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use harness_core::events::Event;
 use harness_core::judge::Judge;
-use harness_core::message::MessageKind;
-use harness_core::record::Status;
+use harness_core::Event;
+use harness_core::MessageKind;
+use harness_core::Status;
 use harness_runner::cell::{ArchiveWriter, CellOptions};
 
 use crate::helpers::{run_one, task};
@@ -22,7 +22,7 @@ fn every_archive_hashes_to_the_sha256_in_its_result() {
         let (out, _) = run_one(&t, policy, Judge::Eager, CellOptions::default());
         assert!(!out.archives.is_empty(), "{policy}: the eager judge folds");
         for a in &out.archives {
-            assert_eq!(harness_core::digest::sha256_hex(&a.bytes), a.sha256);
+            assert_eq!(harness_core::sha256_hex(&a.bytes), a.sha256);
             let result = out
                 .transcript
                 .iter()

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use harness_core::events::Event;
-use harness_core::message::ToolSpec;
-use harness_core::record::CellRecord;
-use harness_core::request::Request;
-use harness_runner::backends::{Model, ModelFuture, SimModel};
+use harness_core::CellRecord;
+use harness_core::Event;
+use harness_core::Request;
+use harness_core::ToolSpec;
 use harness_runner::backends::BackendOptions;
+use harness_runner::backends::{Model, ModelFuture, SimModel};
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
 use harness_runner::run::{self, Arm, RunConfig};
 use harness_runner::tasks::{self, LoadedTask};

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role};
 use harness_core::spec::TurnSpec;
-use harness_replay::transcript::session_of_transcript;
+use harness_core::{Message, Role};
+use harness_replay::session_of_transcript;
 use harness_replay::{JudgeKind, ReplayConfig, Replayer};
-use harness_runner::results::cell_folder;
+use harness_runner::cell_folder;
 
 use crate::helpers::{all_tasks, run_matrix};
 

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use harness_core::events::Event;
 use harness_core::judge::Judge;
-use harness_core::record::Status;
+use harness_core::Event;
+use harness_core::Status;
 use harness_runner::cell::{CellOptions, CellOutput};
 use harness_runner::tasks::LoadedTask;
 

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use harness_core::events::Event;
-use harness_core::message::{Message, MessageKind};
+use harness_core::Event;
+use harness_core::{Message, MessageKind};
 use harness_report::html::escape;
 
 use crate::helpers::{binary, root, run_matrix, task};

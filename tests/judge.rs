@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use harness_core::judge::{aggregate, dataset_stats, Aggregate, Gold, Item, BASELINES};
-use harness_core::message::MessageKind;
+use harness_core::MessageKind;
 use harness_runner::judge::baseline_records;
 
 use crate::helpers::{all_tasks, binary, judge_build, real_sessions, root};

@@ -2,14 +2,14 @@
 //! task's guess (its checks fail), and no cell succeeds with a lost fact.
 
 use harness_core::judge::Judge;
-use harness_core::message::Role;
-use harness_core::record::Status;
+use harness_core::Role;
+use harness_core::Status;
 use harness_runner::cell::CellOptions;
 
 use std::sync::Arc;
 
-use harness_core::events::Event;
 use harness_core::sim::Sim;
+use harness_core::Event;
 
 use crate::helpers::{run_matrix, run_one, run_one_with, sim_config, task};
 
@@ -199,7 +199,7 @@ fn a_sim_with_the_old_private_map_fails_the_visible_arguments_check() {
 fn fold_greps_the_archive_for_the_cue_and_reads_every_line_that_has_it() {
     let t = task("incident-quote");
     let (out, _) = run_one(&t, "fold", Judge::Oracle, CellOptions::default());
-    let greps: Vec<&harness_core::events::ToolCallRecord> = out
+    let greps: Vec<&harness_core::ToolCallRecord> = out
         .events
         .iter()
         .filter_map(|e| match e {

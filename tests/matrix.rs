@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use harness_core::record::{CellRecord, Status};
-use harness_runner::results::read_records;
+use harness_core::{CellRecord, Status};
+use harness_runner::read_records;
 
 use crate::helpers::{all_tasks, arms, binary, root};
 
@@ -413,7 +413,7 @@ fn compare_gates_a_regression(d: &Path) {
     let won = read_records(&d.join("whole"))
         .unwrap()
         .iter()
-        .filter(|r| r.arm == "trim" && r.status == harness_core::record::Status::Success)
+        .filter(|r| r.arm == "trim" && r.status == harness_core::Status::Success)
         .count();
     assert!(won > 0, "keep=1 succeeds somewhere");
     let out = text(&worse);
@@ -516,7 +516,7 @@ fn reports_of_the_merged_run(d: &Path) {
     let failed = read_records(&d.join("merged"))
         .unwrap()
         .iter()
-        .filter(|r| r.status == harness_core::record::Status::Failure)
+        .filter(|r| r.status == harness_core::Status::Failure)
         .count();
     assert_eq!(check_junit(&junit), (8, failed, 0));
     let svg = std::fs::read_to_string(d.join("out/requests.svg")).unwrap();

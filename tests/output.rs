@@ -189,9 +189,7 @@ fn run_and_fold_fail_with_exit_1_when_standard_output_is_full() {
     assert_eq!(records.lines().count(), 1, "{records}");
     let transcript = run
         .join("cells")
-        .join(harness_runner::results::cell_folder(
-            "trim-rerun/none/sim/1",
-        ))
+        .join(harness_runner::cell_folder("trim-rerun/none/sim/1"))
         .join("transcript.jsonl");
     let out = to_full_disk(
         &root(),

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use harness_core::record::Status;
-use harness_runner::results::read_records;
+use harness_core::Status;
+use harness_runner::read_records;
 
 use crate::helpers::{fb, root, text};
 

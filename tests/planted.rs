@@ -106,8 +106,7 @@ fn files_too_large_to_read_whole_are_measured_not_read() {
         );
         let t = task_in(&d.path().join(name), name, &spec);
         for _ in 0..2 {
-            let cache =
-                std::sync::Arc::new(harness_runner::execution::ToolCache::new());
+            let cache = std::sync::Arc::new(harness_runner::execution::ToolCache::new());
             let mut opts = CellOptions::default();
             opts.tool_limits.cache = Some(std::sync::Arc::clone(&cache));
             let (out, _) = run_one(&t, "none", Judge::Oracle, opts);

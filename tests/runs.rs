@@ -404,7 +404,7 @@ fn the_tool_timeout_limits_setup_commands() {
 /// A model that answers the first request of each turn with `calls`, and every other request
 /// with a closing message.
 struct Scripted {
-    calls: Vec<harness_core::message::ToolCall>,
+    calls: Vec<harness_core::ToolCall>,
 }
 
 impl harness_runner::backends::Model for Scripted {
@@ -414,19 +414,19 @@ impl harness_runner::backends::Model for Scripted {
 
     fn respond<'a>(
         &'a self,
-        req: &'a harness_core::request::Request,
+        req: &'a harness_core::Request,
         _cell: &'a str,
     ) -> harness_runner::backends::ModelFuture<'a> {
         let first = matches!(
             req.messages.last().map(|m| m.role),
-            Some(harness_core::message::Role::User)
+            Some(harness_core::Role::User)
         );
         let calls = if first {
             self.calls.clone()
         } else {
             Vec::new()
         };
-        Box::pin(async move { Ok(harness_core::request::Response::new("done", calls, None)) })
+        Box::pin(async move { Ok(harness_core::Response::new("done", calls, None)) })
     }
 }
 
@@ -449,7 +449,7 @@ fn run_scripted(
         .enable_all()
         .build()
         .unwrap();
-    let on_event = |_: &str, _: &harness_core::events::Event| {};
+    let on_event = |_: &str, _: &harness_core::Event| {};
     let out = rt.block_on(harness_runner::cell::run_cell(
         &plan, &opts, model, &on_event,
     ));
@@ -469,7 +469,7 @@ fn a_tool_call_on_a_pipe_nobody_writes_is_answered_not_hung() {
         .unwrap()
         .remove(0);
     let model = Scripted {
-        calls: vec![harness_core::message::ToolCall {
+        calls: vec![harness_core::ToolCall {
             id: "p".into(),
             name: "read_file".into(),
             args: serde_json::json!({"path": "pipe"}),
@@ -481,14 +481,14 @@ fn a_tool_call_on_a_pipe_nobody_writes_is_answered_not_hung() {
     assert_eq!(out.record.error, None, "the cell must not end in error");
     assert_eq!(
         out.record.status,
-        harness_core::record::Status::Success,
+        harness_core::Status::Success,
         "{:?}",
         out.record.checks
     );
     let result = out
         .transcript
         .iter()
-        .find(|m| m.role == harness_core::message::Role::Tool)
+        .find(|m| m.role == harness_core::Role::Tool)
         .expect("a tool result");
     assert!(result.is_error, "{}", result.text);
     // Refused before opening (a FIFO is not a regular file); were it opened, the tool time limit
@@ -502,7 +502,7 @@ fn a_tool_call_on_a_pipe_nobody_writes_is_answered_not_hung() {
 
 #[test]
 fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
-    use harness_core::message::ToolCall;
+    use harness_core::ToolCall;
     let t = task("trim-rerun");
     let model = Scripted {
         calls: vec![
@@ -523,7 +523,7 @@ fn unnamed_and_unreadable_tool_calls_get_tool_errors_and_the_cell_goes_on() {
     let results: Vec<(String, bool)> = out
         .transcript
         .iter()
-        .filter(|m| m.role == harness_core::message::Role::Tool)
+        .filter(|m| m.role == harness_core::Role::Tool)
         .map(|m| (m.text.to_string(), m.is_error))
         .collect();
     assert_eq!(results.len(), 4, "two calls in each of two turns");

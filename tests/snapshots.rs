@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
 use harness_core::fold;
-use harness_core::message::{Message, ToolCall};
+use harness_core::Context;
+use harness_core::{Message, ToolCall};
 use serde_json::json;
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
@@ -112,7 +112,7 @@ fn result(c: &Context, from: u32, to: u32) -> String {
     let msgs = range(c, from, to);
     let bytes = fold::archive_text(from, to, &msgs);
     // The sha256 depends only on the archive text, which is fixed here; the path is redacted.
-    let sha = harness_core::digest::sha256_hex(bytes.as_bytes());
+    let sha = harness_core::sha256_hex(bytes.as_bytes());
     fold::build_result(from, to, &msgs, "[archive]", &sha)
 }
 

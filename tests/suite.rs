@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use harness_core::record::Status;
 use harness_core::spec::Action;
+use harness_core::Status;
 use harness_runner::cell::run_checks;
 use harness_runner::execution::Workspace;
 use harness_runner::tools::ToolLimits;

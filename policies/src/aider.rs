@@ -17,9 +17,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::{Message, MessageKind, Role};
 
 use crate::error::ParamError;
 use crate::messages;

@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Message;
 
 use crate::error::ParamError;
 use crate::messages::{self, Marks, Memo};
@@ -213,7 +213,7 @@ mod tests {
     use crate::messages::testing::{
         context, count, output, same_after_restores, sent, shape, Step::*,
     };
-    use harness_core::message::{Message, ToolCall};
+    use harness_core::{Message, ToolCall};
     use serde_json::json;
 
     #[test]

@@ -23,9 +23,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Message;
 
 use crate::compact::compactable;
 use crate::error::ParamError;
@@ -180,14 +180,14 @@ mod tests {
         assert_eq!(input.len(), before.len());
         q.apply_compaction(
             &mut c,
-            Message::host(2, "SUMMARY", harness_core::message::MessageKind::Summary),
+            Message::host(2, "SUMMARY", harness_core::MessageKind::Summary),
         );
         assert_eq!(shape(&c.messages), "s");
         // Paused: the client puts the turn's prompt after the block.
         let mut r = policy("anthropic-compaction:trigger=50000,pause_after_compaction=true");
         r.apply_compaction(
             &mut c2,
-            Message::host(2, "SUMMARY", harness_core::message::MessageKind::Summary),
+            Message::host(2, "SUMMARY", harness_core::MessageKind::Summary),
         );
         assert_eq!(shape(&c2.messages), "su");
         assert_eq!(c2.messages[1].text, "u2");
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(shape(&input), "uarc", "the history before the prompt");
         p.apply_compaction(
             &mut c,
-            Message::host(2, "SUMMARY", harness_core::message::MessageKind::Summary),
+            Message::host(2, "SUMMARY", harness_core::MessageKind::Summary),
         );
         assert_eq!(shape(&c.messages), "su");
         // Within a turn, on demand waits for the next prompt.

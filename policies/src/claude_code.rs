@@ -14,8 +14,8 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
 
 use crate::compact::compactable;
 use crate::error::ParamError;
@@ -166,12 +166,9 @@ impl ClaudeCode {
     }
 
     /// The context with microcompaction applied, and how many results it cleared just now.
-    fn microcompacted(
-        &mut self,
-        ctx: &Context,
-    ) -> (Vec<Arc<harness_core::message::Message>>, usize) {
+    fn microcompacted(&mut self, ctx: &Context) -> (Vec<Arc<harness_core::Message>>, usize) {
         self.cleared.resolve(&ctx.messages);
-        let visible: Vec<&Arc<harness_core::message::Message>> = ctx
+        let visible: Vec<&Arc<harness_core::Message>> = ctx
             .messages
             .iter()
             .filter(|m| {

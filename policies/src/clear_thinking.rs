@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, Role};
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::{Message, Role};
 
 use crate::error::ParamError;
 use crate::messages::Memo;

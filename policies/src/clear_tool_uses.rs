@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Message;
 
 use crate::error::ParamError;
 use crate::messages::{self, Memo};
@@ -207,7 +207,7 @@ mod tests {
             let m = &c.messages[i];
             let mut x = (**m).clone();
             x.text = PLACEHOLDER.into();
-            x.kind = harness_core::message::MessageKind::Cleared;
+            x.kind = harness_core::MessageKind::Cleared;
             x.sealed().tokens
         };
         let saved =

@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::{Message, MessageKind};
 
 use crate::compact::compactable;
 use crate::error::ParamError;

@@ -1,8 +1,8 @@
 //! `compact`: when a request would exceed `threshold × window`, the runner asks the model for a
 //! summary and the context becomes the summary and the current user message.
 
-use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
 
 use crate::error::ParamError;
 use crate::params::Params;

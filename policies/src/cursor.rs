@@ -17,11 +17,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::context::Context;
 use harness_core::fold;
-use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{Offload, Plan, Policy};
-use harness_core::session::ARCHIVE_DIR;
+use harness_core::Context;
+use harness_core::ARCHIVE_DIR;
+use harness_core::{Message, MessageKind};
 
 use crate::compact::compactable;
 use crate::error::ParamError;
@@ -299,7 +299,7 @@ mod tests {
     use crate::messages::testing::{
         context, count, output, policy, same_after_restores, sent, shape, Step::*,
     };
-    use harness_core::message::{Message, MessageKind};
+    use harness_core::{Message, MessageKind};
 
     #[test]
     fn files_and_history_carry_across_a_restore() {

@@ -11,7 +11,7 @@
 
 use std::num::{ParseIntError, TryFromIntError};
 
-use harness_core::suggest::did_you_mean;
+use harness_core::did_you_mean;
 
 use crate::sweep::MAX_POINTS;
 

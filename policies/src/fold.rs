@@ -19,14 +19,14 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
 use harness_core::fold::{self, check_fold};
-use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::policy::{
     ArchiveRef, CardOffer, Mode, Plan, Policy, Splice, SpliceKind, ToolOutcome, ToolReply,
 };
 use harness_core::spec::{BACK, MODES};
 use harness_core::tokens;
+use harness_core::Context;
+use harness_core::{Message, MessageKind, ToolCall, ToolSpec};
 use serde_json::json;
 
 use crate::compact::compactable;

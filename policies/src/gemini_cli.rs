@@ -21,10 +21,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, Role};
 use harness_core::policy::{Offload, Plan, Policy};
-use harness_core::session::ARCHIVE_DIR;
+use harness_core::Context;
+use harness_core::ARCHIVE_DIR;
+use harness_core::{Message, Role};
 use serde_json::json;
 
 use crate::error::ParamError;

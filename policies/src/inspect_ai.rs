@@ -22,9 +22,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::{Message, MessageKind, Role};
 
 use crate::clear_thinking::without_thinking;
 use crate::error::ParamError;

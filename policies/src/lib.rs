@@ -5,7 +5,7 @@
 //! decision and the runner carries it out.
 //!
 //! ```
-//! use harness_core::context::Context;
+//! use harness_core::Context;
 //!
 //! let spec = policies::parse_policy("trim:keep=1").unwrap();
 //! let mut policy = policies::build(&spec, 200_000).unwrap();
@@ -15,7 +15,7 @@
 //!
 //! foldbench's own:
 //!
-//! - [`None`](none::NonePolicy): every message, as appended.
+//! - [`None`](NonePolicy): every message, as appended.
 //! - `Trim`: old tool results dropped (or replaced by a placeholder).
 //! - `Compact`: a model-written summary when the window fills.
 //! - `Fold`: cards, `fold_unit`, archives and mechanical results; with
@@ -50,13 +50,15 @@ mod codex;
 mod compact;
 mod cursor;
 mod error;
-pub mod fold;
+pub(crate) mod fold;
+pub use fold::fold_tools;
 mod gemini_cli;
 mod hybrid;
 mod inspect_ai;
 mod llm_summarizing;
 mod messages;
-pub mod none;
+pub(crate) mod none;
+pub use none::NonePolicy;
 mod observation_masking;
 mod openhands;
 mod params;

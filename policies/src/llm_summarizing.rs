@@ -26,9 +26,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Message;
 
 use crate::error::ParamError;
 use crate::messages;
@@ -254,7 +254,7 @@ impl Policy for LlmSummarizing {
 mod tests {
     use super::*;
     use crate::messages::testing::{condense, context, output, policy, shape, Step::*};
-    use harness_core::message::{MessageKind, ToolCall};
+    use harness_core::{MessageKind, ToolCall};
     use serde_json::json;
 
     /// Every tool result has its call in `messages` and every call its result.

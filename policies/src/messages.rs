@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::message::{Message, MessageKind, Role};
+use harness_core::{Message, MessageKind, Role};
 
 /// Rewritten messages by the original's id and the rewrite's kind: a cache, each rewrite made
 /// again the same from its original, so not state a policy saves ([`Policy::saved_state`]) —
@@ -269,9 +269,9 @@ pub(crate) mod testing {
 
     use std::sync::Arc;
 
-    use harness_core::context::Context;
-    use harness_core::message::{Message, MessageKind, ToolCall};
     use harness_core::policy::{Plan, Policy};
+    use harness_core::Context;
+    use harness_core::{Message, MessageKind, ToolCall};
     use serde_json::json;
 
     /// A policy from its text, as the registry builds it (a 200,000-token window).
@@ -466,7 +466,7 @@ pub(crate) mod testing {
     /// One letter per message: `u` user, `a` assistant with calls, `c` closing, `r` a visible
     /// result, `x` a cleared one, `s` a host message (summary).
     pub(crate) fn shape(messages: &[Arc<Message>]) -> String {
-        use harness_core::message::{MessageKind, Role};
+        use harness_core::{MessageKind, Role};
         messages
             .iter()
             .map(|m| match (m.role, &m.kind) {

@@ -1,7 +1,7 @@
 //! `none`: the request is every message, as appended.
 
-use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
 
 use crate::registry::Entry;
 

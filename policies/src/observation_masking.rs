@@ -11,8 +11,8 @@
 //! of its other calls (even those inside the window). With `view=foldbench` the masked result
 //! stays a tool result answering its call and everything else is sent as it is.
 
-use harness_core::context::Context;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
 
 use crate::error::ParamError;
 use crate::messages::{self, Memo};
@@ -165,7 +165,7 @@ mod tests {
             assert_eq!(shape(&m), want, "{spec}");
             if let Some(x) = m
                 .iter()
-                .find(|m| m.kind == harness_core::message::MessageKind::Cleared)
+                .find(|m| m.kind == harness_core::MessageKind::Cleared)
             {
                 assert_eq!(x.text, super::MASK);
             }

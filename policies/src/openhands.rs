@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::message::{Message, MessageKind, Role};
+use harness_core::{Message, MessageKind, Role};
 
 use crate::messages::Memo;
 

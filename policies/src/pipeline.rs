@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::policy::{ArchiveRef, CardOffer, Mode, Offload, Plan, Policy, Splice, ToolReply};
+use harness_core::Context;
+use harness_core::{Message, ToolCall, ToolSpec};
 
 use crate::error::PolicyError;
 use crate::registry::{Entry, Registry};

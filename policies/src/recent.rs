@@ -13,9 +13,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Message;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Message;
 
 use crate::error::ParamError;
 use crate::messages::{self, Memo};

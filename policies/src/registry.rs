@@ -17,7 +17,7 @@
 //! reg.register(
 //!     Entry::new("keep-all", |p, b| {
 //!         let window = p.take_u64("window")?.unwrap_or(b.window);
-//!         Ok(Box::new(policies::none::NonePolicy::new(window)) as Box<dyn Policy>)
+//!         Ok(Box::new(policies::NonePolicy::new(window)) as Box<dyn Policy>)
 //!     })
 //!     .summary("every message, as appended (a copy of `none`)")
 //!     .param("window", "(the model's)", "tokens", "the window recorded with the arm"),

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::Role;
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::Role;
 
 use crate::error::ParamError;
 use crate::messages::{self, Memo};
@@ -58,7 +58,7 @@ pub(crate) fn entry() -> Entry {
 /// text-action format's outputs). A user message of the turn that follows the prompt, a tool
 /// result or another user message is context the host added (Codex's AGENTS.md instructions,
 /// skills and environment context, kept as user messages of the turn), not an output.
-pub(crate) fn observations(messages: &[Arc<harness_core::message::Message>]) -> Vec<bool> {
+pub(crate) fn observations(messages: &[Arc<harness_core::Message>]) -> Vec<bool> {
     let mut opened: Option<u32> = None;
     let mut after_text_action = false;
     messages
@@ -173,13 +173,13 @@ mod tests {
 
     #[test]
     fn context_a_host_adds_to_a_turn_is_no_observation() {
-        use harness_core::message::{Message, ToolCall};
+        use harness_core::{Message, ToolCall};
         let call = ToolCall {
             id: "c1".into(),
             name: "shell".into(),
             args: serde_json::Value::Null,
         };
-        let mut c = harness_core::context::Context::default();
+        let mut c = harness_core::Context::default();
         for m in [
             Message::user(1, "fix it", None),
             // Codex's injected context: after the prompt, and after a tool result.

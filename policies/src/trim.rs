@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, MessageKind, Role};
 use harness_core::policy::{Plan, Policy};
+use harness_core::Context;
+use harness_core::{Message, MessageKind, Role};
 
 use crate::error::ParamError;
 use crate::params::Params;
@@ -155,7 +155,7 @@ impl Policy for Trim {
 mod tests {
     use super::*;
     use crate::parse_policy;
-    use harness_core::message::ToolCall;
+    use harness_core::ToolCall;
     use serde_json::json;
 
     fn ctx() -> Context {

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use harness_core::record::CellRecord;
+use harness_core::CellRecord;
 use harness_report::render;
 use harness_report::view::Kind;
 use harness_runner::{arms, run};

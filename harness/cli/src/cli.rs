@@ -320,7 +320,7 @@ fn long_about() -> String {
 
 /// The command line with its policy texts made, never written by hand: the policies each
 /// command takes by default (`run`'s [`policies::POLICIES`], `replay`'s
-/// [`harness_replay::arms::default_policies`]) and every policy of `registry` with its summary, so a
+/// [`harness_replay::default_policies`]) and every policy of `registry` with its summary, so a
 /// policy registered by a program embedding foldbench is listed as the built-in ones are.
 pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> clap::Command {
     use crate::policy::{help, listed};
@@ -330,7 +330,7 @@ pub fn with_policy_help(cmd: clap::Command, registry: &policies::Registry) -> cl
          made from the registry ([`with_policy_help`])",
         policies::POLICIES.join(", ")
     );
-    let replay_defaults = harness_replay::arms::default_policies();
+    let replay_defaults = harness_replay::default_policies();
     cmd.long_about(long_about())
         .mut_subcommand("run", |c| {
             c.mut_arg("policies", |a| {
@@ -415,7 +415,7 @@ mod tests {
         let mut reg = policies::Registry::builtin();
         reg.register(
             policies::Entry::new("test-keep-all", |_, b| {
-                Ok(Box::new(policies::none::NonePolicy::new(b.window)))
+                Ok(Box::new(policies::NonePolicy::new(b.window)))
             })
             .summary("every message, a policy of the test's own")
             .source("the command line's tests")
@@ -482,7 +482,7 @@ mod tests {
         let short = help_with(&reg, &["foldbench", "run", "-h"]);
         assert!(short.contains(&format!("(default: {run});")), "{short}");
         // replay's are the ones its replayer takes without --policy: fold+strategies only when named.
-        let replay = harness_replay::arms::default_policies();
+        let replay = harness_replay::default_policies();
         assert_eq!(replay, ["none", "trim", "compact", "fold"]);
         let long = help_with(&reg, &["foldbench", "replay", "--help"]);
         assert!(

@@ -125,7 +125,7 @@ pub fn cmd(a: CompareArgs) -> Result<Code, Error> {
         };
         outputs.push((p.clone(), f));
     }
-    let read = |d: &PathBuf| harness_runner::results::read_records(d);
+    let read = |d: &PathBuf| harness_runner::read_records(d);
     let (base, new) = match (read(&a.base), read(&a.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => return Err(Error::refused(e)),

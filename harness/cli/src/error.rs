@@ -26,8 +26,8 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harness_runner::merge::MergeError;
 use harness_runner::run::RunError;
+use harness_runner::MergeError;
 
 /// A library's error, kept whole as a source: a typed error, or the words of a library function
 /// that still says what is wrong in a `String` (boxed as an error of its own).
@@ -80,7 +80,7 @@ pub enum Error {
     Sessions(#[from] harness_runner::sessions::SessionsError),
     /// Policies a replay cannot start with (exit code 2).
     #[error(transparent)]
-    Replay(#[from] harness_replay::engine::ReplayError),
+    Replay(#[from] harness_replay::ReplayError),
     /// A `--price` flag refused (exit code 2).
     #[error("--price")]
     Price(#[source] harness_core::prices::PriceError),
@@ -272,7 +272,7 @@ pub fn render(error: &Error) -> String {
         return lines.join("\n");
     }
     let mut text = String::new();
-    for (i, e) in harness_core::error_chain::chain(error).enumerate() {
+    for (i, e) in harness_core::chain(error).enumerate() {
         if i > 0 {
             text.push('\n');
         }
@@ -305,7 +305,7 @@ mod tests {
     use std::sync::Arc;
 
     use harness_runner::execution::{ProbeError, SandboxError};
-    use harness_runner::file_error::FileError;
+    use harness_runner::FileError;
 
     use super::*;
 
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_run_folders_file_system_error_is_kept_down_the_chain() {
-        use harness_runner::results::RunDirError;
+        use harness_runner::RunDirError;
         let e = Error::Run(RunError::Dir(RunDirError::Io(FileError {
             what: "lock",
             path: PathBuf::from("out/run.lock"),

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use harness_core::message::Message;
+use harness_core::Message;
 
 use crate::error::{Code, Error};
 
@@ -11,11 +11,12 @@ use crate::error::{Code, Error};
 pub fn cmd(path: &Path, from: u32, to: u32) -> Result<Code, Error> {
     // Sized and checked before it is read, as replay's inputs are: a regular file of at most
     // `MAX_TRANSCRIPT_BYTES`, never a FIFO or a device.
-    let bytes = harness_import::fs::read_regular(path, harness_import::fs::MAX_TRANSCRIPT_BYTES)
-        .map_err(|source| Error::Read {
+    let bytes = harness_import::read_regular(path, harness_import::MAX_TRANSCRIPT_BYTES).map_err(
+        |source| Error::Read {
             what: path.display().to_string(),
             source,
-        })?;
+        },
+    )?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::Usage(format!(
             "{}: not UTF-8 text (byte {}); a transcript is JSON lines",
@@ -48,7 +49,7 @@ pub fn cmd(path: &Path, from: u32, to: u32) -> Result<Code, Error> {
     // shown with its control characters escaped, so a transcript cannot drive the terminal.
     let shown: Vec<String> = result
         .lines()
-        .map(|l| harness_core::printable::printable(l, usize::MAX))
+        .map(|l| harness_core::printable(l, usize::MAX))
         .collect();
     crate::out::line(&shown.join("\n"))?;
     Ok(Code::Ok)

@@ -11,8 +11,8 @@ use clap::{Subcommand, ValueEnum};
 use harness_core::judge::{dataset_stats, to_line, AnswerMode, Item, DEFAULT_TOOL_OUTPUT_CAP};
 use harness_core::metrics::Price;
 
-use harness_runner::backends::SharedModel;
 use harness_runner::backends::BackendOptions;
+use harness_runner::backends::SharedModel;
 
 use harness_runner::judge::{
     build, build_tables, classify, expand_history, filter_table, judge_page, read_dataset,
@@ -21,7 +21,7 @@ use harness_runner::judge::{
 
 use crate::error::{Code, Error};
 use crate::format::{self, Document, Form, Format, Outputs, Text};
-use harness_runner::results::write_lines;
+use harness_runner::write_lines;
 
 /// `foldbench judge ...`.
 #[derive(Debug, Subcommand)]

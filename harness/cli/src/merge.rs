@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use harness_runner::merge::merge;
+use harness_runner::merge;
 
 use crate::error::{Code, Error};
 

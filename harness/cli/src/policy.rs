@@ -54,7 +54,7 @@ pub fn listing(reg: &Registry, name: Option<&str>) -> Result<String, Error> {
             None => {
                 return Err(Error::Usage(format!(
                     "unknown policy `{n}`{}; the policies: {}",
-                    harness_core::suggest::did_you_mean(n, reg.names()),
+                    harness_core::did_you_mean(n, reg.names()),
                     reg.names().join(", ")
                 )))
             }

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::ValueEnum;
-use harness_replay::engine::DEFAULT_WINDOW;
 use harness_replay::report::{self, PolicySummary};
-use harness_replay::truth::ErrorStats;
+use harness_replay::ErrorStats;
+use harness_replay::DEFAULT_WINDOW;
 use harness_replay::{
     analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer, SessionReplay,
 };
@@ -121,7 +121,7 @@ pub struct ReplayArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Policy `NAME[:k=v,...]`, repeatable (default: the arms of `--profile`, else
-    /// [`harness_replay::arms::default_policies`]); the help texts are made by `cli::with_policy_help`.
+    /// [`harness_replay::default_policies`]); the help texts are made by `cli::with_policy_help`.
     #[arg(long = "policy")]
     policies: Vec<String>,
     /// With `--profile NAME` and no `--policy`: that profile's arms (`--profile peers`).
@@ -264,9 +264,9 @@ pub fn replay(a: ReplayArgs) -> Result<Code, Error> {
     let summary = report::summarize(&replays, &labels_order);
     let agreement = labels
         .as_ref()
-        .map(|l| harness_replay::caveats::LexicalAgreement::of(&loaded.sessions, l));
+        .map(|l| harness_replay::LexicalAgreement::of(&loaded.sessions, l));
     let caveats =
-        harness_replay::caveats::caveat_notes(&replays, &summary, a.source.judge.into(), agreement);
+        harness_replay::caveat_notes(&replays, &summary, a.source.judge.into(), agreement);
     let r = Replayed {
         summary,
         caveats,
@@ -377,7 +377,7 @@ fn policy_errors(replays: &[SessionReplay]) -> usize {
 /// Everything `replay` prints and writes.
 struct Replayed {
     replays: Vec<SessionReplay>,
-    truths: Vec<harness_replay::truth::SessionTruth>,
+    truths: Vec<harness_replay::SessionTruth>,
     labels_order: Vec<String>,
     summary: Vec<PolicySummary>,
     /// What the numbers do not say by themselves ([`harness_replay::caveats`]).
@@ -405,8 +405,7 @@ struct Replayed {
 /// The replayer of `--policy`, `--judge`, `--window` and `--price`, and the price table.
 fn replayer_of(a: &ReplayArgs) -> Result<(Replayer, harness_core::prices::PriceTable), Error> {
     let prices = harness_core::prices::PriceTable::from_flags(&a.price).map_err(Error::Price)?;
-    let list =
-        harness_replay::arms::policy_texts(&a.policies, || a.config.source().profile_policies())?;
+    let list = harness_replay::policy_texts(&a.policies, || a.config.source().profile_policies())?;
     let specs = harness_runner::arms::arms(&list)
         .map_err(|e| Error::policy("--policy", e))?
         .into_iter()
@@ -592,7 +591,7 @@ fn write_replay_page(a: &ReplayArgs, r: &Replayed, path: &Path) -> Result<(), Er
         &r.profile,
         &harness_replay::headline::sensitivity(&r.replays, &answers),
     );
-    let page = harness_replay::page::replay_page(
+    let page = harness_replay::replay_page(
         &heading,
         opening,
         tables,
@@ -735,10 +734,9 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
     let judge: JudgeKind = src.judge.into();
     let labels = load_labels(src)?;
     let loaded = load_sessions(src, "analyze")?;
-    let sessions =
-        harness_replay::engine::parallel_map(&loaded.sessions, jobs_or_cores(src.jobs), |s| {
-            analyze_session(s, judge, labels.as_ref())
-        });
+    let sessions = harness_replay::parallel_map(&loaded.sessions, jobs_or_cores(src.jobs), |s| {
+        analyze_session(s, judge, labels.as_ref())
+    });
     if let Some(path) = &src.requests_out {
         let lines = sessions.iter().zip(&loaded.sessions).flat_map(|(c, s)| {
             c.requests
@@ -758,11 +756,10 @@ pub fn analyze(a: AnalyzeArgs) -> Result<Code, Error> {
                 })
         });
         let lines = lines.map(|l| serde_json::to_string(&l).expect("a request line serializes"));
-        let n =
-            harness_runner::results::write_lines(path, lines).map_err(|source| Error::Write {
-                path: path.clone(),
-                source,
-            })?;
+        let n = harness_runner::write_lines(path, lines).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
         eprintln!("{n} request records in {}", path.display());
     }
     let corpus = report::corpus_composition(&sessions);

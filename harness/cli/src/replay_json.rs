@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use harness_replay::report::PolicySummary;
-use harness_replay::truth::ErrorStats;
+use harness_replay::ErrorStats;
 use harness_replay::{JudgeKind, SessionHeader, SessionReplay};
-use harness_runner::results::write_lines;
+use harness_runner::write_lines;
 use serde::Serialize;
 
 use crate::error::Error;
@@ -104,8 +104,8 @@ pub(crate) struct SessionPolicyJson<'a> {
     pub(crate) total_input: u64,
     pub(crate) cards: usize,
     pub(crate) card_tokens: u64,
-    pub(crate) folds: &'a [harness_replay::engine::FoldEvent],
-    pub(crate) compactions: &'a [harness_replay::engine::CompactionEvent],
+    pub(crate) folds: &'a [harness_replay::FoldEvent],
+    pub(crate) compactions: &'a [harness_replay::CompactionEvent],
     pub(crate) cost: f64,
     pub(crate) hidden_references: usize,
     pub(crate) hidden_by_source: harness_replay::hidden::BySource,

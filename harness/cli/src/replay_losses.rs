@@ -2,8 +2,8 @@
 //! recorded agents did after they lost context ([`harness_replay::losses`]), in the terminal,
 //! Markdown, JSON and the HTML page.
 
-use harness_replay::losses::{GroupStats, groups};
 use harness_replay::losses::{self, SessionLosses, WINDOW_CALLS};
+use harness_replay::losses::{groups, GroupStats};
 use harness_report::render::Table;
 use harness_report::view::Kind;
 use serde::Serialize;

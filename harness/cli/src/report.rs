@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use harness_core::record::CellRecord;
+use harness_core::CellRecord;
 use harness_report::svg::{self, RequestPoint, SessionChoice};
 use harness_report::view::Kind;
 use harness_report::{junit, render};
@@ -98,7 +98,7 @@ pub enum ReportError {
     #[error(
         "-o {}: a run writes its records into its folder (DIR/{}); give the folder (-o results/x), and a report file to write one (-o report.html)",
         .0.display(),
-        harness_runner::results::CELLS_FILE
+        harness_runner::CELLS_FILE
     )]
     RecordsFile(PathBuf),
     /// `run -o` given two folders.
@@ -166,7 +166,7 @@ pub struct ReportArgs {
 
 /// Reads the chart fields of `requests.jsonl`.
 pub fn read_requests(dir: &Path) -> Result<Vec<RequestPoint>, ReportError> {
-    let path = dir.join(harness_runner::results::REQUESTS_FILE);
+    let path = dir.join(harness_runner::REQUESTS_FILE);
     let f = std::fs::File::open(&path).map_err(|source| ReportError::OpenRequests {
         path: path.clone(),
         source,
@@ -326,7 +326,7 @@ impl Document for ReportDoc<'_> {
 
 /// Runs `foldbench report`.
 pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
-    let records = harness_runner::results::read_records(&a.run_dir).map_err(Error::refused)?;
+    let records = harness_runner::read_records(&a.run_dir).map_err(Error::refused)?;
     let mut outputs = Vec::new();
     for p in &a.output {
         outputs.push((p.clone(), format_of_path(p)?));
@@ -351,12 +351,12 @@ pub fn cmd(a: ReportArgs) -> Result<Code, Error> {
 /// pair up are said and left out.
 fn write_behaviour(
     dir: &Path,
-    records: &[harness_core::record::CellRecord],
+    records: &[harness_core::CellRecord],
     path: &Path,
 ) -> Result<(), Error> {
-    use harness_core::events::Event;
-    use harness_core::message::Message;
-    use harness_runner::results::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
+    use harness_core::Event;
+    use harness_core::Message;
+    use harness_runner::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
     let mut sessions = Vec::new();
     for r in records {
         let folder = dir.join("cells").join(cell_folder(&r.id));
@@ -368,8 +368,7 @@ fn write_behaviour(
             .unwrap_or_default();
         let transcript = transcript.into_iter().map(Message::sealed).collect();
         let agent = r.agent.as_ref().map_or("sim", |a| a.name.as_str());
-        match harness_replay::losses::measure_cell(&r.id, agent, &r.model, transcript, &events)
-        {
+        match harness_replay::losses::measure_cell(&r.id, agent, &r.model, transcript, &events) {
             Ok(s) => sessions.push(s),
             Err(e) => eprintln!(
                 "warning: cell {} left out of the behaviour profile: {e}",
@@ -465,7 +464,7 @@ pub fn write_run_reports(
         view: crate::view::ViewArgs::default(),
         behaviour_out: None,
     };
-    let records = harness_runner::results::read_records(run_dir).map_err(Error::refused)?;
+    let records = harness_runner::read_records(run_dir).map_err(Error::refused)?;
     write_files(&a, &records, &reports)
 }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 use harness_report::render;
 use harness_report::view::Kind;
 use harness_runner::plan::{self, Overrides};
@@ -192,7 +192,7 @@ fn records_line(records: &[CellRecord], started: Instant, out: &Path) -> String 
         "{} cells in {:.1}s · records in {} (a report: foldbench report {} -o report.html)",
         records.len(),
         started.elapsed().as_secs_f64(),
-        out.join(harness_runner::results::CELLS_FILE).display(),
+        out.join(harness_runner::CELLS_FILE).display(),
         out.display()
     )
 }
@@ -208,11 +208,7 @@ fn print_failures(records: &[CellRecord]) {
 fn failure_line(r: &CellRecord) -> String {
     match &r.error {
         // The error may quote a server's answer: shown escaped.
-        Some(e) => format!(
-            "error   {}: {}",
-            r.id,
-            harness_core::printable::printable(e, 2_000)
-        ),
+        Some(e) => format!("error   {}: {}", r.id, harness_core::printable(e, 2_000)),
         None => {
             let failed: Vec<String> = r
                 .checks
@@ -257,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_timed_out_check_is_printed_with_what_timed_out_and_the_limit() {
-        let check = |label: &str, detail: &str| harness_core::record::CheckResult {
+        let check = |label: &str, detail: &str| harness_core::CheckResult {
             label: label.into(),
             passed: false,
             detail: detail.into(),

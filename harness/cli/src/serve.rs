@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use harness_core::sim::SimConfig;
 use harness_runner::run::parse_sim;
-use harness_runner::sim_server::SimServer;
+use harness_runner::SimServer;
 
 use crate::error::{Code, Error};
 

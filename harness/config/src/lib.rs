@@ -16,16 +16,18 @@
 //!
 //! - [`spec`]: task specs into [`harness_core::spec::TaskSpec`].
 //! - [`matrix`]: the matrix file with layered profiles, cell expansion and partitions.
-//! - [`labels`]: unit labels of recorded sessions.
+//! - [`parse_labels`]: unit labels of recorded sessions.
 //! - [`yaml`]: parsing, the path-to-`line:col` locator and the [`yaml::Problem`] type.
-//! - [`error`]: the [`error::MatrixError`] of a profile, seeds or a partition given outside a
+//! - [`MatrixError`]: the error of a profile, seeds or a partition given outside a
 //!   file (a file's problems are [`yaml::Problem`]s).
 
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub mod error;
-pub mod labels;
+pub(crate) mod error;
+pub use error::MatrixError;
+pub(crate) mod labels;
+pub use labels::parse_labels;
 pub mod matrix;
 pub mod spec;
 pub mod yaml;

@@ -48,8 +48,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) use crate::error::MatrixError;
 
 use crate::yaml::{self, child, key, kind, Problem, Reader, Seg};
+use harness_core::cell_id;
 use harness_core::metrics::Price;
-use harness_core::record::cell_id;
 use harness_core::regression::{self, Threshold};
 
 /// Version of the matrix file format (the optional `version:` field).

@@ -20,12 +20,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_main, BatchSize, Criterion};
-use harness_core::context::Context;
 use harness_core::fold;
-use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::request::{Purpose, Request};
-use harness_core::rng::Rng;
 use harness_core::tokens;
+use harness_core::Context;
+use harness_core::Rng;
+use harness_core::{Message, ToolCall, ToolSpec};
+use harness_core::{Purpose, Request};
 use serde_json::json;
 
 /// Tool-call rounds (assistant call + tool result) per turn.

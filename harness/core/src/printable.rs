@@ -9,7 +9,7 @@
 //! - a gzip body, or bytes that are not text, are described (kind and size), never printed.
 //!
 //! ```
-//! use harness_core::printable::{binary_note, printable};
+//! use harness_core::{binary_note, printable};
 //!
 //! assert_eq!(printable("a\x1b]0;owned\x07b", 100), "a\\x1b]0;owned\\x07b");
 //! assert_eq!(printable("abcdef", 3), "abc… (3 more characters)");

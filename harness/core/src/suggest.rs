@@ -1,7 +1,7 @@
 //! "Did you mean …?" for names a user types: policies, models, task files.
 //!
 //! ```
-//! use harness_core::suggest::{closest, did_you_mean};
+//! use harness_core::{closest, did_you_mean};
 //! assert_eq!(closest("fodl", ["none", "trim", "fold"]), Some("fold"));
 //! assert_eq!(did_you_mean("xyz", ["none", "trim"]), "");
 //! assert_eq!(did_you_mean("trm", ["none", "trim"]), " (did you mean `trim`?)");

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use harness_config::spec;
 use harness_core::behaviour::{Means, SimBehaviour};
 use harness_core::judge::Judge;
-use harness_core::message::ToolCall;
-use harness_core::message::{Message, ToolSpec};
-use harness_core::request::{Purpose, Request, Response};
 use harness_core::sim::{summary, Sim, SimConfig};
+use harness_core::ToolCall;
+use harness_core::{Message, ToolSpec};
+use harness_core::{Purpose, Request, Response};
 
 /// A sim that always tries to get a missing fact back, by every means in a fixed order: an
 /// archive read first, then re-runs, re-reads and the workspace search (the order the sim

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use harness_config::spec;
 use harness_core::judge::Judge;
-use harness_core::message::{Message, Role, ToolCall, ToolSpec};
 use harness_core::sim::SimConfig;
-use harness_core::upstream::{ClaudeCodeTools, CodexTools, MiniText};
 use harness_core::upstream::{AgentRequest, Answer, AnswerKind, SimUpstream};
+use harness_core::upstream::{ClaudeCodeTools, CodexTools, MiniText};
+use harness_core::{Message, Role, ToolCall, ToolSpec};
 use serde_json::json;
 
 const SPEC: &str = r#"name: two
@@ -221,7 +221,7 @@ checks: []
     agent.say("look at a");
     let a = agent.ask(&mut up);
     agent.take(&a, |_| unreachable!());
-    let card = harness_core::fold::render_card(&[harness_core::context::TurnInfo {
+    let card = harness_core::fold::render_card(&[harness_core::TurnInfo {
         turn: 1,
         tokens: 10,
         paths: Vec::new(),
@@ -254,7 +254,7 @@ fn summaries_and_side_requests() {
     agent.take(&a, claude_read);
     let a = agent.ask(&mut up);
     agent.take(&a, |_| unreachable!());
-    agent.say(harness_core::session::COMPACTION_PROMPT);
+    agent.say(harness_core::COMPACTION_PROMPT);
     let a = agent.ask(&mut up);
     assert_eq!(a.kind, AnswerKind::Summary);
     assert!(

@@ -8,8 +8,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::message::{Message, MessageKind, ToolCall};
-use harness_core::request::Usage;
+use harness_core::Usage;
+use harness_core::{Message, MessageKind, ToolCall};
 use serde_json::{Map, Value};
 
 use crate::session::{
@@ -314,7 +314,7 @@ impl Builder {
             0,
             format!(
                 "not counted: a recorded usage says {field} = {n}, more than any real context window ({} tokens)",
-                harness_core::request::MAX_PLAUSIBLE_TOKENS
+                harness_core::MAX_PLAUSIBLE_TOKENS
             ),
         );
         None

@@ -37,7 +37,7 @@
 //!   turn 1 (the `isSidechain` rule only keeps sidechain records out of the main session);
 //! - keeps **compaction points**: a `compact_boundary` system record is an event (trigger and
 //!   `preTokens` from `compactMetadata`), an `isCompactSummary` record a summary message
-//!   ([`harness_core::message::MessageKind::Summary`]) and an event; requests after it read from
+//!   ([`harness_core::MessageKind::Summary`]) and an event; requests after it read from
 //!   the summary on ([`crate::RecordedRequest::context_start`]); a user record that is not
 //!   `isMeta` and begins with `CONTINUED` without the flag is a summary too, and, with no
 //!   boundary before it, a compaction point of kind [`crate::EventKind::Continued`] (a session
@@ -53,7 +53,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::builder::Builder;

@@ -48,8 +48,8 @@
 //! [`crate::ImportedSession::dropped_prefix`]. When the parent's file is imported too,
 //! [`crate::link_forks`] drops a replayed prefix exactly (by comparing messages).
 
-use harness_core::message::ToolCall;
-use harness_core::request::Usage;
+use harness_core::ToolCall;
+use harness_core::Usage;
 use serde_json::{Map, Value};
 
 use crate::builder::Builder;

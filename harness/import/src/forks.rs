@@ -1,6 +1,6 @@
 //! Codex forks across files: drop a fork's replay of its parent's history.
 
-use harness_core::message::Message;
+use harness_core::Message;
 
 use crate::session::{Format, ImportedSession};
 

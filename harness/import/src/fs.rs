@@ -490,7 +490,7 @@ pub fn import_paths_filtered(
             continue;
         }
         imported.insert(d.path.clone());
-        let hash = harness_core::digest::sha256_hex(&bytes);
+        let hash = harness_core::sha256_hex(&bytes);
         match crate::import_bytes(&name, &bytes, format) {
             Ok(mut sessions) => {
                 let before = sessions.len();

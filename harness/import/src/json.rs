@@ -2,7 +2,7 @@
 //! fields of a record (`str_field`, `u64_field`, `bool_field`), content flattening, usage,
 //! timestamps.
 
-use harness_core::request::Usage;
+use harness_core::Usage;
 use serde_json::{Map, Value};
 
 use crate::error::ImportError;

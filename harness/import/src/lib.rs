@@ -3,12 +3,12 @@
 //! foldbench replays and analyses real transcripts (docs/design.md §11). This crate reads them: Claude
 //! Code session JSONL, Codex rollout JSONL (current and legacy), mini-swe-agent `.traj.json`,
 //! SWE-agent `.traj` and OpenHands `output.jsonl`, into [`ImportedSession`]s built from the
-//! core's [`harness_core::message::Message`]s (each carrying its o200k token count, counted once
+//! core's [`harness_core::Message`]s (each carrying its o200k token count, counted once
 //! when it is built).
 //!
 //! The parsers are **pure**: [`detect`], [`import`], [`import_bytes`] and [`link_forks`] take
 //! text or bytes and a file name (for messages) and never touch the file system. Reading files,
-//! walking folders and pairing subagent files with their sessions is the separate [`fs`] module.
+//! walking folders and pairing subagent files with their sessions is the separate file-system part ([`discover`], [`import_paths`]).
 //!
 //! ```
 //! use harness_import::{import, Format};
@@ -20,7 +20,7 @@
 //!
 //! Main types:
 //!
-//! - [`ImportedSession`]: the active branch as [`Message`](harness_core::message::Message)s, one
+//! - [`ImportedSession`]: the active branch as [`Message`](harness_core::Message)s, one
 //!   [`RecordedRequest`] per model call (the context it read, the usage the provider reported),
 //!   compaction [`SessionEvent`]s (of an [`EventKind`]), the [`HumanTurn`]s and the
 //!   [`Warning`]s;
@@ -54,7 +54,11 @@ mod codex;
 mod detect;
 mod error;
 mod forks;
-pub mod fs;
+pub(crate) mod fs;
+pub use fs::{
+    discover, import_paths, import_paths_filtered, open_regular, read_regular, Discovered,
+    FileError, ImportReport, Prefilter, MAX_TRANSCRIPT_BYTES,
+};
 mod json;
 mod openhands;
 mod session;

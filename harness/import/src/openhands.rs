@@ -17,7 +17,7 @@
 //! - `recall` actions and observations (workspace context the prompt manager renders itself),
 //!   state changes and other bookkeeping events are dropped.
 
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::builder::Builder;

@@ -4,8 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use harness_core::message::Message;
-use harness_core::request::Usage;
+use harness_core::Message;
+use harness_core::Usage;
 use serde::{Deserialize, Serialize};
 
 /// A transcript format this crate reads.

@@ -16,7 +16,7 @@
 //! function-calling parser was used; `tool` messages answer `tool_call_ids`. From `trajectory`,
 //! each step is an assistant message (`response`) and a user message (`observation`).
 
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use serde_json::{Map, Value};
 
 use crate::builder::Builder;

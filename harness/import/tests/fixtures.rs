@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use harness_core::message::{MessageKind, Role};
+use harness_core::{MessageKind, Role};
 use harness_import::{
     detect, import, import_bytes, link_forks, EventKind, Format, ImportError, ImportedSession,
 };

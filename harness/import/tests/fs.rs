@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_import::fs::{discover, import_paths, FileError};
 use harness_import::ImportError;
+use harness_import::{discover, import_paths, FileError};
 
 const S: &str = "11111111-0000-4000-8000-000000000001";
 const T: &str = "22222222-0000-4000-8000-000000000002";
@@ -267,7 +267,7 @@ fn kept_by_prefix(sessions: &[harness_import::ImportedSession], prefix: &str) ->
 
 #[test]
 fn a_prefilter_leaves_files_unread_and_keeps_the_same_sessions() {
-    use harness_import::fs::{import_paths_filtered, Prefilter};
+    use harness_import::{import_paths_filtered, Prefilter};
     let dir = tree();
     let paths = [dir.path().to_path_buf()];
     let all = import_paths(&paths, None).expect("walks");
@@ -387,7 +387,7 @@ fn ids(sessions: &[harness_import::ImportedSession]) -> Vec<&str> {
 /// what importing everything and filtering keeps, session for session.
 #[test]
 fn a_filter_on_one_codex_session_leaves_an_unrelated_damaged_rollout_unread() {
-    use harness_import::fs::{import_paths_filtered, Prefilter};
+    use harness_import::{import_paths_filtered, Prefilter};
     let dir = rollouts();
     let paths = [dir.path().to_path_buf()];
     let all = import_paths(&paths, None).expect("walks");
@@ -471,7 +471,7 @@ fn huge_files_are_refused_by_their_size_or_first_bytes_and_huge_lines_skipped() 
     let d = tempfile::tempdir().expect("temp dir");
     let huge = d.path().join("huge.jsonl");
     std::fs::File::create(&huge)
-        .and_then(|f| f.set_len(harness_import::fs::MAX_TRANSCRIPT_BYTES + (100 << 20)))
+        .and_then(|f| f.set_len(harness_import::MAX_TRANSCRIPT_BYTES + (100 << 20)))
         .expect("sparse");
     let binary = d.path().join("binary.jsonl");
     std::fs::File::create(&binary)

@@ -1,7 +1,7 @@
 //! The points where a recorded agent lost its context, as each format records them: what the
 //! replay's "After real compactions" section starts from.
 
-use harness_core::message::MessageKind;
+use harness_core::MessageKind;
 use harness_import::{import, EventKind, Format};
 
 fn cc_line(uuid: &str, parent: &str, body: &str) -> String {

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use harness_import::fs::import_paths;
+use harness_import::import_paths;
 use harness_import::{Format, ImportedSession};
 
 mod support;
@@ -127,7 +127,7 @@ fn check_folder(dir: &std::path::Path) {
 
 /// Counts per format (files, sessions, turns, requests, usage, messages, tokens, warnings),
 /// printed as a table.
-fn print_rows(report: &harness_import::fs::ImportReport) -> BTreeMap<&'static str, Row> {
+fn print_rows(report: &harness_import::ImportReport) -> BTreeMap<&'static str, Row> {
     let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
     let mut files_seen: HashMap<&str, Vec<&str>> = HashMap::new();
     for s in &report.sessions {
@@ -220,7 +220,7 @@ fn check_codex_labels(dir: &std::path::Path, sessions: &[ImportedSession]) {
         for e in entries.flatten() {
             let name = e.path().display().to_string();
             let text = std::fs::read_to_string(e.path()).expect("labels file reads");
-            let labels = harness_config::labels::parse_labels(&name, &text)
+            let labels = harness_config::parse_labels(&name, &text)
                 .unwrap_or_else(|p| panic!("{name}: {p:?}"));
             assert_eq!(
                 labels.key,
@@ -298,7 +298,7 @@ fn readme_prompts(text: &str) -> usize {
 }
 
 fn check_invariants(s: &ImportedSession) {
-    use harness_core::message::Role;
+    use harness_core::Role;
     for r in &s.requests {
         assert_eq!(
             s.messages[r.message].role,

@@ -25,12 +25,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use harness_core::message::{Message, ToolCall};
-use harness_core::rng::Rng;
 use harness_core::tokens;
+use harness_core::Rng;
+use harness_core::{Message, ToolCall};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
-use harness_replay::engine::none_context;
 use harness_replay::hidden::{Candidates, Common, Observer, SessionIndex};
+use harness_replay::none_context;
 use harness_replay::{analyze_session, JudgeKind, ReplayConfig, Replayer};
 use serde_json::json;
 
@@ -253,16 +253,14 @@ fn corpus_benches(c: &mut Criterion) {
         return;
     };
     let paths = vec![dir];
-    let sessions = harness_import::fs::import_paths(&paths, None)
+    let sessions = harness_import::import_paths(&paths, None)
         .expect("the data folder can be read")
         .sessions;
     let all = Replayer::new(ReplayConfig::default()).unwrap();
     let mut g = c.benchmark_group("corpus");
     g.sample_size(10);
     g.bench_function("import_and_tokenize", |b| {
-        b.iter(|| {
-            harness_import::fs::import_paths(black_box(&paths), None).map(|r| r.sessions.len())
-        })
+        b.iter(|| harness_import::import_paths(black_box(&paths), None).map(|r| r.sessions.len()))
     });
     g.bench_function("tokenize_only", |b| {
         b.iter(|| {
@@ -311,7 +309,7 @@ fn hidden_analysis(sessions: &[ImportedSession]) -> usize {
         let price = harness_core::metrics::Price::default();
         for k in 0..s.requests.len() {
             let ctx = none_context(s, k);
-            let tokens = harness_replay::engine::sum_tokens(&ctx);
+            let tokens = harness_replay::sum_tokens(&ctx);
             hidden += obs
                 .observe(k, &ctx, tokens, &price, &mut [], &mut [])
                 .0

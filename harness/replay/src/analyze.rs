@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{estimate_prefix, is_conclusion, SessionHeader};
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
-use harness_core::message::MessageKind;
+use harness_core::MessageKind;
 
 /// Tokens of a request by part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 /// The policies a replay takes without `--policy` or a profile: foldbench's own
 /// ([`policies::POLICIES`]) but fold+strategies — a recorded session holds no strategy, so it
-/// would fold as fold does ([`crate::caveats`] says so when it is named).
+/// would fold as fold does ([`crate::caveat_notes`] says so when it is named).
 pub fn default_policies() -> Vec<&'static str> {
     policies::POLICIES
         .into_iter()

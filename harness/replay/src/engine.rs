@@ -34,13 +34,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use harness_core::behaviour::{End, Profile};
-use harness_core::context::cached_prefix_tokens;
+use harness_core::cached_prefix_tokens;
 use harness_core::driver::{Driver, Next, Summary};
-use harness_core::message::{Message, MessageKind, Role, ToolCall};
 use harness_core::metrics::Price;
 use harness_core::prices::PriceTable;
-use harness_core::request::{Purpose, Request};
 use harness_core::tokens::{self, MESSAGE_OVERHEAD};
+use harness_core::{Message, MessageKind, Role, ToolCall};
+use harness_core::{Purpose, Request};
 use harness_import::{Format, ImportedSession};
 use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
@@ -52,7 +52,7 @@ use crate::hidden::{
 use crate::labels::Labels;
 use crate::points::{JudgeKind, Turns};
 
-use harness_core::session::ARCHIVE_DIR;
+use harness_core::ARCHIVE_DIR;
 
 /// The default context window (Claude's 200k): `compact` fires at 0.9 of it.
 pub const DEFAULT_WINDOW: u64 = 200_000;

@@ -56,11 +56,11 @@ impl Labels {
     /// Every problem is reported, with its line and column; nothing is added when there is one.
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<usize, Vec<Problem>> {
         // One reader of the labels format, shared with the judge's dataset builder.
-        let parsed = harness_config::labels::parse_labels(name, text)?;
+        let parsed = harness_config::parse_labels(name, text)?;
         Ok(self.add_parsed(name, parsed))
     }
 
-    /// Adds one labels file already parsed ([`harness_config::labels::parse_labels`]; `name`
+    /// Adds one labels file already parsed ([`harness_config::parse_labels`]; `name`
     /// names it). Returns how many prompts it labels.
     pub fn add_parsed(&mut self, name: &str, parsed: harness_core::judge::SessionLabels) -> usize {
         let index = self.files.len();

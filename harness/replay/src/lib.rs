@@ -4,8 +4,8 @@
 //! takes sessions imported by `harness-import` and, with no model call:
 //!
 //! ```
-//! use harness_core::message::Message;
-//! use harness_replay::transcript::session_of_transcript;
+//! use harness_core::Message;
+//! use harness_replay::session_of_transcript;
 //! use harness_replay::{ReplayConfig, Replayer};
 //!
 //! let messages = vec![
@@ -20,7 +20,7 @@
 //! ```
 //!
 //!
-//! - [`engine`]: replays every recorded request under each policy ([`Replayer`]): the request as
+//! - the engine ([`Replayer`]) replays every recorded request under each policy: the request as
 //!   the policy would have sent it, its o200k size, the simulated prompt cache (cached, written
 //!   and rewritten tokens) and cost. The model's outputs are fixed, so re-runs are not measured.
 //!   Fold points come from a judge (`points`: `lexical`, `labels`, `oracle`; labels from
@@ -29,8 +29,8 @@
 //!   shows, and where it could come back from) and the four mechanical probes.
 //! - `analyze`: splits what each request read into work in progress, conclusions of finished
 //!   work and steps of finished work (the essay's first measurement).
-//! - [`truth`]: checks the reconstruction against the usage the provider recorded.
-//! - [`report`]: summaries and tables; [`caveats`]: what the numbers do not say by themselves,
+//! - [`session_truth`] checks the reconstruction against the usage the provider recorded.
+//! - [`report`]: summaries and tables; [`caveat_notes`]: what the numbers do not say by themselves,
 //!   stated beside them; [`headline`]: the verdict a replay opens with and its cost–loss frontier.
 //! - [`losses`]: after real compactions — what a recorded agent did in the calls after it lost
 //!   its context, against the base rate of windows with no loss — and the behaviour profile
@@ -38,9 +38,9 @@
 //! - [`subagents`]: each subagent paired with the parent's call that started it, what the
 //!   delegation saved in the parent's context (under `none` and `fold`) and cost against the
 //!   same work inline, and how much of it ran in parallel.
-//! - [`transcript`]: a foldbench cell's own transcript as a recorded session.
-//! - [`arms`]: the policies a replay runs, named or by default.
-//! - [`page`]: the page of `foldbench replay`.
+//! - [`session_of_transcript`]: a foldbench cell's own transcript as a recorded session.
+//! - [`default_policies`]: the policies a replay runs, named or by default.
+//! - [`replay_page`]: the page of `foldbench replay`.
 //!
 //! At the crate root: [`Replayer`] with its [`ReplayConfig`] and [`ReplayError`]; what it gives
 //! back, a [`SessionReplay`] ([`SessionHeader`], a [`PolicyReplay`] per policy of
@@ -58,19 +58,27 @@
 #![warn(unnameable_types)]
 
 mod analyze;
-pub mod arms;
-pub mod caveats;
-pub mod engine;
+pub(crate) mod arms;
+pub use arms::{default_policies, policy_texts};
+pub(crate) mod caveats;
+pub use caveats::{caveat_notes, LexicalAgreement};
+pub(crate) mod engine;
+pub use engine::{
+    estimate_prefix, none_context, parallel_map, sum_tokens, CompactionEvent, FoldEvent, Prefix,
+    PrefixSource, DEFAULT_WINDOW,
+};
 pub mod headline;
 pub mod hidden;
 mod labels;
 pub mod losses;
-pub mod page;
+pub(crate) mod page;
+pub use page::replay_page;
 mod points;
 pub mod report;
 pub mod subagents;
-pub mod transcript;
-pub mod truth;
+pub(crate) mod transcript;
+pub use transcript::session_of_transcript;
+pub(crate) mod truth;
 
 pub use analyze::{analyze_session, Composition, SessionComposition};
 pub use engine::{
@@ -79,4 +87,4 @@ pub use engine::{
 };
 pub use labels::Labels;
 pub use points::JudgeKind;
-pub use truth::{session_truth, ErrorStats, SessionTruth};
+pub use truth::{session_truth, ErrorStats, SessionTruth, TruthPoint};

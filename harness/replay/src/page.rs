@@ -8,7 +8,7 @@ use crate::subagents::{duration, SessionSubagents};
 use crate::{PolicyReplay, SessionReplay};
 use harness_core::fold::group_thousands;
 use harness_core::metrics::SizeStats;
-use harness_core::request::Purpose;
+use harness_core::Purpose;
 use harness_import::ImportedSession;
 use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series, Span};
 use harness_report::render::{self, Table};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, MessageKind, Role};
+use harness_core::{Message, MessageKind, Role};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
 
 /// The session of a cell's transcript: every assistant message is one recorded request whose

@@ -1,5 +1,5 @@
 //! Ground truth: the reconstructed size of each recorded request against the size the provider
-//! reported (`input + cache_read + cache_creation`, [`harness_core::request::Usage::prompt_tokens`]).
+//! reported (`input + cache_read + cache_creation`, [`harness_core::Usage::prompt_tokens`]).
 //!
 //! The transcript does not hold the system prompt and tool schemas, so the first request with
 //! usage calibrates them ([`crate::engine::estimate_prefix`]: recorded minus reconstructed); that

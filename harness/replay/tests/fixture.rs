@@ -9,12 +9,12 @@
 
 use std::sync::Arc;
 
-use harness_core::request::Purpose;
+use harness_core::Purpose;
 use harness_import::ImportedSession;
-use harness_replay::engine::{estimate_prefix, none_context, sum_tokens, PrefixSource};
 use harness_replay::{
     analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer, SessionReplay,
 };
+use harness_replay::{estimate_prefix, none_context, sum_tokens, PrefixSource};
 
 const FOLD: &str = "fold:card_after_tool_calls=2";
 
@@ -293,7 +293,7 @@ fn a_recorded_compaction_is_not_replayed_but_its_summary_is_reused() {
     let summary = s
         .messages
         .iter()
-        .find(|m| m.kind == harness_core::message::MessageKind::Summary)
+        .find(|m| m.kind == harness_core::MessageKind::Summary)
         .expect("the summary is imported")
         .clone();
     let r = replay_of(&s, &["none", "compact:window=10"], JudgeKind::Lexical, None);

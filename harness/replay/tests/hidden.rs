@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, ToolCall};
+use harness_core::{Message, ToolCall};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
 use harness_replay::hidden::Source;
 use harness_replay::{JudgeKind, ReplayConfig, Replayer, SessionReplay};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, ToolCall};
+use harness_core::{Message, ToolCall};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
 use harness_replay::{ReplayConfig, Replayer};
 

@@ -290,7 +290,7 @@ fn carried_outputs_and_extra_requests_are_the_recovery_cost() {
         .messages
         .iter()
         .rev()
-        .find(|m| m.role == harness_core::message::Role::Tool)
+        .find(|m| m.role == harness_core::Role::Tool)
         .unwrap();
     // The re-read's result is held by the two requests after it.
     assert_eq!(w.carried_tokens, 2 * u64::from(result.tokens));
@@ -450,7 +450,7 @@ fn measure_all_finds_the_same_losses() {
 fn the_shipped_profile_is_what_the_fixtures_measure() {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/compactions");
-    let report = harness_import::fs::import_paths(&[dir], None).unwrap();
+    let report = harness_import::import_paths(&[dir], None).unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let measured = measure_all(&report.sessions, 2);
     let p = harness_replay::losses::profile(&measured, "fixtures", "x").unwrap();

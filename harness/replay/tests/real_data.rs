@@ -2,10 +2,10 @@
 //! subset, and the full corpus when `FOLDBENCH_DATA` names it. Run with `--nocapture` to see the
 //! tables.
 
-use harness_import::fs::import_paths;
-use harness_replay::engine::{estimate_prefix, none_context, sum_tokens};
+use harness_import::import_paths;
 use harness_replay::report;
 use harness_replay::{analyze_session, session_truth, JudgeKind, Labels, ReplayConfig, Replayer};
+use harness_replay::{estimate_prefix, none_context, sum_tokens};
 
 #[path = "../../import/tests/support/mod.rs"]
 mod support;

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use harness_core::behaviour::{Means, Profile};
-use harness_core::message::{Message, ToolCall};
+use harness_core::{Message, ToolCall};
 use harness_import::{Format, HumanTurn, ImportedSession, RecordedRequest};
 use harness_replay::{JudgeKind, PolicyReplay, ReplayConfig, Replayer, SessionReplay};
 use serde_json::json;

@@ -1,9 +1,9 @@
 //! A constructed parent and child (Claude Code JSONL written here): the pairing, the room saved
 //! and the money checked against figures computed by hand from the messages' token counts.
 
-use harness_core::message::Message;
 use harness_core::prices::PriceTable;
 use harness_core::tokens;
+use harness_core::Message;
 use harness_import::ImportedSession;
 use harness_replay::subagents::{self, Match};
 use harness_replay::ReplayConfig;

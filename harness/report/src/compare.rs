@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use harness_core::metrics::median_f64;
-use harness_core::record::{CellRecord, Status};
-use harness_core::rng::Rng;
+use harness_core::Rng;
+use harness_core::{CellRecord, Status};
 
 use crate::render::{num, Table};
 

@@ -10,7 +10,7 @@
 //! `trim:keep=2`, … — the name before `:` is the same) form a `sweeps` group, joined by a line
 //! in the chart (`svg`).
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 use crate::html::escape;
 use crate::render::Table;

@@ -35,7 +35,7 @@
 //! );
 //! ```
 
-use harness_core::record::CellRecord;
+use harness_core::CellRecord;
 
 use crate::frontier;
 use crate::verdict::{self, Estimate};
@@ -259,8 +259,7 @@ pub fn run_answers(records: &[CellRecord], requested: Option<&str>) -> (String, 
     for v in verdict::run_verdicts(records, &baseline) {
         // Cells nothing was checked in have no success to compare.
         let unchecked = records.iter().any(|r| {
-            (r.arm == v.arm || r.arm == baseline)
-                && r.status == harness_core::record::Status::Unchecked
+            (r.arm == v.arm || r.arm == baseline) && r.status == harness_core::Status::Unchecked
         });
         out.push(Answer {
             loss: frontier::lost_per_cell(records, &v.arm),

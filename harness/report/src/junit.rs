@@ -19,7 +19,7 @@
 //! `arm/model/seed`); `<failure>` when a check failed, `<error>` when the cell ended in `error`
 //! (an infrastructure reason). Request tokens, re-runs, folds and the rest are `<property>`s.
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 /// Escapes text for XML content: the five markup characters as entities, ANSI terminal escape
 /// sequences (colours from a check's tool output) removed whole, and the other characters XML
@@ -204,7 +204,7 @@ pub fn to_junit(records: &[CellRecord], name: &str) -> String {
 mod tests {
     use super::*;
     use harness_core::metrics::CellMetrics;
-    use harness_core::record::CheckResult;
+    use harness_core::CheckResult;
 
     #[test]
     fn escapes_and_counts() {

@@ -3,7 +3,7 @@
 //! the summary (or per-cell) table, and the cells that did not succeed with why. A pure function
 //! of the records.
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 use crate::render;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use harness_core::metrics::{median_f64, CellMetrics};
-use harness_core::record::{CellRecord, RecordMetric, Status};
+use harness_core::{CellRecord, RecordMetric, Status};
 
 /// A table of strings with headers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,7 +26,7 @@ fn terminal_cell(cell: &str) -> String {
         return cell.to_string();
     }
     cell.split('\n')
-        .map(|line| harness_core::printable::printable(line, 2_000))
+        .map(|line| harness_core::printable(line, 2_000))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -461,7 +461,7 @@ pub(crate) fn ab_metrics(with_folds: bool, with_children: bool) -> Vec<&'static 
     if with_children {
         names.extend(["child_requests", "child_input_tokens", "receipt_tokens"]);
     }
-    harness_core::record::record_metrics(&names)
+    harness_core::record_metrics(&names)
 }
 
 /// The A/B table: for each metric, each arm's runs side by side and the arm's median, like the

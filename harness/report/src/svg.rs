@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use crate::junit::escape;
 use crate::render::num;
-use harness_core::record::CellRecord;
-use harness_core::request::Purpose;
+use harness_core::CellRecord;
+use harness_core::Purpose;
 
 /// Colours of the series (Tableau 10), chosen to stay apart for common colour blindness.
 const PALETTE: [&str; 10] = [
@@ -491,7 +491,7 @@ pub fn reruns_chart(records: &[CellRecord]) -> BarChart {
     let mut cells: Vec<usize> = Vec::new();
     for r in records
         .iter()
-        .filter(|r| r.status != harness_core::record::Status::Error)
+        .filter(|r| r.status != harness_core::Status::Error)
     {
         let i = match bars.iter().position(|b| b.label == r.arm) {
             Some(i) => i,

@@ -2,13 +2,13 @@
 //! [`CellRecord`] is filled in once.
 
 use harness_core::metrics::CellMetrics;
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 /// A sim cell `task/arm/sim/seed` with these metrics: a failure when it lost a fact, else a
 /// success; one turn, no checks, no time.
 pub(crate) fn record(task: &str, arm: &str, seed: u64, metrics: CellMetrics) -> CellRecord {
     CellRecord {
-        version: harness_core::record::RECORD_VERSION,
+        version: harness_core::RECORD_VERSION,
         id: format!("{task}/{arm}/sim/{seed}"),
         task: task.into(),
         arm: arm.into(),

@@ -29,8 +29,8 @@
 
 use std::collections::BTreeMap;
 
-use harness_core::record::{CellRecord, Status};
-use harness_core::rng::Rng;
+use harness_core::Rng;
+use harness_core::{CellRecord, Status};
 
 /// Bootstrap resamples behind every interval.
 pub const RESAMPLES: usize = 2000;

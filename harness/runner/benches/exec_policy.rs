@@ -19,10 +19,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use criterion::{criterion_main, Criterion};
-use harness_core::context::Context;
 use harness_core::driver::{Driver, Next};
-use harness_core::message::{Message, ToolCall};
 use harness_core::policy::Policy;
+use harness_core::Context;
+use harness_core::{Message, ToolCall};
 use harness_runner::exec_policy::{end_idle, set_sandbox, ExecPolicy, ExecText};
 use harness_runner::execution::Sandbox;
 
@@ -103,7 +103,7 @@ fn bench_exec(c: &mut Criterion) {
     ];
     let mut next = 1 << 40;
     let mut exec = Driver::new(Box::new(ExecPolicy::start(text, 200_000)), 1_000);
-    let mut none = Driver::new(Box::new(policies::none::NonePolicy::new(200_000)), 1_000);
+    let mut none = Driver::new(Box::new(policies::NonePolicy::new(200_000)), 1_000);
     g.bench_function("session/exec", |b| {
         b.iter(|| black_box(session(&mut exec, &parts, &mut next)))
     });

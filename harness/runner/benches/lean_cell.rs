@@ -24,15 +24,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{criterion_main, Criterion};
-use harness_core::events::Event;
 use harness_core::judge::Judge;
 use harness_core::sim::{Sim, SimConfig};
+use harness_core::Event;
 use harness_runner::backends::SimModel;
 use harness_runner::cell::{run_cell, CellOptions, CellOutput, CellPlan};
 use harness_runner::execution::Sandbox;
 use harness_runner::execution::Workspace;
-use harness_runner::results::RunDir;
 use harness_runner::tasks::{self, LoadedTask};
+use harness_runner::RunDir;
 
 fn lean_task() -> LoadedTask {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lean/lean.yaml");
@@ -78,7 +78,7 @@ fn one_cell(
     let out = rt.block_on(run_cell(plan, opts, &model, &on_event));
     assert_eq!(
         out.record.status,
-        harness_core::record::Status::Success,
+        harness_core::Status::Success,
         "{:?}",
         out.record.error
     );

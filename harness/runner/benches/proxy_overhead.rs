@@ -515,7 +515,7 @@ fn heap_in_use() -> u64 {
 /// then what the conversations hold, as this process's resident memory after them less before
 /// (the first policy of `PB_POLICIES`, every conversation kept).
 fn micro(shape: &Shape) {
-    use harness_runner::proxy::{Conversation, Step, decode, decode_after};
+    use harness_runner::proxy::{decode, decode_after, Conversation, Step};
     let policy = shape.policies.first().map_or("none", String::as_str);
     let spec = policies::parse_policy(policy).expect("a policy");
     let mut kept = Vec::new();

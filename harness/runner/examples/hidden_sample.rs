@@ -50,7 +50,7 @@ fn main() {
             .map(String::from)
             .to_vec();
     }
-    let report = harness_import::fs::import_paths(&[data], None).expect("the data folder reads");
+    let report = harness_import::import_paths(&[data], None).expect("the data folder reads");
     let sessions = report.sessions;
     let mut specs = vec![policies::parse_policy("none").unwrap()];
     specs.extend(wanted.iter().map(|p| policies::parse_policy(p).unwrap()));
@@ -101,7 +101,7 @@ fn main() {
                 m.turn < resp.turn
                     && matches!(
                         m.role,
-                        harness_core::message::Role::Tool | harness_core::message::Role::Assistant
+                        harness_core::Role::Tool | harness_core::Role::Assistant
                     )
                     && (m.text.contains(&hr.text)
                         || m.tool_calls

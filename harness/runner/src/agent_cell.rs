@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::events::Event;
-use harness_core::message::Message;
 use harness_core::metrics;
-use harness_core::record::{AgentRun, CellRecord, Status, RECORD_VERSION};
 use harness_core::sim::SimConfig;
+use harness_core::Event;
+use harness_core::Message;
+use harness_core::{AgentRun, CellRecord, Status, RECORD_VERSION};
 use tokio::io::AsyncReadExt as _;
 
 use crate::agents::isolate::{self, Isolation, Launch, SOCKET};
@@ -553,7 +553,7 @@ fn read_archives(dir: &Path) -> Vec<WrittenArchive> {
             let name = p.file_name()?.to_string_lossy().into_owned();
             Some(WrittenArchive {
                 path: format!("{}/{name}", Workspace::ARCHIVE_DIR),
-                sha256: harness_core::digest::sha256_hex(&bytes),
+                sha256: harness_core::sha256_hex(&bytes),
                 bytes,
             })
         })

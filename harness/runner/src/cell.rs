@@ -12,16 +12,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::context::{cached_prefix_tokens, Context};
 use harness_core::driver::{Driver, Next, Summary};
-use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
-use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::metrics::{self, Price};
 use harness_core::policy::Policy;
-use harness_core::record::{CellRecord, Status, RECORD_VERSION};
-use harness_core::request::{Purpose, Request, Response};
 use harness_core::spec::{TaskSpec, TurnSpec};
 use harness_core::tokens;
+use harness_core::{cached_prefix_tokens, Context};
+use harness_core::{CellRecord, Status, RECORD_VERSION};
+use harness_core::{Event, NeedWatch, RequestRecord, ToolCallRecord};
+use harness_core::{Message, MessageKind, ToolCall, ToolSpec};
+use harness_core::{Purpose, Request, Response};
 use policies::PolicySpec;
 
 use crate::backends::model::Model;
@@ -775,7 +775,7 @@ impl Loop {
             if written {
                 run.archives.push(WrittenArchive {
                     path: f.path,
-                    sha256: harness_core::digest::sha256_hex(&f.bytes),
+                    sha256: harness_core::sha256_hex(&f.bytes),
                     bytes: f.bytes,
                 });
             }
@@ -907,7 +907,7 @@ async fn execute_limited(
 fn tool_record(
     turn: u32,
     request: usize,
-    call: &harness_core::message::ToolCall,
+    call: &harness_core::ToolCall,
     target: Option<String>,
     fp: Option<String>,
     is_error: bool,

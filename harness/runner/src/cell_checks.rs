@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use harness_core::record::CheckResult;
 use harness_core::spec::{Check, TaskSpec};
+use harness_core::CheckResult;
 
 use crate::execution::snapshot::Known;
 use crate::execution::workspace::Workspace;

@@ -15,11 +15,11 @@
 //! top-level modules beside them that drive them:
 //!
 //! - [`execution`]: where a cell's commands run. A fresh temp git repo per cell
-//!   ([`execution::workspace`], made from a task's prepared template), the
-//!   [`execution::sandbox`] every shell command runs in, [`execution::reap`] for the processes a
-//!   call leaves, and the run's [`execution::tool_cache`] keyed by `execution::snapshot`s.
+//!   ([`execution::Workspace`], made from a task's prepared template), the
+//!   [`execution::Sandbox`] every shell command runs in, [`execution::end_all_calls`] for the
+//!   processes a call leaves, and the run's [`execution::ToolCache`] keyed by snapshots.
 //! - [`tools`]: the six workspace tools an agent calls, on top of `execution`.
-//! - [`backends`]: the [`backends::model::Model`] trait and the `sim` backend; OpenAI-compatible,
+//! - [`backends`]: the [`backends::Model`] trait and the `sim` backend; OpenAI-compatible,
 //!   Anthropic, cassettes (record and replay).
 //! - [`judge`]: the judge's IO and rendering: gathering boundary-judgement items, asking models
 //!   (`--answer tool|text`, `--grammar`, `--max-context`), the tables and the page.
@@ -30,12 +30,12 @@
 //!
 //! Beside them: [`cell`], the session loop of one cell, emitting events; [`exec_policy`]:
 //! `exec:COMMAND`, a policy as a process speaking JSON lines (docs/policy-protocol.md);
-//! [`agent_cell`]: a cell a real agent drives ([`agents`]) through a [`proxy`] with the cell's
+//! `agent_cell`: a cell a real agent drives ([`agents`]) through a [`proxy`] with the cell's
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
-//! ([`progress`]); [`results`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
+//! ([`progress`]); [`RunDir`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
-//! embedded in the binary), a task named by its name; [`sim_server`]: the offline upstream
-//! (`serve --sim`); [`file_error`]: the one error of a file or folder the runner could not use.
+//! embedded in the binary), a task named by its name; [`SimServer`]: the offline upstream
+//! (`serve --sim`); [`FileError`]: the one error of a file or folder the runner could not use.
 //!
 //! What a command builds its run from, as plain values: [`plan`], the matrix (the matrix file,
 //! its profile layered, the command line over it, the cells); [`settings`], a run's settings
@@ -48,7 +48,7 @@
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub mod agent_cell;
+pub(crate) mod agent_cell;
 pub mod agents;
 pub mod arms;
 pub mod atomic;
@@ -57,17 +57,24 @@ pub mod cell;
 mod cell_checks;
 pub mod exec_policy;
 pub mod execution;
-pub mod file_error;
+pub(crate) mod file_error;
+pub use file_error::FileError;
 pub mod html;
 pub mod judge;
-pub mod merge;
+pub(crate) mod merge;
+pub use merge::{merge, MergeError, Merged};
 pub mod plan;
 pub mod progress;
 pub mod proxy;
-pub mod results;
+pub(crate) mod results;
+pub use results::{
+    cell_folder, read_jsonl, read_records, write_lines, ReadError, RunDir, RunDirError, CELLS_FILE,
+    EVENTS_FILE, REQUESTS_FILE, TRANSCRIPT_FILE,
+};
 pub mod run;
 pub mod sessions;
 pub mod settings;
-pub mod sim_server;
+pub(crate) mod sim_server;
+pub use sim_server::{SimServer, SimServerError};
 pub mod tasks;
 pub mod tools;

@@ -13,7 +13,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use harness_core::record::CellRecord;
+use harness_core::CellRecord;
 
 use crate::file_error::FileError;
 use crate::results::{cell_folder, read_records, write_atomic};

@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use harness_config::error::MatrixError;
 use harness_config::matrix::{
     self, apply_windows, ArmDef, Layer, MatrixFile, Partition, Vocabulary,
 };
 use harness_config::yaml::Problem;
+use harness_config::MatrixError;
 use harness_core::metrics::Price;
 
 use crate::arms::{self, ArmError};
@@ -130,7 +130,7 @@ pub enum ModelLabelError {
     /// No backend by that name.
     #[error(
         "unknown model `{label}`{}; known models: {}",
-        harness_core::suggest::did_you_mean(
+        harness_core::did_you_mean(
             .label.split(':').next().unwrap_or(.label),
             ["sim", "openai", "anthropic", "replay"]
         ),
@@ -305,7 +305,7 @@ impl MatrixSource {
 /// Reads and validates a matrix file, every problem found.
 pub fn read_file(path: &Path) -> Result<MatrixFile, PlanError> {
     let name = path.display().to_string();
-    let text = match harness_import::fs::read_regular(path, tasks::MAX_SPEC_BYTES) {
+    let text = match harness_import::read_regular(path, tasks::MAX_SPEC_BYTES) {
         Ok(b) => String::from_utf8(b).map_err(|_| PlanError::NotUtf8 { name: name.clone() })?,
         Err(source) => return Err(PlanError::Read { name, source }),
     };

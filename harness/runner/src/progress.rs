@@ -10,7 +10,7 @@ use std::io::IsTerminal as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown.

@@ -31,7 +31,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use harness_core::record::{CellRecord, Status};
+use harness_core::{CellRecord, Status};
 
 use crate::cell::CellOutput;
 use crate::file_error::FileError;
@@ -500,7 +500,7 @@ impl RunDir {
     pub(crate) fn append_record(&mut self, out: &CellOutput) -> std::io::Result<()> {
         let mut reqs = String::new();
         for e in &out.events {
-            if let harness_core::events::Event::Request(r) = e {
+            if let harness_core::Event::Request(r) = e {
                 let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
                 if let Some(o) = v.as_object_mut() {
                     o.remove("visible_results");

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use harness_core::events::Event;
 use harness_core::metrics;
-use harness_core::record::{CellRecord, Status, RECORD_VERSION};
 use harness_core::sim::{Sim, SimConfig};
+use harness_core::Event;
+use harness_core::{CellRecord, Status, RECORD_VERSION};
 use policies::PolicySpec;
 use serde::Serialize;
 

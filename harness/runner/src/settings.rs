@@ -57,7 +57,7 @@ pub enum ToolCacheSetting {
     /// In memory, for this run.
     Memory,
     /// In memory and in this folder, for later runs too (capped at
-    /// [`tool_cache::DEFAULT_DISK_CAP`]).
+    /// `tool_cache::DEFAULT_DISK_CAP`).
     Disk(PathBuf),
 }
 

@@ -17,14 +17,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use harness_core::message::{Message, ToolCall};
-use harness_core::request::Usage;
 use harness_core::sim::SimConfig;
 use harness_core::spec::TaskSpec;
 use harness_core::upstream::{AgentRequest, Exchange, SimUpstream};
-use harness_wire::answer::{write_answer, Answer};
-use harness_wire::units::Grouper;
+use harness_core::Usage;
+use harness_core::{Message, ToolCall};
+use harness_wire::Grouper;
 use harness_wire::{decode_item, Api, Envelope, WireError};
+use harness_wire::{write_answer, Answer};
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::oneshot;
@@ -231,11 +231,8 @@ async fn handle(state: &State, req: Request<hyper::body::Incoming>) -> Response<
     let (answer, stream) = answer;
     if stream {
         let mut text = String::new();
-        for ev in harness_wire::stream::write_stream(api, &answer) {
-            text.push_str(&harness_wire::sse::write_event(
-                ev.event.as_deref(),
-                &ev.data,
-            ));
+        for ev in harness_wire::write_stream(api, &answer) {
+            text.push_str(&harness_wire::write_event(ev.event.as_deref(), &ev.data));
         }
         Response::builder()
             .header("content-type", "text/event-stream")
@@ -259,7 +256,7 @@ fn answer(state: &State, api: Api, body: &[u8]) -> Result<(Answer, bool), SimSer
         })?;
         items.push((i, units));
     }
-    let refs: Vec<(usize, &[harness_wire::units::Unit])> =
+    let refs: Vec<(usize, &[harness_wire::Unit])> =
         items.iter().map(|(i, u)| (*i, u.as_slice())).collect();
     let pieces = Grouper::new().group(&refs);
     let mut system = env.system.clone();
@@ -331,7 +328,7 @@ fn answer(state: &State, api: Api, body: &[u8]) -> Result<(Answer, bool), SimSer
 
 /// A Responses answer's calls of the request's custom (freeform) tools, written as
 /// `custom_tool_call` items with the call's `input` (Codex's `apply_patch`).
-fn custom_calls(a: &mut Answer, calls: &[ToolCall], tools: &[harness_core::message::ToolSpec]) {
+fn custom_calls(a: &mut Answer, calls: &[ToolCall], tools: &[harness_core::ToolSpec]) {
     let custom = |name: &str| {
         tools.iter().any(|t| {
             t.name == name && t.parameters.get("type").and_then(|v| v.as_str()) == Some("custom")

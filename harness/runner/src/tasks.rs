@@ -79,8 +79,7 @@ fn sibling_suggestion(p: &std::path::Path) -> String {
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
-    match harness_core::suggest::closest(&name.to_string_lossy(), names.iter().map(String::as_str))
-    {
+    match harness_core::closest(&name.to_string_lossy(), names.iter().map(String::as_str)) {
         Some(c) => format!(" (did you mean `{}`?)", dir.join(c).display()),
         None => String::new(),
     }
@@ -192,7 +191,7 @@ fn first_link(dir: &Path) -> Option<PathBuf> {
 /// device named as a spec is refused without being opened.
 pub fn load_task(file: &Path) -> Result<LoadedTask, Vec<Problem>> {
     let name = file.display().to_string();
-    let text = harness_import::fs::read_regular(file, MAX_SPEC_BYTES).map_err(|e| {
+    let text = harness_import::read_regular(file, MAX_SPEC_BYTES).map_err(|e| {
         vec![Problem {
             file: name.clone(),
             line: 1,
@@ -495,10 +494,7 @@ fn named_in(dir: &Path, name: &str) -> Result<PathBuf, TaskPathError> {
     Err(TaskPathError::Unknown {
         name: name.to_string(),
         dir: dir.to_path_buf(),
-        suggestion: harness_core::suggest::did_you_mean(
-            name,
-            names.iter().map(|(n, _)| n.as_str()),
-        ),
+        suggestion: harness_core::did_you_mean(name, names.iter().map(|(n, _)| n.as_str())),
     })
 }
 
@@ -623,7 +619,7 @@ mod tests {
                 "no task named `trim-rerum` in {}{}; give a task name that `foldbench list` shows \
                  or a spec file (tasks/NAME.yaml)",
                 dir.path().display(),
-                harness_core::suggest::did_you_mean("trim-rerum", ["fold-unit", "trim-rerun"])
+                harness_core::did_you_mean("trim-rerum", ["fold-unit", "trim-rerun"])
             )
         );
         assert!(named_in(dir.path(), "notes").is_err());

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::request::{Purpose, Request, Response, Usage};
-use harness_runner::backends::{Model, ModelError};
+use harness_core::{Message, ToolCall, ToolSpec};
+use harness_core::{Purpose, Request, Response, Usage};
 use harness_runner::backends::{
-    anthropic_body, cassette_key, openai_body, parse_model, AnthropicModel, BackendOptions, OpenAiModel,
-    Recorder, ReplayModel,
+    anthropic_body, cassette_key, openai_body, parse_model, AnthropicModel, BackendOptions,
+    OpenAiModel, Recorder, ReplayModel,
 };
+use harness_runner::backends::{Model, ModelError};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};

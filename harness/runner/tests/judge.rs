@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use harness_core::fold::CARD_HEADER;
 use harness_core::judge::{judge_calls, Item, Judged, JudgedRecord, Verdict};
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use harness_runner::backends::SharedModel;
 use harness_runner::backends::{with_recording, BackendOptions, OpenAiModel, ReplayModel};
 use harness_runner::cell::SYSTEM_PROMPT;

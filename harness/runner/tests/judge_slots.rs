@@ -136,7 +136,7 @@ async fn a_local_server_with_one_slot_gets_one_request_at_a_time_and_none_times_
 /// an in-flight cap of 8, as a remote provider gets): the later ones time out in its queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sent_at_once_the_requests_queued_in_the_server_time_out() {
-    use harness_runner::backends::{self, Engine, RetryPolicy, provider_semaphore};
+    use harness_runner::backends::{self, provider_semaphore, Engine, RetryPolicy};
     let url = one_slot_server().await;
     let n = 8;
     let policy = RetryPolicy {

@@ -11,9 +11,9 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::message::{Message, ToolCall, ToolSpec};
-use harness_core::request::{Purpose, Request};
 use harness_core::tokens::prefix_tokens;
+use harness_core::{Message, ToolCall, ToolSpec};
+use harness_core::{Purpose, Request};
 use harness_runner::backends::Model;
 use harness_runner::backends::{BackendOptions, OpenAiModel};
 use harness_runner::tools::tool_specs;
@@ -191,7 +191,7 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
     for r in &recorded {
         assert_ne!(
             r.status,
-            harness_core::record::Status::Error,
+            harness_core::Status::Error,
             "{}: {:?}",
             r.id,
             r.error
@@ -227,7 +227,7 @@ async fn local_model_runs_a_task_under_none_and_fold_and_replays_it() {
     // Times are the only volatile values: the cell's wall and model time, and durations that
     // the checks' own output prints ("Ran 3 tests in 0.001s").
     let duration = regex::Regex::new(r"\b\d+\.\d+s\b").expect("regex");
-    let strip = |r: &harness_core::record::CellRecord| {
+    let strip = |r: &harness_core::CellRecord| {
         let mut r = r.clone();
         r.wall_ms = 0;
         r.model_ms = 0;

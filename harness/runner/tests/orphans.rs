@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use harness_runner::execution::Sandbox;
 use harness_runner::tools::{execute, ToolLimits};
 

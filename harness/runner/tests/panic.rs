@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use harness_core::record::Status;
-use harness_core::request::Request;
+use harness_core::Request;
+use harness_core::Status;
 use harness_runner::backends::{Model, ModelFuture};
 use harness_runner::cell::{CellOptions, CellPlan};
 use harness_runner::execution::Sandbox;

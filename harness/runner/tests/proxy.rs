@@ -7,10 +7,10 @@ mod answering;
 use std::sync::Arc;
 
 use answering::*;
-use harness_core::message::ToolCall;
-use harness_wire::answer::{write_answer, Answer};
-use harness_wire::sse::SseParser;
+use harness_core::ToolCall;
 use harness_wire::Api;
+use harness_wire::SseParser;
+use harness_wire::{write_answer, Answer};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -64,7 +64,7 @@ async fn trim_trims_what_the_upstream_receives_and_the_answer_comes_back_unchang
     let summary = p.stop().await.unwrap();
     assert_eq!(summary.cells.len(), 1, "one conversation");
     // A run folder: records, request rows, events.
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].arm, "trim");
     assert_eq!(records[0].metrics.requests, 2);
@@ -205,7 +205,7 @@ async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streame
         .path()
         .join(".foldbench/archive/fold-turns-001-001.txt");
     let bytes = std::fs::read(&archive).expect("the archive is in the agent's folder");
-    let sha = harness_core::digest::sha256_hex(&bytes);
+    let sha = harness_core::sha256_hex(&bytes);
     assert!(String::from_utf8_lossy(&bytes).contains("the long content"));
     let spliced = up.bodies()[2]["messages"].to_string();
     assert!(
@@ -240,7 +240,7 @@ async fn fold_through_the_proxy_card_intercepted_call_archive_and_splice_streame
     assert!(events.contains("fold_accepted"), "{events}");
     let copy = cell.join("archive/fold-turns-001-001.txt");
     assert_eq!(std::fs::read(copy).unwrap(), bytes);
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records[0].metrics.folds, 1);
     no_key_in(out.path());
     no_key_in(work.path());
@@ -409,7 +409,7 @@ async fn side_requests_pass_through_and_are_recorded_as_such() {
     assert_eq!(up.got.lock().unwrap()[3].path, "/v1/messages/count_tokens");
     let s = p.stop().await.unwrap();
     assert_eq!(s.cells.len(), 1, "only the main conversation");
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(
         records[0].metrics.requests, 1,
         "side requests are not the conversation's"
@@ -477,7 +477,7 @@ async fn a_proxy_started_again_on_its_folder_continues_it() {
     other["messages"][0]["content"][0]["text"] = json!("another session");
     assert_eq!(post(&p, "/v1/messages", &other).await.0, 200);
     p.stop().await.unwrap();
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["proxy/trim/claude-x/1", "proxy/trim/claude-x/2"]);
     let rows = std::fs::read_to_string(out.path().join("requests.jsonl")).unwrap();
@@ -521,7 +521,7 @@ async fn a_conversation_begun_before_a_restart_goes_on_with_its_folds_in_its_own
     );
     let s = p.stop().await.unwrap();
     assert_eq!(s.cells.len(), 1, "the same conversation: {:?}", s.cells);
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records.len(), 1, "one cell");
     assert_eq!(
         records[0].metrics.folds, 1,
@@ -550,7 +550,7 @@ async fn two_sessions_that_begin_alike_are_two_conversations() {
         .iter()
         .map(|(_, ev)| {
             ev.iter()
-                .filter(|e| matches!(e, harness_core::events::Event::Request(_)))
+                .filter(|e| matches!(e, harness_core::Event::Request(_)))
                 .count()
         })
         .collect();
@@ -587,9 +587,9 @@ async fn a_policy_process_that_fails_gives_the_agent_an_error_and_the_record_say
         "nothing the policy did not decide went upstream"
     );
     p.stop().await.unwrap();
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records.len(), 1);
-    assert_eq!(records[0].status, harness_core::record::Status::Error);
+    assert_eq!(records[0].status, harness_core::Status::Error);
     let why = records[0].error.clone().unwrap_or_default();
     assert!(why.contains("the policy failed"), "{why}");
 }

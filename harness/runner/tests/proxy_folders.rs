@@ -8,7 +8,7 @@ mod answering;
 use std::path::Path;
 
 use answering::*;
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use harness_runner::proxy::{Proxy, ProxyConfig};
 use serde_json::{json, Value};
 
@@ -201,7 +201,7 @@ async fn failed_requests_are_counted_apart_from_the_tokens_and_the_cache() {
     let p = proxy("trim", &up, out.path(), None).await;
     assert_eq!(post(&p, "/v1/messages", &two_turns(true)).await.0, 200);
     p.stop().await.unwrap();
-    let once = harness_runner::results::read_records(out.path()).unwrap()[0]
+    let once = harness_runner::read_records(out.path()).unwrap()[0]
         .metrics
         .clone();
     // A 529, then a stream cut short, then the answer: the agent retried twice.
@@ -219,7 +219,7 @@ async fn failed_requests_are_counted_apart_from_the_tokens_and_the_cache() {
     assert!(text.contains("event: error"), "{text}");
     assert_eq!(post(&p, "/v1/messages", &two_turns(true)).await.0, 200);
     p.stop().await.unwrap();
-    let m = harness_runner::results::read_records(out.path()).unwrap()[0]
+    let m = harness_runner::read_records(out.path()).unwrap()[0]
         .metrics
         .clone();
     assert_eq!(m.failed_requests, 2, "a column of their own");

@@ -4,7 +4,7 @@
 //! `trim` and `fold`, with the cache breakpoint moving and an earlier message rewritten by the
 //! agent.
 
-use harness_runner::proxy::{Conversation, Step, decode};
+use harness_runner::proxy::{decode, Conversation, Step};
 use harness_wire::Api;
 use serde_json::{json, Value};
 

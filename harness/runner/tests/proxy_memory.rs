@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use answering::*;
 use bytes::Bytes;
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 use harness_runner::proxy::{MemoryLimits, Proxy, ProxyConfig};
 use serde_json::{json, Value};
 
@@ -236,8 +236,8 @@ fn same_runs(policy: &str, kept: &Run, evicted: &Run) {
         );
     }
     // The same records: folds, requests, compactions.
-    let a = harness_runner::results::read_records(kept_out.path()).unwrap();
-    let b = harness_runner::results::read_records(evicted_out.path()).unwrap();
+    let a = harness_runner::read_records(kept_out.path()).unwrap();
+    let b = harness_runner::read_records(evicted_out.path()).unwrap();
     assert_eq!(a.len(), 1);
     assert_eq!(b.len(), 1, "one conversation, evicted or not");
     assert_eq!(
@@ -291,7 +291,7 @@ async fn fold_sends_the_same_bytes_after_an_eviction_its_archives_and_cards_kept
         .path()
         .join(".foldbench/archive/fold-turns-003-003.txt")
         .exists());
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records[0].metrics.folds, 2);
 }
 
@@ -339,7 +339,7 @@ async fn past_the_count_held_the_least_recently_used_leaves_and_comes_back_the_s
         "{left:?}"
     );
     assert_eq!(exchanges(out.path(), "reloaded").len(), 3);
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records.len(), 2, "two conversations");
     // The saved state is in order: the same state is the same file.
     for (path, bytes) in all_files(&out.path().join("cells")) {
@@ -561,7 +561,7 @@ async fn an_exec_policy_that_does_not_save_its_state_works_after_evictions_and_s
         let kept = working(&policy, false, 3, 3, 60).await;
         let evicted = working(&policy, true, 3, 3, 60).await;
         for (run, label) in [(&kept, "kept"), (&evicted, "evicted")] {
-            let records = harness_runner::results::read_records(run.1.path()).unwrap();
+            let records = harness_runner::read_records(run.1.path()).unwrap();
             assert_eq!(records.len(), 1, "{policy} {label}");
             assert!(
                 records[0].error.is_none(),
@@ -612,9 +612,9 @@ async fn an_exec_policy_that_answers_save_out_of_protocol_fails_its_conversation
     // Left memory again, failed: its record says why.
     evicted(out.path(), 2).await;
     p.stop().await.unwrap();
-    let records = harness_runner::results::read_records(out.path()).unwrap();
+    let records = harness_runner::read_records(out.path()).unwrap();
     assert_eq!(records.len(), 1);
-    assert_eq!(records[0].status, harness_core::record::Status::Error);
+    assert_eq!(records[0].status, harness_core::Status::Error);
     let error = records[0].error.clone().unwrap_or_default();
     assert!(
         error.contains("answering the `save` request, which is answered with \"state\""),

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use harness_runner::proxy::{Decoded, Kept, Prefixes, decode, decode_after};
+use harness_runner::proxy::{decode, decode_after, Decoded, Kept, Prefixes};
 use harness_wire::Api;
 use serde_json::{json, Value};
 

@@ -3,8 +3,8 @@
 //! reads as two turns; `trim` clears the old observations in what goes upstream, written back
 //! in the agent's own form, while the agent's history is as it sent it.
 
-use harness_core::events::Event;
-use harness_runner::proxy::{Conversation, Step, decode};
+use harness_core::Event;
+use harness_runner::proxy::{decode, Conversation, Step};
 use harness_wire::Api;
 use serde_json::{json, Value};
 

@@ -249,7 +249,7 @@ async fn files_only_their_owner_or_group_may_read_are_unreadable() {
 
 #[tokio::test]
 async fn a_real_agents_process_gets_the_same_sandbox() {
-    use harness_runner::agents::{Isolation, Launch, command};
+    use harness_runner::agents::{command, Isolation, Launch};
     use harness_runner::agents::{Agent, Exec, TurnCommand};
     let Some(sb) = bwrap() else { return };
     let (ws, home, sock) = (

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use harness_core::judge::Judge;
 use harness_core::sim::SimConfig;
-use harness_runner::sim_server::SimServer;
-use harness_wire::sse::SseParser;
-use harness_wire::stream::StreamDecoder;
+use harness_runner::SimServer;
 use harness_wire::Api;
+use harness_wire::SseParser;
+use harness_wire::StreamDecoder;
 use serde_json::{json, Value};
 
 const SPEC: &str = r#"name: two
@@ -59,7 +59,7 @@ async fn post(s: &SimServer, path: &str, body: &Value) -> (u16, String) {
 }
 
 /// The answer a stream carries, read as the proxy reads streams.
-fn read_stream(api: Api, text: &str) -> harness_wire::answer::Answer {
+fn read_stream(api: Api, text: &str) -> harness_wire::Answer {
     let mut p = SseParser::new();
     let mut d = StreamDecoder::new(api);
     for ev in p.feed(text.as_bytes()).expect("events") {

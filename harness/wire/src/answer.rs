@@ -1,7 +1,7 @@
 //! A model's answer in neutral form, read from and written to each API's JSON.
 
-use harness_core::message::ToolCall;
-use harness_core::request::{Response, Usage};
+use harness_core::ToolCall;
+use harness_core::{Response, Usage};
 use serde_json::Value;
 
 use crate::{anthropic, chat, responses, Api, WireError};
@@ -42,7 +42,7 @@ impl Answer {
         calls: Vec<ToolCall>,
         usage: Option<Usage>,
     ) -> Answer {
-        let m = harness_core::message::Message::assistant(1, text, calls.clone());
+        let m = harness_core::Message::assistant(1, text, calls.clone());
         let parts = match api {
             Api::Anthropic => anthropic::render(&m)
                 .iter()

@@ -6,8 +6,8 @@
 
 use std::borrow::Cow;
 
-use harness_core::message::{Message, Role, ToolCall};
-use harness_core::request::Usage;
+use harness_core::Usage;
+use harness_core::{Message, Role, ToolCall};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 

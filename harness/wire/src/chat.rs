@@ -2,8 +2,8 @@
 //! `assistant` with `tool_calls`, `tool` with `tool_call_id`); answers with `choices[0].message`;
 //! streams of `chat.completion.chunk` data lines ending with `[DONE]`. A unit is a message.
 
-use harness_core::message::{Message, Role, ToolCall};
-use harness_core::request::Usage;
+use harness_core::Usage;
+use harness_core::{Message, Role, ToolCall};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use harness_core::message::ToolSpec;
+use harness_core::ToolSpec;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -17,7 +17,7 @@ pub struct ItemKey(pub [u8; 32]);
 
 impl fmt::Debug for ItemKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&harness_core::digest::hex(&self.0[..8]))
+        f.write_str(&harness_core::hex(&self.0[..8]))
     }
 }
 

@@ -8,11 +8,11 @@
 //!
 //! For each: a request split at its top level with every field kept as the agent wrote it
 //! ([`Envelope`]); each message (Anthropic, Chat) or input item (Responses) decoded
-//! ([`decode_item`]) into [`units::Unit`]s (a content block, a message, an item, each with its own raw JSON) and grouped
-//! into the core's [`harness_core::message::Message`]s by a [`units::Grouper`] that carries the
+//! ([`decode_item`]) into [`Unit`]s (a content block, a message, an item, each with its own raw JSON) and grouped
+//! into the core's [`harness_core::Message`]s by a [`Grouper`] that carries the
 //! turn structure from request to request; core messages rendered back into units
 //! ([`render`]) and units assembled into the API's items; non-streamed answers read and written
-//! ([`answer`]); streams read event by event ([`sse`], [`stream`]) and written.
+//! ([`parse_answer`], [`write_answer`]); streams read event by event ([`SseParser`], [`StreamDecoder`]) and written.
 //!
 //! A message is identified by its bytes ([`ItemKey`], [`item_key`]): the same message resent by
 //! an agent has the same key, and a key computed with `cache_control` markers left out
@@ -34,15 +34,22 @@
 // A type that a public item hands out can be named from outside: the surface is chosen.
 #![warn(unnameable_types)]
 
-pub mod answer;
+pub(crate) mod answer;
+pub use answer::{error_of, parse_answer, prepend_parts, without_calls, write_answer, Answer};
 mod anthropic;
 mod chat;
 mod envelope;
 pub mod render;
 mod responses;
-pub mod sse;
-pub mod stream;
-pub mod units;
+pub(crate) mod sse;
+pub use sse::{write_event, SseError, SseEvent, SseParser};
+pub(crate) mod stream;
+pub use stream::{
+    error_event, error_event_of, rewrite, with_earlier_output, without_call_stop, write_stream,
+    EventRole, StreamDecoder,
+};
+pub(crate) mod units;
+pub use units::{Checkpoint, Grouper, Piece, Side, Unit, UnitKind, UnitRef};
 
 pub use envelope::{canonical_key, item_key, Envelope, ItemKey};
 

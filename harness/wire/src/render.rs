@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
-use harness_core::message::{Message, Role, ToolCall};
 use harness_core::text_agent::as_observation;
+use harness_core::{Message, Role, ToolCall};
 use serde_json::value::RawValue;
 
 use crate::units::{Grouper, Side};

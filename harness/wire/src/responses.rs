@@ -5,8 +5,8 @@
 //! `response.output_text.delta`, `response.function_call_arguments.delta`,
 //! `response.output_item.done`, `response.completed`, …). A unit is an item.
 
-use harness_core::message::{Message, Role, ToolCall};
-use harness_core::request::Usage;
+use harness_core::Usage;
+use harness_core::{Message, Role, ToolCall};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 

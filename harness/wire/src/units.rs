@@ -27,8 +27,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::message::{Message, ToolCall};
 use harness_core::text_agent::{self, TEXT_FORM};
+use harness_core::{Message, ToolCall};
 use serde_json::value::RawValue;
 
 /// What a unit is.

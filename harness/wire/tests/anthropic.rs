@@ -3,9 +3,9 @@
 
 mod common;
 
-use harness_core::message::Role;
-use harness_wire::answer::{parse_answer, without_calls, write_answer};
+use harness_core::Role;
 use harness_wire::{canonical_key, item_key, Api};
+use harness_wire::{parse_answer, without_calls, write_answer};
 use serde_json::json;
 
 fn claude_code_request() -> serde_json::Value {

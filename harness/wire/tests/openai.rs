@@ -3,9 +3,9 @@
 
 mod common;
 
-use harness_core::message::Role;
-use harness_wire::answer::{parse_answer, prepend_parts, without_calls, write_answer};
+use harness_core::Role;
 use harness_wire::Api;
+use harness_wire::{parse_answer, prepend_parts, without_calls, write_answer};
 use serde_json::json;
 
 #[test]

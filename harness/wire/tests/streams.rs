@@ -1,12 +1,12 @@
 //! Streams of each API: an answer written as events reads back as the same answer, in pieces of
 //! any size; a cut stream is not done; parts move when a host leaves one out.
 
-use harness_core::message::ToolCall;
-use harness_core::request::Usage;
-use harness_wire::answer::Answer;
-use harness_wire::sse::SseParser;
-use harness_wire::stream::{error_event, rewrite, write_stream, EventRole, StreamDecoder};
+use harness_core::ToolCall;
+use harness_core::Usage;
+use harness_wire::Answer;
 use harness_wire::Api;
+use harness_wire::SseParser;
+use harness_wire::{error_event, rewrite, write_stream, EventRole, StreamDecoder};
 use serde_json::json;
 
 fn answer(api: Api) -> Answer {
@@ -41,7 +41,7 @@ fn answer(api: Api) -> Answer {
 fn stream_bytes(api: Api, a: &Answer) -> String {
     write_stream(api, a)
         .iter()
-        .map(|e| harness_wire::sse::write_event(e.event.as_deref(), &e.data))
+        .map(|e| harness_wire::write_event(e.event.as_deref(), &e.data))
         .collect()
 }
 

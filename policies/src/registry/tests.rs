@@ -252,7 +252,7 @@ fn a_state_a_policy_cannot_read_is_ignored() {
     ]);
     let as_json = |p: Plan| match p {
         Plan::Send { messages, action } => {
-            let ms: Vec<&harness_core::message::Message> = messages.iter().map(|m| &**m).collect();
+            let ms: Vec<&harness_core::Message> = messages.iter().map(|m| &**m).collect();
             format!("{action:?} {}", serde_json::to_string(&ms).unwrap())
         }
         other => format!("{other:?}"),

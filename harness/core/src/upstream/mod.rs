@@ -3,7 +3,7 @@
 //! `foldbench serve --sim` (and `run --agent` with the `sim` model) puts this behind the model
 //! APIs: the agent sends its whole conversation, in its own tool vocabulary, and
 //! [`SimUpstream::answer`] reads it back into the sim's [`Request`], lets the [`Sim`] answer, and
-//! writes the answer's tool calls as the agent's own ([`vocab`]). So a real agent executes real
+//! writes the answer's tool calls as the agent's own (`vocab`). So a real agent executes real
 //! tool calls, and whatever a proxy between the two did to the conversation — a trim, a fold
 //! with its card, a compaction — is what the sim reads.
 //!
@@ -27,7 +27,9 @@
 //! conversation does.
 
 pub(crate) mod vocab;
-pub use vocab::{ClaudeCodeTools, CodexTools, Foldbench, MiniText, Surroundings, Written, FOLDBENCH};
+pub use vocab::{
+    ClaudeCodeTools, CodexTools, Foldbench, MiniText, Surroundings, Written, FOLDBENCH,
+};
 
 #[cfg(test)]
 mod tests;

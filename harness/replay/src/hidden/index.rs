@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use harness_core::message::{Message, MessageKind, Role};
+use harness_core::{Message, MessageKind, Role};
 use harness_import::ImportedSession;
 
 use super::tokens;
@@ -147,7 +147,7 @@ impl SessionIndex {
                 edited_paths(c, &mut paths);
             }
             for p in paths {
-                ix.intern(&harness_core::context::normalize_path(&p));
+                ix.intern(&harness_core::normalize_path(&p));
             }
             ix.by_key.insert(key(m), i);
             for c in &m.tool_calls {
@@ -229,7 +229,7 @@ pub(crate) fn is_edit(name: &str) -> bool {
 }
 
 /// The paths an edit call names: its path argument, or the files of an `apply_patch` text.
-pub(crate) fn edited_paths(call: &harness_core::message::ToolCall, out: &mut Vec<String>) {
+pub(crate) fn edited_paths(call: &harness_core::ToolCall, out: &mut Vec<String>) {
     for k in ["file_path", "path", "notebook_path", "filename"] {
         if let Some(p) = call.str_arg(k) {
             out.push(p.to_string());
@@ -330,7 +330,7 @@ impl Candidates {
                         }
                     });
                     let written = longest.and_then(|t| ix.id(t));
-                    let named = ix.id(&harness_core::context::normalize_path(p));
+                    let named = ix.id(&harness_core::normalize_path(p));
                     // A path with no distinctive token (`Makefile`) is not probed.
                     written.map(|a| [a, named.unwrap_or(a)])
                 })

@@ -25,7 +25,7 @@ pub(crate) mod tokens;
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role};
+use harness_core::{Message, Role};
 use harness_import::ImportedSession;
 use serde::{Deserialize, Serialize};
 
@@ -531,7 +531,7 @@ impl<'a> Observer<'a> {
             .map(|(k, h)| (h.message, k))
             .collect();
         for (i, m) in msgs.iter().enumerate().take(ctx).skip(start) {
-            if m.kind == harness_core::message::MessageKind::Summary
+            if m.kind == harness_core::MessageKind::Summary
                 || self.units.get(m.turn as usize) != Some(&unit)
             {
                 continue;

@@ -46,8 +46,8 @@ use std::sync::Arc;
 use std::collections::HashMap;
 
 use harness_core::behaviour::{End, LossKind, Profile};
-use harness_core::message::{Message, MessageKind, Role, ToolCall};
-use harness_core::rng::Rng;
+use harness_core::Rng;
+use harness_core::{Message, MessageKind, Role, ToolCall};
 use harness_import::ImportedSession;
 use serde::{Deserialize, Serialize};
 
@@ -498,7 +498,7 @@ impl Recoverer {
             archived = true;
             let file = format!(
                 "{}/{}",
-                harness_core::session::ARCHIVE_DIR,
+                harness_core::ARCHIVE_DIR,
                 harness_core::fold::archive_name(f.from, f.to, "fold")
             );
             let calls = m.tool_calls.iter().map(ToolCall::canonical_args);
@@ -522,7 +522,7 @@ impl Recoverer {
             name: "grep".into(),
             args: serde_json::json!({
                 "pattern": needle,
-                "path": harness_core::session::ARCHIVE_DIR,
+                "path": harness_core::ARCHIVE_DIR,
             }),
         };
         let result = Message::tool_result(at.turn, &call, cap(out), false);

@@ -179,7 +179,7 @@ pub(crate) fn for_each_json(v: &serde_json::Value, f: &mut impl FnMut(&str)) {
 
 /// Every distinctive token and line of a message: its visible text and its tool calls'
 /// arguments.
-pub(crate) fn for_each_in_message(m: &harness_core::message::Message, mut f: impl FnMut(&str)) {
+pub(crate) fn for_each_in_message(m: &harness_core::Message, mut f: impl FnMut(&str)) {
     for_each(&m.text, &mut f);
     for_each_line(&m.text, &mut f);
     if let Some(card) = &m.card {

@@ -2,7 +2,7 @@
 //! edit one, search, run a command, or something else — for every agent's tool names, and for
 //! the shell commands agents read files with (`cat`, `sed -n`, `nl`, `head`).
 
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 
 /// What one tool call did.
 #[derive(Debug, Clone, PartialEq, Eq)]

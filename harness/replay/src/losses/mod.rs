@@ -38,14 +38,14 @@ pub use profile::profile;
 pub(crate) mod run;
 pub use run::{measure_cell, CellLossError};
 pub(crate) mod stats;
-pub use stats::{GroupStats, group, groups, wilson};
+pub use stats::{group, groups, wilson, GroupStats};
 pub(crate) mod table;
 pub use table::{heading, losses_table, notes, rates_table, references_table};
 
 use std::collections::{HashMap, HashSet};
 
 pub use harness_core::behaviour::LossKind;
-use harness_core::message::{MessageKind, Role};
+use harness_core::{MessageKind, Role};
 use harness_import::{EventKind, Format, ImportedSession};
 use serde::{Deserialize, Serialize};
 
@@ -230,7 +230,7 @@ pub(crate) fn transcript_named(summary: &str) -> Option<String> {
 /// Whether a call's arguments name an agent transcript or foldbench's archive.
 fn names_archive(args: &str, transcript: &[String]) -> bool {
     transcript.iter().any(|t| args.contains(t.as_str()))
-        || args.contains(harness_core::session::ARCHIVE_DIR)
+        || args.contains(harness_core::ARCHIVE_DIR)
         || (args.contains("/.claude/projects/") && args.contains(".jsonl"))
         || args.contains(".codex/sessions")
 }

@@ -14,9 +14,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use harness_core::events::Event;
-use harness_core::message::{Message, Role};
-use harness_core::request::Purpose;
+use harness_core::Event;
+use harness_core::Purpose;
+use harness_core::{Message, Role};
 use harness_import::{EventKind, SessionEvent};
 
 use super::{measure, SessionLosses};
@@ -119,8 +119,8 @@ pub fn measure_cell(
 mod tests {
     use super::*;
     use crate::losses::LossKind;
-    use harness_core::events::RequestRecord;
-    use harness_core::message::ToolCall;
+    use harness_core::RequestRecord;
+    use harness_core::ToolCall;
     use serde_json::json;
 
     fn request(index: usize, turn: u32, visible: &[&str]) -> Event {

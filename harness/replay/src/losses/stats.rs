@@ -13,7 +13,7 @@
 //! bootstrap is the wider and decides; with few, the counts do.
 
 use harness_core::behaviour::{LossKind, Rate};
-use harness_core::rng::Rng;
+use harness_core::Rng;
 use harness_import::Format;
 use serde::Serialize;
 

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role};
+use harness_core::{Message, Role};
 use harness_import::{ImportedSession, RecordedRequest};
 
 use super::Child;

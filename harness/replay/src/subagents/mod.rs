@@ -32,9 +32,9 @@ pub use table::{subagent_notes, subagent_table};
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role, ToolCall};
 use harness_core::prices::PriceTable;
 use harness_core::tokens::{self, MESSAGE_OVERHEAD};
+use harness_core::{Message, Role, ToolCall};
 use harness_import::ImportedSession;
 use serde::Serialize;
 

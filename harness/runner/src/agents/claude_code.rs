@@ -120,7 +120,7 @@ impl AgentKind for ClaudeCode {
 /// A session id for Claude Code (a UUID, as `--session-id` wants) made from the cell's id, so a
 /// cell run again names its session the same.
 pub(crate) fn session_uuid(cell: &str) -> String {
-    let h = harness_core::digest::sha256_hex(cell.as_bytes());
+    let h = harness_core::sha256_hex(cell.as_bytes());
     let variant = ["8", "9", "a", "b"][usize::from(h.as_bytes()[16] % 4)];
     format!(
         "{}-{}-4{}-{variant}{}-{}",

@@ -12,7 +12,7 @@
 //!   compaction switched off on every arm but `native` (`Agent::compaction` says how).
 //! - `Agent::read_turn`: the closing message and the session's id from what the process
 //!   printed or wrote.
-//! - [`isolate`]: the process's sandbox; [`bridge`]: its only way out, one port forwarded to the
+//! - `isolate`: the process's sandbox; `bridge`: its only way out, one port forwarded to the
 //!   proxy's unix socket.
 
 pub(crate) mod bridge;
@@ -21,7 +21,7 @@ mod claude_code;
 mod codex;
 mod exec;
 pub(crate) mod isolate;
-pub use isolate::{Isolation, Launch, command};
+pub use isolate::{command, Isolation, Launch};
 mod mini_swe_agent;
 
 use std::path::{Path, PathBuf};

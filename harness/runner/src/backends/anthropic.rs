@@ -26,13 +26,13 @@
 //! Usage: `input_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens` and
 //! `output_tokens` become [`Usage`]'s input, cache read, cache write and output.
 
-use harness_core::message::{Message, Role};
-use harness_core::request::{Request, Response, Usage};
+use harness_core::{Message, Role};
+use harness_core::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
 use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVALID_ARGUMENTS};
 use crate::backends::model::{Model, ModelFuture};
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -327,8 +327,8 @@ pub(crate) fn parse_response(v: &Value) -> Result<Response, AnswerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::message::{MessageKind, ToolSpec};
-    use harness_core::request::Purpose;
+    use harness_core::Purpose;
+    use harness_core::{MessageKind, ToolSpec};
     use std::sync::Arc;
 
     fn call(id: &str, name: &str, args: Value) -> ToolCall {

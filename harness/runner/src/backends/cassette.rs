@@ -52,8 +52,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use harness_core::message::{Message, Role};
-use harness_core::request::{Purpose, Request, Response};
+use harness_core::{Message, Role};
+use harness_core::{Purpose, Request, Response};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
@@ -171,7 +171,7 @@ fn key_of(canonical: &str, epoch: u64) -> String {
     h.update(canonical.as_bytes());
     h.update(b"\n");
     h.update(epoch.to_string().as_bytes());
-    harness_core::digest::hex(&h.finalize())
+    harness_core::hex(&h.finalize())
 }
 
 /// Records every successful exchange of the model it wraps (see the module docs).
@@ -364,7 +364,7 @@ impl Model for ReplayModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::message::{MessageKind, ToolCall, ToolSpec};
+    use harness_core::{MessageKind, ToolCall, ToolSpec};
 
     #[test]
     fn durations_in_tool_output_do_not_change_the_key() {

@@ -1,10 +1,10 @@
 //! # Backends: the models a cell talks to
 //!
-//! - [`model`]: the [`model::Model`] trait every backend implements, and the `sim` backend;
-//! - [`openai`]: any OpenAI-compatible chat-completions server with tool calling;
-//! - [`anthropic`]: the Messages API with prompt-cache breakpoints;
+//! - `model`: the [`model::Model`] trait every backend implements, and the `sim` backend;
+//! - `openai`: any OpenAI-compatible chat-completions server with tool calling;
+//! - `anthropic`: the Messages API with prompt-cache breakpoints;
 //! - `cassette`: `--record DIR` (a decorator around any model) and `replay:DIR`;
-//! - [`retry`]: the HTTP engine both providers share: in-flight cap, retries, redaction;
+//! - `retry`: the HTTP engine both providers share: in-flight cap, retries, redaction;
 //! - `slots`: how many requests a server takes at once (one for a server on this machine).
 //!
 //! [`parse_model`] turns a `--model` spec into a model; `sim` is built by the caller, which can
@@ -24,7 +24,9 @@ pub(crate) mod model;
 pub use model::{Model, ModelError, ModelFuture, SharedModel, SimModel};
 pub(crate) mod openai;
 pub(crate) mod retry;
-pub use retry::{DEFAULT_MAX_RETRY_WAIT, Engine, MAX_RESPONSE_BYTES, RetryPolicy, provider_semaphore};
+pub use retry::{
+    provider_semaphore, Engine, RetryPolicy, DEFAULT_MAX_RETRY_WAIT, MAX_RESPONSE_BYTES,
+};
 pub(crate) mod slots;
 
 pub use anthropic::{body as anthropic_body, AnthropicModel};
@@ -175,7 +177,7 @@ pub const INVALID_ARGUMENTS: &str = "__invalid_arguments";
 /// Why a tool call cannot be executed as the model sent it: no tool name, or arguments that are
 /// not a JSON object ([`INVALID_ARGUMENTS`]). The text is the error result the model reads; the
 /// cell goes on.
-pub(crate) fn malformed_call(call: &harness_core::message::ToolCall) -> Option<String> {
+pub(crate) fn malformed_call(call: &harness_core::ToolCall) -> Option<String> {
     if call.name.trim().is_empty() {
         return Some(
             "error: the tool call has no tool name; call one of the tools listed in the request by its name"
@@ -203,7 +205,7 @@ pub(crate) fn malformed_call(call: &harness_core::message::ToolCall) -> Option<S
 
 /// Gives every tool call of one answer a distinct id: a repeated id (or an empty one) gets a
 /// suffix `-2`, `-3`, … (or a fresh `call_fb…`), so every tool result answers exactly one call.
-pub(crate) fn unique_call_ids(calls: &mut [harness_core::message::ToolCall]) {
+pub(crate) fn unique_call_ids(calls: &mut [harness_core::ToolCall]) {
     let mut seen = std::collections::HashSet::new();
     for c in calls.iter_mut() {
         if c.id.is_empty() {
@@ -431,8 +433,8 @@ impl Endpoint {
     async fn call(
         &self,
         body: &serde_json::Value,
-        parse: fn(&serde_json::Value) -> Result<harness_core::request::Response, AnswerError>,
-    ) -> Result<harness_core::request::Response, crate::backends::model::ModelError> {
+        parse: fn(&serde_json::Value) -> Result<harness_core::Response, AnswerError>,
+    ) -> Result<harness_core::Response, crate::backends::model::ModelError> {
         let (answer, took) = self
             .engine
             .post_json_timed(&self.url, &self.headers, body)
@@ -446,7 +448,7 @@ impl Endpoint {
                 crate::progress::warn(&format!(
                     "warning: model {}: the server's usage says {field} = {n}, more than any real context window ({} tokens); not counted: this answer's tokens and cost are foldbench's own count (said once; every such answer is counted so)",
                     self.engine.model(),
-                    harness_core::request::MAX_PLAUSIBLE_TOKENS
+                    harness_core::MAX_PLAUSIBLE_TOKENS
                 ));
             }
             resp.usage = None;
@@ -513,8 +515,8 @@ mod tests {
         assert!(err.contains("empty"), "{err}");
     }
 
-    fn call(id: &str, name: &str, args: serde_json::Value) -> harness_core::message::ToolCall {
-        harness_core::message::ToolCall {
+    fn call(id: &str, name: &str, args: serde_json::Value) -> harness_core::ToolCall {
+        harness_core::ToolCall {
             id: id.into(),
             name: name.into(),
             args,

@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use harness_core::judge::Judge;
-use harness_core::request::{Request, Response};
 use harness_core::sim::Sim;
+use harness_core::{Request, Response};
 
 /// Why a model call failed. Any of these makes the cell an `error` with the message.
 #[derive(Debug, thiserror::Error)]

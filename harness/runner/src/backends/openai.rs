@@ -29,8 +29,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use harness_core::message::{Message, Role, ToolCall};
-use harness_core::request::{Request, Response, Usage};
+use harness_core::{Message, Role, ToolCall};
+use harness_core::{Request, Response, Usage};
 use serde_json::{json, Map, Value};
 
 use super::{env_value, AnswerError, BackendError, BackendOptions, Endpoint, INVALID_ARGUMENTS};
@@ -321,14 +321,14 @@ fn short(v: &Value) -> String {
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| v.to_string());
-    harness_core::printable::printable(&s, 300)
+    harness_core::printable(&s, 300)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::message::{MessageKind, ToolSpec};
-    use harness_core::request::Purpose;
+    use harness_core::Purpose;
+    use harness_core::{MessageKind, ToolSpec};
     use std::sync::Arc;
 
     fn call(id: &str, name: &str, args: Value) -> ToolCall {

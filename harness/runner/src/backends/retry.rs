@@ -162,15 +162,15 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
 }
 
 /// Redacts `text`, then makes it printable: control characters escaped, cut to `limit`
-/// characters (the cut marked) — [`harness_core::printable::printable`].
+/// characters (the cut marked) — [`harness_core::printable`].
 pub(crate) fn excerpt(text: &str, secrets: &[String], limit: usize) -> String {
-    harness_core::printable::printable(&redact(text.trim(), secrets), limit)
+    harness_core::printable(&redact(text.trim(), secrets), limit)
 }
 
 /// [`excerpt`] of a body of bytes; a gzip or binary body is described (kind and size), not
 /// shown.
 pub(crate) fn excerpt_bytes(body: &[u8], secrets: &[String], limit: usize) -> String {
-    harness_core::printable::binary_note(body)
+    harness_core::binary_note(body)
         .unwrap_or_else(|| excerpt(&String::from_utf8_lossy(body), secrets, limit))
 }
 

@@ -17,10 +17,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use harness_core::events::{Event, NeedWatch, ToolCallRecord};
-use harness_core::message::{Message, ToolCall, ToolSpec};
 use harness_core::metrics::DELEGATE_TOOL;
-use harness_core::request::Purpose;
+use harness_core::Purpose;
+use harness_core::{Event, NeedWatch, ToolCallRecord};
+use harness_core::{Message, ToolCall, ToolSpec};
 use serde_json::json;
 
 use super::{CallOutcome, Loop, Run, SessionError};
@@ -126,7 +126,7 @@ async fn child_session(
     parent.turn_children += 1;
     let agent = format!("child-{}", parent.children);
     let mut child = Loop::with(
-        Box::new(policies::none::NonePolicy::new(run.model.window())),
+        Box::new(policies::NonePolicy::new(run.model.window())),
         CHILD_SYSTEM_PROMPT,
         tools::tool_specs(),
         false,

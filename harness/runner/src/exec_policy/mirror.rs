@@ -21,9 +21,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::context::{call_path, Context};
-use harness_core::message::{Message, ToolCall};
 use harness_core::tools::Tool;
+use harness_core::{call_path, Context};
+use harness_core::{Message, ToolCall};
 use serde_json::{json, Value};
 
 /// What a tool call does, whoever named it: foldbench's tools by their descriptor, and the
@@ -151,7 +151,7 @@ pub(crate) fn message(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::message::MessageKind;
+    use harness_core::MessageKind;
 
     #[test]
     fn appends_are_sent_once_and_an_edit_refers_to_what_follows_it() {

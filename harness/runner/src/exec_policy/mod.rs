@@ -35,9 +35,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use harness_core::context::Context;
-use harness_core::message::{Message, MessageKind, ToolCall, ToolSpec};
 use harness_core::policy::{ArchiveRef, CardOffer, Plan, Policy, Splice, ToolReply};
+use harness_core::Context;
+use harness_core::{Message, MessageKind, ToolCall, ToolSpec};
 use policies::registry::{Entry, Registry};
 use policies::PolicyError;
 use serde_json::{json, Map, Value};

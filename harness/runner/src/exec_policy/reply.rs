@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use harness_core::context::Context;
 use harness_core::fold::FoldRefusal;
-use harness_core::message::{Message, MessageKind};
 use harness_core::policy::{CardOffer, Plan, Splice, SpliceKind, ToolOutcome, ToolReply};
+use harness_core::Context;
+use harness_core::{Message, MessageKind};
 use serde_json::Value;
 
 /// What a policy process did against the protocol; the display says it after the process's

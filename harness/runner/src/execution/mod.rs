@@ -5,14 +5,14 @@
 //! of shell results. Nothing here knows about tools, models or policies; the [`crate::tools`]
 //! module and the session loop ([`crate::cell`]) stand on top of it.
 //!
-//! - [`workspace`]: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs
+//! - `workspace`: a fresh temp git repo per cell (tempfile + git2), fingerprints and diffs
 //!   (which never read the workspace's own `.git`); made from a task's prepared `template`
 //!   (once per process), through the libgit2 calls of `git` that keep an agent's planted files
 //!   from steering the read.
-//! - [`sandbox`]: bubblewrap (or a plain `sh`) with an allow-listed environment, for every
-//!   shell command of a cell; [`reap`]: ending a call's processes, `setsid` descendants
+//! - `sandbox`: bubblewrap (or a plain `sh`) with an allow-listed environment, for every
+//!   shell command of a cell; `reap`: ending a call's processes, `setsid` descendants
 //!   included, where there is no PID namespace to end.
-//! - [`tool_cache`]: the run's cache of shell results with their file changes, keyed by
+//! - `tool_cache`: the run's cache of shell results with their file changes, keyed by
 //!   `snapshot`s of the workspace.
 //! - `beneath`: files foldbench itself writes into a workspace, never through a link the
 //!   agent planted.

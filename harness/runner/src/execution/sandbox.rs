@@ -759,7 +759,7 @@ fn make_bare_python() -> io::Result<BarePython> {
         .parent()
         .ok_or_else(|| io::Error::other("python3 interpreter has no folder"))?;
     // The hook's text is in the key: an environment made by an older foldbench is not reused.
-    let key = harness_core::digest::sha256_hex(
+    let key = harness_core::sha256_hex(
         format!("{}\n{version}\n{UNITTEST_CLOCK}", exe.display()).as_bytes(),
     );
     let name = format!("python-{version}-{}", &key[..12]);
@@ -821,7 +821,7 @@ pub(crate) fn interpreter_key_of(
         stamp(&cfg),
         python_home
     );
-    Some(harness_core::digest::sha256_hex(text.as_bytes()))
+    Some(harness_core::sha256_hex(text.as_bytes()))
 }
 
 fn read_memo(path: &Path) -> Option<Reported> {

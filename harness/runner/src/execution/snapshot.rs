@@ -78,7 +78,7 @@ const SAMPLE: u64 = 1 << 20;
 /// [`SAMPLE`] bytes. The size is measured on the open file before anything is read.
 pub(crate) fn hash_file(path: &Path) -> io::Result<([u8; 32], bool)> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = harness_import::fs::open_regular(path)?;
+    let mut file = harness_import::open_regular(path)?;
     let len = file.metadata()?.len();
     let mut h = Sha256::new();
     if len <= HASH_WHOLE_MAX {
@@ -154,7 +154,7 @@ impl Snapshot {
         }
         h.update(b"meta");
         h.update(self.meta);
-        harness_core::digest::hex(&h.finalize())
+        harness_core::hex(&h.finalize())
     }
 }
 
@@ -294,7 +294,7 @@ pub(crate) fn tree_fingerprint(tree: &BTreeMap<String, Entry>) -> String {
             h.update([0u8]);
         }
     }
-    harness_core::digest::hex(&h.finalize())
+    harness_core::hex(&h.finalize())
 }
 
 fn walk_tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) -> io::Result<()> {
@@ -596,7 +596,7 @@ pub(crate) fn changes(
 /// takes `total` past [`CHANGES_MAX`]: measured on the open file, then read at most that far.
 fn read_change(path: &Path, total: &mut u64) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read;
-    let file = harness_import::fs::open_regular(path)?;
+    let file = harness_import::open_regular(path)?;
     let len = file.metadata()?.len();
     if len > CHANGE_FILE_MAX || *total + len > CHANGES_MAX {
         return Ok(None);

@@ -248,7 +248,7 @@ pub(crate) fn key(
     for (k, v) in sandbox.env(Path::new(ROOT_MARK)) {
         text.push_str(&format!("env {k}={v:?}\n"));
     }
-    harness_core::digest::sha256_hex(text.as_bytes())
+    harness_core::sha256_hex(text.as_bytes())
 }
 
 /// Results stored as files named by key, under a size cap.

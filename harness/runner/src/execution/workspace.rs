@@ -24,7 +24,7 @@ use crate::execution::snapshot::Known;
 
 /// The archive folder, relative to the workspace root. Policies write folded turns and strategy
 /// branches here; the model may read them back; git ignores them.
-pub use harness_core::session::ARCHIVE_DIR;
+pub use harness_core::ARCHIVE_DIR;
 
 /// A changed file larger than this (in bytes, before or after) is named in the diff with its
 /// size instead of its content.

@@ -7,11 +7,11 @@ use crate::results::read_jsonl;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use harness_core::events::Event;
 use harness_core::fold::group_thousands;
-use harness_core::message::{Message, MessageKind};
-use harness_core::record::{CellRecord, Status};
-use harness_core::request::Purpose;
+use harness_core::Event;
+use harness_core::Purpose;
+use harness_core::{CellRecord, Status};
+use harness_core::{Message, MessageKind};
 use harness_report::html::{self, cut, Block, Chart, Group, Mark, MarkKind, Page, Series};
 use harness_report::render::{self, Table};
 
@@ -484,7 +484,7 @@ pub fn run_page(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::events::RequestRecord;
+    use harness_core::RequestRecord;
 
     fn request(index: usize, turn: u32, purpose: Purpose, tokens: u64) -> Event {
         Event::Request(RequestRecord {

@@ -21,8 +21,8 @@ use harness_core::judge::{
     card_tokens, cost, item_text_card, text_request_messages, AnswerMode, Item, Judge,
     JudgedRecord, GRAMMAR,
 };
-use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
+use harness_core::{Purpose, Request};
 use serde_json::{json, Map, Value};
 
 use super::request::{request_for, JudgeOptions};

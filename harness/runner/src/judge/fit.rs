@@ -18,8 +18,8 @@
 
 use std::sync::Arc;
 
-use harness_core::message::Message;
-use harness_core::request::Request;
+use harness_core::Message;
+use harness_core::Request;
 
 /// Why a request cannot be fitted: even without any context it is over the budget.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,8 +107,8 @@ pub(crate) fn fit(req: Request, budget: Option<u64>) -> Result<(Request, Fitted)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::message::ToolCall;
-    use harness_core::request::Purpose;
+    use harness_core::Purpose;
+    use harness_core::ToolCall;
 
     fn request(turns: u32, words: usize) -> Request {
         let mut msgs = Vec::new();

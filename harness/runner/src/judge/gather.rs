@@ -6,17 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use harness_config::yaml::Problem;
-use harness_core::events::Event;
 use harness_core::judge::{
     aggregate, baseline_record, build_item, dataset_stats, parse_dataset, replay_items, Aggregate,
     Item, Judge, JudgedRecord, Origin, Recorded, ReplayOptions, SourceStats, BASELINES,
     SOURCE_TASK,
 };
-use harness_core::message::{Message, ToolSpec};
-use harness_core::record::Status;
-use harness_core::request::{Purpose, Request};
 use harness_core::sim::{Sim, SimConfig};
 use harness_core::tokens;
+use harness_core::Event;
+use harness_core::Status;
+use harness_core::{Message, ToolSpec};
+use harness_core::{Purpose, Request};
 
 use crate::backends::model::{Model, ModelFuture, SharedModel, SimModel};
 use crate::cell::{run_cell, CellOptions, CellPlan, SYSTEM_PROMPT};
@@ -471,7 +471,7 @@ pub fn labelled_items(
 ) -> Result<(Vec<Item>, Vec<String>), JudgeError> {
     let lname = labels_file.display().to_string();
     let text = read(labels_file)?;
-    let labels = harness_config::labels::parse_labels(&lname, &text).map_err(JudgeError::Labels)?;
+    let labels = harness_config::parse_labels(&lname, &text).map_err(JudgeError::Labels)?;
     let rel = labels
         .source_path
         .clone()

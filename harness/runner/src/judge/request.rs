@@ -4,17 +4,17 @@
 use std::sync::Arc;
 
 use harness_core::judge::Item;
-use harness_core::message::ToolSpec;
 use harness_core::metrics::Price;
-use harness_core::request::{Purpose, Request};
 use harness_core::tokens;
+use harness_core::ToolSpec;
+use harness_core::{Purpose, Request};
 
 use crate::cell::SYSTEM_PROMPT;
 
 /// The system prompt and tool list of every judgement request.
 pub fn request_prefix() -> (Arc<str>, Arc<[ToolSpec]>, u32) {
     let mut tools = crate::tools::tool_specs();
-    tools.extend(policies::fold::fold_tools(false));
+    tools.extend(policies::fold_tools(false));
     let tools: Arc<[ToolSpec]> = Arc::from(tools);
     let system: Arc<str> = Arc::from(SYSTEM_PROMPT);
     let prefix = tokens::prefix_tokens(&system, &tools);

@@ -22,17 +22,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness_core::context::{cached_prefix_tokens, call_path, Context};
 use harness_core::driver::{Driver, Next};
-use harness_core::events::{Event, NeedWatch, RequestRecord, ToolCallRecord};
-use harness_core::message::{Message, MessageKind, Role, ToolCall, ToolSpec};
 use harness_core::policy::Policy;
-use harness_core::request::Purpose;
 use harness_core::spec::TaskSpec;
 use harness_core::text_agent::TEXT_TOOL;
 use harness_core::tokens;
-use harness_wire::units::{Grouper, UnitKind};
+use harness_core::Purpose;
+use harness_core::{cached_prefix_tokens, call_path, Context};
+use harness_core::{Event, NeedWatch, RequestRecord, ToolCallRecord};
+use harness_core::{Message, MessageKind, Role, ToolCall, ToolSpec};
 use harness_wire::{Api, Envelope, ItemKey};
+use harness_wire::{Grouper, UnitKind};
 use policies::PolicyError;
 use serde_json::value::RawValue;
 
@@ -465,7 +465,7 @@ impl Conversation {
                     .map(|m| needs::user_words(&m.text));
                 splices = self
                     .driver
-                    .end_turn(harness_core::session::ARCHIVE_DIR, next_user.as_deref());
+                    .end_turn(harness_core::ARCHIVE_DIR, next_user.as_deref());
             }
             self.pending_rest = rest;
             self.turn = last_turn;
@@ -740,7 +740,7 @@ impl Conversation {
     pub(crate) fn record_response(
         &mut self,
         index: usize,
-        usage: Option<harness_core::request::Usage>,
+        usage: Option<harness_core::Usage>,
         output_tokens: u64,
         model_ms: u64,
     ) {
@@ -796,7 +796,7 @@ impl Conversation {
         &mut self,
         api: Api,
         sent: &[Arc<Message>],
-        answer: &harness_wire::answer::Answer,
+        answer: &harness_wire::Answer,
         results: &[Arc<Message>],
     ) -> Vec<Arc<Message>> {
         let m = Message::assistant(self.turn, answer.text.clone(), answer.calls.clone());
@@ -837,7 +837,7 @@ impl Conversation {
             }
             let target = call_path(c).or_else(|| command_path(c));
             let archive_read = target.as_deref().is_some_and(is_archive_target)
-                || command_text(c).is_some_and(|t| t.contains(harness_core::session::ARCHIVE_DIR));
+                || command_text(c).is_some_and(|t| t.contains(harness_core::ARCHIVE_DIR));
             self.events.push(Event::ToolCall(ToolCallRecord {
                 turn: m.turn,
                 request: self.index.saturating_sub(1),
@@ -971,12 +971,12 @@ fn command_path(c: &ToolCall) -> Option<String> {
     }
     words
         .rfind(|w| !w.starts_with('-'))
-        .map(harness_core::context::normalize_path)
+        .map(harness_core::normalize_path)
 }
 
 /// Whether a path (relative, or absolute inside the agent's folder) is under the archive folder.
 fn is_archive_target(p: &str) -> bool {
-    let dir = harness_core::session::ARCHIVE_DIR;
+    let dir = harness_core::ARCHIVE_DIR;
     p == dir || p.starts_with(&format!("{dir}/")) || p.contains(&format!("/{dir}/"))
 }
 

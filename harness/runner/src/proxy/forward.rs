@@ -7,7 +7,7 @@ use super::*;
 /// How a forwarded stream ended.
 pub(super) struct Forwarded {
     /// The answer the events added up to.
-    pub(super) answer: harness_wire::answer::Answer,
+    pub(super) answer: harness_wire::Answer,
     /// Its policy-tool calls (left out of the stream).
     pub(super) ours: Vec<ToolCall>,
     /// Its closing events, held back while the model may be asked again (part indexes mapped,
@@ -123,7 +123,7 @@ pub(super) async fn forward(
     }
     // An answer that ended early is not read (it may be as large as the cap), only said.
     let answer = if ended.is_some() {
-        harness_wire::answer::Answer::default()
+        harness_wire::Answer::default()
     } else {
         dec.answer()
     };
@@ -213,11 +213,11 @@ pub(super) async fn release(
     let same = |n: usize| n;
     for ev in std::mem::take(&mut f.held) {
         let ev = if no_calls {
-            harness_wire::stream::without_call_stop(api, &ev)
+            harness_wire::without_call_stop(api, &ev)
         } else {
             ev
         };
-        let ev = harness_wire::stream::with_earlier_output(api, &ev, earlier);
+        let ev = harness_wire::with_earlier_output(api, &ev, earlier);
         let ev = rewrite(api, &ev, &same, &[], f.seq.map(|s| s + 1));
         note_seq(api, &ev, &mut f.seq);
         if !send_event(tx, &ev).await {

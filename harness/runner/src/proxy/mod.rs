@@ -3,7 +3,7 @@
 //!
 //! The proxy serves the Anthropic Messages API (`/v1/messages`) and OpenAI's Chat Completions
 //! (`/v1/chat/completions`) and Responses (`/v1/responses`), streamed and not. For each request
-//! of a conversation it reads the agent's history ([`conversation`]), re-applies what the policy
+//! of a conversation it reads the agent's history (`conversation`), re-applies what the policy
 //! did before (splices, compactions, cards, by message identity), lets the policy plan the
 //! request, relays it to the upstream with the agent's own headers (its key included, never
 //! written anywhere) and relays the answer back in the form it came (a stream stays a stream).
@@ -30,7 +30,8 @@
 
 pub(crate) mod conversation;
 pub use conversation::{
-    decode, decode_after, Conversation, Decode, DecodeError, Decoded, Kept, Outgoing, Prefixes, BodySlot, Step,
+    decode, decode_after, BodySlot, Conversation, Decode, DecodeError, Decoded, Kept, Outgoing,
+    Prefixes, Step,
 };
 mod error;
 mod forward;
@@ -58,11 +59,11 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use harness_core::message::{Message, ToolCall};
-use harness_wire::answer::{parse_answer, prepend_parts};
-use harness_wire::sse::{write_event, SseEvent, SseParser};
-use harness_wire::stream::{error_event, rewrite, EventRole, StreamDecoder};
+use harness_core::{Message, ToolCall};
 use harness_wire::Api;
+use harness_wire::{error_event, rewrite, EventRole, StreamDecoder};
+use harness_wire::{parse_answer, prepend_parts};
+use harness_wire::{write_event, SseEvent, SseParser};
 use http_body_util::BodyExt as _;
 use hyper::body::{Frame, Incoming};
 use hyper::{HeaderMap, Request, Response, StatusCode};
@@ -396,7 +397,7 @@ impl Proxy {
     }
 
     /// The events of every conversation so far (cell id, events), in the order they began.
-    pub async fn events(&self) -> Vec<(String, Vec<harness_core::events::Event>)> {
+    pub async fn events(&self) -> Vec<(String, Vec<harness_core::Event>)> {
         let list = self.shared.slots();
         let mut out = Vec::new();
         for (cell, live) in list {
@@ -801,7 +802,7 @@ impl Shared {
         } else {
             req.env.model.clone()
         };
-        let cell = harness_core::record::cell_id(&self.cfg.task, &self.cfg.arm, &model, n);
+        let cell = harness_core::cell_id(&self.cfg.task, &self.cfg.arm, &model, n);
         let entry = Arc::new(tokio::sync::Mutex::new(Entry {
             cell: cell.clone(),
             model: req.env.model.clone(),

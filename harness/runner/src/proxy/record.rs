@@ -32,9 +32,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use harness_core::events::Event;
 use harness_core::metrics::{self, Price};
-use harness_core::record::{CellRecord, Status, RECORD_VERSION};
+use harness_core::Event;
+use harness_core::{CellRecord, Status, RECORD_VERSION};
 use serde::Serialize;
 
 use super::conversation::Saved;

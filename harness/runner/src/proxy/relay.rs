@@ -191,7 +191,7 @@ async fn ask_again_whole(
     parts: &hyper::http::request::Parts,
     path_q: &str,
     body: Vec<u8>,
-) -> Result<(harness_wire::answer::Answer, serde_json::Value), Failed> {
+) -> Result<(harness_wire::Answer, serde_json::Value), Failed> {
     let deadline = shared.deadline();
     let failed = |status: Option<u16>, why: String| Failed {
         status,
@@ -272,9 +272,9 @@ async fn ask_again_stream(
             let why = format!(
                 "asking the model again after a policy tool call failed with status {status}"
             );
-            let ev = match harness_wire::answer::error_of(&body) {
+            let ev = match harness_wire::error_of(&body) {
                 Some((kind, message)) => {
-                    harness_wire::stream::error_event_of(api, &kind, &format!("{message} ({why})"))
+                    harness_wire::error_event_of(api, &kind, &format!("{message} ({why})"))
                 }
                 None => error_event(api, &why),
             };
@@ -431,7 +431,7 @@ async fn whole_answer(
             .answer_policy_calls(&ours, &agents, at, &mut answered);
         if !agents.is_empty() || rounds >= MAX_POLICY_ROUNDS || stopped_before {
             keep(e, answered, &agents);
-            let body = harness_wire::answer::without_calls(api, &acc, &dropped);
+            let body = harness_wire::without_calls(api, &acc, &dropped);
             return Whole::Body(Bytes::from(body.to_string()));
         }
         if e.conv.policy_tools_stopped() {
@@ -464,7 +464,7 @@ async fn whole_answer(
         answer = a;
         if ours.is_empty() {
             keep(e, answered, &agent_ids(&answer.calls, &[]));
-            let body = harness_wire::answer::without_calls(api, &acc, &dropped);
+            let body = harness_wire::without_calls(api, &acc, &dropped);
             return Whole::Body(Bytes::from(body.to_string()));
         }
     }

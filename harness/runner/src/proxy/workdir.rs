@@ -69,7 +69,7 @@ fn working_folder(system: &str, req: &Decoded) -> Option<PathBuf> {
         .units
         .iter()
         .flatten()
-        .filter(|u| u.kind == harness_wire::units::UnitKind::Pinned)
+        .filter(|u| u.kind == harness_wire::UnitKind::Pinned)
         .map(|u| u.raw.get());
     for t in std::iter::once(system).chain(pinned) {
         if let Some((_, rest)) = t.split_once("Primary working directory: ") {

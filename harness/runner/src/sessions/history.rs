@@ -168,8 +168,8 @@ impl Filter {
     /// What of this filter can be tested on a file before it is imported (the session
     /// prefix, the project text, `--since` against the file's modification time): files it
     /// rules out are read but never parsed or tokenized, and the sessions kept are the same.
-    pub(crate) fn prefilter(&self) -> harness_import::fs::Prefilter {
-        harness_import::fs::Prefilter {
+    pub(crate) fn prefilter(&self) -> harness_import::Prefilter {
+        harness_import::Prefilter {
             modified_since_ms: self.since_ms,
             session: self.session.clone(),
             project: self.project.clone(),

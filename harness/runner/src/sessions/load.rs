@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use harness_core::judge::SessionLabels;
-use harness_import::fs::{ImportReport, Prefilter};
 use harness_import::{Format, ImportedSession, Warning};
+use harness_import::{ImportReport, Prefilter};
 use harness_report::fmt::count;
 
 use super::history::{self, Filter};
@@ -74,7 +74,7 @@ const QUOTE_LIMIT: usize = 500;
 /// Text from a transcript (a file name, a line's content) as a warning shows it: control
 /// characters escaped, cut at [`QUOTE_LIMIT`] characters.
 fn shown(text: &str) -> String {
-    harness_core::printable::printable(text, QUOTE_LIMIT)
+    harness_core::printable(text, QUOTE_LIMIT)
 }
 
 /// How many skipped files or unreadable entries are named one by one; the rest are counted.
@@ -150,7 +150,7 @@ pub(crate) fn import_all(
     say: &dyn Fn(&str),
 ) -> Result<Loaded, SessionsError> {
     let began = Instant::now();
-    let report = harness_import::fs::import_paths_filtered(paths, format, pre).map_err(|e| {
+    let report = harness_import::import_paths_filtered(paths, format, pre).map_err(|e| {
         SessionsError::Unreadable {
             paths: paths.to_vec(),
             source: e,
@@ -295,7 +295,7 @@ pub struct LabelFile {
 }
 
 /// Reads the labels files under `paths` (files, or folders of *.yaml / *.yml) and parses them
-/// ([`harness_config::labels`]). Every file that cannot be read and every problem is said
+/// (`harness_config::labels`). Every file that cannot be read and every problem is said
 /// through `say`, then counted in the error; files that label no prompt at all are said too.
 pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFile>, SessionsError> {
     let mut files = Vec::new();
@@ -309,7 +309,7 @@ pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFil
     let mut problems = 0;
     for f in &files {
         let name = f.display().to_string();
-        let text = match harness_import::fs::read_regular(f, crate::tasks::MAX_SPEC_BYTES)
+        let text = match harness_import::read_regular(f, crate::tasks::MAX_SPEC_BYTES)
             .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
         {
             Ok(t) => t,
@@ -319,7 +319,7 @@ pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFil
                 continue;
             }
         };
-        match harness_config::labels::parse_labels(&name, &text) {
+        match harness_config::parse_labels(&name, &text) {
             Ok(labels) => out.push(LabelFile { name, labels }),
             Err(ps) => {
                 for p in &ps {

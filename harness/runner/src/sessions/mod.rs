@@ -2,12 +2,12 @@
 //! history` (the replay itself is the pure `harness-replay` crate, which this library does not
 //! depend on).
 //!
-//! - [`history`]: your own history — the folders Claude Code and Codex write their sessions to,
+//! - `history`: your own history — the folders Claude Code and Codex write their sessions to,
 //!   read when a command is given no path — the filters that pick sessions out of them
 //!   (`--since`, `--until`, `--project`, `--session`), and the price each model the sessions
 //!   name is costed at.
-//! - [`behaviour`]: the behaviour profile's file, read (every problem placed) and written.
-//! - [`load`]: the sessions under the paths imported (files that cannot be, and lines skipped,
+//! - `behaviour`: the behaviour profile's file, read (every problem placed) and written.
+//! - `load`: the sessions under the paths imported (files that cannot be, and lines skipped,
 //!   said and counted) and filtered; the unit labels files read and parsed.
 //!
 //! The functions take plain values (paths, a [`history::Filter`]) and say what a command

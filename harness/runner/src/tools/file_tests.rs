@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{execute, ToolLimits, ToolOutput};
-use harness_core::message::ToolCall;
+use harness_core::ToolCall;
 
 /// Runs one tool call on its own thread and runtime, waiting at most 20 s: a call that blocks
 /// fails the test instead of hanging it.

@@ -78,7 +78,7 @@ pub(crate) enum ReadError {
 /// (measured before anything is read).
 pub(super) fn read_workspace_file(abs: &Path, norm: &str) -> Result<Vec<u8>, ReadError> {
     let norm = norm.to_string();
-    match harness_import::fs::read_regular(abs, MAX_READ_BYTES) {
+    match harness_import::read_regular(abs, MAX_READ_BYTES) {
         Ok(b) => Ok(b),
         Err(e) => Err(match fs::metadata(abs) {
             Ok(m) if m.is_dir() => ReadError::Directory { norm },
@@ -99,7 +99,7 @@ pub(crate) fn file_contains(abs: &Path, text: &str) -> io::Result<bool> {
         return Ok(true);
     }
     let finder = memchr::memmem::Finder::new(needle);
-    let mut file = harness_import::fs::open_regular(abs)?;
+    let mut file = harness_import::open_regular(abs)?;
     let keep = needle.len() - 1;
     // A piece the size of the file when it is smaller (most are): a checked file of a few KB
     // is not read through a zeroed MiB.

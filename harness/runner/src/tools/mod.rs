@@ -26,8 +26,8 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use harness_core::message::{ToolCall, ToolSpec};
 use harness_core::tools::{self, Tool};
+use harness_core::{ToolCall, ToolSpec};
 use serde_json::Value;
 
 use crate::execution::tool_cache::Source;

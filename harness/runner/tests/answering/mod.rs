@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use harness_core::message::ToolCall;
-use harness_core::request::Usage;
+use harness_core::ToolCall;
+use harness_core::Usage;
 use harness_runner::proxy::{Proxy, ProxyConfig};
-use harness_wire::answer::{write_answer, Answer};
-use harness_wire::sse::{write_event, SseParser};
-use harness_wire::stream::{write_stream, StreamDecoder};
 use harness_wire::Api;
+use harness_wire::{write_answer, Answer};
+use harness_wire::{write_event, SseParser};
+use harness_wire::{write_stream, StreamDecoder};
 use http_body_util::BodyExt as _;
 use hyper::body::Frame;
 use serde_json::{json, Value};

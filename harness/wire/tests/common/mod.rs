@@ -1,8 +1,8 @@
 //! Helpers the wire tests share.
 
 use harness_wire::render::{assemble, render_message, Out};
-use harness_wire::units::{Grouper, Piece, Unit};
 use harness_wire::{decode_item, Api, Envelope};
+use harness_wire::{Grouper, Piece, Unit};
 use serde_json::Value;
 
 /// Every item of a request decoded and grouped.

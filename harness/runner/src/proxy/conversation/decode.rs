@@ -2,8 +2,8 @@
 //! item's key (the sha256 of its bytes as sent), by which a conversation sees which items a
 //! request shares with the last one.
 
-use harness_wire::units::{Unit, UnitKind};
 use harness_wire::{canonical_key, decode_item, item_key, Api, Envelope, ItemKey, WireError};
+use harness_wire::{Unit, UnitKind};
 use serde_json::value::RawValue;
 
 /// Why an agent's request does not decode: what the API would refuse, and where.

@@ -1,8 +1,8 @@
 //! A request's grouping going on from the last one's: only what was appended is grouped.
 
-use harness_core::message::Message;
-use harness_wire::units::{Checkpoint, Grouper, Piece, Unit};
+use harness_core::Message;
 use harness_wire::ItemKey;
+use harness_wire::{Checkpoint, Grouper, Piece, Unit};
 
 use super::{Conversation, Decoded};
 

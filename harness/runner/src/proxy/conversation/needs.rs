@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use harness_core::events::{Event, NeedWatch};
-use harness_core::message::Message;
 use harness_core::spec::TaskSpec;
+use harness_core::Message;
+use harness_core::{Event, NeedWatch};
 
 use super::{Conversation, PendingSplice};
 
@@ -63,8 +63,7 @@ impl Conversation {
         }
         self.ended = Some(self.turn);
         self.end_watch();
-        self.driver
-            .end_turn(harness_core::session::ARCHIVE_DIR, None)
+        self.driver.end_turn(harness_core::ARCHIVE_DIR, None)
     }
 }
 

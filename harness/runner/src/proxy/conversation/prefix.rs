@@ -25,7 +25,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
 
-use harness_wire::units::Unit;
+use harness_wire::Unit;
 use harness_wire::{decode_item, Api, Envelope, ItemKey};
 use serde_json::value::RawValue;
 

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role};
+use harness_core::{Message, Role};
 use harness_wire::render::{self, Out};
-use harness_wire::units::{Side, UnitKind};
 use harness_wire::{Api, Envelope};
+use harness_wire::{Side, UnitKind};
 use serde_json::value::RawValue;
 
 use super::{Conversation, Decoded, Origin};

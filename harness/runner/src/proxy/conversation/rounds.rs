@@ -19,8 +19,8 @@
 
 use std::sync::Arc;
 
-use harness_core::events::Event;
-use harness_core::message::{Message, Role, ToolCall};
+use harness_core::Event;
+use harness_core::{Message, Role, ToolCall};
 use harness_wire::ItemKey;
 
 use super::{Conversation, Origin};

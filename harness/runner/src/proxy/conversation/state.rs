@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use harness_core::events::Event;
-use harness_core::message::{Message, ToolCall};
+use harness_core::Event;
+use harness_core::{Message, ToolCall};
 use harness_wire::ItemKey;
 
 use super::{changes_files, read_only, Conversation, Edit, Place, Round};
@@ -72,8 +72,7 @@ pub(super) fn reference(prints: &[(String, u32)], context: &[Arc<Message>]) -> V
         .map(|(p, tokens)| match by_print.get_mut(p).and_then(Vec::pop) {
             Some(m) => Arc::clone(m),
             None => {
-                let mut m =
-                    (*Message::host(0, "", harness_core::message::MessageKind::Summary)).clone();
+                let mut m = (*Message::host(0, "", harness_core::MessageKind::Summary)).clone();
                 m.tokens = *tokens;
                 Arc::new(m)
             }
@@ -102,7 +101,7 @@ struct SavedRound {
 }
 
 fn key_hex(k: &ItemKey) -> String {
-    harness_core::digest::hex(&k.0)
+    harness_core::hex(&k.0)
 }
 
 fn key_of(h: &str) -> Option<ItemKey> {

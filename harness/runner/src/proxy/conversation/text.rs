@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use harness_core::message::{Message, Role};
 use harness_core::text_agent::{as_observation, is_observation};
+use harness_core::{Message, Role};
 
 use super::Conversation;
 
