@@ -883,3 +883,76 @@ fn the_cli_reads_the_environment_through_the_library() {
         "environment variables read in the CLI (read them in the library, through a lookup the command passes): {found:#?}"
     );
 }
+
+/// The public modules declared in `code` (one Rust file), as `(line from 1, name)`: `pub mod x;`
+/// and `pub mod x {`, not `pub(crate) mod`.
+fn public_modules(code: &str) -> Vec<(usize, String)> {
+    code.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let rest = l.trim_start().strip_prefix("pub mod ")?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            Some((i + 1, name))
+        })
+        .collect()
+}
+
+#[test]
+fn a_public_module_is_found_and_a_crate_private_one_is_not() {
+    let code = "pub mod a;\n    pub mod b {\npub(crate) mod c;\nmod d;\n// pub mod e;";
+    let found: Vec<String> = public_modules(code).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(found, ["a", "b"]);
+}
+
+/// A library crate's surface is chosen in its `lib.rs`: a public module is one of its features,
+/// declared there and named in the crate's documentation; every module below is private to the
+/// crate, and what its parent hands out is re-exported by `pub use` (so rustc's dead-code lint
+/// sees everything else).
+#[test]
+fn library_crates_keep_their_insides_private() {
+    let crates = [
+        "harness/config",
+        "harness/core",
+        "harness/import",
+        "harness/replay",
+        "harness/report",
+        "harness/runner",
+        "harness/wire",
+        "policies",
+    ];
+    let mut found = Vec::new();
+    for krate in crates {
+        let src = root().join(krate).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files {
+            let rel = f.strip_prefix(root()).unwrap().display().to_string();
+            let text = std::fs::read_to_string(&f).unwrap();
+            let modules = public_modules(&text);
+            if f != src.join("lib.rs") {
+                found.extend(
+                    modules
+                        .iter()
+                        .map(|(l, n)| format!("{rel}:{l}: `pub mod {n}` below the crate root")),
+                );
+                continue;
+            }
+            let docs: String = text
+                .lines()
+                .filter(|l| l.starts_with("//!"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for (l, n) in modules {
+                if !docs.contains(&format!("[`{n}`]")) {
+                    found.push(format!(
+                        "{rel}:{l}: public module `{n}` is not named in the crate's documentation"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "insides made public: {found:#?}");
+}
