@@ -328,20 +328,14 @@ fn write_behaviour(
     path: &Path,
     losses: &[harness_replay::losses::SessionLosses],
 ) -> Result<(), Error> {
-    let name = path
-        .file_stem()
-        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
-    let command = std::iter::once("foldbench".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let (name, command) = crate::behaviour::name_and_command(path);
     let Some(profile) = harness_replay::losses::profile(losses, &name, &command) else {
         return Err(Error::Usage(format!(
             "--behaviour-out {}: no recorded loss with anything before it in these sessions, so there is nothing to measure a behaviour profile from; give sessions in which the host compacted (Claude Code's compact_boundary, Codex's compacted items, OpenHands' condensations)",
             path.display()
         )));
     };
-    sessions::write(path, &profile).map_err(Error::failed)?;
+    sessions::write_behaviour(path, &profile).map_err(Error::failed)?;
     let kinds: Vec<String> = harness_core::behaviour::LossKind::ALL
         .iter()
         .filter(|k| profile.measured(**k))

@@ -354,19 +354,10 @@ fn write_behaviour(
     records: &[harness_core::CellRecord],
     path: &Path,
 ) -> Result<(), Error> {
-    use harness_core::Event;
-    use harness_core::Message;
-    use harness_runner::{cell_folder, read_jsonl, EVENTS_FILE, TRANSCRIPT_FILE};
     let mut sessions = Vec::new();
     for r in records {
-        let folder = dir.join("cells").join(cell_folder(&r.id));
-        let events: Vec<Event> = read_jsonl(&folder.join(EVENTS_FILE))
-            .map_err(Error::refused)?
-            .unwrap_or_default();
-        let transcript: Vec<Message> = read_jsonl(&folder.join(TRANSCRIPT_FILE))
-            .map_err(Error::refused)?
-            .unwrap_or_default();
-        let transcript = transcript.into_iter().map(Message::sealed).collect();
+        let (transcript, events) =
+            harness_runner::read_cell_files(dir, &r.id).map_err(Error::refused)?;
         let agent = r.agent.as_ref().map_or("sim", |a| a.name.as_str());
         match harness_replay::losses::measure_cell(&r.id, agent, &r.model, transcript, &events) {
             Ok(s) => sessions.push(s),
@@ -376,13 +367,7 @@ fn write_behaviour(
             ),
         }
     }
-    let name = path
-        .file_stem()
-        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
-    let command = std::iter::once("foldbench".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let (name, command) = crate::behaviour::name_and_command(path);
     let Some(profile) = harness_replay::losses::profile(&sessions, &name, &command) else {
         return Err(Error::Usage(format!(
             "--behaviour-out {}: no cell of {} lost a result it had shown (every arm kept its context), so there is nothing to measure; run an arm that trims, folds or compacts",
@@ -390,7 +375,7 @@ fn write_behaviour(
             dir.display()
         )));
     };
-    harness_runner::sessions::write(path, &profile).map_err(Error::failed)?;
+    harness_runner::sessions::write_behaviour(path, &profile).map_err(Error::failed)?;
     eprintln!(
         "behaviour profile `{name}` in {}: {} losses in {} cells",
         path.display(),

@@ -68,8 +68,8 @@ pub mod progress;
 pub mod proxy;
 pub(crate) mod results;
 pub use results::{
-    cell_folder, read_jsonl, read_records, write_lines, ReadError, RunDir, RunDirError, CELLS_FILE,
-    EVENTS_FILE, REQUESTS_FILE, TRANSCRIPT_FILE,
+    cell_folder, read_cell_files, read_records, write_lines, ReadError, RunDir, RunDirError,
+    CELLS_FILE, REQUESTS_FILE,
 };
 pub mod run;
 pub mod sessions;

@@ -557,6 +557,29 @@ pub(crate) fn write_cell_files(root: &Path, out: &CellOutput) -> std::io::Result
     Ok(())
 }
 
+/// A cell's transcript (its messages sealed, their token counts computed) and events, from its
+/// folder under the run folder `dir`; either is empty when its file is missing.
+pub fn read_cell_files(
+    dir: &Path,
+    id: &str,
+) -> Result<
+    (
+        Vec<std::sync::Arc<harness_core::Message>>,
+        Vec<harness_core::Event>,
+    ),
+    ReadError,
+> {
+    let folder = dir.join("cells").join(cell_folder(id));
+    let transcript: Vec<harness_core::Message> =
+        read_jsonl(&folder.join(TRANSCRIPT_FILE))?.unwrap_or_default();
+    let events = read_jsonl(&folder.join(EVENTS_FILE))?.unwrap_or_default();
+    let transcript = transcript
+        .into_iter()
+        .map(harness_core::Message::sealed)
+        .collect();
+    Ok((transcript, events))
+}
+
 /// The lines of a JSON-lines file (`None` when there is no file), each read as a `T`; the
 /// first line that does not read is an error naming its file, line and column.
 pub fn read_jsonl<T: serde::de::DeserializeOwned>(

@@ -249,7 +249,7 @@ async fn files_only_their_owner_or_group_may_read_are_unreadable() {
 
 #[tokio::test]
 async fn a_real_agents_process_gets_the_same_sandbox() {
-    use harness_runner::agents::{command, Isolation, Launch};
+    use harness_runner::agents::{isolated_command, Isolation, Launch};
     use harness_runner::agents::{Agent, Exec, TurnCommand};
     let Some(sb) = bwrap() else { return };
     let (ws, home, sock) = (
@@ -279,7 +279,10 @@ async fn a_real_agents_process_gets_the_same_sandbox() {
         sandbox: &sb,
         isolation: &Isolation::SharedNetwork,
     };
-    let out = command(&agent, &turn, &launch).output().await.unwrap();
+    let out = isolated_command(&agent, &turn, &launch)
+        .output()
+        .await
+        .unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
     assert!(out.contains("NoNewPrivs:\t1"), "{out}");

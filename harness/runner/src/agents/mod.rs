@@ -21,7 +21,7 @@ mod claude_code;
 mod codex;
 mod exec;
 pub(crate) mod isolate;
-pub use isolate::{command, Isolation, Launch};
+pub use isolate::{command as isolated_command, Isolation, Launch};
 mod mini_swe_agent;
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //! Their one error type is [`SessionsError`].
 
 pub(crate) mod behaviour;
-pub use behaviour::{read_or_shipped, write, BehaviourError};
+pub use behaviour::{read_or_shipped, write as write_behaviour, BehaviourError};
 mod error;
 pub(crate) mod history;
 pub use history::{model_prices, price_notes, Filter, ModelPrice, Place};
