@@ -36,9 +36,12 @@ fn the_pure_crates_do_no_io() {
         "policies/src",
         "harness/replay/src",
         "harness/wire/src",
+        "harness/import/src",
     ] {
         rust_files(&root().join(dir), &mut files);
     }
+    // The importers' one IO module: walking folders and reading files.
+    files.retain(|f| !f.ends_with("harness/import/src/fs.rs"));
     assert!(files.len() > 20);
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();

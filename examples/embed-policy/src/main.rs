@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use foldbench::harness_core::context::Context;
-use foldbench::harness_core::message::Message;
+use foldbench::harness_core::Context;
+use foldbench::harness_core::Message;
 use foldbench::harness_core::policy::{Plan, Policy};
 use foldbench::policies::registry::{Entry, Registry};
 use foldbench::policies::PolicyError;

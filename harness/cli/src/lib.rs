@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! use foldbench::policies::registry::{Entry, Registry};
-//! use foldbench::policies::none::NonePolicy;
+//! use foldbench::policies::NonePolicy;
 //!
 //! fn main() -> std::process::ExitCode {
 //!     let mut registry = Registry::builtin();

@@ -1,5 +1,5 @@
 //! `foldbench serve --sim`: the offline upstream on loopback (docs/agents.md), and the hidden
-//! `foldbench agent-bridge` a real agent's sandbox runs (`harness_runner::agents::bridge`).
+//! `foldbench agent-bridge` a real agent's sandbox runs (`harness_runner::agents::inside`).
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
