@@ -30,6 +30,7 @@
 //! attached. One request per item: `fold_unit` calls are judged, any other answer ignores the card.
 
 mod answer;
+mod ask;
 mod fit;
 mod gather;
 mod html;
@@ -37,10 +38,8 @@ mod request;
 mod tables;
 
 pub use answer::{run_models, AnswerArgs, Answering};
-pub use gather::{
-    baseline_records, build, classify, expand_history, judge_models, read_dataset, score, select,
-    JudgeError, Scored, Sources,
-};
+pub use ask::{baseline_records, judge_models, score, Scored};
+pub use gather::{build, classify, expand_history, read_dataset, select, JudgeError, Sources};
 pub use html::judge_page;
 pub use request::JudgeOptions;
 pub use tables::{build_tables, filter_table, lexical_table, run_tables, scores_table};
