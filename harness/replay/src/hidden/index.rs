@@ -19,9 +19,18 @@ impl Hasher for Fx {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        // Eight bytes at a time, the last few padded with zeros: whole words are read in place
+        // (a copy of a length known only at run time is a call to `memcpy`).
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
             let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
+            b.copy_from_slice(word);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
             self.write_u64(u64::from_le_bytes(b));
         }
     }
@@ -38,6 +47,9 @@ impl Hasher for Fx {
 
 /// A `HashMap` with [`Fx`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// A `HashSet` with [`Fx`].
+pub(crate) type FxSet<T> = std::collections::HashSet<T, BuildHasherDefault<Fx>>;
 
 /// A message's identity: the address of its shared allocation.
 pub(crate) fn key(m: &Arc<Message>) -> usize {
@@ -79,14 +91,21 @@ impl Common {
     /// The common tokens of the indexed sessions; `group` is each session's project
     /// ([`project`]).
     pub fn of<'a>(sessions: impl IntoIterator<Item = (&'a str, &'a SessionIndex)>) -> Common {
-        let mut df: FxMap<&'a str, (usize, &'a str)> = FxMap::default();
+        // Per token: the projects holding it, and the last one seen (a number per project, 0
+        // for the empty project, which is also where a token starts).
+        let mut df: FxMap<&'a str, (usize, usize)> = FxMap::default();
         let mut groups: Vec<&str> = Vec::new();
         for (group, idx) in sessions {
-            if !groups.contains(&group) {
-                groups.push(group);
-            }
+            let at = match groups.iter().position(|g| *g == group) {
+                Some(at) => at,
+                None => {
+                    groups.push(group);
+                    groups.len() - 1
+                }
+            };
+            let group = if group.is_empty() { 0 } else { at + 1 };
             for s in &idx.strings {
-                let e = df.entry(&**s).or_insert((0, ""));
+                let e = df.entry(&**s).or_insert((0, 0));
                 if e.1 != group {
                     e.0 += 1;
                     e.1 = group;
@@ -112,9 +131,9 @@ impl Common {
 /// Every message's distinctive tokens, interned, and where each occurs.
 #[derive(Debug, Clone, Default)]
 pub struct SessionIndex {
-    ids: FxMap<Box<str>, u32>,
-    /// The token of each id.
-    pub(crate) strings: Vec<Box<str>>,
+    ids: FxMap<Arc<str>, u32>,
+    /// The token of each id (the same allocation as its key in `ids`).
+    pub(crate) strings: Vec<Arc<str>>,
     /// Each message's tokens, sorted, without repeats.
     pub(crate) msg_tokens: Vec<Vec<u32>>,
     /// Each token's messages, ascending.
@@ -171,8 +190,9 @@ impl SessionIndex {
             return id;
         }
         let id = self.strings.len() as u32;
-        self.ids.insert(Box::from(t), id);
-        self.strings.push(Box::from(t));
+        let t: Arc<str> = Arc::from(t);
+        self.ids.insert(Arc::clone(&t), id);
+        self.strings.push(t);
         self.postings.push(Vec::new());
         id
     }
@@ -347,4 +367,25 @@ impl Candidates {
 /// (not a human or host message, not a recorded compaction summary).
 pub(crate) fn is_source(m: &Message) -> bool {
     matches!(m.role, Role::Tool | Role::Assistant) && m.kind != MessageKind::Summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fx_reads_whole_words_and_pads_the_last_with_zeros() {
+        for n in 0..40u8 {
+            let bytes: Vec<u8> = (0..n).map(|b| b.wrapping_mul(37)).collect();
+            let mut padded = Fx::default();
+            for chunk in bytes.chunks(8) {
+                let mut b = [0u8; 8];
+                b[..chunk.len()].copy_from_slice(chunk);
+                padded.write_u64(u64::from_le_bytes(b));
+            }
+            let mut fx = Fx::default();
+            fx.write(&bytes);
+            assert_eq!(fx.finish(), padded.finish(), "{n} bytes");
+        }
+    }
 }
