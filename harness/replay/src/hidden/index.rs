@@ -2,7 +2,7 @@
 //! tokens (interned), where each token occurs, and every response's candidates.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use harness_core::message::{Message, MessageKind, Role};
@@ -44,6 +44,9 @@ impl Hasher for Fx {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
+
+/// No token (the end of a chain of tokens with the same hash).
+const NO_TOKEN: u32 = u32::MAX;
 
 /// A `HashMap` with [`Fx`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
@@ -104,8 +107,8 @@ impl Common {
                 }
             };
             let group = if group.is_empty() { 0 } else { at + 1 };
-            for s in &idx.strings {
-                let e = df.entry(&**s).or_insert((0, 0));
+            for s in idx.texts() {
+                let e = df.entry(s).or_insert((0, 0));
                 if e.1 != group {
                     e.0 += 1;
                     e.1 = group;
@@ -131,17 +134,64 @@ impl Common {
 /// Every message's distinctive tokens, interned, and where each occurs.
 #[derive(Debug, Clone, Default)]
 pub struct SessionIndex {
-    ids: FxMap<Arc<str>, u32>,
-    /// The token of each id (the same allocation as its key in `ids`).
-    pub(crate) strings: Vec<Arc<str>>,
+    /// A token's hash ([`Fx`]) → the last token interned with that hash.
+    ids: FxMap<u64, u32>,
+    /// Per token: the token interned before it with the same hash ([`NO_TOKEN`]: none).
+    same_hash: Vec<u32>,
+    /// Every token's text, one after another (one allocation for all of them).
+    texts: String,
+    /// Where each token's text ends in `texts`.
+    ends: Vec<u32>,
     /// Each message's tokens, sorted, without repeats.
     pub(crate) msg_tokens: Vec<Vec<u32>>,
     /// Each token's messages, ascending.
-    pub(crate) postings: Vec<Vec<u32>>,
+    pub(crate) postings: Postings,
     /// A recorded message's index by its identity.
     pub(crate) by_key: FxMap<usize, u32>,
     /// For a tool result, the index of the assistant message that made its call.
     pub(crate) caller: Vec<Option<u32>>,
+}
+
+/// Each token's messages, ascending: one list of every token's messages, token after token, and
+/// where each token's part begins (a list per token would be an allocation per token).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Postings {
+    /// Where token `t`'s messages begin in `messages`; the last entry is its length.
+    starts: Vec<u32>,
+    messages: Vec<u32>,
+}
+
+impl Postings {
+    /// The postings of `tokens` ids (`< tokens`) from each message's tokens (message `i`'s at
+    /// `msg_tokens[i]`, without repeats).
+    fn of(msg_tokens: &[Vec<u32>], tokens: usize) -> Postings {
+        let mut starts = vec![0u32; tokens + 1];
+        for &t in msg_tokens.iter().flatten() {
+            starts[t as usize + 1] += 1;
+        }
+        for t in 0..tokens {
+            starts[t + 1] += starts[t];
+        }
+        let mut next: Vec<u32> = starts[..tokens].to_vec();
+        let mut messages = vec![0u32; starts[tokens] as usize];
+        for (i, toks) in msg_tokens.iter().enumerate() {
+            for &t in toks {
+                let at = &mut next[t as usize];
+                messages[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        Postings { starts, messages }
+    }
+}
+
+impl std::ops::Index<usize> for Postings {
+    type Output = [u32];
+
+    /// Token `t`'s messages, ascending.
+    fn index(&self, t: usize) -> &[u32] {
+        &self.messages[self.starts[t] as usize..self.starts[t + 1] as usize]
+    }
 }
 
 impl SessionIndex {
@@ -155,9 +205,6 @@ impl SessionIndex {
             tokens::for_each_in_message(m, |t| local.push(ix.intern(t)));
             local.sort_unstable();
             local.dedup();
-            for &t in &local {
-                ix.postings[t as usize].push(i);
-            }
             ix.msg_tokens.push(local);
             // An edited path as fold results name it (`call_path` drops the leading `/`), so
             // the artifact probe can find it there.
@@ -182,34 +229,55 @@ impl SessionIndex {
                     .flatten(),
             );
         }
+        ix.postings = Postings::of(&ix.msg_tokens, ix.len());
         ix
     }
 
     fn intern(&mut self, t: &str) -> u32 {
-        if let Some(&id) = self.ids.get(t) {
+        let hash = BuildHasherDefault::<Fx>::default().hash_one(t);
+        if let Some(id) = self.find(hash, t) {
             return id;
         }
-        let id = self.strings.len() as u32;
-        let t: Arc<str> = Arc::from(t);
-        self.ids.insert(Arc::clone(&t), id);
-        self.strings.push(t);
-        self.postings.push(Vec::new());
+        let id = self.len() as u32;
+        let before = self.ids.insert(hash, id).unwrap_or(NO_TOKEN);
+        self.same_hash.push(before);
+        self.texts.push_str(t);
+        self.ends.push(self.texts.len() as u32);
         id
+    }
+
+    /// The token whose text is `t` and hash `hash`, if interned.
+    fn find(&self, hash: u64, t: &str) -> Option<u32> {
+        let mut at = self.ids.get(&hash).copied().unwrap_or(NO_TOKEN);
+        while at != NO_TOKEN {
+            if self.text(at) == t {
+                return Some(at);
+            }
+            at = self.same_hash[at as usize];
+        }
+        None
     }
 
     /// The id of a token, if the session holds it.
     pub(crate) fn id(&self, t: &str) -> Option<u32> {
-        self.ids.get(t).copied()
+        self.find(BuildHasherDefault::<Fx>::default().hash_one(t), t)
     }
 
     /// The token of an id.
     pub(crate) fn text(&self, id: u32) -> &str {
-        &self.strings[id as usize]
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.texts[start as usize..self.ends[id] as usize]
+    }
+
+    /// Every token's text, by id.
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+        (0..self.len() as u32).map(|id| self.text(id))
     }
 
     /// Distinct tokens.
     pub(crate) fn len(&self) -> usize {
-        self.strings.len()
+        self.ends.len()
     }
 
     /// The ids of the tokens of `text` the session holds, sorted, without repeats.
@@ -276,7 +344,7 @@ impl Candidates {
     pub fn new(session: &ImportedSession, ix: &SessionIndex, common: &Common) -> Candidates {
         let msgs = &session.messages;
         let mut excluded = vec![false; ix.len()];
-        for (id, s) in ix.strings.iter().enumerate() {
+        for (id, s) in ix.texts().enumerate() {
             excluded[id] = common.contains(s);
         }
         if let Some(system) = &session.system {
@@ -372,6 +440,58 @@ pub(crate) fn is_source(m: &Message) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interned_tokens_keep_their_ids_and_texts() {
+        let mut ix = SessionIndex::default();
+        let words = [
+            "src/main.rs",
+            "MEMBER_RATE",
+            "8080",
+            "",
+            "src/main.rs",
+            "parseConfig",
+        ];
+        let ids: Vec<u32> = words.iter().map(|w| ix.intern(w)).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 0, 4]);
+        assert_eq!(ix.len(), 5);
+        for (w, id) in words.iter().zip(&ids) {
+            assert_eq!(ix.text(*id), *w);
+            assert_eq!(ix.id(w), Some(*id));
+        }
+        assert_eq!(ix.id("E0502"), None);
+        let texts: Vec<&str> = ix.texts().collect();
+        assert_eq!(
+            texts,
+            ["src/main.rs", "MEMBER_RATE", "8080", "", "parseConfig"]
+        );
+    }
+
+    #[test]
+    fn tokens_with_the_same_hash_are_told_apart_by_their_text() {
+        let mut ix = SessionIndex::default();
+        let a = ix.intern("alpha_1");
+        // A second token filed under the first's hash, as a collision would file it.
+        let hash = BuildHasherDefault::<Fx>::default().hash_one("alpha_1");
+        let b = ix.len() as u32;
+        ix.same_hash
+            .push(ix.ids.insert(hash, b).unwrap_or(NO_TOKEN));
+        ix.texts.push_str("beta_2");
+        ix.ends.push(ix.texts.len() as u32);
+        assert_eq!(ix.find(hash, "alpha_1"), Some(a));
+        assert_eq!(ix.find(hash, "beta_2"), Some(b));
+        assert_eq!(ix.find(hash, "gamma_3"), None);
+    }
+
+    #[test]
+    fn postings_list_each_tokens_messages_in_order() {
+        let msg_tokens = vec![vec![0, 2], vec![], vec![2], vec![0, 1, 2]];
+        let p = Postings::of(&msg_tokens, 4);
+        assert_eq!(&p[0], &[0, 3]);
+        assert_eq!(&p[1], &[3]);
+        assert_eq!(&p[2], &[0, 2, 3]);
+        assert!(p[3].is_empty());
+    }
 
     #[test]
     fn fx_reads_whole_words_and_pads_the_last_with_zeros() {

@@ -352,7 +352,7 @@ impl<'a> Measure<'a> {
             }
         }
         let mut excluded = vec![false; ix.len()];
-        for (id, s) in ix.strings.iter().enumerate() {
+        for (id, s) in ix.texts().enumerate() {
             excluded[id] = common.contains(s);
         }
         if let Some(system) = &session.system {
