@@ -487,10 +487,33 @@ impl Replayer {
         ix: &SessionIndex,
         cands: &Candidates,
     ) -> SessionReplay {
-        let turns = Turns::new(session, self.config.judge, labels);
         let ws = Workspace::new(session, ix);
-        let analysis = Analysis { ix, cands, ws: &ws };
+        self.replay_with(session, labels, Some(&Analysis { ix, cands, ws: &ws }))
+    }
+
+    /// Replays one session under every policy without the hidden-reference analysis: every
+    /// request's size, cache and cost as [`Replayer::replay`] gives them, and no hidden
+    /// reference, probe or recovery (those fields are empty). For measures that read sizes and
+    /// costs only (the subagents'): the session is not indexed.
+    pub(crate) fn replay_sizes(
+        &self,
+        session: &ImportedSession,
+        labels: Option<&Labels>,
+    ) -> SessionReplay {
+        self.replay_with(session, labels, None)
+    }
+
+    /// Replays one session under every policy, with the hidden-reference analysis when
+    /// `analysis` is given.
+    fn replay_with(
+        &self,
+        session: &ImportedSession,
+        labels: Option<&Labels>,
+        analysis: Option<&Analysis<'_>>,
+    ) -> SessionReplay {
+        let turns = Turns::new(session, self.config.judge, labels);
         let prefix = estimate_prefix(session);
+        let prices = RequestPrices::of(session, &self.config.prices);
         let policies = self
             .config
             .policies
@@ -498,7 +521,13 @@ impl Replayer {
             .zip(&self.tool_tokens)
             .map(|(spec, tools)| {
                 let prefix = prefix.tokens.saturating_add(*tools);
-                replay_policy(session, &turns, spec, prefix, &self.config, &analysis)
+                let run = Run {
+                    turns: &turns,
+                    prefix,
+                    prices: &prices,
+                    analysis,
+                };
+                replay_policy(session, spec, &self.config, &run)
             })
             .collect();
         SessionReplay {
@@ -599,6 +628,52 @@ struct Analysis<'a> {
     ws: &'a Workspace,
 }
 
+/// The price of each recorded request of a session (by the model it names) and of the session's
+/// model, looked up once per session for all its policies.
+struct RequestPrices {
+    /// Per recorded request.
+    requests: Vec<Price>,
+    /// The session's model's: a compaction call's before any request set one.
+    session: Price,
+}
+
+impl RequestPrices {
+    /// Each distinct model name of `session` looked up once in `table`.
+    fn of(session: &ImportedSession, table: &PriceTable) -> RequestPrices {
+        let mut seen: Vec<(Option<&str>, Price)> = Vec::new();
+        let mut requests = Vec::with_capacity(session.requests.len());
+        for model in session
+            .requests
+            .iter()
+            .map(|r| r.model.as_deref())
+            .chain([session.model()])
+        {
+            let p = match seen.iter().find(|(m, _)| *m == model) {
+                Some(&(_, p)) => p,
+                None => {
+                    let p = table.lookup(model).0;
+                    seen.push((model, p));
+                    p
+                }
+            };
+            requests.push(p);
+        }
+        // The last is the session's model's.
+        let session = requests.pop().unwrap_or(table.default);
+        RequestPrices { requests, session }
+    }
+}
+
+/// What the policies of one session's replay share.
+struct Run<'a> {
+    turns: &'a Turns,
+    /// The fixed prefix with the policy's tools.
+    prefix: u32,
+    prices: &'a RequestPrices,
+    /// `None`: no hidden-reference analysis ([`Replayer::replay_sizes`]).
+    analysis: Option<&'a Analysis<'a>>,
+}
+
 /// The state of one policy's replay.
 struct Loop<'a> {
     session: &'a ImportedSession,
@@ -607,27 +682,26 @@ struct Loop<'a> {
     driver: Driver,
     prefix: u32,
     /// The price of each recorded request (by its model).
-    prices: Vec<Price>,
+    prices: &'a [Price],
     /// The price of the last request: a compaction call's.
     price: Price,
     prev: Option<Vec<Arc<Message>>>,
     out: PolicyReplay,
     /// Recorded compaction summaries: (message index, turn, used).
     summaries: Vec<(usize, u32, bool)>,
-    /// The hidden-reference analysis.
-    obs: Observer<'a>,
+    /// The hidden-reference analysis (`None`: not made).
+    obs: Option<Observer<'a>>,
     /// The recorded message being replayed.
     at: usize,
 }
 
 fn replay_policy(
     session: &ImportedSession,
-    turns: &Turns,
     spec: &PolicySpec,
-    prefix: u32,
     config: &ReplayConfig,
-    analysis: &Analysis<'_>,
+    run: &Run<'_>,
 ) -> PolicyReplay {
+    let (turns, prefix) = (run.turns, run.prefix);
     let out = empty_replay(spec, session.requests.len());
     // Checked by `Replayer::new`; a policy that fails to build here replays as nothing.
     let Ok(policy) = policies::build(spec, config.window) else {
@@ -651,23 +725,21 @@ fn replay_policy(
         turns,
         driver: Driver::new(policy, prefix),
         prefix,
-        prices: session
-            .requests
-            .iter()
-            .map(|r| config.prices.lookup(r.model.as_deref()).0)
-            .collect(),
-        price: config.prices.lookup(session.model()).0,
+        prices: &run.prices.requests,
+        price: run.prices.session,
         prev: None,
         out,
         summaries,
-        obs: Observer::new(
-            session,
-            analysis.ix,
-            analysis.cands,
-            turns.unit_ids(),
-            analysis.ws,
-            &config.behaviour,
-        ),
+        obs: run.analysis.map(|analysis| {
+            Observer::new(
+                session,
+                analysis.ix,
+                analysis.cands,
+                turns.unit_ids(),
+                analysis.ws,
+                &config.behaviour,
+            )
+        }),
         at: 0,
     };
     let prompt_at: HashMap<usize, usize> = session
@@ -702,11 +774,13 @@ fn replay_policy(
             };
         }
     }
-    l.out.hidden = l.obs.by_source;
-    l.out.responses_with_hidden = l.obs.responses;
-    l.out.probes = l.obs.probes;
-    l.out.recovery = l.obs.recovery();
-    l.out.recovery_range = l.obs.recovery_range();
+    if let Some(obs) = l.obs {
+        l.out.recovery = obs.recovery();
+        l.out.recovery_range = obs.recovery_range();
+        l.out.hidden = obs.by_source;
+        l.out.responses_with_hidden = obs.responses;
+        l.out.probes = obs.probes;
+    }
     l.out
 }
 
@@ -793,16 +867,18 @@ impl Loop<'_> {
         let output = u64::from(answer.tokens.saturating_sub(MESSAGE_OVERHEAD));
         let tokens = u64::from(self.prefix) + sum_tokens(&messages);
         let price = self.prices.get(k).copied().unwrap_or(self.price);
-        let (hidden, probes) = self.obs.observe(
-            k,
-            &messages,
-            tokens,
-            &price,
-            &mut self.out.folds,
-            &mut self.out.compactions,
-        );
+        let observed = self.obs.as_mut().map(|obs| {
+            obs.observe(
+                k,
+                &messages,
+                tokens,
+                &price,
+                &mut self.out.folds,
+                &mut self.out.compactions,
+            )
+        });
         self.push_request(Some(k), Purpose::Turn, messages, output, action);
-        if let Some(r) = self.out.requests.last_mut() {
+        if let (Some(r), Some((hidden, probes))) = (self.out.requests.last_mut(), observed) {
             r.hidden_references = hidden.len();
             r.hidden = hidden;
             r.probes = Some(probes);
@@ -893,7 +969,9 @@ impl Loop<'_> {
             rewritten_tokens: done.rewritten_tokens,
             needed_after: None,
         });
-        self.obs.compacted(self.at);
+        if let Some(obs) = &mut self.obs {
+            obs.compacted(self.at);
+        }
     }
 }
 

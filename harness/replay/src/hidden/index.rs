@@ -2,7 +2,7 @@
 //! tokens (interned), where each token occurs, and every response's candidates.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use harness_core::{Message, MessageKind, Role};
@@ -19,9 +19,18 @@ impl Hasher for Fx {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        // Eight bytes at a time, the last few padded with zeros: whole words are read in place
+        // (a copy of a length known only at run time is a call to `memcpy`).
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
             let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
+            b.copy_from_slice(word);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
             self.write_u64(u64::from_le_bytes(b));
         }
     }
@@ -36,8 +45,14 @@ impl Hasher for Fx {
     }
 }
 
+/// No token (the end of a chain of tokens with the same hash).
+const NO_TOKEN: u32 = u32::MAX;
+
 /// A `HashMap` with [`Fx`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// A `HashSet` with [`Fx`].
+pub(crate) type FxSet<T> = std::collections::HashSet<T, BuildHasherDefault<Fx>>;
 
 /// A message's identity: the address of its shared allocation.
 pub(crate) fn key(m: &Arc<Message>) -> usize {
@@ -79,14 +94,21 @@ impl Common {
     /// The common tokens of the indexed sessions; `group` is each session's project
     /// ([`project`]).
     pub fn of<'a>(sessions: impl IntoIterator<Item = (&'a str, &'a SessionIndex)>) -> Common {
-        let mut df: FxMap<&'a str, (usize, &'a str)> = FxMap::default();
+        // Per token: the projects holding it, and the last one seen (a number per project, 0
+        // for the empty project, which is also where a token starts).
+        let mut df: FxMap<&'a str, (usize, usize)> = FxMap::default();
         let mut groups: Vec<&str> = Vec::new();
         for (group, idx) in sessions {
-            if !groups.contains(&group) {
-                groups.push(group);
-            }
-            for s in &idx.strings {
-                let e = df.entry(&**s).or_insert((0, ""));
+            let at = match groups.iter().position(|g| *g == group) {
+                Some(at) => at,
+                None => {
+                    groups.push(group);
+                    groups.len() - 1
+                }
+            };
+            let group = if group.is_empty() { 0 } else { at + 1 };
+            for s in idx.texts() {
+                let e = df.entry(s).or_insert((0, 0));
                 if e.1 != group {
                     e.0 += 1;
                     e.1 = group;
@@ -112,17 +134,64 @@ impl Common {
 /// Every message's distinctive tokens, interned, and where each occurs.
 #[derive(Debug, Clone, Default)]
 pub struct SessionIndex {
-    ids: FxMap<Box<str>, u32>,
-    /// The token of each id.
-    pub(crate) strings: Vec<Box<str>>,
+    /// A token's hash ([`Fx`]) → the last token interned with that hash.
+    ids: FxMap<u64, u32>,
+    /// Per token: the token interned before it with the same hash ([`NO_TOKEN`]: none).
+    same_hash: Vec<u32>,
+    /// Every token's text, one after another (one allocation for all of them).
+    texts: String,
+    /// Where each token's text ends in `texts`.
+    ends: Vec<u32>,
     /// Each message's tokens, sorted, without repeats.
     pub(crate) msg_tokens: Vec<Vec<u32>>,
     /// Each token's messages, ascending.
-    pub(crate) postings: Vec<Vec<u32>>,
+    pub(crate) postings: Postings,
     /// A recorded message's index by its identity.
     pub(crate) by_key: FxMap<usize, u32>,
     /// For a tool result, the index of the assistant message that made its call.
     pub(crate) caller: Vec<Option<u32>>,
+}
+
+/// Each token's messages, ascending: one list of every token's messages, token after token, and
+/// where each token's part begins (a list per token would be an allocation per token).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Postings {
+    /// Where token `t`'s messages begin in `messages`; the last entry is its length.
+    starts: Vec<u32>,
+    messages: Vec<u32>,
+}
+
+impl Postings {
+    /// The postings of `tokens` ids (`< tokens`) from each message's tokens (message `i`'s at
+    /// `msg_tokens[i]`, without repeats).
+    fn of(msg_tokens: &[Vec<u32>], tokens: usize) -> Postings {
+        let mut starts = vec![0u32; tokens + 1];
+        for &t in msg_tokens.iter().flatten() {
+            starts[t as usize + 1] += 1;
+        }
+        for t in 0..tokens {
+            starts[t + 1] += starts[t];
+        }
+        let mut next: Vec<u32> = starts[..tokens].to_vec();
+        let mut messages = vec![0u32; starts[tokens] as usize];
+        for (i, toks) in msg_tokens.iter().enumerate() {
+            for &t in toks {
+                let at = &mut next[t as usize];
+                messages[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        Postings { starts, messages }
+    }
+}
+
+impl std::ops::Index<usize> for Postings {
+    type Output = [u32];
+
+    /// Token `t`'s messages, ascending.
+    fn index(&self, t: usize) -> &[u32] {
+        &self.messages[self.starts[t] as usize..self.starts[t + 1] as usize]
+    }
 }
 
 impl SessionIndex {
@@ -136,9 +205,6 @@ impl SessionIndex {
             tokens::for_each_in_message(m, |t| local.push(ix.intern(t)));
             local.sort_unstable();
             local.dedup();
-            for &t in &local {
-                ix.postings[t as usize].push(i);
-            }
             ix.msg_tokens.push(local);
             // An edited path as fold results name it (`call_path` drops the leading `/`), so
             // the artifact probe can find it there.
@@ -163,33 +229,55 @@ impl SessionIndex {
                     .flatten(),
             );
         }
+        ix.postings = Postings::of(&ix.msg_tokens, ix.len());
         ix
     }
 
     fn intern(&mut self, t: &str) -> u32 {
-        if let Some(&id) = self.ids.get(t) {
+        let hash = BuildHasherDefault::<Fx>::default().hash_one(t);
+        if let Some(id) = self.find(hash, t) {
             return id;
         }
-        let id = self.strings.len() as u32;
-        self.ids.insert(Box::from(t), id);
-        self.strings.push(Box::from(t));
-        self.postings.push(Vec::new());
+        let id = self.len() as u32;
+        let before = self.ids.insert(hash, id).unwrap_or(NO_TOKEN);
+        self.same_hash.push(before);
+        self.texts.push_str(t);
+        self.ends.push(self.texts.len() as u32);
         id
+    }
+
+    /// The token whose text is `t` and hash `hash`, if interned.
+    fn find(&self, hash: u64, t: &str) -> Option<u32> {
+        let mut at = self.ids.get(&hash).copied().unwrap_or(NO_TOKEN);
+        while at != NO_TOKEN {
+            if self.text(at) == t {
+                return Some(at);
+            }
+            at = self.same_hash[at as usize];
+        }
+        None
     }
 
     /// The id of a token, if the session holds it.
     pub(crate) fn id(&self, t: &str) -> Option<u32> {
-        self.ids.get(t).copied()
+        self.find(BuildHasherDefault::<Fx>::default().hash_one(t), t)
     }
 
     /// The token of an id.
     pub(crate) fn text(&self, id: u32) -> &str {
-        &self.strings[id as usize]
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.texts[start as usize..self.ends[id] as usize]
+    }
+
+    /// Every token's text, by id.
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+        (0..self.len() as u32).map(|id| self.text(id))
     }
 
     /// Distinct tokens.
     pub(crate) fn len(&self) -> usize {
-        self.strings.len()
+        self.ends.len()
     }
 
     /// The ids of the tokens of `text` the session holds, sorted, without repeats.
@@ -256,7 +344,7 @@ impl Candidates {
     pub fn new(session: &ImportedSession, ix: &SessionIndex, common: &Common) -> Candidates {
         let msgs = &session.messages;
         let mut excluded = vec![false; ix.len()];
-        for (id, s) in ix.strings.iter().enumerate() {
+        for (id, s) in ix.texts().enumerate() {
             excluded[id] = common.contains(s);
         }
         if let Some(system) = &session.system {
@@ -347,4 +435,77 @@ impl Candidates {
 /// (not a human or host message, not a recorded compaction summary).
 pub(crate) fn is_source(m: &Message) -> bool {
     matches!(m.role, Role::Tool | Role::Assistant) && m.kind != MessageKind::Summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interned_tokens_keep_their_ids_and_texts() {
+        let mut ix = SessionIndex::default();
+        let words = [
+            "src/main.rs",
+            "MEMBER_RATE",
+            "8080",
+            "",
+            "src/main.rs",
+            "parseConfig",
+        ];
+        let ids: Vec<u32> = words.iter().map(|w| ix.intern(w)).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 0, 4]);
+        assert_eq!(ix.len(), 5);
+        for (w, id) in words.iter().zip(&ids) {
+            assert_eq!(ix.text(*id), *w);
+            assert_eq!(ix.id(w), Some(*id));
+        }
+        assert_eq!(ix.id("E0502"), None);
+        let texts: Vec<&str> = ix.texts().collect();
+        assert_eq!(
+            texts,
+            ["src/main.rs", "MEMBER_RATE", "8080", "", "parseConfig"]
+        );
+    }
+
+    #[test]
+    fn tokens_with_the_same_hash_are_told_apart_by_their_text() {
+        let mut ix = SessionIndex::default();
+        let a = ix.intern("alpha_1");
+        // A second token filed under the first's hash, as a collision would file it.
+        let hash = BuildHasherDefault::<Fx>::default().hash_one("alpha_1");
+        let b = ix.len() as u32;
+        ix.same_hash
+            .push(ix.ids.insert(hash, b).unwrap_or(NO_TOKEN));
+        ix.texts.push_str("beta_2");
+        ix.ends.push(ix.texts.len() as u32);
+        assert_eq!(ix.find(hash, "alpha_1"), Some(a));
+        assert_eq!(ix.find(hash, "beta_2"), Some(b));
+        assert_eq!(ix.find(hash, "gamma_3"), None);
+    }
+
+    #[test]
+    fn postings_list_each_tokens_messages_in_order() {
+        let msg_tokens = vec![vec![0, 2], vec![], vec![2], vec![0, 1, 2]];
+        let p = Postings::of(&msg_tokens, 4);
+        assert_eq!(&p[0], &[0, 3]);
+        assert_eq!(&p[1], &[3]);
+        assert_eq!(&p[2], &[0, 2, 3]);
+        assert!(p[3].is_empty());
+    }
+
+    #[test]
+    fn fx_reads_whole_words_and_pads_the_last_with_zeros() {
+        for n in 0..40u8 {
+            let bytes: Vec<u8> = (0..n).map(|b| b.wrapping_mul(37)).collect();
+            let mut padded = Fx::default();
+            for chunk in bytes.chunks(8) {
+                let mut b = [0u8; 8];
+                b[..chunk.len()].copy_from_slice(chunk);
+                padded.write_u64(u64::from_le_bytes(b));
+            }
+            let mut fx = Fx::default();
+            fx.write(&bytes);
+            assert_eq!(fx.finish(), padded.finish(), "{n} bytes");
+        }
+    }
 }

@@ -21,10 +21,59 @@
 //! numbers cut (`    42→`, `    42\t`, `path:42:`). A copied line shows use when its words do
 //! not: `DEFAULT_LIMIT = 60  # requests per minute per API key` carries a 2-digit value.
 
+/// Whether a byte belongs to a token, as a table ([`TOKEN_BYTES`]).
+const fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-')
+}
+
+/// Whether a byte makes a line code (a digit or one of `_=()[]{}<>:/"'`), as a table
+/// ([`CODE_BYTES`]).
+const fn is_code_byte(b: u8) -> bool {
+    b.is_ascii_digit()
+        || matches!(
+            b,
+            b'_' | b'='
+                | b'('
+                | b')'
+                | b'['
+                | b']'
+                | b'{'
+                | b'}'
+                | b'<'
+                | b'>'
+                | b':'
+                | b'/'
+                | b'"'
+                | b'\''
+        )
+}
+
+/// [`is_token_byte`] of every byte.
+const TOKEN_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = is_token_byte(b as u8);
+        b += 1;
+    }
+    t
+};
+
+/// [`is_code_byte`] of every byte.
+const CODE_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = is_code_byte(b as u8);
+        b += 1;
+    }
+    t
+};
+
 /// Whether a byte belongs to a token.
 #[inline]
 fn token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-')
+    TOKEN_BYTES[usize::from(b)]
 }
 
 /// The token cut of its leading and trailing punctuation; `flag` when it began with `--`.
@@ -95,18 +144,26 @@ pub(crate) fn for_each<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             continue;
         }
         let start = i;
+        // A run of lowercase letters alone is a plain word: never distinctive.
+        let mut word = true;
         while i < b.len() && token_byte(b[i]) {
+            word &= b[i].is_ascii_lowercase();
             i += 1;
         }
+        if word {
+            continue;
+        }
         // Token bytes are ASCII, so both ends are char boundaries. A run that is part of a word
-        // with non-ASCII letters (`état_ok`) is not a token.
-        let glued = text[..start]
-            .chars()
-            .next_back()
-            .is_some_and(char::is_alphabetic)
-            || text[i..].chars().next().is_some_and(char::is_alphabetic);
+        // with non-ASCII letters (`état_ok`) is not a token (asked only of distinctive runs).
+        let glued = || {
+            text[..start]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphabetic)
+                || text[i..].chars().next().is_some_and(char::is_alphabetic)
+        };
         let (t, flag) = trim(&text[start..i]);
-        if !glued && distinctive(t, flag) {
+        if distinctive(t, flag) && !glued() {
             f(t);
         }
     }
@@ -118,6 +175,10 @@ pub(crate) const MIN_LINE: usize = 20;
 /// A line cut of its leading line number (`    42→`, `    42\t`, `path:42:`) and surrounding
 /// blanks, if it is long enough and has code in it.
 fn line_key(line: &str) -> Option<&str> {
+    // The key is a part of the line: a shorter line has none.
+    if line.len() < MIN_LINE {
+        return None;
+    }
     let mut l = line.trim();
     let digits = l.bytes().take_while(u8::is_ascii_digit).count();
     if digits > 0 {
@@ -135,10 +196,7 @@ fn line_key(line: &str) -> Option<&str> {
             }
         }
     }
-    let code = l
-        .bytes()
-        .any(|b| b.is_ascii_digit() || b"_=()[]{}<>:/\"'".contains(&b));
-    (l.len() >= MIN_LINE && code).then_some(l)
+    (l.len() >= MIN_LINE && l.bytes().any(|b| CODE_BYTES[usize::from(b)])).then_some(l)
 }
 
 /// Calls `f` with every line of `text` that counts as copied (`line_key`).
@@ -240,6 +298,24 @@ mod tests {
             ]
         );
         assert!(is_line("DEFAULT_LIMIT = 60") && !is_line("DEFAULT_LIMIT"));
+    }
+
+    #[test]
+    fn words_of_lowercase_letters_are_never_distinctive() {
+        for w in ["abc", "abcd", "abcdefgh", "configuration", "xyzzyxyzzy"] {
+            assert!(!distinctive(w, false), "{w}");
+        }
+        assert_eq!(all("plain words only here"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_byte_tables_hold_the_bytes_they_name() {
+        for b in 0..=255u8 {
+            let code = b.is_ascii_digit() || b"_=()[]{}<>:/\"'".contains(&b);
+            assert_eq!(CODE_BYTES[usize::from(b)], code, "{b}");
+            let token = b.is_ascii_alphanumeric() || b"_./-".contains(&b);
+            assert_eq!(token_byte(b), token, "{b}");
+        }
     }
 
     #[test]

@@ -42,14 +42,12 @@ pub use stats::{group, groups, wilson, GroupStats};
 pub(crate) mod table;
 pub use table::{heading, losses_table, notes, rates_table, references_table};
 
-use std::collections::{HashMap, HashSet};
-
 pub use harness_core::behaviour::LossKind;
 use harness_core::{MessageKind, Role};
 use harness_import::{EventKind, Format, ImportedSession};
 use serde::{Deserialize, Serialize};
 
-use crate::hidden::index::{is_source, Common, FxMap, SessionIndex};
+use crate::hidden::index::{is_source, Common, FxMap, FxSet, SessionIndex};
 use crate::hidden::tokens;
 use calls::Act;
 
@@ -326,7 +324,7 @@ impl<'a> Measure<'a> {
         let msgs = &session.messages;
         let cwd = session.cwd.as_deref();
         let mut transcripts: Vec<String> = Vec::new();
-        let mut ids: HashMap<&str, usize> = HashMap::new();
+        let mut ids: FxMap<&str, usize> = FxMap::default();
         for (i, m) in msgs.iter().enumerate() {
             if m.kind == MessageKind::Summary {
                 transcripts.extend(transcript_named(&m.text));
@@ -358,7 +356,7 @@ impl<'a> Measure<'a> {
             }
         }
         let mut excluded = vec![false; ix.len()];
-        for (id, s) in ix.strings.iter().enumerate() {
+        for (id, s) in ix.texts().enumerate() {
             excluded[id] = common.contains(s);
         }
         if let Some(system) = &session.system {
@@ -552,9 +550,9 @@ impl<'a> Measure<'a> {
             ..Counts::default()
         };
         // What was seen before: files read (last sighting), commands run.
-        let mut read_at: HashMap<&str, usize> = HashMap::new();
-        let mut commands: HashSet<&str> = HashSet::new();
-        let mut edits: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut read_at: FxMap<&str, usize> = FxMap::default();
+        let mut commands: FxSet<&str> = FxSet::default();
+        let mut edits: FxMap<&str, Vec<usize>> = FxMap::default();
         for call in &self.calls {
             match &call.act {
                 Act::Read(ps) if call.message < at => {
@@ -573,8 +571,8 @@ impl<'a> Measure<'a> {
                 _ => {}
             }
         }
-        let mut refetch_results: HashSet<usize> = HashSet::new();
-        let mut refetch_calls: HashSet<usize> = HashSet::new();
+        let mut refetch_results: FxSet<usize> = FxSet::default();
+        let mut refetch_calls: FxSet<usize> = FxSet::default();
         for &k in window {
             let call = &self.calls[k];
             let refetch = if call.archive {
@@ -696,11 +694,11 @@ impl<'a> Measure<'a> {
         at: usize,
         held_until: usize,
         end: usize,
-        refetched: &HashSet<usize>,
+        refetched: &FxSet<usize>,
     ) {
         let ix = self.ix;
         let msgs = &self.session.messages;
-        let mut used: HashSet<u32> = HashSet::new();
+        let mut used: FxSet<u32> = FxSet::default();
         for (resp, m) in msgs.iter().enumerate().take(end + 1).skip(at) {
             if m.role != Role::Assistant {
                 continue;
@@ -759,7 +757,7 @@ impl<'a> Measure<'a> {
             .filter(|(m, _)| *m < at)
             .map(|(_, w)| w)
             .collect();
-        let mut runs: HashSet<&[String]> = HashSet::new();
+        let mut runs: FxSet<&[String]> = FxSet::default();
         for w in &earlier {
             for run in w.windows(REPEAT_WORDS) {
                 runs.insert(run);

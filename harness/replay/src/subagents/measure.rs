@@ -174,7 +174,8 @@ pub fn measure(
     Ok(())
 }
 
-/// The three replays of one parent and its children's.
+/// The three replays of one parent and its children's: sizes and costs only
+/// ([`Replayer::replay_sizes`]: no hidden-reference analysis, which nothing here reads).
 fn measure_one(
     parent: &ImportedSession,
     pairs: &[(&Child, &ImportedSession)],
@@ -185,9 +186,9 @@ fn measure_one(
     let n = parent.requests.len();
     let inline = inline_session(parent, pairs, Splice::Inline);
     let base = inline_session(parent, pairs, Splice::Base);
-    let d = both.replay(parent, labels);
-    let i = both.replay(&inline, labels);
-    let b = none.replay(&base, labels);
+    let d = both.replay_sizes(parent, labels);
+    let i = both.replay_sizes(&inline, labels);
+    let b = none.replay_sizes(&base, labels);
     let saving = SAVING_POLICIES
         .iter()
         .map(|p| Saving {
@@ -200,7 +201,7 @@ fn measure_one(
     let input = |p: Option<&PolicyReplay>| p.map_or(0, PolicyReplay::total_input) as i64;
     let (mut children_cost, mut children_tokens) = (0.0, 0);
     for (_, child) in pairs {
-        let r = none.replay(child, None);
+        let r = none.replay_sizes(child, None);
         children_cost += cost(r.policy("none"));
         children_tokens += input(r.policy("none")) as u64;
     }
