@@ -1,7 +1,7 @@
 //! The floor of `foldbench replay PATHS`: the work a replay cannot avoid, and nothing else.
 //!
 //! It reads and imports the transcripts under PATHS with the importer `replay` uses
-//! (`harness_import::fs::import_paths`: the walk, every file read and hashed, every line parsed,
+//! (`harness_import::import_paths`: the walk, every file read and hashed, every line parsed,
 //! every message built), and counts in o200k, once each, the distinct texts a replay counts:
 //! every message's text, card, thinking, and each tool call's name and canonical arguments, and
 //! the system prompt of a session whose requests have no recorded usage (the replay's fixed
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let began = Instant::now();
-    let report = match harness_import::fs::import_paths(&paths, None) {
+    let report = match harness_import::import_paths(&paths, None) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("cannot read the paths: {e}");

@@ -1,5 +1,5 @@
 //! Reading recorded sessions and their unit labels from disk: every file under the paths given
-//! (or your own history, [`super::history`]) imported by `harness_import::fs`, the files that
+//! (or your own history, [`super::history`]) imported by `harness_import::import_paths`, the files that
 //! could not be and the lines skipped said, the filters applied; the labels files read and
 //! parsed, every problem said.
 //!
