@@ -12,7 +12,7 @@
 //! | 130, 143 | `run`/`ab` stopped by SIGINT, SIGTERM (its workspaces removed first; `cli`) |
 //!
 //! An error that a library gave carries it, typed, as its [`std::error::Error::source`]. A
-//! message says what failed and never repeats its cause's words; [`print`] walks the chain once,
+//! message says what failed and never repeats its cause's words; [`print()`] walks the chain once,
 //! as nextest does:
 //!
 //! ```text
@@ -50,7 +50,7 @@ pub enum Code {
 }
 
 /// Why a command stopped. Each message says what failed and keeps its cause as the
-/// [`std::error::Error::source`]; [`print`] writes `error: ` and the message, then one
+/// [`std::error::Error::source`]; [`print()`] writes `error: ` and the message, then one
 /// `caused by: ` line per cause.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -264,7 +264,7 @@ pub fn code_of(result: &Result<Code, Error>) -> u8 {
     }
 }
 
-/// The text [`print`] writes for an error: `error: ` and its message, then `caused by: ` and
+/// The text [`print()`] writes for an error: `error: ` and its message, then `caused by: ` and
 /// each cause down the chain, one to a line. [`Error::Problems`] is its lines as they are (each
 /// says its own `file:line:col`; the last is the `error: N problems` line).
 pub fn render(error: &Error) -> String {

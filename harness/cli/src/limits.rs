@@ -278,8 +278,8 @@ pub fn turns(s: &str) -> Result<u32, LimitError> {
 }
 
 /// `judge run --price`: `[SCHEME:]PRICE` as replay's `--price` (one parser,
-/// [`harness_core::prices::parse_price`]), each number from 0 to [`harness_core::prices::MAX_PRICE`] dollars per
-/// million tokens.
+/// [`harness_core::prices::parse_price`]), each number from 0 to the cap `MAX_PRICE` of
+/// `harness_core::prices`, dollars per million tokens.
 pub fn price(s: &str) -> Result<harness_core::metrics::Price, harness_core::prices::PriceError> {
     harness_core::prices::parse_price(s, None)
 }

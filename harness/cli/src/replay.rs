@@ -374,7 +374,7 @@ struct Replayed {
     truths: Vec<harness_replay::SessionTruth>,
     labels_order: Vec<String>,
     summary: Vec<PolicySummary>,
-    /// What the numbers do not say by themselves ([`harness_replay::caveats`]).
+    /// What the numbers do not say by themselves ([`harness_replay::caveat_notes`]).
     caveats: Vec<String>,
     /// Recorded requests over all sessions.
     requests: usize,

@@ -25,7 +25,7 @@
 //! - [`Event`]: the plain-data events of the session loop; [`CellRecord`]: the versioned cell
 //!   record; [`ARCHIVE_DIR`] and [`COMPACTION_PROMPT`]: what the live loop and the replay share.
 //! - [`chain`] and [`one_line`]: an error and its causes, one to a line or joined on one line;
-//!   [`did_you_mean`]: suggestions for names; [`printable`]: text from outside (servers,
+//!   [`did_you_mean`]: suggestions for names; [`printable()`]: text from outside (servers,
 //!   transcripts, tools) escaped and cut before it is printed on a terminal; [`sha256_hex`]:
 //!   hex digests; [`Rng`]: the seeded random numbers of the sim.
 //!

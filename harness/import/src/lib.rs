@@ -6,7 +6,7 @@
 //! core's [`harness_core::Message`]s (each carrying its o200k token count, counted once
 //! when it is built).
 //!
-//! The parsers are **pure**: [`detect`], [`import`], [`import_bytes`] and [`link_forks`] take
+//! The parsers are **pure**: [`detect()`], [`import`], [`import_bytes`] and [`link_forks`] take
 //! text or bytes and a file name (for messages) and never touch the file system. Reading files,
 //! walking folders and pairing subagent files with their sessions is the separate file-system part ([`discover`], [`import_paths`]).
 //!
@@ -25,7 +25,7 @@
 //!   compaction [`SessionEvent`]s (of an [`EventKind`]), the [`HumanTurn`]s and the
 //!   [`Warning`]s;
 //! - [`Format`]: the transcript formats ([`UnknownFormatName`] for a name that is none);
-//!   [`detect`] tells them apart (`--format auto`);
+//!   [`detect()`] tells them apart (`--format auto`);
 //! - [`ImportError`]: a file that cannot be read at all (empty, binary, truncated, not JSON, of
 //!   another shape; [`EXPECTED`] says what it should be). A bad line inside a readable file is a
 //!   warning, never an error (a line longer than [`MAX_LINE_BYTES`] too); no input panics.

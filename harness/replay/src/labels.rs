@@ -17,7 +17,7 @@
 //! holds those prompts, whatever the file is called.
 //!
 //! A file with `key: "n"` (Codex, whose prompts carry no record id) keys its turns by the
-//! importer's turn number instead ([`harness_config::labels`]); it applies to the session its
+//! importer's turn number instead ([`harness_config::parse_labels`]); it applies to the session its
 //! `session` names (the session id as a file name) or whose path ends with its `source_path`.
 
 use std::collections::HashMap;

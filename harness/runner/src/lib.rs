@@ -32,7 +32,7 @@
 //! `exec:COMMAND`, a policy as a process speaking JSON lines (docs/policy-protocol.md);
 //! `agent_cell`: a cell a real agent drives ([`agents`]) through a [`proxy`] with the cell's
 //! policy (`run --agent`); [`run`]: the matrix's cells, concurrency, resume and progress
-//! ([`progress`]); [`RunDir`]: the run directory; [`merge`]: shards into one run; [`atomic`]:
+//! ([`progress`]); [`RunDir`]: the run directory; [`merge()`]: shards into one run; [`atomic`]:
 //! every file written whole or not at all; [`tasks`]: loading specs from disk (and the suite
 //! embedded in the binary), a task named by its name; [`SimServer`]: the offline upstream
 //! (`serve --sim`); [`FileError`]: the one error of a file or folder the runner could not use.

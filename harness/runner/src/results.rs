@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! matrix.json            the resolved matrix (cells with ids, arms, seeds, models, options)
-//! cells.jsonl            one CellRecord per line (format: harness_core::record), appended and
+//! cells.jsonl            one CellRecord per line (`harness_core::CellRecord`), appended and
 //!                        flushed as each cell ends
 //! requests.jsonl         one line per request: {"cell": id, ...RequestRecord}
 //! cells/<cell>/transcript.jsonl   every message the session appended

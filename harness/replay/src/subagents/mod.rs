@@ -393,7 +393,7 @@ pub struct SessionSubagents {
     pub(crate) overlap_ms: i64,
     /// The parent's idle time while its children ran (`parent_idle_ms`).
     pub parent_idle_ms: i64,
-    /// Context saved and money, from the replays ([`measure`]); `None` when nothing was paired.
+    /// Context saved and money, from the replays ([`measure()`]); `None` when nothing was paired.
     pub measured: Option<Measured>,
 }
 
@@ -406,7 +406,7 @@ impl SessionSubagents {
 }
 
 /// The parents among `sessions` (sessions another names as its parent), each with its children
-/// paired and timed; room and money are left for [`measure`].
+/// paired and timed; room and money are left for [`measure()`].
 pub fn delegations(sessions: &[ImportedSession], prices: &PriceTable) -> Vec<SessionSubagents> {
     let mut out = Vec::new();
     for parent in sessions {

@@ -1,5 +1,5 @@
 //! `-o FILE.html`: the page of `report` and the writing of every page (the page of `judge run`
-//! is built by [`crate::judge`], the page of `replay` by `harness_replay::page`: neither reads a
+//! is built by [`crate::judge`], the page of `replay` by `harness_replay::replay_page`: neither reads a
 //! run folder). This module reads what a page needs (a run folder's cell files) and builds a [`Page`]; `harness_report::html` renders it —
 //! one self-contained file with inline style and script, no network, the same bytes for the same
 //! records.

@@ -169,7 +169,7 @@ pub struct Conversation {
     pinned: Vec<(usize, Vec<(usize, usize)>)>,
     /// Original position (piece index) of each message id of the request in progress.
     position: HashMap<u64, usize>,
-    /// The same, by what the agent's messages say ([`content_key`]): where a message a policy
+    /// The same, by what the agent's messages say (`content_key` in `rendering.rs`): where a message a policy
     /// rewrote (a trimmed answer, a cleared result) stood, so the pinned entries (Claude Code's
     /// `system` entry) go out where they stood around it.
     content_pos: HashMap<(u32, u64), usize>,

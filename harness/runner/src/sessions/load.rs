@@ -295,7 +295,7 @@ pub struct LabelFile {
 }
 
 /// Reads the labels files under `paths` (files, or folders of *.yaml / *.yml) and parses them
-/// (`harness_config::labels`). Every file that cannot be read and every problem is said
+/// (`harness_config::parse_labels`). Every file that cannot be read and every problem is said
 /// through `say`, then counted in the error; files that label no prompt at all are said too.
 pub fn load_labels(paths: &[PathBuf], say: &dyn Fn(&str)) -> Result<Vec<LabelFile>, SessionsError> {
     let mut files = Vec::new();
