@@ -838,7 +838,10 @@ fn agent_and_format_names_are_listed_once() {
             }
         }
     }
-    assert!(agents.len() >= 3, "the agents' names were not read: {agents:?}");
+    assert!(
+        agents.len() >= 3,
+        "the agents' names were not read: {agents:?}"
+    );
     assert!(
         found.is_empty(),
         "a list of agent or format names outside their descriptors' lists: {found:#?}"

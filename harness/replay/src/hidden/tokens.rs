@@ -48,27 +48,24 @@ const fn is_code_byte(b: u8) -> bool {
         )
 }
 
+/// A byte class as a table: `$class` of every byte, computed at compile time.
+macro_rules! byte_table {
+    ($class:ident) => {{
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = $class(b as u8);
+            b += 1;
+        }
+        t
+    }};
+}
+
 /// [`is_token_byte`] of every byte.
-const TOKEN_BYTES: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = is_token_byte(b as u8);
-        b += 1;
-    }
-    t
-};
+const TOKEN_BYTES: [bool; 256] = byte_table!(is_token_byte);
 
 /// [`is_code_byte`] of every byte.
-const CODE_BYTES: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = is_code_byte(b as u8);
-        b += 1;
-    }
-    t
-};
+const CODE_BYTES: [bool; 256] = byte_table!(is_code_byte);
 
 /// Whether a byte belongs to a token.
 #[inline]
