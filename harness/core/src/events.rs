@@ -352,3 +352,33 @@ pub struct ToolCallRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 }
+
+impl ToolCallRecord {
+    /// The record of a policy's own tool call (`fold_unit`, `strategy_*`, `delegate`) that its
+    /// host answered: no path or fingerprint, what it did as `outcome`, the result's tokens.
+    pub fn policy_call(
+        turn: u32,
+        request: usize,
+        call: &crate::ToolCall,
+        is_error: bool,
+        outcome: Option<serde_json::Value>,
+        result_tokens: u32,
+    ) -> Self {
+        Self {
+            turn,
+            request,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: call.canonical_args(),
+            target: None,
+            fingerprint: None,
+            archive_read: false,
+            is_error,
+            policy_tool: true,
+            outcome,
+            result_tokens,
+            cached: false,
+            agent: None,
+        }
+    }
+}

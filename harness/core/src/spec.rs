@@ -224,7 +224,8 @@ impl Step {
     }
 }
 
-fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+/// Every string inside `v`, depth first.
+pub(crate) fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
         serde_json::Value::String(s) => out.push(s.clone()),
         serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),

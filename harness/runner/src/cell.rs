@@ -661,22 +661,14 @@ impl Loop {
             }
             let reply = answer.reply;
             let result = Message::tool_result(t, call, reply.text.clone(), reply.is_error);
-            let record = ToolCallRecord {
-                turn: t,
-                request: this,
-                id: call.id.clone(),
-                name: call.name.clone(),
-                args: call.canonical_args(),
-                target: None,
-                fingerprint: None,
-                archive_read: false,
-                is_error: reply.is_error,
-                policy_tool: true,
-                outcome: serde_json::to_value(&reply.outcome).ok(),
-                result_tokens: result.tokens,
-                cached: false,
-                agent: None,
-            };
+            let record = ToolCallRecord::policy_call(
+                t,
+                this,
+                call,
+                reply.is_error,
+                serde_json::to_value(&reply.outcome).ok(),
+                result.tokens,
+            );
             return Ok((result, record, reply.append));
         }
         if let Some(reason) = self.driver.refuses(call) {

@@ -9,7 +9,7 @@ use super::regex_escape;
 use crate::fold::archive_pointer;
 use crate::message::{canonical_json, MessageKind, Role};
 use crate::request::Request;
-use crate::spec::{Action, Need, Step};
+use crate::spec::{strings_of, Action, Need, Step};
 use crate::tools;
 
 /// The means of recovery, as the behaviour profile names them.
@@ -238,16 +238,6 @@ fn path_words(text: &str) -> Vec<String> {
         .filter(|w| w.len() > 2 && !PATH_EXTENSIONS.contains(w))
         .map(str::to_ascii_lowercase)
         .collect()
-}
-
-/// Every string inside `v`.
-fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::String(s) => out.push(s.clone()),
-        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
-        serde_json::Value::Object(m) => m.values().for_each(|x| strings_of(x, out)),
-        _ => {}
-    }
 }
 
 /// The lines of the request's host messages (fold results, strategy reports, summaries quoting

@@ -204,20 +204,5 @@ fn delegate_record(
     result: &Message,
     outcome: Option<serde_json::Value>,
 ) -> ToolCallRecord {
-    ToolCallRecord {
-        turn: t,
-        request: this,
-        id: call.id.clone(),
-        name: call.name.clone(),
-        args: call.canonical_args(),
-        target: None,
-        fingerprint: None,
-        archive_read: false,
-        is_error: result.is_error,
-        policy_tool: true,
-        outcome,
-        result_tokens: result.tokens,
-        cached: false,
-        agent: None,
-    }
+    ToolCallRecord::policy_call(t, this, call, result.is_error, outcome, result.tokens)
 }

@@ -764,22 +764,15 @@ impl Conversation {
         }
         let reply = answer.reply;
         let result = Message::tool_result(self.turn, call, reply.text.clone(), reply.is_error);
-        self.events.push(Event::ToolCall(ToolCallRecord {
-            turn: self.turn,
-            request: index,
-            id: call.id.clone(),
-            name: call.name.clone(),
-            args: call.canonical_args(),
-            target: None,
-            fingerprint: None,
-            archive_read: false,
-            is_error: reply.is_error,
-            policy_tool: true,
-            outcome: serde_json::to_value(&reply.outcome).ok(),
-            result_tokens: result.tokens,
-            cached: false,
-            agent: None,
-        }));
+        self.events
+            .push(Event::ToolCall(ToolCallRecord::policy_call(
+                self.turn,
+                index,
+                call,
+                reply.is_error,
+                serde_json::to_value(&reply.outcome).ok(),
+                result.tokens,
+            )));
         self.calls_seen.insert(call.id.clone());
         (reply.text, reply.is_error)
     }
