@@ -118,9 +118,9 @@ pub fn cmd(a: ListArgs) -> Result<Code, Error> {
         if shard.is_some() {
             headers.push("shard");
         }
-        let table = harness_report::render::Table {
-            headers: headers.iter().map(|s| s.to_string()).collect(),
-            rows: cells
+        let table = harness_report::render::Table::new(
+            &headers,
+            cells
                 .iter()
                 .map(|c| {
                     let mut row = vec![
@@ -137,7 +137,7 @@ pub fn cmd(a: ListArgs) -> Result<Code, Error> {
                     row
                 })
                 .collect(),
-        };
+        );
         crate::out::line(&table.to_terminal())?;
     }
     eprintln!(

@@ -427,10 +427,7 @@ pub fn table(c: &Comparison) -> Table {
             ]
         })
         .collect();
-    Table {
-        headers: headers.iter().map(|s| s.to_string()).collect(),
-        rows,
-    }
+    Table::new(&headers, rows)
 }
 
 /// The lines around the table: pairing, flips and regressions (plain text, one per line).

@@ -32,6 +32,14 @@ fn terminal_cell(cell: &str) -> String {
 }
 
 impl Table {
+    /// A table of these column names and rows.
+    pub fn new(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
+        Table {
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows,
+        }
+    }
+
     /// For a terminal (tabled, rounded style).
     pub fn to_terminal(&self) -> String {
         let mut b = tabled::builder::Builder::default();
@@ -583,10 +591,7 @@ pub fn cells_table(records: &[CellRecord]) -> Table {
             ]
         })
         .collect();
-    Table {
-        headers: headers.iter().map(|s| s.to_string()).collect(),
-        rows,
-    }
+    Table::new(&headers, rows)
 }
 
 #[cfg(test)]

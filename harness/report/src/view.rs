@@ -477,10 +477,7 @@ mod tests {
     use super::*;
 
     fn table(headers: &[&str], row: &[&str]) -> Table {
-        Table {
-            headers: headers.iter().map(|s| s.to_string()).collect(),
-            rows: vec![row.iter().map(|s| s.to_string()).collect()],
-        }
+        Table::new(headers, vec![row.iter().map(|s| s.to_string()).collect()])
     }
 
     #[test]

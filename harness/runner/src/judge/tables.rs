@@ -61,10 +61,9 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
         "too long",
         "errors",
     ];
-    Table {
-        headers: headers.iter().map(|s| s.to_string()).collect(),
-        rows: aggs
-            .iter()
+    Table::new(
+        &headers,
+        aggs.iter()
             .map(|a| {
                 let answered = a.items - a.errors - a.too_long;
                 vec![
@@ -96,7 +95,7 @@ pub fn scores_table(aggs: &[Aggregate]) -> Table {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 /// The host's filter: how many turn boundaries the counting threshold keeps away from the model,
@@ -112,9 +111,9 @@ pub fn filter_table(stats: &[SourceStats]) -> Table {
         "kept away: plainly continuing",
         "kept away: closed work on the card",
     ];
-    Table {
-        headers: headers.iter().map(|s| s.to_string()).collect(),
-        rows: stats
+    Table::new(
+        &headers,
+        stats
             .iter()
             .map(|s| {
                 vec![
@@ -129,7 +128,7 @@ pub fn filter_table(stats: &[SourceStats]) -> Table {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 /// The lexical rule (60 characters or less continues) checked against the labels at every
@@ -144,9 +143,9 @@ pub fn lexical_table(stats: &[SourceStats]) -> Table {
         "long",
         "long: wrong (continues)",
     ];
-    Table {
-        headers: headers.iter().map(|s| s.to_string()).collect(),
-        rows: stats
+    Table::new(
+        &headers,
+        stats
             .iter()
             .map(|s| {
                 vec![
@@ -160,7 +159,7 @@ pub fn lexical_table(stats: &[SourceStats]) -> Table {
                 ]
             })
             .collect(),
-    }
+    )
 }
 
 #[cfg(test)]
